@@ -1,0 +1,3 @@
+from tuitrain.cli import main
+
+raise SystemExit(main())

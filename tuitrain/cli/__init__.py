@@ -1,0 +1,104 @@
+"""The command line: the same verbs as the app, headless and scriptable.
+
+Never imports torch, transformers, datasets, evaluate or accelerate (a test guards it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from tuitrain import __version__
+from tuitrain.runs.layout import default_runs_root
+
+
+def _runs_dir_option(parser: argparse.ArgumentParser, default: object = argparse.SUPPRESS) -> None:
+    parser.add_argument("--runs-dir", dest="runs_root", type=Path, default=default,
+                        help="the runs root (default: $TUITRAIN_RUNS_DIR or ./runs)")
+
+
+def _set_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                        help="override a profile key for this launch (repeatable), e.g. --set training.max_steps=40")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from tuitrain.cli import controlling, launching, viewing
+
+    parser = argparse.ArgumentParser(prog="tuitrain", description="Launch and watch Hugging Face training runs from a terminal.")
+    parser.add_argument("--version", action="version", version=f"tuitrain {__version__}")
+    _runs_dir_option(parser, default=None)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    def command(name: str, handler, help: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help, description=help)
+        _runs_dir_option(p)
+        p.set_defaults(handler=handler)
+        return p
+
+    p = command("run", launching.cmd_run, "start a run of a profile (a path, or a name like `demo`) and follow it")
+    p.add_argument("profile")
+    p.add_argument("--detach", "-d", action="store_true", help="print the run id and return; the run goes on")
+    _set_option(p)
+
+    p = command("resume", launching.cmd_resume, "start a new run that continues a run from one of its checkpoints")
+    p.add_argument("run")
+    p.add_argument("--checkpoint", default="latest", help="latest (newest complete), checkpoint-N, or a path")
+    p.add_argument("--detach", "-d", action="store_true")
+    _set_option(p)
+
+    p = command("plan", launching.cmd_plan, "show what would run: command, environment, accelerate config (starts nothing)")
+    p.add_argument("profile")
+    p.add_argument("--json", action="store_true")
+    _set_option(p)
+
+    p = command("validate", launching.cmd_validate, "list every problem in a profile, each with file, key and fix")
+    p.add_argument("profile")
+
+    p = command("runs", viewing.cmd_runs, "list the runs under the runs root")
+    p.add_argument("--json", action="store_true")
+
+    p = command("status", viewing.cmd_status, "one run in full")
+    p.add_argument("run")
+    p.add_argument("--json", action="store_true")
+
+    p = command("logs", viewing.cmd_logs, "a rank's log, or every rank's merged with a rank prefix")
+    p.add_argument("run")
+    p.add_argument("--rank", type=int, default=None)
+    p.add_argument("--launcher", action="store_true", help="the supervisor's and accelerate launch's own log")
+    p.add_argument("--follow", "-f", action="store_true")
+
+    p = command("checkpoints", viewing.cmd_checkpoints, "a run's checkpoints: step, complete or not, metrics, size")
+    p.add_argument("run")
+    p.add_argument("--json", action="store_true")
+
+    p = command("save", controlling.cmd_save, "ask a running run to save a checkpoint at the next step end")
+    p.add_argument("run")
+
+    p = command("stop", controlling.cmd_stop, "stop a run: save a checkpoint, then stop (--now: terminate, then kill)")
+    p.add_argument("run")
+    p.add_argument("--now", action="store_true")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from tuitrain.cli.errors import user_errors
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.runs_root is None:
+        args.runs_root = default_runs_root()
+    if not getattr(args, "handler", None):
+        parser.print_help()
+        return 0
+    try:
+        return args.handler(args)
+    except user_errors() as exc:
+        print(f"tuitrain: error: {exc}", file=sys.stderr)
+        return getattr(exc, "code", 2)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0

@@ -1,0 +1,26 @@
+"""save and stop: requests to a live run."""
+
+from __future__ import annotations
+
+import argparse
+
+from tuitrain.runs.catalog import find_run
+from tuitrain.runs.control import request
+
+
+def cmd_save(args: argparse.Namespace) -> int:
+    paths = find_run(args.runs_root, args.run)
+    request(paths, "save")
+    print(f"asked run {paths.id} to save a checkpoint at the next step end")
+    return 0
+
+
+def cmd_stop(args: argparse.Namespace) -> int:
+    paths = find_run(args.runs_root, args.run)
+    if args.now:
+        request(paths, "terminate")
+        print(f"ending every process of run {paths.id} now (killed if still there after a few seconds)")
+    else:
+        request(paths, "stop")
+        print(f"asked run {paths.id} to save a checkpoint and stop at the next step end")
+    return 0

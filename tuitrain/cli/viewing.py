@@ -1,0 +1,145 @@
+"""runs, status, logs, checkpoints: reading run directories, never changing them."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from tuitrain.cli.errors import CliError
+from tuitrain.cli.output import age, duration, number, print_json, size, table
+from tuitrain.runs.catalog import find_run, list_runs
+from tuitrain.runs.checkpoints import list_checkpoints
+from tuitrain.runs.layout import RunPaths
+from tuitrain.runs.record import FINAL_STATUSES, read_record
+from tuitrain.runs.summary import run_summary
+
+
+def _status_word(summary: dict) -> str:
+    return "lost" if summary.get("supervisor_lost") else summary["status"]
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    summaries = [run_summary(paths, record, with_checkpoints=False) for paths, record in list_runs(args.runs_root)]
+    if args.json:
+        print_json(summaries)
+        return 0
+    if not summaries:
+        print(f"no runs under {args.runs_root}")
+        return 0
+    rows = []
+    for s in summaries:
+        p = s["progress"]
+        total = p.get("max_steps")
+        rows.append([s["id"], s["profile"], _status_word(s), f"{p['step']}/{total or '?'}", number(p.get("loss")), age(s.get("created"))])
+    print(table(rows, ["ID", "PROFILE", "STATUS", "STEP", "LOSS", "AGE"]))
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    paths = find_run(args.runs_root, args.run)
+    summary = run_summary(paths, read_record(paths))
+    if args.json:
+        print_json(summary)
+        return 0
+    p = summary["progress"]
+    print(f"run        {summary['id']}  ({summary['run_dir']})")
+    print(f"profile    {summary['profile']}")
+    print(f"status     {_status_word(summary)}" + (f"  (rank {summary['failed_rank']} failed)" if summary.get("failed_rank") is not None else ""))
+    print(f"step       {p['step']}/{p.get('max_steps') or '?'}   epoch {number(p.get('epoch'), 3)}   loss {number(p.get('loss'))}")
+    if p["eval"]:
+        print("eval       " + "  ".join(f"{k[5:]} {number(v)}" for k, v in p["eval"].items() if not k.endswith(("runtime", "per_second"))))
+    print(f"processes  {summary['num_processes']}   pids {summary.get('pids') or '-'}")
+    print(f"duration   {duration(summary.get('duration'))}   started {age(summary.get('started'))}")
+    print(f"output     {summary.get('output_dir')}")
+    if summary.get("parent"):
+        print(f"resumed    from {summary['parent']} at {summary.get('resume_from')}")
+    if summary.get("exit_codes"):
+        print(f"exit codes {summary['exit_codes']}")
+    complete = [c for c in summary.get("checkpoints", []) if c["complete"]]
+    print(f"checkpoints {len(summary.get('checkpoints', []))} ({len(complete)} complete)")
+    for error in p["errors"]:
+        print(f"error      rank {error['rank']}: {error['message']}")
+    if summary.get("traceback"):
+        print(f"\nlast lines of {summary['traceback_file']}:")
+        for line in summary["traceback"]:
+            print(f"  {line}")
+    if summary.get("error"):
+        print(f"error      {summary['error']}")
+    return 0
+
+
+def _rank_logs(paths: RunPaths) -> list[tuple[str, Path]]:
+    logs = sorted(paths.logs.glob("rank-*.log"), key=lambda p: int(p.stem.split("-")[1]))
+    return [(p.stem.split("-")[1], p) for p in logs]
+
+
+def cmd_logs(args: argparse.Namespace) -> int:
+    paths = find_run(args.runs_root, args.run)
+    if args.launcher:
+        sources = [("launcher", paths.launcher_log)]
+    elif args.rank is not None:
+        log = paths.rank_log(args.rank)
+        if not log.exists():
+            have = ", ".join(r for r, _ in _rank_logs(paths)) or "none yet"
+            raise CliError(f"run {paths.id} has no log for rank {args.rank} (ranks: {have})")
+        sources = [(str(args.rank), log)]
+    else:
+        sources = _rank_logs(paths)
+    prefix = len(sources) > 1
+    offsets = {name: 0 for name, _ in sources}
+    out = sys.stdout
+    while True:
+        if not args.rank and not args.launcher and args.follow:
+            known = {n for n, _ in sources}
+            sources += [s for s in _rank_logs(paths) if s[0] not in known]
+            prefix = prefix or len(sources) > 1
+            offsets.update({n: 0 for n, _ in sources if n not in offsets})
+        for name, log in sources:
+            offsets[name] = _print_new(log, offsets[name], f"[rank {name}] " if prefix else "", out)
+        if not args.follow:
+            return 0
+        if read_record(paths)["status"] in FINAL_STATUSES:
+            for name, log in sources:
+                offsets[name] = _print_new(log, offsets[name], f"[rank {name}] " if prefix else "", out)
+            return 0
+        try:
+            time.sleep(0.25)
+        except KeyboardInterrupt:
+            return 0
+
+
+def _print_new(log: Path, offset: int, prefix: str, out) -> int:
+    """Print whole lines after `offset`; return the new offset (a partial last line waits)."""
+    try:
+        with open(log, "rb") as handle:
+            handle.seek(offset)
+            chunk = handle.read()
+    except FileNotFoundError:
+        return offset
+    end = chunk.rfind(b"\n") + 1
+    if end:
+        text = chunk[:end].decode("utf-8", errors="replace")
+        out.write("".join(prefix + line + "\n" for line in text.splitlines()) if prefix else text)
+        out.flush()
+    return offset + end
+
+
+def cmd_checkpoints(args: argparse.Namespace) -> int:
+    paths = find_run(args.runs_root, args.run)
+    record = read_record(paths)
+    checkpoints = list_checkpoints(Path(record["output_dir"])) if record.get("output_dir") else []
+    if args.json:
+        print_json([c.to_dict() for c in checkpoints])
+        return 0
+    if not checkpoints:
+        print(f"no checkpoints in {record.get('output_dir')}")
+        return 0
+    rows = []
+    for c in checkpoints:
+        state = "complete" if c.complete else f"INCOMPLETE (missing {', '.join(c.missing)})"
+        metrics = "  ".join(f"{k} {number(v)}" for k, v in c.metrics.items() if k in ("loss", "eval_loss", "eval_accuracy", "eval_f1", "eval_perplexity"))
+        rows.append([str(c.step), state, size(c.size_bytes), metrics or "-", str(c.path)])
+    print(table(rows, ["STEP", "STATE", "SIZE", "METRICS", "PATH"]))
+    return 0

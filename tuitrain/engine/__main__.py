@@ -1,0 +1,20 @@
+"""`python -m tuitrain.engine RUN_DIR`: one rank of a run.
+
+Output goes to the rank's own log file before anything heavy is imported, so every traceback —
+import errors included — lands in logs/rank-K.log.
+"""
+
+import sys
+from pathlib import Path
+
+from tuitrain.engine.rank_io import redirect_output_to_rank_log
+
+if len(sys.argv) != 2:
+    sys.exit("usage: python -m tuitrain.engine RUN_DIR")
+
+_run_dir = Path(sys.argv[1])
+_rank = redirect_output_to_rank_log(_run_dir)
+
+from tuitrain.engine.main import main  # noqa: E402  (after the redirect, on purpose)
+
+sys.exit(main(_run_dir, _rank))

@@ -1,0 +1,114 @@
+"""Trainer callbacks: write events.jsonl (rank 0) and obey control requests from viewers."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from transformers import TrainerCallback
+
+from tuitrain.engine.events import EventLog
+from tuitrain.runs.layout import CONTROL_EVALUATE, CONTROL_SAVE, CONTROL_STOP, RunPaths
+
+CHECKPOINT_MARKER = "tuitrain.json"
+
+
+class EventsCallback(TrainerCallback):
+    """Rank 0 turns the Trainer's lifecycle into events.jsonl lines."""
+
+    def __init__(self, events: EventLog, run_id: str, world_size: int) -> None:
+        self.events = events
+        self.run_id = run_id
+        self.world_size = world_size
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        if state.is_world_process_zero:
+            self.events.write(
+                "train_begin",
+                state.global_step,
+                max_steps=state.max_steps,
+                num_train_epochs=state.num_train_epochs,
+                world_size=self.world_size,
+            )
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if state.is_world_process_zero and logs and not any(k.startswith("eval_") for k in logs):
+            self.events.write("log", state.global_step, **logs)
+
+    def on_evaluate(self, args, state, control, metrics=None, **kwargs):
+        if state.is_world_process_zero:
+            self.events.write("evaluate", state.global_step, **(metrics or {}))
+
+    def on_save(self, args, state, control, **kwargs):
+        if not state.is_world_process_zero:
+            return
+        checkpoint = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+        marker = {"run": self.run_id, "step": state.global_step, "world_size": self.world_size, "time": time.time()}
+        if checkpoint.is_dir():
+            (checkpoint / CHECKPOINT_MARKER).write_text(json.dumps(marker) + "\n", encoding="utf-8")
+        self.events.write("save", state.global_step, checkpoint=str(checkpoint))
+
+    def on_train_end(self, args, state, control, **kwargs):
+        if state.is_world_process_zero:
+            self.events.write("train_end", state.global_step, max_steps=state.max_steps)
+
+
+class ControlCallback(TrainerCallback):
+    """Save-now, evaluate-now and stop requests, honoured at the next step end.
+
+    Rank 0 reads the request files; with several ranks its decision is broadcast so that
+    every rank saves, evaluates and stops at the same step (a rank that stops alone hangs the rest).
+    """
+
+    def __init__(self, paths: RunPaths, events: EventLog | None, world_size: int) -> None:
+        self.paths = paths
+        self.events = events
+        self.world_size = world_size
+        self._stop_seen = False
+
+    def _requests(self) -> tuple[bool, bool, bool]:
+        try:
+            names = set(p.name for p in self.paths.control.iterdir())
+        except FileNotFoundError:
+            return False, False, False
+        stop = CONTROL_STOP in names and not self._stop_seen
+        return CONTROL_SAVE in names, CONTROL_EVALUATE in names, stop
+
+    def _agreed(self, flags: tuple[bool, bool, bool], device: Any) -> tuple[bool, bool, bool]:
+        if self.world_size == 1:
+            return flags
+        import torch
+        import torch.distributed as dist
+
+        tensor = torch.tensor([int(f) for f in flags], dtype=torch.int32, device=device)
+        dist.broadcast(tensor, src=0)
+        return tuple(bool(v) for v in tensor.tolist())  # type: ignore[return-value]
+
+    def on_step_end(self, args, state, control, **kwargs):
+        flags = self._requests() if state.is_world_process_zero else (False, False, False)
+        save, evaluate, stop = self._agreed(flags, args.device)
+        if save:
+            control.should_save = True
+            self._consume(CONTROL_SAVE, state)
+        if evaluate:
+            control.should_evaluate = True
+            self._consume(CONTROL_EVALUATE, state)
+        if stop:
+            self._stop_seen = True
+            control.should_save = True
+            control.should_training_stop = True
+            if self.events is not None:
+                self.events.write("control", state.global_step, request=CONTROL_STOP)
+        return control
+
+    def _consume(self, name: str, state: Any) -> None:
+        if not state.is_world_process_zero:
+            return
+        try:
+            self.paths.control_request(name).unlink()
+        except FileNotFoundError:
+            pass
+        if self.events is not None:
+            self.events.write("control", state.global_step, request=name)

@@ -1,0 +1,155 @@
+"""One rank of a run: frozen profile → tokenizer, data, model, metrics, TrainingArguments → Trainer."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tomllib
+import traceback
+from pathlib import Path
+from typing import Any
+
+from tuitrain.engine.rank_io import write_rank_record
+from tuitrain.runs.atomic import read_json
+from tuitrain.runs.layout import RunPaths
+
+EXIT_WORLD_MISMATCH = 3
+
+
+class EngineError(Exception):
+    """A problem this rank can explain in one line (no traceback needed)."""
+
+
+def load_frozen_profile(paths: RunPaths) -> dict[str, Any]:
+    from tuitrain.profile import Profile, profile_with_defaults
+
+    with open(paths.profile, "rb") as handle:
+        data = tomllib.load(handle)
+    return profile_with_defaults(Profile(path=paths.profile, data=data, notes=[]))
+
+
+def check_world(expected: int, rank: int) -> int:
+    """accelerate can start fewer processes than asked without failing (e.g. --cpu with
+    --num_processes 2 starts one): a rank must know it joined the world the plan asked for."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world != expected:
+        raise EngineError(
+            f"rank {rank} joined a world of {world} process(es), but the plan asked for {expected}; "
+            "the launcher did not start the ranks it was asked to (check accelerate.yaml in the run directory)"
+        )
+    return world
+
+
+def training_arguments(profile: dict[str, Any], output_dir: str, world_size: int) -> Any:
+    from transformers import TrainingArguments
+
+    training = dict(profile["training"])
+    training.setdefault("report_to", "none")
+    training.setdefault("disable_tqdm", False)
+    # With several ranks, transformers scales the loss by the world size when it averages tokens
+    # across devices; a model whose forward ignores num_items_in_batch then logs about
+    # world_size × the true loss. Off unless the profile asks for it.
+    training.setdefault("average_tokens_across_devices", False)
+    hardware = profile["hardware"]
+    if hardware["accelerator"] == "cpu":
+        training.setdefault("use_cpu", True)
+    if hardware["mixed_precision"] == "bf16":
+        training.setdefault("bf16", True)
+    elif hardware["mixed_precision"] == "fp16":
+        training.setdefault("fp16", True)
+    metrics = profile["metrics"]
+    if metrics.get("early_stopping_patience"):
+        training.setdefault("load_best_model_at_end", True)
+        training.setdefault("metric_for_best_model", "eval_loss")
+    logging = profile["logging"]
+    return TrainingArguments(
+        output_dir=output_dir,
+        seed=profile["run"]["seed"],
+        log_level=logging["log_level"],
+        log_level_replica=logging["log_level_replica"],
+        log_on_each_node=logging["log_on_each_node"],
+        **training,
+    )
+
+
+def build_trainer(paths: RunPaths, record: dict[str, Any], profile: dict[str, Any], rank: int, world_size: int) -> Any:
+    from transformers import DataCollatorWithPadding, EarlyStoppingCallback, default_data_collator
+
+    from tuitrain.engine.callbacks import ControlCallback, EventsCallback
+    from tuitrain.engine.data import raw_splits, tokenize_for_causal_lm, tokenize_for_classification
+    from tuitrain.engine.events import EventLog
+    from tuitrain.engine.metrics import classification_metrics
+    from tuitrain.engine.model import build_model
+    from tuitrain.engine.tokenizer import build_tokenizer
+    from tuitrain.engine.trainer import EngineTrainer
+
+    model_spec, data_spec, metrics_spec = profile["model"], profile["data"], profile["metrics"]
+    output_dir = record["output_dir"]
+    args = training_arguments(profile, output_dir, world_size)
+    base_dir = Path(record.get("cwd") or paths.root)
+
+    with args.main_process_first(desc="load data and tokenizer"):
+        train_raw, eval_raw = raw_splits(data_spec, profile["run"]["seed"], base_dir)
+        tokenizer = build_tokenizer(
+            model_spec,
+            train_raw[data_spec["text_column"]],
+            Path(output_dir) / "tokenizer",
+            is_main=args.process_index == 0,
+        )
+        classify = model_spec["task"] == "sequence-classification"
+        tokenize = tokenize_for_classification if classify else tokenize_for_causal_lm
+        train_set = tokenize(train_raw, tokenizer, data_spec)
+        eval_set = tokenize(eval_raw, tokenizer, data_spec) if eval_raw is not None else None
+
+    model = build_model(model_spec, tokenizer)
+    events = EventLog(paths.events) if rank == 0 else None
+    callbacks: list[Any] = [ControlCallback(paths, events, world_size)]
+    if events is not None:
+        callbacks.insert(0, EventsCallback(events, record["id"], world_size))
+    if metrics_spec.get("early_stopping_patience"):
+        callbacks.append(EarlyStoppingCallback(metrics_spec["early_stopping_patience"], metrics_spec["early_stopping_threshold"]))
+    return EngineTrainer(
+        model=model,
+        args=args,
+        train_dataset=train_set,
+        eval_dataset=eval_set,
+        processing_class=tokenizer,
+        data_collator=DataCollatorWithPadding(tokenizer) if classify else default_data_collator,
+        compute_metrics=classification_metrics(metrics_spec["names"], model_spec["num_labels"]) if classify else None,
+        callbacks=callbacks,
+        class_weights=model_spec.get("class_weights"),
+        report_perplexity="perplexity" in metrics_spec["names"],
+    )
+
+
+def _report_error(paths: RunPaths, rank: int, message: str) -> None:
+    from tuitrain.engine.events import EventLog
+
+    events = EventLog(paths.events)
+    events.write("error", None, rank=rank, message=message)
+    events.close()
+
+
+def main(run_dir: Path, rank: int) -> int:
+    paths = RunPaths(run_dir)
+    exit_code = 1
+    try:
+        record = read_json(paths.record)
+        profile = load_frozen_profile(paths)
+        world_size = check_world(int(record["num_processes"]), rank)
+        print(f"[tuitrain] rank {rank}/{world_size} pid {os.getpid()} run {record['id']}", flush=True)
+        trainer = build_trainer(paths, record, profile, rank, world_size)
+        trainer.train(resume_from_checkpoint=record.get("resume_from"))
+        exit_code = 0
+    except EngineError as exc:
+        print(f"[tuitrain] error: {exc}", file=sys.stderr, flush=True)
+        _report_error(paths, rank, str(exc))
+        exit_code = EXIT_WORLD_MISMATCH
+    except BaseException as exc:  # noqa: BLE001 — the rank log must keep the traceback, then we exit non-zero
+        traceback.print_exc()
+        sys.stderr.flush()
+        _report_error(paths, rank, f"{type(exc).__name__}: {exc}")
+        exit_code = 130 if isinstance(exc, KeyboardInterrupt) else 1
+    finally:
+        write_rank_record(paths, rank, exit_code)
+    return exit_code

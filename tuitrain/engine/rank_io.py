@@ -1,0 +1,50 @@
+"""Per-rank plumbing that must run before heavy imports: log redirection and the rank record."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+
+from tuitrain.runs.atomic import write_json_atomic
+from tuitrain.runs.layout import RunPaths
+
+
+def global_rank() -> int:
+    return int(os.environ.get("RANK", "0"))
+
+
+def redirect_output_to_rank_log(run_dir: Path) -> int:
+    """Point fds 1 and 2 at logs/rank-K.log (append), so C extensions and subprocesses land there too."""
+    paths = RunPaths(run_dir)
+    rank = global_rank()
+    paths.logs.mkdir(parents=True, exist_ok=True)
+    fd = os.open(paths.rank_log(rank), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    sys.stdout.reconfigure(line_buffering=True)
+    sys.stderr.reconfigure(line_buffering=True)
+    write_rank_record(paths, rank, exit_code=None)
+    return rank
+
+
+def write_rank_record(paths: RunPaths, rank: int, exit_code: int | None) -> None:
+    paths.ranks.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(
+        paths.rank_record(rank),
+        {
+            "rank": rank,
+            "local_rank": int(os.environ.get("LOCAL_RANK", "0")),
+            "node_rank": int(os.environ.get("GROUP_RANK", os.environ.get("NODE_RANK", "0"))),
+            "world_size": int(os.environ.get("WORLD_SIZE", "1")),
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "exit_code": exit_code,
+            "time": time.time(),
+        },
+    )

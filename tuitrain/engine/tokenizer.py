@@ -1,0 +1,58 @@
+"""The tokenizer: from a folder or Hub id, or trained on the fly on the training text."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterable
+
+_CLASSIFICATION_SPECIALS = {"pad_token": "[PAD]", "unk_token": "[UNK]", "cls_token": "[CLS]", "sep_token": "[SEP]", "mask_token": "[MASK]"}
+_CAUSAL_SPECIALS = {"pad_token": "<pad>", "unk_token": "<unk>", "eos_token": "<eos>", "bos_token": "<bos>"}
+
+
+def train_tokenizer(texts: Iterable[str], spec: dict[str, Any], task: str) -> Any:
+    """Train a small WordLevel or WordPiece tokenizer and wrap it as a fast transformers tokenizer."""
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    specials = _CLASSIFICATION_SPECIALS if task == "sequence-classification" else _CAUSAL_SPECIALS
+    special_list = list(specials.values())
+    unk = specials["unk_token"]
+    if spec.get("kind", "wordlevel") == "wordpiece":
+        tokenizer = Tokenizer(models.WordPiece(unk_token=unk))
+        trainer = trainers.WordPieceTrainer(vocab_size=spec["vocab_size"], special_tokens=special_list)
+    else:
+        tokenizer = Tokenizer(models.WordLevel(unk_token=unk))
+        trainer = trainers.WordLevelTrainer(vocab_size=spec["vocab_size"], special_tokens=special_list)
+    if spec.get("lowercase", True):
+        tokenizer.normalizer = normalizers.Lowercase()
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer.train_from_iterator(texts, trainer=trainer)
+    if task == "sequence-classification":
+        cls, sep = specials["cls_token"], specials["sep_token"]
+        tokenizer.post_processor = processors.TemplateProcessing(
+            single=f"{cls} $A {sep}",
+            pair=f"{cls} $A {sep} $B:1 {sep}:1",
+            special_tokens=[(cls, tokenizer.token_to_id(cls)), (sep, tokenizer.token_to_id(sep))],
+        )
+    return PreTrainedTokenizerFast(tokenizer_object=tokenizer, **specials)
+
+
+def load_tokenizer(source: str, trust_remote_code: bool) -> Any:
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(source, trust_remote_code=trust_remote_code)
+
+
+def build_tokenizer(model: dict[str, Any], train_texts: Any, saved_dir: Path, is_main: bool) -> Any:
+    """A trained-on-the-fly tokenizer is saved beside the checkpoints, so every rank and every
+    resumed run reads the same vocabulary."""
+    source = model.get("tokenizer") or model.get("name_or_path")
+    if source:
+        return load_tokenizer(source, model.get("trust_remote_code", False))
+    if (saved_dir / "tokenizer.json").exists():
+        return load_tokenizer(str(saved_dir), False)
+    if not is_main:
+        raise RuntimeError(f"the main process did not save a tokenizer to {saved_dir}")
+    tokenizer = train_tokenizer(train_texts, model["train_tokenizer"], model["task"])
+    tokenizer.save_pretrained(str(saved_dir))
+    return tokenizer

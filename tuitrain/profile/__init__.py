@@ -1,0 +1,36 @@
+"""Profiles: TOML files that describe a training run (read, validate, write).
+
+Only the standard library and tomli_w are imported here: never torch, transformers, datasets,
+evaluate or accelerate (the TrainingArguments table comes from a cached subprocess).
+"""
+
+from .load import (
+    apply_overrides,
+    builtin_profile_path,
+    list_profiles,
+    load_profile,
+    parse_override,
+    resolve_profile_path,
+)
+from .problems import Problem, ProfileError
+from .save import save_profile
+from .schema import Profile, profile_with_defaults
+from .training_args import FieldSpec, training_args_fields
+from .validate import validate_profile
+
+__all__ = [
+    "FieldSpec",
+    "Problem",
+    "Profile",
+    "ProfileError",
+    "apply_overrides",
+    "builtin_profile_path",
+    "list_profiles",
+    "load_profile",
+    "parse_override",
+    "profile_with_defaults",
+    "resolve_profile_path",
+    "save_profile",
+    "training_args_fields",
+    "validate_profile",
+]

@@ -1,0 +1,380 @@
+"""Reading profiles: find the file, parse the TOML, migrate renamed keys, apply --set overrides,
+validate, and place each problem at its line in the file."""
+
+from __future__ import annotations
+
+import copy
+import re
+import tomllib
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from .problems import Problem, ProfileError, did_you_mean
+from .schema import Profile
+from .training_args import FieldSpec, applicable_migration, training_args_fields
+from .validate import toml_literal, validate_profile
+
+BUILTIN_DIR = Path(__file__).resolve().parent.parent / "profiles"
+OVERRIDE_FORM = "expected section.key=value, e.g. training.max_steps=40 or run.name=my-run"
+
+
+# --------------------------------------------------------------------------- finding profiles
+
+def _stems(folder: Path) -> list[str]:
+    try:
+        return sorted(p.stem for p in folder.glob("*.toml") if p.is_file())
+    except OSError:
+        return []
+
+
+def list_profiles(cwd: Path | None = None) -> dict[str, Path]:
+    """Profiles known by bare name: ./profiles/*.toml first, then the built-in ones."""
+    found: dict[str, Path] = {}
+    for folder in ((cwd or Path.cwd()) / "profiles", BUILTIN_DIR):
+        for stem in _stems(folder):
+            found.setdefault(stem, folder / f"{stem}.toml")
+    return found
+
+
+def builtin_profile_path(name: str = "demo") -> Path:
+    """The path of a profile shipped with tuitrain (tuitrain/profiles/<name>.toml)."""
+    path = BUILTIN_DIR / f"{name}.toml"
+    if not path.is_file():
+        known = _stems(BUILTIN_DIR)
+        raise ProfileError([Problem(name, "", "no such built-in profile",
+                                    did_you_mean(name, known) or f"built-in profiles: {', '.join(known)}")])
+    return path
+
+
+def resolve_profile_path(ref: str, cwd: Path | None = None) -> Path:
+    """A profile reference -> its file.
+
+    An existing file is itself; a bare name ("demo", no .toml, no folder) is looked up as
+    ./profiles/<name>.toml, then as a built-in profile. Anything else is an error naming the
+    closest known profiles.
+    """
+    cwd = cwd or Path.cwd()
+    given = Path(ref).expanduser()
+    full = given if given.is_absolute() else cwd / given
+    if full.is_file():
+        return full
+    bare = not ref.endswith(".toml") and "/" not in ref and "\\" not in ref
+    if bare and ref:
+        known = list_profiles(cwd)
+        if ref in known:
+            return known[ref]
+        hint = did_you_mean(ref, known) or (f"known profiles: {', '.join(known)}" if known else None)
+        raise ProfileError([Problem(ref, "", "no such profile", hint)])
+    raise ProfileError([_missing_file_problem(full, ref)])
+
+
+def _missing_file_problem(full: Path, label: str) -> Problem:
+    if full.is_dir():
+        return Problem(label, "", "is a folder, not a profile", "give a .toml file")
+    if not full.parent.is_dir():
+        return Problem(label, "", "no such profile", f"the folder {full.parent} does not exist")
+    known = _stems(full.parent)
+    hint = did_you_mean(full.stem, known, fmt="'{}.toml'")
+    if hint is None and known:
+        hint = "profiles there: " + ", ".join(f"{k}.toml" for k in known)
+    return Problem(label, "", "no such profile", hint)
+
+
+# --------------------------------------------------------------------------- TOML text
+
+_ERR_AT = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
+_ERR_END = re.compile(r"\s*\(at end of document\)\s*$")
+
+
+def parse_toml(text: str, file: str) -> dict[str, Any]:
+    """tomllib.loads, with a syntax error turned into a ProfileError at its line and column."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        message = str(exc)
+        line: int | None = None
+        column: int | None = None
+        if m := _ERR_AT.search(message):
+            line, column = int(m.group(1)), int(m.group(2))
+            message = message[: m.start()]
+        elif m := _ERR_END.search(message):
+            lines = text.split("\n")
+            line, column = len(lines), len(lines[-1]) + 1
+            message = message[: m.start()] + " (at end of file)"
+        fix = None
+        if message.startswith("Invalid value"):
+            fix = 'text values need quotes, e.g. name = "my-run"; true/false are lower case'
+        elif message.startswith("Cannot declare") or message.startswith("Cannot overwrite"):
+            fix = "each table and key may appear only once"
+        elif message.startswith("Unterminated string"):
+            fix = "close the string with the same quote it opens with"
+        raise ProfileError([Problem(file, "", f"TOML syntax error: {message}", fix,
+                                    line=line, column=column)]) from None
+
+
+_BARE_OR_QUOTED = r'(?:[A-Za-z0-9_-]+|"(?:[^"\\]|\\.)*"|\'[^\']*\')'
+_HEADER = re.compile(r"^\s*\[\[?\s*(" + _BARE_OR_QUOTED + r"(?:\s*\.\s*" + _BARE_OR_QUOTED + r")*)\s*\]\]?")
+_KEYLINE = re.compile(r"^(\s*)(" + _BARE_OR_QUOTED + r"(?:\s*\.\s*" + _BARE_OR_QUOTED + r")*)\s*=")
+_PART = re.compile(_BARE_OR_QUOTED)
+
+
+def _parts(dotted: str) -> list[str]:
+    out = []
+    for part in _PART.findall(dotted):
+        if part[:1] in "\"'":
+            part = part[1:-1]
+        out.append(part)
+    return out
+
+
+def key_locations(text: str) -> dict[str, tuple[int, int]]:
+    """Dotted key -> (line, column) of where it is written (table headers included).
+
+    A light scan, good for pointing at lines: it follows [table] headers and `key =` lines and
+    skips multi-line strings; keys inside inline tables map to their parent's line.
+    """
+    found: dict[str, tuple[int, int]] = {}
+    prefix: list[str] = []
+    in_multiline: str | None = None
+    for number, line in enumerate(text.split("\n"), start=1):
+        if in_multiline:
+            if line.count(in_multiline) % 2 == 1:
+                in_multiline = None
+            continue
+        if m := _HEADER.match(line):
+            prefix = _parts(m.group(1))
+            found.setdefault(".".join(prefix), (number, line.index("[") + 1))
+        elif m := _KEYLINE.match(line):
+            dotted = ".".join(prefix + _parts(m.group(2)))
+            found.setdefault(dotted, (number, len(m.group(1)) + 1))
+            rest = line[m.end():]
+            for quote in ('"""', "'''"):
+                if rest.count(quote) % 2 == 1:
+                    in_multiline = quote
+                    break
+    return found
+
+
+def locate(problems: Sequence[Problem], text: str, skip: Sequence[str] = (),
+           aliases: Mapping[str, str] | None = None) -> list[Problem]:
+    """Fill in line/column for problems whose key (or a parent of it) is written in `text`.
+
+    Keys in `skip` (set by --set overrides) get no line but a "(from --set)" mark; `aliases`
+    maps a migrated key to the name written in the file.
+    """
+    places = key_locations(text)
+    aliases = aliases or {}
+    out: list[Problem] = []
+    for p in problems:
+        if p.key and any(p.key == s or p.key.startswith(s + ".") or p.key.startswith(s + "[")
+                         for s in skip):
+            p = Problem(p.file, p.key, p.message + " (from --set)", p.fix, p.severity)
+        elif p.line is None and p.key:
+            parts = re.sub(r"\[\d+\]", "", p.key).split(".")
+            while parts:
+                dotted = ".".join(parts)
+                hit = places.get(aliases.get(dotted, dotted))
+                if hit:
+                    p = Problem(p.file, p.key, p.message, p.fix, p.severity, hit[0], hit[1])
+                    break
+                parts.pop()
+        out.append(p)
+    return out
+
+
+# --------------------------------------------------------------------------- migrations
+
+def migrate(data: dict[str, Any], file: str,
+            fields: Mapping[str, FieldSpec] | None) -> tuple[dict[str, Any], list[Problem]]:
+    """Renamed and retired [training] keys moved to their new places (see training_args.MIGRATIONS).
+
+    Returns a new dict and one Problem per move: a note, or an error when the new key is
+    also given with a different value.
+    """
+    training = data.get("training")
+    if not isinstance(training, dict) or not any(applicable_migration(k, fields) for k in training):
+        return data, []
+    new = copy.deepcopy(data)
+    problems: list[Problem] = []
+    rebuilt: dict[str, Any] = {}
+    moved: list[tuple[str, str, Any]] = []
+    for key, value in new["training"].items():
+        m = applicable_migration(key, fields)
+        if m is None:
+            rebuilt[key] = value
+            continue
+        old = f"training.{key}"
+        if m.new is None:
+            problems.append(Problem(file, old, m.note, "remove it", severity="note"))
+            continue
+        section, leaf = m.new.split(".", 1)
+        if section == "training":
+            if leaf in new["training"] and new["training"][leaf] != value:
+                problems.append(_conflict(file, old, m.new, value, new["training"][leaf]))
+                continue
+            rebuilt[leaf] = value
+        else:
+            moved.append((old, m.new, value))
+        shown = '"***"' if "token" in m.new else toml_literal(value)
+        problems.append(Problem(file, old, m.note, f"read as {m.new} = {shown}", severity="note"))
+    new["training"] = rebuilt
+    for old, dest, value in moved:
+        section, leaf = dest.split(".", 1)
+        target = new.setdefault(section, {})
+        if not isinstance(target, dict):
+            continue  # validation reports the bad section
+        if leaf in target and target[leaf] != value:
+            problems = [p for p in problems if p.key != old]
+            problems.append(_conflict(file, old, dest, value, target[leaf]))
+            continue
+        target[leaf] = value
+    return new, problems
+
+
+def _migrated_names(data: Mapping[str, Any], fields: Mapping[str, FieldSpec] | None) -> dict[str, str]:
+    """New dotted key -> the old dotted key written in the file."""
+    training = data.get("training")
+    out: dict[str, str] = {}
+    if isinstance(training, dict):
+        for key in training:
+            m = applicable_migration(key, fields)
+            if m is not None and m.new:
+                out[m.new] = f"training.{key}"
+    return out
+
+
+def _conflict(file: str, old: str, new: str, value: Any, existing: Any) -> Problem:
+    values = "" if "token" in new else f": {toml_literal(value)} vs {toml_literal(existing)}"
+    return Problem(file, old, f"an old name for {new}, which is also given with another value{values}",
+                   f"keep only {new}")
+
+
+# --------------------------------------------------------------------------- overrides
+
+def parse_override(text: str) -> tuple[list[str], Any]:
+    """"training.max_steps=40" -> (["training", "max_steps"], 40).
+
+    The value is read as a TOML value (numbers, booleans, "strings", [lists], { tables });
+    anything that is not valid TOML is taken as a plain string (run.name=foo -> "foo").
+    """
+    if "=" not in text:
+        raise ProfileError([Problem("--set", "", f"{text!r}: no '='", OVERRIDE_FORM)])
+    raw_key, raw_value = text.split("=", 1)
+    parts = [p.strip() for p in raw_key.strip().split(".")]
+    if len(parts) < 2 or not all(parts):
+        raise ProfileError([Problem("--set", raw_key.strip(), f"{text!r}: the key needs a section", OVERRIDE_FORM)])
+    value: Any
+    try:
+        parsed = tomllib.loads("v = " + raw_value)
+        value = parsed["v"] if len(parsed) == 1 else raw_value.strip()
+    except tomllib.TOMLDecodeError:
+        value = raw_value.strip()
+    return parts, value
+
+
+def _set_path(data: dict[str, Any], path: Sequence[str], value: Any) -> Problem | None:
+    node = data
+    for i, part in enumerate(path[:-1]):
+        child = node.get(part)
+        if child is None:
+            child = node[part] = {}
+        elif not isinstance(child, dict):
+            where = ".".join(path[: i + 1])
+            return Problem("--set", ".".join(path), f"{where} is {toml_literal(child)}, not a table",
+                           f"set {where} itself, e.g. {where}=...")
+        node = child
+    node[path[-1]] = value
+    return None
+
+
+def apply_overrides(data: dict[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
+    """A new dict with each "section.key=value" override set (the input is left untouched)."""
+    new = copy.deepcopy(data)
+    problems: list[Problem] = []
+    for text in overrides:
+        try:
+            path, value = parse_override(text)
+        except ProfileError as exc:
+            problems.extend(exc.problems)
+            continue
+        problem = _set_path(new, path, value)
+        if problem:
+            problems.append(problem)
+    if problems:
+        raise ProfileError(problems)
+    return new
+
+
+def _migrate_override(text: str, fields: Mapping[str, FieldSpec] | None) -> tuple[str | None, list[Problem]]:
+    """An override of an old [training] name, rewritten to the new name (None: dropped)."""
+    path, _ = parse_override(text)
+    if len(path) == 2 and path[0] == "training" and (m := applicable_migration(path[1], fields)):
+        raw_value = text.split("=", 1)[1]
+        note = Problem("--set", ".".join(path), m.note,
+                       f"use {m.new}" if m.new else "leave it out", severity="note")
+        return (f"{m.new}={raw_value}" if m.new else None), [note]
+    return text, []
+
+
+# --------------------------------------------------------------------------- load
+
+def read_profile_text(path: Path, label: str) -> str:
+    if not path.exists():
+        raise ProfileError([_missing_file_problem(path, label)])
+    if path.is_dir():
+        raise ProfileError([Problem(label, "", "is a folder, not a profile", "give a .toml file")])
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ProfileError([Problem(label, "", f"cannot read: {exc.strerror or exc}")]) from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise ProfileError([Problem(label, "", "not UTF-8 text", "save the file as UTF-8",
+                                    line=line, column=column)]) from None
+
+
+def _by_line(p: Problem) -> tuple[int, int]:
+    return (p.line if p.line is not None else 1 << 30, p.column or 0)
+
+
+def load_profile(path: str | Path, overrides: Sequence[str] = ()) -> Profile:
+    """Read, migrate, override and validate a profile file.
+
+    Raises ProfileError listing every error at once (syntax errors stop at the first, as
+    TOML parsing does). Warnings and notes are returned in `Profile.notes`.
+    """
+    label = str(path)
+    file_path = Path(path).expanduser()
+    text = read_profile_text(file_path, label)
+    data = parse_toml(text, label)
+    fields = training_args_fields()
+    aliases = _migrated_names(data, fields)
+    data, notes = migrate(data, label, fields)
+
+    override_notes: list[Problem] = []
+    rewritten: list[str] = []
+    bad: list[Problem] = []
+    for text_override in overrides:
+        try:
+            new_text, found = _migrate_override(text_override, fields)
+        except ProfileError as exc:
+            bad.extend(exc.problems)
+            continue
+        override_notes.extend(found)
+        if new_text is not None:
+            rewritten.append(new_text)
+    if bad:
+        raise ProfileError(bad)
+    data = apply_overrides(data, rewritten)
+    overridden = [".".join(parse_override(o)[0]) for o in rewritten]
+
+    problems = validate_profile(data, label, file_path.resolve().parent, training_fields=fields)
+    located = locate(notes + problems, text, skip=overridden, aliases=aliases)
+    errors = sorted((p for p in located if p.severity == "error"), key=_by_line)
+    if errors:
+        raise ProfileError(errors)
+    others = sorted((p for p in located if p.severity != "error"), key=_by_line)
+    return Profile(path=file_path, data=data, notes=override_notes + others)

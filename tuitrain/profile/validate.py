@@ -1,0 +1,641 @@
+"""Validation: every problem of a profile at once, each naming its key and a fix.
+
+`validate_profile(data, file, base_dir)` checks the shape (schema.py), the [training] keys
+against the installed TrainingArguments (training_args.py), then the rules between keys.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from .problems import Problem, did_you_mean
+from .schema import (
+    DATA_FILE_FORMATS,
+    SCHEMA,
+    KeySpec,
+    TableSpec,
+)
+from .training_args import FieldSpec, applicable_migration, training_args_fields
+
+_AUTO: Any = object()
+
+# [training] keys owned by another section, or by tuitrain itself.
+TRAINING_OWNED: dict[str, tuple[str, str]] = {
+    "output_dir": ("the output folder is set in [run], not [training]",
+                   'move it: [run] output_dir = "..." (default: the run directory\'s output/)'),
+    "local_rank": ("set by the launcher for each rank", "remove it from [training]"),
+}
+# [training] keys that mirror a tuitrain key: both given with different values is an error.
+TRAINING_MIRRORS: dict[str, str] = {
+    "seed": "run.seed",
+    "log_level": "logging.log_level",
+    "log_level_replica": "logging.log_level_replica",
+    "log_on_each_node": "logging.log_on_each_node",
+}
+# Range rules for [training] values: key -> (low, low_exclusive, high).
+TRAINING_RANGES: dict[str, tuple[float | None, bool, float | None]] = {
+    "learning_rate": (0, True, None),
+    "per_device_train_batch_size": (1, False, None),
+    "per_device_eval_batch_size": (1, False, None),
+    "gradient_accumulation_steps": (1, False, None),
+    "logging_steps": (0, True, None),
+    "eval_steps": (0, True, None),
+    "save_steps": (0, True, None),
+    "warmup_ratio": (0, False, 1),
+    "warmup_steps": (0, False, None),
+    "num_train_epochs": (0, True, None),
+    "weight_decay": (0, False, None),
+    "max_grad_norm": (0, False, None),
+    "dataloader_num_workers": (0, False, None),
+    "save_total_limit": (1, False, None),
+    "eval_accumulation_steps": (1, False, None),
+}
+TRAINING_EXAMPLES: dict[str, str] = {
+    "max_steps": "1000", "num_train_epochs": "3", "eval_steps": "100", "save_steps": "100",
+    "logging_steps": "10", "save_total_limit": "3", "learning_rate": "5e-05", "report_to": '"none"',
+}
+_KIND_WORDS = {
+    "int": "a whole number (int)",
+    "float": "a number (float)",
+    "bool": "true or false (bool)",
+    "str": "a string (str)",
+    "list": "a list",
+    "dict": "a table",
+    "list[float]": "a list of numbers",
+    "list[str]": "a list of strings",
+    "gpus": "a list of GPU indices or UUIDs",
+}
+
+
+# --------------------------------------------------------------------------- value helpers
+
+def toml_literal(value: Any) -> str:
+    """A short TOML rendering of a value, for messages."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(toml_literal(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {toml_literal(v)}" for k, v in value.items()) + " }"
+    return str(value)
+
+
+def describe_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return f"the boolean {toml_literal(value)}"
+    if isinstance(value, int):
+        return f"the integer {value}"
+    if isinstance(value, float):
+        return f"the number {toml_literal(value)}"
+    if isinstance(value, str):
+        return f"the string {toml_literal(value)}"
+    if isinstance(value, list):
+        return f"the list {_clip(toml_literal(value))}"
+    if isinstance(value, dict):
+        return "a table"
+    return f"a {type(value).__name__} ({value})"
+
+
+def _clip(text: str, width: int = 40) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def is_kind(value: Any, kind: str) -> bool:
+    if kind == "bool":
+        return isinstance(value, bool)
+    if kind == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "float":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind == "str":
+        return isinstance(value, str)
+    if kind in ("list", "list[float]", "list[str]", "gpus"):
+        return isinstance(value, list)
+    if kind == "dict":
+        return isinstance(value, dict)
+    return True
+
+
+def _choices_text(choices: Iterable[Any], limit: int = 12) -> str:
+    items = [toml_literal(c) for c in choices]
+    if len(items) > limit:
+        items = items[:limit] + [f"… ({len(items) - limit} more)"]
+    return ", ".join(items)
+
+
+def _choice_problem(file: str, key: str, value: Any, choices: tuple[Any, ...]) -> Problem:
+    many = len(choices) > 12
+    hint = did_you_mean(str(value), [str(c) for c in choices], n=3 if many else 1) \
+        if isinstance(value, str) else None
+    return Problem(file, key, f"{toml_literal(value)} is not one of {_choices_text(choices)}", hint)
+
+
+def _range_problem(file: str, key: str, leaf: str, value: Any,
+                   low: float | None, low_excl: bool, high: float | None) -> Problem | None:
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return None
+    if isinstance(value, float) and math.isnan(value):
+        return Problem(file, key, "nan is not a usable value", f"e.g. {leaf} = {toml_literal(low or 1)}")
+    too_low = low is not None and (value <= low if low_excl else value < low)
+    too_high = high is not None and value > high
+    if not (too_low or too_high):
+        return None
+    if low is not None and high is not None:
+        want = f"between {toml_literal(low)} and {toml_literal(high)}"
+    elif low is not None:
+        want = f"{'greater than' if low_excl else 'at least'} {toml_literal(low)}"
+    else:
+        want = f"at most {toml_literal(high)}"
+    return Problem(file, key, f"must be {want}, got {toml_literal(value)}")
+
+
+def _example_for(leaf: str, spec: KeySpec) -> str:
+    if spec.example:
+        return spec.example
+    if spec.choices:
+        return f"{leaf} = {toml_literal(spec.choices[0])}"
+    if spec.default is not None and spec.default != "":
+        return f"{leaf} = {toml_literal(spec.default)}"
+    samples = {"int": "1", "float": "0.5", "bool": "true", "str": '"..."', "dict": "{ }"}
+    return f"{leaf} = {samples.get(spec.kind, '[...]')}"
+
+
+def _type_problem(file: str, key: str, value: Any, kinds: Iterable[str], example: str) -> Problem:
+    words = " or ".join(_KIND_WORDS.get(k, k) for k in kinds)
+    return Problem(file, key, f"expected {words}, got {describe_value(value)}", f"e.g. {example}")
+
+
+# --------------------------------------------------------------------------- plain sections
+
+def _check_key(file: str, key: str, leaf: str, value: Any, spec: KeySpec) -> list[Problem]:
+    if not is_kind(value, spec.kind):
+        return [_type_problem(file, key, value, [spec.kind], _example_for(leaf, spec))]
+    out: list[Problem] = []
+    if spec.kind in ("str", "int", "float"):
+        if spec.choices and value not in spec.choices:
+            out.append(_choice_problem(file, key, value, spec.choices))
+        range_p = _range_problem(file, key, leaf, value, spec.min, spec.min_exclusive, spec.max)
+        if range_p:
+            out.append(range_p)
+    elif spec.kind == "list[float]":
+        for i, item in enumerate(value):
+            if not is_kind(item, "float"):
+                out.append(_type_problem(file, f"{key}[{i}]", item, ["float"], _example_for(leaf, spec)))
+            else:
+                range_p = _range_problem(file, f"{key}[{i}]", leaf, item, spec.min, spec.min_exclusive, spec.max)
+                if range_p:
+                    out.append(range_p)
+    elif spec.kind == "list[str]":
+        for i, item in enumerate(value):
+            if not isinstance(item, str):
+                out.append(_type_problem(file, f"{key}[{i}]", item, ["str"], _example_for(leaf, spec)))
+            elif spec.choices and item not in spec.choices:
+                out.append(_choice_problem(file, f"{key}[{i}]", item, spec.choices))
+    elif spec.kind == "gpus":
+        seen: set[Any] = set()
+        for i, item in enumerate(value):
+            if isinstance(item, bool) or not isinstance(item, (int, str)) or item == "":
+                out.append(Problem(file, f"{key}[{i}]",
+                                   f"expected a GPU index (int >= 0) or UUID (string), got {describe_value(item)}",
+                                   'e.g. gpus = [0, 1] or gpus = ["GPU-8f0c..."]'))
+            elif isinstance(item, int) and item < 0:
+                out.append(Problem(file, f"{key}[{i}]", f"GPU index must be at least 0, got {item}"))
+            elif item in seen:
+                out.append(Problem(file, f"{key}[{i}]", f"GPU {toml_literal(item)} is listed twice",
+                                   "list each GPU once"))
+            seen.add(item)
+    return out
+
+
+def _elsewhere(leaf: str, here: str, fields: Mapping[str, FieldSpec] | None) -> list[str]:
+    """Dotted places where a key of this name does belong."""
+    spots = [f"{sec}.{leaf}" for sec, keys in SCHEMA.items() if sec != here and leaf in keys]
+    if here != "training" and fields and leaf in fields:
+        spots.append(f"training.{leaf}")
+    return spots
+
+
+def _check_table(file: str, prefix: str, section: str, table: dict[str, Any],
+                 keys: Mapping[str, KeySpec | TableSpec],
+                 fields: Mapping[str, FieldSpec] | None) -> list[Problem]:
+    out: list[Problem] = []
+    for leaf, value in table.items():
+        key = f"{prefix}.{leaf}"
+        spec = keys.get(leaf)
+        if spec is None:
+            hint = did_you_mean(leaf, keys)
+            spots = _elsewhere(leaf, section, fields) if "." not in prefix else []
+            if hint is None and spots:
+                hint = f"did you mean {' or '.join(spots)}?"
+            known = ", ".join(k for k in keys)
+            out.append(Problem(file, key, f"unknown key in [{prefix}]", hint or f"known keys: {known}"))
+        elif isinstance(spec, TableSpec):
+            if not isinstance(value, dict):
+                out.append(Problem(file, key, f"expected a table, got {describe_value(value)}",
+                                   f"write it as a [{key}] table"))
+            elif not spec.free:
+                out.extend(_check_table(file, key, section, value, spec.keys, fields))
+        else:
+            out.extend(_check_key(file, key, leaf, value, spec))
+    return out
+
+
+# --------------------------------------------------------------------------- [training]
+
+def _check_training(file: str, training: dict[str, Any],
+                    fields: Mapping[str, FieldSpec] | None) -> list[Problem]:
+    out: list[Problem] = []
+    if fields is None and training:
+        out.append(Problem(file, "training",
+                           "transformers is not installed here, so [training] keys were not checked",
+                           "install transformers to check them", severity="warning"))
+    for leaf, value in training.items():
+        key = f"training.{leaf}"
+        if leaf in TRAINING_OWNED:
+            message, fix = TRAINING_OWNED[leaf]
+            out.append(Problem(file, key, message, fix))
+            continue
+        migration = applicable_migration(leaf, fields)
+        if migration is not None:
+            where = f"use {migration.new}" if migration.new else "remove it"
+            out.append(Problem(file, key, migration.note, where))
+            continue
+        if fields is None:
+            range_rule = TRAINING_RANGES.get(leaf)
+            if range_rule:
+                p = _range_problem(file, key, leaf, value, *range_rule)
+                if p:
+                    out.append(p)
+            continue
+        spec = fields.get(leaf)
+        if spec is None:
+            hint = did_you_mean(leaf, fields)
+            spots = _elsewhere(leaf, "training", fields)
+            if hint is None and spots:
+                hint = f"did you mean {' or '.join(spots)}?"
+            out.append(Problem(file, key, "unknown TrainingArguments key",
+                               hint or "see the TrainingArguments docs of the installed transformers"))
+            continue
+        out.extend(_check_training_value(file, key, leaf, value, spec))
+    return out
+
+
+def _training_example(leaf: str, spec: FieldSpec) -> str:
+    if leaf in TRAINING_EXAMPLES:
+        return f"{leaf} = {TRAINING_EXAMPLES[leaf]}"
+    if spec.choices:
+        return f"{leaf} = {toml_literal(spec.choices[0])}"
+    kinds = spec.accepts or (spec.base_type,)
+    if spec.default is not None and any(is_kind(spec.default, k) for k in kinds):
+        if isinstance(spec.default, bool):
+            return f"{leaf} = {toml_literal(not spec.default)}"
+        if spec.default not in ("", [], {}):
+            return f"{leaf} = {toml_literal(spec.default)}"
+    samples = {"int": "1", "float": "0.5", "bool": "true", "str": '"..."', "list": '["..."]', "dict": "{ }"}
+    return f"{leaf} = {samples.get(kinds[0] if kinds else 'str', '...')}"
+
+
+def _check_training_value(file: str, key: str, leaf: str, value: Any, spec: FieldSpec) -> list[Problem]:
+    kinds = spec.accepts or (() if spec.base_type == "any" else (spec.base_type,))
+    if kinds and not any(is_kind(value, k) for k in kinds):
+        return [_type_problem(file, key, value, kinds, _training_example(leaf, spec))]
+    out: list[Problem] = []
+    if spec.choices:
+        if isinstance(value, str):
+            items = value.split() if (leaf == "debug" and "list" in kinds) else [value]
+        elif isinstance(value, list):
+            items = value
+        else:
+            items = []
+        if value == "" and leaf == "debug":
+            items = []
+        for item in items:
+            if isinstance(item, (str, int, float)) and not isinstance(item, bool) and item not in spec.choices:
+                out.append(_choice_problem(file, key, item, spec.choices))
+    if leaf == "max_steps" and is_kind(value, "int") and value != -1 and value < 1:
+        out.append(Problem(file, key, f"must be at least 1 (or -1 to use num_train_epochs), got {value}"))
+    range_rule = TRAINING_RANGES.get(leaf)
+    if range_rule:
+        p = _range_problem(file, key, leaf, value, *range_rule)
+        if p:
+            out.append(p)
+    return out
+
+
+# --------------------------------------------------------------------------- rules between keys
+
+def _table(data: Mapping[str, Any], name: str) -> dict[str, Any]:
+    value = data.get(name)
+    return value if isinstance(value, dict) else {}
+
+
+def _get(table: Mapping[str, Any], leaf: str, kind: str, default: Any = None) -> Any:
+    """The value if present and of the right kind (type errors are reported elsewhere)."""
+    value = table.get(leaf, default)
+    return value if value is not None and is_kind(value, kind) else default
+
+
+def _resolve(raw: str, base_dir: Path | None) -> Path:
+    path = Path(raw).expanduser()
+    if not path.is_absolute():
+        path = (base_dir or Path.cwd()) / path
+    return path
+
+
+def _rules_model(file: str, data: Mapping[str, Any], base_dir: Path | None) -> list[Problem]:
+    out: list[Problem] = []
+    model = _table(data, "model")
+    dat = _table(data, "data")
+    task = _get(model, "task", "str", "sequence-classification")
+    name = _get(model, "name_or_path", "str", "")
+    config = model.get("config") if isinstance(model.get("config"), dict) else None
+    tokenizer = _get(model, "tokenizer", "str", "")
+    train_tok = model.get("train_tokenizer") if isinstance(model.get("train_tokenizer"), dict) else None
+
+    if name and config is not None:
+        out.append(Problem(file, "model", "both model.name_or_path and [model.config] are given",
+                           "keep model.name_or_path to fine-tune a pretrained model, "
+                           "or [model.config] to train one from scratch"))
+    elif not name and config is None:
+        out.append(Problem(file, "model", "no model: neither model.name_or_path nor [model.config] is given",
+                           'set model.name_or_path = "<Hub id or folder>", '
+                           'or add a [model.config] table with model_type = "bert"'))
+    if name and name.startswith((".", "/", "~")) and not _resolve(name, base_dir).exists():
+        out.append(Problem(file, "model.name_or_path", f"no such folder: {_resolve(name, base_dir)}",
+                           "relative paths start from the profile's folder"
+                           + (f" ({base_dir})" if base_dir else "")))
+    if config is not None:
+        model_type = config.get("model_type")
+        if not isinstance(model_type, str) or not model_type:
+            out.append(Problem(file, "model.config.model_type",
+                               "missing" if model_type is None else f"expected a string, got {describe_value(model_type)}",
+                               'e.g. model_type = "bert" (any transformers model type)'))
+        if not tokenizer and train_tok is None:
+            out.append(Problem(file, "model.tokenizer",
+                               "[model.config] builds a model from scratch, but no tokenizer is given",
+                               "add a [model.train_tokenizer] table (trained on the training text), "
+                               'or set model.tokenizer = "<Hub id or folder>"'))
+        vocab = config.get("vocab_size")
+        tok_vocab = _get(train_tok or {}, "vocab_size", "int", 1000) if train_tok is not None else None
+        if is_kind(vocab, "int") and tok_vocab is not None and tok_vocab > vocab:
+            out.append(Problem(file, "model.train_tokenizer.vocab_size",
+                               f"the tokenizer's vocabulary ({tok_vocab}) is larger than "
+                               f"model.config.vocab_size ({vocab})",
+                               f"set model.train_tokenizer.vocab_size = {vocab} or model.config.vocab_size = {tok_vocab}"))
+        positions = config.get("max_position_embeddings", config.get("n_positions"))
+        if is_kind(positions, "int"):
+            leaf = "block_size" if task == "causal-lm" else "max_length"
+            length = _get(dat, leaf, "int", 128)
+            if length > positions:
+                out.append(Problem(file, f"data.{leaf}",
+                                   f"{length} tokens is more than the model's {positions} positions "
+                                   "(model.config.max_position_embeddings)",
+                                   f"set data.{leaf} = {positions}, or raise max_position_embeddings"))
+    if tokenizer and train_tok is not None:
+        out.append(Problem(file, "model.train_tokenizer",
+                           "both model.tokenizer and [model.train_tokenizer] are given", "keep one"))
+    weights = _get(model, "class_weights", "list")
+    if weights is not None:
+        if task == "causal-lm":
+            out.append(Problem(file, "model.class_weights", "ignored for task \"causal-lm\"",
+                               "remove it", severity="warning"))
+        else:
+            labels = _get(model, "num_labels", "int", 2)
+            if len(weights) != labels:
+                out.append(Problem(file, "model.class_weights",
+                                   f"{len(weights)} weights for {labels} labels (model.num_labels)",
+                                   f"give exactly {labels} weights, one per label"))
+    return out
+
+
+def _rules_data(file: str, data: Mapping[str, Any], base_dir: Path | None) -> list[Problem]:
+    out: list[Problem] = []
+    dat = _table(data, "data")
+    task = _get(_table(data, "model"), "task", "str", "sequence-classification")
+    sources = [k for k in ("generate", "dataset", "train_file") if k in dat]
+    if not sources:
+        out.append(Problem(file, "data", "no data source",
+                           'set one of data.generate = "sentiment-words", data.dataset = "<Hub name>", '
+                           'or data.train_file = "train.csv"'))
+    elif len(sources) > 1:
+        out.append(Problem(file, "data", "more than one data source: "
+                           + ", ".join(f"data.{s}" for s in sources), "keep one"))
+    if "dataset_config" in dat and "dataset" not in dat:
+        out.append(Problem(file, "data.dataset_config", "given without data.dataset",
+                           'set data.dataset = "<Hub name>" or remove dataset_config'))
+    if "validation_file" in dat and "train_file" not in dat:
+        out.append(Problem(file, "data.validation_file", "given without data.train_file",
+                           'set data.train_file = "train.csv" too'))
+    formats: dict[str, str] = {}
+    for leaf in ("train_file", "validation_file"):
+        raw = _get(dat, leaf, "str")
+        if raw is None:
+            continue
+        path = _resolve(raw, base_dir)
+        fmt = DATA_FILE_FORMATS.get(path.suffix.lower())
+        if fmt is None:
+            out.append(Problem(file, f"data.{leaf}", f"unknown file type {path.suffix or '(none)'!r}: {raw}",
+                               "use one of " + ", ".join(DATA_FILE_FORMATS)))
+        else:
+            formats[leaf] = fmt
+        if not path.is_file():
+            what = "is a folder, not a file" if path.is_dir() else "no such file"
+            out.append(Problem(file, f"data.{leaf}", f"{what}: {path}",
+                               "relative paths start from the profile's folder"
+                               + (f" ({base_dir})" if base_dir else "")))
+    if len(set(formats.values())) > 1:
+        out.append(Problem(file, "data.validation_file",
+                           f"is {formats['validation_file']} but data.train_file is {formats['train_file']}",
+                           "use the same file type for both"))
+    if task == "causal-lm" and "text_pair_column" in dat:
+        out.append(Problem(file, "data.text_pair_column", 'ignored for task "causal-lm"', "remove it",
+                           severity="warning"))
+    return out
+
+
+def _rules_training(file: str, data: Mapping[str, Any],
+                    fields: Mapping[str, FieldSpec] | None) -> list[Problem]:
+    out: list[Problem] = []
+    training = _table(data, "training")
+
+    def setting(leaf: str, kind: str) -> Any:
+        if leaf in training:
+            return _get(training, leaf, kind)
+        spec = fields.get(leaf) if fields else None
+        return spec.default if spec is not None else None
+
+    for leaf, other in TRAINING_MIRRORS.items():
+        section, other_leaf = other.split(".")
+        mine, theirs = training.get(leaf), _table(data, section).get(other_leaf)
+        if leaf in training and other_leaf in _table(data, section) and mine != theirs:
+            out.append(Problem(file, f"training.{leaf}",
+                               f"{toml_literal(mine)} conflicts with {other} = {toml_literal(theirs)}",
+                               f"keep only {other}"))
+    eval_strategy = setting("eval_strategy", "str")
+    save_strategy = setting("save_strategy", "str")
+    # a bad choice is reported already; rules built on it would only add noise
+    strategies_ok = all(
+        not (spec := (fields or {}).get(leaf)) or not spec.choices or value in spec.choices
+        for leaf, value in (("eval_strategy", eval_strategy), ("save_strategy", save_strategy)))
+    if strategies_ok and _get(training, "load_best_model_at_end", "bool", False):
+        if eval_strategy != save_strategy:
+            out.append(Problem(file, "training.load_best_model_at_end",
+                               f"needs save_strategy ({toml_literal(save_strategy)}) to match "
+                               f"eval_strategy ({toml_literal(eval_strategy)})",
+                               f"set training.save_strategy = {toml_literal(eval_strategy)}"
+                               if eval_strategy not in (None, "no") else 'set training.eval_strategy = "steps"'))
+        elif eval_strategy == "steps":
+            save_steps = setting("save_steps", "float")
+            eval_steps = setting("eval_steps", "float") or setting("logging_steps", "float")
+            if (isinstance(save_steps, (int, float)) and isinstance(eval_steps, (int, float))
+                    and save_steps >= 1 and eval_steps >= 1 and save_steps % eval_steps != 0):
+                out.append(Problem(file, "training.save_steps",
+                                   f"load_best_model_at_end needs save_steps ({toml_literal(save_steps)}) "
+                                   f"to be a multiple of eval_steps ({toml_literal(eval_steps)})",
+                                   f"e.g. save_steps = {toml_literal(eval_steps)}"))
+    metrics = _table(data, "metrics")
+    if "early_stopping_patience" in metrics and eval_strategy in (None, "no"):
+        out.append(Problem(file, "metrics.early_stopping_patience",
+                           "early stopping needs evaluation, but training.eval_strategy is \"no\"",
+                           'set training.eval_strategy = "steps" (or "epoch")'))
+    hardware = _table(data, "hardware")
+    mixed = _get(hardware, "mixed_precision", "str", "no")
+    for flag in ("fp16", "bf16"):
+        if _get(training, flag, "bool", False) and mixed not in ("no", flag):
+            out.append(Problem(file, f"training.{flag}",
+                               f"conflicts with hardware.mixed_precision = {toml_literal(mixed)}",
+                               "set the precision once, in hardware.mixed_precision"))
+    return out
+
+
+def _rules_metrics(file: str, data: Mapping[str, Any]) -> list[Problem]:
+    out: list[Problem] = []
+    task = _get(_table(data, "model"), "task", "str", "sequence-classification")
+    names = _get(_table(data, "metrics"), "names", "list", [])
+    for i, name in enumerate(names):
+        if task == "sequence-classification" and name == "perplexity":
+            out.append(Problem(file, f"metrics.names[{i}]", 'perplexity is a metric for task "causal-lm"',
+                               "remove it", severity="warning"))
+        elif task == "causal-lm" and name not in ("perplexity", "accuracy") and isinstance(name, str):
+            out.append(Problem(file, f"metrics.names[{i}]",
+                               f'{name} is a classification metric; task is "causal-lm"',
+                               'use names = ["perplexity"]', severity="warning"))
+    return out
+
+
+def _rules_hardware(file: str, data: Mapping[str, Any]) -> list[Problem]:
+    out: list[Problem] = []
+    hardware = _table(data, "hardware")
+    dist = _table(data, "distributed")
+    accelerator = _get(hardware, "accelerator", "str", "auto")
+    processes = _get(dist, "num_processes", "int", 1)
+    if accelerator == "cpu" and _get(hardware, "mixed_precision", "str", "no") == "fp16":
+        out.append(Problem(file, "hardware.mixed_precision", "fp16 needs a GPU; accelerator is \"cpu\"",
+                           'use mixed_precision = "bf16" or "no" on the CPU'))
+    if accelerator == "mps" and processes > 1:
+        out.append(Problem(file, "distributed.num_processes",
+                           f"{processes} processes, but an Apple GPU (mps) runs one",
+                           "set distributed.num_processes = 1"))
+    gpus = _get(hardware, "gpus", "list")
+    if gpus is not None and accelerator in ("cpu", "mps"):
+        out.append(Problem(file, "hardware.gpus", f'ignored with accelerator = "{accelerator}"',
+                           "remove it", severity="warning"))
+    elif gpus is not None and accelerator in ("auto", "cuda") and processes > len(gpus) and gpus:
+        out.append(Problem(file, "distributed.num_processes",
+                           f"{processes} processes, but hardware.gpus lists {len(gpus)} GPU(s)",
+                           f"set num_processes = {len(gpus)} or list more GPUs"))
+    return out
+
+
+def _rules_distributed(file: str, data: Mapping[str, Any]) -> list[Problem]:
+    out: list[Problem] = []
+    dist = _table(data, "distributed")
+    strategy = _get(dist, "strategy", "str", "single")
+    processes = _get(dist, "num_processes", "int", 1)
+    machines = _get(dist, "num_machines", "int", 1)
+    rank = _get(dist, "machine_rank", "int", 0)
+    if strategy == "single" and processes > 1:
+        out.append(Problem(file, "distributed.num_processes",
+                           f'{processes} processes with strategy = "single"',
+                           f'set distributed.strategy = "ddp" to run {processes} processes, or num_processes = 1'))
+    if strategy == "single" and machines > 1:
+        out.append(Problem(file, "distributed.num_machines",
+                           f'{machines} machines with strategy = "single"',
+                           'set distributed.strategy = "ddp" (or fsdp / deepspeed)'))
+    if rank >= machines:
+        out.append(Problem(file, "distributed.machine_rank",
+                           f"must be less than num_machines ({machines}), got {rank}",
+                           f"use 0 to {machines - 1}" if machines > 1 else "set machine_rank = 0"))
+    if machines > 1 and not _get(dist, "main_process_ip", "str"):
+        out.append(Problem(file, "distributed.main_process_ip",
+                           f"needed when num_machines = {machines}",
+                           'set main_process_ip = "<address of machine 0>"'))
+    for sub in ("fsdp", "deepspeed"):
+        if sub in dist and strategy != sub:
+            out.append(Problem(file, f"distributed.{sub}", f'ignored: strategy is "{strategy}"',
+                               f'set distributed.strategy = "{sub}" to use it', severity="warning"))
+    return out
+
+
+def _rules_run(file: str, data: Mapping[str, Any]) -> list[Problem]:
+    name = _get(_table(data, "run"), "name", "str")
+    if name is None:
+        return []
+    if not name.strip() or name in (".", "..") or any(c in name for c in "/\\\0"):
+        return [Problem(file, "run.name", f"{toml_literal(name)} cannot name a run (it names folders)",
+                        'use letters, digits, "-" and "_", e.g. name = "my-run"')]
+    return []
+
+
+# --------------------------------------------------------------------------- entry point
+
+def validate_profile(data: dict[str, Any], file: str, base_dir: Path | None,
+                     *, training_fields: Mapping[str, FieldSpec] | None = _AUTO) -> list[Problem]:
+    """Every problem of a profile (errors, warnings, notes), in file order where possible.
+
+    `base_dir` is where relative data paths start (the profile's folder; None = the cwd).
+    `training_fields` defaults to the installed TrainingArguments (`training_args_fields()`);
+    pass None to check as if transformers were not installed.
+    """
+    fields = training_args_fields() if training_fields is _AUTO else training_fields
+    out: list[Problem] = []
+    if not isinstance(data, dict):
+        return [Problem(file, "", "a profile must be a TOML document of tables")]
+    for section, value in data.items():
+        if section not in SCHEMA:
+            if isinstance(value, dict):
+                hint = did_you_mean(section, SCHEMA, fmt="[{}]")
+                out.append(Problem(file, section, f"unknown section [{section}]",
+                                   hint or "sections: " + ", ".join(f"[{s}]" for s in SCHEMA)))
+            else:
+                spots = _elsewhere(section, "", fields)
+                out.append(Problem(file, section, "a key outside any section",
+                                   f"did you mean {' or '.join(spots)}? (put it under [{spots[0].split('.')[0]}])"
+                                   if spots else "put keys under a section such as [run] or [training]"))
+            continue
+        if not isinstance(value, dict):
+            out.append(Problem(file, section, f"expected a [{section}] table, got {describe_value(value)}",
+                               f"write it as a [{section}] section"))
+            continue
+        if section == "training":
+            out.extend(_check_training(file, value, fields))
+        else:
+            out.extend(_check_table(file, section, section, value, SCHEMA[section], fields))
+    out.extend(_rules_run(file, data))
+    out.extend(_rules_model(file, data, base_dir))
+    out.extend(_rules_data(file, data, base_dir))
+    out.extend(_rules_training(file, data, fields))
+    out.extend(_rules_metrics(file, data))
+    out.extend(_rules_hardware(file, data))
+    out.extend(_rules_distributed(file, data))
+    return out
+
