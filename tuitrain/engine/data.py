@@ -32,6 +32,26 @@ def raw_splits(data: dict[str, Any], seed: int, base_dir: Path) -> tuple[Any, An
     return loaded[data["train_split"]], validation
 
 
+class DataError(Exception):
+    """A profile's data settings that do not fit the data actually loaded."""
+
+
+def check_columns(dataset: Any, data: dict[str, Any], task: str, split: str) -> None:
+    import difflib
+
+    wanted = {"text_column": data["text_column"]}
+    if task == "sequence-classification":
+        wanted["label_column"] = data["label_column"]
+        if data.get("text_pair_column"):
+            wanted["text_pair_column"] = data["text_pair_column"]
+    have = list(dataset.column_names)
+    for key, column in wanted.items():
+        if column not in have:
+            near = difflib.get_close_matches(column, have, n=1)
+            hint = f"; did you mean {near[0]!r}?" if near else ""
+            raise DataError(f"data.{key} = {column!r}: the {split} data has no such column (it has: {', '.join(have)}){hint}")
+
+
 def _resolve(path: str, base_dir: Path) -> Path:
     candidate = Path(path).expanduser()
     return candidate if candidate.is_absolute() else base_dir / candidate

@@ -9,11 +9,12 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from tuitrain.engine.data import DataError
 from tuitrain.engine.rank_io import write_rank_record
 from tuitrain.runs.atomic import read_json
 from tuitrain.runs.layout import RunPaths
 
-EXIT_WORLD_MISMATCH = 3
+EXIT_USER_ERROR = 3
 
 
 class EngineError(Exception):
@@ -76,7 +77,7 @@ def build_trainer(paths: RunPaths, record: dict[str, Any], profile: dict[str, An
     from transformers import DataCollatorWithPadding, EarlyStoppingCallback, default_data_collator
 
     from tuitrain.engine.callbacks import ControlCallback, EventsCallback
-    from tuitrain.engine.data import raw_splits, tokenize_for_causal_lm, tokenize_for_classification
+    from tuitrain.engine.data import check_columns, raw_splits, tokenize_for_causal_lm, tokenize_for_classification
     from tuitrain.engine.events import EventLog
     from tuitrain.engine.metrics import classification_metrics
     from tuitrain.engine.model import build_model
@@ -90,6 +91,9 @@ def build_trainer(paths: RunPaths, record: dict[str, Any], profile: dict[str, An
 
     with args.main_process_first(desc="load data and tokenizer"):
         train_raw, eval_raw = raw_splits(data_spec, profile["run"]["seed"], base_dir)
+        check_columns(train_raw, data_spec, model_spec["task"], "training")
+        if eval_raw is not None:
+            check_columns(eval_raw, data_spec, model_spec["task"], "validation")
         tokenizer = build_tokenizer(
             model_spec,
             train_raw[data_spec["text_column"]],
@@ -141,10 +145,10 @@ def main(run_dir: Path, rank: int) -> int:
         trainer = build_trainer(paths, record, profile, rank, world_size)
         trainer.train(resume_from_checkpoint=record.get("resume_from"))
         exit_code = 0
-    except EngineError as exc:
+    except (EngineError, DataError) as exc:
         print(f"[tuitrain] error: {exc}", file=sys.stderr, flush=True)
         _report_error(paths, rank, str(exc))
-        exit_code = EXIT_WORLD_MISMATCH
+        exit_code = EXIT_USER_ERROR
     except BaseException as exc:  # noqa: BLE001 — the rank log must keep the traceback, then we exit non-zero
         traceback.print_exc()
         sys.stderr.flush()

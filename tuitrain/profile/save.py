@@ -110,7 +110,9 @@ def save_profile(data: dict[str, Any], path: Path) -> list[Problem]:
             try:
                 shutil.copy2(target, bak)
             except OSError as exc:
-                raise _fail(label, f"cannot keep a backup at {bak}: {exc.strerror or exc}",
+                why = (f"cannot write in the folder {folder}: permission denied"
+                       if isinstance(exc, PermissionError) else f"cannot save: {exc.strerror or exc}")
+                raise _fail(label, f"{why} (while keeping a backup at {bak})",
                             "the file has comments that saving would drop") from None
             warnings.append(Problem(label, "", "comments are not kept when saving; "
                                     f"the previous file, comments included, is at {bak}",

@@ -384,13 +384,6 @@ def _rules_model(file: str, data: Mapping[str, Any], base_dir: Path | None) -> l
                                "[model.config] builds a model from scratch, but no tokenizer is given",
                                "add a [model.train_tokenizer] table (trained on the training text), "
                                'or set model.tokenizer = "<Hub id or folder>"'))
-        vocab = config.get("vocab_size")
-        tok_vocab = _get(train_tok or {}, "vocab_size", "int", 1000) if train_tok is not None else None
-        if is_kind(vocab, "int") and tok_vocab is not None and tok_vocab > vocab:
-            out.append(Problem(file, "model.train_tokenizer.vocab_size",
-                               f"the tokenizer's vocabulary ({tok_vocab}) is larger than "
-                               f"model.config.vocab_size ({vocab})",
-                               f"set model.train_tokenizer.vocab_size = {vocab} or model.config.vocab_size = {tok_vocab}"))
         positions = config.get("max_position_embeddings", config.get("n_positions"))
         if is_kind(positions, "int"):
             leaf = "block_size" if task == "causal-lm" else "max_length"

@@ -1,0 +1,82 @@
+"""Shared helpers: drive the real CLI in subprocesses against a temporary runs root."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+
+# Few steps, no dropout (so one and two ranks compute the same loss), frequent logs.
+FAST = [
+    "--set", "training.max_steps=8",
+    "--set", "training.logging_steps=1",
+    "--set", "training.eval_steps=4",
+    "--set", "training.save_steps=4",
+    "--set", "training.warmup_steps=0",
+    "--set", "model.config.hidden_dropout_prob=0.0",
+    "--set", "model.config.attention_probs_dropout_prob=0.0",
+]
+TWO_RANKS = ["--set", "distributed.strategy=ddp", "--set", "distributed.num_processes=2"]
+
+
+def cli(*args: str, runs_dir: Path, cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TUITRAIN_RUNS_DIR": str(runs_dir)}
+    return subprocess.run([sys.executable, "-m", "tuitrain", *args], capture_output=True, text=True,
+                          env=env, cwd=cwd or runs_dir.parent, timeout=timeout)
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = 120, what: str = "condition") -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def record(run_dir: Path) -> dict[str, Any]:
+    return json.loads((run_dir / "run.json").read_text())
+
+
+def events(run_dir: Path) -> list[dict[str, Any]]:
+    path = run_dir / "events.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def wait_until_ended(run_dir: Path, timeout: float = 240) -> dict[str, Any]:
+    return wait_for(lambda: record(run_dir) if record(run_dir)["status"] in ("finished", "stopped", "failed") else None,
+                    timeout, f"{run_dir.name} to end")
+
+
+def losses(run_dir: Path) -> dict[int, float]:
+    return {e["step"]: e["loss"] for e in events(run_dir) if e["event"] == "log" and "loss" in e}
+
+
+@pytest.fixture
+def runs_dir(tmp_path: Path) -> Path:
+    path = tmp_path / "runs"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture(scope="session")
+def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One short single-rank demo run, finished, shared by the tests that only read it."""
+    runs = tmp_path_factory.mktemp("shared") / "runs"
+    runs.mkdir()
+    result = cli("run", "demo", *FAST, runs_dir=runs)
+    assert result.returncode == 0, result.stdout + result.stderr
+    (run_dir,) = [p for p in runs.iterdir() if p.is_dir()]
+    return run_dir

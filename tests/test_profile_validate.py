@@ -1,0 +1,218 @@
+"""Validation: each rule names its key and a fix."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tuitrain.profile import Problem, builtin_profile_path, validate_profile
+
+HAS_TRANSFORMERS = importlib.util.find_spec("transformers") is not None
+needs_transformers = pytest.mark.skipif(not HAS_TRANSFORMERS, reason="transformers is not installed")
+DEMO: dict[str, Any] = tomllib.loads(builtin_profile_path().read_text(encoding="utf-8"))
+
+
+def demo(**sections: dict[str, Any]) -> dict[str, Any]:
+    """The demo profile with sections merged in (a value of None removes that key)."""
+    data = copy.deepcopy(DEMO)
+    for name, changes in sections.items():
+        table = data.setdefault(name, {})
+        for key, value in changes.items():
+            if value is None:
+                table.pop(key, None)
+            else:
+                table[key] = value
+    return data
+
+
+def errors(data: dict[str, Any], base_dir: Path | None = None, **kw: Any) -> list[Problem]:
+    return [p for p in validate_profile(data, "p.toml", base_dir, **kw) if p.severity == "error"]
+
+
+def only(data: dict[str, Any], base_dir: Path | None = None, **kw: Any) -> Problem:
+    found = errors(data, base_dir, **kw)
+    assert len(found) == 1, [str(p) for p in found]
+    return found[0]
+
+
+def test_demo_is_clean() -> None:
+    assert validate_profile(DEMO, "demo.toml", None) == []
+
+
+@needs_transformers
+def test_unknown_training_key_did_you_mean() -> None:
+    data = demo(training={"learning_rat": 1e-3, "learning_rate": None})
+    p = only(data)
+    assert str(p) == "p.toml: training.learning_rat: unknown TrainingArguments key; did you mean 'learning_rate'?"
+
+
+@needs_transformers
+def test_training_type_error_names_key_and_form() -> None:
+    p = only(demo(training={"num_train_epochs": "three"}))
+    assert p.key == "training.num_train_epochs"
+    assert str(p) == ('p.toml: training.num_train_epochs: expected a number (float), got the string "three"; '
+                      "e.g. num_train_epochs = 3")
+
+
+@needs_transformers
+def test_training_types_ints_for_floats_but_bools_are_not_ints() -> None:
+    assert errors(demo(training={"num_train_epochs": 2, "max_steps": None})) == []
+    p = only(demo(training={"max_steps": True}))
+    assert "whole number" in p.message and "boolean true" in p.message
+    p = only(demo(training={"fp16": 1}))
+    assert p.key == "training.fp16" and "true or false" in p.message
+
+
+@needs_transformers
+def test_training_choices_did_you_mean() -> None:
+    p = only(demo(training={"eval_strategy": "step"}))
+    assert p.fix == "did you mean 'steps'?"
+    p = only(demo(training={"lr_scheduler_type": "cosin"}))
+    assert "'cosine'" in (p.fix or "")
+    p = only(demo(training={"report_to": ["tensorbord"]}))
+    assert "'tensorboard'" in (p.fix or "")
+
+
+@needs_transformers
+@pytest.mark.parametrize("key, value", [
+    ("learning_rate", 0), ("per_device_train_batch_size", 0), ("gradient_accumulation_steps", 0),
+    ("logging_steps", 0), ("eval_steps", -5), ("save_steps", 0), ("max_steps", 0),
+])
+def test_training_ranges(key: str, value: Any) -> None:
+    assert only(demo(training={key: value})).key == f"training.{key}"
+
+
+@needs_transformers
+def test_training_output_dir_points_to_run() -> None:
+    p = only(demo(training={"output_dir": "out"}))
+    assert p.key == "training.output_dir" and "[run] output_dir" in (p.fix or "")
+
+
+def test_without_transformers_training_keys_pass_with_a_warning() -> None:
+    found = validate_profile(demo(training={"anything_goes": 1}), "p.toml", None, training_fields=None)
+    assert [(p.key, p.severity) for p in found] == [("training", "warning")]
+
+
+def test_unknown_section_did_you_mean() -> None:
+    data = demo()
+    data["trainig"] = {"max_steps": 3}
+    p = only(data)
+    assert p.key == "trainig" and p.fix == "did you mean [training]?"
+
+
+def test_unknown_key_in_a_section() -> None:
+    p = only(demo(model={"num_label": 2}))
+    assert p.key == "model.num_label" and p.fix == "did you mean 'num_labels'?"
+    p = only(demo(model={"train_tokenizer": {"vocab_size": 128, "kinds": "wordpiece"}}))
+    assert p.key == "model.train_tokenizer.kinds"
+
+
+def test_key_in_the_wrong_section_points_to_its_home() -> None:
+    p = only(demo(run={"mixed_precision": "bf16"}))
+    assert "hardware.mixed_precision" in (p.fix or "")
+
+
+def test_section_types_and_ranges() -> None:
+    assert only(demo(run={"seed": -1})).key == "run.seed"
+    assert only(demo(distributed={"main_process_port": 70000})).key == "distributed.main_process_port"
+    assert only(demo(hardware={"accelerator": "gpu"})).key == "hardware.accelerator"
+    p = only(demo(model={"num_labels": "two"}))
+    assert p.message == 'expected a whole number (int), got the string "two"'
+    p = only(demo(hardware={"gpus": [0, 0]}))
+    assert p.key == "hardware.gpus[1]"
+
+
+def test_both_model_sources_is_an_error_naming_both() -> None:
+    p = only(demo(model={"name_or_path": "bert-base-uncased"}))
+    assert "model.name_or_path" in p.message and "[model.config]" in p.message
+
+
+def test_no_model_source_is_an_error() -> None:
+    data = demo()
+    del data["model"]["config"]
+    p = only(data)
+    assert p.key == "model" and "name_or_path" in (p.fix or "")
+
+
+def test_config_without_a_tokenizer_is_an_error_with_the_fix() -> None:
+    data = demo()
+    del data["model"]["train_tokenizer"]
+    p = only(data)
+    assert p.key == "model.tokenizer" and "[model.train_tokenizer]" in (p.fix or "")
+    data["model"]["tokenizer"] = "bert-base-uncased"
+    assert errors(data) == []
+
+
+def test_config_needs_model_type() -> None:
+    data = demo()
+    del data["model"]["config"]["model_type"]
+    assert only(data).key == "model.config.model_type"
+
+
+def test_max_length_beyond_positions() -> None:
+    p = only(demo(data={"max_length": 65}))
+    assert p.key == "data.max_length" and "64" in p.message
+
+
+def test_class_weights_length_must_match_labels() -> None:
+    assert errors(demo(model={"class_weights": [1.0, 3]})) == []
+    p = only(demo(model={"class_weights": [1.0, 2.0, 3.0]}))
+    assert p.key == "model.class_weights" and "3 weights for 2 labels" in p.message
+    assert only(demo(model={"class_weights": [1.0, -1.0]})).key == "model.class_weights[1]"
+
+
+def test_exactly_one_data_source() -> None:
+    p = only(demo(data={"dataset": "imdb"}))
+    assert p.key == "data" and "data.generate" in p.message and "data.dataset" in p.message
+    p = only(demo(data={"generate": None}))
+    assert p.key == "data" and p.message == "no data source"
+
+
+def test_missing_data_file_is_named_with_its_path(tmp_path: Path) -> None:
+    data = demo(data={"generate": None, "train_file": "data/train.csv"})
+    p = only(data, tmp_path)
+    assert p.key == "data.train_file" and str(tmp_path / "data" / "train.csv") in p.message
+
+
+def test_data_files_resolve_against_the_profile_folder(tmp_path: Path) -> None:
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "train.jsonl").write_text('{"text": "a", "label": 0}\n')
+    (tmp_path / "data" / "val.json").write_text('{"text": "b", "label": 1}\n')
+    data = demo(data={"generate": None, "train_file": "data/train.jsonl", "validation_file": "data/val.json"})
+    assert errors(data, tmp_path) == []
+    (tmp_path / "data" / "train.txt").write_text("x")
+    p = only(demo(data={"generate": None, "train_file": "data/train.txt"}), tmp_path)
+    assert "unknown file type" in p.message
+
+
+def test_single_strategy_with_many_processes() -> None:
+    p = only(demo(distributed={"num_processes": 2}))
+    assert p.key == "distributed.num_processes" and '"ddp"' in (p.fix or "")
+    assert errors(demo(distributed={"num_processes": 2, "strategy": "ddp"})) == []
+
+
+def test_machine_rank_below_num_machines() -> None:
+    found = errors(demo(distributed={"strategy": "ddp", "num_machines": 2, "machine_rank": 2,
+                                     "main_process_ip": "10.0.0.1"}))
+    assert [p.key for p in found] == ["distributed.machine_rank"]
+
+
+def test_strategy_tables_are_free_form_but_warn_when_unused() -> None:
+    found = validate_profile(demo(distributed={"fsdp": {"anything": [1, 2]}}), "p.toml", None)
+    assert [(p.key, p.severity) for p in found] == [("distributed.fsdp", "warning")]
+
+
+@needs_transformers
+def test_early_stopping_needs_evaluation() -> None:
+    assert errors(demo(metrics={"early_stopping_patience": 3})) == []
+    p = only(demo(metrics={"early_stopping_patience": 3}, training={"eval_strategy": None}))
+    assert p.key == "metrics.early_stopping_patience"
+
+
+def test_fp16_on_cpu() -> None:
+    assert only(demo(hardware={"mixed_precision": "fp16"})).key == "hardware.mixed_precision"
