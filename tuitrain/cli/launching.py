@@ -23,7 +23,7 @@ from tuitrain.runs.start import Lineage, start_run
 
 def _print_notes(profile: Profile) -> None:
     for note in profile.notes:
-        print(f"{note.severity}: {note}", file=sys.stderr)
+        print(note, file=sys.stderr)
 
 
 def _load(ref: str, overrides: list[str]) -> Profile:
@@ -112,7 +112,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
             for note in plan.notes:
                 print(f"  {note}")
         for problem in plan.problems:
-            print(f"{problem.severity}: {problem}", file=sys.stderr)
+            print(problem, file=sys.stderr)
     return 1 if plan.errors else 0
 
 
@@ -121,7 +121,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         profile = load_profile(resolve_profile_path(args.profile))
     except ProfileError as exc:
         for problem in exc.problems:
-            print(f"{problem.severity}: {problem}", file=sys.stderr)
+            print(problem, file=sys.stderr)
         errors = sum(1 for p in exc.problems if p.severity == "error")
         print(f"{errors} error(s)", file=sys.stderr)
         return 1

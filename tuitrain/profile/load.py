@@ -256,6 +256,8 @@ def parse_override(text: str) -> tuple[list[str], Any]:
 
     The value is read as a TOML value (numbers, booleans, "strings", [lists], { tables });
     anything that is not valid TOML is taken as a plain string (run.name=foo -> "foo").
+    Nothing after '=' removes the key (data.generate= → the profile's data.generate is gone);
+    write "" for an empty string.
     """
     if "=" not in text:
         raise ProfileError([Problem("--set", "", f"{text!r}: no '='", OVERRIDE_FORM)])
@@ -264,12 +266,22 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     if len(parts) < 2 or not all(parts):
         raise ProfileError([Problem("--set", raw_key.strip(), f"{text!r}: the key needs a section", OVERRIDE_FORM)])
     value: Any
+    if not raw_value.strip():
+        return parts, REMOVE
     try:
         parsed = tomllib.loads("v = " + raw_value)
         value = parsed["v"] if len(parsed) == 1 else raw_value.strip()
     except tomllib.TOMLDecodeError:
         value = raw_value.strip()
     return parts, value
+
+
+class _Remove:
+    def __repr__(self) -> str:
+        return "REMOVE"
+
+
+REMOVE: Any = _Remove()
 
 
 def _set_path(data: dict[str, Any], path: Sequence[str], value: Any) -> Problem | None:
@@ -283,7 +295,10 @@ def _set_path(data: dict[str, Any], path: Sequence[str], value: Any) -> Problem 
             return Problem("--set", ".".join(path), f"{where} is {toml_literal(child)}, not a table",
                            f"set {where} itself, e.g. {where}=...")
         node = child
-    node[path[-1]] = value
+    if value is REMOVE:
+        node.pop(path[-1], None)
+    else:
+        node[path[-1]] = value
     return None
 
 

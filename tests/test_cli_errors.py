@@ -1,0 +1,136 @@
+"""Bad input ends in a line or two a person can act on: never a traceback, nothing lost."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import cli, record
+
+DEMO = Path(__file__).resolve().parents[1] / "profiles" / "demo.toml"
+
+
+def check_clean(result, *needles: str) -> str:
+    text = result.stdout + result.stderr
+    assert result.returncode != 0, text
+    assert "Traceback" not in text, text
+    for needle in needles:
+        assert needle in text, text
+    return text
+
+
+def demo_with(tmp_path: Path, old: str, new: str) -> Path:
+    text = DEMO.read_text()
+    assert old in text
+    path = tmp_path / "mine.toml"
+    path.write_text(text.replace(old, new, 1))
+    return path
+
+
+def test_toml_syntax_error_names_file_line_and_column(tmp_path, runs_dir):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[run]\nname = "x"\n[training\nmax_steps = 3\n')
+    check_clean(cli("validate", str(bad), runs_dir=runs_dir), f"{bad}:3:", "TOML syntax error")
+    check_clean(cli("run", str(bad), runs_dir=runs_dir), f"{bad}:3:")
+    assert list(runs_dir.iterdir()) == []
+
+
+def test_unknown_key_gets_did_you_mean(tmp_path, runs_dir):
+    path = demo_with(tmp_path, "learning_rate = 3e-3", "learning_rat = 3e-3")
+    check_clean(cli("run", str(path), runs_dir=runs_dir), "training.learning_rat", "did you mean 'learning_rate'")
+
+
+def test_wrong_type_names_key_and_expected_form(tmp_path, runs_dir):
+    path = demo_with(tmp_path, "max_steps = 150", 'num_train_epochs = "three"')
+    check_clean(cli("validate", str(path), runs_dir=runs_dir), "training.num_train_epochs", "expected a number")
+
+
+def test_every_problem_is_listed_at_once(tmp_path, runs_dir):
+    path = demo_with(tmp_path, "learning_rate = 3e-3", 'learning_rat = 3e-3\nnum_train_epochs = "three"')
+    text = check_clean(cli("validate", str(path), runs_dir=runs_dir))
+    assert "learning_rat" in text and "num_train_epochs" in text and "2 error(s)" in text
+
+
+def test_missing_data_file(runs_dir):
+    check_clean(cli("run", "demo", "--set", "data.generate=", "--set", "data.train_file=/nowhere/train.csv", runs_dir=runs_dir),
+                "data.train_file", "/nowhere/train.csv")
+
+
+def test_missing_model_folder(runs_dir):
+    check_clean(cli("run", "demo", "--set", "model.config=", "--set", "model.name_or_path=/nowhere/bert", runs_dir=runs_dir),
+                "model.name_or_path", "/nowhere/bert")
+
+
+def test_gpus_on_a_machine_without_them(runs_dir):
+    check_clean(cli("run", "demo", "--set", "hardware.accelerator=cuda", runs_dir=runs_dir), "hardware.accelerator", "no NVIDIA GPU")
+    assert list(runs_dir.iterdir()) == []
+
+
+def test_runs_root_not_writable(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    check_clean(cli("run", "demo", "--runs-dir", str(blocker / "runs"), runs_dir=tmp_path), "runs root", "--runs-dir")
+
+
+def test_unknown_run_suggests_the_nearest(finished_run):
+    runs = finished_run.parent
+    typo = finished_run.name[:-1] + "x"
+    check_clean(cli("status", typo, runs_dir=runs), f"did you mean '{finished_run.name}'")
+
+
+def test_unknown_profile_name_suggests_the_nearest(runs_dir):
+    check_clean(cli("run", "dmeo", runs_dir=runs_dir), "did you mean 'demo'")
+
+
+def test_stop_of_an_ended_run(finished_run):
+    check_clean(cli("stop", finished_run.name, runs_dir=finished_run.parent), "already ended (finished)")
+
+
+def test_resume_of_a_run_without_checkpoints(finished_run, tmp_path):
+    runs = tmp_path / "runs"
+    copy = runs / "20260101-000000-demo"
+    shutil.copytree(finished_run, copy, ignore=shutil.ignore_patterns("output"))
+    rec = record(copy)
+    rec["output_dir"] = str(copy / "output")
+    (copy / "run.json").write_text(json.dumps(rec))
+    check_clean(cli("resume", copy.name, runs_dir=runs), "no complete checkpoint", "nothing to resume")
+
+
+def test_a_new_run_never_writes_over_another_runs_checkpoints(finished_run, tmp_path):
+    output_dir = record(finished_run)["output_dir"]
+    before = sorted(p.name for p in Path(output_dir).iterdir())
+    check_clean(cli("run", "demo", "--set", f"run.output_dir={output_dir!r}".replace("'", '"'), runs_dir=tmp_path / "runs"),
+                "already holds checkpoint-8", "tuitrain resume")
+    assert sorted(p.name for p in Path(output_dir).iterdir()) == before
+
+
+def test_an_incomplete_checkpoint_is_reported_and_never_latest(finished_run, tmp_path):
+    runs = tmp_path / "runs"
+    copy = runs / finished_run.name
+    shutil.copytree(finished_run, copy)
+    output = copy / "output"
+    rec = record(copy)
+    rec["output_dir"] = str(output)
+    (copy / "run.json").write_text(json.dumps(rec))
+    half = output / "checkpoint-12"
+    shutil.copytree(output / "checkpoint-8", half)
+    (half / "optimizer.pt").unlink()
+    (half / "trainer_state.json").unlink()
+    listing = json.loads(cli("checkpoints", copy.name, "--json", runs_dir=runs).stdout)
+    by_step = {c["step"]: c for c in listing}
+    assert by_step[8]["complete"] and not by_step[12]["complete"]
+    assert set(by_step[12]["missing"]) == {"trainer_state.json", "optimizer state"}
+    assert "INCOMPLETE" in cli("checkpoints", copy.name, runs_dir=runs).stdout
+    # `latest` picks checkpoint-8; asking for a different world size is refused up front.
+    refused = cli("resume", copy.name, "--set", "distributed.strategy=ddp", "--set", "distributed.num_processes=2", runs_dir=runs)
+    check_clean(refused, "checkpoint-8 was written by 1 process", "--set distributed.num_processes=1")
+    check_clean(cli("resume", copy.name, "--checkpoint", "checkpoint-12", runs_dir=runs), "incomplete")
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["--version"], []])
+def test_help_and_version(argv, runs_dir):
+    result = cli(*argv, runs_dir=runs_dir)
+    assert result.returncode == 0 and ("tuitrain" in result.stdout)
