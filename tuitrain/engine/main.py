@@ -11,7 +11,7 @@ from typing import Any
 
 from tuitrain.engine.data import DataError
 from tuitrain.engine.rank_io import write_rank_record
-from tuitrain.runs.atomic import read_json
+from tuitrain.runs.atomic import read_json, write_json_atomic
 from tuitrain.runs.layout import RunPaths
 
 EXIT_USER_ERROR = 3
@@ -143,6 +143,8 @@ def main(run_dir: Path, rank: int) -> int:
         world_size = check_world(int(record["num_processes"]), rank)
         print(f"[tuitrain] rank {rank}/{world_size} pid {os.getpid()} run {record['id']}", flush=True)
         trainer = build_trainer(paths, record, profile, rank, world_size)
+        if rank == 0:
+            write_json_atomic(paths.root / "training_args.json", trainer.args.to_dict())
         trainer.train(resume_from_checkpoint=record.get("resume_from"))
         exit_code = 0
     except (EngineError, DataError) as exc:
