@@ -68,3 +68,82 @@ class Table:
             if n == 0:
                 lines.append("  ".join("-" * w for w in widths))
         return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------ a quiet machine
+# The machine is small (2 cores) and may be shared: another process training at the same time
+# slows torch's threads down by 10x or more. Each measurement first waits (a bounded time) for
+# the other processes to go quiet, and the scripts report how many measurements ran busy.
+
+
+def _cpu_times() -> tuple[int, int]:
+    fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    return idle, sum(fields[:8])
+
+
+def cpu_busy(interval: float = 0.5) -> float:
+    """Fraction of all cores busy over `interval` seconds (0..1); 0 where /proc/stat is missing."""
+    try:
+        idle0, total0 = _cpu_times()
+        time.sleep(interval)
+        idle1, total1 = _cpu_times()
+    except (OSError, ValueError, IndexError):
+        return 0.0
+    total = total1 - total0
+    return 1.0 - (idle1 - idle0) / total if total > 0 else 0.0
+
+
+class QuietGate:
+    """wait() blocks until the machine is quiet (CPU busy below `threshold` in two samples in a
+    row), at most `max_wait` seconds; `busy_runs` counts the waits that gave up."""
+
+    def __init__(self, threshold: float = 0.2, max_wait: float = 30.0) -> None:
+        self.threshold = threshold
+        self.max_wait = max_wait
+        self.busy_runs = 0
+        self.waits = 0
+        self.waited = 0.0
+
+    def wait(self) -> bool:
+        self.waits += 1
+        start = time.monotonic()
+        quiet_in_a_row = 0
+        while True:
+            busy = cpu_busy(0.4)
+            quiet_in_a_row = quiet_in_a_row + 1 if busy < self.threshold else 0
+            if quiet_in_a_row >= 2:
+                self.waited += time.monotonic() - start
+                return True
+            if time.monotonic() - start > self.max_wait:
+                self.waited += time.monotonic() - start
+                self.busy_runs += 1
+                print(f"  (machine still busy after {self.max_wait:.0f}s: {busy:.0%} CPU used by others; measuring anyway)",
+                      flush=True)
+                return False
+
+    def summary(self) -> str:
+        return (f"quiet-machine gate: {self.waits - self.busy_runs}/{self.waits} measurements started on a quiet machine "
+                f"(< {self.threshold:.0%} CPU busy), {self.waited:.0f}s spent waiting")
+
+
+class silenced:
+    """Send fds 1 and 2 to /dev/null for a while (the Trainer's own printing, both sides alike)."""
+
+    def __enter__(self) -> "silenced":
+        sys.stdout.flush()
+        sys.stderr.flush()
+        self.saved = (os.dup(1), os.dup(2))
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+        os.close(null)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(self.saved[0], 1)
+        os.dup2(self.saved[1], 2)
+        os.close(self.saved[0])
+        os.close(self.saved[1])

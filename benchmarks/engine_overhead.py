@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import copy
 import os
-import platform
 import shutil
 import statistics
 import sys
@@ -32,7 +31,7 @@ os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import Table, machine_line  # noqa: E402
+from _common import QuietGate, Table, machine_line, silenced  # noqa: E402
 
 TARGET_RATIO = 0.97
 
@@ -71,7 +70,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--logging-steps", type=int, default=10)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of (ours, plain)")
+    parser.add_argument("--warmup-steps", type=int, default=30, help="one untimed run of each side first")
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's own choice)")
+    parser.add_argument("--quiet-wait", type=float, default=30.0,
+                        help="seconds to wait, before each measurement, for other processes to go quiet")
     opts = parser.parse_args()
 
     import torch
@@ -80,7 +83,10 @@ def main() -> int:
 
     from tuitrain.engine.main import build_trainer, training_arguments
 
+    if opts.threads:
+        torch.set_num_threads(opts.threads)
     transformers.logging.set_verbosity_error()
+    gate = QuietGate(max_wait=opts.quiet_wait)
     tmp = Path(tempfile.mkdtemp(prefix="tuitrain-bench-engine-"))
     try:
         profile = demo_profile(opts.steps, opts.logging_steps)
@@ -88,57 +94,72 @@ def main() -> int:
 
         # One build of our trainer gives the tokenizer, the tokenized data and the initial weights
         # that every round of both sides starts from.
-        ours = build_trainer(paths, record, profile, rank=0, world_size=1)
-        tokenizer, train_set = ours.processing_class, ours.train_dataset
-        initial = copy.deepcopy(ours.model.state_dict())
+        with silenced():
+            first = build_trainer(paths, record, profile, rank=0, world_size=1)
+        tokenizer, train_set = first.processing_class, first.train_dataset
+        initial = copy.deepcopy(first.model.state_dict())
 
-        def build_ours():
+        def build_ours(steps: int):
             trainer = build_trainer(paths, record, profile, rank=0, world_size=1)
+            trainer.args.max_steps = steps
             trainer.model.load_state_dict(initial)
             return trainer
 
-        def build_plain():
+        def build_plain(steps: int):
             args = training_arguments(profile, str(tmp / "plain-output"), 1)
-            model = copy.deepcopy(ours.model)
+            args.max_steps = steps
+            model = copy.deepcopy(first.model)
             model.load_state_dict(initial)
             return Trainer(model=model, args=args, train_dataset=train_set, processing_class=tokenizer,
                            data_collator=DataCollatorWithPadding(tokenizer))
 
-        def timed(trainer) -> tuple[float, float]:
-            start = time.perf_counter()
-            out = trainer.train()
-            wall = time.perf_counter() - start
-            assert trainer.state.global_step == opts.steps, trainer.state.global_step
-            return opts.steps / wall, out.training_loss
+        sides = (("ours", build_ours), ("plain", build_plain))
 
+        def measure(build, steps: int) -> tuple[float, float]:
+            with silenced():
+                trainer = build(steps)
+            gate.wait()
+            with silenced():
+                start = time.perf_counter()
+                out = trainer.train()
+                elapsed = time.perf_counter() - start
+            assert trainer.state.global_step == steps, trainer.state.global_step
+            return steps / elapsed, out.training_loss
+
+        if opts.warmup_steps:
+            for name, build in sides:
+                rate, _ = measure(build, opts.warmup_steps)
+                print(f"warm-up      {name:5s} {rate:7.2f} steps/s ({opts.warmup_steps} steps, not counted)", flush=True)
         results: dict[str, list[float]] = {"ours": [], "plain": []}
         losses: dict[str, list[float]] = {"ours": [], "plain": []}
         for n in range(opts.rounds):
-            for name, build in (("ours", build_ours), ("plain", build_plain)):
-                trainer = build()
-                rate, loss = timed(trainer)
+            for name, build in sides:
+                rate, loss = measure(build, opts.steps)
                 results[name].append(rate)
                 losses[name].append(loss)
-                print(f"round {n + 1}/{opts.rounds} {name:5s} {rate:7.2f} steps/s  (train loss {loss:.4f})", flush=True)
-                del trainer
+                print(f"round {n + 1}/{opts.rounds}  {name:5s} {rate:7.2f} steps/s  (train loss {loss:.4f})", flush=True)
 
-        events = [line for line in paths.events.read_text().splitlines() if '"event": "log"' in line]
+        log_events = sum(1 for line in paths.events.read_text().splitlines() if '"event": "log"' in line)
         ours_med, plain_med = statistics.median(results["ours"]), statistics.median(results["plain"])
         ratio = ours_med / plain_med
+        paired = [o / p for o, p in zip(results["ours"], results["plain"])]
         print()
-        print(f"engine_overhead: demo model, {opts.steps} steps, logging_steps={opts.logging_steps}, "
-              f"no eval, no save, torch threads {torch.get_num_threads()}")
+        print(f"engine_overhead: demo model (tiny BERT, 24k parameters, batch 32, max_length 24), {opts.steps} steps x "
+              f"{opts.rounds} rounds per side, logging_steps={opts.logging_steps}, no eval, no save, "
+              f"torch threads {torch.get_num_threads()}, torch {torch.__version__}, transformers {transformers.__version__}")
         print(machine_line())
         table = Table(["trainer", "median steps/s", "min", "max", "rounds"])
         for name in ("plain", "ours"):
             r = results[name]
             table.add([name, f"{statistics.median(r):.2f}", f"{min(r):.2f}", f"{max(r):.2f}", str(len(r))])
         print(table.render())
-        print(f"ratio ours/plain (median): {ratio:.3f}   target >= {TARGET_RATIO}: {'MET' if ratio >= TARGET_RATIO else 'NOT MET'}")
+        print(f"ratio ours/plain (medians): {ratio:.3f}   per round: {', '.join(f'{x:.3f}' for x in paired)}")
+        print(f"target ours/plain >= {TARGET_RATIO}: {'MET' if ratio >= TARGET_RATIO else 'NOT MET'}")
         same = all(abs(a - b) < 1e-4 for a, b in zip(losses["ours"], losses["plain"]))
         print(f"same training loss on both sides: {'yes' if same else 'NO'} "
               f"(ours {losses['ours'][0]:.5f}, plain {losses['plain'][0]:.5f}); "
-              f"events.jsonl log lines written by ours: {len(events)}")
+              f"log events written to events.jsonl by ours: {log_events}")
+        print(gate.summary())
         return 0
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
