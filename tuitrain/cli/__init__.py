@@ -77,10 +77,43 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("save", controlling.cmd_save, "ask a running run to save a checkpoint at the next step end")
     p.add_argument("run")
 
+    p = command("evaluate", controlling.cmd_evaluate, "ask a running run to evaluate at the next step end")
+    p.add_argument("run")
+
     p = command("stop", controlling.cmd_stop, "stop a run: save a checkpoint, then stop (--now: terminate, then kill)")
     p.add_argument("run")
     p.add_argument("--now", action="store_true")
+
+    p = command("gpus", _lazy("tuitrain.cli.gpus", "cmd_gpus"), "the GPUs of this machine, their processes and CUDA numbering")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--watch", action="store_true", help="refresh every second until Ctrl-C")
+
+    p = command("profile", _lazy("tuitrain.cli.profiles", "cmd_profile"), "profile tools: accelerate config export and import")
+    p.add_argument("action", choices=["export-accelerate", "import-accelerate"])
+    p.add_argument("file", help="the profile (export) or the accelerate YAML (import)")
+    p.add_argument("--into", default=None, help="import: the profile to write (default: print the tables)")
     return parser
+
+
+def _lazy(module: str, name: str):
+    """A handler imported only when its command runs (keeps `tuitrain --help` fast)."""
+
+    def handler(args: argparse.Namespace) -> int:
+        import importlib
+
+        return getattr(importlib.import_module(module), name)(args)
+
+    return handler
+
+
+def _open_app(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """`tuitrain` with no command opens the Textual app (help until the app exists)."""
+    try:
+        from tuitrain.tui.app import run_app
+    except ImportError:
+        parser.print_help()
+        return 0
+    return run_app(runs_root=args.runs_root)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -91,8 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.runs_root is None:
         args.runs_root = default_runs_root()
     if not getattr(args, "handler", None):
-        parser.print_help()
-        return 0
+        return _open_app(args, parser)
     try:
         return args.handler(args)
     except user_errors() as exc:

@@ -24,3 +24,10 @@ def cmd_stop(args: argparse.Namespace) -> int:
         request(paths, "stop")
         print(f"asked run {paths.id} to save a checkpoint and stop at the next step end")
     return 0
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    paths = find_run(args.runs_root, args.run)
+    request(paths, "evaluate")
+    print(f"asked run {paths.id} to evaluate at the next step end")
+    return 0
