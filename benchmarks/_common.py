@@ -147,3 +147,36 @@ class silenced:
         os.dup2(self.saved[1], 2)
         os.close(self.saved[0])
         os.close(self.saved[1])
+
+
+class CpuWatch:
+    """CPU used by *other* processes during a measurement: all cores' busy time from /proc/stat,
+    less this process's own (threads and reaped children included) and any `extra_own` seconds
+    the caller knows of (e.g. a detached run's processes, still alive). As a fraction of the
+    machine (wall time x cores)."""
+
+    def __init__(self) -> None:
+        self.tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+        self.start()
+
+    def _own(self) -> float:
+        t = os.times()
+        return t.user + t.system + t.children_user + t.children_system
+
+    def start(self) -> None:
+        self.t0 = time.monotonic()
+        self.own0 = self._own()
+        try:
+            self.idle0, self.total0 = _cpu_times()
+        except (OSError, ValueError, IndexError):
+            self.idle0 = self.total0 = 0
+
+    def others(self, extra_own: float = 0.0) -> float:
+        try:
+            idle1, total1 = _cpu_times()
+        except (OSError, ValueError, IndexError):
+            return 0.0
+        busy = ((total1 - self.total0) - (idle1 - self.idle0)) / self.tick
+        own = self._own() - self.own0 + extra_own
+        capacity = (time.monotonic() - self.t0) * (os.cpu_count() or 1)
+        return max(0.0, busy - own) / capacity if capacity > 0 else 0.0

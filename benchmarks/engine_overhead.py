@@ -31,7 +31,7 @@ os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import QuietGate, Table, machine_line, silenced  # noqa: E402
+from _common import CpuWatch, QuietGate, Table, machine_line, silenced  # noqa: E402
 
 TARGET_RATIO = 0.97
 
@@ -75,6 +75,9 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's own choice)")
     parser.add_argument("--quiet-wait", type=float, default=30.0,
                         help="seconds to wait, before each measurement, for other processes to go quiet")
+    parser.add_argument("--max-others", type=float, default=0.1,
+                        help="a measurement during which other processes used more of the CPU than this is done again")
+    parser.add_argument("--retries", type=int, default=2)
     opts = parser.parse_args()
 
     import torch
@@ -115,15 +118,30 @@ def main() -> int:
 
         sides = (("ours", build_ours), ("plain", build_plain))
 
+        noisy = {"retried": 0, "kept": 0}
+
         def measure(build, steps: int) -> tuple[float, float]:
-            with silenced():
-                trainer = build(steps)
-            gate.wait()
-            with silenced():
-                start = time.perf_counter()
-                out = trainer.train()
-                elapsed = time.perf_counter() - start
-            assert trainer.state.global_step == steps, trainer.state.global_step
+            """One timed train(); done again (up to --retries times) when other processes took
+            more than --max-others of the CPU meanwhile."""
+            for attempt in range(opts.retries + 1):
+                with silenced():
+                    trainer = build(steps)
+                gate.wait()
+                watch = CpuWatch()
+                with silenced():
+                    start = time.perf_counter()
+                    out = trainer.train()
+                    elapsed = time.perf_counter() - start
+                others = watch.others()
+                assert trainer.state.global_step == steps, trainer.state.global_step
+                if others <= opts.max_others:
+                    break
+                if attempt < opts.retries:
+                    noisy["retried"] += 1
+                    print(f"  (other processes used {others:.0%} of the CPU during this measurement: again)", flush=True)
+                else:
+                    noisy["kept"] += 1
+                    print(f"  (other processes used {others:.0%} of the CPU; kept after {opts.retries} retries)", flush=True)
             return steps / elapsed, out.training_loss
 
         if opts.warmup_steps:
@@ -159,7 +177,8 @@ def main() -> int:
         print(f"same training loss on both sides: {'yes' if same else 'NO'} "
               f"(ours {losses['ours'][0]:.5f}, plain {losses['plain'][0]:.5f}); "
               f"log events written to events.jsonl by ours: {log_events}")
-        print(gate.summary())
+        print(gate.summary() + f"; measurements redone because others used > {opts.max_others:.0%} CPU: "
+              f"{noisy['retried']}, kept noisy: {noisy['kept']}")
         return 0
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
