@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 
 import psutil
 import pytest
@@ -63,12 +65,16 @@ def test_save_now_stop_and_resume_continue_the_steps(runs_dir):
     saved = wait_for(lambda: [e for e in events(run_dir) if e["event"] == "save"], 60, "the save-now checkpoint")
     assert not (run_dir / "control" / "save-now").exists()  # consumed
 
+    follower = subprocess.Popen([sys.executable, "-m", "tuitrain", "logs", run_id, "--follow", "--runs-dir", str(runs_dir)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     stopped = cli("stop", run_id, runs_dir=runs_dir)
     assert stopped.returncode == 0, stopped.stderr
     rec = wait_until_ended(run_dir)
     assert rec["status"] == "stopped" and rec["failed_rank"] is None
     stop_step = events(run_dir)[-1]["step"]
     assert stop_step >= saved[0]["step"]
+    followed, _ = follower.communicate(timeout=30)  # --follow ends by itself when the run ends
+    assert "[tuitrain] rank 0/1" in followed and "'loss'" in followed
 
     listing = json.loads(cli("checkpoints", run_id, "--json", runs_dir=runs_dir).stdout)
     assert [c["step"] for c in listing][-1] == stop_step and all(c["complete"] for c in listing)
