@@ -25,7 +25,9 @@ def _set_option(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from tuitrain.cli import controlling, launching, viewing
+    launching = _LazyModule("tuitrain.cli.launching")
+    viewing = _LazyModule("tuitrain.cli.viewing")
+    controlling = _LazyModule("tuitrain.cli.controlling")
 
     parser = argparse.ArgumentParser(prog="tuitrain", description="Launch and watch Hugging Face training runs from a terminal.")
     parser.add_argument("--version", action="version", version=f"tuitrain {__version__}")
@@ -95,6 +97,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _LazyModule:
+    """`module.cmd_x` gives a handler that imports the module only when the command runs."""
+
+    def __init__(self, module: str) -> None:
+        self.module = module
+
+    def __getattr__(self, name: str):
+        return _lazy(self.module, name)
+
+
 def _lazy(module: str, name: str):
     """A handler imported only when its command runs (keeps `tuitrain --help` fast)."""
 
@@ -107,7 +119,11 @@ def _lazy(module: str, name: str):
 
 
 def _open_app(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    """`tuitrain` with no command opens the Textual app (help until the app exists)."""
+    """`tuitrain` with no command opens the Textual app; without a terminal (a script, a pipe)
+    it prints the help instead of waiting on a screen nobody sees."""
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        parser.print_help()
+        return 0
     try:
         from tuitrain.tui.app import run_app
     except ImportError:

@@ -1,18 +1,24 @@
-"""A light probe of the machine: no torch (the CLI and the app never import it)."""
+"""What this machine has to train on, in one look: NVIDIA GPUs (NVML), Apple MPS, the CPU.
+
+No torch (the CLI and the app never import it). ``detect_hardware()`` is what the planner and
+the preflight get; it honours ``TUITRAIN_NVML_TABLE`` (a recorded device table, see
+`tuitrain.hardware.recorded`) so a driverless machine can plan for a recorded GPU box.
+"""
 
 from __future__ import annotations
 
 import os
-import platform
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
 
+from tuitrain.hardware.devices import Discovery, GpuInfo, GpuProcess, MigDevice, discover
+from tuitrain.hardware.host import HostInfo, current_user, host_info
+from tuitrain.hardware.mps import mps_available
+from tuitrain.hardware.na import NA
+from tuitrain.hardware.recorded import library_from_env
 
-@dataclass(frozen=True)
-class GpuInfo:
-    index: int
-    name: str
-    uuid: str
-    memory_total: int
+__all__ = ["GpuInfo", "GpuProcess", "Hardware", "MigDevice", "cpu_has_bf16", "detect_hardware", "hardware_from"]
 
 
 @dataclass(frozen=True)
@@ -20,36 +26,56 @@ class Hardware:
     gpus: tuple[GpuInfo, ...] = field(default_factory=tuple)
     mps: bool = False
     cpu_count: int = 1
+    nvml_reason: str = ""  # why NVML gave no GPU ("driver not found"); "" when it answered
+    driver_version: str | Any = NA
+    host: HostInfo = field(default_factory=HostInfo)
+    user: str = ""  # who we run as (to tell our processes from other users')
+    cpu_bf16: bool | Any = NA  # the CPU computes bf16 natively (AVX512-BF16 / AMX)
 
     @property
     def has_cuda(self) -> bool:
         return bool(self.gpus)
 
+    def gpu(self, index: int) -> GpuInfo | None:
+        return next((g for g in self.gpus if g.index == index), None)
 
-def _nvml_gpus() -> tuple[GpuInfo, ...]:
-    try:
-        import pynvml
-    except ImportError:
-        return ()
-    try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError:
-        return ()  # no driver: a normal state, not an error
-    try:
-        found = []
-        for index in range(pynvml.nvmlDeviceGetCount()):
-            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-            name = pynvml.nvmlDeviceGetName(handle)
-            uuid = pynvml.nvmlDeviceGetUUID(handle)
-            total = pynvml.nvmlDeviceGetMemoryInfo(handle).total
-            found.append(GpuInfo(index, str(name), str(uuid), int(total)))
-        return tuple(found)
-    except pynvml.NVMLError:
-        return ()
-    finally:
-        pynvml.nvmlShutdown()
+    @property
+    def status_line(self) -> str:
+        if self.nvml_reason:
+            return f"no NVIDIA GPU (NVML: {self.nvml_reason})"
+        if not self.gpus:
+            return "no NVIDIA GPU (NVML found none)"
+        return f"{len(self.gpus)} NVIDIA GPU(s), driver {self.driver_version}"
 
 
-def detect_hardware() -> Hardware:
-    mps = platform.system() == "Darwin" and platform.machine() == "arm64"
-    return Hardware(gpus=_nvml_gpus(), mps=mps, cpu_count=os.cpu_count() or 1)
+def cpu_has_bf16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool | Any:
+    """Native bf16 on the CPU (the first "flags" line of /proc/cpuinfo); NA where unknown."""
+    try:
+        with cpuinfo.open(encoding="utf-8", errors="replace") as lines:
+            for line in lines:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    return bool(flags & {"avx512_bf16", "amx_bf16"})
+    except OSError:
+        pass
+    return NA
+
+
+def hardware_from(discovery: Discovery, mps: bool = False, host: HostInfo | None = None, user: str = "",
+                  cpu_bf16: bool | Any = NA) -> Hardware:
+    """A Hardware from a Discovery (pure: the planner's tests build theirs this way)."""
+    host = host or HostInfo()
+    return Hardware(gpus=discovery.gpus, mps=mps, cpu_count=host.cpu_count,
+                    nvml_reason="" if discovery.available else discovery.reason,
+                    driver_version=discovery.driver_version, host=host, user=user, cpu_bf16=cpu_bf16)
+
+
+def detect_hardware(nvml: Any = None, probe_mps: bool = False, environ: Mapping[str, str] | None = None) -> Hardware:
+    """Look at this machine. `nvml`: the NVML library (default: $TUITRAIN_NVML_TABLE's recorded
+    table if set, else pynvml). `probe_mps`: ask torch in a child process (cached) instead of
+    trusting the platform check alone."""
+    if nvml is None:
+        nvml = library_from_env(os.environ if environ is None else environ)
+    discovery = discover(nvml)
+    mps = mps_available(probe=probe_mps)
+    return hardware_from(discovery, mps=mps, host=host_info(), user=current_user(), cpu_bf16=cpu_has_bf16())

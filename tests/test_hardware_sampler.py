@@ -1,0 +1,206 @@
+"""The sampler: one NVML session, fixed-size rings, GPU processes mapped to runs and ranks.
+
+Processes are real (`sleep` children of this test) and run records are real files written by
+tuitrain.runs; only NVML answers from a recorded table that lists those real pids.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import psutil
+import pytest
+
+from tuitrain.hardware.na import NA
+from tuitrain.hardware.owners import OwnerIndex, RankOwner, owner_of, owners_from_records, read_owners
+from tuitrain.hardware.recorded import RecordedNvml, load_table
+from tuitrain.hardware.sampler import Sampler
+from tuitrain.runs.layout import RunPaths
+from tuitrain.runs.record import new_record, write_record
+
+FIXTURES = Path(__file__).parent / "fixtures" / "nvml"
+GiB = 2**30
+
+
+def table(name: str) -> dict[str, Any]:
+    return load_table(FIXTURES / f"{name}.json")
+
+
+@pytest.fixture
+def sleeper() -> Iterator[subprocess.Popen[bytes]]:
+    proc = subprocess.Popen(["sleep", "60"])
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+def write_run(root: Path, run_id: str, ranks: dict[int, int], status: str = "running", **pids: int) -> RunPaths:
+    paths = RunPaths(root / run_id)
+    paths.root.mkdir(parents=True)
+    record = new_record(run_id, "demo", status=status,
+                        pids={**pids, "ranks": {str(rank): pid for rank, pid in ranks.items()}})
+    write_record(paths, record)
+    return paths
+
+
+def test_rings_keep_a_fixed_number_of_samples():
+    with Sampler(RecordedNvml(table("eight_h100")), history=5) as sampler:
+        for _ in range(12):
+            sampler.sample()
+        assert sampler.samples == 12
+        assert set(sampler.gpu_history) == set(range(8))
+        assert all(len(ring) == 5 and ring.maxlen == 5 for ring in sampler.gpu_history.values())
+        assert len(sampler.host_history) == 5
+        times = [p.time for p in sampler.gpu_history[0]]
+        assert times == sorted(times)
+        point = sampler.gpu_history[3][-1]
+        assert (point.utilization, point.temperature, point.power_draw) == (90, 58, 613.0)
+        assert point.memory_used == 31 * GiB + 600 * 2**20
+
+
+def test_one_nvml_session_and_static_fields_read_once():
+    lib = RecordedNvml(table("eight_h100"))
+    calls: list[str] = []
+
+    class Counting:
+        def __getattr__(self, name: str) -> Any:
+            target = getattr(lib, name)
+            if not callable(target):
+                return target
+
+            def call(*args: Any) -> Any:
+                calls.append(name)
+                return target(*args)
+
+            return call
+
+    with Sampler(Counting(), history=3) as sampler:
+        calls.clear()
+        sampler.sample()
+        sampler.sample()
+    assert calls.count("nvmlInit") == 0 and calls.count("nvmlShutdown") == 1
+    assert calls.count("nvmlDeviceGetMemoryInfo") == 16  # one per GPU per sample
+    assert "nvmlDeviceGetName" not in calls and "nvmlDeviceGetUUID" not in calls  # static: read at start
+
+
+def test_host_cpu_is_na_on_the_first_sample_then_a_number():
+    with Sampler(RecordedNvml(table("no_driver"))) as sampler:
+        first = sampler.sample()
+        assert first.discovery.status_line == "no NVIDIA GPU (NVML: driver not found)" and first.gpus == ()
+        assert first.host.cpu_percent is NA and first.host.memory_total > 0
+        time.sleep(0.05)
+        assert isinstance(sampler.sample().host.cpu_percent, float)
+
+
+def test_a_gpu_lost_mid_run_goes_na_and_the_other_keeps_sampling():
+    with Sampler(RecordedNvml(table("gpu_lost")), history=10) as sampler:
+        snapshots = [sampler.sample() for _ in range(5)]
+    assert [s.gpus[1].lost for s in snapshots] == [False, False, False, True, True]
+    assert [p.memory_used for p in sampler.gpu_history[1]][2:] == [20 * GiB, NA, NA]
+    assert all(p.memory_used == 20 * GiB for p in sampler.gpu_history[0])
+
+
+def test_gpu_processes_map_to_run_and_rank(tmp_path, sleeper):
+    runs = tmp_path / "runs"
+    write_run(runs, "20240101-demo", {3: sleeper.pid}, supervisor=os.getpid())
+    recorded = table("eight_h100")
+    recorded["devices"][2]["compute_processes"] = [{"pid": sleeper.pid, "used_memory": 31 * GiB}]
+    with Sampler(RecordedNvml(recorded), runs_root=runs) as sampler:
+        first = sampler.sample()
+        time.sleep(0.1)
+        snapshot = sampler.sample()
+    assert first.ranks[0].cpu_percent is NA  # psutil needs two looks for a CPU percentage
+    (proc,) = snapshot.gpus[2].processes
+    assert proc.owner == RankOwner("20240101-demo", 3, "rank", "demo")
+    assert proc.user == psutil.Process().username() and proc.command == "sleep"
+    (rank,) = snapshot.ranks
+    assert rank.describe() == "rank 3 of run 20240101-demo on GPU 2, 31 GiB"
+    assert rank.pid == sleeper.pid and rank.rss > 0 and isinstance(rank.cpu_percent, float)
+    assert [p.gpu_memory for p in sampler.rank_history[("20240101-demo", 3)]] == [31 * GiB, 31 * GiB]
+    assert snapshot.gpus[0].processes[0].owner is None  # a stranger's process
+
+
+def test_a_child_of_a_rank_belongs_to_that_rank(tmp_path):
+    rank = subprocess.Popen(["sh", "-c", "sleep 60 & wait"])
+    try:
+        deadline = time.monotonic() + 5
+        while not psutil.Process(rank.pid).children() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        (child,) = psutil.Process(rank.pid).children()
+        runs = tmp_path / "runs"
+        write_run(runs, "r1", {0: rank.pid})
+        owners = read_owners(runs)
+        assert owner_of(child.pid, owners) == RankOwner("r1", 0, "rank", "demo")
+        assert owner_of(os.getpid(), owners) is None
+    finally:
+        for proc in psutil.Process(rank.pid).children():
+            proc.kill()
+        rank.kill()
+        rank.wait()
+
+
+def test_ended_runs_own_nothing_and_launchers_are_named(tmp_path, sleeper):
+    runs = tmp_path / "runs"
+    write_run(runs, "old", {0: sleeper.pid}, status="finished")
+    assert read_owners(runs) == {}
+    assert read_owners(runs, active_only=False)[sleeper.pid].rank == 0
+    owners = owners_from_records([{"id": "x", "profile": "p", "pids": {"launcher": 11, "supervisor": 10, "ranks": {"1": 12}}}])
+    assert owners[11].describe() == "launcher of run x" and owners[12].describe() == "rank 1 of run x"
+
+
+def test_rank_records_count_before_the_supervisor_copies_them(tmp_path, sleeper):
+    runs = tmp_path / "runs"
+    paths = write_run(runs, "r2", {})
+    paths.ranks.mkdir()
+    (paths.ranks / "rank-1.json").write_text(f'{{"rank": 1, "pid": {sleeper.pid}}}')
+    assert read_owners(runs)[sleeper.pid] == RankOwner("r2", 1, "rank", "demo")
+
+
+def test_owner_index_rereads_after_its_ttl(tmp_path, sleeper):
+    now = [0.0]
+    runs = tmp_path / "runs"
+    index = OwnerIndex(runs, ttl=5.0, clock=lambda: now[0])
+    assert index.get() == {}
+    write_run(runs, "late", {0: sleeper.pid})
+    now[0] = 4.0
+    assert index.get() == {}
+    now[0] = 5.0
+    assert sleeper.pid in index.get()
+    assert OwnerIndex(None).get() == {}
+
+
+def test_run_loop_samples_at_the_interval_until_stopped():
+    seen = []
+    stop = threading.Event()
+    with Sampler(RecordedNvml(table("four_gpu_mixed")), history=50) as sampler:
+        start = time.monotonic()
+        sampler.run(0.02, stop, seen.append, count=5)
+        elapsed = time.monotonic() - start
+    assert len(seen) == 5 and len(sampler.gpu_history[0]) == 5
+    assert 0.07 < elapsed < 1.0
+    with Sampler(RecordedNvml(table("four_gpu_mixed"))) as sampler:
+        stop.set()
+        sampler.run(0.02, stop, seen.append)
+    assert len(seen) == 5
+
+
+def test_history_must_hold_a_sample():
+    with pytest.raises(ValueError):
+        Sampler(RecordedNvml(table("no_driver")), history=0)
+
+
+def test_a_rank_that_exits_leaves_the_next_sample(tmp_path):
+    rank = subprocess.Popen(["sleep", "60"])
+    runs = tmp_path / "runs"
+    write_run(runs, "r3", {0: rank.pid})
+    with Sampler(RecordedNvml(table("no_driver")), runs_root=runs) as sampler:
+        (usage,) = sampler.sample().ranks
+        assert usage.describe() == "rank 0 of run r3 on the CPU" and usage.rss > 0
+        rank.kill()
+        rank.wait()
+        assert sampler.sample().ranks == ()

@@ -1,0 +1,168 @@
+"""`tuitrain gpus [--json] [--watch]`: the GPUs in PCI order, their processes (and the run and
+rank owning each), the CUDA index each gets under each device order, and the host's CPU and RAM.
+
+No driver is a normal state: "no NVIDIA GPU (NVML: driver not found)" and exit 0.
+``TUITRAIN_NVML_TABLE=path`` answers NVML from a recorded device table instead (tests, demos).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+import time
+from typing import Any
+
+from tuitrain.cli.output import print_json, table
+from tuitrain.hardware.devices import GpuInfo, discover
+from tuitrain.hardware.host import HostInfo, ProcessMeter, host_info
+from tuitrain.hardware.mapping import FASTEST_FIRST, PCI_BUS_ID, cuda_ordinals, pci_order
+from tuitrain.hardware.mps import mps_available
+from tuitrain.hardware.na import NA, plain
+from tuitrain.hardware.owners import attach_owners, read_owners
+from tuitrain.hardware.recorded import library_from_env
+from tuitrain.hardware.sampler import Sampler, Snapshot
+
+WATCH_INTERVAL = 1.0
+
+
+def _gib(num_bytes: Any, digits: int = 1) -> str:
+    return f"{num_bytes / 2**30:.{digits}f}" if num_bytes is not NA else "N/A"
+
+
+def _gib_unit(num_bytes: Any) -> str:
+    return f"{num_bytes / 2**30:.1f} GiB" if num_bytes is not NA else "N/A"
+
+
+def _percent(value: Any) -> str:
+    return f"{value:.0f}%" if value is not NA else "N/A"
+
+
+def host_line(host: HostInfo, mps: bool) -> str:
+    cpu = f"{host.cpu_count} CPU core(s)"
+    if host.cpu_percent is not NA:
+        cpu += f", {host.cpu_percent:.0f}% busy"
+    if host.load_average is not NA:
+        cpu += ", load " + " ".join(f"{x:.2f}" for x in host.load_average)
+    line = f"host: {cpu}; RAM {_gib(host.memory_used)} / {_gib(host.memory_total)} GiB used"
+    return line + ("; Apple MPS available" if mps else "")
+
+
+def gpu_rows(gpus: tuple[GpuInfo, ...]) -> list[list[str]]:
+    ordinals = cuda_ordinals(gpus)
+    rows = []
+    for gpu in pci_order(gpus):
+        cuda = ordinals[gpu.index]
+        power = f"{gpu.power_draw:.0f} / {gpu.power_limit:.0f} W" if gpu.power_draw is not NA or gpu.power_limit is not NA else "N/A"
+        mig = " [MIG]" if gpu.mig_enabled else ""
+        rows.append([
+            str(gpu.index), f"cuda:{cuda[PCI_BUS_ID]}", f"cuda:{cuda[FASTEST_FIRST]}", f"{gpu.name}{mig}" + (" LOST" if gpu.lost else ""),
+            str(gpu.pci_bus_id), str(gpu.compute_capability_text),
+            f"{_gib(gpu.memory_used)} / {_gib(gpu.memory_total)} GiB", _percent(gpu.utilization),
+            f"{gpu.temperature}°C" if gpu.temperature is not NA else "N/A", power, str(gpu.uuid),
+        ])
+    return rows
+
+
+GPU_HEADERS = ["GPU", "PCI_BUS_ID", "FASTEST_FIRST*", "name", "bus id", "cc", "memory", "util", "temp", "power", "uuid"]
+
+
+def process_rows(gpus: tuple[GpuInfo, ...]) -> list[list[str]]:
+    rows = []
+    for gpu in pci_order(gpus):
+        for proc in sorted(gpu.processes, key=lambda p: p.pid):
+            rows.append([str(gpu.index), str(proc.pid), str(proc.user), str(proc.command),
+                         _gib_unit(proc.used_memory), proc.kind, proc.owner.describe() if proc.owner else "-"])
+        for mig in gpu.mig_devices:
+            rows.append([str(gpu.index), "-", "-", f"MIG {mig.name}", _gib_unit(mig.memory_total), "instance", str(mig.uuid)])
+    return rows
+
+
+PROCESS_HEADERS = ["GPU", "pid", "user", "command", "GPU memory", "kind", "run / rank"]
+
+
+def render(snapshot: Snapshot, mps: bool) -> str:
+    discovery = snapshot.discovery
+    lines = []
+    if not discovery.gpus:
+        lines.append(discovery.status_line)
+    else:
+        lines.append(f"{discovery.status_line}; listed in PCI bus order (= nvidia-smi); "
+                     "cuda:N is the index each GPU gets under each CUDA_DEVICE_ORDER")
+        lines.append(table(gpu_rows(discovery.gpus), GPU_HEADERS))
+        procs = process_rows(discovery.gpus)
+        lines.append("")
+        lines.append(table(procs, PROCESS_HEADERS) if procs else "no process on any GPU")
+    if snapshot.ranks:
+        lines.append("")
+        for usage in snapshot.ranks:
+            lines.append(f"{usage.describe()}; CPU {_percent(usage.cpu_percent)}, RSS {_gib_unit(usage.rss)}")
+    lines.append(host_line(snapshot.host, mps))
+    if discovery.gpus:
+        lines.append("* FASTEST_FIRST is CUDA's default; its order is our prediction (CUDA does not document the "
+                     "heuristic), so tuitrain lists GPUs by UUID under it")
+    return "\n".join(lines)
+
+
+def to_json(snapshot: Snapshot, mps: bool) -> dict[str, Any]:
+    discovery = snapshot.discovery
+    ordinals = cuda_ordinals(discovery.gpus)
+    gpus = []
+    for gpu in pci_order(discovery.gpus):
+        data = plain(gpu)
+        data["cuda_index"] = ordinals[gpu.index]
+        data["processes"] = [{**plain(p), "owner": plain(p.owner) if p.owner else None} for p in gpu.processes]
+        gpus.append(data)
+    return {
+        "time": snapshot.time,
+        "nvml": {"available": discovery.available, "reason": discovery.reason or None,
+                 "driver_version": plain(discovery.driver_version), "status": discovery.status_line},
+        "gpus": gpus,
+        "ranks": [{**plain(r), "describe": r.describe()} for r in snapshot.ranks],
+        "host": plain(snapshot.host),
+        "mps": mps,
+    }
+
+
+def snapshot_once(nvml: Any, runs_root: Any) -> Snapshot:
+    discovery = discover(nvml, ProcessMeter().identify)
+    if discovery.gpus and runs_root is not None:
+        owners = read_owners(runs_root)
+        if owners:
+            discovery = type(discovery)(discovery.available, discovery.reason, discovery.driver_version,
+                                        attach_owners(discovery.gpus, owners))
+    return Snapshot(time.time(), discovery, host_info())
+
+
+def _watch(args: argparse.Namespace, nvml: Any, mps: bool) -> int:
+    stop = threading.Event()
+
+    def show(snapshot: Snapshot) -> None:
+        if args.json:
+            sys.stdout.write(json.dumps(to_json(snapshot, mps), default=str) + "\n")
+        else:
+            sys.stdout.write("\x1b[H\x1b[2J" if sys.stdout.isatty() else "\n")
+            sys.stdout.write(time.strftime("%H:%M:%S ") + render(snapshot, mps) + "\n")
+        sys.stdout.flush()
+
+    with Sampler(nvml, runs_root=args.runs_root) as sampler:
+        try:
+            sampler.run(WATCH_INTERVAL, stop, show)
+        except KeyboardInterrupt:
+            pass
+    return 0
+
+
+def cmd_gpus(args: argparse.Namespace) -> int:
+    nvml = library_from_env(os.environ)
+    mps = mps_available()
+    if getattr(args, "watch", False):
+        return _watch(args, nvml, mps)
+    snapshot = snapshot_once(nvml, getattr(args, "runs_root", None))
+    if args.json:
+        print_json(to_json(snapshot, mps))
+    else:
+        print(render(snapshot, mps))
+    return 0

@@ -1,0 +1,214 @@
+"""NVIDIA GPUs as plain data, read through one `NvmlSession` (every call through its gate).
+
+A GPU's description splits in two reads: `read_static` (name, UUID, PCI bus id, compute
+capability, power limit, cores, MIG: read once per session) and `read_dynamic` (memory,
+utilisation, temperature, power draw, processes: read every sample). `discover` does both once.
+Every field the driver cannot give is `NA`; a lost GPU keeps its static fields and `lost=True`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
+
+from tuitrain.hardware.na import NA
+from tuitrain.hardware.nvml import NvmlSession, text
+
+if TYPE_CHECKING:
+    from tuitrain.hardware.owners import RankOwner
+
+Identify = Callable[[int], "tuple[Any, Any]"]  # pid → (user, command), NA where unknown
+
+
+@dataclass(frozen=True)
+class MigDevice:
+    index: int
+    uuid: str | Any = NA
+    name: str | Any = NA
+    memory_total: int | Any = NA
+
+
+@dataclass(frozen=True)
+class GpuProcess:
+    pid: int
+    used_memory: int | Any = NA  # bytes
+    kind: str = "compute"  # "compute", "graphics" or "compute+graphics"
+    user: str | Any = NA
+    command: str | Any = NA
+    owner: "RankOwner | None" = None  # the run and rank it belongs to (see owners.attach_owners)
+
+
+@dataclass(frozen=True)
+class GpuInfo:
+    """One physical GPU. `index` is NVML's (= nvidia-smi's, PCI bus order)."""
+
+    index: int
+    name: str | Any = NA
+    uuid: str | Any = NA
+    memory_total: int | Any = NA  # bytes
+    pci_bus_id: str | Any = NA
+    compute_capability: tuple[int, int] | Any = NA
+    memory_used: int | Any = NA  # bytes
+    utilization: int | Any = NA  # percent of time a kernel ran
+    memory_utilization: int | Any = NA
+    temperature: int | Any = NA  # °C
+    power_draw: float | Any = NA  # watts
+    power_limit: float | Any = NA  # watts
+    num_cores: int | Any = NA
+    max_sm_clock: int | Any = NA  # MHz
+    mig_enabled: bool | Any = NA
+    mig_devices: tuple[MigDevice, ...] = ()
+    processes: tuple[GpuProcess, ...] = ()
+    lost: bool = False
+
+    @property
+    def memory_free(self) -> int | Any:
+        return self.memory_total - self.memory_used if self.memory_total and self.memory_used is not NA else NA
+
+    @property
+    def memory_fraction(self) -> float | Any:
+        """Used / total, 0..1, NA when unknown."""
+        if self.memory_total and self.memory_used is not NA:
+            return self.memory_used / self.memory_total
+        return NA
+
+    @property
+    def compute_capability_text(self) -> str | Any:
+        cc = self.compute_capability
+        return f"{cc[0]}.{cc[1]}" if cc else NA
+
+    @property
+    def speed_estimate(self) -> float | Any:
+        """CUDA cores × max SM clock (MHz): the throughput guess behind FASTEST_FIRST."""
+        if self.num_cores and self.max_sm_clock:
+            return float(self.num_cores * self.max_sm_clock)
+        return NA
+
+
+@dataclass(frozen=True)
+class Discovery:
+    """Everything NVML said in one look: whether it answered, the driver, the GPUs."""
+
+    available: bool
+    reason: str = ""  # why not available ("driver not found"), "" when available
+    driver_version: str | Any = NA
+    gpus: tuple[GpuInfo, ...] = ()
+
+    @property
+    def status_line(self) -> str:
+        if not self.available:
+            return f"no NVIDIA GPU (NVML: {self.reason})"
+        if not self.gpus:
+            return f"no NVIDIA GPU (NVML driver {self.driver_version} found none)"
+        return f"{len(self.gpus)} NVIDIA GPU(s), driver {self.driver_version}"
+
+
+# ---------------------------------------------------------------------------- reading
+
+def _number(value: Any, scale: float = 1.0) -> Any:
+    if value is NA or value is None:
+        return NA
+    return value / scale if scale != 1.0 else value
+
+
+def read_static(session: NvmlSession, index: int) -> GpuInfo:
+    call = session.device_call
+    cc = call(index, "nvmlDeviceGetCudaComputeCapability")
+    pci = call(index, "nvmlDeviceGetPciInfo")
+    mig_mode = call(index, "nvmlDeviceGetMigMode")
+    mig_enabled = bool(mig_mode[0]) if mig_mode is not NA else NA
+    return GpuInfo(
+        index=index,
+        name=text(call(index, "nvmlDeviceGetName")),
+        uuid=text(call(index, "nvmlDeviceGetUUID")),
+        pci_bus_id=text(pci.busId) if pci is not NA else NA,
+        compute_capability=(int(cc[0]), int(cc[1])) if cc is not NA else NA,
+        power_limit=_number(call(index, "nvmlDeviceGetEnforcedPowerLimit"), 1000.0),
+        num_cores=call(index, "nvmlDeviceGetNumGpuCores"),
+        max_sm_clock=call(index, "nvmlDeviceGetMaxClockInfo", session.constant("NVML_CLOCK_SM", 1)),
+        mig_enabled=mig_enabled,
+        mig_devices=_mig_devices(session, index) if mig_enabled else (),
+        lost=index in session.lost,
+    )
+
+
+def _mig_devices(session: NvmlSession, index: int) -> tuple[MigDevice, ...]:
+    count = session.device_call(index, "nvmlDeviceGetMaxMigDeviceCount")
+    found = []
+    for slot in range(count if count is not NA else 0):
+        handle = session.device_call(index, "nvmlDeviceGetMigDeviceHandleByIndex", slot)
+        if handle is NA:
+            continue  # an empty slot answers NOT_FOUND
+        memory = session.device_call(index, "nvmlDeviceGetMemoryInfo", handle=handle)
+        found.append(MigDevice(
+            index=slot,
+            uuid=text(session.device_call(index, "nvmlDeviceGetUUID", handle=handle)),
+            name=text(session.device_call(index, "nvmlDeviceGetName", handle=handle)),
+            memory_total=memory.total if memory is not NA else NA,
+        ))
+    return tuple(found)
+
+
+def _processes(session: NvmlSession, index: int, identify: Identify) -> tuple[GpuProcess, ...]:
+    merged: dict[int, GpuProcess] = {}
+    for name, kind in (("nvmlDeviceGetComputeRunningProcesses", "compute"),
+                       ("nvmlDeviceGetGraphicsRunningProcesses", "graphics")):
+        listed = session.device_call(index, name)
+        for entry in listed if listed is not NA else ():
+            pid = int(entry.pid)
+            used = _number(getattr(entry, "usedGpuMemory", None))
+            if pid in merged:  # a process with both contexts: listed twice, same memory
+                before = merged[pid]
+                memory = before.used_memory if used is NA else used if before.used_memory is NA else max(before.used_memory, used)
+                merged[pid] = dataclasses.replace(before, kind="compute+graphics", used_memory=memory)
+                continue
+            user, command = identify(pid)
+            merged[pid] = GpuProcess(pid=pid, used_memory=used, kind=kind, user=user, command=command)
+    return tuple(merged.values())
+
+
+def read_dynamic(session: NvmlSession, static: GpuInfo, identify: Identify) -> GpuInfo:
+    """`static` with this moment's memory, utilisation, temperature, power and processes."""
+    index = static.index
+    call = session.device_call
+    memory = call(index, "nvmlDeviceGetMemoryInfo")
+    rates = call(index, "nvmlDeviceGetUtilizationRates")
+    temperature = call(index, "nvmlDeviceGetTemperature", session.constant("NVML_TEMPERATURE_GPU", 0))
+    power = _number(call(index, "nvmlDeviceGetPowerUsage"), 1000.0)
+    processes = _processes(session, index, identify)
+    return dataclasses.replace(
+        static,
+        memory_total=memory.total if memory is not NA else static.memory_total,
+        memory_used=memory.used if memory is not NA else NA,
+        utilization=rates.gpu if rates is not NA else NA,
+        memory_utilization=rates.memory if rates is not NA else NA,
+        temperature=temperature,
+        power_draw=power,
+        processes=processes,
+        lost=index in session.lost,
+    )
+
+
+def no_identity(pid: int) -> tuple[Any, Any]:
+    return NA, NA
+
+
+def discover(nvml: Any = None, identify: Identify | None = None) -> Discovery:
+    """One full look at every GPU. `nvml`: the library (default pynvml; or a RecordedNvml).
+
+    `identify` gives a process's (user, command); default: psutil (host.ProcessMeter)."""
+    if identify is None:
+        from tuitrain.hardware.host import ProcessMeter
+
+        identify = ProcessMeter().identify
+    with NvmlSession.open(nvml) as session:
+        return discover_in(session, identify)
+
+
+def discover_in(session: NvmlSession, identify: Identify) -> Discovery:
+    if not session.available:
+        return Discovery(available=False, reason=session.reason)
+    driver = text(session.system_call("nvmlSystemGetDriverVersion"))
+    gpus = tuple(read_dynamic(session, read_static(session, i), identify) for i in range(session.device_count()))
+    return Discovery(available=True, driver_version=driver, gpus=gpus)

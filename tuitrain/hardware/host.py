@@ -1,0 +1,151 @@
+"""The host through psutil: CPU and memory of the machine, CPU and RSS of single processes.
+
+A process that is gone, or that this user may not inspect (another container's pid, as NVML
+reports host pids), gives NA fields, never an exception.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import psutil
+
+from tuitrain.hardware.na import NA
+
+
+@dataclass(frozen=True)
+class HostInfo:
+    cpu_count: int = 1
+    cpu_percent: float | Any = NA  # whole machine, 0..100 (NA until two samples)
+    load_average: tuple[float, float, float] | Any = NA
+    memory_total: int | Any = NA
+    memory_used: int | Any = NA
+
+
+@dataclass(frozen=True)
+class ProcessStats:
+    pid: int
+    user: str | Any = NA
+    command: str | Any = NA
+    cpu_percent: float | Any = NA  # of one core, 0..100*cores (NA on the first look)
+    rss: int | Any = NA
+
+
+def host_info(cpu_percent: float | Any = NA) -> HostInfo:
+    """The machine now. `cpu_percent` comes from a sampler that has two points; else NA."""
+    try:
+        memory = psutil.virtual_memory()
+        total, used = int(memory.total), int(memory.total - memory.available)
+    except (OSError, RuntimeError):
+        total = used = NA
+    try:
+        load: Any = tuple(round(x, 2) for x in os.getloadavg())
+    except (OSError, AttributeError):
+        load = NA
+    return HostInfo(cpu_count=os.cpu_count() or 1, cpu_percent=cpu_percent, load_average=load,
+                    memory_total=total, memory_used=used)
+
+
+def current_user() -> str:
+    try:
+        return psutil.Process().username()
+    except (psutil.Error, KeyError, OSError):
+        return str(os.getuid()) if hasattr(os, "getuid") else ""
+
+
+class ProcessMeter:
+    """Per-process CPU% and RSS across samples (psutil needs two looks for a CPU percentage).
+
+    Keeps one psutil.Process per (pid, start time) so a reused pid starts afresh (checked at
+    most every `VERIFY_EVERY` seconds: the check reads /proc once more); `forget_except` drops
+    the ones no longer asked about.
+    """
+
+    MIN_INTERVAL = 0.05  # seconds between two looks for a CPU percentage worth showing
+    VERIFY_EVERY = 2.0  # seconds between two checks that a pid is still the same process
+
+    def __init__(self) -> None:
+        self._procs: dict[int, tuple[psutil.Process, str | Any, str | Any]] = {}
+        self._looked: dict[int, float] = {}  # pid → when cpu_percent last set its baseline
+        self._verified: dict[int, float] = {}  # pid → when is_running() last said "same process"
+
+    def _proc(self, pid: int) -> tuple[tuple[psutil.Process, str | Any, str | Any] | None, bool]:
+        """(entry, created now)."""
+        known = self._procs.get(pid)
+        if known is not None:
+            now = time.monotonic()
+            if now - self._verified.get(pid, 0.0) < self.VERIFY_EVERY:
+                return known, False
+            try:
+                if known[0].is_running():  # same pid *and* same start time
+                    self._verified[pid] = now
+                    return known, False
+            except psutil.Error:
+                pass
+            del self._procs[pid]
+        try:
+            proc = psutil.Process(pid)
+        except (psutil.Error, ValueError, OSError):
+            return None, False
+        user: Any = NA
+        command: Any = NA
+        try:
+            with proc.oneshot():
+                user = proc.username()
+                command = proc.name()
+                proc.cpu_percent(None)  # the first look: sets the baseline
+        except (psutil.Error, KeyError, OSError):
+            pass
+        self._procs[pid] = (proc, user, command)
+        self._looked[pid] = self._verified[pid] = time.monotonic()
+        return self._procs[pid], True
+
+    def identify(self, pid: int) -> tuple[str | Any, str | Any]:
+        """(user, command) of a process, NA where it cannot be seen."""
+        entry, _ = self._proc(pid)
+        return (entry[1], entry[2]) if entry else (NA, NA)
+
+    def measure(self, pid: int) -> ProcessStats:
+        entry, _ = self._proc(pid)
+        if entry is None:
+            return ProcessStats(pid)
+        proc, user, command = entry
+        cpu: Any = NA
+        rss: Any = NA
+        try:
+            with proc.oneshot():
+                now = time.monotonic()
+                value = proc.cpu_percent(None)
+                if now - self._looked.get(pid, now) >= self.MIN_INTERVAL:
+                    cpu = value
+                self._looked[pid] = now
+                rss = proc.memory_info().rss
+        except psutil.NoSuchProcess:
+            self.forget_except({p for p in self._procs if p != pid})
+            return ProcessStats(pid)  # gone
+        except (psutil.Error, OSError):
+            pass
+        return ProcessStats(pid, user, command, cpu, rss)
+
+    def forget_except(self, pids: set[int]) -> None:
+        for pid in [p for p in self._procs if p not in pids]:
+            del self._procs[pid]
+            self._looked.pop(pid, None)
+            self._verified.pop(pid, None)
+
+
+def parent_pids(pid: int, limit: int = 8) -> list[int]:
+    """The ancestors of a process, nearest first (at most `limit`); [] where it cannot be seen."""
+    out: list[int] = []
+    try:
+        proc: psutil.Process | None = psutil.Process(pid)
+        while proc is not None and len(out) < limit:
+            proc = proc.parent()
+            if proc is not None:
+                out.append(proc.pid)
+    except (psutil.Error, OSError):
+        pass
+    return out

@@ -1,0 +1,220 @@
+"""Hardware checks before every launch: pure, `check(profile_settings, hardware) -> [Problem]`.
+
+Each problem names the profile key to change and how. The checks: the accelerator asked for is
+there; the selected GPUs exist, answer (not lost) and are not MIG cards selected whole; none is
+already near-full of other users' processes (a warning naming them and their users);
+``num_processes`` fits the selected GPUs (and MPS runs one process); bf16 needs compute
+capability 8.0; fp16 does not run on the CPU and bf16 there is slow without native support.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from tuitrain.hardware.devices import GpuInfo, GpuProcess
+from tuitrain.hardware.mapping import resolve
+from tuitrain.hardware.na import NA
+from tuitrain.hardware.probe import Hardware
+from tuitrain.profile import Problem
+
+NEAR_FULL = 0.90  # a GPU this full (memory used / total) is "near-full"
+BF16_MIN_CC = (8, 0)
+
+
+def resolve_accelerator(asked: str, hardware: Hardware, num_processes: int,
+                        gpus: Sequence[Any] | None = None) -> tuple[str, str]:
+    """`auto` → cuda, then mps (one process), then cpu; (choice, why). Others pass through.
+    `gpus`: the profile's hardware.gpus (an empty list hides every GPU, so auto skips CUDA)."""
+    if asked != "auto":
+        return asked, f"asked for {asked}"
+    if hardware.has_cuda and gpus == []:
+        return "cpu", "hardware.gpus = [] hides every GPU"
+    if hardware.has_cuda:
+        return "cuda", f"{len(hardware.gpus)} NVIDIA GPU(s) found"
+    if hardware.mps and num_processes == 1:
+        return "mps", "Apple MPS found and one process asked"
+    why = hardware.status_line + ("; MPS runs one process only" if hardware.mps else "")
+    return "cpu", why
+
+
+def _gib(num_bytes: Any) -> str:
+    return f"{num_bytes / 2**30:.1f} GiB" if num_bytes is not NA else "N/A"
+
+
+def _gpu_name(gpu: GpuInfo) -> str:
+    return f"GPU {gpu.index} ({gpu.name})"
+
+
+def _precision_asks(settings: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """[(precision, key that asked)] from hardware.mixed_precision and training.bf16/fp16."""
+    asks = []
+    mixed = (settings.get("hardware") or {}).get("mixed_precision") or "no"
+    if mixed in ("fp16", "bf16"):
+        asks.append((mixed, "hardware.mixed_precision"))
+    training = settings.get("training") or {}
+    for name in ("bf16", "fp16"):
+        if training.get(name) is True and all(p != name for p, _ in asks):
+            asks.append((name, f"training.{name}"))
+    return asks
+
+
+def _precision_fix(key: str, value: str) -> str:
+    if key.startswith("training."):
+        return f"set {key} = false" + (f' (or hardware.mixed_precision = "{value}")' if value != "no" else "")
+    return f'set {key} = "{value}"'
+
+
+def _describe_process(proc: GpuProcess) -> str:
+    who = proc.user if proc.user is not NA else "user unknown"
+    what = f" {proc.command}" if proc.command is not NA else ""
+    return f"pid {proc.pid}{what} ({who}, {_gib(proc.used_memory)})"
+
+
+def _near_full(file: str, gpu: GpuInfo, me: str, room: list[str], near_full: float) -> Problem | None:
+    fraction = gpu.memory_fraction
+    if fraction is NA or fraction < near_full:
+        return None
+    others = [p for p in gpu.processes if p.user is NA or p.user != me]
+    mine = [p for p in gpu.processes if p.user is not NA and p.user == me]
+    full = f"{_gpu_name(gpu)} is {fraction:.0%} full ({_gib(gpu.memory_used)} of {_gib(gpu.memory_total)})"
+    if others:
+        shown = ", ".join(_describe_process(p) for p in sorted(others, key=lambda p: -(p.used_memory or 0))[:5])
+        more = f" and {len(others) - 5} more" if len(others) > 5 else ""
+        message = f"{full} with other users' processes: {shown}{more}"
+    elif mine:
+        message = f"{full} with your own processes: " + ", ".join(_describe_process(p) for p in mine[:5])
+    else:
+        message = f"{full}, by processes NVML does not list (another container, or no permission)"
+    fix = (f"select GPUs with room in hardware.gpus ({', '.join(room)} below {near_full:.0%})" if room
+           else "wait for the memory to be freed, or ask its owners (`tuitrain gpus` lists them)")
+    return Problem(file, "hardware.gpus", message, fix, "warning")
+
+
+def _selection(file: str, selection: Sequence[Any] | None, hardware: Hardware
+               ) -> tuple[list[GpuInfo], list[Any], list[Problem]]:
+    """(selected GPUs, selected MIG instances, problems): unknown GPUs, MIG cards selected whole,
+    several MIG instances, lost GPUs."""
+    tokens = [str(g.index) for g in hardware.gpus] if selection is None else [str(t) for t in selection]
+    problems: list[Problem] = []
+    selected: list[GpuInfo] = []
+    migs: list[Any] = []
+    missing: list[str] = []
+    for token in tokens:
+        gpu, mig = resolve(token, hardware.gpus)
+        if gpu is None:
+            missing.append(token)
+            continue
+        selected.append(gpu)
+        if mig is not None:
+            migs.append(mig)
+        elif gpu.mig_enabled and selection is not None:
+            example = gpu.mig_devices[0].uuid if gpu.mig_devices else "MIG-…"
+            problems.append(Problem(file, "hardware.gpus",
+                                    f"{_gpu_name(gpu)} has MIG enabled: CUDA sees its MIG instances, not the whole card",
+                                    f'select one MIG instance by its UUID in hardware.gpus, e.g. "{example}" '
+                                    "(`tuitrain gpus` lists them)", "warning"))
+    if missing:
+        have = ", ".join(f"{g.index} ({g.name})" for g in hardware.gpus)
+        problems.append(Problem(file, "hardware.gpus", f"GPU(s) {', '.join(missing)} not found on this machine "
+                                f"(it has: {have})", "pick GPUs from `tuitrain gpus` by index or UUID, "
+                                "or remove hardware.gpus to use all"))
+    if len(migs) > 1:
+        problems.append(Problem(file, "hardware.gpus", f"{len(migs)} MIG instances selected, but CUDA shows a "
+                                "process only one MIG instance", "select one MIG instance per run "
+                                "(and distributed.num_processes = 1)"))
+    for gpu in selected:
+        if gpu.lost:
+            problems.append(Problem(file, "hardware.gpus", f"{_gpu_name(gpu)} stopped answering (NVML: GPU is lost)",
+                                    "select other GPUs in hardware.gpus; the card needs a reset (nvidia-smi -r) "
+                                    "or a reboot"))
+    return selected, migs, problems
+
+
+def _process_count(file: str, processes: int, listed: int, selected: list[GpuInfo], migs: list[Any],
+                   complete: bool) -> list[Problem]:
+    """One process per selected GPU: more is an error, fewer leaves GPUs idle (a note)."""
+    usable = 1 if migs else len(selected)
+    if listed and processes > listed:
+        return [Problem(file, "distributed.num_processes",
+                        f"{processes} processes but {listed} GPU(s) selected (one process per GPU)",
+                        f"set distributed.num_processes = {listed}, or select more GPUs in hardware.gpus")]
+    if complete and processes < usable:
+        idle = ", ".join(str(g.index) for g in selected[processes:])
+        return [Problem(file, "distributed.num_processes",
+                        f"{usable} GPUs selected but {processes} process(es): physical GPU(s) {idle} stay idle",
+                        f"set distributed.num_processes = {usable}, or select fewer GPUs", "note")]
+    return []
+
+
+def _bf16(file: str, key: str, selected: list[GpuInfo], hardware: Hardware) -> list[Problem]:
+    old = [g for g in selected if g.compute_capability and tuple(g.compute_capability) < BF16_MIN_CC]
+    unknown = [g for g in selected if not g.compute_capability]
+    if old:
+        able = [str(g.index) for g in hardware.gpus
+                if g.compute_capability and tuple(g.compute_capability) >= BF16_MIN_CC]
+        names = ", ".join(f"{_gpu_name(g)} has {g.compute_capability_text}" for g in old)
+        fix = _precision_fix(key, "fp16") + (f", or select GPUs with 8.0 or newer in hardware.gpus: {', '.join(able)}"
+                                             if able else "")
+        return [Problem(file, key, f"bf16 needs compute capability 8.0 (Ampere) or newer; {names}", fix)]
+    if unknown:
+        return [Problem(file, key, "bf16 needs compute capability 8.0 or newer; NVML does not say what "
+                        f"{', '.join(_gpu_name(g) for g in unknown)} has", None, "warning")]
+    return []
+
+
+def _cuda_checks(file: str, settings: Mapping[str, Any], hardware: Hardware, near_full: float) -> list[Problem]:
+    selection: Sequence[Any] | None = (settings.get("hardware") or {}).get("gpus")
+    processes = int((settings.get("distributed") or {}).get("num_processes") or 1)
+    if not hardware.gpus:
+        return [Problem(file, "hardware.accelerator", f"asks for CUDA GPUs, but this machine has none "
+                        f"({hardware.status_line})",
+                        'set hardware.accelerator = "cpu" (or "auto"), or run on a machine with a GPU')]
+    if selection is not None and not selection:
+        return [Problem(file, "hardware.gpus", "is empty, which hides every GPU, but the accelerator is CUDA",
+                        'list GPUs in hardware.gpus (or remove it to use all), or set hardware.accelerator = "cpu"')]
+    selected, migs, problems = _selection(file, selection, hardware)
+    listed = len(hardware.gpus) if selection is None else len(selection)
+    problems += _process_count(file, processes, listed, selected, migs, complete=len(selected) == listed)
+    chosen = {g.index for g in selected}
+    room = [str(g.index) for g in hardware.gpus if g.index not in chosen and not g.lost
+            and g.memory_fraction is not NA and g.memory_fraction < near_full]
+    for gpu in {g.index: g for g in selected}.values():
+        problem = _near_full(file, gpu, hardware.user, room, near_full)
+        if problem:
+            problems.append(problem)
+    for precision, key in _precision_asks(settings):
+        if precision == "bf16":
+            problems += _bf16(file, key, selected, hardware)
+    return problems
+
+
+def check(profile_settings: Mapping[str, Any], hardware: Hardware, file: str = "profile",
+          accelerator: str | None = None, near_full: float = NEAR_FULL) -> list[Problem]:
+    """Every hardware problem of a launch. `profile_settings`: the profile with defaults
+    (tuitrain.profile.profile_with_defaults); `accelerator`: the planner's choice (None: decided
+    here the way the planner does, `resolve_accelerator`)."""
+    hw = profile_settings.get("hardware") or {}
+    processes = int((profile_settings.get("distributed") or {}).get("num_processes") or 1)
+    if accelerator is None:
+        accelerator, _ = resolve_accelerator(hw.get("accelerator") or "auto", hardware, processes, hw.get("gpus"))
+    problems: list[Problem] = []
+    if accelerator == "cuda":
+        problems += _cuda_checks(file, profile_settings, hardware, near_full)
+    elif accelerator == "mps":
+        if not hardware.mps:
+            problems.append(Problem(file, "hardware.accelerator", "asks for Apple MPS, which this machine does not have",
+                                    'set hardware.accelerator = "cpu" (or "auto")'))
+        if processes > 1:
+            problems.append(Problem(file, "distributed.num_processes",
+                                    f"{processes} processes, but MPS runs one process only (no process group on MPS)",
+                                    'set distributed.num_processes = 1, or hardware.accelerator = "cpu" for CPU ranks'))
+    elif accelerator == "cpu":
+        for precision, key in _precision_asks(profile_settings):
+            if precision == "fp16":
+                problems.append(Problem(file, key, "fp16 mixed precision does not run on the CPU",
+                                        _precision_fix(key, "no") + ' (or "bf16")'))
+            elif hardware.cpu_bf16 is not True:
+                problems.append(Problem(file, key, "bf16 on this CPU runs without native bf16 support "
+                                        "(no AVX512-BF16 or AMX): slower than fp32", _precision_fix(key, "no"),
+                                        "warning"))
+    return problems
