@@ -1,7 +1,11 @@
-"""Profile (with defaults) + Hardware → LaunchPlan. Pure: no processes, no environment reads.
+"""Profile (with defaults) + Hardware → LaunchPlan: the `accelerate launch` command line, its
+environment and the accelerate config it passes with --config_file.
 
 The accelerate config is a plain mapping (importing accelerate's config classes loads torch);
-tests prove that accelerate's own loader and `accelerate launch` accept what we write.
+tests prove that accelerate's own loader and `accelerate launch` accept what we write. Planning
+is pure given the machine facts (`machine`); when they are not given they are probed once
+(tuitrain/launch/preflight.py). `export_accelerate_config` plans the config alone, with no
+machine at all (a cluster's config written on a laptop).
 """
 
 from __future__ import annotations
@@ -10,9 +14,11 @@ import shlex
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from tuitrain.hardware import Hardware
+from tuitrain.launch.accelerate_yaml import deepspeed_section, default_config_path, fsdp_section
+from tuitrain.launch.preflight import MachineFacts, machine_problems, probe_machine
 from tuitrain.profile import Problem
 
 ENGINE_MODULE = "tuitrain.engine"
@@ -29,6 +35,7 @@ class LaunchPlan:
     main_process_port: int | None
     notes: list[str] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
+    strategy: str = "single"
 
     @property
     def errors(self) -> list[Problem]:
@@ -49,6 +56,7 @@ class LaunchPlan:
             "num_processes": self.num_processes,
             "num_machines": self.num_machines,
             "accelerator": self.accelerator,
+            "strategy": self.strategy,
             "main_process_port": self.main_process_port,
             "notes": self.notes,
             "problems": [p.to_dict() for p in self.problems],
@@ -59,17 +67,22 @@ def _problem(file: str, key: str, message: str, fix: str | None, severity: str =
     return Problem(file=file, key=key, message=message, fix=fix, severity=severity, line=None, column=None)  # type: ignore[arg-type]
 
 
-def choose_accelerator(profile: dict[str, Any], hardware: Hardware, file: str) -> tuple[str, list[str], list[Problem]]:
+def choose_accelerator(profile: Mapping[str, Any], hardware: Hardware, file: str) -> tuple[str, list[str], list[Problem]]:
     asked = profile["hardware"]["accelerator"]
+    dist = profile["distributed"]
     notes: list[str] = []
     problems: list[Problem] = []
     if asked == "auto":
-        if hardware.has_cuda:
+        sharded = dist["strategy"] in ("fsdp", "deepspeed")
+        if hardware.has_cuda and profile["hardware"].get("gpus") == []:
+            chosen, why = "cpu", "hardware.gpus = [] hides every GPU"
+        elif hardware.has_cuda:
             chosen, why = "cuda", f"{len(hardware.gpus)} NVIDIA GPU(s) found"
-        elif hardware.mps and profile["distributed"]["num_processes"] == 1:
+        elif hardware.mps and dist["num_processes"] == 1 and not sharded:
             chosen, why = "mps", "Apple MPS found and one process asked"
         else:
-            chosen, why = "cpu", "no NVIDIA GPU found" + (" (MPS runs one process only)" if hardware.mps else "")
+            chosen = "cpu"
+            why = "no NVIDIA GPU found" + (" (MPS runs one process, and no FSDP or DeepSpeed)" if hardware.mps else "")
         notes.append(f"accelerator auto → {chosen}: {why}")
         return chosen, notes, problems
     if asked == "cuda" and not hardware.has_cuda:
@@ -81,7 +94,7 @@ def choose_accelerator(profile: dict[str, Any], hardware: Hardware, file: str) -
     return asked, notes, problems
 
 
-def _selected_gpus(profile: dict[str, Any], hardware: Hardware, file: str) -> tuple[list[str], list[Problem]]:
+def _selected_gpus(profile: Mapping[str, Any], hardware: Hardware, file: str) -> tuple[list[str], list[Problem]]:
     gpus = profile["hardware"].get("gpus")
     if gpus is None:
         return [str(g.index) for g in hardware.gpus], []
@@ -95,44 +108,132 @@ def _selected_gpus(profile: dict[str, Any], hardware: Hardware, file: str) -> tu
     return [str(g) for g in gpus], problems
 
 
-def accelerate_config(profile: dict[str, Any], accelerator: str, gpu_ids: list[str]) -> dict[str, Any]:
+def distributed_type(profile: Mapping[str, Any]) -> str:
+    """accelerate's distributed_type for a profile. CPU ranks are MULTI_GPU with every GPU hidden:
+    on a machine without GPUs, MULTI_CPU (and --cpu) start ONE process, MULTI_GPU starts real
+    gloo ranks."""
     dist = profile["distributed"]
-    processes = dist["num_processes"]
-    multi = processes > 1 or dist["num_machines"] > 1
-    # On a machine without GPUs, accelerate's MULTI_CPU type (and --cpu) start ONE process;
-    # the multi-GPU path with no visible GPU starts real gloo ranks. So CPU ranks use MULTI_GPU.
-    distributed_type = "MULTI_GPU" if multi else "NO"
+    if dist["strategy"] == "fsdp":
+        return "FSDP"
+    if dist["strategy"] == "deepspeed":
+        return "DEEPSPEED"
+    multi = dist["num_processes"] > 1 or dist["num_machines"] > 1
+    return "MULTI_GPU" if multi else "NO"
+
+
+def profile_folder(file: str) -> Path | None:
+    """The folder a profile's relative paths start from ("profile" or "<...>" names none)."""
+    if not file or file.startswith("<") or file == "profile":
+        return None
+    return Path(file).expanduser().resolve().parent
+
+
+def deepspeed_json_path(profile: Mapping[str, Any], base_dir: Path | None) -> Path | None:
+    ds = profile["distributed"].get("deepspeed") or {}
+    raw = ds.get("config_file")
+    if profile["distributed"]["strategy"] != "deepspeed" or not raw:
+        return None
+    path = Path(raw).expanduser()
+    return path if path.is_absolute() else (base_dir or Path.cwd()) / path
+
+
+def accelerate_config(profile: Mapping[str, Any], accelerator: str, gpu_ids: list[str] | str,
+                      deepspeed_json: Path | None = None) -> dict[str, Any]:
+    """The accelerate config for a profile on a device kind ("cuda", "mps", "cpu"; "auto" for a
+    config written for wherever it will run). `gpu_ids`: "all", or the CUDA device numbers."""
+    dist = profile["distributed"]
+    kind = distributed_type(profile)
     config: dict[str, Any] = {
         "compute_environment": "LOCAL_MACHINE",
         "debug": False,
-        "distributed_type": distributed_type,
-        "downcast_bf16": "no",
+        "distributed_type": kind,
+        "downcast_bf16": "yes" if dist.get("downcast_bf16") else "no",
+        "gpu_ids": gpu_ids if isinstance(gpu_ids, str) else (",".join(gpu_ids) or "all"),
         "machine_rank": dist["machine_rank"],
         "main_training_function": "main",
         "mixed_precision": profile["hardware"]["mixed_precision"],
         "num_machines": dist["num_machines"],
-        "num_processes": processes * dist["num_machines"],
+        "num_processes": dist["num_processes"] * dist["num_machines"],
         "rdzv_backend": dist["rdzv_backend"],
-        "same_network": True,
+        "same_network": bool(dist.get("same_network", True)),
         "tpu_env": [],
         "tpu_use_cluster": False,
         "tpu_use_sudo": False,
-        "use_cpu": accelerator == "cpu" and not multi,
+        "use_cpu": accelerator == "cpu" and kind != "MULTI_GPU",
     }
-    if accelerator == "cuda" and gpu_ids:
-        config["gpu_ids"] = ",".join(str(i) for i in range(len(gpu_ids)))
-    else:
-        config["gpu_ids"] = "all"
-    if dist["num_machines"] > 1:
-        config["main_process_ip"] = dist.get("main_process_ip")
-        config["main_process_port"] = dist.get("main_process_port")
+    for key in ("main_process_ip", "main_process_port"):
+        if dist.get(key) is not None:
+            config[key] = dist[key]
+    if kind == "FSDP":
+        config["fsdp_config"] = fsdp_section(dist.get("fsdp") or {})
+    if kind == "DEEPSPEED":
+        ds = dist.get("deepspeed") or {}
+        config["deepspeed_config"] = deepspeed_section(ds, str(deepspeed_json) if deepspeed_json else None)
+        if ds.get("config_file"):
+            # accelerate refuses mixed_precision next to a DeepSpeed JSON: the JSON says it
+            del config["mixed_precision"]
     return config
 
 
-def plan_launch(profile: dict[str, Any], hardware: Hardware, run_dir: Path, file: str = "profile") -> LaunchPlan:
-    """`profile` is a profile with defaults filled in (tuitrain.profile.profile_with_defaults)."""
+def export_accelerate_config(profile: Mapping[str, Any], file: str = "profile") -> tuple[dict[str, Any], list[str]]:
+    """The accelerate config of a profile with no machine checks, and comment lines that say what
+    the YAML alone cannot (for `tuitrain profile export-accelerate`)."""
+    hw = profile["hardware"]
+    dist = profile["distributed"]
+    accelerator = hw["accelerator"]
+    gpus = hw.get("gpus")
+    gpu_ids = ",".join(str(g) for g in gpus) if gpus else "all"
+    base_dir = profile_folder(file)
+    config = accelerate_config(profile, accelerator, gpu_ids, deepspeed_json_path(profile, base_dir))
+    header = [f"accelerate config of {file} (tuitrain profile export-accelerate)",
+              "use it with: accelerate launch --config_file THIS_FILE your_script.py"]
+    if accelerator == "cpu" and config["distributed_type"] == "MULTI_GPU":
+        header.append("CPU ranks: launch with CUDA_VISIBLE_DEVICES= (empty) so that MULTI_GPU starts gloo ranks;")
+        header.append("accelerate's MULTI_CPU / --cpu would start one process")
+    if gpus:
+        header.append(f"gpu_ids are CUDA numbers; set CUDA_DEVICE_ORDER={hw['device_order']} so they match "
+                      "the physical (nvidia-smi) indices")
+    if dist["strategy"] == "fsdp" and not (dist.get("fsdp") or {}).get("transformer_layer_cls_to_wrap"):
+        header.append("fsdp: no layer class given: accelerate wraps the model's _no_split_modules")
+    if dist["strategy"] == "fsdp" and accelerator == "cpu":
+        header.append("fsdp on the CPU: accelerate 1.15 runs plain DDP instead (no GPU, no FSDP plugin)")
+    return config, header
+
+
+def _strategy_note(profile: Mapping[str, Any], accelerator: str, total: int) -> str:
+    dist = profile["distributed"]
+    strategy = dist["strategy"]
+    where = {"cuda": "CUDA GPU", "mps": "Apple MPS", "cpu": "CPU"}.get(accelerator, accelerator)
+    if strategy == "single":
+        return f"strategy single: one process on the {where}"
+    if strategy == "ddp" and accelerator == "cpu":
+        return (f"strategy ddp: {total} gloo ranks on the CPU (accelerate's MULTI_GPU type with every GPU hidden; "
+                "MULTI_CPU and --cpu would start one process)")
+    if strategy == "ddp":
+        return f"strategy ddp: {total} process(es), one per {where}, NCCL"
+    if strategy == "fsdp":
+        fsdp = dist.get("fsdp") or {}
+        version = fsdp.get("version", 1)
+        text = (f"strategy fsdp (FSDP{version}): {total} process(es), "
+                f"{fsdp.get('sharding_strategy', 'full_shard')}, wrap {fsdp.get('auto_wrap_policy', 'transformer')}")
+        if fsdp.get("auto_wrap_policy", "transformer") == "transformer" and not fsdp.get("transformer_layer_cls_to_wrap"):
+            text += " (layer class: the model's _no_split_modules, read by accelerate in each rank)"
+        return text
+    ds = dist.get("deepspeed") or {}
+    if ds.get("config_file"):
+        return f"strategy deepspeed: {total} process(es), settings from {ds['config_file']}"
+    return (f"strategy deepspeed: {total} process(es), ZeRO stage {ds.get('zero_stage', 2)}, "
+            f"optimizer offload {ds.get('offload_optimizer_device', 'none')}, "
+            f"parameter offload {ds.get('offload_param_device', 'none')}")
+
+
+def plan_launch(profile: dict[str, Any], hardware: Hardware, run_dir: Path, file: str = "profile",
+                *, machine: MachineFacts | None = None) -> LaunchPlan:
+    """`profile` is a profile with defaults filled in (tuitrain.profile.profile_with_defaults).
+    `machine`: the facts of this machine the checks need (None: probed now)."""
     dist = profile["distributed"]
     accelerator, notes, problems = choose_accelerator(profile, hardware, file)
+    total = dist["num_processes"] * dist["num_machines"]
     env: dict[str, str] = {"PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false"}
     gpu_ids: list[str] = []
     if accelerator == "cuda":
@@ -151,29 +252,43 @@ def plan_launch(profile: dict[str, Any], hardware: Hardware, run_dir: Path, file
         if dist["num_processes"] > 1:
             problems.append(_problem(file, "distributed.num_processes", "MPS runs one process only (gloo and nccl do not run on MPS)",
                                      "set distributed.num_processes = 1, or hardware.accelerator = \"cpu\" for CPU ranks"))
+        if dist["strategy"] in ("fsdp", "deepspeed"):
+            problems.append(_problem(file, "distributed.strategy", f"{dist['strategy']} does not run on Apple MPS",
+                                     'set distributed.strategy = "single" on MPS, or run on CUDA GPUs'))
         if profile["hardware"].get("mps_fallback"):
             env["PYTORCH_ENABLE_MPS_FALLBACK"] = "1"
     if accelerator == "cpu" and profile["hardware"]["mixed_precision"] == "fp16":
         problems.append(_problem(file, "hardware.mixed_precision", "fp16 mixed precision does not run on the CPU",
                                  'set hardware.mixed_precision = "no" (or "bf16")'))
 
+    base_dir = profile_folder(file)
+    ds_json = deepspeed_json_path(profile, base_dir)
+    facts = machine if machine is not None else probe_machine(profile)
+    problems += machine_problems(profile, accelerator, facts, file, deepspeed_json=ds_json,
+                                 cpu_count=getattr(hardware, "cpu_count", None))
+
     port = dist.get("main_process_port")
     config_path = run_dir / "accelerate.yaml"
     argv = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(config_path)]
     if port is not None:
         argv += ["--main_process_port", str(port)]
-    elif dist["num_processes"] > 1 or dist["num_machines"] > 1:
+    elif total > 1:
         notes.append("main_process_port: a free port is picked at launch (none set in the profile)")
     argv += ["-m", ENGINE_MODULE, str(run_dir)]
-    notes.append(f"--config_file {config_path}: accelerate's default config is never used unseen")
+    notes.insert(0, _strategy_note(profile, accelerator, total))
+    notes.append(f"--config_file {config_path}: accelerate's default config ({default_config_path()}) "
+                 "is never used unseen (accelerate #1133)")
     return LaunchPlan(
         argv=argv,
         env=env,
-        accelerate_config=accelerate_config(profile, accelerator, gpu_ids),
-        num_processes=dist["num_processes"] * dist["num_machines"],
+        # gpu_ids "all": the GPUs are chosen by CUDA_VISIBLE_DEVICES above. accelerate launch would
+        # set CUDA_VISIBLE_DEVICES to any other gpu_ids value, replacing the physical selection.
+        accelerate_config=accelerate_config(profile, accelerator, "all", ds_json),
+        num_processes=total,
         num_machines=dist["num_machines"],
         accelerator=accelerator,
         main_process_port=port,
         notes=notes,
         problems=problems,
+        strategy=dist["strategy"],
     )

@@ -51,6 +51,69 @@ class TableSpec:
 
 Section = dict[str, "KeySpec | TableSpec"]
 
+STRATEGIES = ("single", "ddp", "fsdp", "deepspeed")
+MIXED_PRECISIONS = ("no", "fp16", "bf16")
+FSDP_SHARDING = ("full_shard", "shard_grad_op", "no_shard", "hybrid_shard", "hybrid_shard_zero2")
+FSDP_WRAP = ("transformer", "size", "none")
+FSDP_PREFETCH = ("backward_pre", "backward_post", "none")
+FSDP_STATE_DICT = ("sharded", "full", "local")
+OFFLOAD_DEVICES = ("none", "cpu", "nvme")
+
+# [distributed.fsdp]: keys named as accelerate's fsdp_config keys without the "fsdp_" prefix
+# (tuitrain/launch/accelerate_yaml.py maps them both ways).
+FSDP_KEYS: dict[str, KeySpec] = {
+    "version": KeySpec("int", 1, choices=(1, 2), doc="1: FullyShardedDataParallel; 2: FSDP2 (fully_shard, "
+                       "per-parameter sharding)"),
+    "sharding_strategy": KeySpec("str", "full_shard", choices=FSDP_SHARDING,
+                                 doc="full_shard: params, grads and optimizer state; shard_grad_op: grads and "
+                                     "optimizer state; no_shard: like DDP; hybrid: full shard within a machine"),
+    "auto_wrap_policy": KeySpec("str", "transformer", choices=FSDP_WRAP,
+                                doc="transformer: wrap each layer class; size: wrap blocks of min_num_params; "
+                                    "none: one unit"),
+    "transformer_layer_cls_to_wrap": KeySpec("list[str]", example='transformer_layer_cls_to_wrap = ["BertLayer"]',
+                                             doc="layer classes to wrap (absent: the model's _no_split_modules, "
+                                                 "read in each rank)"),
+    "min_num_params": KeySpec("int", 100_000_000, min=1, doc="size policy: parameters per wrapped block"),
+    "backward_prefetch": KeySpec("str", "backward_pre", choices=FSDP_PREFETCH,
+                                 doc="fetch the next parameters during backward (backward_pre: more memory, "
+                                     "faster); FSDP1 only"),
+    "forward_prefetch": KeySpec("bool", False, doc="fetch the next layer's parameters during forward; FSDP1 only"),
+    "offload_params": KeySpec("bool", False, doc="keep parameters and gradients in CPU memory (slower, "
+                              "much less GPU memory)"),
+    "state_dict_type": KeySpec("str", "sharded", choices=FSDP_STATE_DICT,
+                               doc="checkpoints: sharded (each rank its shard, fast) or full (gathered on rank 0)"),
+    "sync_module_states": KeySpec("bool", True, doc="broadcast rank 0's weights at start (needed with "
+                                  "cpu_ram_efficient_loading); FSDP1 only"),
+    "use_orig_params": KeySpec("bool", True, doc="keep the original parameters (needed for frozen "
+                               "parameters, torch.compile); FSDP1 only"),
+    "cpu_ram_efficient_loading": KeySpec("bool", True, doc="load pretrained weights on rank 0 only and "
+                                         "broadcast them (needs sync_module_states)"),
+    "activation_checkpointing": KeySpec("bool", False, doc="recompute activations in backward: less memory, "
+                                        "~20% slower (instead of training.gradient_checkpointing)"),
+}
+
+# [distributed.deepspeed]: either config_file (a DeepSpeed JSON) or the plugin fields.
+DEEPSPEED_PLUGIN_KEYS = ("zero_stage", "offload_optimizer_device", "offload_param_device",
+                         "offload_optimizer_nvme_path", "offload_param_nvme_path",
+                         "gradient_accumulation_steps", "gradient_clipping", "zero3_save_16bit_model")
+DEEPSPEED_KEYS: dict[str, KeySpec] = {
+    "config_file": KeySpec("str", example='config_file = "ds_zero3.json"',
+                           doc="a DeepSpeed JSON config (relative to the profile's folder); replaces the fields below"),
+    "zero_stage": KeySpec("int", 2, choices=(0, 1, 2, 3),
+                          doc="ZeRO stage: 1 optimizer state, 2 + gradients, 3 + parameters sharded; 0 off"),
+    "offload_optimizer_device": KeySpec("str", "none", choices=OFFLOAD_DEVICES,
+                                        doc="where optimizer state lives (cpu/nvme: stage 2 or 3)"),
+    "offload_param_device": KeySpec("str", "none", choices=OFFLOAD_DEVICES,
+                                    doc="where parameters live (cpu/nvme: stage 3)"),
+    "offload_optimizer_nvme_path": KeySpec("str", doc="folder for optimizer offload to nvme"),
+    "offload_param_nvme_path": KeySpec("str", doc="folder for parameter offload to nvme"),
+    "gradient_accumulation_steps": KeySpec("int", min=1, doc='absent: "auto" (training.gradient_accumulation_steps)'),
+    "gradient_clipping": KeySpec("float", min=0, doc='absent: "auto" (training.max_grad_norm)'),
+    "zero3_init": KeySpec("bool", doc="build the model already partitioned (zero.Init); absent: on with "
+                          "zero_stage = 3"),
+    "zero3_save_16bit_model": KeySpec("bool", False, doc="stage 3: also save a gathered 16-bit model"),
+}
+
 SCHEMA: dict[str, Section] = {
     "run": {
         "name": KeySpec("str", doc="run name (default: the profile file's stem)", example='name = "my-run"'),
@@ -102,18 +165,28 @@ SCHEMA: dict[str, Section] = {
                         example='gpus = [0, 1]'),
         "device_order": KeySpec("str", "PCI_BUS_ID", choices=("PCI_BUS_ID", "FASTEST_FIRST")),
         "mps_fallback": KeySpec("bool", False),
-        "mixed_precision": KeySpec("str", "no", choices=("no", "fp16", "bf16")),
+        "mixed_precision": KeySpec("str", "no", choices=MIXED_PRECISIONS,
+                                   doc='"bf16" (Ampere GPUs or newer; CPUs with AVX512-BF16/AMX), "fp16" (GPUs only), or "no"'),
     },
     "distributed": {
-        "strategy": KeySpec("str", "single", choices=("single", "ddp", "fsdp", "deepspeed")),
-        "num_processes": KeySpec("int", 1, min=1),
-        "num_machines": KeySpec("int", 1, min=1),
-        "machine_rank": KeySpec("int", 0, min=0),
-        "main_process_ip": KeySpec("str"),
+        "strategy": KeySpec("str", "single", choices=STRATEGIES,
+                            doc="single: one device; ddp: a model copy per process; fsdp: parameters sharded "
+                                "across GPUs; deepspeed: ZeRO sharding and offload"),
+        "num_processes": KeySpec("int", 1, min=1, doc="processes per machine (one per GPU; CPU ranks use gloo)"),
+        "num_machines": KeySpec("int", 1, min=1, doc="machines taking part (each runs num_processes)"),
+        "machine_rank": KeySpec("int", 0, min=0, doc="this machine's rank, 0 to num_machines - 1 (0 hosts the rendezvous)"),
+        "main_process_ip": KeySpec("str", doc="address of machine 0 (needed with num_machines > 1)",
+                                   example='main_process_ip = "10.0.0.1"'),
         "main_process_port": KeySpec("int", min=1, max=65535, doc="absent = pick a free port"),
-        "rdzv_backend": KeySpec("str", "static", choices=("static", "c10d")),
-        "fsdp": TableSpec(free=True, doc="FSDP settings (schema to come)"),
-        "deepspeed": TableSpec(free=True, doc="DeepSpeed settings (schema to come)"),
+        "rdzv_backend": KeySpec("str", "static", choices=("static", "c10d"),
+                                doc="static: fixed ranks; c10d: torch elastic rendezvous"),
+        "same_network": KeySpec("bool", True, doc="all machines on one network (false: rendezvous through "
+                                "main_process_ip:port as an endpoint)"),
+        "downcast_bf16": KeySpec("bool", False, doc="TPU only: keep fp32 tensors as fp32 under bf16"),
+        "fsdp": TableSpec(keys=FSDP_KEYS, free=True,
+                          doc="FSDP settings (checked when strategy = \"fsdp\")"),
+        "deepspeed": TableSpec(keys=DEEPSPEED_KEYS, free=True,
+                               doc="DeepSpeed settings (checked when strategy = \"deepspeed\")"),
     },
     "logging": {
         "log_level": KeySpec("str", "passive", choices=LOG_LEVELS),

@@ -14,6 +14,9 @@ from typing import Any, Iterable, Mapping
 from .problems import Problem, did_you_mean
 from .schema import (
     DATA_FILE_FORMATS,
+    DEEPSPEED_KEYS,
+    DEEPSPEED_PLUGIN_KEYS,
+    FSDP_KEYS,
     SCHEMA,
     KeySpec,
     TableSpec,
@@ -579,6 +582,225 @@ def _rules_distributed(file: str, data: Mapping[str, Any]) -> list[Problem]:
     return out
 
 
+# --------------------------------------------------------------------------- strategies (issue 6)
+
+# [training] keys that would set up a second FSDP / DeepSpeed next to the accelerate config.
+TRAINING_STRATEGY_KEYS: dict[str, str] = {
+    "fsdp": 'set distributed.strategy = "fsdp" and its options in [distributed.fsdp]',
+    "fsdp_config": "put the options in [distributed.fsdp] (written into the accelerate config)",
+    "deepspeed": 'set distributed.strategy = "deepspeed" and [distributed.deepspeed] config_file = "<your JSON>"',
+}
+# optimizer prefix -> (module found by importlib, pip name); both need optim_target_modules.
+LOW_RANK_OPTIMIZERS: dict[str, tuple[str, str]] = {
+    "galore_": ("galore_torch", "galore-torch"),
+    "apollo_": ("apollo_torch", "apollo-torch"),
+}
+
+
+def low_rank_optimizer(optim: Any) -> tuple[str, str] | None:
+    """(module, pip name) when `optim` is a GaLore / APOLLO optimizer name, else None."""
+    if isinstance(optim, str):
+        for prefix, found in LOW_RANK_OPTIMIZERS.items():
+            if optim.startswith(prefix):
+                return found
+    return None
+
+
+def read_deepspeed_json(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """(config, None), or (None, why) for a file that exists but is no JSON object; (None, None)
+    when there is no file (a path on another machine is not an error before launch)."""
+    if not path.is_file():
+        return None, None
+    try:
+        loaded = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, f"cannot read {path}: {exc}"
+    except ValueError as exc:
+        return None, f"{path} is not JSON: {exc}"
+    if not isinstance(loaded, dict):
+        return None, f"{path} holds {describe_value(loaded)}, not a JSON object"
+    return loaded, None
+
+
+def _ds_value(config: Mapping[str, Any], dotted: str) -> Any:
+    node: Any = config
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def _rules_strategies(file: str, data: Mapping[str, Any], base_dir: Path | None,
+                      fields: Mapping[str, FieldSpec] | None) -> list[Problem]:
+    out: list[Problem] = []
+    dist = _table(data, "distributed")
+    hardware = _table(data, "hardware")
+    training = _table(data, "training")
+    strategy = _get(dist, "strategy", "str", "single")
+    accelerator = _get(hardware, "accelerator", "str", "auto")
+    processes = _get(dist, "num_processes", "int", 1) * _get(dist, "num_machines", "int", 1)
+    mixed = _get(hardware, "mixed_precision", "str", "no")
+
+    # The strategy's own table is checked key by key (the other one is only "ignored", above).
+    for sub, keys in (("fsdp", FSDP_KEYS), ("deepspeed", DEEPSPEED_KEYS)):
+        table = dist.get(sub)
+        if strategy == sub and isinstance(table, dict):
+            out.extend(_check_table(file, f"distributed.{sub}", "distributed", table, keys, fields))
+
+    machines = _get(dist, "num_machines", "int", 1)
+    if machines > 1 and "main_process_port" not in dist:
+        out.append(Problem(file, "distributed.main_process_port",
+                           f"not set with num_machines = {machines}: every machine must meet at one port "
+                           "(each would pick its own free one); the launch refuses it",
+                           "e.g. main_process_port = 29500", severity="warning"))
+    if accelerator == "mps" and strategy in ("fsdp", "deepspeed"):
+        out.append(Problem(file, "distributed.strategy",
+                           f'{strategy} does not run on Apple MPS (no process group on MPS)',
+                           'set distributed.strategy = "single" on MPS, or hardware.accelerator = "cuda" on a GPU machine'))
+    for leaf, fix in TRAINING_STRATEGY_KEYS.items():
+        if training.get(leaf) not in (None, "", False, [], {}):
+            out.append(Problem(file, f"training.{leaf}",
+                               "would set up the strategy a second time: tuitrain passes it through the accelerate config",
+                               f"remove it from [training]; {fix}"))
+    if accelerator == "cpu" and _get(training, "fp16", "bool", False):
+        out.append(Problem(file, "training.fp16", 'fp16 mixed precision does not run on the CPU; accelerator is "cpu"',
+                           'set training.fp16 = false (bf16 runs on the CPU: hardware.mixed_precision = "bf16")'))
+    if _get(dist, "downcast_bf16", "bool", False) and mixed != "bf16":
+        out.append(Problem(file, "distributed.downcast_bf16", f"has no effect without bf16 (hardware.mixed_precision "
+                           f"is {toml_literal(mixed)}; and it only acts on TPUs)", "remove it", severity="warning"))
+
+    optim = _get(training, "optim", "str")
+    if low_rank_optimizer(optim) is not None:
+        if training.get("optim_target_modules") in (None, "", []):
+            out.append(Problem(file, "training.optim_target_modules",
+                               f"optim = {toml_literal(optim)} needs the modules to project",
+                               'e.g. optim_target_modules = ["attn", "mlp"] (names or regexes), or "all-linear"'))
+        if optim.endswith("_layerwise") and processes > 1:
+            out.append(Problem(file, "training.optim",
+                               f"{toml_literal(optim)} is layer-wise, which does not run with several processes "
+                               f"({processes} planned; transformers: \"Layer-wise ... does not support DDP\")",
+                               f"use {toml_literal(optim[: -len('_layerwise')])} or set distributed.num_processes = 1"))
+
+    if strategy == "fsdp":
+        out.extend(_rules_fsdp(file, dist.get("fsdp") if isinstance(dist.get("fsdp"), dict) else {}, training))
+    if strategy == "deepspeed":
+        out.extend(_rules_deepspeed(file, dist.get("deepspeed") if isinstance(dist.get("deepspeed"), dict) else {},
+                                    training, mixed, base_dir))
+    return out
+
+
+def _rules_fsdp(file: str, fsdp: Mapping[str, Any], training: Mapping[str, Any]) -> list[Problem]:
+    out: list[Problem] = []
+
+    def setting(leaf: str) -> Any:
+        spec = FSDP_KEYS[leaf]
+        return _get(fsdp, leaf, spec.kind, spec.default)
+
+    version = setting("version")
+    sharding = setting("sharding_strategy")
+    if version == 2:
+        if sharding not in ("full_shard", "shard_grad_op"):
+            out.append(Problem(file, "distributed.fsdp.sharding_strategy",
+                               f"{toml_literal(sharding)} is not available with FSDP2 (version = 2), which shards "
+                               "fully or keeps parameters gathered after forward",
+                               'use "full_shard" or "shard_grad_op", or set distributed.fsdp.version = 1'))
+        if setting("forward_prefetch"):
+            out.append(Problem(file, "distributed.fsdp.forward_prefetch", "is not implemented in FSDP2 (version = 2)",
+                               "set forward_prefetch = false, or distributed.fsdp.version = 1"))
+        if setting("state_dict_type") == "local":
+            out.append(Problem(file, "distributed.fsdp.state_dict_type", '"local" is not available with FSDP2',
+                               'use "sharded" or "full"'))
+        for leaf in ("backward_prefetch", "sync_module_states", "use_orig_params"):
+            if leaf in fsdp:
+                out.append(Problem(file, f"distributed.fsdp.{leaf}", "ignored by FSDP2 (version = 2)",
+                                   "remove it", severity="warning"))
+    elif setting("cpu_ram_efficient_loading") and not setting("sync_module_states"):
+        out.append(Problem(file, "distributed.fsdp.sync_module_states",
+                           "must be true with cpu_ram_efficient_loading (the other ranks get rank 0's weights by it)",
+                           "set sync_module_states = true, or cpu_ram_efficient_loading = false"))
+    policy = setting("auto_wrap_policy")
+    if policy != "transformer" and "transformer_layer_cls_to_wrap" in fsdp:
+        out.append(Problem(file, "distributed.fsdp.transformer_layer_cls_to_wrap",
+                           f"ignored with auto_wrap_policy = {toml_literal(policy)}",
+                           'set auto_wrap_policy = "transformer" to use it', severity="warning"))
+    if policy != "size" and "min_num_params" in fsdp:
+        out.append(Problem(file, "distributed.fsdp.min_num_params", f"ignored with auto_wrap_policy = {toml_literal(policy)}",
+                           'set auto_wrap_policy = "size" to use it', severity="warning"))
+    if setting("activation_checkpointing"):
+        for leaf in ("activation_checkpointing", "gradient_checkpointing"):
+            if _get(training, leaf, "bool", False):
+                out.append(Problem(file, f"training.{leaf}",
+                                   "both this and distributed.fsdp.activation_checkpointing are on "
+                                   "(transformers refuses both; FSDP's own is the one to use with FSDP)",
+                                   f"remove training.{leaf}"))
+    return out
+
+
+def _rules_deepspeed(file: str, ds: Mapping[str, Any], training: Mapping[str, Any], mixed: str,
+                     base_dir: Path | None) -> list[Problem]:
+    out: list[Problem] = []
+    config_file = _get(ds, "config_file", "str")
+    if config_file is not None:
+        for leaf in DEEPSPEED_PLUGIN_KEYS:
+            if leaf in ds:
+                out.append(Problem(file, f"distributed.deepspeed.{leaf}",
+                                   "given together with config_file: accelerate refuses plugin fields next to a "
+                                   "DeepSpeed JSON", f"set it in {config_file} instead (or use \"auto\" there), "
+                                   "or remove config_file"))
+    else:
+        stage = _get(ds, "zero_stage", "int", DEEPSPEED_KEYS["zero_stage"].default)
+        for device_key, path_key in (("offload_optimizer_device", "offload_optimizer_nvme_path"),
+                                     ("offload_param_device", "offload_param_nvme_path")):
+            if _get(ds, device_key, "str", "none") == "nvme" and not _get(ds, path_key, "str"):
+                out.append(Problem(file, f"distributed.deepspeed.{path_key}", f'needed with {device_key} = "nvme"',
+                                   f'e.g. {path_key} = "/local_nvme"'))
+        if _get(ds, "offload_param_device", "str", "none") != "none" and stage != 3:
+            out.append(Problem(file, "distributed.deepspeed.offload_param_device",
+                               f"parameter offload needs zero_stage = 3 (it is {stage})",
+                               "set zero_stage = 3, or offload_param_device = \"none\"", severity="warning"))
+        for leaf in ("zero3_init", "zero3_save_16bit_model"):
+            if _get(ds, leaf, "bool", False) and stage != 3:
+                out.append(Problem(file, f"distributed.deepspeed.{leaf}", f"only acts with zero_stage = 3 (it is {stage})",
+                                   "remove it, or set zero_stage = 3", severity="note"))
+
+    # What DeepSpeed will be told, from the plugin fields or the JSON; transformers checks each
+    # against TrainingArguments at start and fails the run on a mismatch.
+    source, where = dict(ds), "distributed.deepspeed"
+    if config_file is not None:
+        loaded, why = read_deepspeed_json(_resolve(config_file, base_dir))
+        if why:
+            out.append(Problem(file, "distributed.deepspeed.config_file", why, "give a DeepSpeed JSON config file"))
+        source, where = (loaded or {}), "distributed.deepspeed.config_file"
+    pairs = (("gradient_accumulation_steps", "gradient_accumulation_steps", 1),
+             ("gradient_clipping", "max_grad_norm", 1.0))
+    for ds_key, train_key, default in pairs:
+        ds_value = source.get(ds_key)
+        if ds_value is None or ds_value == "auto" or not is_kind(ds_value, "float"):
+            continue
+        given = train_key in training
+        train_value = _get(training, train_key, "float", default)
+        if float(ds_value) != float(train_value):
+            said = "" if given else " (its default)"
+            shown = f"{config_file}'s {ds_key} is" if config_file is not None else "is"
+            out.append(Problem(file, f"{where}.{ds_key}" if config_file is None else where,
+                               f"{shown} {toml_literal(ds_value)} but training.{train_key} is "
+                               f"{toml_literal(train_value)}{said}; transformers stops the run on the mismatch",
+                               f"set training.{train_key} = {toml_literal(ds_value)}, or "
+                               + (f"remove {where}.{ds_key} (DeepSpeed then takes \"auto\")" if config_file is None
+                                  else f'write "auto" for {ds_key} in {config_file}')))
+    if config_file is not None:
+        for precision in ("fp16", "bf16"):
+            enabled = _ds_value(source, f"{precision}.enabled")
+            if isinstance(enabled, bool) and enabled != (mixed == precision):
+                out.append(Problem(file, "hardware.mixed_precision",
+                                   f"{config_file} has {precision}.enabled = {toml_literal(enabled)} but "
+                                   f"hardware.mixed_precision is {toml_literal(mixed)}",
+                                   f'set hardware.mixed_precision = "{precision if enabled else "no"}", '
+                                   f'or write "auto" for {precision}.enabled in {config_file}'))
+    return out
+
+
 def _rules_run(file: str, data: Mapping[str, Any]) -> list[Problem]:
     name = _get(_table(data, "run"), "name", "str")
     if name is None:
@@ -630,5 +852,6 @@ def validate_profile(data: dict[str, Any], file: str, base_dir: Path | None,
     out.extend(_rules_metrics(file, data))
     out.extend(_rules_hardware(file, data))
     out.extend(_rules_distributed(file, data))
+    out.extend(_rules_strategies(file, data, base_dir, fields))
     return out
 

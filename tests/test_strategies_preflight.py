@@ -1,0 +1,252 @@
+"""Preflight rules of issue 6: each a refusal (or warning) before anything starts, naming the
+profile key to change. Profile-only rules come from validation; rules about this machine (what
+is installed, which port is taken, what the installed accelerate can do) from the plan, probed
+for real here (importlib.util.find_spec, a real listening socket)."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+import socket
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tuitrain.hardware import Hardware
+from tuitrain.launch import plan_launch
+from tuitrain.profile import Problem, Profile, builtin_profile_path, profile_with_defaults, validate_profile
+
+DEMO = tomllib.loads(builtin_profile_path().read_text(encoding="utf-8"))
+CPU_BOX = Hardware(cpu_count=2)   # what this machine is: no NVIDIA GPU, no MPS
+MAC = Hardware(mps=True, cpu_count=8)
+
+
+def demo(**sections: dict[str, Any]) -> dict[str, Any]:
+    data = copy.deepcopy(DEMO)
+    for name, values in sections.items():
+        table = data.setdefault(name, {})
+        for key, value in values.items():
+            if value is None:
+                table.pop(key, None)
+            else:
+                table[key] = value
+    return data
+
+
+def validation(data: dict[str, Any], base_dir: Path | None = None, severity: str = "error") -> list[Problem]:
+    return [p for p in validate_profile(data, "p.toml", base_dir) if p.severity == severity]
+
+
+def planned(data: dict[str, Any], hardware: Hardware = CPU_BOX, file: str = "p.toml",
+            tmp: Path = Path("/tmp/tuitrain-test-run")) -> list[Problem]:
+    plan = plan_launch(profile_with_defaults(Profile(path=None, data=data)), hardware, tmp, file=file)
+    return plan.problems
+
+
+def one(problems: list[Problem], key: str, severity: str = "error") -> Problem:
+    found = [p for p in problems if p.key == key and p.severity == severity]
+    assert len(found) == 1, [str(p) for p in problems]
+    p = found[0]
+    assert key in str(p)              # the line a user sees names the key ...
+    assert p.fix                      # ... and says what to do
+    return p
+
+
+# ------------------------------------------------------------------ MPS
+
+
+def test_mps_with_more_than_one_process() -> None:
+    data = demo(hardware={"accelerator": "mps"}, distributed={"strategy": "ddp", "num_processes": 2})
+    one(validation(data), "distributed.num_processes")
+    p = one(planned(data, MAC), "distributed.num_processes")
+    assert "num_processes = 1" in p.fix
+
+
+@pytest.mark.parametrize("strategy", ["fsdp", "deepspeed"])
+def test_fsdp_or_deepspeed_with_mps(strategy: str) -> None:
+    data = demo(hardware={"accelerator": "mps"}, distributed={"strategy": strategy})
+    p = one(validation(data), "distributed.strategy")
+    assert strategy in p.message and "MPS" in p.message
+    assert any(q.key == "distributed.strategy" and "MPS" in q.message for q in planned(data, MAC))
+
+
+def test_auto_on_a_mac_never_picks_mps_for_fsdp() -> None:
+    data = demo(hardware={"accelerator": "auto"}, distributed={"strategy": "fsdp"})
+    plan = plan_launch(profile_with_defaults(Profile(None, data)), MAC, Path("/tmp/x"))
+    assert plan.accelerator == "cpu"
+    assert any(p.key == "distributed.strategy" and "CPU" in p.message for p in plan.errors)
+
+
+# ------------------------------------------------------------------ packages
+
+
+@pytest.mark.skipif(importlib.util.find_spec("deepspeed") is not None, reason="deepspeed is installed here")
+def test_deepspeed_not_installed_says_how_to_install_it() -> None:
+    data = demo(hardware={"accelerator": "cuda"}, distributed={"strategy": "deepspeed"})
+    assert validation(data) == []  # a profile for another machine is fine as a file
+    p = next(p for p in planned(data) if "not installed" in p.message)
+    assert p.key == "distributed.strategy" and "pip install deepspeed" in p.fix
+
+
+@pytest.mark.skipif(importlib.util.find_spec("galore_torch") is not None, reason="galore-torch is installed here")
+def test_galore_without_galore_torch() -> None:
+    data = demo(training={"optim": "galore_adamw", "optim_target_modules": ["attention", "intermediate"]})
+    assert validation(data) == []
+    p = one(planned(data), "training.optim")
+    assert "galore-torch" in p.message and "pip install galore-torch" in p.fix
+
+
+def test_layerwise_galore_with_more_than_one_process() -> None:
+    data = demo(training={"optim": "galore_adamw_layerwise", "optim_target_modules": "all-linear"},
+                distributed={"strategy": "ddp", "num_processes": 2})
+    p = one(validation(data), "training.optim")
+    assert "layer-wise" in p.message and '"galore_adamw"' in p.fix and "num_processes = 1" in p.fix
+    single = demo(training={"optim": "galore_adamw_layerwise", "optim_target_modules": "all-linear"})
+    assert [q for q in validation(single) if q.key == "training.optim"] == []
+
+
+def test_galore_needs_optim_target_modules() -> None:
+    p = one(validation(demo(training={"optim": "galore_adafactor"})), "training.optim_target_modules")
+    assert "galore_adafactor" in p.message and "all-linear" in p.fix
+
+
+# ------------------------------------------------------------------ precision
+
+
+def test_fp16_on_the_cpu() -> None:
+    one(validation(demo(hardware={"mixed_precision": "fp16"})), "hardware.mixed_precision")
+    one(validation(demo(training={"fp16": True})), "training.fp16")
+    auto = demo(hardware={"accelerator": "auto", "mixed_precision": "fp16"})
+    assert validation(auto) == []  # auto could be a GPU elsewhere ...
+    one(planned(auto), "hardware.mixed_precision")  # ... but here it is the CPU
+
+
+# ------------------------------------------------------------------ DeepSpeed
+
+
+def test_gradient_accumulation_in_deepspeed_plugin_and_training_differs() -> None:
+    data = demo(hardware={"accelerator": "cuda"}, training={"gradient_accumulation_steps": 2},
+                distributed={"strategy": "deepspeed", "deepspeed": {"gradient_accumulation_steps": 4}})
+    p = one(validation(data), "distributed.deepspeed.gradient_accumulation_steps")
+    assert "training.gradient_accumulation_steps" in p.message and "4" in p.message and "2" in p.message
+    data["training"]["gradient_accumulation_steps"] = 4
+    assert validation(data) == []
+
+
+def test_gradient_accumulation_in_deepspeed_json_and_training_differs(tmp_path: Path) -> None:
+    (tmp_path / "ds.json").write_text(json.dumps({"gradient_accumulation_steps": 8, "zero_optimization": {"stage": 2},
+                                                  "bf16": {"enabled": "auto"}}))
+    data = demo(hardware={"accelerator": "cuda"}, training={"gradient_accumulation_steps": 2},
+                distributed={"strategy": "deepspeed", "deepspeed": {"config_file": "ds.json"}})
+    p = one(validation(data, tmp_path), "distributed.deepspeed.config_file")
+    assert "gradient_accumulation_steps" in p.message and "training.gradient_accumulation_steps" in p.fix
+    (tmp_path / "ds.json").write_text(json.dumps({"gradient_accumulation_steps": "auto"}))
+    assert validation(data, tmp_path) == []
+
+
+def test_deepspeed_gradient_clipping_against_max_grad_norm() -> None:
+    data = demo(hardware={"accelerator": "cuda"},
+                distributed={"strategy": "deepspeed", "deepspeed": {"gradient_clipping": 0.7}})
+    p = one(validation(data), "distributed.deepspeed.gradient_clipping")
+    assert "training.max_grad_norm" in p.message and "max_grad_norm = 0.7" in p.fix
+
+
+def test_deepspeed_json_with_plugin_fields() -> None:
+    data = demo(hardware={"accelerator": "cuda"},
+                distributed={"strategy": "deepspeed", "deepspeed": {"config_file": "/x/ds.json", "zero_stage": 3}})
+    p = one(validation(data), "distributed.deepspeed.zero_stage")
+    assert "config_file" in p.message
+
+
+def test_deepspeed_json_missing_is_a_machine_check(tmp_path: Path) -> None:
+    data = demo(hardware={"accelerator": "cuda"},
+                distributed={"strategy": "deepspeed", "deepspeed": {"config_file": "ds_zero3.json"}})
+    assert validation(data, tmp_path) == []  # written on a laptop for a cluster: fine
+    profile = tmp_path / "p.toml"
+    p = one(planned(data, file=str(profile)), "distributed.deepspeed.config_file")
+    assert str(tmp_path / "ds_zero3.json") in p.message
+
+
+# ------------------------------------------------------------------ processes, devices, ports
+
+
+def test_num_processes_larger_than_the_gpus_selected() -> None:
+    data = demo(hardware={"accelerator": "cuda", "gpus": [0]}, distributed={"strategy": "ddp", "num_processes": 2})
+    p = one(validation(data), "distributed.num_processes")
+    assert "1 GPU" in p.message and "num_processes = 1" in p.fix
+
+
+def test_more_cpu_processes_than_cores_is_a_warning() -> None:
+    data = demo(distributed={"strategy": "ddp", "num_processes": 3})
+    p = one(planned(data, Hardware(cpu_count=2)), "distributed.num_processes", "warning")
+    assert "2 core" in p.message
+
+
+def test_rendezvous_port_already_in_use() -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        data = demo(distributed={"strategy": "ddp", "num_processes": 2, "main_process_port": port})
+        p = one(planned(data), "distributed.main_process_port")
+        assert str(port) in p.message and "in use" in p.message
+    assert [q for q in planned(data) if q.key == "distributed.main_process_port"] == []  # free again
+
+
+def test_several_machines_need_a_fixed_port() -> None:
+    data = demo(hardware={"accelerator": "cuda"}, distributed={"strategy": "ddp", "num_machines": 2,
+                                                               "main_process_ip": "10.0.0.1"})
+    one(validation(data, severity="warning"), "distributed.main_process_port", "warning")
+    one(planned(data), "distributed.main_process_port")
+
+
+# ------------------------------------------------------------------ FSDP
+
+
+def test_fsdp_on_the_cpu_is_refused_naming_the_strategy() -> None:
+    data = demo(distributed={"strategy": "fsdp", "num_processes": 2})
+    assert validation(data) == []  # the file is fine (a GPU machine runs it) ...
+    p = one(planned(data), "distributed.strategy")  # ... this machine is not
+    assert "CPU" in p.message and "DDP" in p.message and '"ddp"' in p.fix
+
+
+def test_fsdp2_takes_no_hybrid_sharding_nor_forward_prefetch() -> None:
+    data = demo(hardware={"accelerator": "cuda"},
+                distributed={"strategy": "fsdp", "fsdp": {"version": 2, "sharding_strategy": "hybrid_shard",
+                                                          "forward_prefetch": True}})
+    found = validation(data)
+    one(found, "distributed.fsdp.sharding_strategy")
+    one(found, "distributed.fsdp.forward_prefetch")
+
+
+def test_cpu_ram_efficient_loading_needs_sync_module_states() -> None:
+    data = demo(hardware={"accelerator": "cuda"},
+                distributed={"strategy": "fsdp", "fsdp": {"sync_module_states": False}})
+    p = one(validation(data), "distributed.fsdp.sync_module_states")
+    assert "cpu_ram_efficient_loading = false" in p.fix
+
+
+def test_fsdp_keys_are_checked_when_fsdp_is_the_strategy() -> None:
+    data = demo(hardware={"accelerator": "cuda"},
+                distributed={"strategy": "fsdp", "fsdp": {"fsdp_sharding_strategy": "FULL_SHARD",
+                                                          "sharding_strategy": "everything"}})
+    found = validation(data)
+    assert "did you mean 'sharding_strategy'" in one(found, "distributed.fsdp.fsdp_sharding_strategy").fix
+    (choice,) = [q for q in found if q.key == "distributed.fsdp.sharding_strategy"]
+    assert "full_shard" in choice.message  # the choices are the fix
+
+
+def test_fsdp_and_activation_checkpointing_twice() -> None:
+    data = demo(hardware={"accelerator": "cuda"}, training={"gradient_checkpointing": True},
+                distributed={"strategy": "fsdp", "fsdp": {"activation_checkpointing": True}})
+    one(validation(data), "training.gradient_checkpointing")
+
+
+@pytest.mark.parametrize("leaf", ["fsdp", "deepspeed"])
+def test_strategy_set_up_again_in_training(leaf: str) -> None:
+    value = "full_shard auto_wrap" if leaf == "fsdp" else "ds.json"
+    p = one(validation(demo(training={leaf: value})), f"training.{leaf}")
+    assert "[distributed" in p.fix

@@ -1,0 +1,144 @@
+"""Machine checks before a launch: what is installed, which port is taken, what the installed
+accelerate can do. Kept apart from planning so that planning stays pure: `probe_machine` looks
+at this machine once (no imports of the packages it asks about: importlib.util.find_spec), and
+`machine_problems` turns the facts into Problems that each name the profile key to change.
+
+`tuitrain profile export-accelerate` skips all of this (a config for a cluster is written on a
+laptop that has none of it).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from tuitrain.profile import Problem
+from tuitrain.profile.validate import low_rank_optimizer
+
+# strategy -> (module, pip name, what the install needs)
+STRATEGY_PACKAGES = {"deepspeed": ("deepspeed", "deepspeed", "it compiles CUDA ops at first use: a CUDA toolkit")}
+
+
+@dataclass(frozen=True)
+class MachineFacts:
+    """What the checks need to know about this machine, gathered by `probe_machine`."""
+
+    modules: Mapping[str, bool] = field(default_factory=dict)  # importable top-level module -> found
+    busy_ports: frozenset[int] = frozenset()
+    accelerate_version: str | None = None
+    python: str = sys.executable
+
+
+def module_found(name: str) -> bool:
+    """Whether `name` can be imported, without importing it."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def port_in_use(port: int) -> bool:
+    """Something listens on the port here, or it cannot be bound (torchrun's store binds it on
+    every address)."""
+    import errno
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.settimeout(0.2)
+        if probe.connect_ex(("127.0.0.1", port)) == 0:
+            return True
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind(("", port))
+        except OSError as exc:
+            return exc.errno in (errno.EADDRINUSE, errno.EACCES)
+    return False
+
+
+def _world(settings: Mapping[str, Any]) -> int:
+    dist = settings["distributed"]
+    return int(dist["num_processes"]) * int(dist["num_machines"])
+
+
+def probe_machine(settings: Mapping[str, Any]) -> MachineFacts:
+    """Look at this machine for what `settings` (a profile with defaults) will need."""
+    dist = settings["distributed"]
+    wanted = set()
+    if dist["strategy"] in STRATEGY_PACKAGES:
+        wanted.add(STRATEGY_PACKAGES[dist["strategy"]][0])
+    found = low_rank_optimizer((settings.get("training") or {}).get("optim"))
+    if found:
+        wanted.add(found[0])
+    busy: set[int] = set()
+    port = dist.get("main_process_port")
+    hosts_rendezvous = int(dist["num_machines"]) == 1 or int(dist["machine_rank"]) == 0
+    if port is not None and _world(settings) > 1 and hosts_rendezvous and port_in_use(int(port)):
+        busy.add(int(port))
+    version: str | None = None
+    if dist["strategy"] == "fsdp":  # named in the FSDP-on-CPU refusal
+        import importlib.metadata
+
+        try:
+            version = importlib.metadata.version("accelerate")
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    return MachineFacts(modules={m: module_found(m) for m in sorted(wanted)}, busy_ports=frozenset(busy),
+                        accelerate_version=version)
+
+
+def machine_problems(settings: Mapping[str, Any], accelerator: str, facts: MachineFacts, file: str,
+                     deepspeed_json: Path | None = None, cpu_count: int | None = None) -> list[Problem]:
+    """Refusals and warnings that depend on this machine, each naming the key to change."""
+    dist = settings["distributed"]
+    strategy = dist["strategy"]
+    training = settings.get("training") or {}
+    out: list[Problem] = []
+    pip = f"{facts.python} -m pip install"
+
+    if strategy in STRATEGY_PACKAGES:
+        module, package, needs = STRATEGY_PACKAGES[strategy]
+        if not facts.modules.get(module, False):
+            out.append(Problem(file, "distributed.strategy", f'"{strategy}" needs the {package} package, '
+                               "which is not installed here",
+                               f"install it: {pip} {package} ({needs}), or choose another distributed.strategy"))
+    if strategy == "fsdp" and accelerator == "cpu":
+        version = facts.accelerate_version or "?"
+        out.append(Problem(file, "distributed.strategy",
+                           f'"fsdp" does not run on the CPU with the installed accelerate {version}: with no GPU '
+                           "its ranks silently fall back to plain DDP (MULTI_CPU), nothing is sharded",
+                           'use distributed.strategy = "ddp" for CPU ranks, or run FSDP on CUDA GPUs '
+                           '(hardware.accelerator = "cuda")'))
+    if strategy == "deepspeed" and accelerator == "cpu":
+        out.append(Problem(file, "distributed.strategy",
+                           '"deepspeed" runs on CUDA GPUs here (its CPU path needs DeepSpeed\'s CPU accelerator '
+                           "and oneCCL, which tuitrain does not set up)",
+                           'use distributed.strategy = "ddp" for CPU ranks, or hardware.accelerator = "cuda"'))
+    if strategy == "deepspeed" and deepspeed_json is not None and not deepspeed_json.is_file():
+        what = "is a folder" if deepspeed_json.is_dir() else "no such file"
+        out.append(Problem(file, "distributed.deepspeed.config_file", f"{what}: {deepspeed_json}",
+                           "relative paths start from the profile's folder"))
+
+    found = low_rank_optimizer(training.get("optim"))
+    if found and not facts.modules.get(found[0], False):
+        out.append(Problem(file, "training.optim", f"{training['optim']!r} needs the {found[1]} package, "
+                           "which is not installed here",
+                           f"install it: {pip} {found[1]}, or choose another training.optim"))
+
+    port = dist.get("main_process_port")
+    if port is not None and int(port) in facts.busy_ports:
+        out.append(Problem(file, "distributed.main_process_port",
+                           f"port {port} is already in use on this machine (the ranks' rendezvous would fail or "
+                           "land elsewhere)", "pick another port, or remove main_process_port (a free one is "
+                           "picked at launch)"))
+    if int(dist["num_machines"]) > 1 and port is None:
+        out.append(Problem(file, "distributed.main_process_port",
+                           f"needed with num_machines = {dist['num_machines']}: every machine must meet at the "
+                           "same port (each would pick its own free one)", "e.g. main_process_port = 29500"))
+    if accelerator == "cpu" and cpu_count and int(dist["num_processes"]) > cpu_count:
+        out.append(Problem(file, "distributed.num_processes",
+                           f"{dist['num_processes']} CPU processes on {cpu_count} core(s): they will slow each "
+                           "other down", f"set distributed.num_processes = {cpu_count} or fewer", "warning"))
+    return out
