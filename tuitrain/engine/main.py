@@ -41,6 +41,18 @@ def check_world(expected: int, rank: int) -> int:
     return world
 
 
+def check_strategy_took_effect(trainer: Any, strategy: str, world_size: int) -> None:
+    """accelerate falls back without a word (FSDP on a GPU-less rank trains plain DDP): the rank
+    checks that what it got is what the plan asked for."""
+    got = "fsdp" if trainer.is_fsdp_enabled else "deepspeed" if trainer.is_deepspeed_enabled else None
+    wanted = strategy if strategy in ("fsdp", "deepspeed") else None
+    if got != wanted:
+        raise EngineError(f"distributed.strategy = {strategy!r}, but accelerate set up {got or 'no sharding'} in this rank; "
+                          "check accelerate.yaml in the run directory and the devices this rank sees")
+    if trainer.accelerator.num_processes != world_size:
+        raise EngineError(f"accelerate sees {trainer.accelerator.num_processes} process(es), the plan asked for {world_size}")
+
+
 def training_arguments(profile: dict[str, Any], output_dir: str, world_size: int) -> Any:
     from transformers import TrainingArguments
 
@@ -143,6 +155,7 @@ def main(run_dir: Path, rank: int) -> int:
         world_size = check_world(int(record["num_processes"]), rank)
         print(f"[tuitrain] rank {rank}/{world_size} pid {os.getpid()} run {record['id']}", flush=True)
         trainer = build_trainer(paths, record, profile, rank, world_size)
+        check_strategy_took_effect(trainer, profile["distributed"]["strategy"], world_size)
         if rank == 0:
             write_json_atomic(paths.root / "training_args.json", trainer.args.to_dict())
         trainer.train(resume_from_checkpoint=record.get("resume_from"))

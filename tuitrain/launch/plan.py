@@ -18,6 +18,8 @@ from typing import Any, Mapping
 
 from tuitrain.hardware import Hardware
 from tuitrain.launch.accelerate_yaml import deepspeed_section, default_config_path, fsdp_section
+from tuitrain.hardware.mapping import map_devices
+from tuitrain.hardware.preflight import check as hardware_preflight
 from tuitrain.launch.preflight import MachineFacts, machine_problems, probe_machine
 from tuitrain.profile import Problem
 
@@ -85,27 +87,7 @@ def choose_accelerator(profile: Mapping[str, Any], hardware: Hardware, file: str
             why = "no NVIDIA GPU found" + (" (MPS runs one process, and no FSDP or DeepSpeed)" if hardware.mps else "")
         notes.append(f"accelerator auto → {chosen}: {why}")
         return chosen, notes, problems
-    if asked == "cuda" and not hardware.has_cuda:
-        problems.append(_problem(file, "hardware.accelerator", "asks for CUDA GPUs, but this machine has no NVIDIA GPU (NVML found none)",
-                                 'set hardware.accelerator = "cpu" (or "auto"), or run on a machine with a GPU'))
-    if asked == "mps" and not hardware.mps:
-        problems.append(_problem(file, "hardware.accelerator", "asks for Apple MPS, which this machine does not have",
-                                 'set hardware.accelerator = "cpu" (or "auto")'))
     return asked, notes, problems
-
-
-def _selected_gpus(profile: Mapping[str, Any], hardware: Hardware, file: str) -> tuple[list[str], list[Problem]]:
-    gpus = profile["hardware"].get("gpus")
-    if gpus is None:
-        return [str(g.index) for g in hardware.gpus], []
-    known = {str(g.index) for g in hardware.gpus} | {g.uuid for g in hardware.gpus}
-    missing = [str(g) for g in gpus if str(g) not in known]
-    problems = []
-    if missing:
-        have = ", ".join(sorted(str(g.index) for g in hardware.gpus)) or "none"
-        problems.append(_problem(file, "hardware.gpus", f"GPU(s) {', '.join(missing)} not found on this machine (it has: {have})",
-                                 "pick GPUs from `tuitrain gpus`, or remove hardware.gpus to use all"))
-    return [str(g) for g in gpus], problems
 
 
 def distributed_type(profile: Mapping[str, Any]) -> str:
@@ -237,35 +219,25 @@ def plan_launch(profile: dict[str, Any], hardware: Hardware, run_dir: Path, file
     env: dict[str, str] = {"PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false"}
     gpu_ids: list[str] = []
     if accelerator == "cuda":
-        gpu_ids, gpu_problems = _selected_gpus(profile, hardware, file)
-        problems += gpu_problems
-        env["CUDA_DEVICE_ORDER"] = profile["hardware"]["device_order"]
-        env["CUDA_VISIBLE_DEVICES"] = ",".join(gpu_ids)
-        notes += [f"physical GPU {g} → cuda:{i}" for i, g in enumerate(gpu_ids)]
-        if dist["num_processes"] > len(gpu_ids) and not problems:
-            problems.append(_problem(file, "distributed.num_processes",
-                                     f"{dist['num_processes']} processes but {len(gpu_ids)} GPU(s) selected",
-                                     f"set distributed.num_processes = {len(gpu_ids)} or select more GPUs in hardware.gpus"))
+        # The raw selection (None: every GPU), so FASTEST_FIRST can order "all GPUs" itself.
+        mapping = map_devices(hardware.gpus, profile["hardware"].get("gpus"), profile["hardware"]["device_order"])
+        env.update(mapping.env)
+        notes += [*mapping.lines, *mapping.notes]
     elif accelerator == "cpu":
         env["CUDA_VISIBLE_DEVICES"] = ""  # hide any GPU: the CPU run the Trainer docs describe
     elif accelerator == "mps":
-        if dist["num_processes"] > 1:
-            problems.append(_problem(file, "distributed.num_processes", "MPS runs one process only (gloo and nccl do not run on MPS)",
-                                     "set distributed.num_processes = 1, or hardware.accelerator = \"cpu\" for CPU ranks"))
         if dist["strategy"] in ("fsdp", "deepspeed"):
             problems.append(_problem(file, "distributed.strategy", f"{dist['strategy']} does not run on Apple MPS",
                                      'set distributed.strategy = "single" on MPS, or run on CUDA GPUs'))
         if profile["hardware"].get("mps_fallback"):
             env["PYTORCH_ENABLE_MPS_FALLBACK"] = "1"
-    if accelerator == "cpu" and profile["hardware"]["mixed_precision"] == "fp16":
-        problems.append(_problem(file, "hardware.mixed_precision", "fp16 mixed precision does not run on the CPU",
-                                 'set hardware.mixed_precision = "no" (or "bf16")'))
 
     base_dir = profile_folder(file)
     ds_json = deepspeed_json_path(profile, base_dir)
     facts = machine if machine is not None else probe_machine(profile)
     problems += machine_problems(profile, accelerator, facts, file, deepspeed_json=ds_json,
                                  cpu_count=getattr(hardware, "cpu_count", None))
+    problems += hardware_preflight(profile, hardware, file=file, accelerator=accelerator)
 
     port = dist.get("main_process_port")
     config_path = run_dir / "accelerate.yaml"
