@@ -1,0 +1,77 @@
+"""Where things live inside a run directory (the contract between the engine and every viewer)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+RUNS_DIR_ENV = "TUITRAIN_RUNS_DIR"
+
+CONTROL_SAVE = "save-now"
+CONTROL_EVALUATE = "evaluate-now"
+CONTROL_STOP = "stop"
+CONTROL_TERMINATE = "terminate"
+CONTROL_REQUESTS = (CONTROL_SAVE, CONTROL_EVALUATE, CONTROL_STOP, CONTROL_TERMINATE)
+
+
+def default_runs_root(cwd: Path | None = None) -> Path:
+    env = os.environ.get(RUNS_DIR_ENV)
+    if env:
+        return Path(env).expanduser()
+    return (cwd or Path.cwd()) / "runs"
+
+
+@dataclass(frozen=True)
+class RunPaths:
+    root: Path
+
+    @property
+    def id(self) -> str:
+        return self.root.name
+
+    @property
+    def record(self) -> Path:
+        return self.root / "run.json"
+
+    @property
+    def profile(self) -> Path:
+        return self.root / "profile.toml"
+
+    @property
+    def accelerate_config(self) -> Path:
+        return self.root / "accelerate.yaml"
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs"
+
+    def rank_log(self, rank: int) -> Path:
+        return self.logs / f"rank-{rank}.log"
+
+    @property
+    def launcher_log(self) -> Path:
+        return self.logs / "launcher.log"
+
+    @property
+    def events(self) -> Path:
+        return self.root / "events.jsonl"
+
+    @property
+    def control(self) -> Path:
+        return self.root / "control"
+
+    def control_request(self, name: str) -> Path:
+        return self.control / name
+
+    @property
+    def ranks(self) -> Path:
+        """One small JSON per rank: pid, host, node, exit code (written by the rank itself)."""
+        return self.root / "ranks"
+
+    def rank_record(self, rank: int) -> Path:
+        return self.ranks / f"rank-{rank}.json"
+
+    @property
+    def default_output_dir(self) -> Path:
+        return self.root / "output"

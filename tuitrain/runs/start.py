@@ -1,0 +1,175 @@
+"""Starting a run: a fresh run directory, its frozen inputs, and a detached supervisor."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+import yaml
+
+from tuitrain.launch import LaunchPlan
+from tuitrain.profile import Profile
+from tuitrain.runs.atomic import write_text_atomic
+from tuitrain.runs.checkpoints import list_checkpoints
+from tuitrain.runs.layout import RunPaths
+from tuitrain.runs.record import new_record, write_record
+
+
+class StartError(Exception):
+    """Why a run could not be started, in words a user can act on."""
+
+
+@dataclass(frozen=True)
+class Lineage:
+    """For a resumed run: where it came from and where it continues."""
+
+    parent: str
+    checkpoint: Path
+    output_dir: Path
+
+
+_PATH_KEYS = (("data", "train_file"), ("data", "validation_file"), ("model", "name_or_path"), ("model", "tokenizer"))
+
+
+def freeze_paths(data: dict[str, Any], base_dir: Path) -> dict[str, Any]:
+    """The frozen profile must read the same files from any folder: relative local paths
+    (data files, model and tokenizer folders that exist) become absolute."""
+    frozen = {k: dict(v) if isinstance(v, dict) else v for k, v in data.items()}
+    for section, key in _PATH_KEYS:
+        value = frozen.get(section, {}).get(key)
+        if isinstance(value, str) and value and not Path(value).expanduser().is_absolute():
+            candidate = base_dir / Path(value).expanduser()
+            if key.endswith("_file") or candidate.exists():
+                frozen[section][key] = str(candidate.resolve())
+    return frozen
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-")[:40] or "run"
+
+
+def make_run_dir(root: Path, name: str) -> RunPaths:
+    """A new, unique run directory (mkdir is atomic: two runs never share one)."""
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StartError(f"cannot create the runs root {root}: {exc.strerror}; pick another with --runs-dir") from exc
+    if not os.access(root, os.W_OK):
+        raise StartError(f"the runs root {root} is not writable; pick another with --runs-dir or TUITRAIN_RUNS_DIR")
+    stem = f"{time.strftime('%Y%m%d-%H%M%S')}-{_slug(name)}"
+    for n in range(1, 1000):
+        candidate = root / (stem if n == 1 else f"{stem}-{n}")
+        try:
+            candidate.mkdir()
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise StartError(f"cannot create a run directory in {root}: {exc.strerror}") from exc
+        return RunPaths(candidate)
+    raise StartError(f"too many runs named {stem} in {root}")
+
+
+def resolve_output_dir(profile: dict[str, Any], paths: RunPaths, cwd: Path) -> Path:
+    configured = profile["run"].get("output_dir")
+    if not configured:
+        return paths.default_output_dir
+    out = Path(configured).expanduser()
+    return out if out.is_absolute() else (cwd / out)
+
+
+def guard_output_dir(output_dir: Path, lineage: Lineage | None) -> None:
+    """A new run never writes over checkpoints it did not make; a resume never writes over
+    checkpoints past the one it continues from."""
+    existing = [c for c in list_checkpoints(output_dir)]
+    if lineage is None and existing:
+        raise StartError(
+            f"{output_dir} already holds {existing[-1].path.name} (and {len(existing) - 1} more); a new run would "
+            "overwrite them. Resume that run (`tuitrain resume RUN`), or set another run.output_dir "
+            "(e.g. --set run.output_dir=outputs/new)"
+        )
+    if lineage is not None:
+        start = int(lineage.checkpoint.name.rsplit("-", 1)[-1]) if lineage.checkpoint.name.startswith("checkpoint-") else -1
+        later = [c for c in existing if c.complete and c.step > start and c.path.parent == lineage.checkpoint.parent]
+        if later:
+            raise StartError(
+                f"{output_dir} already holds {later[-1].path.name}, written after {lineage.checkpoint.name}; resuming "
+                "there would overwrite it. Resume from the latest checkpoint, or pass "
+                "--set run.output_dir=DIR to continue into a new folder"
+            )
+
+
+def start_run(
+    profile: Profile,
+    settings: dict[str, Any],
+    plan_for: Any,
+    runs_root: Path,
+    lineage: Lineage | None = None,
+    cwd: Path | None = None,
+) -> RunPaths:
+    """Create the run directory, freeze profile and accelerate config, start the supervisor.
+
+    `settings` is the profile with defaults; `plan_for(run_dir) -> LaunchPlan` plans against
+    the new directory. Returns once the supervisor is started; the run goes on without us.
+    """
+    cwd = cwd or Path.cwd()
+    paths = make_run_dir(runs_root, profile.name)
+    try:
+        output_dir = lineage.output_dir if lineage and not settings["run"].get("output_dir") else resolve_output_dir(settings, paths, cwd)
+        guard_output_dir(output_dir, lineage)
+        plan: LaunchPlan = plan_for(paths.root)
+        if plan.errors:
+            raise StartError("\n".join(str(p) for p in plan.errors))
+        paths.logs.mkdir()
+        paths.control.mkdir()
+        base_dir = profile.path.parent if profile.path else cwd
+        write_text_atomic(paths.profile, tomli_w.dumps(freeze_paths(profile.data, base_dir)))
+        write_text_atomic(paths.accelerate_config, yaml.safe_dump(plan.accelerate_config, sort_keys=True))
+        record = new_record(
+            paths.id,
+            profile.name,
+            argv=plan.argv,
+            env=plan.env,
+            num_processes=plan.num_processes,
+            num_machines=plan.num_machines,
+            main_process_port=plan.main_process_port,
+            output_dir=str(output_dir),
+            profile_path=str(profile.path) if profile.path else None,
+            cwd=str(cwd),
+            accelerator=plan.accelerator,
+            parent=lineage.parent if lineage else None,
+            resume_from=str(lineage.checkpoint) if lineage else None,
+            max_steps=settings["training"].get("max_steps"),
+        )
+        write_record(paths, record)
+    except BaseException:
+        _discard(paths)
+        raise
+    spawn_supervisor(paths)
+    return paths
+
+
+def _discard(paths: RunPaths) -> None:
+    """Remove a run directory that never started (only files we wrote a moment ago)."""
+    import shutil
+
+    shutil.rmtree(paths.root, ignore_errors=True)
+
+
+def spawn_supervisor(paths: RunPaths) -> int:
+    with open(paths.launcher_log, "ab") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tuitrain.runs.supervisor", str(paths.root)],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # a closed terminal or dropped SSH session does not reach the run
+            close_fds=True,
+        )
+    return proc.pid
