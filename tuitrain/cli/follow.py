@@ -6,7 +6,7 @@ import json
 import sys
 import time
 
-from tuitrain.cli.output import number
+from tuitrain.humanize import number
 from tuitrain.runs.control import ControlError, request
 from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.record import FINAL_STATUSES, read_record

@@ -8,7 +8,8 @@ import time
 from pathlib import Path
 
 from tuitrain.cli.errors import CliError
-from tuitrain.cli.output import age, duration, number, print_json, size, table
+from tuitrain.cli.output import age, print_json, table
+from tuitrain.humanize import duration, number, size
 from tuitrain.runs.catalog import find_run, list_runs
 from tuitrain.runs.checkpoints import list_checkpoints
 from tuitrain.runs.layout import RunPaths

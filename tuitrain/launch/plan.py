@@ -217,7 +217,6 @@ def plan_launch(profile: dict[str, Any], hardware: Hardware, run_dir: Path, file
     accelerator, notes, problems = choose_accelerator(profile, hardware, file)
     total = dist["num_processes"] * dist["num_machines"]
     env: dict[str, str] = {"PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false"}
-    gpu_ids: list[str] = []
     if accelerator == "cuda":
         # The raw selection (None: every GPU), so FASTEST_FIRST can order "all GPUs" itself.
         mapping = map_devices(hardware.gpus, profile["hardware"].get("gpus"), profile["hardware"]["device_order"])

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any
 
 from tuitrain.runs.atomic import read_json, write_json_atomic

@@ -1,0 +1,94 @@
+"""Starting a run from a profile, or a new run that resumes another from one of its checkpoints.
+
+The same steps as `tuitrain run` and `tuitrain resume` (load the profile, fill in defaults,
+plan against the new run directory, start it detached), as functions any front end can call:
+the app uses them; the CLI could too. Errors are `ProfileError`, `StartError` or `ResumeError`,
+each with a message a person can act on.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+from tuitrain.hardware import Hardware, detect_hardware
+from tuitrain.launch import LaunchPlan, plan_launch
+from tuitrain.profile import Profile, load_profile, profile_with_defaults
+from tuitrain.runs.checkpoints import Checkpoint, inspect_checkpoint, latest_complete, list_checkpoints
+from tuitrain.runs.layout import RunPaths
+from tuitrain.runs.record import FINAL_STATUSES, read_record
+from tuitrain.runs.start import Lineage, start_run
+
+
+class ResumeError(Exception):
+    """Why a run cannot be resumed from the checkpoint asked for."""
+
+
+def planner(settings: dict[str, Any], file: str, hardware: Hardware | None = None):
+    hardware = hardware if hardware is not None else detect_hardware()
+    return lambda run_dir: plan_launch(settings, hardware, Path(run_dir), file=file)
+
+
+def plan_profile(profile: Profile, run_dir: Path, hardware: Hardware | None = None) -> LaunchPlan:
+    """What launching `profile` would run (nothing is started)."""
+    settings = profile_with_defaults(profile)
+    return planner(settings, str(profile.path or "profile"), hardware)(run_dir)
+
+
+def launch(profile: Profile, runs_root: Path, cwd: Path | None = None, hardware: Hardware | None = None) -> RunPaths:
+    """Start a run of an already loaded (and validated) profile; returns once it is started."""
+    settings = profile_with_defaults(profile)
+    return start_run(profile, settings, planner(settings, str(profile.path), hardware), runs_root, cwd=cwd)
+
+
+def launch_file(path: Path, runs_root: Path, overrides: Sequence[str] = (), cwd: Path | None = None) -> RunPaths:
+    """`tuitrain run PATH --set ...`, detached."""
+    return launch(load_profile(path, overrides), runs_root, cwd=cwd)
+
+
+def choose_checkpoint(output_dir: Path, ref: str | Path = "latest") -> Checkpoint:
+    """`latest` (the newest complete checkpoint), `checkpoint-N`, or a path; never an incomplete one."""
+    if str(ref) == "latest":
+        found = latest_complete(output_dir)
+        if found is None:
+            incomplete = [c.path.name for c in list_checkpoints(output_dir)]
+            extra = f" ({', '.join(incomplete)} incomplete)" if incomplete else ""
+            raise ResumeError(f"no complete checkpoint in {output_dir}{extra}; nothing to resume from")
+        return found
+    candidate = Path(ref).expanduser()
+    path = candidate if candidate.is_dir() else output_dir / str(ref)
+    if not path.is_dir():
+        names = ", ".join(c.path.name for c in list_checkpoints(output_dir)) or "none"
+        raise ResumeError(f"no checkpoint {str(ref)!r} in {output_dir} (there: {names})")
+    checkpoint = inspect_checkpoint(path)
+    if not checkpoint.complete:
+        raise ResumeError(f"{path.name} is incomplete (missing {', '.join(checkpoint.missing)}); pick another checkpoint")
+    return checkpoint
+
+
+def resume(parent: RunPaths, runs_root: Path, checkpoint: str | Path = "latest",
+           overrides: Sequence[str] = (), cwd: Path | None = None,
+           hardware: Hardware | None = None) -> tuple[RunPaths, Checkpoint, Profile]:
+    """`tuitrain resume RUN --checkpoint ...`, detached: a new run continuing `parent`.
+
+    Returns the new run, the checkpoint it continues from, and the profile it runs (its `notes`
+    say what was migrated or defaulted)."""
+    record = read_record(parent)
+    if record["status"] not in FINAL_STATUSES:
+        raise ResumeError(f"run {parent.id} is still {record['status']}; stop it first (`tuitrain stop {parent.id}`)")
+    if not record.get("output_dir"):
+        raise ResumeError(f"run {parent.id} has no output folder; nothing to resume from")
+    chosen = choose_checkpoint(Path(record["output_dir"]), checkpoint)
+    loaded = load_profile(parent.profile, overrides)
+    profile = Profile(path=Path(record.get("profile_path") or parent.profile), data=loaded.data, notes=loaded.notes)
+    settings = profile_with_defaults(profile)
+    planned = settings["distributed"]["num_processes"] * settings["distributed"]["num_machines"]
+    if chosen.world_size and chosen.world_size != planned:
+        raise ResumeError(
+            f"{chosen.path.name} was written by {chosen.world_size} process(es) and this resume would run {planned}: "
+            "the Trainer restores per-rank state and data order for the world that saved it. "
+            f"Resume with distributed.num_processes={chosen.world_size} (--set distributed.num_processes={chosen.world_size})")
+    lineage = Lineage(parent=parent.id, checkpoint=chosen.path, output_dir=Path(record["output_dir"]))
+    paths = start_run(profile, settings, planner(settings, str(parent.profile), hardware), runs_root,
+                      lineage=lineage, cwd=cwd)
+    return paths, chosen, profile
