@@ -1,0 +1,309 @@
+"""A rank log as an index of newline byte offsets, its lines read on demand (Toolong's shape).
+
+`LogFile.update()` reads only the bytes written since the last call and records where each new
+line starts; `LogFile.line(i)` reads one line with `os.pread`. Nothing ever holds the whole file:
+memory is 8 bytes a line for the index, whatever the log's size.
+
+What a terminal would show of a line is `display_text`: tqdm redraws a bar with carriage returns,
+so only the text after the line's last `\\r` is kept (ANSI colours are left for the viewer).
+
+`MergedLog` shows several ranks' logs as one. Rank logs
+carry no per-line timestamps, so lines already written are interleaved by their relative position
+in each file (a block of lines at a time); lines that arrive later are appended in arrival order.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from array import array
+from bisect import bisect_left, bisect_right
+from itertools import accumulate, count, repeat
+from operator import add
+from pathlib import Path
+
+CHUNK = 4 * 1024 * 1024
+MAX_LINE_BYTES = 64 * 1024  # a longer line is read from its end (the part a terminal would show)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f]")
+TRACEBACK = b"Traceback (most recent call last)"
+
+
+def display_text(raw: bytes) -> str:
+    """The text a terminal leaves on screen for one line: after its last carriage return."""
+    text = raw.decode("utf-8", errors="replace").rstrip("\n")
+    if text.endswith("\r"):
+        text = text.rstrip("\r")
+    if "\x1b[A" in text:  # cursor up (tqdm's nested bars): what follows is drawn afresh
+        text = text.replace("\x1b[A", "\r")
+    if "\r" in text:
+        parts = text.split("\r")
+        shown = parts[-1]
+        if not shown.strip():
+            shown = next((p for p in reversed(parts) if p.strip()), "")
+        text = shown
+    if "\t" in text:
+        text = text.expandtabs()
+    return _CONTROL.sub("", text)
+
+
+class LogFile:
+    """One log file: `line_count` complete lines, plus an unfinished last line (`has_partial`).
+
+    `update()` is meant for one worker thread; `line()` may be called from another (the index
+    only grows, and a reset replaces it as a whole).
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._starts = array("Q", [0])  # start offset of every line, and of the partial tail
+        self._scanned = 0  # bytes looked at so far (the partial tail included)
+        self._fd: int | None = None
+        self._inode: int | None = None
+        self.generation = 0  # bumped when the file was truncated or replaced
+
+    # ----------------------------------------------------------------------------- reading
+    @property
+    def line_count(self) -> int:
+        return len(self._starts) - 1
+
+    @property
+    def size(self) -> int:
+        return self._scanned
+
+    @property
+    def has_partial(self) -> bool:
+        return self._scanned > self._starts[-1]
+
+    def _open(self) -> int | None:
+        if self._fd is None:
+            try:
+                self._fd = os.open(self.path, os.O_RDONLY)
+                self._inode = os.fstat(self._fd).st_ino
+            except OSError:
+                self._fd = None
+        return self._fd
+
+    def close(self) -> None:
+        if self._fd is not None:
+            try:
+                os.close(self._fd)
+            except OSError:
+                pass
+            self._fd = None
+
+    def _read(self, start: int, end: int) -> bytes:
+        fd = self._open()
+        if fd is None or end <= start:
+            return b""
+        if end - start > MAX_LINE_BYTES:
+            start = end - MAX_LINE_BYTES
+        try:
+            return os.pread(fd, end - start, start)
+        except OSError:
+            return b""
+
+    def line(self, index: int) -> bytes:
+        """The raw bytes of line `index` (without its newline); the partial tail is line_count."""
+        starts = self._starts
+        if index < len(starts) - 1:
+            return self._read(starts[index], starts[index + 1] - 1)
+        if index == len(starts) - 1:
+            return self._read(starts[index], self._scanned)
+        return b""
+
+    @property
+    def count(self) -> int:
+        """Lines to show: the complete ones and the unfinished last one."""
+        return len(self._starts) - 1 + (1 if self._scanned > self._starts[-1] else 0)
+
+    def raw(self, index: int) -> tuple[int | None, bytes]:
+        return None, self.line(index)
+
+    def cacheable(self, index: int) -> bool:
+        return index < self.line_count
+
+    def line_text(self, index: int) -> str:
+        return display_text(self.line(index))
+
+    def line_start(self, index: int) -> int:
+        return self._starts[min(index, len(self._starts) - 1)]
+
+    def line_at_offset(self, offset: int) -> int:
+        return max(0, bisect_right(self._starts, offset) - 1)
+
+    # ----------------------------------------------------------------------------- watching
+    def update(self) -> int:
+        """Index the bytes written since the last call; returns how many lines were completed.
+
+        Returns -1 when the file was truncated or replaced (the index starts over).
+        """
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return 0
+        reset = False
+        if (self._inode is not None and st.st_ino != self._inode) or st.st_size < self._scanned:
+            self.close()
+            self._starts = array("Q", [0])
+            self._scanned = 0
+            self.generation += 1
+            reset = True
+        fd = self._open()
+        if fd is None:
+            return 0
+        before = self.line_count
+        size = st.st_size
+        while self._scanned < size:
+            want = min(CHUNK, size - self._scanned)
+            try:
+                data = os.pread(fd, want, self._scanned)
+            except OSError:
+                break
+            if not data:
+                break
+            self._index(data, self._scanned)
+            self._scanned += len(data)
+        return -1 if reset else self.line_count - before
+
+    def _index(self, data: bytes, base: int) -> None:
+        parts = data.split(b"\n")
+        if len(parts) > 1:
+            # start of the line after each newline: base + cumulative lengths + newlines so far
+            self._starts.extend(map(add, accumulate(map(len, parts[:-1])), count(base + 1)))
+
+    def find(self, needle: bytes, start_line: int = 0, backwards: bool = False, ignore_case: bool = True) -> int | None:
+        """The first line at or after `start_line` (or at or before, backwards) holding `needle`.
+
+        Reads the file in chunks from the index's offsets (a worker's job on a big file).
+        """
+        if not needle:
+            return None
+        total = self.line_count + (1 if self.has_partial else 0)
+        if total == 0:
+            return None
+        if ignore_case:
+            needle = needle.lower()
+        fd = self._open()
+        if fd is None:
+            return None
+        if not backwards:
+            offset = self.line_start(max(0, start_line))
+            end = self._scanned
+            while offset < end:
+                want = min(CHUNK, end - offset)
+                data = os.pread(fd, want + len(needle) - 1, offset)
+                hit = (data.lower() if ignore_case else data).find(needle)
+                if hit >= 0:
+                    return self.line_at_offset(offset + hit)
+                offset += want
+            return None
+        stop = self.line_start(min(start_line + 1, total)) if start_line + 1 < total else self._scanned
+        while stop > 0:
+            begin = max(0, stop - CHUNK)
+            data = os.pread(fd, min(stop + len(needle) - 1, self._scanned) - begin, begin)
+            hit = (data.lower() if ignore_case else data).rfind(needle, 0, stop - begin + len(needle) - 1)
+            if hit >= 0:
+                return self.line_at_offset(begin + hit)
+            stop = begin
+        return None
+
+
+class MergedLog:
+    """Several logs (one per rank) seen as one: every complete line once, then each rank's
+    unfinished line. Lines written before the first `sync` are interleaved by relative position
+    (a block of lines at a time); later lines follow in the order `sync` finds them."""
+
+    def __init__(self, files: list[LogFile], block: int = 64) -> None:
+        self.files = files
+        self.block = block
+        self.generation = 0
+        self._built = False
+        self._seen_generations = [f.generation for f in files]
+        self._reset()
+
+    def _reset(self) -> None:
+        self.ranks = array("H")  # merged index -> rank
+        self.lines = array("I")  # merged index -> line of that rank's file
+        self.pos = [array("I") for _ in self.files]  # rank, line -> merged index
+        self.known = [0] * len(self.files)
+
+    @property
+    def count(self) -> int:
+        return len(self.lines) + sum(1 for f in self.files if f.has_partial)
+
+    def _place(self, rank: int, upto: int) -> None:
+        have = self.known[rank]
+        if upto > have:
+            start = len(self.lines)
+            self.lines.extend(range(have, upto))
+            self.ranks.extend(repeat(rank, upto - have))
+            self.pos[rank].extend(range(start, start + upto - have))
+            self.known[rank] = upto
+
+    def sync(self) -> None:
+        """Place the lines the files indexed since the last call (after each `LogFile.update`)."""
+        generations = [f.generation for f in self.files]
+        if generations != self._seen_generations:
+            self._seen_generations = generations
+            self._reset()
+            self.generation += 1
+            self._built = False
+        if self._built:
+            for rank, f in enumerate(self.files):
+                self._place(rank, f.line_count)
+            return
+        counts = [f.line_count for f in self.files]
+        total = sum(counts)
+        slices = 1 if len(self.files) < 2 else max(1, total // (self.block * len(self.files)))
+        sizes = [max(1, f.line_start(f.line_count)) for f in self.files]
+        for s in range(1, slices + 1):
+            for rank, f in enumerate(self.files):
+                upto = counts[rank] if s == slices else min(counts[rank], f.line_at_offset(sizes[rank] * s // slices))
+                self._place(rank, upto)
+        self._built = True
+
+    def partial_ranks(self) -> list[int]:
+        return [r for r, f in enumerate(self.files) if f.has_partial]
+
+    def raw(self, index: int) -> tuple[int | None, bytes]:
+        lines = self.lines
+        if index < len(lines):
+            rank = self.ranks[index]
+            return rank, self.files[rank].line(lines[index])
+        partial = self.partial_ranks()
+        k = index - len(lines)
+        if 0 <= k < len(partial):
+            rank = partial[k]
+            return rank, self.files[rank].line(self.files[rank].line_count)
+        return None, b""
+
+    def cacheable(self, index: int) -> bool:
+        return index < len(self.lines)
+
+    def _merged_index(self, rank: int, line: int) -> int | None:
+        pos = self.pos[rank]
+        if line < len(pos):
+            return pos[line]
+        partial = self.partial_ranks()
+        if line == self.files[rank].line_count and rank in partial:
+            return len(self.lines) + partial.index(rank)
+        return None
+
+    def find(self, needle: bytes, start: int = 0, backwards: bool = False, ignore_case: bool = True) -> int | None:
+        hits = []
+        for rank, f in enumerate(self.files):
+            pos = self.pos[rank]
+            if backwards:
+                from_line = bisect_right(pos, start) - 1 if start < len(self.lines) else f.line_count
+                if from_line < 0:
+                    continue
+            else:
+                from_line = bisect_left(pos, start) if start < len(self.lines) else f.line_count
+            line = f.find(needle, from_line, backwards, ignore_case)
+            if line is not None:
+                merged = self._merged_index(rank, line)
+                if merged is not None:
+                    hits.append(merged)
+        if not hits:
+            return None
+        return max(hits) if backwards else min(hits)
