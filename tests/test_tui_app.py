@@ -1,0 +1,487 @@
+"""The app driven as a user drives it (Textual's Pilot), on fixed run directories: no training here.
+
+Pytest has no asyncio plugin in this project: each test runs its Pilot script with asyncio.run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from test_tui_fixtures import FAILED, FINISHED, FIXED_CLOCK, HARDWARE_LINE, RUNNING, fixed_time, make_runs
+
+fixed_time()
+
+
+def make_app(base: Path, **kwargs: Any):
+    from tuitrain.hardware import Hardware
+    from tuitrain.tui.app import TuitrainApp
+
+    options = dict(cwd=base, clock=lambda: FIXED_CLOCK, hardware_line=HARDWARE_LINE, hardware=Hardware(),
+                   poll_interval=0.2, monitor_interval=0.1)
+    options.update(kwargs)
+    return TuitrainApp(base / "runs", **options)
+
+
+async def until(pilot, predicate: Callable[[], Any], timeout: float = 10.0, what: str = "a condition") -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        await pilot.pause(0.05)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def run(script, app, size=(100, 30), notifications: bool = False) -> None:
+    async def main() -> None:
+        async with app.run_test(size=size, notifications=notifications) as pilot:
+            await until(pilot, lambda: app.polls > 0, what="the first poll of the runs root")
+            await script(pilot)
+
+    asyncio.run(main())
+
+
+@pytest.fixture
+def base(tmp_path: Path) -> Path:
+    make_runs(tmp_path / "runs")
+    return tmp_path
+
+
+def table_rows(table) -> list[list[str]]:
+    return [[str(getattr(c, "plain", c)) for c in table.get_row_at(i)] for i in range(table.row_count)]
+
+
+# ------------------------------------------------------------------------------ home
+
+def test_home_lists_profiles_beside_runs_newest_first(base):
+    from textual.widgets import DataTable, OptionList
+
+    app = make_app(base)
+
+    async def script(pilot):
+        table = app.screen.query_one("#runs", DataTable)
+        rows = await until(pilot, lambda: table_rows(table) if table.row_count == 3 else None, what="three runs")
+        assert [r[0] for r in rows] == [RUNNING, FAILED, FINISHED]
+        assert rows[0][1:4] == ["running", "23/40 ██▉··", "0.2777"]
+        assert rows[1][1] == "failed r1" and rows[2][1] == "finished"
+        assert rows[2][4] == "eval_loss 0.1668"
+        options = app.screen.query_one("#profiles", OptionList)
+        await until(pilot, lambda: options.option_count > 0, what="profiles")
+        assert "demo" in str(options.get_option_at_index(0).prompt)
+
+    run(script, app)
+
+
+def test_runs_started_elsewhere_appear_live_and_are_announced(base):
+    from textual.widgets import DataTable
+
+    app = make_app(base)
+    new_id = "20260101-003000-demo"
+
+    async def script(pilot):
+        table = app.screen.query_one("#runs", DataTable)
+        await until(pilot, lambda: table.row_count == 3, what="three runs")
+        shutil.copytree(base / "runs" / RUNNING, base / "runs" / new_id)
+        record = json.loads((base / "runs" / new_id / "run.json").read_text())
+        record.update(id=new_id, created=record["created"] + 600)
+        (base / "runs" / new_id / "run.json").write_text(json.dumps(record))
+        await until(pilot, lambda: table.row_count == 4, what="the run started elsewhere")
+        assert table_rows(table)[0][:2] == [new_id, "running"]
+        with open(base / "runs" / new_id / "events.jsonl", "a") as handle:
+            handle.write(json.dumps({"event": "log", "time": 1.0, "step": 24, "loss": 0.25}) + "\n")
+        await until(pilot, lambda: table_rows(table)[0][2].startswith("24/40"), what="the new step")
+        record.update(status="failed", failed_rank=0, ended=record["created"] + 100)
+        (base / "runs" / new_id / "run.json").write_text(json.dumps(record))
+        await until(pilot, lambda: any("rank 0 failed" in n.message for n in app._notifications),
+                    what="a toast naming the failed rank")
+
+    run(script, app, notifications=True)
+
+
+def test_command_palette_lists_every_action_of_the_screen(base):
+    app = make_app(base)
+
+    async def script(pilot):
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        for action in ("Run", "New", "Edit", "Open", "Resume", "Stop", "Quit", "Help"):
+            assert action in titles
+        await pilot.press("ctrl+p")
+        await pilot.pause(0.2)
+        assert type(app.screen).__name__ == "CommandPalette"
+
+    run(script, app)
+
+
+def test_help_lists_the_keys(base):
+    app = make_app(base)
+
+    async def script(pilot):
+        await pilot.press("question_mark")
+        await until(pilot, lambda: type(app.screen).__name__ == "HelpScreen", what="help")
+        await pilot.press("escape")
+        await until(pilot, lambda: type(app.screen).__name__ == "HomeScreen", what="home again")
+
+    run(script, app)
+
+
+# ------------------------------------------------------------------------------ monitor
+
+def open_run(pilot, app, run_id: str):
+    from textual.widgets import DataTable
+
+    async def go():
+        table = app.screen.query_one("#runs", DataTable)
+        await until(pilot, lambda: table.row_count >= 3, what="runs")
+        ids = [r[0] for r in table_rows(table)]
+        table.move_cursor(row=ids.index(run_id))
+        await pilot.press("enter")
+        await until(pilot, lambda: type(app.screen).__name__ == "MonitorScreen", what="the monitor")
+        await until(pilot, lambda: app.screen.watch.polls > 0 and app.screen._landed, what="the first read")
+        await pilot.pause(0.1)
+        return app.screen
+
+    return go()
+
+
+def test_a_failed_run_opens_on_its_traceback(base):
+    from textual.widgets import TabbedContent
+
+    app = make_app(base)
+
+    async def script(pilot):
+        monitor = await open_run(pilot, app, FAILED)
+        tabs = monitor.query_one("#tabs", TabbedContent)
+        await until(pilot, lambda: tabs.active == "tab-rank-1", what="the failing rank's tab")
+        view = monitor.active_view()
+        await until(pilot, lambda: view.current is not None, what="the traceback")
+        assert view.line_text(view.current).plain == "Traceback (most recent call last):"
+        assert any(line.startswith("RuntimeError: CUDA error") for line in view.visible_text())
+        header = monitor.query_one("#header").text
+        assert "failed (rank 1)" in header
+
+    run(script, app)
+
+
+def test_merged_view_prefixes_ranks_and_search_finds_lines(base):
+    app = make_app(base)
+
+    async def script(pilot):
+        monitor = await open_run(pilot, app, FINISHED)
+        view = monitor.active_view()
+        assert view.id == "log-all"
+        prefixes = {view.line_text(i).plain[:2] for i in range(view.line_count)}
+        assert prefixes == {"0│", "1│"}
+        await pilot.press("home")
+        await until(pilot, lambda: not view.follow, what="the top")
+        await pilot.press("slash")
+        await pilot.press(*"yellow warning from rank 1")
+        await pilot.press("enter")
+        await until(pilot, lambda: view.current is not None, what="a match")
+        first = view.current
+        assert "yellow warning from rank 1" in view.line_text(first).plain
+        assert not view.follow
+        await pilot.press("n")
+        await until(pilot, lambda: view.current != first, what="the next match")
+        assert "step 20: a yellow warning from rank 1" in view.line_text(view.current).plain
+        await pilot.press("N")
+        await until(pilot, lambda: view.current == first, what="the previous match")
+
+    run(script, app)
+
+
+def test_the_log_follows_the_tail_until_the_user_scrolls_up(base):
+    app = make_app(base)
+    log = base / "runs" / RUNNING / "logs" / "rank-0.log"
+
+    async def script(pilot):
+        monitor = await open_run(pilot, app, RUNNING)
+        await pilot.press("right_square_bracket")  # Rank 0
+        view = monitor.active_view()
+        assert view.id == "log-rank-0" and view.follow
+        assert view.visible_text()[-1] == " 57%|█████     | 23/40 [00:11<00:08, 2.00it/s]"  # the partial tqdm line
+        with open(log, "ab") as handle:
+            handle.write(b"\r 60%|######    | 24/40\r\x1b[31mnew red line\x1b[0m\n" + b"".join(b"line %d\n" % i for i in range(60)))
+        await until(pilot, lambda: view.visible_text()[-1] == "line 59", what="new lines at the tail")
+        red = view.line_text(view.line_count - 61)
+        assert red.plain == "new red line" and red.spans[0].style.color.number == 1  # ANSI red
+        await pilot.press("pageup")
+        await until(pilot, lambda: not view.follow, what="follow off")
+        top = view.scroll_offset.y
+        with open(log, "ab") as handle:
+            handle.write(b"".join(b"more %d\n" % i for i in range(30)))
+        await until(pilot, lambda: view.line_count > 100, what="more lines indexed")
+        assert view.scroll_offset.y == top and not view.follow
+        await pilot.press("end")
+        await until(pilot, lambda: view.visible_text()[-1] == "more 29", what="following again")
+        assert view.follow
+
+    run(script, app, size=(80, 24))
+
+
+def test_metrics_and_checkpoints_tabs(base):
+    from textual.widgets import DataTable
+
+    app = make_app(base)
+
+    async def script(pilot):
+        monitor = await open_run(pilot, app, FAILED)
+        await pilot.press("m")
+        loss = monitor.query_one("#plot-loss")
+        assert [line.label for line in loss.lines] == ["train", "eval"]
+        assert len(loss.lines[0].values) == 17
+        assert {line.label for line in monitor.query_one("#plot-eval").lines} == {"accuracy", "f1"}
+        await pilot.press("p")
+        table = monitor.query_one("#checkpoints", DataTable)
+        await until(pilot, lambda: table.row_count == 2, what="two checkpoints")
+        rows = table_rows(table)
+        assert rows[0][:3] == ["15", "", "INCOMPLETE"] and "optimizer state" in rows[0][5]
+        assert rows[1][:4] == ["10", "★", "complete", "00:10:15"], rows
+
+    run(script, app)
+
+
+def test_requests_to_a_live_run_and_refusals(base):
+    app = make_app(base)
+    control = base / "runs" / RUNNING / "control"
+
+    async def script(pilot):
+        monitor = await open_run(pilot, app, RUNNING)
+        await pilot.press("c")
+        await until(pilot, lambda: (control / "save-now").exists(), what="a save-now request")
+        await pilot.press("e")
+        await until(pilot, lambda: (control / "evaluate-now").exists(), what="an evaluate-now request")
+        await pilot.press("R")  # still running: refused, says why
+        await until(pilot, lambda: any("stop it first" in n.message for n in app._notifications), what="a refusal")
+        await pilot.press("k")
+        await until(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen", what="a confirmation")
+        await pilot.press("n")
+        await pilot.pause(0.2)
+        assert not (control / "terminate").exists()
+        await pilot.press("k")
+        await until(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen", what="a confirmation")
+        await pilot.press("y")
+        await until(pilot, lambda: (control / "terminate").exists(), what="a terminate request")
+        await pilot.press("s")
+        await until(pilot, lambda: (control / "stop").exists(), what="a stop request")
+        await pilot.press("escape")
+        await until(pilot, lambda: type(app.screen).__name__ == "HomeScreen", what="home")
+        del monitor
+
+    run(script, app, notifications=True)
+
+
+# ------------------------------------------------------------------------------ editor
+
+BAD_PROFILE = """# my profile: a comment saving cannot keep
+[run]
+name = "mine"
+
+[model]
+task = "sequence-classification"
+
+[model.config]
+model_type = "bert"
+vocab_size = 128
+hidden_size = 32
+num_hidden_layers = 1
+num_attention_heads = 2
+intermediate_size = 64
+max_position_embeddings = 64
+
+[model.train_tokenizer]
+vocab_size = 128
+
+[data]
+generate = "sentiment-words"
+max_length = 24
+
+[training]
+max_steps = 10
+learning_rate = -1
+report_to = "none"
+
+[hardware]
+accelerator = "cpu"
+"""
+
+
+def editor_open(pilot, app, key: str):
+    async def go():
+        await pilot.press(key)
+        await until(pilot, lambda: type(app.screen).__name__ == "EditorScreen", what="the editor")
+        await until(pilot, lambda: app.screen.loaded and app.screen.problems is not None and
+                    str(app.screen.query_one("#problems").content), what="the first check")
+        return app.screen
+
+    return go()
+
+
+async def show_field(pilot, editor, key: str):
+    """Show the section of a field (its form is built when first shown); returns the field's row."""
+    from textual.widgets import TabbedContent
+
+    editor.query_one("#sections", TabbedContent).active = "sec-" + key.split(".")[0]
+    row = await until(pilot, lambda: editor.rows.get(key), what=f"the {key} field")
+    await until(pilot, lambda: row.is_mounted and row.children, what="the row's widgets")
+    await pilot.pause(0.1)
+    return row
+
+
+async def add_training_key(pilot, editor, key: str, value: str) -> None:
+    """Type a raw [training] key and its value into the last row of the Training form; enter adds it."""
+    from textual.widgets import Input, TabbedContent
+
+    editor.query_one("#sections", TabbedContent).active = "sec-training"
+    await pilot.pause(0.1)
+    editor.query_one("#new-key", Input).focus()
+    await pilot.press(*key)
+    await pilot.press("tab")
+    await pilot.press(*value)
+    await pilot.press("enter")
+
+
+def test_fixing_a_field_the_validator_flagged_and_saving(base):
+    from textual.widgets import Input, OptionList, TabbedContent
+
+    (base / "profiles").mkdir()
+    profile = base / "profiles" / "mine.toml"
+    profile.write_text(BAD_PROFILE)
+    app = make_app(base)
+
+    async def script(pilot):
+        options = app.screen.query_one("#profiles", OptionList)
+        await until(pilot, lambda: options.option_count >= 2, what="profiles")
+        names = [options.get_option_at_index(i).id for i in range(options.option_count)]
+        options.highlighted = names.index(str(profile))
+        editor = await editor_open(pilot, app, "e")
+        assert "learning_rate" in " ".join(p.key for p in editor.errors)
+        assert "comments" in str(editor.query_one("#notice").content)
+        row = await show_field(pilot, editor, "training.learning_rate")
+        await until(pilot, lambda: row.error == "must be greater than 0, got -1", what="the flagged field")
+        box = row.query_one(Input)
+        box.focus()
+        box.value = ""
+        await pilot.press(*"0.001")
+        await until(pilot, lambda: not row.error and not editor.errors, what="the error to go")
+        assert "accelerate launch" in editor.command
+        await pilot.press("ctrl+s")
+        await until(pilot, lambda: not editor.dirty, what="the save")
+        await until(pilot, lambda: (base / "profiles" / "mine.toml.bak").exists(), what="the backup")
+
+    run(script, app, size=(120, 40))
+    import tomllib
+
+    saved = tomllib.loads(profile.read_text())
+    assert saved["training"]["learning_rate"] == 0.001 and saved["training"]["max_steps"] == 10
+    assert saved["model"]["config"]["hidden_size"] == 32
+    assert (base / "profiles" / "mine.toml.bak").read_text() == BAD_PROFILE
+
+
+def test_creating_a_profile_through_the_editor(base):
+    from textual.widgets import Input, Select
+
+    app = make_app(base)
+
+    async def script(pilot):
+        editor = await editor_open(pilot, app, "n")
+        assert editor.path is None and not editor.errors
+        name = editor.rows["run.name"].query_one(Input)
+        name.focus()
+        name.value = ""
+        await pilot.press(*"tiny")
+        steps = (await show_field(pilot, editor, "training.max_steps")).query_one(Input)
+        steps.value = "12"
+        editor.rows["training.lr_scheduler_type"].query_one(Select).value = "cosine"
+        (await show_field(pilot, editor, "distributed.num_processes")).query_one(Input).value = "2"
+        editor.rows["distributed.strategy"].query_one(Select).value = "ddp"
+        await until(pilot, lambda: editor.data.get("distributed", {}).get("strategy") == "ddp", what="the edits")
+        await until(pilot, lambda: "num_processes: 2" in str(editor.query_one("#plan").content), what="the preview")
+        await add_training_key(pilot, editor, "adam_beta2", "0.98")
+        await until(pilot, lambda: "training.adam_beta2" in editor.rows, what="the raw key row")
+        await pilot.press("ctrl+s")
+        await until(pilot, lambda: type(app.screen).__name__ == "PromptScreen", what="the save-as question")
+        answer = app.screen.query_one(Input)
+        assert answer.value == "profiles/tiny.toml"
+        await pilot.press("enter")
+        await until(pilot, lambda: (base / "profiles" / "tiny.toml").exists(), what="the file")
+        await until(pilot, lambda: not editor.dirty, what="the save")
+
+    run(script, app, size=(120, 40))
+    import tomllib
+
+    saved = tomllib.loads((base / "profiles" / "tiny.toml").read_text())
+    assert saved["run"]["name"] == "tiny"
+    assert saved["training"]["max_steps"] == 12 and saved["training"]["lr_scheduler_type"] == "cosine"
+    assert saved["training"]["adam_beta2"] == 0.98
+    assert saved["distributed"] == {"strategy": "ddp", "num_processes": 2}
+    assert saved["model"]["config"]["model_type"] == "bert"  # the template's tables are kept
+    from tuitrain.profile import load_profile
+
+    assert load_profile(base / "profiles" / "tiny.toml").name == "tiny"
+
+
+def test_an_unknown_training_key_is_flagged_in_the_validators_words(base):
+    from textual.widgets import Input
+
+    app = make_app(base)
+
+    async def script(pilot):
+        editor = await editor_open(pilot, app, "n")
+        await add_training_key(pilot, editor, "learning_rat", "0.1")
+        row = await until(pilot, lambda: editor.rows.get("training.learning_rat"), what="the row")
+        await until(pilot, lambda: "did you mean 'learning_rate'" in row.error, what="the validator's words")
+        await pilot.press("ctrl+r")
+        await until(pilot, lambda: any("to fix first" in n.message for n in app._notifications), what="no launch")
+
+    run(script, app, size=(120, 40), notifications=True)
+
+
+# ------------------------------------------------------------------------------ terminal and imports
+
+def test_no_color_is_respected(base, monkeypatch):
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = make_app(base)
+
+    async def script(pilot):
+        assert app.no_color
+        import re
+
+        svg = app.export_screenshot()
+        window_chrome = {"ff5f57", "febc2e", "28c840", "c5c8c6"}  # the SVG's own frame, not the app
+        colours = set(re.findall(r"#([0-9a-fA-F]{6})\b", svg)) - window_chrome
+        greys = {c for c in colours if c[0:2] == c[2:4] == c[4:6]}
+        assert colours and colours == greys, colours - greys
+
+    run(script, app)
+
+
+def test_the_app_never_loads_the_ml_stack(tmp_path):
+    code = (
+        "import sys, asyncio\n"
+        "from pathlib import Path\n"
+        "from tuitrain.tui.app import TuitrainApp\n"
+        "from tuitrain.tui.screens import monitor, editor, launch, help, confirm, prompt\n"
+        "async def main():\n"
+        "    app = TuitrainApp(Path(sys.argv[1]))\n"
+        "    async with app.run_test() as pilot:\n"
+        "        await pilot.pause(0.5)\n"
+        "        await pilot.press('n')\n"
+        "        await pilot.pause(1.5)\n"
+        "asyncio.run(main())\n"
+        "heavy = {'torch', 'transformers', 'datasets', 'evaluate', 'accelerate'}\n"
+        "print(sorted(heavy & {m.split('.')[0] for m in sys.modules}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "runs")], capture_output=True, text=True,
+                         cwd=tmp_path, timeout=120, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout

@@ -1,0 +1,236 @@
+"""The Textual app: `tuitrain` with no command.
+
+The app polls the runs root in a worker (runs started anywhere appear and stay live), samples
+the machine for the hardware strip, announces runs that finish, fail or write a checkpoint, and
+hands screens their data (messages up, method calls down). Quitting never stops a run: runs are
+detached processes that only ever read control files.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+
+from textual import work
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.worker import Worker, WorkerState, get_current_worker
+
+from tuitrain.tui.messages import HardwareSampled, RunsPolled, RunStarted
+
+if TYPE_CHECKING:
+    from tuitrain.runs.live import Change, RunRow
+
+
+def wait_or_cancel(seconds: float, poke: threading.Event | None = None) -> bool:
+    """Sleep in a worker thread until `seconds` pass, `poke` is set, or the worker is cancelled.
+
+    Returns False when the worker was cancelled (the loop should end)."""
+    worker = get_current_worker()
+    deadline = time.monotonic() + seconds
+    while not worker.is_cancelled:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return True
+        if poke is not None:
+            if poke.wait(min(left, 0.2)):
+                poke.clear()
+                return True
+        else:
+            time.sleep(min(left, 0.2))
+    return False
+
+
+class TuitrainApp(App[int]):
+    TITLE = "tuitrain"
+    CSS_PATH = "app.tcss"
+    BINDINGS = [
+        Binding("q", "quit", "Quit", priority=False),
+        Binding("question_mark", "help", "Help"),
+    ]
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
+
+    def __init__(
+        self,
+        runs_root: Path,
+        *,
+        cwd: Path | None = None,
+        launch_overrides: Sequence[str] = (),
+        clock: Callable[[], float] = time.time,
+        hardware_line: str | None = None,
+        hardware: Any = None,
+        poll_interval: float = 1.0,
+        monitor_interval: float = 0.25,
+    ) -> None:
+        super().__init__()
+        self.runs_root = Path(runs_root).resolve()
+        self.cwd = Path(cwd or Path.cwd()).resolve()
+        self.launch_overrides = list(launch_overrides)
+        self.clock = clock
+        self.fixed_hardware_line = hardware_line
+        self.poll_interval = poll_interval
+        self.monitor_interval = monitor_interval
+        self.rows: list["RunRow"] = []
+        self.polls = 0
+        self.hardware: Any = hardware
+        self.hardware_line = hardware_line or "…"
+        self._poke = threading.Event()
+
+    # ------------------------------------------------------------------------------ lifecycle
+    def on_mount(self) -> None:
+        from tuitrain.tui.screens.home import HomeScreen
+
+        self.push_screen(HomeScreen())
+        # the first frame is painted before any worker starts (threads compete for the GIL)
+        self.call_after_refresh(self._start_watching)
+
+    def _start_watching(self) -> None:
+        self.poll_runs()
+        if self.fixed_hardware_line is None:
+            self.sample_hardware()
+
+    def show_path(self, path: Path | str | None) -> str:
+        """A path as the user thinks of it: relative to the working folder when inside it."""
+        if path is None:
+            return "-"
+        path = Path(path)
+        try:
+            return "./" + str(path.resolve().relative_to(self.cwd))
+        except ValueError:
+            return str(path)
+
+    def poke(self) -> None:
+        """Poll the runs root now (after starting or stopping a run)."""
+        self._poke.set()
+
+    @work(thread=True, exclusive=True, group="runs", exit_on_error=False)
+    def poll_runs(self) -> None:
+        from tuitrain.runs.live import RunsWatcher
+
+        watcher = RunsWatcher(self.runs_root)
+        while True:
+            rows, changes = watcher.poll()
+            self.post_message(RunsPolled(rows, changes))
+            if not wait_or_cancel(self.poll_interval, self._poke):
+                return
+
+    @work(thread=True, exclusive=True, group="hardware", exit_on_error=False)
+    def sample_hardware(self) -> None:
+        from tuitrain.hardware import detect_hardware
+        from tuitrain.tui.widgets.hardware_strip import sample_line
+
+        if self.hardware is None:
+            self.hardware = detect_hardware()
+        while True:
+            self.post_message(HardwareSampled(sample_line(self.hardware)))
+            if not wait_or_cancel(2.0):
+                return
+
+    def on_runs_polled(self, message: RunsPolled) -> None:
+        self.rows = message.rows
+        self.polls += 1
+        for change in message.changes:
+            self.announce(change)
+        self._to_screens("runs_polled", message.rows)
+
+    def on_hardware_sampled(self, message: HardwareSampled) -> None:
+        self.hardware_line = message.line
+        self._to_screens("hardware_sampled", message.line)
+
+    def _to_screens(self, method: str, *args: Any) -> None:
+        """Method calls down: every screen on the stack that has `method` gets the news."""
+        from textual.css.query import NoMatches
+
+        for screen in self.screen_stack:
+            handler = getattr(screen, method, None)
+            if handler is not None and screen.is_attached:
+                try:
+                    handler(*args)
+                except NoMatches:  # a screen being taken down while the app closes
+                    pass
+
+    def announce(self, change: "Change") -> None:
+        if change.kind == "checkpoint":
+            self.notify(f"{change.run_id}: {change.detail} written", title="Checkpoint")
+        elif change.kind == "finished":
+            self.notify(f"{change.run_id} finished", title="Run finished")
+        elif change.kind == "stopped":
+            self.notify(f"{change.run_id} stopped", title="Run stopped")
+        elif change.kind == "failed":
+            self.notify(f"{change.run_id}: {change.detail}", title="Run failed", severity="error", timeout=10)
+        elif change.kind == "lost":
+            self.notify(f"{change.run_id}: its supervisor is gone without an end", title="Run lost",
+                        severity="warning", timeout=10)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """Every failed worker is said out loud, with what it was doing."""
+        if event.state == WorkerState.ERROR:
+            error = event.worker.error
+            self.notify(f"{type(error).__name__}: {error}", title=f"{event.worker.name or 'work'} failed",
+                        severity="error", timeout=15)
+
+    # ------------------------------------------------------------------------------ navigation
+    def on_run_started(self, message: RunStarted) -> None:
+        self.poke()
+        if message.note:
+            self.notify(message.note, title="Run started")
+        self.open_run(Path(message.run_dir), replace=False)
+
+    def open_run(self, run_dir: Path, replace: bool = False) -> None:
+        from tuitrain.tui.screens.monitor import MonitorScreen
+
+        screen = MonitorScreen(Path(run_dir))
+        if replace and isinstance(self.screen, MonitorScreen):
+            self.switch_screen(screen)
+        else:
+            self.push_screen(screen)
+
+    def open_editor(self, path: Path | None) -> None:
+        from tuitrain.tui.screens.editor import EditorScreen
+
+        self.push_screen(EditorScreen(path))
+
+    def action_help(self) -> None:
+        from tuitrain.tui.screens.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.screen))
+
+    async def action_quit(self) -> None:
+        """Quit (runs go on); asks first when an editor holds unsaved changes."""
+        from tuitrain.tui.screens.confirm import ConfirmScreen
+
+        if any(getattr(s, "dirty", False) for s in self.screen_stack):
+            def answered(yes: bool | None) -> None:
+                if yes:
+                    self.exit(0)
+
+            self.push_screen(ConfirmScreen("Quit? The profile editor has unsaved changes.\nRuns go on either way.",
+                                           yes="Quit"), answered)
+            return
+        self.exit(0)
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        """Every action of the screen (its key bindings) is a command, then Textual's own."""
+        seen: set[str] = set()
+        for node in (screen, self):
+            for binding in getattr(node, "BINDINGS", []):
+                if not isinstance(binding, Binding) or not binding.description or binding.action in seen:
+                    continue
+                seen.add(binding.action)
+                key = binding.key_display or binding.key.split(",")[0]
+                yield SystemCommand(binding.description, f"{getattr(binding, 'tooltip', '') or binding.description} ({key})",
+                                    lambda n=node, a=binding.action: n.run_action(a))
+        for command in super().get_system_commands(screen):
+            if command.title not in ("Quit",):
+                yield command
+
+
+def run_app(runs_root: Path, overrides: Sequence[str] = ()) -> int:
+    """Open the app on a runs root; returns the exit status (runs go on after it)."""
+    app = TuitrainApp(runs_root, launch_overrides=overrides)
+    app.run()
+    return app.return_code or 0

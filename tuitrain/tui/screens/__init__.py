@@ -1,0 +1,1 @@
+"""One screen a file (each with its .tcss beside it)."""

@@ -1,0 +1,51 @@
+"""Help: the keys of the screen underneath, and the ones that work everywhere."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Static
+
+GLOBAL_KEYS = (
+    ("ctrl+p", "command palette: every action by name"),
+    ("?", "this help"),
+    ("q", "quit (runs go on)"),
+    ("tab / shift+tab", "move between panes"),
+)
+
+
+class HelpScreen(ModalScreen[None]):
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > VerticalScroll {
+        width: 72; max-width: 95%; height: auto; max-height: 90%;
+        border: thick $primary; background: $surface; padding: 0 1;
+    }
+    """
+    BINDINGS = [Binding("escape,question_mark,q", "close", "Close")]
+
+    def __init__(self, under: Screen) -> None:
+        super().__init__()
+        self.under = under
+
+    def compose(self) -> ComposeResult:
+        table = Table(box=None, show_header=False, padding=(0, 1), expand=True)
+        table.add_column(style="bold cyan", no_wrap=True)
+        table.add_column()
+        for binding in getattr(self.under, "BINDINGS", []):
+            if isinstance(binding, Binding) and binding.description:
+                key = binding.key_display or binding.key.replace(",", " / ")
+                table.add_row(key, getattr(binding, "tooltip", "") or binding.description)
+        table.add_row("", "")
+        for key, what in GLOBAL_KEYS:
+            table.add_row(key, what)
+        title = getattr(self.under, "HELP_TITLE", type(self.under).__name__.removesuffix("Screen"))
+        with VerticalScroll():
+            yield Static(f"[b]{title}: keys[/]  [dim](escape closes)[/]")
+            yield Static(table)
+
+    def action_close(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,273 @@
+"""Home: profiles beside runs, the hardware strip, and the keys that start, open, resume and stop runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.coordinate import Coordinate
+from textual.screen import ModalScreen, Screen
+from textual.widgets import DataTable, OptionList, Static
+from textual.widgets.option_list import Option
+
+from tuitrain.tui.widgets.key_bar import KeyBar
+from tuitrain.tui.widgets.text_line import TextLine
+from tuitrain.humanize import duration, number
+from tuitrain.tui.format import clock, short_metric, status_text, step_text
+from tuitrain.tui.widgets.hardware_strip import HardwareStrip
+
+if TYPE_CHECKING:
+    from tuitrain.runs.live import RunRow
+    from tuitrain.tui.profiles import ProfileEntry
+
+WIDE_COLUMNS = ("RUN", "STATUS", "STEP", "LOSS", "BEST", "STARTED", "TIME")
+NARROW_COLUMNS = ("RUN", "STATUS", "STEP", "LOSS", "BEST", "TIME")
+
+
+class HomeScreen(Screen):
+    CSS_PATH = "home.tcss"
+    BINDINGS = [
+        Binding("r", "run_profile", "Run", tooltip="Launch the highlighted profile"),
+        Binding("n", "new_profile", "New", tooltip="Create a profile in the editor"),
+        Binding("e", "edit_profile", "Edit", tooltip="Edit the highlighted profile"),
+        Binding("enter", "open_run", "Open", tooltip="Open the selected run's monitor", show=False),
+        Binding("R", "resume_run", "Resume", tooltip="Resume the selected run from its latest complete checkpoint"),
+        Binding("s", "stop_run", "Stop", tooltip="Ask the selected run to save a checkpoint and stop"),
+        Binding("tab", "focus_next", "Switch pane", show=False),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.profiles: list[ProfileEntry] = []
+        self._columns: tuple[str, ...] = ()
+        self._rows: list[RunRow] = []
+        self._ready = False
+
+    def compose(self) -> ComposeResult:
+        yield Static(f"tuitrain · runs in {self.app.show_path(self.app.runs_root)}", classes="title-bar", id="title")
+        yield HardwareStrip(self.app.hardware_line, id="hardware")
+        with Horizontal(id="home-body"):
+            with Vertical(id="profiles-pane"):
+                yield Static("Profiles", classes="pane-title")
+                yield OptionList(id="profiles")
+            with Vertical(id="runs-pane"):
+                yield TextLine("Runs", classes="pane-title", id="runs-title")
+                table: DataTable = DataTable(id="runs", cursor_type="row", zebra_stripes=False)
+                yield table
+        yield KeyBar()
+
+    def on_mount(self) -> None:
+        self._ready = True
+        self.call_after_refresh(self.load_profiles)
+        self._ensure_columns()
+        self.runs_polled(self.app.rows)
+        self.query_one("#runs", DataTable).focus()
+
+    # ------------------------------------------------------------------------------ profiles
+    @work(thread=True, exclusive=True, group="profiles", exit_on_error=False)
+    def load_profiles(self) -> None:
+        from tuitrain.tui.profiles import find_profiles
+
+        entries = find_profiles(self.app.cwd)
+        self.app.call_from_thread(self._show_profiles, entries)
+
+    def _show_profiles(self, entries: list[ProfileEntry]) -> None:
+        self.profiles = entries
+        options = self.query_one("#profiles", OptionList)
+        highlighted = options.highlighted
+        options.clear_options()
+        for entry in entries:
+            prompt = Text.assemble((entry.name, "bold"), ("  " + entry.where, "dim"))
+            options.add_option(Option(prompt, id=str(entry.path)))
+        if entries:
+            options.highlighted = min(highlighted or 0, len(entries) - 1)
+
+    def selected_profile(self) -> ProfileEntry | None:
+        options = self.query_one("#profiles", OptionList)
+        if options.highlighted is None or not self.profiles:
+            return None
+        return self.profiles[min(options.highlighted, len(self.profiles) - 1)]
+
+    def on_screen_resume(self) -> None:
+        self.load_profiles()
+        self.runs_polled(self.app.rows)
+        self.hardware_sampled(self.app.hardware_line)
+
+    # ------------------------------------------------------------------------------ runs
+    def _ensure_columns(self) -> None:
+        columns = NARROW_COLUMNS if self.has_class("-narrow") or self.app.size.width < 100 else WIDE_COLUMNS
+        if columns == self._columns:
+            return
+        table = self.query_one("#runs", DataTable)
+        table.clear(columns=True)
+        for name in columns:
+            table.add_column(name, key=name)
+        self._columns = columns
+        self._rows = []
+
+    def on_resize(self) -> None:
+        if not self._ready:
+            return
+        before = self._columns
+        self._ensure_columns()
+        if self._columns != before:
+            self.runs_polled(self.app.rows)
+
+    def _cells(self, row: RunRow) -> dict[str, object]:
+        now = self.app.clock()
+        end = row.ended or (now if not row.final and row.status != "lost" else None)
+        best = f"{short_metric(row.best_metric)} {number(row.best)}" if row.best is not None else "-"
+        status = status_text(row.status)
+        if row.status == "failed" and row.failed_rank is not None:
+            status.append(f" r{row.failed_rank}", style="red")
+        cells = {
+            "RUN": row.id,
+            "STATUS": status,
+            "STEP": step_text(row.step, row.max_steps, 5),
+            "LOSS": number(row.loss),
+            "BEST": best,
+            "STARTED": clock(row.started or row.created),
+            "TIME": duration(end - row.started) if row.started and end else "-",
+        }
+        return {k: cells[k] for k in self._columns}
+
+    def runs_polled(self, rows: list[RunRow]) -> None:
+        if not self._ready or not self.shown:
+            return  # a hidden Home catches up when shown (on_screen_resume)
+        self._ensure_columns()
+        table = self.query_one("#runs", DataTable)
+        ids = [r.id for r in rows]
+        self.query_one("#runs-title", TextLine).set(f"Runs ({len(rows)})" if rows else "Runs — none yet: highlight a profile and press r")
+        if ids != [r.id for r in self._rows]:
+            selected = self.selected_run_id()
+            table.clear()
+            for row in rows:
+                table.add_row(*self._cells(row).values(), key=row.id)
+            if selected in ids:
+                table.move_cursor(row=ids.index(selected), animate=False)
+        else:
+            for old, row in zip(self._rows, rows):
+                new = self._cells(row)
+                if old != row or not row.final:
+                    for column, value in new.items():
+                        table.update_cell(row.id, column, value)
+        self._rows = list(rows)
+
+    @property
+    def shown(self) -> bool:
+        """On top, or under a dialog (Textual's is_current also counts a screen under a full one)."""
+        top = self.app.screen
+        return top is self or (isinstance(top, ModalScreen) and self.app.screen_stack[-2:-1] == [self])
+
+    def hardware_sampled(self, line: str) -> None:
+        if self._ready and self.shown:
+            self.query_one(HardwareStrip).set(line)
+
+    def selected_run_id(self) -> str | None:
+        table = self.query_one("#runs", DataTable)
+        if table.row_count == 0:
+            return None
+        try:
+            return table.coordinate_to_cell_key(Coordinate(table.cursor_row, 0)).row_key.value
+        except Exception:  # noqa: BLE001 - an empty or moving table
+            return None
+
+    def selected_run_dir(self) -> Path | None:
+        run_id = self.selected_run_id()
+        return self.app.runs_root / run_id if run_id else None
+
+    # ------------------------------------------------------------------------------ actions
+    @on(DataTable.RowSelected, "#runs")
+    def _row_selected(self, event: DataTable.RowSelected) -> None:
+        self.action_open_run()
+
+    @on(OptionList.OptionSelected, "#profiles")
+    def _profile_selected(self, event: OptionList.OptionSelected) -> None:
+        self.action_run_profile()
+
+    def action_open_run(self) -> None:
+        run_dir = self.selected_run_dir()
+        if run_dir is None:
+            self.notify("no run selected", severity="warning")
+            return
+        self.app.open_run(run_dir)
+
+    def action_run_profile(self) -> None:
+        from tuitrain.tui.screens.launch import LaunchScreen
+
+        entry = self.selected_profile()
+        if entry is None:
+            self.notify("no profile: create one with n", severity="warning")
+            return
+        self.app.push_screen(LaunchScreen(entry.path, self.app.launch_overrides))
+
+    def action_new_profile(self) -> None:
+        self.app.open_editor(None)
+
+    def action_edit_profile(self) -> None:
+        entry = self.selected_profile()
+        if entry is None:
+            self.notify("no profile to edit: create one with n", severity="warning")
+            return
+        self.app.open_editor(entry.path)
+
+    def action_stop_run(self) -> None:
+        run_dir = self.selected_run_dir()
+        if run_dir is None:
+            self.notify("no run selected", severity="warning")
+            return
+        self.request(run_dir, "stop")
+
+    def action_resume_run(self) -> None:
+        run_dir = self.selected_run_dir()
+        if run_dir is None:
+            self.notify("no run selected", severity="warning")
+            return
+        self.resume(run_dir, "latest")
+
+    @work(thread=True, group="control", exit_on_error=False)
+    def request(self, run_dir: Path, what: str) -> None:
+        run_request(self.app, run_dir, what)
+
+    @work(thread=True, group="resume", exit_on_error=False)
+    def resume(self, run_dir: Path, checkpoint: str) -> None:
+        resume_in_worker(self.app, run_dir, checkpoint)
+
+
+def run_request(app, run_dir: Path, what: str) -> None:
+    """A control request from a worker, announced either way."""
+    from tuitrain.runs.control import ControlError, request
+    from tuitrain.runs.layout import RunPaths
+    from tuitrain.runs.record import RunRecordError
+
+    words = {"stop": "save a checkpoint and stop", "save": "save a checkpoint at the next step end",
+             "evaluate": "evaluate at the next step end", "terminate": "end every process now"}
+    try:
+        request(RunPaths(Path(run_dir)), what)
+    except (ControlError, RunRecordError, OSError) as exc:
+        app.call_from_thread(app.notify, str(exc), title=f"Cannot {what}", severity="warning")
+        return
+    app.call_from_thread(app.notify, f"asked {Path(run_dir).name} to {words[what]}", title=what.capitalize())
+    app.poke()
+
+
+def resume_in_worker(app, run_dir: Path, checkpoint: str) -> None:
+    """Start a run that resumes `run_dir` from `checkpoint`, then open it (from a worker)."""
+    from tuitrain.profile import ProfileError
+    from tuitrain.runs.layout import RunPaths
+    from tuitrain.runs.relaunch import ResumeError, resume
+    from tuitrain.runs.start import StartError
+    from tuitrain.tui.messages import RunStarted
+
+    try:
+        paths, chosen, _profile = resume(RunPaths(Path(run_dir)), app.runs_root, checkpoint, app.launch_overrides, cwd=app.cwd)
+    except (ResumeError, StartError, ProfileError, OSError) as exc:
+        app.call_from_thread(app.notify, str(exc), title="Cannot resume", severity="error", timeout=10)
+        return
+    app.post_message(RunStarted(str(paths.root), f"resuming {Path(run_dir).name} from {chosen.path.name} "
+                                                  f"(step {chosen.step}) as {paths.id}"))

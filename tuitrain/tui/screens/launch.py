@@ -1,0 +1,121 @@
+"""Launch a profile: what will run (checked as you type overrides), then start it detached."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import Sequence
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Static
+
+from tuitrain.tui.messages import RunStarted
+
+
+class LaunchScreen(ModalScreen[None]):
+    DEFAULT_CSS = """
+    LaunchScreen { align: center middle; }
+    LaunchScreen > Vertical {
+        width: 90%; max-width: 110; height: auto; max-height: 90%;
+        border: thick $primary; background: $surface; padding: 0 1;
+    }
+    LaunchScreen #launch-title { text-style: bold; height: auto; }
+    LaunchScreen #plan { height: auto; max-height: 12; color: $text-muted; }
+    LaunchScreen #problems { height: auto; color: $text-error; }
+    LaunchScreen .buttons { height: 3; align-horizontal: right; }
+    LaunchScreen Button { margin-left: 1; }
+    """
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, path: Path, overrides: Sequence[str] = ()) -> None:
+        super().__init__()
+        self.path = Path(path)
+        self.initial = " ".join(shlex.quote(o) for o in overrides)
+        self.busy = False
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(f"Launch {self.path.stem}  [dim]{self.path}[/]", id="launch-title")
+            yield Static("Overrides, like --set (section.key=value, space separated):", classes="hint")
+            yield Input(self.initial, placeholder="training.max_steps=40 training.logging_steps=5", id="overrides")
+            with VerticalScroll(id="plan-box"):
+                yield Static("planning…", id="plan")
+                yield Static("", id="problems")
+            with Horizontal(classes="buttons"):
+                yield Button("Launch", variant="primary", id="launch")
+                yield Button("Cancel", id="cancel")
+
+    def on_mount(self) -> None:
+        self.query_one("#overrides", Input).focus()
+        self.preview(self.initial)
+
+    def overrides(self) -> list[str]:
+        try:
+            return shlex.split(self.query_one("#overrides", Input).value)
+        except ValueError:
+            return self.query_one("#overrides", Input).value.split()
+
+    @on(Input.Changed, "#overrides")
+    def _changed(self, event: Input.Changed) -> None:
+        self.preview(event.value)
+
+    @work(thread=True, exclusive=True, group="plan", exit_on_error=False)
+    def preview(self, _value: str) -> None:
+        from tuitrain.profile import ProfileError, load_profile
+        from tuitrain.runs.relaunch import plan_profile
+
+        try:
+            profile = load_profile(self.path, self.overrides())
+            plan = plan_profile(profile, self.app.runs_root / "<new-run>", self.app.hardware)
+        except ProfileError as exc:
+            self.app.call_from_thread(self._show, "", [str(p) for p in exc.problems])
+            return
+        text = (f"{plan.accelerator} · {plan.num_processes} process(es) · {plan.num_machines} machine(s)\n"
+                f"{plan.command_line()}")
+        notes = [str(p) for p in profile.notes] + [str(p) for p in plan.problems]
+        self.app.call_from_thread(self._show, text, notes)
+
+    def _show(self, plan: str, problems: list[str]) -> None:
+        self.query_one("#plan", Static).update(plan)
+        self.query_one("#problems", Static).update("\n".join(problems))
+
+    @on(Input.Submitted, "#overrides")
+    @on(Button.Pressed, "#launch")
+    def action_launch(self) -> None:
+        if not self.busy:
+            self.busy = True
+            self.query_one("#plan", Static).update("starting…")
+            self.start()
+
+    @on(Button.Pressed, "#cancel")
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+    @work(thread=True, exclusive=True, group="launch", exit_on_error=False)
+    def start(self) -> None:
+        from tuitrain.profile import ProfileError
+        from tuitrain.runs.relaunch import launch_file
+        from tuitrain.runs.start import StartError
+
+        try:
+            paths = launch_file(self.path, self.app.runs_root, self.overrides(), cwd=self.app.cwd)
+        except ProfileError as exc:
+            self.app.call_from_thread(self._failed, [str(p) for p in exc.problems])
+            return
+        except (StartError, OSError) as exc:
+            self.app.call_from_thread(self._failed, [str(exc)])
+            return
+        self.app.call_from_thread(self._started, str(paths.root))
+
+    def _failed(self, problems: list[str]) -> None:
+        self.busy = False
+        self.query_one("#plan", Static).update("not started:")
+        self.query_one("#problems", Static).update("\n".join(problems))
+
+    def _started(self, run_dir: str) -> None:
+        self.dismiss(None)
+        self.app.post_message(RunStarted(run_dir))

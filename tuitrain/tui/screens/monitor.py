@@ -1,0 +1,429 @@
+"""Run monitor: progress, every rank's log (merged and one by one), curves, checkpoints, and the
+requests a live run honours (save, evaluate, stop, kill) or a new run (resume from a checkpoint)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.coordinate import Coordinate
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import DataTable, Input, Static, TabbedContent, TabPane
+
+from tuitrain.runs.live import RunWatch, is_metric
+from tuitrain.runs.logfile import TRACEBACK
+from tuitrain.runs.record import FINAL_STATUSES
+from tuitrain.tui.widgets.key_bar import KeyBar
+from tuitrain.tui.widgets.text_line import TextLine
+from tuitrain.humanize import duration, number, size
+from tuitrain.tui.format import bar, clock, short_metric, status_text
+from tuitrain.tui.widgets.log_view import LogView
+from tuitrain.tui.widgets.plot import Line, LinePlot
+
+METRIC_STYLES = ("green", "yellow", "blue", "magenta", "cyan", "red")
+
+
+class MonitorScreen(Screen):
+    CSS_PATH = "monitor.tcss"
+    HELP_TITLE = "Run monitor"
+    BINDINGS = [
+        Binding("escape", "back", "Back", tooltip="Close the search, or go back to the runs"),
+        Binding("c", "save_now", "Save now", tooltip="Ask the run to save a checkpoint at the next step end"),
+        Binding("e", "evaluate_now", "Evaluate", tooltip="Ask the run to evaluate at the next step end"),
+        Binding("s", "stop", "Stop", tooltip="Ask the run to save a checkpoint and stop"),
+        Binding("k", "kill", "Kill", tooltip="End every process of the run now (asks first)"),
+        Binding("R", "resume", "Resume", tooltip="A new run from the selected checkpoint (Checkpoints tab) or the latest"),
+        Binding("slash", "search", "Search", tooltip="Search the log in view"),
+        Binding("n", "next_match", "Next", show=False, tooltip="Next match of the search"),
+        Binding("N", "previous_match", "Previous", show=False, tooltip="Previous match of the search"),
+        Binding("t", "traceback", "Traceback", tooltip="Jump to the first traceback of the log in view"),
+        Binding("f", "follow", "Follow", show=False, tooltip="Follow the end of the log in view"),
+        Binding("right_square_bracket", "tab(1)", "Next tab", show=False, tooltip="Next tab (])"),
+        Binding("left_square_bracket", "tab(-1)", "Previous tab", show=False, tooltip="Previous tab ([)"),
+        Binding("m", "show('tab-metrics')", "Metrics", show=False, tooltip="Show the curves"),
+        Binding("p", "show('tab-checkpoints')", "Checkpoints", show=False, tooltip="Show the checkpoints"),
+    ]
+
+    class Updated(Message):
+        """The worker read something new; the screen refreshes from its RunWatch."""
+
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, MonitorScreen.Updated)
+
+    def __init__(self, run_dir: Path) -> None:
+        super().__init__()
+        self.run_dir = Path(run_dir)
+        self.watch = RunWatch(self.run_dir)
+        self.term: str | None = None
+        self._landed = False
+        self._checkpoint_rows: list[tuple] = []
+        self._ready = False
+        self._gpus_of: object = None
+        self._status_at = 0.0
+
+    # ------------------------------------------------------------------------------ layout
+    def compose(self) -> ComposeResult:
+        w = self.watch
+        yield Static(f"run {w.paths.id} · profile {w.record.get('profile')}", classes="title-bar", id="title")
+        yield TextLine("", id="header")
+        with TabbedContent(id="tabs"):
+            with TabPane("All ranks", id="tab-all"):
+                yield LogView(w.merged, ranks=True, id="log-all")
+            for rank, log in enumerate(w.ranks):
+                with TabPane(f"Rank {rank}", id=f"tab-rank-{rank}"):
+                    yield LogView(log, id=f"log-rank-{rank}")
+            with TabPane("Launcher", id="tab-launcher"):
+                yield LogView(w.launcher, id="log-launcher")
+            with TabPane("Metrics", id="tab-metrics"):
+                yield LinePlot("loss", id="plot-loss")
+                yield LinePlot("learning rate", id="plot-lr")
+                yield LinePlot("eval metrics", id="plot-eval")
+            with TabPane("Checkpoints", id="tab-checkpoints"):
+                yield DataTable(id="checkpoints", cursor_type="row")
+                yield Static("", id="checkpoints-empty", classes="hint")
+            with TabPane("GPUs", id="tab-gpus"):
+                yield Static("", id="gpus")
+        yield TextLine("", id="log-status")
+        yield Input(placeholder="search the log in view (enter: find, escape: close)", id="search")
+        yield KeyBar()
+
+    def on_mount(self) -> None:
+        self._ready = True
+        table = self.query_one("#checkpoints", DataTable)
+        for name in ("STEP", "BEST", "STATE", "WRITTEN", "SIZE", "METRICS"):
+            table.add_column(name, key=name)
+        self.query_one("#search", Input).display = False
+        self.show_gpus()
+        self.update_header()
+        self.set_interval(1.0, self.update_header)
+        self.call_after_refresh(self.follow_run)  # once the tabs have settled on their first pane
+        self.query_one("#log-all", LogView).focus()
+
+    def on_unmount(self) -> None:
+        self.watch.close()
+
+    # ------------------------------------------------------------------------------ data
+    @work(thread=True, exclusive=True, group="monitor", exit_on_error=False)
+    def follow_run(self) -> None:
+        from tuitrain.tui.app import wait_or_cancel
+
+        while True:
+            if self.watch.poll():
+                self.post_message(self.Updated())
+            if not wait_or_cancel(self.app.monitor_interval):
+                return
+
+    def on_monitor_screen_updated(self, _message: Updated) -> None:
+        view = self.active_view()
+        if view is not None:  # hidden views catch up when shown
+            view.refresh_source()
+        self.update_header()
+        self.update_metrics()
+        self.update_checkpoints()
+        self.update_log_status(throttle=True)
+        if not self._landed:
+            self._landed = True
+            if self.watch.status == "failed":
+                self.call_after_refresh(self.land_on_failure)
+
+    def land_on_failure(self) -> None:
+        """A failed run opens on its failing rank's first traceback (the launcher's log when no rank failed)."""
+        rank = self.watch.record.get("failed_rank")
+        tab = f"tab-rank-{rank}" if rank is not None and 0 <= int(rank) < self.watch.num_ranks else "tab-launcher"
+        self.query_one("#tabs", TabbedContent).active = tab
+        view = self.active_view()
+        if view is not None:
+            view.focus()
+            self.find(view, TRACEBACK.decode(), 0, False, announce=False, fallback_end=True)
+
+    def update_header(self) -> None:
+        w = self.watch
+        p = w.events.progress
+        record = w.record
+        status = w.status
+        total = p.get("max_steps") or record.get("max_steps")
+        step = p["step"]
+        line1 = Text.assemble("● ", status_text(status), no_wrap=True, overflow="ellipsis")
+        if status == "failed":
+            rank = record.get("failed_rank")
+            line1.append(f" (rank {rank})" if rank is not None else " (launcher)", style="red")
+        line1.append(f"  step {step}/{total or '?'}")
+        if p.get("epoch") is not None:
+            line1.append(f"  epoch {number(p['epoch'], 3)}")
+        if p.get("loss") is not None:
+            line1.append(f"  loss {number(p['loss'])}")
+        if w.events.best is not None:
+            line1.append(f"  best {short_metric(w.events.metric)} {number(w.events.best)} @{w.events.best_step}")
+        if record.get("parent"):
+            line1.append(f"  resumed from {record['parent']}", style="dim")
+        fraction = step / total if total else None
+        width = max(10, min(40, self.size.width - 44))
+        line2 = Text(no_wrap=True, overflow="ellipsis")
+        line2.append(bar(fraction, width), style="green")
+        line2.append(f" {fraction:4.0%}" if fraction is not None else "   ?%")
+        rate = w.events.steps_per_second
+        if rate:
+            line2.append(f"  {rate:.2f} steps/s")
+            if total and status not in FINAL_STATUSES and step < total:
+                line2.append(f"  ETA {duration((total - step) / rate)}")
+        started = record.get("started")
+        if started:
+            end = record.get("ended") or (self.app.clock() if status not in FINAL_STATUSES else None)
+            if end:
+                line2.append(f"  elapsed {duration(end - started)}")
+        width = max(10, self.size.width - 2)
+        for line in (line1, line2):
+            line.truncate(width, overflow="ellipsis")
+        header = Text("\n").join([line1, line2])
+        self._set("#header", header)
+
+    def _set(self, selector: str, content: Text | str) -> None:
+        self.query_one(selector, TextLine).set(content)
+
+    def update_metrics(self) -> None:
+        series = self.watch.events.series
+        loss_lines = []
+        if "loss" in series:
+            loss_lines.append(Line("train", series["loss"].steps, series["loss"].values, "cyan"))
+        if "eval_loss" in series:
+            loss_lines.append(Line("eval", series["eval_loss"].steps, series["eval_loss"].values, "magenta"))
+        self.query_one("#plot-loss", LinePlot).set_lines(loss_lines)
+        lr = series.get("learning_rate")
+        self.query_one("#plot-lr", LinePlot).set_lines([Line("lr", lr.steps, lr.values, "yellow")] if lr else [])
+        evals = sorted(k for k in series if is_metric(k) and k != "eval_loss")
+        self.query_one("#plot-eval", LinePlot).set_lines(
+            [Line(short_metric(k), series[k].steps, series[k].values, METRIC_STYLES[i % len(METRIC_STYLES)])
+             for i, k in enumerate(evals)])
+
+    def update_checkpoints(self) -> None:
+        w = self.watch
+        metric, greater = w.events.metric, w.events.greater_is_better
+        scored = [c for c in w.checkpoints if isinstance(c.metrics.get(metric), (int, float))]
+        best = None
+        if scored:
+            best = (max if greater else min)(scored, key=lambda c: c.metrics[metric]).path
+        rows = []
+        for c in reversed(w.checkpoints):
+            shown = [(short_metric(k), v) for k, v in c.metrics.items() if k == "loss" or is_metric(k)]
+            metrics = "  ".join(f"{k} {number(v)}" for k, v in shown[:4]) or "-"
+            state = Text("complete", style="green") if c.complete else Text("INCOMPLETE", style="bold red")
+            if not c.complete:
+                metrics = f"missing {', '.join(c.missing)}"
+            rows.append((str(c.path), str(c.step), Text("★", style="bold yellow") if c.path == best else "", state,
+                         clock(w.checkpoint_times.get(c.path.name), with_date=False), size(c.size_bytes), metrics))
+        if rows == self._checkpoint_rows:
+            return
+        self._checkpoint_rows = rows
+        table = self.query_one("#checkpoints", DataTable)
+        selected = self.selected_checkpoint()
+        table.clear()
+        for key, *cells in rows:
+            table.add_row(*cells, key=key)
+        keys = [r[0] for r in rows]
+        if selected is not None and str(selected) in keys:
+            table.move_cursor(row=keys.index(str(selected)), animate=False)
+        empty = self.query_one("#checkpoints-empty", Static)
+        empty.update("" if rows else f"no checkpoints yet in {self.app.show_path(w.output_dir)}")
+        empty.display = not rows
+
+    def selected_checkpoint(self) -> Path | None:
+        table = self.query_one("#checkpoints", DataTable)
+        if table.row_count == 0:
+            return None
+        try:
+            return Path(table.coordinate_to_cell_key(Coordinate(table.cursor_row, 0)).row_key.value)
+        except Exception:  # noqa: BLE001 - the table is being rebuilt
+            return None
+
+    def show_gpus(self) -> None:
+        hardware = self._gpus_of = self.app.hardware
+        gpus = tuple(getattr(hardware, "gpus", ()) or ())
+        if hardware is None:
+            text = "GPUs: not probed yet."
+        elif not gpus:
+            text = "no NVIDIA GPU on this machine (NVML found none): this run trains on the CPU."
+        else:
+            text = "\n".join(f"GPU {g.index}  {g.name}  {size(g.memory_total)}" for g in gpus)
+        self.query_one("#gpus", Static).update(text + "\n\n[dim]Live GPU figures (utilisation, memory, processes) are to come.[/]")
+
+    def hardware_sampled(self, _line: str) -> None:
+        if self._ready and self.app.hardware is not self._gpus_of:
+            self.show_gpus()
+
+    # ------------------------------------------------------------------------------ logs
+    def active_view(self) -> LogView | None:
+        active = self.query_one("#tabs", TabbedContent).active
+        if not active.startswith(("tab-all", "tab-rank", "tab-launcher")):
+            return None
+        return self.query_one("#log-" + active.removeprefix("tab-"), LogView)
+
+    def update_log_status(self, throttle: bool = False) -> None:
+        """Where the view is in its log. While following a busy log the line count changes on every
+        read; it is then shown once a second (each repaint of this line costs a repaint of the screen)."""
+        import time
+
+        now = time.monotonic()
+        if throttle and now - self._status_at < 1.0:
+            return
+        self._status_at = now
+        view = self.active_view()
+        if view is None:
+            self._set("#log-status", "")
+            return
+        top = view.scroll_offset.y
+        where = f"lines {min(top + 1, view.line_count)}-{min(view.line_count, top + view.size.height)} of {view.line_count}"
+        mode = "following the end" if view.follow else "paused (End or f follows)"
+        search = f" · /{self.term} (n next, N previous)" if self.term else ""
+        self._set("#log-status", f"{where} · {mode}{search}")
+
+    @on(TabbedContent.TabActivated)
+    def _tab_changed(self) -> None:
+        view = self.active_view()
+        if view is not None:
+            view.refresh_source()
+            view.set_term(self.term)
+        self.update_log_status()
+
+    def on_log_view_moved(self, message: LogView.Moved) -> None:
+        view = self.active_view()
+        self.update_log_status(throttle=view is not None and view.follow)
+
+    def action_follow(self) -> None:
+        view = self.active_view()
+        if view is not None:
+            view.action_follow()
+            self.update_log_status()
+
+    def action_tab(self, delta: int) -> None:
+        tabs = self.query_one("#tabs", TabbedContent)
+        panes = [pane.id for pane in tabs.query(TabPane)]
+        index = panes.index(tabs.active) if tabs.active in panes else 0
+        tabs.active = panes[(index + delta) % len(panes)]
+        self._focus_active()
+
+    def action_show(self, pane: str) -> None:
+        self.query_one("#tabs", TabbedContent).active = pane
+        self._focus_active()
+
+    def _focus_active(self) -> None:
+        view = self.active_view()
+        if view is not None:
+            view.focus()
+        elif self.query_one("#tabs", TabbedContent).active == "tab-checkpoints":
+            self.query_one("#checkpoints", DataTable).focus()
+
+    def action_search(self) -> None:
+        box = self.query_one("#search", Input)
+        box.display = True
+        box.value = self.term or ""
+        box.focus()
+
+    @on(Input.Submitted, "#search")
+    def _search_submitted(self, event: Input.Submitted) -> None:
+        self.term = event.value.strip() or None
+        event.input.display = False
+        view = self.active_view()
+        if view is None:
+            self.notify("search works in a log tab", severity="warning")
+            return
+        view.focus()
+        view.set_term(self.term)
+        if self.term:
+            start = (view.current + 1) if view.current is not None else view.scroll_offset.y
+            self.find(view, self.term, start, False)
+        self.update_log_status()
+
+    def action_next_match(self) -> None:
+        view = self.active_view()
+        if view is not None and self.term:
+            start = (view.current + 1) if view.current is not None else view.scroll_offset.y
+            self.find(view, self.term, start, False)
+
+    def action_previous_match(self) -> None:
+        view = self.active_view()
+        if view is not None and self.term:
+            start = (view.current - 1) if view.current is not None else view.scroll_offset.y
+            if start >= 0:
+                self.find(view, self.term, start, True)
+
+    def action_traceback(self) -> None:
+        view = self.active_view()
+        if view is None:
+            self.notify("tracebacks are found in a log tab", severity="warning")
+            return
+        self.find(view, TRACEBACK.decode(), 0, False)
+
+    @work(thread=True, exclusive=True, group="find", exit_on_error=False)
+    def find(self, view: LogView, term: str, start: int, backwards: bool,
+             announce: bool = True, fallback_end: bool = False) -> None:
+        needle = term.encode("utf-8")
+        found = view.source.find(needle, max(0, start), backwards)
+        if found is None and announce and start > 0:  # wrap around, as a pager does
+            found = view.source.find(needle, max(0, view.source.count - 1) if backwards else 0, backwards)
+        self.app.call_from_thread(self._found, view, term, found, announce, fallback_end)
+
+    def _found(self, view: LogView, term: str, found: int | None, announce: bool, fallback_end: bool) -> None:
+        if found is not None:
+            view.refresh_source()
+            view.goto(found)
+        elif fallback_end:
+            view.action_follow()
+        elif announce:
+            self.notify(f"{term!r} not found", severity="warning")
+        self.call_after_refresh(self.update_log_status)
+
+    # ------------------------------------------------------------------------------ requests
+    def action_back(self) -> None:
+        box = self.query_one("#search", Input)
+        if box.display:
+            box.display = False
+            view = self.active_view()
+            if view is not None:
+                view.focus()
+            return
+        self.app.pop_screen()
+
+    def action_save_now(self) -> None:
+        self._request("save")
+
+    def action_evaluate_now(self) -> None:
+        self._request("evaluate")
+
+    def action_stop(self) -> None:
+        self._request("stop")
+
+    def action_kill(self) -> None:
+        from tuitrain.tui.screens.confirm import ConfirmScreen
+
+        if self.watch.status in FINAL_STATUSES:
+            self.notify(f"run {self.watch.paths.id} has already ended ({self.watch.status})", severity="warning")
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._request("terminate")
+
+        self.app.push_screen(ConfirmScreen(f"Kill run {self.watch.paths.id}?\nEvery process ends now: no checkpoint "
+                                           "is saved (SIGTERM, then SIGKILL).", yes="Kill"), answered)
+
+    def _request(self, what: str) -> None:
+        from tuitrain.tui.screens.home import run_request
+
+        self.run_worker(lambda: run_request(self.app, self.run_dir, what), thread=True, group="control",
+                        exit_on_error=False)
+
+    def action_resume(self) -> None:
+        from tuitrain.tui.screens.home import resume_in_worker
+
+        if self.watch.status not in FINAL_STATUSES:
+            self.notify(f"run {self.watch.paths.id} is still {self.watch.status}; stop it first (s)", severity="warning")
+            return
+        tabs = self.query_one("#tabs", TabbedContent)
+        chosen = self.selected_checkpoint() if tabs.active == "tab-checkpoints" else None
+        checkpoint = str(chosen) if chosen is not None else "latest"
+        self.run_worker(lambda: resume_in_worker(self.app, self.run_dir, checkpoint), thread=True, group="resume",
+                        exit_on_error=False)

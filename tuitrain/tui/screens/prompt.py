@@ -1,0 +1,42 @@
+"""Ask for one line of text (a file name, say)."""
+
+from __future__ import annotations
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Input, Static
+
+
+class PromptScreen(ModalScreen[str | None]):
+    DEFAULT_CSS = """
+    PromptScreen { align: center middle; }
+    PromptScreen > Vertical {
+        width: 76; max-width: 95%; height: auto; border: thick $primary; background: $surface; padding: 0 1;
+    }
+    PromptScreen Static { height: auto; }
+    """
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, question: str, value: str = "") -> None:
+        super().__init__()
+        self.question = question
+        self.value = value
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(self.question)
+            yield Input(self.value, id="answer")
+            yield Static("[dim]enter: ok · escape: cancel[/]")
+
+    def on_mount(self) -> None:
+        self.query_one("#answer", Input).focus()
+
+    @on(Input.Submitted, "#answer")
+    def _submitted(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value.strip() or None)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

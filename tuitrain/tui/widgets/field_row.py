@@ -1,0 +1,155 @@
+"""One profile key in the editor: its name, the widget that fits its kind, and the validator's
+words about it underneath.
+
+kind: "choice" (a Select of `choices`; blank = the default), "bool" (a Select of true/false),
+"int" / "float" (an Input that accepts numbers only), "str" (an Input), "literal" (an Input
+holding a TOML value: lists, tables, anything else). An empty value removes the key (the
+default applies), which is how a profile that names only what it changes stays small.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from typing import Any
+
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.widgets import Input, Label, Select, Static
+
+from tuitrain.profile.validate import toml_literal
+
+REMOVE: Any = object()
+
+
+@dataclass(frozen=True)
+class FieldDef:
+    path: tuple[str, ...]
+    kind: str
+    choices: tuple[Any, ...] | None = None
+    default: Any = None
+    doc: str = ""
+
+    @property
+    def key(self) -> str:
+        return ".".join(self.path)
+
+
+def parse_value(kind: str, text: str) -> Any:
+    """The value an Input's text stands for; text that does not parse stays text (the validator
+    then says what is wrong, in its words)."""
+    text = text.strip()
+    if text == "":
+        return REMOVE
+    if kind == "str":
+        return text
+    if kind == "int":
+        try:
+            return int(text)
+        except ValueError:
+            return text
+    if kind == "float":
+        try:
+            return int(text)
+        except ValueError:
+            pass
+        try:
+            return float(text)
+        except ValueError:
+            return text
+    try:
+        parsed = tomllib.loads("v = " + text)
+        if len(parsed) == 1:
+            return parsed["v"]
+    except tomllib.TOMLDecodeError:
+        pass
+    return text
+
+
+def show_value(kind: str, value: Any) -> str:
+    if value is None or value is REMOVE:
+        return ""
+    if kind == "str" and isinstance(value, str):
+        return value
+    if kind in ("int", "float") and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return repr(value) if isinstance(value, float) else str(value)
+    if isinstance(value, str) and kind != "literal":
+        return value
+    return toml_literal(value)
+
+
+class FieldRow(Vertical):
+    DEFAULT_CSS = """
+    FieldRow { height: auto; padding: 0 1; }
+    FieldRow > Horizontal { height: auto; }
+    FieldRow .field-name { width: 30; padding-top: 0; color: $text; }
+    FieldRow .field-control { width: 1fr; }
+    FieldRow .field-error { color: $text-error; height: auto; padding-left: 30; }
+    FieldRow .field-error.-empty { display: none; }
+    FieldRow.-invalid .field-name { color: $text-error; text-style: bold; }
+    """
+
+    class Changed(Message):
+        """A field's value changed (REMOVE: the key is to be removed)."""
+
+        def __init__(self, row: "FieldRow", value: Any) -> None:
+            super().__init__()
+            self.row = row
+            self.value = value
+
+    def __init__(self, field: FieldDef, value: Any, label: str | None = None) -> None:
+        super().__init__()
+        self.field = field
+        self.initial = value
+        self.label = label or field.path[-1]
+        self._quiet = True
+
+    def compose(self) -> ComposeResult:
+        f = self.field
+        with Horizontal():
+            yield Label(self.label, classes="field-name")
+            yield self._control(f)
+        yield Static("", classes="field-error -empty")
+
+    def _control(self, f: FieldDef):
+        placeholder = f"default: {toml_literal(f.default)}" if f.default not in (None, "") else (f.doc or "not set")
+        if f.kind in ("choice", "bool"):
+            choices = (True, False) if f.kind == "bool" else (f.choices or ())
+            options = [(toml_literal(c) if not isinstance(c, str) else c, c) for c in choices]
+            value = self.initial if self.initial in choices else Select.NULL
+            prompt = f"({placeholder})"
+            return Select(options, value=value, allow_blank=True, prompt=prompt, compact=True, classes="field-control")
+        input_type = {"int": "integer", "float": "number"}.get(f.kind, "text")
+        return Input(show_value(f.kind, self.initial), placeholder=placeholder, type=input_type, compact=True,
+                     classes="field-control", tooltip=f.doc or None)
+
+    def on_mount(self) -> None:
+        self.call_after_refresh(self._arm)
+
+    def _arm(self) -> None:
+        self._quiet = False
+
+    @on(Input.Changed)
+    def _input_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        if not self._quiet:
+            self.post_message(self.Changed(self, parse_value(self.field.kind, event.value)))
+
+    @on(Select.Changed)
+    def _select_changed(self, event: Select.Changed) -> None:
+        event.stop()
+        if not self._quiet:
+            value = REMOVE if event.value is Select.NULL else event.value
+            self.post_message(self.Changed(self, value))
+
+    def set_error(self, message: str | None) -> None:
+        error = self.query_one(".field-error", Static)
+        error.update(message or "")
+        error.set_class(not message, "-empty")
+        self.set_class(bool(message), "-invalid")
+
+    @property
+    def error(self) -> str:
+        return str(self.query_one(".field-error", Static).content)

@@ -1,0 +1,53 @@
+"""One line of keys for the screen in view (what Textual's Footer shows, at a fraction of its cost
+to build: one widget, not one a key). A click on a key runs its action."""
+
+from __future__ import annotations
+
+from rich.style import Style
+from rich.text import Text
+from textual import events
+from textual.binding import Binding
+from textual.widget import Widget
+
+
+class KeyBar(Widget):
+    DEFAULT_CSS = """
+    KeyBar { dock: bottom; height: 1; background: $footer-background; color: $footer-foreground; }
+    KeyBar > .keybar--key { color: $footer-key-foreground; text-style: bold; }
+    """
+    COMPONENT_CLASSES = {"keybar--key"}
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._spans: list[tuple[int, int, object, str]] = []
+
+    def _shown_keys(self) -> list[tuple[object, Binding]]:
+        out = []
+        for node in (self.screen, self.app):
+            for binding in getattr(node, "BINDINGS", []):
+                if isinstance(binding, Binding) and binding.show and binding.description:
+                    out.append((node, binding))
+        return out
+
+    def render(self) -> Text:
+        text = Text(no_wrap=True, overflow="ellipsis", end="")
+        self._spans = []
+        key_style: Style = self.get_component_rich_style("keybar--key")
+        for node, binding in self._shown_keys():
+            key = binding.key_display or self.app.get_key_display(binding)
+            start = text.cell_len
+            text.append(f" {key} ", style=key_style)
+            text.append(f"{binding.description} ")
+            self._spans.append((start, text.cell_len, node, binding.action))
+        palette = " ^p palette "
+        width = self.size.width
+        if width and text.cell_len + len(palette) <= width:
+            text.append(" " * (width - text.cell_len - len(palette)))
+            text.append(palette, style=key_style)
+        return text
+
+    async def on_click(self, event: events.Click) -> None:
+        for start, end, node, action in self._spans:
+            if start <= event.x < end:
+                await node.run_action(action)  # type: ignore[attr-defined]
+                return

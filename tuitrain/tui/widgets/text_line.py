@@ -1,0 +1,39 @@
+"""A fixed-height line of text that repaints only itself when its text changes.
+
+Static.update() asks for a new layout (its size might change), which repaints the whole screen;
+for lines updated every second or faster (progress header, log status, hardware strip) that
+would be most of what the app paints. Give a TextLine its height in CSS."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widget import Widget
+
+
+class TextLine(Widget):
+    DEFAULT_CSS = """
+    TextLine { height: 1; }
+    """
+
+    def __init__(self, text: Text | str = "", *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._text = text
+        self._key = self._key_of(text)
+
+    @staticmethod
+    def _key_of(text: Text | str) -> str:
+        return text.markup if isinstance(text, Text) else text
+
+    def set(self, text: Text | str) -> None:
+        key = self._key_of(text)
+        if key != self._key:
+            self._key = key
+            self._text = text
+            self.refresh()
+
+    @property
+    def text(self) -> str:
+        return self._text.plain if isinstance(self._text, Text) else self._text
+
+    def render(self) -> Text | str:
+        return self._text
