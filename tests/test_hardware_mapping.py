@@ -146,3 +146,19 @@ def test_every_recorded_box_maps_every_gpu_once(name, order):
     assert [a.cuda_index for a in m.assignments] == list(range(len(box)))
     assert len(m.visible_devices.split(",")) == len(box) or (not box and m.visible_devices == "")
     assert set(cuda_ordinals(box)) == {g.index for g in box}
+
+
+def test_visible_gpus_inverts_every_mapping(box):
+    """What a viewer needs: from a run's environment back to the physical GPUs its ranks use."""
+    from tuitrain.hardware.mapping import visible_gpus
+
+    for order in (PCI_BUS_ID, FASTEST_FIRST):
+        for selection in (None, [2], [3, 0], [1, 2, 3]):
+            mapping = map_devices(box, selection, order)
+            env = {"CUDA_DEVICE_ORDER": order}
+            if selection is not None:
+                env["CUDA_VISIBLE_DEVICES"] = mapping.env["CUDA_VISIBLE_DEVICES"]
+            assert [g.index for g in visible_gpus(env, box)] == [a.physical for a in mapping.assignments], (order, selection)
+    assert visible_gpus({"CUDA_VISIBLE_DEVICES": ""}, box) == []
+    assert [g.index for g in visible_gpus({"CUDA_VISIBLE_DEVICES": "1,GPU-nonexistent,2", "CUDA_DEVICE_ORDER": PCI_BUS_ID},
+                                          box)] == [1]  # CUDA stops at the first entry it cannot match

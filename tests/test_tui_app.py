@@ -446,6 +446,69 @@ def test_an_unknown_training_key_is_flagged_in_the_validators_words(base):
     run(script, app, size=(120, 40), notifications=True)
 
 
+# ------------------------------------------------------------------------------ hardware (a recorded NVML table)
+
+NVML_TABLE = Path(__file__).parent / "fixtures" / "nvml" / "four_gpu_mixed.json"
+
+
+def test_gpus_of_a_run_live_in_the_strip_the_monitor_and_the_editor(base, monkeypatch):
+    """GPU figures come from NVML (here a recorded table at the pynvml boundary); the run's own
+    GPUs are the ones its CUDA_VISIBLE_DEVICES names, and its ranks are found by pid."""
+    monkeypatch.setenv("TUITRAIN_NVML_TABLE", str(NVML_TABLE))
+    names = [d["name"] for d in json.loads(NVML_TABLE.read_text())["devices"]]
+    run_dir = base / "runs" / RUNNING
+    record = json.loads((run_dir / "run.json").read_text())
+    record.update(accelerator="cuda", env={"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": "2,3"})
+    (run_dir / "run.json").write_text(json.dumps(record))
+    (run_dir / "ranks").mkdir(exist_ok=True)
+    (run_dir / "ranks" / "rank-0.json").write_text(json.dumps({"rank": 0, "pid": os.getpid(), "world_size": 1}))
+    app = make_app(base, hardware_line=None, hardware=None, hardware_interval=0.1)
+
+    async def script(pilot):
+        strip = app.screen.query_one("#hardware")
+        await until(pilot, lambda: "4 GPUs" in strip.text, what="the GPUs in the hardware strip")
+        assert "GiB in use" in strip.text and "CPU" in strip.text
+        monitor = await open_run(pilot, app, RUNNING)
+        await pilot.press("u")
+        panel = monitor.query_one("#gpus")
+        await until(pilot, lambda: "rank 0  pid" in str(panel.content), what="the run's rank")
+        await until(pilot, lambda: len(app.hardware_view.host_history) >= 3, what="some history")
+        await pilot.pause(0.3)
+        text = str(panel.content)
+        assert f"cuda:0 = GPU 2  {names[2]}" in text and f"cuda:1 = GPU 3  {names[3]}" in text, text
+        assert "GPU 0" not in text and "GPU 1 " not in text  # not this run's devices
+        assert "util" in text and "memory" in text and "°C" in text and " W" in text
+        assert f"rank 0  pid {os.getpid()}" in text and "RSS" in text
+        await pilot.press("escape")
+        app.open_editor(None)
+        await until(pilot, lambda: type(app.screen).__name__ == "EditorScreen", what="the editor")
+        from textual.widgets import SelectionList, TabbedContent
+
+        editor = app.screen
+        await until(pilot, lambda: editor.loaded, what="the editor's profile")
+        editor.query_one("#sections", TabbedContent).active = "sec-hardware"
+        gpu_list = await until(pilot, lambda: editor.query(SelectionList).first() if editor.query(SelectionList) else None,
+                               what="the GPU checklist")
+        prompts = [str(gpu_list.get_option_at_index(i).prompt) for i in range(gpu_list.option_count)]
+        assert len(prompts) == 4 and all("in use" in p for p in prompts), prompts
+
+    run(script, app, size=(120, 40))
+
+
+def test_a_cpu_run_says_so_in_the_gpus_tab(base):
+    app = make_app(base, hardware_line=None, hardware=None, hardware_interval=0.1)
+
+    async def script(pilot):
+        monitor = await open_run(pilot, app, FINISHED)
+        await pilot.press("u")
+        panel = monitor.query_one("#gpus")
+        await until(pilot, lambda: "host" in str(panel.content), what="the panel")
+        text = str(panel.content)
+        assert "this run trains on CPU" in text and "cuda:" not in text
+
+    run(script, app)
+
+
 # ------------------------------------------------------------------------------ terminal and imports
 
 def test_no_color_is_respected(base, monkeypatch):

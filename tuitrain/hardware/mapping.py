@@ -24,7 +24,7 @@ What we emit (the choice, so the plan's "physical GPU 2 → cuda:0" lines are fa
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from tuitrain.hardware.devices import GpuInfo, MigDevice
 
@@ -187,6 +187,29 @@ def map_devices(devices: Sequence[GpuInfo], selection: Sequence[int | str] | Non
     return CudaMapping(order, ",".join(a.visible_as for a in assignments), tuple(assignments), tuple(notes))
 
 
+def visible_gpus(env: Mapping[str, str], devices: Sequence[GpuInfo]) -> list[GpuInfo]:
+    """The physical GPUs a process started with `env` sees, in cuda:N order: the inverse of
+    `map_devices` (CUDA_VISIBLE_DEVICES unset means every GPU; set but empty means none)."""
+    order = env.get("CUDA_DEVICE_ORDER", FASTEST_FIRST)
+    if order not in DEVICE_ORDERS:
+        order = FASTEST_FIRST
+    numbered = enumeration(devices, order)
+    visible = env.get("CUDA_VISIBLE_DEVICES")
+    if visible is None:
+        return numbered
+    out: list[GpuInfo] = []
+    for token in (t.strip() for t in visible.split(",")):
+        if token.isdigit():
+            gpu = numbered[int(token)] if int(token) < len(numbered) else None
+        else:
+            gpu, _mig = resolve(token, devices)
+        if gpu is None:
+            break  # CUDA stops at the first entry it cannot match
+        if gpu not in out:
+            out.append(gpu)
+    return out
+
+
 def describe_ordinals(devices: Sequence[GpuInfo]) -> list[str]:
     """Lines like "physical GPU 2 (NVIDIA GeForce RTX 4090): cuda:2 under PCI_BUS_ID, cuda:0 under
     FASTEST_FIRST (predicted)" for every GPU, PCI order."""
@@ -197,6 +220,6 @@ def describe_ordinals(devices: Sequence[GpuInfo]) -> list[str]:
 
 
 __all__ = [
-    "Assignment", "CudaMapping", "DEVICE_ORDERS", "FASTEST_FIRST", "PCI_BUS_ID", "cuda_ordinals",
+    "Assignment", "CudaMapping", "DEVICE_ORDERS", "FASTEST_FIRST", "PCI_BUS_ID", "cuda_ordinals", "visible_gpus",
     "describe_ordinals", "enumeration", "fastest_first_order", "map_devices", "pci_order", "resolve",
 ]

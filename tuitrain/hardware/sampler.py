@@ -91,6 +91,16 @@ class Snapshot:
         return self.discovery.gpus
 
 
+@dataclass(frozen=True)
+class SampledView:
+    """The latest snapshot with copies of the history rings: safe to hand to another thread."""
+
+    snapshot: Snapshot
+    gpu_history: dict[int, tuple[GpuPoint, ...]]
+    host_history: tuple[HostPoint, ...]
+    rank_history: dict[tuple[str, int], tuple[RankPoint, ...]]
+
+
 class Sampler:
     """Samples every GPU, the host and the live ranks of the runs under `runs_root`."""
 
@@ -176,6 +186,12 @@ class Sampler:
         for key in [k for k, seen in self._rank_seen.items() if self.samples - seen > self.history]:
             del self._rank_seen[key]
             self.rank_history.pop(key, None)
+
+    def view(self) -> SampledView:
+        """A sample now, with copies of every history ring (call it from the sampling thread)."""
+        snapshot = self.sample()
+        return SampledView(snapshot, {i: tuple(ring) for i, ring in self.gpu_history.items()},
+                           tuple(self.host_history), {k: tuple(ring) for k, ring in self.rank_history.items()})
 
     # ------------------------------------------------------------------ a loop
     def run(self, interval: float, stop: threading.Event,

@@ -22,6 +22,7 @@ from textual.worker import Worker, WorkerState, get_current_worker
 from tuitrain.tui.messages import HardwareSampled, RunsPolled, RunStarted
 
 if TYPE_CHECKING:
+    from tuitrain.hardware.sampler import SampledView
     from tuitrain.runs.live import Change, RunRow
 
 
@@ -64,6 +65,7 @@ class TuitrainApp(App[int]):
         hardware: Any = None,
         poll_interval: float = 1.0,
         monitor_interval: float = 0.25,
+        hardware_interval: float = 2.0,
     ) -> None:
         super().__init__()
         self.runs_root = Path(runs_root).resolve()
@@ -73,6 +75,8 @@ class TuitrainApp(App[int]):
         self.fixed_hardware_line = hardware_line
         self.poll_interval = poll_interval
         self.monitor_interval = monitor_interval
+        self.hardware_interval = hardware_interval
+        self.hardware_view: "SampledView | None" = None
         self.rows: list["RunRow"] = []
         self.polls = 0
         self.hardware: Any = hardware
@@ -119,15 +123,22 @@ class TuitrainApp(App[int]):
 
     @work(thread=True, exclusive=True, group="hardware", exit_on_error=False)
     def sample_hardware(self) -> None:
+        """GPUs (NVML), host and the live ranks of every run, every `hardware_interval` seconds."""
+        import os
+
         from tuitrain.hardware import detect_hardware
-        from tuitrain.tui.widgets.hardware_strip import sample_line
+        from tuitrain.hardware.recorded import library_from_env
+        from tuitrain.hardware.sampler import Sampler
+        from tuitrain.tui.widgets.gpu_panel import strip_line
 
         if self.hardware is None:
             self.hardware = detect_hardware()
-        while True:
-            self.post_message(HardwareSampled(sample_line(self.hardware)))
-            if not wait_or_cancel(2.0):
-                return
+        with Sampler(library_from_env(os.environ), runs_root=self.runs_root) as sampler:
+            while True:
+                view = sampler.view()
+                self.post_message(HardwareSampled(strip_line(view), view))
+                if not wait_or_cancel(self.hardware_interval):
+                    return
 
     def on_runs_polled(self, message: RunsPolled) -> None:
         self.rows = message.rows
@@ -138,6 +149,7 @@ class TuitrainApp(App[int]):
 
     def on_hardware_sampled(self, message: HardwareSampled) -> None:
         self.hardware_line = message.line
+        self.hardware_view = message.view
         self._to_screens("hardware_sampled", message.line)
 
     def _to_screens(self, method: str, *args: Any) -> None:

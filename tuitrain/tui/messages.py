@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from textual.message import Message
 
 if TYPE_CHECKING:
+    from tuitrain.hardware.sampler import SampledView
     from tuitrain.runs.live import Change, RunRow
 
 
@@ -20,11 +21,12 @@ class RunsPolled(Message):
 
 
 class HardwareSampled(Message):
-    """One line about the machine: CPU, RAM, GPUs."""
+    """A sample of the machine: one line about it (CPU, RAM, GPUs) and the figures with history."""
 
-    def __init__(self, line: str) -> None:
+    def __init__(self, line: str, view: SampledView | None = None) -> None:
         super().__init__()
         self.line = line
+        self.view = view
 
 
 class RunStarted(Message):

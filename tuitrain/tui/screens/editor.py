@@ -260,11 +260,34 @@ class EditorScreen(Screen):
         from textual.widgets import SelectionList
 
         chosen = get_path(self.data, ("hardware", "gpus")) or []
-        from tuitrain.humanize import size
-
-        items = [(f"GPU {g.index}  {g.name}  {size(g.memory_total)}", g.index, g.index in chosen) for g in gpus]
+        items = [(self._gpu_prompt(g), g.index, g.index in chosen) for g in gpus]
         return Vertical(Label("gpus (none ticked = all visible)"), SelectionList(*items, id="gpu-list"),
                         classes="gpu-box")
+
+    def _gpu_prompt(self, gpu: Any) -> str:
+        """'GPU 1  NVIDIA RTX A6000  46.2/48.0 GiB in use, 97%': the live figures when sampled."""
+        from tuitrain.hardware.na import NA
+        from tuitrain.humanize import size
+
+        view = getattr(self.app, "hardware_view", None)
+        live = next((g for g in view.snapshot.gpus if g.index == gpu.index), None) if view else None
+        if live is None or live.memory_used is NA:
+            return f"GPU {gpu.index}  {gpu.name}  {size(gpu.memory_total)}"
+        busy = f", {live.utilization}%" if live.utilization is not NA else ""
+        return f"GPU {gpu.index}  {gpu.name}  {size(live.memory_used)}/{size(live.memory_total)} in use{busy}"
+
+    def hardware_sampled(self, _line: str) -> None:
+        """Keep the GPU checklist's memory figures live."""
+        from textual.css.query import NoMatches
+        from textual.widgets import SelectionList
+
+        try:
+            gpu_list = self.query_one("#gpu-list", SelectionList)
+        except NoMatches:
+            return
+        gpus = tuple(getattr(self.app.hardware, "gpus", ()) or ())
+        for position, gpu in enumerate(gpus[:gpu_list.option_count]):
+            gpu_list.replace_option_prompt_at_index(position, self._gpu_prompt(gpu))
 
     # ------------------------------------------------------------------------------ editing
     @on(FieldRow.Changed)

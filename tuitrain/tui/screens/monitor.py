@@ -46,6 +46,7 @@ class MonitorScreen(Screen):
         Binding("left_square_bracket", "tab(-1)", "Previous tab", show=False, tooltip="Previous tab ([)"),
         Binding("m", "show('tab-metrics')", "Metrics", show=False, tooltip="Show the curves"),
         Binding("p", "show('tab-checkpoints')", "Checkpoints", show=False, tooltip="Show the checkpoints"),
+        Binding("u", "show('tab-gpus')", "GPUs", show=False, tooltip="Show the devices, ranks and host in use"),
     ]
 
     class Updated(Message):
@@ -240,18 +241,17 @@ class MonitorScreen(Screen):
             return None
 
     def show_gpus(self) -> None:
-        hardware = self._gpus_of = self.app.hardware
-        gpus = tuple(getattr(hardware, "gpus", ()) or ())
-        if hardware is None:
-            text = "GPUs: not probed yet."
-        elif not gpus:
-            text = "no NVIDIA GPU on this machine (NVML found none): this run trains on the CPU."
-        else:
-            text = "\n".join(f"GPU {g.index}  {g.name}  {size(g.memory_total)}" for g in gpus)
-        self.query_one("#gpus", Static).update(text + "\n\n[dim]Live GPU figures (utilisation, memory, processes) are to come.[/]")
+        """The GPUs tab: this run's devices, ranks and the host, as last sampled (see gpu_panel)."""
+        from tuitrain.tui.widgets.gpu_panel import run_panel
+
+        w = self.watch
+        self._gpus_of = self.app.hardware_view
+        panel = run_panel(self._gpus_of, w.record, w.paths.id, live=w.status not in FINAL_STATUSES)
+        self.query_one("#gpus", Static).update(panel)
 
     def hardware_sampled(self, _line: str) -> None:
-        if self._ready and self.app.hardware is not self._gpus_of:
+        tabs = self.query_one("#tabs", TabbedContent) if self._ready else None
+        if tabs is not None and tabs.active == "tab-gpus" and self.app.hardware_view is not self._gpus_of:
             self.show_gpus()
 
     # ------------------------------------------------------------------------------ logs
@@ -282,6 +282,8 @@ class MonitorScreen(Screen):
 
     @on(TabbedContent.TabActivated)
     def _tab_changed(self) -> None:
+        if self.query_one("#tabs", TabbedContent).active == "tab-gpus":
+            self.show_gpus()
         view = self.active_view()
         if view is not None:
             view.refresh_source()

@@ -1,0 +1,124 @@
+"""What the sampler saw, as text: the one-line hardware strip of Home, and the GPUs tab of a run
+(its devices with utilisation, memory, temperature, power and short history; its ranks' CPU and
+memory; the host). Pure functions of a `SampledView` and a run record."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping, Sequence
+
+from rich.text import Text
+
+from tuitrain.hardware.devices import GpuInfo
+from tuitrain.hardware.mapping import visible_gpus
+from tuitrain.hardware.na import NA
+from tuitrain.hardware.sampler import SampledView
+from tuitrain.humanize import size
+from tuitrain.tui.format import bar
+
+SPARKS = "▁▂▃▄▅▆▇█"
+HISTORY_CELLS = 20
+
+
+def spark(values: Iterable[Any], top: float, width: int = HISTORY_CELLS) -> str:
+    """The last `width` values as a sparkline scaled to `top` (N/A values draw as blanks)."""
+    cells = []
+    for value in list(values)[-width:]:
+        if value is NA or value is None or not top:
+            cells.append(" ")
+        else:
+            level = min(max(float(value) / top, 0.0), 1.0)
+            cells.append(SPARKS[min(len(SPARKS) - 1, int(level * len(SPARKS)))])
+    return "".join(cells).rjust(width)
+
+
+def _gib(num_bytes: Any) -> str:
+    return f"{num_bytes / 2**30:.1f}" if num_bytes is not NA and num_bytes is not None else "N/A"
+
+
+def _percent(value: Any) -> str:
+    return f"{value:3.0f}%" if value is not NA and value is not None else " N/A"
+
+
+def strip_line(view: SampledView) -> str:
+    """'CPU  12% ▕██···▏ 2 cores · RAM 3.1 GiB/23.4 GiB · GPU0 12.1/80.0 GiB 45% · …'."""
+    host = view.snapshot.host
+    cpu = host.cpu_percent
+    parts = [f"CPU {_percent(cpu)} {bar(cpu / 100 if cpu is not NA else None, 5)} {host.cpu_count} cores"]
+    if host.memory_total is not NA:
+        parts.append(f"RAM {size(host.memory_used)}/{size(host.memory_total)}")
+    gpus = view.snapshot.gpus
+    if not gpus:
+        parts.append(view.snapshot.discovery.status_line)
+    elif len(gpus) <= 3:
+        parts += [f"GPU{g.index} {_gib(g.memory_used)}/{_gib(g.memory_total)} GiB{_percent(g.utilization)}"
+                  for g in gpus]
+    else:
+        used = sum(g.memory_used for g in gpus if g.memory_used is not NA)
+        total = sum(g.memory_total for g in gpus if g.memory_total is not NA)
+        busiest = max(gpus, key=lambda g: g.utilization if g.utilization is not NA else -1)
+        parts.append(f"{len(gpus)} GPUs {_gib(used)}/{_gib(total)} GiB in use, busiest GPU{busiest.index}"
+                     f"{_percent(busiest.utilization)}")
+    return " · ".join(parts)
+
+
+def run_gpus(record: Mapping[str, Any], gpus: Sequence[GpuInfo]) -> list[GpuInfo]:
+    """The physical GPUs a run's ranks see (none when it trains on the CPU or MPS)."""
+    if record.get("accelerator") != "cuda":
+        return []
+    return visible_gpus(record.get("env") or {}, gpus)
+
+
+def run_panel(view: SampledView | None, record: Mapping[str, Any], run_id: str, live: bool) -> Text:
+    """The GPUs tab: the run's devices, its ranks, the host."""
+    out = Text()
+    if view is None:
+        out.append("sampling the machine…", style="dim")
+        return out
+    snapshot = view.snapshot
+    env = record.get("env") or {}
+    devices = run_gpus(record, snapshot.gpus)
+    if record.get("accelerator") == "cuda":
+        out.append(f"CUDA_VISIBLE_DEVICES={env.get('CUDA_VISIBLE_DEVICES', '(all)')}  "
+                   f"CUDA_DEVICE_ORDER={env.get('CUDA_DEVICE_ORDER', 'FASTEST_FIRST')}\n", style="dim")
+        if not devices:
+            out.append(f"none of this run's GPUs is on this machine now ({snapshot.discovery.status_line})\n",
+                       style="yellow")
+    else:
+        out.append(f"this run trains on {str(record.get('accelerator') or 'cpu').upper()}: "
+                   f"{snapshot.discovery.status_line}\n", style="dim")
+    for cuda_index, gpu in enumerate(devices):
+        history = view.gpu_history.get(gpu.index, ())
+        temperature = f"{gpu.temperature}°C" if gpu.temperature is not NA else "N/A °C"
+        power = f"{gpu.power_draw:.0f}/{gpu.power_limit:.0f} W" if gpu.power_draw is not NA else "N/A W"
+        out.append(f"cuda:{cuda_index} = GPU {gpu.index}  {gpu.name}", style="bold")
+        out.append(f"  {temperature}  {power}")
+        if gpu.lost:
+            out.append("  LOST (fell off the bus)", style="bold red")
+        out.append("\n")
+        out.append(f"  util   {_percent(gpu.utilization):>15} ")
+        out.append(spark((p.utilization for p in history), 100), style="green")
+        out.append(f"\n  memory {_gib(gpu.memory_used):>5}/{_gib(gpu.memory_total):>5} GiB ")
+        out.append(spark((p.memory_used for p in history), gpu.memory_total or 0), style="cyan")
+        out.append("\n")
+        for proc in sorted(gpu.processes, key=lambda p: p.pid):
+            mine = proc.owner is not None and proc.owner.run_id == run_id
+            who = proc.owner.describe() if proc.owner else f"pid {proc.pid} ({proc.user})"
+            out.append(f"    {who}: {_gib(proc.used_memory)} GiB\n", style="" if mine else "dim")
+    ranks = [r for r in snapshot.ranks if r.owner.run_id == run_id]
+    if ranks:
+        out.append("\nranks\n", style="bold")
+        for usage in ranks:
+            history = view.rank_history.get((run_id, int(usage.owner.rank or 0)), ())
+            cores = 100.0 * max(1, snapshot.host.cpu_count)
+            out.append(f"  rank {usage.owner.rank}  pid {usage.pid}  CPU {_percent(usage.cpu_percent)} ")
+            out.append(spark((p.cpu_percent for p in history), cores), style="green")
+            out.append(f"   RSS {size(usage.rss) if usage.rss is not NA else 'N/A'}\n")
+    elif live:
+        out.append("\nranks: not seen yet\n", style="dim")
+    host = snapshot.host
+    out.append("\nhost  ", style="bold")
+    out.append(f"{host.cpu_count} cores, {_percent(host.cpu_percent).strip()} busy ")
+    out.append(spark((p.cpu_percent for p in view.host_history), 100), style="green")
+    if host.memory_total is not NA:
+        out.append(f"   RAM {size(host.memory_used)}/{size(host.memory_total)}")
+    return out
