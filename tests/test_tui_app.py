@@ -179,8 +179,15 @@ def test_merged_view_prefixes_ranks_and_search_finds_lines(base):
         monitor = await open_run(pilot, app, FINISHED)
         view = monitor.active_view()
         assert view.id == "log-all"
-        prefixes = {view.line_text(i).plain[:2] for i in range(view.line_count)}
-        assert prefixes == {"0│", "1│"}
+        # lines both ranks printed alike show once, marked 0-1; the lines that differ keep their rank
+        prefixes = {view.line_text(i).plain.split("│")[0] for i in range(view.line_count)}
+        assert prefixes == {"0-1", "0", "1"}
+        assert "0-1│{'loss': '0.6720', 'epoch': '0.016'}" in [view.line_text(i).plain for i in range(view.line_count)]
+        folded = view.line_count
+        await pilot.press("z")
+        await until(pilot, lambda: view.line_count > folded, what="the unfolded view")
+        assert {view.line_text(i).plain.split("│")[0] for i in range(view.line_count)} == {"0", "1"}
+        assert view.line_count == sum(log.line_count for log in monitor.watch.ranks)
         await pilot.press("home")
         await until(pilot, lambda: not view.follow, what="the top")
         await pilot.press("slash")
@@ -262,6 +269,10 @@ def test_requests_to_a_live_run_and_refusals(base):
         await until(pilot, lambda: (control / "evaluate-now").exists(), what="an evaluate-now request")
         await pilot.press("R")  # still running: refused, says why
         await until(pilot, lambda: any("stop it first" in n.message for n in app._notifications), what="a refusal")
+        await pilot.press("o")
+        output = str(base / "runs" / RUNNING / "output")
+        await until(pilot, lambda: any(output in n.message for n in app._notifications), what="the output folder")
+        assert app.clipboard == output
         await pilot.press("k")
         await until(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen", what="a confirmation")
         await pilot.press("n")

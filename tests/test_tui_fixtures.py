@@ -206,3 +206,48 @@ def test_log_file_index_reads_only_new_bytes_and_shows_what_a_terminal_shows(tmp
     assert {merged.raw(i)[0] for i in range(merged.count)} == {0, 1}
     hit = merged.find(b"from rank 1")
     assert merged.raw(hit) == (1, b"\x1b[33mwarning\x1b[0m: step 10: a yellow warning from rank 1")
+
+
+def test_lines_every_rank_prints_alike_fold_into_one_marked_with_the_ranks(tmp_path):
+    from tuitrain.runs.logfile import FoldedLog, LogFile, MergedLog, rank_label
+
+    common = [b"loading model", b"step 1 loss 0.9", b"step 2 loss 0.8"]
+    logs = []
+    for rank in range(4):
+        lines = list(common)
+        if rank == 2:
+            lines.insert(2, b"WARNING: rank 2 saw a NaN")
+        path = tmp_path / f"rank-{rank}.log"
+        path.write_bytes(b"\n".join(lines) + b"\n")
+        logs.append(LogFile(path))
+    merged = MergedLog(logs)
+    folded = FoldedLog(merged)
+    for log in logs:
+        log.update()
+    merged.sync()
+    folded.sync()
+    shown = [(rank, line) for rank, line in (folded.raw(i) for i in range(folded.count))]
+    # a folded line stands where its first copy stands in the merged order (ranks' blocks, then arrival)
+    assert shown == [("0-3", b"loading model"), ("0-3", b"step 1 loss 0.9"), ("0-3", b"step 2 loss 0.8"),
+                     (2, b"WARNING: rank 2 saw a NaN")]
+    assert folded.find(b"nan") == 3 and folded.find(b"step 2") == 2 and folded.find(b"step", 2) == 2
+    assert folded.find(b"step", 3) is None and folded.find(b"step", 3, backwards=True) == 2
+    assert folded.find(b"step", 1, backwards=True) == 1 and folded.find(b"step", 0, backwards=True) is None
+    # lines arriving later fold too; a rank that repeats itself is not folded into its own line
+    with open(logs[0].path, "ab") as handle:
+        handle.write(b"saving\nsaving\n")
+    with open(logs[3].path, "ab") as handle:
+        handle.write(b"saving\n")
+    for log in logs:
+        log.update()
+    merged.sync()
+    folded.sync()
+    assert [folded.raw(i) for i in range(4, folded.count)] == [("0,3", b"saving"), (0, b"saving")]
+    assert rank_label([0, 1, 2, 3, 5, 7, 8]) == "0-3,5,7-8"
+    # a long log folds over several syncs, a budget at a time
+    budgeted = FoldedLog(merged, budget=5)
+    budgeted.sync()
+    assert budgeted.pending == len(merged.lines) - 5
+    while budgeted.pending:
+        budgeted.sync()
+    assert [budgeted.raw(i) for i in range(budgeted.count)] == [folded.raw(i) for i in range(folded.count)]

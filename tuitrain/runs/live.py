@@ -306,7 +306,7 @@ class RunWatch:
     CHECKPOINT_EVERY = 5.0
 
     def __init__(self, run_dir: Path) -> None:
-        from tuitrain.runs.logfile import LogFile, MergedLog
+        from tuitrain.runs.logfile import FoldedLog, LogFile, MergedLog
 
         self.paths = RunPaths(Path(run_dir))
         self.record: dict[str, Any] = read_record(self.paths)
@@ -315,6 +315,7 @@ class RunWatch:
         self.ranks = [LogFile(self.paths.rank_log(r)) for r in range(self.num_ranks)]
         self.launcher = LogFile(self.paths.launcher_log)
         self.merged = MergedLog(self.ranks)
+        self.folded = FoldedLog(self.merged)
         metric, greater = best_metric_rule(self.paths.profile)
         self.events = EventsTail(self.paths.events, metric=metric, greater_is_better=greater)
         self.checkpoints: list[Any] = []
@@ -358,6 +359,10 @@ class RunWatch:
             before = log.size
             changed |= log.update() != 0 or log.size != before
         self.merged.sync()
+        if self.num_ranks > 1:
+            before = len(self.folded.first)
+            self.folded.sync()
+            changed |= len(self.folded.first) != before
         if self.events.poll():
             changed = True
             self.checkpoint_times.update(self.events.save_times)

@@ -307,3 +307,129 @@ class MergedLog:
         if not hits:
             return None
         return max(hits) if backwards else min(hits)
+
+
+class FoldedLog:
+    """A `MergedLog` in which a line that several ranks print alike, close together, shows once,
+    marked with the ranks that printed it ("0-7", "0,2,5"): eight ranks printing the same
+    progress no longer bury the one whose line differs.
+
+    A line folds into the oldest identical one among the last `window` merged lines that does not
+    have this rank yet. Only the lines of the open groups are held (bounded by
+    `window`); the index is 8 bytes a merged line. `sync()` folds at most `budget` new lines per
+    call, so a long log is folded over a few polls without holding up the first screen.
+    """
+
+    MAX_RANKS = 64  # ranks are a bit mask; beyond it lines are shown unfolded
+
+    def __init__(self, merged: MergedLog, window: int | None = None, budget: int = 200_000) -> None:
+        self.merged = merged
+        # lines written before the first sync are merged a block per rank at a time: copies of a
+        # line can stand a block per rank apart
+        self.window = window or (merged.block + 4) * max(1, len(merged.files))
+        self.budget = budget
+        self.generation = 0
+        self._merged_generation = merged.generation
+        self._reset()
+
+    def _reset(self) -> None:
+        self.first = array("I")  # folded index -> merged index of its first line
+        self.masks = array("Q")  # folded index -> ranks that printed it (bit mask)
+        self.folded_at = array("I")  # merged index -> folded index
+        self._open: dict[bytes, list[int]] = {}  # line -> folded indexes of its open groups, oldest first
+        self._opened = 0  # groups in _open (an upper bound between clean-ups)
+        self._done = 0  # merged lines folded so far
+
+    @property
+    def pending(self) -> int:
+        """Merged lines not folded yet (a later `sync` takes them)."""
+        return len(self.merged.lines) - self._done
+
+    @property
+    def count(self) -> int:
+        return len(self.first) + len(self.merged.partial_ranks())
+
+    def sync(self) -> None:
+        if self.merged.generation != self._merged_generation:
+            self._merged_generation = self.merged.generation
+            self._reset()
+            self.generation += 1
+        merged = self.merged
+        everyone = (1 << len(merged.files)) - 1
+        end = min(len(merged.lines), self._done + self.budget)
+        for index in range(self._done, end):
+            rank = merged.ranks[index]
+            line = merged.files[rank].line(merged.lines[index])
+            bit = 1 << rank if rank < self.MAX_RANKS else 0
+            groups = self._open.get(line)
+            if groups and bit:
+                # the oldest open group of this line that this rank has not printed yet
+                while groups and index - self.first[groups[0]] > self.window:
+                    groups.pop(0)
+                group = next((g for g in groups if not self.masks[g] & bit), None)
+                if group is not None:
+                    self.masks[group] |= bit
+                    self.folded_at.append(group)
+                    if self.masks[group] == everyone:
+                        groups.remove(group)
+                    continue
+            group = len(self.first)
+            self.first.append(index)
+            self.masks.append(bit)
+            self.folded_at.append(group)
+            if len(merged.files) > 1 and bit:
+                self._open.setdefault(line, []).append(group)
+                self._opened += 1
+            if self._opened > 2 * self.window:  # forget groups too old to take another line
+                oldest = index - self.window
+                self._open = {k: kept for k, gs in self._open.items() if (kept := [g for g in gs if self.first[g] >= oldest])}
+                self._opened = sum(map(len, self._open.values()))
+        self._done = end
+
+    def ranks_of(self, index: int) -> list[int]:
+        mask = self.masks[index]
+        return [r for r in range(min(len(self.merged.files), self.MAX_RANKS)) if mask >> r & 1]
+
+    def raw(self, index: int) -> tuple[int | str | None, bytes]:
+        """(the rank, or a label of the ranks for a folded line, such as "0-7"), the line."""
+        if index < len(self.first):
+            rank, line = self.merged.raw(self.first[index])
+            ranks = self.ranks_of(index)
+            return (rank if len(ranks) <= 1 else rank_label(ranks)), line
+        return self.merged.raw(len(self.merged.lines) + index - len(self.first))
+
+    def cacheable(self, index: int) -> bool:
+        # a group may still take ranks (its label changes) while it is among the open ones
+        return index < len(self.first) and self.first[index] + self.window < self._done
+
+    def find(self, needle: bytes, start: int = 0, backwards: bool = False, ignore_case: bool = True) -> int | None:
+        at = self.first[start] if start < len(self.first) else len(self.merged.lines) + start - len(self.first)
+        while at >= 0:
+            hit = self.merged.find(needle, at, backwards, ignore_case)
+            if hit is None:
+                return None
+            if hit >= len(self.merged.lines):
+                return len(self.first) + hit - len(self.merged.lines)
+            if hit >= len(self.folded_at):
+                return None  # in lines not folded yet
+            found = self.folded_at[hit]
+            # groups stand in the order of their first lines: the first line of a group is the
+            # hit that counts (a later copy folded into a group may lie past the next group)
+            if self.first[found] == hit:
+                return found
+            at = hit - 1 if backwards else hit + 1
+        return None
+
+
+def rank_label(ranks: list[int]) -> str:
+    """[0, 1, 2, 3, 5] -> "0-3,5"."""
+    parts: list[str] = []
+    start = prev = ranks[0]
+    for rank in [*ranks[1:], None]:
+        if rank is not None and rank == prev + 1:
+            prev = rank
+            continue
+        parts.append(str(start) if start == prev else f"{start}-{prev}")
+        if rank is not None:
+            start = prev = rank
+    return ",".join(parts)

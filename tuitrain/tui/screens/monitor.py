@@ -36,12 +36,16 @@ class MonitorScreen(Screen):
         Binding("e", "evaluate_now", "Evaluate", tooltip="Ask the run to evaluate at the next step end"),
         Binding("s", "stop", "Stop", tooltip="Ask the run to save a checkpoint and stop"),
         Binding("k", "kill", "Kill", tooltip="End every process of the run now (asks first)"),
+        Binding("o", "output_folder", "Output folder", show=False,
+                tooltip="Show the run's output folder (checkpoints, model) and copy its path"),
         Binding("R", "resume", "Resume", tooltip="A new run from the selected checkpoint (Checkpoints tab) or the latest"),
         Binding("slash", "search", "Search", tooltip="Search the log in view"),
         Binding("n", "next_match", "Next", show=False, tooltip="Next match of the search"),
         Binding("N", "previous_match", "Previous", show=False, tooltip="Previous match of the search"),
         Binding("t", "traceback", "Traceback", tooltip="Jump to the first traceback of the log in view"),
         Binding("f", "follow", "Follow", show=False, tooltip="Follow the end of the log in view"),
+        Binding("z", "fold", "Fold alike", show=False,
+                tooltip="All ranks: show a line that several ranks print alike once, marked with their ranks (or not)"),
         Binding("right_square_bracket", "tab(1)", "Next tab", show=False, tooltip="Next tab (])"),
         Binding("left_square_bracket", "tab(-1)", "Previous tab", show=False, tooltip="Previous tab ([)"),
         Binding("m", "show('tab-metrics')", "Metrics", show=False, tooltip="Show the curves"),
@@ -65,6 +69,8 @@ class MonitorScreen(Screen):
         self._ready = False
         self._gpus_of: object = None
         self._status_at = 0.0
+        self._status_lines = 0
+        self.fold = self.watch.num_ranks > 1
 
     # ------------------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
@@ -73,7 +79,7 @@ class MonitorScreen(Screen):
         yield TextLine("", id="header")
         with TabbedContent(id="tabs"):
             with TabPane("All ranks", id="tab-all"):
-                yield LogView(w.merged, ranks=True, id="log-all")
+                yield LogView(w.folded if self.fold else w.merged, ranks=True, id="log-all")
             for rank, log in enumerate(w.ranks):
                 with TabPane(f"Rank {rank}", id=f"tab-rank-{rank}"):
                     yield LogView(log, id=f"log-rank-{rank}")
@@ -125,7 +131,7 @@ class MonitorScreen(Screen):
         self.update_header()
         self.update_metrics()
         self.update_checkpoints()
-        self.update_log_status(throttle=True)
+        self.update_log_status(throttle=self._status_lines > 0)
         if not self._landed:
             self._landed = True
             if self.watch.status == "failed":
@@ -271,12 +277,15 @@ class MonitorScreen(Screen):
             return
         self._status_at = now
         view = self.active_view()
+        self._status_lines = view.line_count if view is not None else 0
         if view is None:
             self._set("#log-status", "")
             return
         top = view.scroll_offset.y
         where = f"lines {min(top + 1, view.line_count)}-{min(view.line_count, top + view.size.height)} of {view.line_count}"
         mode = "following the end" if view.follow else "paused (End or f follows)"
+        if view.id == "log-all" and self.watch.num_ranks > 1:
+            mode += " · folded (z unfolds)" if self.fold else " · unfolded (z folds)"
         search = f" · /{self.term} (n next, N previous)" if self.term else ""
         self._set("#log-status", f"{where} · {mode}{search}")
 
@@ -299,6 +308,17 @@ class MonitorScreen(Screen):
         if view is not None:
             view.action_follow()
             self.update_log_status()
+
+    def action_fold(self) -> None:
+        if self.watch.num_ranks < 2:
+            self.notify("one rank: nothing to fold", severity="warning")
+            return
+        self.fold = not self.fold
+        view = self.query_one("#log-all", LogView)
+        view.set_source(self.watch.folded if self.fold else self.watch.merged)
+        self.update_log_status()
+        self.notify("lines printed alike by several ranks show once" if self.fold else "every rank's every line",
+                    title="All ranks")
 
     def action_tab(self, delta: int) -> None:
         tabs = self.query_one("#tabs", TabbedContent)
@@ -417,6 +437,17 @@ class MonitorScreen(Screen):
 
         self.run_worker(lambda: run_request(self.app, self.run_dir, what), thread=True, group="control",
                         exit_on_error=False)
+
+    def action_output_folder(self) -> None:
+        """Over SSH there is no file manager to open: show the path and put it on the clipboard
+        (OSC 52, which most terminals pass through)."""
+        out = self.watch.output_dir
+        if out is None:
+            self.notify("this run has no output folder", severity="warning")
+            return
+        self.app.copy_to_clipboard(str(out))
+        state = "" if out.is_dir() else " (not created yet)"
+        self.notify(f"{out}{state}\ncopied to the clipboard", title="Output folder", timeout=8)
 
     def action_resume(self) -> None:
         from tuitrain.tui.screens.home import resume_in_worker

@@ -30,7 +30,7 @@ class LineSource(Protocol):
     @property
     def count(self) -> int: ...
 
-    def raw(self, index: int) -> tuple[int | None, bytes]: ...
+    def raw(self, index: int) -> tuple[int | str | None, bytes]: ...
 
     def cacheable(self, index: int) -> bool: ...
 
@@ -97,6 +97,18 @@ class LogView(ScrollView, can_focus=True):
     def _has_partial_tail(self) -> bool:
         return self.line_count > 0 and not self.source.cacheable(self.line_count - 1)
 
+    def set_source(self, source: LineSource) -> None:
+        """Show another source (the merged log folded or not), keeping the follow state."""
+        self.source = source
+        self._generation = getattr(source, "generation", 0)
+        self.line_count = 0
+        self._cache.clear()
+        self.current = None
+        self.refresh_source()
+        if self.follow:
+            self.scroll_end(animate=False, immediate=True, x_axis=False)
+        self.refresh()
+
     def set_term(self, term: str | None) -> None:
         self.term = term or None
         self._cache.clear()
@@ -149,7 +161,9 @@ class LogView(ScrollView, can_focus=True):
         text = Text.from_ansi(body, end="") if "\x1b" in body else Text(body, end="")
         text.no_wrap = True
         if self.ranks and rank is not None:
-            prefix = Text(f"{rank}│", style=f"bold {RANK_STYLES[rank % len(RANK_STYLES)]}", end="")
+            # one rank in its colour; a line several ranks printed alike ("0-7") stands out in reverse
+            style = f"bold {RANK_STYLES[rank % len(RANK_STYLES)]}" if isinstance(rank, int) else "bold reverse"
+            prefix = Text(f"{rank}│", style=style, end="")
             text = Text.assemble(prefix, text, no_wrap=True, end="")
         if self.term:
             text.highlight_words([self.term], style="reverse", case_sensitive=False)
