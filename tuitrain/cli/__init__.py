@@ -43,6 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("run", launching.cmd_run, "start a run of a profile (a path, or a name like `demo`) and follow it")
     p.add_argument("profile")
     p.add_argument("--detach", "-d", action="store_true", help="print the run id and return; the run goes on")
+    p.add_argument("--app", action="store_true",
+                   help="watch it in the app (in a terminal; elsewhere follow it as without --app)")
     _set_option(p)
 
     p = command("resume", launching.cmd_resume, "start a new run that continues a run from one of its checkpoints")

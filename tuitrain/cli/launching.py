@@ -31,6 +31,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.detach:
         print(paths.id)
         return 0
+    if getattr(args, "app", False) and sys.stdin.isatty() and sys.stdout.isatty():
+        from tuitrain.tui.app import run_app
+
+        run_app(runs_root=args.runs_root, open_run=paths.root)
+        print(f"run {paths.id} goes on; `tuitrain status {paths.id}` or `tuitrain` shows it", file=sys.stderr)
+        return 0
     return follow_run(paths)
 
 

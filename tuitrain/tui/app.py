@@ -66,6 +66,7 @@ class TuitrainApp(App[int]):
         poll_interval: float = 1.0,
         monitor_interval: float = 0.25,
         hardware_interval: float = 2.0,
+        open_run: Path | None = None,
     ) -> None:
         super().__init__()
         self.runs_root = Path(runs_root).resolve()
@@ -76,6 +77,7 @@ class TuitrainApp(App[int]):
         self.poll_interval = poll_interval
         self.monitor_interval = monitor_interval
         self.hardware_interval = hardware_interval
+        self.initial_run = Path(open_run) if open_run is not None else None
         self.hardware_view: "SampledView | None" = None
         self.rows: list["RunRow"] = []
         self.polls = 0
@@ -88,6 +90,8 @@ class TuitrainApp(App[int]):
         from tuitrain.tui.screens.home import HomeScreen
 
         self.push_screen(HomeScreen())
+        if self.initial_run is not None:
+            self.open_run(self.initial_run)
         # the first frame is painted before any worker starts (threads compete for the GIL)
         self.call_after_refresh(self._start_watching)
 
@@ -241,8 +245,9 @@ class TuitrainApp(App[int]):
                 yield command
 
 
-def run_app(runs_root: Path, overrides: Sequence[str] = ()) -> int:
-    """Open the app on a runs root; returns the exit status (runs go on after it)."""
-    app = TuitrainApp(runs_root, launch_overrides=overrides)
+def run_app(runs_root: Path, overrides: Sequence[str] = (), open_run: Path | None = None) -> int:
+    """Open the app on a runs root (and on one run's monitor); returns the exit status (runs go on
+    after it)."""
+    app = TuitrainApp(runs_root, launch_overrides=overrides, open_run=open_run)
     app.run()
     return app.return_code or 0
