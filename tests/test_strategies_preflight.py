@@ -250,3 +250,28 @@ def test_strategy_set_up_again_in_training(leaf: str) -> None:
     value = "full_shard auto_wrap" if leaf == "fsdp" else "ds.json"
     p = one(validation(demo(training={leaf: value})), f"training.{leaf}")
     assert "[distributed" in p.fix
+
+
+# ------------------------------------------------------------------ num_processes default
+
+def test_num_processes_defaults_to_one_per_selected_gpu(tmp_path: Path) -> None:
+    """Unset num_processes with a multi-process strategy on GPUs means one per selected GPU (as
+    torchrun --nproc_per_node=gpu); set, it is kept; `single` stays one process."""
+    from tuitrain.hardware.devices import discover, no_identity
+    from tuitrain.hardware.recorded import RecordedNvml, load_table
+    from tuitrain.runs.relaunch import plan_profile
+
+    table = Path(__file__).parent / "fixtures" / "nvml" / "four_gpu_mixed.json"
+    box = Hardware(gpus=discover(RecordedNvml(load_table(table)), no_identity).gpus, cpu_count=16)
+
+    def plan(hardware: dict[str, Any], distributed: dict[str, Any]):
+        data = demo(hardware={"accelerator": "cuda", **hardware}, distributed=distributed)
+        return plan_profile(Profile(path=None, data=data), tmp_path / "run", box)
+
+    chosen = plan({"gpus": [2, 1]}, {"strategy": "ddp", "num_processes": None})
+    assert chosen.num_processes == 2 and chosen.accelerate_config["num_processes"] == 2
+    assert any("num_processes = 2: one process per selected GPU" in n for n in chosen.notes)
+    assert plan({"gpus": None}, {"strategy": "ddp", "num_processes": None}).num_processes == 4
+    kept = plan({"gpus": [2, 1]}, {"strategy": "ddp", "num_processes": 1})
+    assert kept.num_processes == 1 and not any("per selected GPU" in n for n in kept.notes)
+    assert plan({"gpus": [2, 1]}, {"strategy": "single", "num_processes": None}).num_processes == 1

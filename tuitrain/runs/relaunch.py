@@ -24,21 +24,53 @@ class ResumeError(Exception):
     """Why a run cannot be resumed from the checkpoint asked for."""
 
 
-def planner(settings: dict[str, Any], file: str, hardware: Hardware | None = None):
+def planner(settings: dict[str, Any], file: str, hardware: Hardware | None = None, notes: Sequence[str] = ()):
     hardware = hardware if hardware is not None else detect_hardware()
-    return lambda run_dir: plan_launch(settings, hardware, Path(run_dir), file=file)
+
+    def plan(run_dir: Path) -> LaunchPlan:
+        planned = plan_launch(settings, hardware, Path(run_dir), file=file)
+        planned.notes[:0] = notes
+        return planned
+
+    return plan
+
+
+def launch_settings(profile: Profile, hardware: Hardware) -> tuple[dict[str, Any], list[str]]:
+    """The profile with defaults, and `distributed.num_processes` one per selected GPU when the
+    profile leaves it unset and runs a multi-process strategy on NVIDIA GPUs (as torchrun's
+    --nproc_per_node=gpu does). Returns the settings and a note saying what was chosen."""
+    from tuitrain.hardware.mapping import map_devices
+
+    settings = profile_with_defaults(profile)
+    dist, chosen = settings["distributed"], settings["hardware"]
+    if "num_processes" in (profile.data.get("distributed") or {}) or dist["strategy"] == "single":
+        return settings, []
+    if chosen["accelerator"] not in ("auto", "cuda") or not hardware.gpus:
+        return settings, []
+    mapping = map_devices(hardware.gpus, chosen.get("gpus"), chosen["device_order"])
+    count = len(mapping.assignments)
+    if count < 2:
+        return settings, []
+    dist["num_processes"] = count
+    return settings, [f"distributed.num_processes = {count}: one process per selected GPU (not set in the profile)"]
+
+
+def _settings(profile: Profile, hardware: Hardware | None) -> tuple[dict[str, Any], list[str], Hardware]:
+    hardware = hardware if hardware is not None else detect_hardware()
+    settings, notes = launch_settings(profile, hardware)
+    return settings, notes, hardware
 
 
 def plan_profile(profile: Profile, run_dir: Path, hardware: Hardware | None = None) -> LaunchPlan:
     """What launching `profile` would run (nothing is started)."""
-    settings = profile_with_defaults(profile)
-    return planner(settings, str(profile.path or "profile"), hardware)(run_dir)
+    settings, notes, hardware = _settings(profile, hardware)
+    return planner(settings, str(profile.path or "profile"), hardware, notes)(run_dir)
 
 
 def launch(profile: Profile, runs_root: Path, cwd: Path | None = None, hardware: Hardware | None = None) -> RunPaths:
     """Start a run of an already loaded (and validated) profile; returns once it is started."""
-    settings = profile_with_defaults(profile)
-    return start_run(profile, settings, planner(settings, str(profile.path), hardware), runs_root, cwd=cwd)
+    settings, notes, hardware = _settings(profile, hardware)
+    return start_run(profile, settings, planner(settings, str(profile.path), hardware, notes), runs_root, cwd=cwd)
 
 
 def launch_file(path: Path, runs_root: Path, overrides: Sequence[str] = (), cwd: Path | None = None) -> RunPaths:
@@ -81,7 +113,7 @@ def resume(parent: RunPaths, runs_root: Path, checkpoint: str | Path = "latest",
     chosen = choose_checkpoint(Path(record["output_dir"]), checkpoint)
     loaded = load_profile(parent.profile, overrides)
     profile = Profile(path=Path(record.get("profile_path") or parent.profile), data=loaded.data, notes=loaded.notes)
-    settings = profile_with_defaults(profile)
+    settings, notes, hardware = _settings(profile, hardware)
     planned = settings["distributed"]["num_processes"] * settings["distributed"]["num_machines"]
     if chosen.world_size and chosen.world_size != planned:
         raise ResumeError(
@@ -89,6 +121,6 @@ def resume(parent: RunPaths, runs_root: Path, checkpoint: str | Path = "latest",
             "the Trainer restores per-rank state and data order for the world that saved it. "
             f"Resume with distributed.num_processes={chosen.world_size} (--set distributed.num_processes={chosen.world_size})")
     lineage = Lineage(parent=parent.id, checkpoint=chosen.path, output_dir=Path(record["output_dir"]))
-    paths = start_run(profile, settings, planner(settings, str(parent.profile), hardware), runs_root,
+    paths = start_run(profile, settings, planner(settings, str(parent.profile), hardware, notes), runs_root,
                       lineage=lineage, cwd=cwd)
     return paths, chosen, profile
