@@ -7,7 +7,6 @@ Update after a deliberate change of the look: pytest tests/test_tui_snapshots.py
 from __future__ import annotations
 
 import shutil
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,7 @@ import pytest
 from test_tui_app import BAD_PROFILE, make_app, until
 from test_tui_fixtures import FAILED, FINISHED, fixed_time, make_runs
 
-BASE = Path(tempfile.gettempdir()) / "tuitrain-tui-snapshots"
+BASE = Path("/tmp/tuitrain-tui-snapshots")  # a fixed path: it shows in the launch plan
 SIZES = [(80, 24), (120, 40)]
 
 
@@ -113,10 +112,32 @@ def test_editor_with_a_flagged_field(snap_compare, base, size):
     assert snap_compare(make_app(base), terminal_size=size, run_before=before)
 
 
-def test_help(snap_compare, base):
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_help(snap_compare, base, size):
     async def before(pilot):
         await ready(pilot)
         await pilot.press("question_mark")
         await until(pilot, lambda: type(pilot.app.screen).__name__ == "HelpScreen", what="help")
 
-    assert snap_compare(make_app(base), terminal_size=(80, 24), run_before=before)
+    assert snap_compare(make_app(base), terminal_size=size, run_before=before)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_launch_dialog_with_its_plan(snap_compare, base, size):
+    async def before(pilot):
+        from textual.widgets import Input
+
+        app = pilot.app
+        await ready(pilot)
+        options = app.screen.query_one("#profiles")
+        options.highlighted = [str(options.get_option_at_index(i).prompt) for i in range(2)].index(
+            next(str(options.get_option_at_index(i).prompt) for i in range(2) if "demo" in str(options.get_option_at_index(i).prompt)))
+        options.focus()
+        await pilot.press("r")
+        await until(pilot, lambda: type(app.screen).__name__ == "LaunchScreen", what="the launch dialog")
+        plan = app.screen.query_one("#plan")
+        await until(pilot, lambda: "accelerate launch" in str(plan.content), what="the plan")
+        app.screen.query_one(Input).cursor_blink = False
+        await pilot.pause(0.3)
+
+    assert snap_compare(make_app(base), terminal_size=size, run_before=before)

@@ -39,7 +39,7 @@ class LaunchScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(f"Launch {self.path.stem}  [dim]{self.path}[/]", id="launch-title")
+            yield Static(f"Launch {self.path.stem}  [dim]{self._where()}[/]", id="launch-title")
             yield Static("Overrides, like --set (section.key=value, space separated):", classes="hint")
             yield Input(self.initial, placeholder="training.max_steps=40 training.logging_steps=5", id="overrides")
             with VerticalScroll(id="plan-box"):
@@ -48,6 +48,13 @@ class LaunchScreen(ModalScreen[None]):
             with Horizontal(classes="buttons"):
                 yield Button("Launch", variant="primary", id="launch")
                 yield Button("Cancel", id="cancel")
+
+    def _where(self) -> str:
+        from tuitrain.profile.load import BUILTIN_DIR
+
+        if self.path.resolve().parent == BUILTIN_DIR.resolve():
+            return "(built in to tuitrain)"
+        return self.app.show_path(self.path)
 
     def on_mount(self) -> None:
         self.query_one("#overrides", Input).focus()
