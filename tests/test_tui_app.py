@@ -441,6 +441,29 @@ def test_creating_a_profile_through_the_editor(base):
     assert load_profile(base / "profiles" / "tiny.toml").name == "tiny"
 
 
+def test_the_distributed_form_shows_the_chosen_strategys_settings_only(base):
+    from textual.widgets import Select
+
+    app = make_app(base)
+
+    async def script(pilot):
+        app.open_editor(None)
+        await until(pilot, lambda: type(app.screen).__name__ == "EditorScreen", what="the editor")
+        editor = app.screen
+        await until(pilot, lambda: editor.loaded, what="the profile")
+        row = await show_field(pilot, editor, "distributed.strategy")
+        assert not any(k.startswith(("distributed.fsdp.", "distributed.deepspeed.")) for k in editor.rows)
+        row.query_one(Select).value = "fsdp"
+        await until(pilot, lambda: "distributed.fsdp.sharding_strategy" in editor.rows, what="the FSDP settings")
+        assert not any(k.startswith("distributed.deepspeed.") for k in editor.rows)
+        assert editor.data["distributed"]["strategy"] == "fsdp"
+        row.query_one(Select).value = "deepspeed"
+        await until(pilot, lambda: "distributed.deepspeed.zero_stage" in editor.rows, what="the DeepSpeed settings")
+        assert not any(k.startswith("distributed.fsdp.") for k in editor.rows)
+
+    run(script, app, size=(120, 40))
+
+
 def test_an_unknown_training_key_is_flagged_in_the_validators_words(base):
     from textual.widgets import Input
 

@@ -236,19 +236,48 @@ class EditorScreen(Screen):
                     out.append(self._gpu_rows())
                     continue
                 out.append(self._row(field_for((section, key), spec)))
+        if section == "distributed":
+            out.append(Vertical(*self._strategy_rows(), id="strategy-fields"))
+            return out
         for key, spec in SCHEMA[section].items():
             if isinstance(spec, TableSpec):
-                table = get_path(self.data, (section, key))
-                out.append(Label(f"[{section}.{key}]  {spec.doc}", classes="subtable"))
-                if spec.keys:
-                    for sub, sub_spec in spec.keys.items():
-                        out.append(self._row(field_for((section, key, sub), sub_spec), f"{sub}"))
-                elif isinstance(table, dict):
-                    for sub in table:
-                        out.append(self._row(FieldDef((section, key, sub), "literal"), sub))
-                if not spec.keys and not isinstance(table, dict):
-                    out.append(Static("  (not set: add keys in the TOML file)", classes="hint"))
+                out += self._table_rows(section, key, spec)
         return out
+
+    def _table_rows(self, section: str, key: str, spec: TableSpec) -> list[Any]:
+        table = get_path(self.data, (section, key))
+        out: list[Any] = [Label(f"[{section}.{key}]  {spec.doc}", classes="subtable")]
+        if spec.keys:
+            for sub, sub_spec in spec.keys.items():
+                out.append(self._row(field_for((section, key, sub), sub_spec), f"{sub}"))
+        elif isinstance(table, dict):
+            for sub in table:
+                out.append(self._row(FieldDef((section, key, sub), "literal"), sub))
+        if not spec.keys and not isinstance(table, dict):
+            out.append(Static("  (not set: add keys in the TOML file)", classes="hint"))
+        return out
+
+    def _strategy_rows(self) -> list[Any]:
+        """The settings table of the chosen strategy only ([distributed.fsdp] for fsdp, …), as
+        `launch.strategies.STRATEGY_FIELDS` lists them; rebuilt when the strategy changes."""
+        from tuitrain.launch.strategies import STRATEGY_HELP, fields_for
+
+        strategy = get_path(self.data, ("distributed", "strategy")) or "single"
+        if strategy not in STRATEGY_HELP:
+            return []
+        tables = sorted({f.section.split(".")[1] for f in fields_for(strategy) if f.section.count(".") == 1})
+        out: list[Any] = [Static(f"  {strategy}: {STRATEGY_HELP[strategy]}", classes="hint")]
+        for key in tables:
+            out += self._table_rows("distributed", key, SCHEMA["distributed"][key])
+        return out
+
+    async def _strategy_changed(self) -> None:
+        box = self.query_one("#strategy-fields", Vertical)
+        for key in [k for k in self.rows if k.startswith(("distributed.fsdp.", "distributed.deepspeed."))]:
+            del self.rows[key]
+        await box.remove_children()
+        await box.mount_all(self._strategy_rows())
+        self._apply_problems()
 
     def _gpu_rows(self) -> Any:
         hardware = self.app.hardware
@@ -291,9 +320,11 @@ class EditorScreen(Screen):
 
     # ------------------------------------------------------------------------------ editing
     @on(FieldRow.Changed)
-    def _field_changed(self, event: FieldRow.Changed) -> None:
+    async def _field_changed(self, event: FieldRow.Changed) -> None:
         set_path(self.data, event.row.field.path, event.value)
         self._modified()
+        if event.row.field.path == ("distributed", "strategy"):
+            await self._strategy_changed()
 
     def on_selection_list_selected_changed(self, event: Any) -> None:
         selected = sorted(event.selection_list.selected)
