@@ -98,16 +98,22 @@ class QuietGate:
     """wait() blocks until the machine is quiet (CPU busy below `threshold` in two samples in a
     row), at most `max_wait` seconds; `busy_runs` counts the waits that gave up."""
 
-    def __init__(self, threshold: float = 0.2, max_wait: float = 30.0) -> None:
+    def __init__(self, threshold: float = 0.2, max_wait: float = 30.0, budget: float = 90.0) -> None:
         self.threshold = threshold
         self.max_wait = max_wait
+        self.budget = budget  # all waits together: keeps a script within its few minutes
         self.busy_runs = 0
         self.waits = 0
         self.waited = 0.0
 
+    @property
+    def exhausted(self) -> bool:
+        return self.waited >= self.budget
+
     def wait(self) -> bool:
         self.waits += 1
         start = time.monotonic()
+        limit = min(self.max_wait, max(0.0, self.budget - self.waited))
         quiet_in_a_row = 0
         while True:
             busy = cpu_busy(0.4)
@@ -115,11 +121,10 @@ class QuietGate:
             if quiet_in_a_row >= 2:
                 self.waited += time.monotonic() - start
                 return True
-            if time.monotonic() - start > self.max_wait:
+            if time.monotonic() - start > limit:
                 self.waited += time.monotonic() - start
                 self.busy_runs += 1
-                print(f"  (machine still busy after {self.max_wait:.0f}s: {busy:.0%} CPU used by others; measuring anyway)",
-                      flush=True)
+                print(f"  (machine still busy: {busy:.0%} CPU used by others; measuring anyway)", flush=True)
                 return False
 
     def summary(self) -> str:
@@ -180,3 +185,19 @@ class CpuWatch:
         own = self._own() - self.own0 + extra_own
         capacity = (time.monotonic() - self.t0) * (os.cpu_count() or 1)
         return max(0.0, busy - own) / capacity if capacity > 0 else 0.0
+
+
+def wall_and_cpu(argv: list[str], cwd: Path | None = None, env: dict[str, str] | None = None) -> tuple[float, float]:
+    """(wall seconds, CPU seconds user + system) of a subprocess and its reaped children.
+    The CPU figure barely moves when other processes compete for the cores."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run(argv, cwd=cwd, env=env or bench_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} exited {done.returncode}: {done.stderr.decode(errors='replace')[-2000:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return elapsed, cpu

@@ -1,0 +1,160 @@
+"""Opening a run whose rank log has 1,000,000 lines: time from the key that opens it to the last
+line painted (target < 1 s, median of --repeat) and the app's peak memory (target < 300 MB: the
+highest RSS sampled every 20 ms, over all the runs), then a search that jumps to a line in the
+middle; beside a naive viewer (Textual's Log widget given every line of the file when enter is
+pressed) opening the same log, timed the same way, from the key.
+
+    .venv/bin/python benchmarks/tui_big_log.py [--lines 1000000] [--repeat 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import psutil
+from tui_pty import PtyProgram
+
+from _common import QuietGate, machine_line
+
+NAIVE = r"""
+import sys
+from textual.app import App
+from textual.widgets import Log
+class Naive(App):
+    BINDINGS = [("enter", "open", "Open")]
+    def compose(self):
+        yield Log()
+    def on_mount(self):
+        self.query_one(Log).write_line("READY")
+    def action_open(self):
+        with open(sys.argv[1], encoding="utf-8", errors="replace") as handle:
+            self.query_one(Log).write_lines(handle.read().splitlines())
+Naive().run()
+"""
+
+
+def make_run(base: Path, lines: int) -> Path:
+    run = base / "runs" / "20260101-000000-big"
+    (run / "logs").mkdir(parents=True)
+    (run / "control").mkdir()
+    record = {"id": run.name, "profile": "big", "status": "finished", "created": 1.0, "started": 1.0, "ended": 2.0,
+              "num_processes": 1, "num_machines": 1, "pids": {}, "exit_codes": {"0": 0}, "failed_rank": None,
+              "output_dir": str(run / "output"), "max_steps": lines}
+    (run / "run.json").write_text(json.dumps(record))
+    with open(run / "logs" / "rank-0.log", "w") as handle:
+        block = []
+        for i in range(lines - 1):
+            block.append(f"[transformers] step {i:07d} loss {1 / (1 + i % 977):.5f} \x1b[32mok\x1b[0m some words a trainer prints\n")
+            if len(block) == 10000:
+                handle.write("".join(block))
+                block = []
+        handle.write("".join(block) + "LAST LINE OF THE LOG\n")
+    return run
+
+
+class PeakMemory:
+    def __init__(self, pid: int) -> None:
+        self.proc = psutil.Process(pid)
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.peak = max(self.peak, self.proc.memory_info().rss)
+            except psutil.Error:
+                return
+            time.sleep(0.02)
+
+    def stop(self) -> float:
+        self._stop.set()
+        self._thread.join()
+        return self.peak / 2**20
+
+
+def ours(base: Path, lines: int) -> dict[str, float]:
+    program = PtyProgram([sys.executable, "-m", "tuitrain"], (120, 40), cwd=base,
+                         env={"TUITRAIN_RUNS_DIR": str(base / "runs"), "HF_HUB_OFFLINE": "1"})
+    memory = PeakMemory(program.proc.pid)
+    try:
+        program.wait_for("Runs (1)", 30)
+        time.sleep(0.5)
+        program.send("\r")
+        opened = program.wait_for("LAST LINE OF THE LOG", 60, since_start=False)
+        time.sleep(0.5)
+        program.send("/")
+        time.sleep(0.3)
+        target = f"step {lines // 2:07d}"
+        program.send(target)
+        time.sleep(0.2)
+        program.forget()
+        program.send("\r")
+        found = program.wait_for(f"{target} loss", 30, since_start=False)  # the line itself, not the search box
+        time.sleep(0.5)
+        return {"open": opened, "search": found, "peak": memory.stop()}
+    finally:
+        program.close()
+
+
+def naive(base: Path) -> dict[str, float]:
+    log = base / "runs" / "20260101-000000-big" / "logs" / "rank-0.log"
+    program = PtyProgram([sys.executable, "-c", NAIVE, str(log)], (120, 40), cwd=base)
+    memory = PeakMemory(program.proc.pid)
+    try:
+        program.wait_for("READY", 30)
+        time.sleep(0.5)
+        program.send("\r")
+        opened = program.wait_for("LAST LINE OF THE LOG", 120, since_start=False)
+        time.sleep(1.0)
+        return {"open": opened, "peak": memory.stop()}
+    finally:
+        program.close()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--lines", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    base = Path(tempfile.mkdtemp(prefix="tuitrain-big-"))
+    run = make_run(base, args.lines)
+    size = (run / "logs" / "rank-0.log").stat().st_size
+    gate = QuietGate()
+    results = []
+    baselines = []
+    for _ in range(args.repeat):
+        gate.wait()
+        results.append(ours(base, args.lines))
+    for _ in range(max(1, args.repeat // 2)):
+        gate.wait()
+        baselines.append(naive(base))
+    shutil.rmtree(base, ignore_errors=True)
+    opened = statistics.median(r["open"] for r in results)
+    search = statistics.median(r["search"] for r in results)
+    peak = max(r["peak"] for r in results)
+    print(machine_line())
+    print(gate.summary())
+    print(f"a rank log of {args.lines:,} lines ({size / 2**20:.0f} MiB), opened with enter in a 120x40 terminal")
+    print(f"tuitrain (Home, enter on the run): last line painted {opened:.3f} s after the key (median of {args.repeat}: "
+          f"{', '.join(format(r['open'], '.3f') for r in results)}); peak RSS {peak:.0f} MiB (max over the runs); "
+          f"search to the middle line {search:.3f} s (median)")
+    print(f"baseline, naive (Textual Log given every line of the file on enter): last line painted "
+          f"{statistics.median(b['open'] for b in baselines):.3f} s after the key (median of {len(baselines)}: "
+          f"{', '.join(format(b['open'], '.3f') for b in baselines)}); peak RSS {max(b['peak'] for b in baselines):.0f} MiB")
+    ok = opened < 1.0 and peak < 300
+    print("targets (first screen < 1 s, memory < 300 MB):", "met" if ok else "NOT met")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

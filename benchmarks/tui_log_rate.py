@@ -1,0 +1,186 @@
+"""Two ranks each writing 1,000 lines a second: how soon the app shows a new line (target < 0.5 s)
+and what watching costs it (target < 10% of a core over 60 s), beside a naive Textual viewer
+(Textual's own Log widget fed every new line by a thread) watching the same files.
+
+A writer process appends timestamped lines to logs/rank-0.log and logs/rank-1.log of a run
+directory (the run's record names the writer as its supervisor, so the run reads as running).
+The app runs in a pseudo-terminal, opened on that run (the merged view of both ranks, following);
+every line it paints carries its write time, so latency = paint time - write time.
+CPU is the app process's user + system time (threads and any child processes included) over the
+writing, as a share of one core; beside it the same app's CPU over 10 s with the run open and
+nothing written (the floor: hardware strip, runs polling, clock), and the baseline viewer's.
+
+    .venv/bin/python benchmarks/tui_log_rate.py [--seconds 60]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+from tui_pty import PtyProgram
+
+from _common import QuietGate, machine_line
+
+RATE = 1000
+IDLE_SECONDS = 10.0
+WRITER = r"""
+import sys, time
+logs = [open(sys.argv[1] + f"/rank-{r}.log", "a", buffering=1) for r in range(2)]
+rate, seconds = int(sys.argv[2]), float(sys.argv[3])
+start = time.time(); written = 0
+while True:
+    now = time.time()
+    if now - start > seconds:
+        break
+    due = int((now - start) * rate)
+    for n in range(written, due):
+        for r, log in enumerate(logs):
+            log.write(f"rank {r} line {n:07d} t={time.time():.3f} some words a trainer would print here\n")
+    written = max(written, due)
+    time.sleep(0.005)
+"""
+BASELINE = r"""
+import sys, threading, time
+from pathlib import Path
+from textual.app import App
+from textual.widgets import Log
+files = [Path(sys.argv[1]) / f"rank-{r}.log" for r in range(2)]
+class Naive(App):
+    def compose(self):
+        yield Log()
+    def on_mount(self):
+        threading.Thread(target=self.follow, daemon=True).start()
+    def follow(self):
+        offsets = [f.stat().st_size if f.exists() else 0 for f in files]
+        while True:
+            for r, f in enumerate(files):
+                with open(f, "rb") as h:
+                    h.seek(offsets[r]); data = h.read()
+                end = data.rfind(b"\n") + 1
+                offsets[r] += end
+                if end:
+                    lines = [f"{r}|" + l for l in data[:end].decode().splitlines()]
+                    self.call_from_thread(self.query_one(Log).write_lines, lines)
+            time.sleep(0.2)
+Naive().run()
+"""
+STAMP = re.compile(rb"t=(\d{10}\.\d{3})")
+
+
+def make_run(base: Path, writer_pid: int) -> Path:
+    run = base / "runs" / "20260101-000000-rate"
+    (run / "logs").mkdir(parents=True)
+    (run / "control").mkdir()
+    now = time.time()
+    record = {"id": run.name, "profile": "rate", "status": "running", "created": now, "started": now, "ended": None,
+              "num_processes": 2, "num_machines": 1, "pids": {"supervisor": writer_pid}, "exit_codes": {},
+              "failed_rank": None, "output_dir": str(run / "output"), "max_steps": 100}
+    (run / "run.json").write_text(json.dumps(record))
+    for r in range(2):
+        (run / "logs" / f"rank-{r}.log").write_text(f"rank {r} starts\n")
+    return run
+
+
+def app_cpu(proc: psutil.Process) -> float:
+    """CPU seconds (user + system) of the app's process, its threads and any child processes."""
+    total = sum(proc.cpu_times()[:2])
+    for child in proc.children(recursive=True):
+        try:
+            total += sum(child.cpu_times()[:2])
+        except psutil.Error:
+            pass
+    return total
+
+
+def watch(argv: list[str], base: Path, seconds: float, open_run: bool) -> dict[str, float]:
+    samples: list[float] = []  # newest line of a paint: paint time - write time
+    oldest: list[float] = []  # oldest line first shown by a paint: the bound on "shown within"
+    seen = [0.0]
+
+    def on_chunk(_arrived: float, plain: bytes) -> None:
+        stamps = [float(s) for s in STAMP.findall(plain)]
+        if stamps:
+            now = time.time()
+            samples.append(now - max(stamps))
+            new = [s for s in stamps if s > seen[0]]
+            if new and seen[0]:
+                oldest.append(now - min(new))
+            seen[0] = max(seen[0], max(stamps))
+
+    logs = base / "runs" / "20260101-000000-rate" / "logs"
+    program = PtyProgram(argv, (120, 40), env={"TUITRAIN_RUNS_DIR": str(base / "runs"), "HF_HUB_OFFLINE": "1"},
+                         cwd=base, on_chunk=on_chunk)
+    try:
+        if open_run:
+            program.wait_for("Runs (1)", 30)
+            program.send("\r")
+            program.wait_for("All ranks", 30)
+        else:
+            time.sleep(1.0)
+        time.sleep(1.0)
+        proc = psutil.Process(program.proc.pid)
+        # the floor: the same app, the same run open, nothing being written
+        cpu0, wall0 = app_cpu(proc), time.monotonic()
+        time.sleep(IDLE_SECONDS)
+        idle = (app_cpu(proc) - cpu0) / (time.monotonic() - wall0)
+        children = len(proc.children(recursive=True))
+        writer = subprocess.Popen([sys.executable, "-c", WRITER, str(logs), str(RATE), str(seconds)])
+        cpu0 = app_cpu(proc)
+        wall0 = time.monotonic()
+        writer.wait()
+        cpu = (app_cpu(proc) - cpu0) / (time.monotonic() - wall0)
+        rss = proc.memory_info().rss
+        time.sleep(1.0)
+    finally:
+        program.close()
+    steady = samples[len(samples) // 20:] or samples
+    first = oldest[len(oldest) // 20:] or oldest or [float("nan")]
+    return {"cpu": cpu, "idle": idle, "children": children, "p50": statistics.median(steady), "p95": sorted(steady)[int(len(steady) * 0.95)],
+            "max": max(steady), "paints": len(samples), "rss": rss / 2**20,
+            "first_p95": sorted(first)[int(len(first) * 0.95)], "first_max": max(first)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seconds", type=float, default=60.0)
+    args = parser.parse_args()
+    gate = QuietGate()
+    results = {}
+    for name, argv, open_run in (
+        ("tuitrain (merged view of 2 ranks)", [sys.executable, "-m", "tuitrain"], True),
+        ("naive: Textual Log widget, a thread writing every line", [sys.executable, "-c", BASELINE], False),
+    ):
+        base = Path(tempfile.mkdtemp(prefix="tuitrain-rate-"))
+        run = make_run(base, writer_pid=psutil.Process().pid)
+        if not open_run:
+            argv = [*argv, str(run / "logs")]
+        gate.wait()
+        results[name] = watch(argv, base, args.seconds, open_run)
+        shutil.rmtree(base, ignore_errors=True)
+    print(machine_line())
+    print(gate.summary())
+    print(f"2 ranks x {RATE} lines/s for {args.seconds:.0f} s; latency = when a line is painted - when it was written")
+    for name, r in results.items():
+        print(f"{name}:\n  newest line of a paint: latency p50 {r['p50']:.3f} s, p95 {r['p95']:.3f} s, max {r['max']:.3f} s"
+              f" over {r['paints']} paints\n  oldest line a paint shows first: p95 {r['first_p95']:.3f} s, "
+              f"max {r['first_max']:.3f} s\n  CPU {r['cpu']:.1%} of a core (the same app idle, nothing written: "
+              f"{r['idle']:.1%} over {IDLE_SECONDS:.0f} s; child processes: {r['children']});  "
+              f"RSS at the end {r['rss']:.0f} MiB")
+    ours = results["tuitrain (merged view of 2 ranks)"]
+    ok = ours["first_p95"] < 0.5 and ours["cpu"] < 0.10
+    print("targets (a new line shown within 0.5 s at p95, CPU < 10% of a core):", "met" if ok else "NOT met")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
