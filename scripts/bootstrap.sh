@@ -16,3 +16,6 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/pip install --disable-pip-version-check -q -e ".[test]"
   touch "$stamp"
 fi
+# An editable install leaves tuitrain uncompiled; byte-compile it once so the CLI and the app start
+# fast even where PYTHONDONTWRITEBYTECODE is set (Python then never writes .pyc files itself).
+.venv/bin/python -m compileall -q tuitrain >/dev/null || true

@@ -7,7 +7,6 @@ import sys
 import yaml
 
 from tuitrain.cli.errors import CliError
-from tuitrain.cli.follow import follow_run
 from tuitrain.cli.output import print_json
 from tuitrain.launch import LaunchPlan
 from tuitrain.profile import Profile, ProfileError, load_profile, resolve_profile_path
@@ -37,6 +36,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         run_app(runs_root=args.runs_root, open_run=paths.root)
         print(f"run {paths.id} goes on; `tuitrain status {paths.id}` or `tuitrain` shows it", file=sys.stderr)
         return 0
+    from tuitrain.cli.follow import follow_run  # psutil and the run summary: only when following
+
     return follow_run(paths)
 
 
@@ -51,6 +52,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
     if args.detach:
         print(paths.id)
         return 0
+    from tuitrain.cli.follow import follow_run  # psutil and the run summary: only when following
+
     return follow_run(paths)
 
 

@@ -111,6 +111,22 @@ class LogFile:
             return self._read(starts[index], self._scanned)
         return b""
 
+    def lines(self, start: int, end: int) -> list[bytes]:
+        """Complete lines `start` to `end` (exclusive), read with one pread (no newlines)."""
+        end = min(end, self.line_count)
+        if end <= start:
+            return []
+        first, last = self._starts[start], self._starts[end]
+        fd = self._open()
+        if fd is None:
+            return [b""] * (end - start)
+        try:
+            data = os.pread(fd, last - first, first)
+        except OSError:
+            return [b""] * (end - start)
+        out = data.split(b"\n")[: end - start]
+        return out + [b""] * (end - start - len(out))
+
     @property
     def count(self) -> int:
         """Lines to show: the complete ones and the unfinished last one."""
@@ -322,7 +338,7 @@ class FoldedLog:
 
     MAX_RANKS = 64  # ranks are a bit mask; beyond it lines are shown unfolded
 
-    def __init__(self, merged: MergedLog, window: int | None = None, budget: int = 200_000) -> None:
+    def __init__(self, merged: MergedLog, window: int | None = None, budget: int = 50_000) -> None:
         self.merged = merged
         # lines written before the first sync are merged a block per rank at a time: copies of a
         # line can stand a block per rank apart
@@ -357,9 +373,19 @@ class FoldedLog:
         merged = self.merged
         everyone = (1 << len(merged.files)) - 1
         end = min(len(merged.lines), self._done + self.budget)
+        # each rank's new lines in one read: a merged stretch holds a run of lines from each rank
+        spans: dict[int, tuple[int, int]] = {}
+        for index in range(self._done, end):
+            rank, number = merged.ranks[index], merged.lines[index]
+            low, high = spans.get(rank, (number, number))
+            spans[rank] = (min(low, number), max(high, number + 1))
+        texts = {rank: (low, merged.files[rank].lines(low, high)) for rank, (low, high) in spans.items()}
         for index in range(self._done, end):
             rank = merged.ranks[index]
-            line = merged.files[rank].line(merged.lines[index])
+            low, lines = texts[rank]
+            line = lines[merged.lines[index] - low]
+            if len(line) > MAX_LINE_BYTES:
+                line = line[-MAX_LINE_BYTES:]
             bit = 1 << rank if rank < self.MAX_RANKS else 0
             groups = self._open.get(line)
             if groups and bit:

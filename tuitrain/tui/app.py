@@ -64,7 +64,7 @@ class TuitrainApp(App[int]):
         hardware_line: str | None = None,
         hardware: Any = None,
         poll_interval: float = 1.0,
-        monitor_interval: float = 0.25,
+        monitor_interval: float = 0.3,
         hardware_interval: float = 2.0,
         open_run: Path | None = None,
     ) -> None:

@@ -67,6 +67,9 @@ class LogView(ScrollView, can_focus=True):
         self.line_count = 0
         self._generation = getattr(source, "generation", 0)
         self._cache: LRUCache[int, Strip] = LRUCache(1024)
+        # lines cropped to the view: while following, every line moves up on each repaint
+        self._crops: LRUCache[int, Strip] = LRUCache(1024)
+        self._crop_key: tuple[int, int] = (-1, -1)
         self._width = 0
         self._style = None
         self.term: str | None = None
@@ -78,7 +81,7 @@ class LogView(ScrollView, can_focus=True):
         generation = getattr(self.source, "generation", 0)
         if generation != self._generation:
             self._generation = generation
-            self._cache.clear()
+            self._clear_caches()
             self.current = None
         count = self.source.count
         if count == self.line_count and not self._has_partial_tail():
@@ -88,6 +91,7 @@ class LogView(ScrollView, can_focus=True):
         for y in range(max(0, old - 4), count):
             if not self.source.cacheable(y):
                 self._cache.discard(y)
+                self._crops.discard(y)
         self._set_virtual(Size(self._width, count))
         if self.follow and self.max_scroll_y > self.scroll_offset.y:
             self.scroll_end(animate=False, immediate=True, x_axis=False)  # repaints
@@ -102,7 +106,7 @@ class LogView(ScrollView, can_focus=True):
         self.source = source
         self._generation = getattr(source, "generation", 0)
         self.line_count = 0
-        self._cache.clear()
+        self._clear_caches()
         self.current = None
         self.refresh_source()
         if self.follow:
@@ -111,7 +115,7 @@ class LogView(ScrollView, can_focus=True):
 
     def set_term(self, term: str | None) -> None:
         self.term = term or None
-        self._cache.clear()
+        self._clear_caches()
         self.refresh()
 
     def goto(self, index: int) -> None:
@@ -121,11 +125,15 @@ class LogView(ScrollView, can_focus=True):
         if not self.size.height:  # a view just shown has no size until its first layout
             self.call_after_refresh(self.goto, index)
             return
-        self._cache.clear()
+        self._clear_caches()
         self.follow = False
         target = max(0, index - max(1, self.size.height // 3))
         self.scroll_to(y=target, animate=False, immediate=True)
         self.refresh()
+
+    def _clear_caches(self) -> None:
+        self._cache.clear()
+        self._crops.clear()
 
     # ------------------------------------------------------------------------------ following
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
@@ -144,7 +152,7 @@ class LogView(ScrollView, can_focus=True):
     # ------------------------------------------------------------------------------ rendering
     def notify_style_update(self) -> None:
         super().notify_style_update()
-        self._cache.clear()
+        self._clear_caches()
         self._style = None
 
     @property
@@ -213,7 +221,15 @@ class LogView(ScrollView, can_focus=True):
         style = self.line_style
         if index >= self.line_count:
             return Strip.blank(width, style)
-        return self._strip(index).crop_extend(scroll_x, scroll_x + width, style)
+        if (scroll_x, width) != self._crop_key:
+            self._crop_key = (scroll_x, width)
+            self._crops.clear()
+        cropped = self._crops.get(index)
+        if cropped is None:
+            cropped = self._strip(index).crop_extend(scroll_x, scroll_x + width, style)
+            if self.source.cacheable(index):
+                self._crops[index] = cropped
+        return cropped
 
     def visible_text(self) -> list[str]:
         """The plain text of the lines in view (for tests and search)."""
