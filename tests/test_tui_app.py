@@ -464,6 +464,29 @@ def test_the_distributed_form_shows_the_chosen_strategys_settings_only(base):
     run(script, app, size=(120, 40))
 
 
+def test_accelerates_default_config_is_offered_and_becomes_a_new_profile(base, monkeypatch):
+    home = base / "hf-home"
+    (home / "accelerate").mkdir(parents=True)
+    fixture = Path(__file__).parent / "fixtures" / "accelerate" / "fsdp.yaml"
+    (home / "accelerate" / "default_config.yaml").write_text(fixture.read_text())
+    monkeypatch.setenv("HF_HOME", str(home))
+    app = make_app(base)
+
+    async def script(pilot):
+        await until(pilot, lambda: any("press a to make a profile" in n.message for n in app._notifications),
+                    what="the offer")
+        await pilot.press("a")
+        await until(pilot, lambda: type(app.screen).__name__ == "EditorScreen" and app.screen.loaded, what="the editor")
+        editor = app.screen
+        assert editor.path is None  # a new profile: saving asks for a name
+        assert editor.data["distributed"]["strategy"] == "fsdp"
+        assert editor.data["distributed"]["fsdp"]["sharding_strategy"] == "full_shard"
+        assert editor.data["model"] and editor.data["data"]  # the rest from the demo, so it can run
+        assert "imported from" in str(editor.query_one("#notice").content)
+
+    run(script, app, size=(120, 40), notifications=True)
+
+
 def test_an_unknown_training_key_is_flagged_in_the_validators_words(base):
     from textual.widgets import Input
 

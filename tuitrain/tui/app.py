@@ -204,10 +204,10 @@ class TuitrainApp(App[int]):
         else:
             self.push_screen(screen)
 
-    def open_editor(self, path: Path | None) -> None:
+    def open_editor(self, path: Path | None, accelerate_config: Path | None = None) -> None:
         from tuitrain.tui.screens.editor import EditorScreen
 
-        self.push_screen(EditorScreen(path))
+        self.push_screen(EditorScreen(path, accelerate_config))
 
     def action_help(self) -> None:
         from tuitrain.tui.screens.help import HelpScreen

@@ -118,11 +118,15 @@ class EditorScreen(Screen):
         Binding("ctrl+pageup", "section(-1)", "Previous section", show=False, tooltip="Previous section (ctrl+pageup)"),
     ]
 
-    def __init__(self, path: Path | None) -> None:
+    def __init__(self, path: Path | None, accelerate_config: Path | None = None) -> None:
+        """`accelerate_config`: a new profile whose [distributed] and [hardware] come from that
+        accelerate config file (the rest from the built-in demo)."""
         from tuitrain.profile.load import BUILTIN_DIR
 
         super().__init__()
         self.path = Path(path) if path else None
+        self.accelerate_config = Path(accelerate_config) if accelerate_config else None
+        self.imported_notes: list[str] = []
         self.template: Path | None = None
         if self.path is not None and self.path.resolve().parent == BUILTIN_DIR.resolve():
             self.template, self.path = self.path, None  # built-in profiles are templates: saving asks for a file
@@ -173,6 +177,19 @@ class EditorScreen(Screen):
             return
         if self.path is None and self.template is None:
             data.setdefault("run", {})["name"] = "my-profile"
+        if self.accelerate_config is not None:
+            from tuitrain.launch.accelerate_yaml import import_accelerate_config, read_config_file
+
+            try:
+                result = import_accelerate_config(read_config_file(self.accelerate_config), str(self.accelerate_config),
+                                                  base_dir=self.accelerate_config.parent)
+            except (OSError, ValueError) as exc:
+                self.app.call_from_thread(self._cannot_load, f"{self.accelerate_config}: cannot read it: {exc}")
+                return
+            self.imported_notes = [str(p) for p in result.problems]
+            if not result.errors:
+                data = result.merge_into(data)
+            data.setdefault("run", {})["name"] = "from-accelerate"
         self.app.call_from_thread(self._loaded, data, specs, has_comments(text) and self.path is not None)
 
     def _cannot_load(self, why: str) -> None:
@@ -186,6 +203,11 @@ class EditorScreen(Screen):
         if self.path is None:
             notice = (f"a copy of the built-in {self.template.stem} profile: ctrl+s saves it as a new file"
                       if self.template else "new profile, starting from the built-in demo: ctrl+s saves it as a new file")
+        if self.accelerate_config is not None:
+            notice = (f"[distributed] and [hardware] imported from {self.accelerate_config}; the rest from the built-in "
+                      "demo: ctrl+s saves it as a new file")
+            if self.imported_notes:
+                notice += "\n" + "\n".join(self.imported_notes)
         if comments:
             notice = "this file has comments: saving cannot keep them, so the old file is kept as a .bak backup"
         self.query_one("#notice", Static).update(notice)

@@ -38,6 +38,8 @@ class HomeScreen(Screen):
         Binding("enter", "open_run", "Open", tooltip="Open the selected run's monitor", show=False),
         Binding("R", "resume_run", "Resume", tooltip="Resume the selected run from its latest complete checkpoint"),
         Binding("s", "stop_run", "Stop", tooltip="Ask the selected run to save a checkpoint and stop"),
+        Binding("a", "import_accelerate", "Import accelerate config", show=False,
+                tooltip="A new profile from accelerate's default config (what `accelerate config` wrote)"),
         Binding("tab", "focus_next", "Switch pane", show=False),
     ]
 
@@ -64,6 +66,7 @@ class HomeScreen(Screen):
     def on_mount(self) -> None:
         self._ready = True
         self.call_after_refresh(self.load_profiles)
+        self.call_after_refresh(self.offer_accelerate_config)
         self._ensure_columns()
         self.runs_polled(self.app.rows)
         self.query_one("#runs", DataTable).focus()
@@ -208,6 +211,27 @@ class HomeScreen(Screen):
 
     def action_new_profile(self) -> None:
         self.app.open_editor(None)
+
+    @work(thread=True, exclusive=True, group="accelerate-config", exit_on_error=False)
+    def offer_accelerate_config(self) -> None:
+        """Users of `accelerate config` have a default config: say once that it can come in."""
+        from tuitrain.launch.accelerate_yaml import default_config_path
+
+        path = default_config_path()
+        if path.is_file():
+            self.app.call_from_thread(
+                self.notify, f"accelerate's default config is at {path}: press a to make a profile from it",
+                title="accelerate config found", timeout=10)
+
+    def action_import_accelerate(self) -> None:
+        from tuitrain.launch.accelerate_yaml import default_config_path
+
+        path = default_config_path()
+        if not path.is_file():
+            self.notify(f"accelerate has no default config here ({path}); `accelerate config` writes one",
+                        severity="warning")
+            return
+        self.app.open_editor(None, accelerate_config=path)
 
     def action_edit_profile(self) -> None:
         entry = self.selected_profile()
