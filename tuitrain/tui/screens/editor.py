@@ -127,6 +127,7 @@ class EditorScreen(Screen):
         self.path = Path(path) if path else None
         self.accelerate_config = Path(accelerate_config) if accelerate_config else None
         self.imported_notes: list[str] = []
+        self._checks = 0
         self.template: Path | None = None
         if self.path is not None and self.path.resolve().parent == BUILTIN_DIR.resolve():
             self.template, self.path = self.path, None  # built-in profiles are templates: saving asks for a file
@@ -380,14 +381,19 @@ class EditorScreen(Screen):
         self._modified()
 
     # ------------------------------------------------------------------------------ checking
-    @work(thread=True, exclusive=True, group="editor-check", exit_on_error=False)
     def revalidate(self) -> None:
+        """Check the form and plan it again, in a worker, on a copy taken now. Thread workers are
+        not stopped by a newer one, so each check is numbered and only the latest one is shown."""
+        self._checks += 1
+        self._check(copy.deepcopy(self.data), self._checks)
+
+    @work(thread=True, group="editor-check", exit_on_error=False)
+    def _check(self, data: dict[str, Any], number: int) -> None:
         import yaml
 
         from tuitrain.profile import Profile, validate_profile
         from tuitrain.runs.relaunch import plan_profile
 
-        data = copy.deepcopy(self.data)
         label = str(self.path) if self.path else "<new profile>"
         base = self.path.resolve().parent if self.path else self.app.cwd
         problems = validate_profile(data, label, base)
@@ -415,9 +421,11 @@ class EditorScreen(Screen):
                 if plan.notes:
                     plan_text.append("\nnotes\n", style="bold")
                     plan_text.append("\n".join(plan.notes), style="dim")
-        self.app.call_from_thread(self._checked, problems, plan_text, command)
+        self.app.call_from_thread(self._checked, problems, plan_text, command, number)
 
-    def _checked(self, problems: list[Any], plan_text: Text, command: str) -> None:
+    def _checked(self, problems: list[Any], plan_text: Text, command: str, number: int) -> None:
+        if number != self._checks:
+            return  # a later edit's check is on its way
         self.problems = problems
         self.command = command
         self._apply_problems()

@@ -36,6 +36,7 @@ class LaunchScreen(ModalScreen[None]):
         self.path = Path(path)
         self.initial = " ".join(shlex.quote(o) for o in overrides)
         self.busy = False
+        self._previews = 0
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -70,23 +71,31 @@ class LaunchScreen(ModalScreen[None]):
     def _changed(self, event: Input.Changed) -> None:
         self.preview(event.value)
 
-    @work(thread=True, exclusive=True, group="plan", exit_on_error=False)
     def preview(self, _value: str) -> None:
+        """Plan again in a worker; thread workers are not stopped by newer ones, so only the
+        latest plan is shown."""
+        self._previews += 1
+        self._plan(self.overrides(), self._previews)
+
+    @work(thread=True, group="plan", exit_on_error=False)
+    def _plan(self, overrides: list[str], number: int) -> None:
         from tuitrain.profile import ProfileError, load_profile
         from tuitrain.runs.relaunch import plan_profile
 
         try:
-            profile = load_profile(self.path, self.overrides())
+            profile = load_profile(self.path, overrides)
             plan = plan_profile(profile, self.app.runs_root / "<new-run>", self.app.hardware)
         except ProfileError as exc:
-            self.app.call_from_thread(self._show, "", [str(p) for p in exc.problems])
+            self.app.call_from_thread(self._show, "", [str(p) for p in exc.problems], number)
             return
         text = (f"{plan.accelerator} · {plan.num_processes} process(es) · {plan.num_machines} machine(s)\n"
                 f"{plan.command_line()}")
         notes = [str(p) for p in profile.notes] + [str(p) for p in plan.problems]
-        self.app.call_from_thread(self._show, text, notes)
+        self.app.call_from_thread(self._show, text, notes, number)
 
-    def _show(self, plan: str, problems: list[str]) -> None:
+    def _show(self, plan: str, problems: list[str], number: int) -> None:
+        if number != self._previews:
+            return
         self.query_one("#plan", Static).update(plan)
         self.query_one("#problems", Static).update("\n".join(problems))
 
