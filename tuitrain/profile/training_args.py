@@ -10,7 +10,6 @@ Also here: the data-driven table of renamed / retired [training] keys (`MIGRATIO
 from __future__ import annotations
 
 import functools
-import importlib.metadata
 import json
 import os
 import subprocess
@@ -153,7 +152,19 @@ def cache_dir() -> Path:
 
 
 def transformers_version() -> str | None:
-    """The installed transformers version, without importing it."""
+    """The installed transformers version, without importing it: the version in the name of the
+    first transformers-*.dist-info folder on sys.path (where the import would come from), else
+    importlib.metadata (which costs ~20 ms to import: a third of `tuitrain plan`'s own time)."""
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for name in names:
+            if name.startswith("transformers-") and name.endswith(".dist-info"):
+                return name[len("transformers-"):-len(".dist-info")]
+    import importlib.metadata
+
     try:
         return importlib.metadata.version("transformers")
     except importlib.metadata.PackageNotFoundError:
