@@ -11,7 +11,7 @@ from typing import Any
 
 from tuitrain.engine.data import DataError
 from tuitrain.engine.rank_io import write_rank_record
-from tuitrain.runs.atomic import read_json, write_json_atomic
+from tuitrain.atomic import read_json, write_json_atomic
 from tuitrain.runs.layout import RunPaths
 
 EXIT_USER_ERROR = 3

@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from tuitrain.runs.atomic import write_json_atomic
+from tuitrain.atomic import write_json_atomic
 from tuitrain.runs.layout import RunPaths
 
 

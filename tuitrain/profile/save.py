@@ -7,11 +7,12 @@ import datetime as _dt
 import os
 import shutil
 import stat
-import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
 import tomli_w
+
+from tuitrain.atomic import write_text_atomic
 
 from .problems import Problem, ProfileError
 
@@ -118,17 +119,8 @@ def save_profile(data: dict[str, Any], path: Path) -> list[Problem]:
                                     f"the previous file, comments included, is at {bak}",
                                     severity="warning"))
 
-    tmp_name: str | None = None
     try:
-        with tempfile.NamedTemporaryFile("wb", dir=folder, prefix=f".{target.name}.", suffix=".tmp",
-                                         delete=False) as tmp:
-            tmp_name = tmp.name
-            tmp.write(text.encode("utf-8"))
-            tmp.flush()
-            os.fsync(tmp.fileno())
-        os.chmod(tmp_name, mode)
-        os.replace(tmp_name, target)
-        tmp_name = None
+        write_text_atomic(target, text, mode)
     except OSError as exc:
         if isinstance(exc, PermissionError):
             message = f"cannot write in the folder {folder}: permission denied"
@@ -137,12 +129,6 @@ def save_profile(data: dict[str, Any], path: Path) -> list[Problem]:
         else:
             message = f"cannot save: {exc.strerror or exc}"
         raise _fail(label, message) from None
-    finally:
-        if tmp_name is not None:
-            try:
-                os.unlink(tmp_name)
-            except OSError:
-                pass
     try:  # make the rename itself durable
         dir_fd = os.open(folder, os.O_RDONLY)
         try:

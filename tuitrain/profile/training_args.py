@@ -14,10 +14,11 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from tuitrain.atomic import write_text_atomic
 
 # Printed as JSON by a child interpreter: {"version": str, "fields": {name: {...}}}.
 _INTROSPECT = r'''
@@ -196,23 +197,6 @@ def introspect_training_args(python: str | None = None, timeout: float = 120.0) 
     return table
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
 
 def _specs_from_table(table: dict[str, Any]) -> dict[str, FieldSpec]:
     specs: dict[str, FieldSpec] = {}
@@ -255,7 +239,8 @@ def _cached_fields(version: str | None) -> dict[str, FieldSpec] | None:
         if table is None:
             return None
         try:
-            _write_atomic(path, json.dumps(table, indent=1, sort_keys=True))
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_text_atomic(path, json.dumps(table, indent=1, sort_keys=True), mode=0o644)
         except OSError:
             pass  # a read-only cache folder only costs the next process a few seconds
     try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tuitrain.runs.atomic import read_json
+from tuitrain.atomic import read_json
 from tuitrain.runs.layout import RunPaths
 
 

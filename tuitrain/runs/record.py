@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from tuitrain.runs.atomic import read_json, write_json_atomic
+from tuitrain.atomic import read_json, write_json_atomic
 from tuitrain.runs.layout import RunPaths
 
 STATUS_ORDER = ("planned", "starting", "running", "stopping", "finished", "stopped", "failed")

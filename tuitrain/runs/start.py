@@ -16,7 +16,7 @@ import yaml
 
 from tuitrain.launch import LaunchPlan
 from tuitrain.profile import Profile
-from tuitrain.runs.atomic import write_text_atomic
+from tuitrain.atomic import write_text_atomic
 from tuitrain.runs.checkpoints import list_checkpoints
 from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.record import new_record, write_record

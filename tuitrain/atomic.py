@@ -9,13 +9,17 @@ from pathlib import Path
 from typing import Any
 
 
-def write_text_atomic(path: Path, text: str) -> None:
+def write_text_atomic(path: Path, text: str, mode: int | None = None) -> None:
+    """Write `text` to a temporary file beside `path`, fsync it, then rename it over `path`.
+    `mode`: the file's permissions (None: mkstemp's 0600)."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         try:
