@@ -36,3 +36,18 @@ def size(num_bytes: int) -> str:
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{value:.1f} GiB"
+
+
+def gib(num_bytes: Any, digits: int = 1, unit: bool = False) -> str:
+    """Bytes in GiB ("46.2", or "46.2 GiB" with `unit`); "N/A" when unknown (None, or the
+    hardware layer's NA)."""
+    if not isinstance(num_bytes, (int, float)):
+        return "N/A"
+    return f"{num_bytes / 2**30:.{digits}f}" + (" GiB" if unit else "")
+
+
+def percent(value: Any, width: int = 0) -> str:
+    """"97%", right-aligned in `width` digits; "N/A" when unknown."""
+    if not isinstance(value, (int, float)):
+        return "N/A".rjust(width + 1)
+    return f"{value:>{width}.0f}%" if width else f"{value:.0f}%"

@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 from tuitrain.cli.output import print_json, table
+from tuitrain.humanize import gib, percent
 from tuitrain.hardware.devices import GpuInfo, discover
 from tuitrain.hardware.host import HostInfo, ProcessMeter, host_info
 from tuitrain.hardware.mapping import FASTEST_FIRST, PCI_BUS_ID, cuda_ordinals, pci_order
@@ -28,25 +29,13 @@ from tuitrain.hardware.sampler import Sampler, Snapshot
 WATCH_INTERVAL = 1.0
 
 
-def _gib(num_bytes: Any, digits: int = 1) -> str:
-    return f"{num_bytes / 2**30:.{digits}f}" if num_bytes is not NA else "N/A"
-
-
-def _gib_unit(num_bytes: Any) -> str:
-    return f"{num_bytes / 2**30:.1f} GiB" if num_bytes is not NA else "N/A"
-
-
-def _percent(value: Any) -> str:
-    return f"{value:.0f}%" if value is not NA else "N/A"
-
-
 def host_line(host: HostInfo, mps: bool) -> str:
     cpu = f"{host.cpu_count} CPU core(s)"
     if host.cpu_percent is not NA:
         cpu += f", {host.cpu_percent:.0f}% busy"
     if host.load_average is not NA:
         cpu += ", load " + " ".join(f"{x:.2f}" for x in host.load_average)
-    line = f"host: {cpu}; RAM {_gib(host.memory_used)} / {_gib(host.memory_total)} GiB used"
+    line = f"host: {cpu}; RAM {gib(host.memory_used)} / {gib(host.memory_total)} GiB used"
     return line + ("; Apple MPS available" if mps else "")
 
 
@@ -60,7 +49,7 @@ def gpu_rows(gpus: tuple[GpuInfo, ...]) -> list[list[str]]:
         rows.append([
             str(gpu.index), f"cuda:{cuda[PCI_BUS_ID]}", f"cuda:{cuda[FASTEST_FIRST]}", f"{gpu.name}{mig}" + (" LOST" if gpu.lost else ""),
             str(gpu.pci_bus_id), str(gpu.compute_capability_text),
-            f"{_gib(gpu.memory_used)} / {_gib(gpu.memory_total)} GiB", _percent(gpu.utilization),
+            f"{gib(gpu.memory_used)} / {gib(gpu.memory_total)} GiB", percent(gpu.utilization),
             f"{gpu.temperature}°C" if gpu.temperature is not NA else "N/A", power, str(gpu.uuid),
         ])
     return rows
@@ -74,9 +63,9 @@ def process_rows(gpus: tuple[GpuInfo, ...]) -> list[list[str]]:
     for gpu in pci_order(gpus):
         for proc in sorted(gpu.processes, key=lambda p: p.pid):
             rows.append([str(gpu.index), str(proc.pid), str(proc.user), str(proc.command),
-                         _gib_unit(proc.used_memory), proc.kind, proc.owner.describe() if proc.owner else "-"])
+                         gib(proc.used_memory, unit=True), proc.kind, proc.owner.describe() if proc.owner else "-"])
         for mig in gpu.mig_devices:
-            rows.append([str(gpu.index), "-", "-", f"MIG {mig.name}", _gib_unit(mig.memory_total), "instance", str(mig.uuid)])
+            rows.append([str(gpu.index), "-", "-", f"MIG {mig.name}", gib(mig.memory_total, unit=True), "instance", str(mig.uuid)])
     return rows
 
 
@@ -98,7 +87,7 @@ def render(snapshot: Snapshot, mps: bool) -> str:
     if snapshot.ranks:
         lines.append("")
         for usage in snapshot.ranks:
-            lines.append(f"{usage.describe()}; CPU {_percent(usage.cpu_percent)}, RSS {_gib_unit(usage.rss)}")
+            lines.append(f"{usage.describe()}; CPU {percent(usage.cpu_percent)}, RSS {gib(usage.rss, unit=True)}")
     lines.append(host_line(snapshot.host, mps))
     if discovery.gpus:
         lines.append("* FASTEST_FIRST is CUDA's default; its order is our prediction (CUDA does not document the "

@@ -70,12 +70,14 @@ def hardware_from(discovery: Discovery, mps: bool = False, host: HostInfo | None
                     driver_version=discovery.driver_version, host=host, user=user, cpu_bf16=cpu_bf16)
 
 
-def detect_hardware(nvml: Any = None, probe_mps: bool = False, environ: Mapping[str, str] | None = None) -> Hardware:
+def detect_hardware(nvml: Any = None, probe_mps: bool = False, environ: Mapping[str, str] | None = None,
+                    discovery: Discovery | None = None) -> Hardware:
     """Look at this machine. `nvml`: the NVML library (default: $TUITRAIN_NVML_TABLE's recorded
     table if set, else pynvml). `probe_mps`: ask torch in a child process (cached) instead of
-    trusting the platform check alone."""
-    if nvml is None:
-        nvml = library_from_env(os.environ if environ is None else environ)
-    discovery = discover(nvml)
+    trusting the platform check alone. `discovery`: GPUs already read (a sampler's), not read again."""
+    if discovery is None:
+        if nvml is None:
+            nvml = library_from_env(os.environ if environ is None else environ)
+        discovery = discover(nvml)
     mps = mps_available(probe=probe_mps)
     return hardware_from(discovery, mps=mps, host=host_info(), user=current_user(), cpu_bf16=cpu_has_bf16())

@@ -8,6 +8,7 @@ each with a message a person can act on.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -29,8 +30,7 @@ def planner(settings: dict[str, Any], file: str, hardware: Hardware | None = Non
 
     def plan(run_dir: Path) -> LaunchPlan:
         planned = plan_launch(settings, hardware, Path(run_dir), file=file)
-        planned.notes[:0] = notes
-        return planned
+        return dataclasses.replace(planned, notes=[*notes, *planned.notes]) if notes else planned
 
     return plan
 

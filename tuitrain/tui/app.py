@@ -135,11 +135,11 @@ class TuitrainApp(App[int]):
         from tuitrain.hardware.sampler import Sampler
         from tuitrain.tui.widgets.gpu_panel import strip_line
 
-        if self.hardware is None:
-            self.hardware = detect_hardware()
         with Sampler(library_from_env(os.environ), runs_root=self.runs_root) as sampler:
             while True:
                 view = sampler.view()
+                if self.hardware is None:  # the sampler has read the GPUs: no second NVML session for them
+                    self.hardware = detect_hardware(discovery=view.snapshot.discovery)
                 self.post_message(HardwareSampled(strip_line(view), view))
                 if not wait_or_cancel(self.hardware_interval):
                     return

@@ -215,21 +215,21 @@ class HomeScreen(Screen):
     @work(thread=True, exclusive=True, group="accelerate-config", exit_on_error=False)
     def offer_accelerate_config(self) -> None:
         """Users of `accelerate config` have a default config: say once that it can come in."""
-        from tuitrain.launch.accelerate_yaml import default_config_path
+        from tuitrain.launch.accelerate_yaml import existing_default_config
 
-        path = default_config_path()
-        if path.is_file():
+        path = existing_default_config()
+        if path is not None:
             self.app.call_from_thread(
                 self.notify, f"accelerate's default config is at {path}: press a to make a profile from it",
                 title="accelerate config found", timeout=10)
 
     def action_import_accelerate(self) -> None:
-        from tuitrain.launch.accelerate_yaml import default_config_path
+        from tuitrain.launch.accelerate_yaml import default_config_path, existing_default_config
 
-        path = default_config_path()
-        if not path.is_file():
-            self.notify(f"accelerate has no default config here ({path}); `accelerate config` writes one",
-                        severity="warning")
+        path = existing_default_config()
+        if path is None:
+            self.notify(f"accelerate has no default config here ({default_config_path()}); "
+                        "`accelerate config` writes one", severity="warning")
             return
         self.app.open_editor(None, accelerate_config=path)
 

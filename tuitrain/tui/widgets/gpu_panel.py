@@ -12,7 +12,7 @@ from tuitrain.hardware.devices import GpuInfo
 from tuitrain.hardware.mapping import visible_gpus
 from tuitrain.hardware.na import NA
 from tuitrain.hardware.sampler import SampledView
-from tuitrain.humanize import size
+from tuitrain.humanize import gib, percent, size
 from tuitrain.tui.format import bar
 
 SPARKS = "▁▂▃▄▅▆▇█"
@@ -31,33 +31,25 @@ def spark(values: Iterable[Any], top: float, width: int = HISTORY_CELLS) -> str:
     return "".join(cells).rjust(width)
 
 
-def _gib(num_bytes: Any) -> str:
-    return f"{num_bytes / 2**30:.1f}" if num_bytes is not NA and num_bytes is not None else "N/A"
-
-
-def _percent(value: Any) -> str:
-    return f"{value:3.0f}%" if value is not NA and value is not None else " N/A"
-
-
 def strip_line(view: SampledView) -> str:
     """'CPU  12% ▕██···▏ 2 cores · RAM 3.1 GiB/23.4 GiB · GPU0 12.1/80.0 GiB 45% · …'."""
     host = view.snapshot.host
     cpu = host.cpu_percent
-    parts = [f"CPU {_percent(cpu)} {bar(cpu / 100 if cpu is not NA else None, 5)} {host.cpu_count} cores"]
+    parts = [f"CPU {percent(cpu, 3)} {bar(cpu / 100 if cpu is not NA else None, 5)} {host.cpu_count} cores"]
     if host.memory_total is not NA:
         parts.append(f"RAM {size(host.memory_used)}/{size(host.memory_total)}")
     gpus = view.snapshot.gpus
     if not gpus:
         parts.append(view.snapshot.discovery.status_line)
     elif len(gpus) <= 3:
-        parts += [f"GPU{g.index} {_gib(g.memory_used)}/{_gib(g.memory_total)} GiB{_percent(g.utilization)}"
+        parts += [f"GPU{g.index} {gib(g.memory_used)}/{gib(g.memory_total)} GiB{percent(g.utilization, 3)}"
                   for g in gpus]
     else:
         used = sum(g.memory_used for g in gpus if g.memory_used is not NA)
         total = sum(g.memory_total for g in gpus if g.memory_total is not NA)
         busiest = max(gpus, key=lambda g: g.utilization if g.utilization is not NA else -1)
-        parts.append(f"{len(gpus)} GPUs {_gib(used)}/{_gib(total)} GiB in use, busiest GPU{busiest.index}"
-                     f"{_percent(busiest.utilization)}")
+        parts.append(f"{len(gpus)} GPUs {gib(used)}/{gib(total)} GiB in use, busiest GPU{busiest.index}"
+                     f"{percent(busiest.utilization, 3)}")
     return " · ".join(parts)
 
 
@@ -95,29 +87,29 @@ def run_panel(view: SampledView | None, record: Mapping[str, Any], run_id: str, 
         if gpu.lost:
             out.append("  LOST (fell off the bus)", style="bold red")
         out.append("\n")
-        out.append(f"  util   {_percent(gpu.utilization):>15} ")
+        out.append(f"  util   {percent(gpu.utilization, 3):>15} ")
         out.append(spark((p.utilization for p in history), 100), style="green")
-        out.append(f"\n  memory {_gib(gpu.memory_used):>5}/{_gib(gpu.memory_total):>5} GiB ")
+        out.append(f"\n  memory {gib(gpu.memory_used):>5}/{gib(gpu.memory_total):>5} GiB ")
         out.append(spark((p.memory_used for p in history), gpu.memory_total or 0), style="cyan")
         out.append("\n")
         for proc in sorted(gpu.processes, key=lambda p: p.pid):
             mine = proc.owner is not None and proc.owner.run_id == run_id
             who = proc.owner.describe() if proc.owner else f"pid {proc.pid} ({proc.user})"
-            out.append(f"    {who}: {_gib(proc.used_memory)} GiB\n", style="" if mine else "dim")
+            out.append(f"    {who}: {gib(proc.used_memory)} GiB\n", style="" if mine else "dim")
     ranks = [r for r in snapshot.ranks if r.owner.run_id == run_id]
     if ranks:
         out.append("\nranks\n", style="bold")
         for usage in ranks:
             history = view.rank_history.get((run_id, int(usage.owner.rank or 0)), ())
             cores = 100.0 * max(1, snapshot.host.cpu_count)
-            out.append(f"  rank {usage.owner.rank}  pid {usage.pid}  CPU {_percent(usage.cpu_percent)} ")
+            out.append(f"  rank {usage.owner.rank}  pid {usage.pid}  CPU {percent(usage.cpu_percent, 3)} ")
             out.append(spark((p.cpu_percent for p in history), cores), style="green")
             out.append(f"   RSS {size(usage.rss) if usage.rss is not NA else 'N/A'}\n")
     elif live:
         out.append("\nranks: not seen yet\n", style="dim")
     host = snapshot.host
     out.append("\nhost  ", style="bold")
-    out.append(f"{host.cpu_count} cores, {_percent(host.cpu_percent).strip()} busy ")
+    out.append(f"{host.cpu_count} cores, {percent(host.cpu_percent, 3).strip()} busy ")
     out.append(spark((p.cpu_percent for p in view.host_history), 100), style="green")
     if host.memory_total is not NA:
         out.append(f"   RAM {size(host.memory_used)}/{size(host.memory_total)}")
