@@ -192,3 +192,32 @@ def test_cpu_bf16_flag(tmp_path):
     cpuinfo.write_text("processor : 0\nflags : fpu sse\n")
     assert cpu_has_bf16(cpuinfo) is False
     assert cpu_has_bf16(tmp_path / "missing") is NA
+
+
+# ---------------------------------------------------------------------------- the host without psutil
+
+
+def test_host_memory_is_read_from_meminfo_as_psutil_counts_it(tmp_path: Path) -> None:
+    from tuitrain.hardware.host import memory_total_used
+
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:       16000000 kB\nMemFree:  1000 kB\nMemAvailable:   12000000 kB\n")
+    assert memory_total_used(meminfo) == (16000000 * 1024, 4000000 * 1024)
+
+
+def test_host_memory_without_meminfo_asks_psutil(tmp_path: Path) -> None:
+    import psutil
+
+    from tuitrain.hardware.host import memory_total_used
+
+    total, used = memory_total_used(tmp_path / "missing")
+    assert total == psutil.virtual_memory().total and 0 < used <= total
+
+
+def test_no_driver_library_means_driver_not_found_without_pynvml(monkeypatch) -> None:
+    import tuitrain.hardware.nvml as nvml
+
+    monkeypatch.setattr(nvml, "default_library", lambda: (_ for _ in ()).throw(AssertionError("pynvml loaded")))
+    monkeypatch.setattr(nvml, "driver_library_loadable", lambda: False)
+    with NvmlSession.open() as session:
+        assert (session.available, session.reason) == (False, "driver not found")

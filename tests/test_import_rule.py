@@ -36,3 +36,30 @@ def test_cli_commands_load_without_the_ml_stack(tmp_path):
     )
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, cwd=tmp_path, check=True)
     assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout + out.stderr
+
+
+def test_plan_loads_no_yaml_psutil_nor_pynvml_without_a_driver(tmp_path):
+    """What keeps `tuitrain plan` under its 0.3 s figure: the accelerate YAML is written by
+    tuitrain.yaml_text, the host is read from /proc, and without libnvidia-ml pynvml stays unloaded."""
+    import ctypes
+
+    try:
+        ctypes.CDLL("libnvidia-ml.so.1")
+    except OSError:
+        pass
+    else:
+        import pytest
+
+        pytest.skip("this machine has an NVIDIA driver: plan rightly loads pynvml")
+    fixture = Path(__file__).parent / "fixtures" / "accelerate" / "fsdp.toml"
+    code = (
+        "import sys, contextlib, io\n"
+        "from tuitrain.cli import main\n"
+        "for argv in (['plan', 'demo'], ['plan', sys.argv[2]]):\n"
+        "    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
+        "        main(argv + ['--runs-dir', sys.argv[1]])\n"
+        "print(sorted({'yaml', 'psutil', 'pynvml', 'importlib.metadata'} & set(sys.modules)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path), str(fixture)], capture_output=True, text=True,
+                         cwd=tmp_path, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout + out.stderr

@@ -22,10 +22,10 @@ from tuitrain.launch.accelerate_yaml import (
     TOP_DEFAULTS,
     canonical_config,
     default_config_path,
-    dump_yaml,
     import_accelerate_config,
 )
 from tuitrain.launch.plan import export_accelerate_config
+from tuitrain.yaml_text import dump as dump_yaml
 from tuitrain.profile import builtin_profile_path, load_profile, profile_with_defaults, validate_profile
 
 FIXTURES = Path(__file__).parent / "fixtures" / "accelerate"

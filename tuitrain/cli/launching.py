@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import yaml
 
 from tuitrain.cli.errors import CliError
 from tuitrain.cli.output import print_json
@@ -12,6 +11,7 @@ from tuitrain.launch import LaunchPlan
 from tuitrain.profile import Profile, ProfileError, load_profile, resolve_profile_path
 from tuitrain.runs.catalog import find_run
 from tuitrain.runs.relaunch import ResumeError, launch, plan_profile, resume
+from tuitrain.yaml_text import dump as dump_yaml
 
 
 def _print_notes(profile: Profile) -> None:
@@ -70,7 +70,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         for key, value in sorted(plan.env.items()):
             print(f"  {key}={value}")
         print("\naccelerate config (accelerate.yaml):")
-        print("  " + yaml.safe_dump(plan.accelerate_config, sort_keys=True).rstrip().replace("\n", "\n  "))
+        print("  " + dump_yaml(plan.accelerate_config).rstrip().replace("\n", "\n  "))
         if plan.notes:
             print("\nnotes:")
             for note in plan.notes:

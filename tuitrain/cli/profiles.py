@@ -19,7 +19,8 @@ from typing import Any
 import tomli_w
 
 from tuitrain.cli.errors import CliError
-from tuitrain.launch.accelerate_yaml import default_config_path, dump_yaml, import_accelerate_config, read_config_file
+from tuitrain.launch.accelerate_yaml import default_config_path, import_accelerate_config, read_config_file
+from tuitrain.yaml_text import dump as dump_yaml
 from tuitrain.launch.plan import export_accelerate_config
 from tuitrain.profile import (
     Problem,

@@ -197,13 +197,14 @@ def no_identity(pid: int) -> tuple[Any, Any]:
 def discover(nvml: Any = None, identify: Identify | None = None) -> Discovery:
     """One full look at every GPU. `nvml`: the library (default pynvml; or a RecordedNvml).
 
-    `identify` gives a process's (user, command); default: psutil (host.ProcessMeter)."""
-    if identify is None:
-        from tuitrain.hardware.host import ProcessMeter
-
-        identify = ProcessMeter().identify
+    `identify` gives a process's (user, command); default: psutil (host.ProcessMeter), loaded
+    only when there are GPUs to look at."""
     with NvmlSession.open(nvml) as session:
-        return discover_in(session, identify)
+        if identify is None and session.available:
+            from tuitrain.hardware.host import ProcessMeter
+
+            identify = ProcessMeter().identify
+        return discover_in(session, identify or no_identity)
 
 
 def discover_in(session: NvmlSession, identify: Identify) -> Discovery:

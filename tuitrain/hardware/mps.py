@@ -25,11 +25,11 @@ def mps_by_platform(system: str, machine: str) -> bool:
 
 def _cache_file(python: str) -> Path | None:
     import hashlib
-    import importlib.metadata
 
-    try:
-        torch_version = importlib.metadata.version("torch")
-    except importlib.metadata.PackageNotFoundError:
+    from tuitrain.installed import distribution_version
+
+    torch_version = distribution_version("torch")
+    if torch_version is None:
         return None
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     tag = hashlib.sha1(python.encode()).hexdigest()[:10]

@@ -11,6 +11,7 @@ or a `tuitrain.hardware.recorded.RecordedNvml` (a recorded device table, for mac
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 from typing import Any, Callable
 
@@ -33,6 +34,21 @@ def default_library() -> Any:
     except ImportError:
         return None
     return pynvml
+
+
+def driver_library_loadable() -> bool:
+    """False when, on Linux, libnvidia-ml.so.1 cannot be loaded: pynvml would fail nvmlInit with
+    LIBRARY_NOT_FOUND for the same reason, and this answer costs no pynvml import (~15 ms of every
+    `tuitrain plan` on a machine without a driver). Elsewhere pynvml searches more places: True."""
+    if not sys.platform.startswith("linux"):
+        return True
+    import ctypes
+
+    try:
+        ctypes.CDLL("libnvidia-ml.so.1")  # the very name pynvml loads on Linux
+    except OSError:
+        return False
+    return True
 
 
 def error_class(lib: Any) -> type[BaseException]:
@@ -69,6 +85,8 @@ class NvmlSession:
     @classmethod
     def open(cls, lib: Any = None) -> "NvmlSession":
         """Start NVML through `lib` (default: pynvml). Never raises: no driver → unavailable."""
+        if lib is None and not driver_library_loadable():
+            return cls(None, False, _REASONS[12])
         lib = lib if lib is not None else default_library()
         if lib is None:
             return cls(None, False, "nvidia-ml-py is not installed")

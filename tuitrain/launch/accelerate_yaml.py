@@ -608,12 +608,3 @@ def read_config_file(path: Path) -> Any:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise ValueError(f"not YAML: {exc}") from None
-
-
-def dump_yaml(config: Mapping[str, Any], header: list[str] | None = None) -> str:
-    """The YAML text of a config (keys sorted, as accelerate writes them), with # comment lines."""
-    import yaml
-
-    text = yaml.safe_dump(dict(config), sort_keys=True, default_flow_style=False)
-    lines = [f"# {line}" if line else "#" for line in (header or [])]
-    return ("\n".join(lines) + "\n" if lines else "") + text

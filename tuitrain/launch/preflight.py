@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from tuitrain.installed import distribution_version
 from tuitrain.profile import Problem
 from tuitrain.profile.validate import low_rank_optimizer
 
@@ -79,12 +80,7 @@ def probe_machine(settings: Mapping[str, Any]) -> MachineFacts:
         busy.add(int(port))
     version: str | None = None
     if dist["strategy"] == "fsdp":  # named in the FSDP-on-CPU refusal
-        import importlib.metadata
-
-        try:
-            version = importlib.metadata.version("accelerate")
-        except importlib.metadata.PackageNotFoundError:
-            pass
+        version = distribution_version("accelerate")
     return MachineFacts(modules={m: module_found(m) for m in sorted(wanted)}, busy_ports=frozenset(busy),
                         accelerate_version=version)
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tuitrain.atomic import write_text_atomic
+from tuitrain.installed import distribution_version
 
 # Printed as JSON by a child interpreter: {"version": str, "fields": {name: {...}}}.
 _INTROSPECT = r'''
@@ -153,23 +154,7 @@ def cache_dir() -> Path:
 
 
 def transformers_version() -> str | None:
-    """The installed transformers version, without importing it: the version in the name of the
-    first transformers-*.dist-info folder on sys.path (where the import would come from), else
-    importlib.metadata (which costs ~20 ms to import: a third of `tuitrain plan`'s own time)."""
-    for entry in sys.path:
-        try:
-            names = os.listdir(entry or ".")
-        except OSError:
-            continue
-        for name in names:
-            if name.startswith("transformers-") and name.endswith(".dist-info"):
-                return name[len("transformers-"):-len(".dist-info")]
-    import importlib.metadata
-
-    try:
-        return importlib.metadata.version("transformers")
-    except importlib.metadata.PackageNotFoundError:
-        return None
+    return distribution_version("transformers")
 
 
 def cache_path(version: str) -> Path:

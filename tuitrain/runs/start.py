@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import tomli_w
-import yaml
 
 from tuitrain.launch import LaunchPlan
 from tuitrain.profile import Profile
@@ -20,6 +19,7 @@ from tuitrain.atomic import write_text_atomic
 from tuitrain.runs.checkpoints import list_checkpoints
 from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.record import new_record, write_record
+from tuitrain.yaml_text import dump as dump_yaml
 
 
 class StartError(Exception):
@@ -130,7 +130,7 @@ def start_run(
         paths.control.mkdir()
         base_dir = profile.path.parent if profile.path else cwd
         write_text_atomic(paths.profile, tomli_w.dumps(freeze_paths(profile.data, base_dir)))
-        write_text_atomic(paths.accelerate_config, yaml.safe_dump(plan.accelerate_config, sort_keys=True))
+        write_text_atomic(paths.accelerate_config, dump_yaml(plan.accelerate_config))
         record = new_record(
             paths.id,
             profile.name,

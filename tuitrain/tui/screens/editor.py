@@ -389,10 +389,9 @@ class EditorScreen(Screen):
 
     @work(thread=True, group="editor-check", exit_on_error=False)
     def _check(self, data: dict[str, Any], number: int) -> None:
-        import yaml
-
         from tuitrain.profile import Profile, validate_profile
         from tuitrain.runs.relaunch import plan_profile
+        from tuitrain.yaml_text import dump as dump_yaml
 
         label = str(self.path) if self.path else "<new profile>"
         base = self.path.resolve().parent if self.path else self.app.cwd
@@ -415,7 +414,7 @@ class EditorScreen(Screen):
                 plan_text.append("environment\n", style="bold")
                 plan_text.append("\n".join(f"{k}={v}" for k, v in sorted(plan.env.items())) + "\n\n")
                 plan_text.append("accelerate.yaml\n", style="bold")
-                plan_text.append(yaml.safe_dump(plan.accelerate_config, sort_keys=True))
+                plan_text.append(dump_yaml(plan.accelerate_config))
                 for problem in plan.problems:
                     problems.append(problem)
                 if plan.notes:
