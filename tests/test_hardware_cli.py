@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
@@ -119,7 +118,8 @@ def test_watch_refreshes_until_interrupted(tmp_path):
     assert [s["gpus"][1]["lost"] for s in samples] == [False, False, False, True, True]
     assert samples[3]["gpus"][1]["memory_used"] is None and samples[3]["gpus"][0]["memory_used"] == 20 * 2**30
     assert samples[0]["host"]["cpu_percent"] is None and samples[1]["host"]["cpu_percent"] is not None
-    assert 0.8 < samples[2]["time"] - samples[1]["time"] < 1.5
+    assert [s["time"] for s in samples] == sorted(s["time"] for s in samples)  # five distinct looks, in order
+    assert len({s["time"] for s in samples}) == 5
     assert "Traceback" not in err
 
 
@@ -135,11 +135,14 @@ def test_watch_text_mode(tmp_path):
     assert any("no NVIDIA GPU (NVML: driver not found)" in line for line in first)
 
 
-def test_gpus_is_quick(tmp_path):
-    """The figure (< 0.3 s) is measured by benchmarks/hardware_sampler.py; here a loose bound."""
-    start = time.perf_counter()
-    assert gpus(runs=tmp_path).returncode == 0
-    assert time.perf_counter() - start < 2.0
+def test_gpus_loads_none_of_the_ml_stack(tmp_path):
+    """Its speed (< 0.3 s) is measured by benchmarks/hardware_sampler.py; what keeps it quick is here."""
+    code = ("import sys, contextlib, io\nfrom tuitrain.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n    main(['gpus', '--runs-dir', sys.argv[1]])\n"
+            "print(sorted({'torch', 'transformers', 'datasets', 'evaluate', 'accelerate', 'textual'} & "
+            "{m.split('.')[0] for m in sys.modules}))\n")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout + done.stderr
 
 
 @pytest.mark.parametrize("name", sorted(p.stem for p in FIXTURES.glob("*.json")))

@@ -174,19 +174,56 @@ def test_owner_index_rereads_after_its_ttl(tmp_path, sleeper):
     assert OwnerIndex(None).get() == {}
 
 
-def test_run_loop_samples_at_the_interval_until_stopped():
+class FakeTime:
+    """A clock and a stop event in one: each wait moves the clock on instead of sleeping; each
+    sample takes `sample_cost[i]` seconds of it."""
+
+    def __init__(self, sample_cost: list[float]) -> None:
+        self.now = 100.0
+        self.waits: list[float] = []
+        self.sample_starts: list[float] = []
+        self.cost = sample_cost
+        self.stopped = False
+
+    def clock(self) -> float:
+        return self.now
+
+    def is_set(self) -> bool:
+        return self.stopped
+
+    def wait(self, seconds: float) -> bool:
+        self.waits.append(round(seconds, 6))
+        self.now += seconds
+        return self.stopped
+
+    def on_sample(self, _snapshot) -> None:
+        self.sample_starts.append(round(self.now - 100.0, 6))
+        self.now += self.cost[len(self.sample_starts) - 1]
+
+
+def test_run_loop_keeps_to_the_interval_without_drift():
+    fake = FakeTime([0.1, 0.3, 0.0, 0.0])
+    with Sampler(RecordedNvml(table("four_gpu_mixed")), history=50) as sampler:
+        sampler.run(1.0, fake, fake.on_sample, count=4, clock=fake.clock)
+        assert len(sampler.gpu_history[0]) == 4
+    assert fake.sample_starts == [0.0, 1.0, 2.0, 3.0]  # a slow sample shortens the next wait
+    assert fake.waits == [0.9, 0.7, 1.0]  # no wait after the last sample
+
+
+def test_run_loop_skips_ticks_it_fell_behind_on():
+    fake = FakeTime([2.5, 0.0, 0.0])
+    with Sampler(RecordedNvml(table("four_gpu_mixed"))) as sampler:
+        sampler.run(1.0, fake, fake.on_sample, count=3, clock=fake.clock)
+    assert fake.sample_starts == [0.0, 3.0, 4.0]  # ticks 1 and 2 are skipped, not crammed in
+
+
+def test_run_loop_stops_when_asked():
     seen = []
     stop = threading.Event()
-    with Sampler(RecordedNvml(table("four_gpu_mixed")), history=50) as sampler:
-        start = time.monotonic()
-        sampler.run(0.02, stop, seen.append, count=5)
-        elapsed = time.monotonic() - start
-    assert len(seen) == 5 and len(sampler.gpu_history[0]) == 5
-    assert 0.07 < elapsed < 1.0
+    stop.set()
     with Sampler(RecordedNvml(table("four_gpu_mixed"))) as sampler:
-        stop.set()
         sampler.run(0.02, stop, seen.append)
-    assert len(seen) == 5
+    assert seen == []
 
 
 def test_history_must_hold_a_sample():

@@ -195,19 +195,23 @@ class Sampler:
 
     # ------------------------------------------------------------------ a loop
     def run(self, interval: float, stop: threading.Event,
-            on_sample: Callable[[Snapshot], None] | None = None, count: int | None = None) -> None:
+            on_sample: Callable[[Snapshot], None] | None = None, count: int | None = None,
+            clock: Callable[[], float] = time.monotonic) -> None:
         """Sample every `interval` seconds (no drift) until `stop` is set or `count` samples."""
-        start = time.monotonic()
-        tick = 0
-        while not stop.is_set() and (count is None or tick < count):
+        start = clock()
+        tick = taken = 0
+        while not stop.is_set() and (count is None or taken < count):
             snapshot = self.sample()
+            taken += 1
             if on_sample is not None:
                 on_sample(snapshot)
+            if count is not None and taken >= count:
+                break
             tick += 1
-            delay = start + tick * interval - time.monotonic()
+            delay = start + tick * interval - clock()
             if delay < 0:  # fell behind (a slow NVML read): skip the missed ticks
                 tick += int(-delay // interval) + 1
-                delay = start + tick * interval - time.monotonic()
+                delay = start + tick * interval - clock()
             stop.wait(max(delay, 0.0))
 
     def close(self) -> None:
