@@ -86,7 +86,7 @@ def training_arguments(profile: dict[str, Any], output_dir: str, world_size: int
 
 
 def build_trainer(paths: RunPaths, record: dict[str, Any], profile: dict[str, Any], rank: int, world_size: int) -> Any:
-    from transformers import DataCollatorWithPadding, EarlyStoppingCallback, default_data_collator
+    from transformers import DataCollatorWithPadding, EarlyStoppingCallback, default_data_collator, set_seed
 
     from tuitrain.engine.callbacks import ControlCallback, EventsCallback
     from tuitrain.engine.data import check_columns, raw_splits, tokenize_for_causal_lm, tokenize_for_classification
@@ -117,6 +117,9 @@ def build_trainer(paths: RunPaths, record: dict[str, Any], profile: dict[str, An
         train_set = tokenize(train_raw, tokenizer, data_spec)
         eval_set = tokenize(eval_raw, tokenizer, data_spec) if eval_raw is not None else None
 
+    # Trainer seeds only in its __init__, after a from-scratch model has drawn its weights: seed
+    # here so two runs of one profile start from the same weights.
+    set_seed(profile["run"]["seed"])
     model = build_model(model_spec, tokenizer)
     events = EventLog(paths.events) if rank == 0 else None
     callbacks: list[Any] = [ControlCallback(paths, events, world_size)]
