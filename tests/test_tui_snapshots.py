@@ -1,13 +1,16 @@
 """Screenshots of every screen at 80×24 and 120×40, on fixed run directories (fixed timestamps,
-a frozen clock, UTC, a fixed hardware line) written under one fixed folder so paths never change.
+a frozen clock, UTC, a fixed hardware line) written under one fixed folder so paths never change
+(held under a file lock, so two suites on one machine take turns).
 
 Update after a deliberate change of the look: pytest tests/test_tui_snapshots.py --snapshot-update
 """
 
 from __future__ import annotations
 
+import fcntl
 import shutil
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -19,13 +22,20 @@ SIZES = [(80, 24), (120, 40)]
 
 
 @pytest.fixture
-def base() -> Path:
-    fixed_time()
-    shutil.rmtree(BASE, ignore_errors=True)
-    make_runs(BASE / "runs")
-    (BASE / "profiles").mkdir()
-    (BASE / "profiles" / "mine.toml").write_text(BAD_PROFILE)
-    return BASE
+def base() -> Iterator[Path]:
+    """The fixed folder, held under an exclusive lock: two suites running at once on one machine
+    take turns instead of deleting each other's runs."""
+    with open(f"{BASE}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            fixed_time()
+            shutil.rmtree(BASE, ignore_errors=True)
+            make_runs(BASE / "runs")
+            (BASE / "profiles").mkdir()
+            (BASE / "profiles" / "mine.toml").write_text(BAD_PROFILE)
+            yield BASE
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 async def ready(pilot) -> None:
