@@ -216,3 +216,66 @@ def test_early_stopping_needs_evaluation() -> None:
 
 def test_fp16_on_cpu() -> None:
     assert only(demo(hardware={"mixed_precision": "fp16"})).key == "hardware.mixed_precision"
+
+
+# ------------------------------------------------------------------ names from accelerate, torchrun, transformers
+
+@pytest.mark.parametrize("leaf, value, pointer", [
+    ("mixed_precision", "bf16", "hardware.mixed_precision"),
+    ("gpu_ids", "0,1", "hardware.gpus"),
+    ("use_cpu", True, 'hardware.accelerator = "cpu"'),
+    ("distributed_type", "MULTI_GPU", "distributed.strategy"),
+    ("fsdp_config", {"fsdp_sharding_strategy": "FULL_SHARD"}, "the [distributed.fsdp] table"),
+    ("deepspeed_config", {"zero_stage": 2}, "the [distributed.deepspeed] table"),
+    ("fsdp_sharding_strategy", "FULL_SHARD", "distributed.fsdp.sharding_strategy"),
+    ("zero_stage", 3, "distributed.deepspeed.zero_stage"),
+    ("nproc_per_node", 2, "distributed.num_processes"),
+    ("master_port", 29500, "distributed.main_process_port"),
+])
+def test_foreign_names_in_distributed_point_to_their_home(leaf: str, value: Any, pointer: str) -> None:
+    p = only(demo(distributed={leaf: value}))
+    assert p.key == f"distributed.{leaf}" and p.message == "unknown key in [distributed]"
+    assert (p.fix or "").startswith(f"did you mean {pointer}")
+
+
+def test_accelerate_names_in_hardware() -> None:
+    assert (only(demo(hardware={"gpu_ids": [0]})).fix or "").startswith("did you mean 'gpus'?")
+    assert 'accelerator = "cpu"' in (only(demo(hardware={"use_cpu": True})).fix or "")
+
+
+def fsdp(**table: Any) -> dict[str, Any]:
+    return demo(hardware={"accelerator": "cuda"}, distributed={"strategy": "fsdp", "fsdp": table})
+
+
+@pytest.mark.parametrize("leaf, value, fix", [
+    ("cpu_offload", True, "did you mean 'offload_params'?"),
+    ("fsdp_cpu_offload", True, "did you mean 'offload_params'?"),
+    ("fsdp_offload_params", True, "did you mean 'offload_params'?"),
+    ("backward_prefetch_policy", "backward_pre", "did you mean 'backward_prefetch'?"),
+    ("fsdp_backward_prefetch_policy", "backward_pre", "did you mean 'backward_prefetch'?"),
+    ("fsdp_reshard_after_forward", False, "did you mean 'sharding_strategy'?"),
+    ("fsdp_min_num_params", 1000, "did you mean 'min_num_params'?"),
+    ("limit_all_gathers", True, "tuitrain has no such setting"),
+    ("xla", True, "tuitrain has no such setting"),
+    ("xla_fsdp_grad_ckpt", True, "tuitrain has no such setting"),
+])
+def test_fsdp_aliases_point_to_the_key(leaf: str, value: Any, fix: str) -> None:
+    p = only(fsdp(**{leaf: value}))
+    assert p.key == f"distributed.fsdp.{leaf}" and (p.fix or "").startswith(fix)
+
+
+def test_transformers_fsdp_config_names_that_are_ours_are_accepted() -> None:
+    assert errors(fsdp(auto_wrap_policy="size", min_num_params=1000, backward_prefetch="backward_post",
+                       forward_prefetch=True, activation_checkpointing=True, cpu_ram_efficient_loading=True)) == []
+    assert errors(fsdp(transformer_layer_cls_to_wrap=["BertLayer"])) == []
+
+
+@pytest.mark.parametrize("leaf, value, fix", [
+    ("deepspeed_config_file", "ds.json", "did you mean 'config_file'?"),
+    ("zero3_init_flag", True, "did you mean 'zero3_init'?"),
+    ("bf16", {"enabled": True}, "did you mean hardware.mixed_precision?"),
+])
+def test_deepspeed_aliases_point_to_the_key(leaf: str, value: Any, fix: str) -> None:
+    data = demo(hardware={"accelerator": "cuda"}, distributed={"strategy": "deepspeed", "deepspeed": {leaf: value}})
+    p = only(data)
+    assert p.key == f"distributed.deepspeed.{leaf}" and (p.fix or "").startswith(fix)

@@ -275,3 +275,65 @@ def test_num_processes_defaults_to_one_per_selected_gpu(tmp_path: Path) -> None:
     kept = plan({"gpus": [2, 1]}, {"strategy": "ddp", "num_processes": 1})
     assert kept.num_processes == 1 and not any("per selected GPU" in n for n in kept.notes)
     assert plan({"gpus": [2, 1]}, {"strategy": "single", "num_processes": None}).num_processes == 1
+
+
+# ------------------------------------------------------------------ layer-wise optimizers and the default world
+
+def _four_gpus() -> Hardware:
+    from tuitrain.hardware.devices import discover, no_identity
+    from tuitrain.hardware.recorded import RecordedNvml, load_table
+
+    table = Path(__file__).parent / "fixtures" / "nvml" / "four_gpu_mixed.json"
+    return Hardware(gpus=discover(RecordedNvml(load_table(table)), no_identity).gpus, cpu_count=16)
+
+
+def _plan_as_tuitrain_plan(data: dict[str, Any], hardware: Hardware, run_dir: Path):
+    """What `tuitrain plan` does (runs/relaunch.py plan_profile), with galore_torch "installed"."""
+    from tuitrain.launch.preflight import MachineFacts
+    from tuitrain.runs.relaunch import launch_settings
+
+    settings, _notes = launch_settings(Profile(path=None, data=data), hardware)
+    return plan_launch(settings, hardware, run_dir, file="p.toml", machine=MachineFacts(modules={"galore_torch": True}))
+
+
+LAYERWISE = {"optim": "galore_adamw_layerwise", "optim_target_modules": "all-linear"}
+
+
+def test_layerwise_galore_is_refused_when_num_processes_defaults_to_the_gpus(tmp_path: Path) -> None:
+    data = demo(hardware={"accelerator": "cuda"}, training=LAYERWISE,
+                distributed={"strategy": "ddp", "num_processes": None})
+    assert validation(data) == []  # nothing in the file says more than one process ...
+    plan = _plan_as_tuitrain_plan(data, _four_gpus(), tmp_path / "run")
+    assert plan.num_processes == 4  # ... the planner's default (one per GPU) does
+    p = one(plan.problems, "training.optim")
+    assert "layer-wise" in p.message and "4 planned" in p.message
+    assert '"galore_adamw"' in p.fix and "distributed.num_processes = 1" in p.fix
+    data["distributed"]["num_processes"] = 1  # written: one process, no refusal
+    assert [q for q in _plan_as_tuitrain_plan(data, _four_gpus(), tmp_path / "run").problems
+            if q.key == "training.optim"] == []
+
+
+def test_layerwise_galore_with_num_processes_written_is_refused_once(tmp_path: Path) -> None:
+    """Written, validation refuses it, and `tuitrain plan` stops there (load_profile raises before
+    any plan): the plan-time check never adds a second report."""
+    from tuitrain.profile import ProfileError, load_profile
+    from tuitrain.profile.save import save_profile
+
+    data = demo(hardware={"accelerator": "cuda"}, training=LAYERWISE,
+                distributed={"strategy": "ddp", "num_processes": 4})
+    path = tmp_path / "p.toml"
+    save_profile(data, path)
+    with pytest.raises(ProfileError) as raised:
+        load_profile(path)
+    assert [p.key for p in raised.value.problems if p.key == "training.optim"] == ["training.optim"]
+    # the same rule, so the same words either way
+    assert one(validation(data), "training.optim") == one(_plan_as_tuitrain_plan(data, _four_gpus(), tmp_path).problems,
+                                                          "training.optim")
+
+
+def test_layerwise_galore_counts_machines_too() -> None:
+    data = demo(hardware={"accelerator": "cuda"}, training=LAYERWISE,
+                distributed={"strategy": "ddp", "num_processes": 1, "num_machines": 2, "main_process_ip": "10.0.0.1",
+                             "main_process_port": 29500})
+    p = one(validation(data), "training.optim")
+    assert "2 planned" in p.message and "distributed.num_machines = 1" in p.fix

@@ -17,7 +17,7 @@ from typing import Any, Mapping
 
 from tuitrain.installed import distribution_version
 from tuitrain.profile import Problem
-from tuitrain.profile.validate import low_rank_optimizer
+from tuitrain.profile.validate import layerwise_problem, low_rank_optimizer
 
 # strategy -> (module, pip name, what the install needs)
 STRATEGY_PACKAGES = {"deepspeed": ("deepspeed", "deepspeed", "it compiles CUDA ops at first use: a CUDA toolkit")}
@@ -122,6 +122,11 @@ def machine_problems(settings: Mapping[str, Any], accelerator: str, facts: Machi
         out.append(Problem(file, "training.optim", f"{training['optim']!r} needs the {found[1]} package, "
                            "which is not installed here",
                            f"install it: {pip} {found[1]}, or choose another training.optim"))
+    # Validation refuses this for the num_processes a profile writes, and such a profile is never
+    # planned (load_profile raises); here it is caught for an unset one the planner filled in.
+    layerwise = layerwise_problem(file, training.get("optim"), int(dist["num_processes"]), int(dist["num_machines"]))
+    if layerwise is not None:
+        out.append(layerwise)
 
     port = dist.get("main_process_port")
     if port is not None and int(port) in facts.busy_ports:

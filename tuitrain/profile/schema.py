@@ -114,6 +114,49 @@ DEEPSPEED_KEYS: dict[str, KeySpec] = {
     "zero3_save_16bit_model": KeySpec("bool", False, doc="stage 3: also save a gathered 16-bit model"),
 }
 
+# Names from accelerate's config file, torchrun or transformers' fsdp_config for settings a
+# profile spells otherwise: table -> name -> (where it lives, as the fix shows it; why). A None
+# home means tuitrain has no such setting.
+FOREIGN_KEYS: dict[str, dict[str, tuple[str | None, str]]] = {
+    "hardware": {
+        "gpu_ids": ("'gpus'", "accelerate's gpu_ids; e.g. gpus = [0, 1]"),
+        "use_cpu": ('accelerator = "cpu"', "accelerate's use_cpu"),
+    },
+    "distributed": {
+        "gpu_ids": ("hardware.gpus", "accelerate's gpu_ids; e.g. [hardware] gpus = [0, 1]"),
+        "use_cpu": ('hardware.accelerator = "cpu"', "accelerate's use_cpu"),
+        "distributed_type": ("distributed.strategy",
+                             'accelerate\'s distributed_type; strategy = "single", "ddp", "fsdp" or "deepspeed"'),
+        "fsdp_config": ("the [distributed.fsdp] table",
+                        'with distributed.strategy = "fsdp"; its keys drop the fsdp_ prefix'),
+        "deepspeed_config": ("the [distributed.deepspeed] table", 'with distributed.strategy = "deepspeed"'),
+        "nproc_per_node": ("distributed.num_processes", "torchrun's --nproc_per_node"),
+        "nnodes": ("distributed.num_machines", "torchrun's --nnodes"),
+        "node_rank": ("distributed.machine_rank", "torchrun's --node_rank"),
+        "master_addr": ("distributed.main_process_ip", "torchrun's --master_addr"),
+        "master_port": ("distributed.main_process_port", "torchrun's --master_port"),
+    },
+    "distributed.fsdp": {
+        "cpu_offload": ("'offload_params'", "the older accelerate / transformers name"),
+        "backward_prefetch_policy": ("'backward_prefetch'", "the name in the Trainer docs' FSDP example"),
+        "reshard_after_forward": ("'sharding_strategy'", 'FSDP2 reshards after forward with "full_shard", '
+                                  'not with "shard_grad_op"'),
+        "limit_all_gathers": (None, "accelerate launch has none either; FSDP runs with accelerate's default, true"),
+        **dict.fromkeys(("xla", "xla_fsdp_settings", "xla_fsdp_grad_ckpt", "xla_fsdp_v2"),
+                        (None, "PyTorch/XLA FSDP runs on TPUs, which tuitrain does not support")),
+    },
+    "distributed.deepspeed": {
+        "zero3_init_flag": ("'zero3_init'", "accelerate's name"),
+        "zero_optimization": ("'zero_stage'", "zero_optimization is a DeepSpeed JSON section; a whole JSON goes "
+                              "in a file named by config_file"),
+        "fp16": ("hardware.mixed_precision", 'e.g. [hardware] mixed_precision = "fp16"'),
+        "bf16": ("hardware.mixed_precision", 'e.g. [hardware] mixed_precision = "bf16"'),
+        "train_micro_batch_size_per_gpu": ("training.per_device_train_batch_size", "DeepSpeed's name"),
+    },
+}
+# The prefix accelerate puts on every key of a table that a profile writes without it.
+FOREIGN_PREFIXES: dict[str, str] = {"distributed.fsdp": "fsdp_", "distributed.deepspeed": "deepspeed_"}
+
 SCHEMA: dict[str, Section] = {
     "run": {
         "name": KeySpec("str", doc="run name (default: the profile file's stem)", example='name = "my-run"'),

@@ -16,6 +16,8 @@ from .schema import (
     DATA_FILE_FORMATS,
     DEEPSPEED_KEYS,
     DEEPSPEED_PLUGIN_KEYS,
+    FOREIGN_KEYS,
+    FOREIGN_PREFIXES,
     FSDP_KEYS,
     SCHEMA,
     KeySpec,
@@ -227,6 +229,32 @@ def _elsewhere(leaf: str, here: str, fields: Mapping[str, FieldSpec] | None) -> 
     return spots
 
 
+def _unprefixed(table: str, leaf: str) -> str:
+    strip = FOREIGN_PREFIXES.get(table, "")
+    return leaf[len(strip):] if strip and leaf.startswith(strip) else leaf
+
+
+def _foreign_fix(prefix: str, leaf: str, keys: Mapping[str, KeySpec | TableSpec]) -> str | None:
+    """The fix for a name from accelerate, torchrun or transformers that [prefix] spells
+    otherwise (or has no setting for); None when `leaf` is no such name."""
+    bare = _unprefixed(prefix, leaf)
+    known = FOREIGN_KEYS.get(prefix, {})
+    for name in (leaf, bare):
+        if name in known:
+            home, why = known[name]
+            return f"did you mean {home}? ({why})" if home else f"tuitrain has no such setting ({why}); remove it"
+    if bare != leaf and bare in keys:
+        strip = FOREIGN_PREFIXES[prefix]
+        return f"did you mean '{bare}'? ([{prefix}] takes accelerate's names without the {strip} prefix)"
+    for sub in FOREIGN_PREFIXES:  # a key of [distributed.fsdp] written flat in [distributed]
+        parent, _, name = sub.rpartition(".")
+        inner = _unprefixed(sub, leaf)
+        spec = keys.get(name)
+        if parent == prefix and isinstance(spec, TableSpec) and inner in spec.keys:
+            return f"did you mean {sub}.{inner}? (a key of the [{sub}] table)"
+    return None
+
+
 def _check_table(file: str, prefix: str, section: str, table: dict[str, Any],
                  keys: Mapping[str, KeySpec | TableSpec],
                  fields: Mapping[str, FieldSpec] | None) -> list[Problem]:
@@ -235,7 +263,7 @@ def _check_table(file: str, prefix: str, section: str, table: dict[str, Any],
         key = f"{prefix}.{leaf}"
         spec = keys.get(leaf)
         if spec is None:
-            hint = did_you_mean(leaf, keys)
+            hint = _foreign_fix(prefix, leaf, keys) or did_you_mean(leaf, keys)
             spots = _elsewhere(leaf, section, fields) if "." not in prefix else []
             if hint is None and spots:
                 hint = f"did you mean {' or '.join(spots)}?"
@@ -606,6 +634,21 @@ def low_rank_optimizer(optim: Any) -> tuple[str, str] | None:
     return None
 
 
+def layerwise_problem(file: str, optim: Any, processes: int, machines: int) -> Problem | None:
+    """The refusal of a layer-wise GaLore / APOLLO optimizer in a world of more than one process
+    (num_processes × num_machines), or None. Validation asks with the numbers the profile writes;
+    the plan (tuitrain/launch/preflight.py) with the ones it will launch."""
+    world = processes * machines
+    if low_rank_optimizer(optim) is None or not optim.endswith("_layerwise") or world <= 1:
+        return None
+    fix = f"use {toml_literal(optim[: -len('_layerwise')])} or set distributed.num_processes = 1"
+    return Problem(file, "training.optim",
+                   f"{toml_literal(optim)} is layer-wise, which does not run with several processes "
+                   f"({world} planned: num_processes × num_machines = {processes} × {machines}; "
+                   "transformers: \"Layer-wise ... does not support DDP\")",
+                   fix + (" and distributed.num_machines = 1" if machines > 1 else ""))
+
+
 def read_deepspeed_json(path: Path) -> tuple[dict[str, Any] | None, str | None]:
     """(config, None), or (None, why) for a file that exists but is no JSON object; (None, None)
     when there is no file (a path on another machine is not an error before launch)."""
@@ -639,7 +682,7 @@ def _rules_strategies(file: str, data: Mapping[str, Any], base_dir: Path | None,
     training = _table(data, "training")
     strategy = _get(dist, "strategy", "str", "single")
     accelerator = _get(hardware, "accelerator", "str", "auto")
-    processes = _get(dist, "num_processes", "int", 1) * _get(dist, "num_machines", "int", 1)
+    machines = _get(dist, "num_machines", "int", 1)
     mixed = _get(hardware, "mixed_precision", "str", "no")
 
     # The strategy's own table is checked key by key (the other one is only "ignored", above).
@@ -648,7 +691,6 @@ def _rules_strategies(file: str, data: Mapping[str, Any], base_dir: Path | None,
         if strategy == sub and isinstance(table, dict):
             out.extend(_check_table(file, f"distributed.{sub}", "distributed", table, keys, fields))
 
-    machines = _get(dist, "num_machines", "int", 1)
     if machines > 1 and "main_process_port" not in dist:
         out.append(Problem(file, "distributed.main_process_port",
                            f"not set with num_machines = {machines}: every machine must meet at one port "
@@ -676,11 +718,10 @@ def _rules_strategies(file: str, data: Mapping[str, Any], base_dir: Path | None,
             out.append(Problem(file, "training.optim_target_modules",
                                f"optim = {toml_literal(optim)} needs the modules to project",
                                'e.g. optim_target_modules = ["attn", "mlp"] (names or regexes), or "all-linear"'))
-        if optim.endswith("_layerwise") and processes > 1:
-            out.append(Problem(file, "training.optim",
-                               f"{toml_literal(optim)} is layer-wise, which does not run with several processes "
-                               f"({processes} planned; transformers: \"Layer-wise ... does not support DDP\")",
-                               f"use {toml_literal(optim[: -len('_layerwise')])} or set distributed.num_processes = 1"))
+        # only the processes written here; the plan asks again with an unset num_processes filled in
+        layerwise = layerwise_problem(file, optim, _get(dist, "num_processes", "int", 1), machines)
+        if layerwise is not None:
+            out.append(layerwise)
 
     if strategy == "fsdp":
         out.extend(_rules_fsdp(file, dist.get("fsdp") if isinstance(dist.get("fsdp"), dict) else {}, training))
