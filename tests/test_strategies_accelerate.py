@@ -137,6 +137,10 @@ GENERATED: dict[str, dict[str, Any]] = {
                                                            "offload_param_device": "cpu",
                                                            "gradient_accumulation_steps": 4,
                                                            "zero3_save_16bit_model": True}}},
+    "deepspeed-two-machines": {"hardware": {"accelerator": "cuda"},
+                               "distributed": {"strategy": "deepspeed", "num_processes": 8, "num_machines": 2,
+                                               "machine_rank": 0, "main_process_ip": "10.1.2.3",
+                                               "main_process_port": 29500, "deepspeed": {"zero_stage": 2}}},
     "deepspeed-json": {"hardware": {"accelerator": "cuda", "mixed_precision": "bf16"},
                        "distributed": {"strategy": "deepspeed", "num_processes": 2,
                                        "deepspeed": {"config_file": "/etc/ds_zero2.json"}}},
@@ -158,6 +162,28 @@ def test_every_generated_config_is_accepted_and_round_trips(name: str, tmp_path:
     assert back.errors == []
     again, _ = export_accelerate_config(settings_of(back.merge_into(data)))
     assert canonical_config(again) == canonical_config(config)
+
+
+def test_deepspeed_on_several_machines_is_started_by_torchrun_on_each_not_by_pdsh(tmp_path: Path) -> None:
+    """accelerate hands a multi-machine DeepSpeed launch to DeepSpeed's runner (pdsh over ssh from
+    machine 0) unless deepspeed_multinode_launcher is "standard"; tuitrain starts every machine."""
+    from accelerate.utils.launch import prepare_deepspeed_cmd_env
+
+    config, _ = export_accelerate_config(settings_of(demo(**copy.deepcopy(GENERATED["deepspeed-two-machines"]))))
+    assert config["deepspeed_config"]["deepspeed_multinode_launcher"] == "standard"
+    args = accelerate_accepts(write(tmp_path, config))
+    assert args.deepspeed_multinode_launcher == "standard"
+    args.deepspeed_fields_from_accelerate_config = ",".join(config["deepspeed_config"])  # as launch_command sets it
+    cmd, env = prepare_deepspeed_cmd_env(args)
+    assert cmd is None and env["ACCELERATE_USE_DEEPSPEED"] == "true"  # no runner command: torchrun's own launch
+    del config["deepspeed_config"]["deepspeed_multinode_launcher"]  # what a config without it would do
+    args = accelerate_accepts(write(tmp_path, config, "without.yaml"))
+    args.deepspeed_fields_from_accelerate_config = ",".join(config["deepspeed_config"])
+    cmd, _ = prepare_deepspeed_cmd_env(args)
+    assert cmd[0] == "deepspeed" and "pdsh" in cmd
+    one, _ = export_accelerate_config(settings_of(demo(hardware={"accelerator": "cuda"}, distributed={
+        "strategy": "deepspeed", "num_processes": 2})))
+    assert "deepspeed_multinode_launcher" not in one["deepspeed_config"]  # nothing to launch across machines
 
 
 def test_cpu_ranks_are_multi_gpu_with_every_gpu_hidden(tmp_path: Path) -> None:
@@ -265,3 +291,53 @@ def test_accelerate_launch_takes_our_fsdp_config_and_on_the_cpu_runs_ddp_instead
         assert report["FSDP_AUTO_WRAP_POLICY"] == "SIZE_BASED_WRAP"
         assert "error" not in report, report
         assert report["distributed_type"] == "DistributedType.MULTI_CPU" and report["fsdp_plugin"] is False
+
+
+# ------------------------------------------------------------------ import: bad values are named, never a traceback
+
+BAD_VALUES: dict[str, tuple[dict[str, Any], str]] = {
+    "clipping-text": ({"distributed_type": "DEEPSPEED", "deepspeed_config": {"gradient_clipping": "abc"}},
+                      "deepspeed_config.gradient_clipping"),
+    "clipping-list": ({"distributed_type": "DEEPSPEED", "deepspeed_config": {"gradient_clipping": [1]}},
+                      "deepspeed_config.gradient_clipping"),
+    "accumulation-text": ({"distributed_type": "DEEPSPEED", "deepspeed_config": {"gradient_accumulation_steps": "many"}},
+                          "deepspeed_config.gradient_accumulation_steps"),
+    "deepspeed-config-text": ({"distributed_type": "DEEPSPEED", "deepspeed_config": "foo"}, "deepspeed_config"),
+    "fsdp-config-list": ({"distributed_type": "FSDP", "fsdp_config": [1, 2]}, "fsdp_config"),
+    "machines-text": ({"distributed_type": "MULTI_GPU", "num_machines": "two"}, "num_machines"),
+    "machines-zero": ({"distributed_type": "MULTI_GPU", "num_machines": 0}, "num_machines"),
+    "state-dict-typo": ({"distributed_type": "FSDP", "fsdp_config": {"fsdp_state_dict_type": "SHARDED"}},
+                        "fsdp_config.fsdp_state_dict_type"),
+    "prefetch-typo": ({"distributed_type": "FSDP", "fsdp_config": {"fsdp_backward_prefetch": "BACKWARD_PREE"}},
+                      "fsdp_config.fsdp_backward_prefetch"),
+    "machine-rank-text": ({"distributed_type": "MULTI_GPU", "machine_rank": "x"}, "machine_rank"),
+    "port-text": ({"distributed_type": "MULTI_GPU", "main_process_port": "notaport"}, "main_process_port"),
+    "offload-maybe": ({"distributed_type": "FSDP", "fsdp_config": {"fsdp_offload_params": "maybe"}},
+                      "fsdp_config.fsdp_offload_params"),
+    "zero-stage-7": ({"distributed_type": "DEEPSPEED", "deepspeed_config": {"zero_stage": 7}},
+                     "deepspeed_config.zero_stage"),
+    "offload-disk": ({"distributed_type": "DEEPSPEED", "deepspeed_config": {"offload_optimizer_device": "disk"}},
+                     "deepspeed_config.offload_optimizer_device"),
+    "pdsh-launcher": ({"distributed_type": "DEEPSPEED", "num_machines": 2, "num_processes": 4,
+                       "main_process_ip": "10.0.0.1", "main_process_port": 29500,
+                       "deepspeed_config": {"deepspeed_multinode_launcher": "pdsh", "deepspeed_hostfile": "/h"}},
+                      "deepspeed_config.deepspeed_multinode_launcher"),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_VALUES))
+def test_a_bad_value_is_a_warning_naming_its_key_and_is_not_carried_over(name: str) -> None:
+    raw, key = BAD_VALUES[name]
+    result = import_accelerate_config({"compute_environment": "LOCAL_MACHINE", "num_processes": 2, **raw}, "bad.yaml")
+    warned = [p for p in result.problems if p.severity == "warning" and p.key == key]
+    assert warned, [str(p) for p in result.problems]
+    assert warned[0].fix  # and what to do about it
+    data = result.merge_into(copy.deepcopy(DEMO))
+    # whatever was carried over is a valid profile: the bad value was left out, not copied through
+    assert [str(p) for p in validate_profile(data, "p.toml", None) if p.is_error and
+            p.key.split(".")[0] in ("distributed", "hardware")] == []
+
+
+def test_gpu_ids_as_a_yaml_list_are_gpu_numbers() -> None:
+    result = import_accelerate_config({"distributed_type": "MULTI_GPU", "num_processes": 2, "gpu_ids": [0, 1]}, "x")
+    assert result.hardware["gpus"] == [0, 1]

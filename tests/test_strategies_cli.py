@@ -132,6 +132,85 @@ def test_import_default_reads_accelerates_default_config(tmp_path: Path) -> None
     assert tomllib.loads(found.stdout)["distributed"]["num_machines"] == 2
 
 
+def test_export_needs_only_hardware_and_distributed(tmp_path: Path, runs_dir: Path) -> None:
+    """A data file that exists only on the cluster, or no [model]/[data] at all (a profile made by
+    import-accelerate --into), does not stop the export; a broken [distributed] does."""
+    cluster = tmp_path / "cluster.toml"
+    cluster.write_text(builtin_profile_path().read_text().replace('generate = "sentiment-words"',
+                                                                  'train_file = "/cluster/data/train.csv"'))
+    assert "data.train_file" in cli("plan", str(cluster), runs_dir=runs_dir).stderr
+    result = cli("profile", "export-accelerate", str(cluster), runs_dir=runs_dir)
+    assert result.returncode == 0, result.stderr
+    bare = tmp_path / "bare.toml"
+    bare.write_text('[hardware]\naccelerator = "cuda"\ngpus = [0, 1]\n[distributed]\nstrategy = "ddp"\n')
+    result = cli("profile", "export-accelerate", str(bare), runs_dir=runs_dir)
+    assert result.returncode == 0, result.stderr
+    broken = tmp_path / "broken.toml"
+    broken.write_text('[distributed]\nstrategy = "dpp"\n')
+    result = cli("profile", "export-accelerate", str(broken), runs_dir=runs_dir)
+    assert result.returncode == 2 and "distributed.strategy" in result.stderr and "ddp" in result.stderr
+
+
+def test_export_counts_one_process_per_selected_gpu_as_the_plan_does(tmp_path: Path, runs_dir: Path) -> None:
+    bare = tmp_path / "bare.toml"
+    bare.write_text('[hardware]\naccelerator = "cuda"\ngpus = [0, 1, 3]\n[distributed]\nstrategy = "ddp"\n')
+    result = cli("profile", "export-accelerate", str(bare), runs_dir=runs_dir)
+    config = yaml.safe_load(result.stdout)
+    assert (config["distributed_type"], config["num_processes"], config["gpu_ids"]) == ("MULTI_GPU", 3, "0,1,3")
+    assert "one per selected GPU" in result.stdout
+    every = tmp_path / "every.toml"
+    every.write_text('[hardware]\naccelerator = "cuda"\n[distributed]\nstrategy = "ddp"\n')
+    result = cli("profile", "export-accelerate", str(every), runs_dir=runs_dir)
+    assert yaml.safe_load(result.stdout)["num_processes"] == 1
+    assert "set distributed.num_processes" in result.stdout  # the header says why 1, and what to do
+
+
+def test_cpu_ranks_come_back_as_cpu_ranks(tmp_path: Path, runs_dir: Path) -> None:
+    profile = tmp_path / "ddp.toml"
+    profile.write_text(builtin_profile_path().read_text().replace('strategy = "single"\nnum_processes = 1',
+                                                                  'strategy = "ddp"\nnum_processes = 2'))
+    exported = tmp_path / "ddp.yaml"
+    exported.write_text(cli("profile", "export-accelerate", str(profile), runs_dir=runs_dir).stdout)
+    result = cli("profile", "import-accelerate", str(exported), runs_dir=runs_dir)
+    assert result.returncode == 0, result.stderr
+    tables = tomllib.loads(result.stdout)
+    assert tables["hardware"]["accelerator"] == "cpu" and tables["distributed"]["num_processes"] == 2
+    plain = tmp_path / "plain.yaml"  # the same YAML without our header: read as GPUs, and said so
+    plain.write_text("\n".join(line for line in exported.read_text().splitlines() if not line.startswith("#")))
+    result = cli("profile", "import-accelerate", str(plain), runs_dir=runs_dir)
+    assert tomllib.loads(result.stdout)["hardware"]["accelerator"] == "cuda"
+    assert 'set hardware.accelerator = "cpu"' in result.stderr
+
+
+def test_import_into_a_bare_name_uses_the_profiles_folder(tmp_path: Path, runs_dir: Path) -> None:
+    project = tmp_path / "project"
+    (project / "profiles").mkdir(parents=True)
+    shutil.copy(builtin_profile_path(), project / "profiles" / "mine.toml")
+    result = cli("profile", "import-accelerate", str(FIXTURES / "fsdp.yaml"), "--into", "mine", runs_dir=runs_dir,
+                 cwd=project)
+    assert result.returncode == 0, result.stderr
+    assert tomllib.loads((project / "profiles" / "mine.toml").read_text())["distributed"]["strategy"] == "fsdp"
+    assert not (project / "mine").exists()
+    result = cli("profile", "import-accelerate", str(FIXTURES / "fsdp.yaml"), "--into", "demo", runs_dir=runs_dir,
+                 cwd=project)  # a built-in name: a copy of the built-in, in ./profiles
+    assert result.returncode == 0, result.stderr
+    copied = tomllib.loads((project / "profiles" / "demo.toml").read_text())
+    assert copied["distributed"]["strategy"] == "fsdp" and copied["data"]["generate"] == "sentiment-words"
+    assert "copy of the built-in profile demo" in result.stderr
+
+
+def test_import_into_writes_nothing_that_would_break_the_profile(tmp_path: Path, runs_dir: Path) -> None:
+    target = tmp_path / "mine.toml"
+    shutil.copy(builtin_profile_path(), target)
+    before = target.read_text()
+    # The docs' DeepSpeed plugin config clips gradients at 0.7: transformers stops a run whose
+    # training.max_grad_norm differs, so writing it into the demo (max_grad_norm 1.0) would break it.
+    result = cli("profile", "import-accelerate", str(FIXTURES / "deepspeed_plugin.yaml"), "--into", str(target),
+                 runs_dir=runs_dir)
+    assert result.returncode == 1 and "nothing written" in result.stderr and "max_grad_norm" in result.stderr
+    assert target.read_text() == before and not (tmp_path / "mine.toml.bak").exists()
+
+
 # ------------------------------------------------------------------ the strategy editor's table
 
 

@@ -10,7 +10,6 @@ tests/test_yaml_text.py checks `yaml.safe_load(dump(x)) == x` on every config we
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from typing import Any, Mapping
@@ -34,8 +33,30 @@ def scalar(value: Any) -> str:
     if isinstance(value, str):
         if _PLAIN.match(value) and value.lower() not in _SPECIAL_WORDS:
             return value
-        return json.dumps(value)  # a JSON string is a valid YAML double-quoted scalar
+        return _quoted(value)
     raise TypeError(f"cannot write a {type(value).__name__} as YAML: {value!r}")
+
+
+_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def _quoted(value: str) -> str:
+    """A double-quoted scalar in plain ASCII: every other character escaped, those beyond the
+    BMP as \\UXXXXXXXX (a JSON-style surrogate pair would read back as two broken characters)."""
+    out = []
+    for char in value:
+        code = ord(char)
+        if char in _ESCAPES:
+            out.append(_ESCAPES[char])
+        elif 0x20 <= code < 0x7F:
+            out.append(char)
+        elif code <= 0xFF:
+            out.append(f"\\x{code:02x}")
+        elif code <= 0xFFFF:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(f"\\U{code:08x}")
+    return '"' + "".join(out) + '"'
 
 
 def _float(value: float) -> str:

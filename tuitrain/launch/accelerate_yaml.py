@@ -21,10 +21,11 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from tuitrain.profile import Problem
 from tuitrain.profile.schema import DEEPSPEED_KEYS, FSDP_KEYS
+from tuitrain.profile.validate import check_value
 
 # ---------------------------------------------------------------------------------- vocabulary
 
@@ -84,6 +85,10 @@ DS_DEFAULTS: dict[str, Any] = {
     # zero3_init_flag: absent → on for ZeRO stage 3 (decided from the stage)
 }
 DS_KNOWN = set(DS_DEFAULTS) | {"deepspeed_config_file", "zero3_init_flag"}
+# `accelerate launch` options that live in deepspeed_config: how several machines are started.
+# tuitrain starts each machine itself (torchrun on each, accelerate's "standard" launcher).
+DS_LAUNCHER_KEYS = {"deepspeed_multinode_launcher", "deepspeed_hostfile", "deepspeed_exclusion_filter",
+                    "deepspeed_inclusion_filter"}
 DS_PLAIN = {k: k for k in DS_DEFAULTS} | {"deepspeed_config_file": "config_file", "zero3_init_flag": "zero3_init"}
 
 # Top-level keys of ClusterConfig and what a left-out key means (accelerate's loader defaults).
@@ -127,6 +132,8 @@ NO_PROFILE_KEY: dict[str, str] = {
     "parallelism_config": "tensor / context parallelism is not among tuitrain's strategies",
 }
 EMPTY = (None, False, [], {}, "", "no", "NO")
+# A comment line export writes for CPU ranks (MULTI_GPU with every GPU hidden), which import reads back.
+CPU_RANKS_MARK = "tuitrain: hardware.accelerator = cpu"
 
 # ---------------------------------------------------------------------------------- value helpers
 
@@ -156,6 +163,20 @@ def _class_list(value: Any) -> list[str] | None:
     if isinstance(value, (list, tuple)):
         return [str(c).strip() for c in value if str(c).strip()]
     return value
+
+
+def _float(value: Any) -> Any:
+    """A number given as a number or a numeric string -> float; anything else unchanged."""
+    if isinstance(value, bool):
+        return value
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return value
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
 
 
 def _int(value: Any) -> Any:
@@ -281,11 +302,20 @@ def canonical_deepspeed(raw: Mapping[str, Any]) -> dict[str, Any]:
             out[key] = str(out[key]).lower()
         out["gradient_accumulation_steps"] = _int(out["gradient_accumulation_steps"])
         clip = out["gradient_clipping"]
-        out["gradient_clipping"] = clip if clip == "auto" or clip is None else float(clip)
+        out["gradient_clipping"] = clip if clip == "auto" or clip is None else _float(clip)
         flag = cfg.get("zero3_init_flag")
         out["zero3_init_flag"] = _bool(flag) if flag is not None else out["zero_stage"] == 3
-    out["unknown"] = {k: v for k, v in cfg.items() if k not in DS_KNOWN}
+    out["unknown"] = {k: v for k, v in cfg.items() if k not in DS_KNOWN | DS_LAUNCHER_KEYS}
+    out["launcher"] = {k: v for k, v in cfg.items() if k in DS_LAUNCHER_KEYS}
     return out
+
+
+def _gpu_ids(value: Any) -> str:
+    """accelerate's gpu_ids ("all", "0,1", 0, or a YAML list [0, 1]) -> "all" or "0,1"."""
+    if value is None or value == "all":
+        return "all"
+    items = value if isinstance(value, (list, tuple)) else str(value).split(",")
+    return ",".join(str(g).strip() for g in items if str(g).strip()) or "all"
 
 
 def canonical_config(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -300,12 +330,11 @@ def canonical_config(config: Mapping[str, Any]) -> dict[str, Any]:
     for key in ("machine_rank", "num_machines", "main_process_port"):
         out[key] = _int(out[key])
     out["mixed_precision"] = str(out["mixed_precision"] or "no").lower()
-    out["gpu_ids"] = "all" if out["gpu_ids"] in (None, "all") else ",".join(
-        str(g).strip() for g in str(out["gpu_ids"]).split(","))
+    out["gpu_ids"] = _gpu_ids(out["gpu_ids"])
     if out["distributed_type"] == "FSDP":
-        out["fsdp_config"] = canonical_fsdp(cfg.get("fsdp_config") or {})
+        out["fsdp_config"] = canonical_fsdp(_mapping(cfg.get("fsdp_config")))
     if out["distributed_type"] == "DEEPSPEED":
-        out["deepspeed_config"] = canonical_deepspeed(cfg.get("deepspeed_config") or {})
+        out["deepspeed_config"] = canonical_deepspeed(_mapping(cfg.get("deepspeed_config")))
         if out["deepspeed_config"].get("deepspeed_config_file") and "mixed_precision" not in cfg:
             out["mixed_precision"] = None  # from the DeepSpeed JSON
     known = set(TOP_DEFAULTS) | {"distributed_type", "num_processes", "fsdp_config", "deepspeed_config"}
@@ -351,10 +380,12 @@ class ImportResult:
 DISTRIBUTED_TYPES = {"NO": "single", "MULTI_GPU": "ddp", "MULTI_CPU": "ddp", "FSDP": "fsdp", "DEEPSPEED": "deepspeed"}
 
 
-def import_accelerate_config(config: Any, file: str, base_dir: Path | None = None) -> ImportResult:
+def import_accelerate_config(config: Any, file: str, base_dir: Path | None = None,
+                             comments: Sequence[str] = ()) -> ImportResult:
     """An accelerate config (the parsed YAML or JSON) → profile tables and a word on every field.
 
-    `base_dir`: where a relative deepspeed_config_file is looked for (to read its precision)."""
+    `base_dir`: where a relative deepspeed_config_file is looked for (to read its precision).
+    `comments`: the file's comment lines (export marks a config for CPU ranks in one)."""
     result = ImportResult()
     problems = result.problems
 
@@ -383,9 +414,12 @@ def import_accelerate_config(config: Any, file: str, base_dir: Path | None = Non
 
     # -- processes and machines
     total = canon["num_processes"]
-    machines = canon["num_machines"] if isinstance(canon["num_machines"], int) and canon["num_machines"] >= 1 else 1
+    machines = canon["num_machines"] if _whole(canon["num_machines"]) and canon["num_machines"] >= 1 else 1
     done |= {"num_processes", "num_machines"}
-    if not isinstance(total, int) or total < 1:
+    if canon["num_machines"] != machines:
+        note("num_machines", f"{canon['num_machines']!r} is not a number of machines (1 or more); imported as 1",
+             "set distributed.num_machines", "warning")
+    if not _whole(total) or total < 1:
         note("num_processes", f"{total!r}: accelerate leaves it to the command line (e.g. under SLURM); "
              "tuitrain needs the number", "set distributed.num_processes (per machine) in the profile", "warning")
         total = machines
@@ -423,8 +457,16 @@ def import_accelerate_config(config: Any, file: str, base_dir: Path | None = Non
         if kind == "MULTI_CPU":
             note("distributed_type", "MULTI_CPU: accelerate starts one process for it without mpirun; tuitrain "
                  "runs the CPU ranks as real gloo processes (strategy ddp, accelerator cpu)")
+    elif kind == "MULTI_GPU" and any(CPU_RANKS_MARK in line for line in comments):
+        hardware["accelerator"] = "cpu"
+        note("distributed_type", "MULTI_GPU from `tuitrain profile export-accelerate` for CPU ranks (its header "
+             "says so): imported as hardware.accelerator = \"cpu\"")
     elif kind in ("MULTI_GPU", "FSDP", "DEEPSPEED"):
         hardware["accelerator"] = "cuda"
+        if kind == "MULTI_GPU":
+            note("distributed_type", "MULTI_GPU: imported as hardware.accelerator = \"cuda\"; if this config "
+                 "starts CPU ranks (MULTI_GPU with CUDA_VISIBLE_DEVICES empty, as tuitrain runs them), set "
+                 "hardware.accelerator = \"cpu\"")
     else:
         hardware["accelerator"] = "auto"
     if canon["gpu_ids"] == "all":
@@ -450,15 +492,19 @@ def import_accelerate_config(config: Any, file: str, base_dir: Path | None = Non
              "hardware.mixed_precision", "warning")
 
     # -- strategy tables
+    for section in ("fsdp_config", "deepspeed_config"):
+        if cfg.get(section) is not None and not isinstance(cfg[section], Mapping):
+            note(section, f"= {json.dumps(cfg[section], default=str)} is not a mapping of keys: nothing in it "
+                 "could be imported", f"write {section} as `key: value` lines under it", "warning")
     if kind == "FSDP":
         done.add("fsdp_config")
-        dist["fsdp"] = _import_fsdp(cfg.get("fsdp_config") or {}, note)
+        dist["fsdp"] = _import_fsdp(_mapping(cfg.get("fsdp_config")), note)
     elif cfg.get("fsdp_config"):
         done.add("fsdp_config")
         note("fsdp_config", f"ignored by accelerate with distributed_type {kind}", None, "note")
     if kind == "DEEPSPEED":
         done.add("deepspeed_config")
-        dist["deepspeed"] = _import_deepspeed(cfg.get("deepspeed_config") or {}, note)
+        dist["deepspeed"] = _import_deepspeed(_mapping(cfg.get("deepspeed_config")), note, machines)
     elif cfg.get("deepspeed_config"):
         done.add("deepspeed_config")
         note("deepspeed_config", f"ignored by accelerate with distributed_type {kind}", None, "note")
@@ -476,9 +522,60 @@ def import_accelerate_config(config: Any, file: str, base_dir: Path | None = Non
         note(key, f"= {json.dumps(value, default=str)} could not be mapped: {why}", None, "warning")
     if quiet:
         note("", "at accelerate's defaults, nothing to carry over: " + ", ".join(sorted(quiet)))
-    result.distributed = dist
-    result.hardware = hardware
+    result.distributed = _checked(dist, "distributed", note)
+    result.hardware = _checked(hardware, "hardware", note)
     return result
+
+
+# profile key -> the accelerate key it came from, where the names differ
+_SOURCES = {
+    "distributed.strategy": "distributed_type",
+    "hardware.accelerator": "distributed_type",
+    "hardware.gpus": "gpu_ids",
+    "hardware.mixed_precision": "mixed_precision",
+    **{f"distributed.fsdp.{ours}": f"fsdp_config.{acc}" for acc, ours in FSDP_PLAIN.items()},
+    **{f"distributed.fsdp.{leaf}": f"fsdp_config.fsdp_{leaf}" for leaf in (
+        "sharding_strategy", "auto_wrap_policy", "transformer_layer_cls_to_wrap", "backward_prefetch",
+        "state_dict_type")},
+    **{f"distributed.deepspeed.{ours}": f"deepspeed_config.{acc}" for acc, ours in DS_PLAIN.items()},
+}
+
+
+def _broken_text(key: str, value: Any) -> list[Problem]:
+    """A string with lone UTF-16 surrogates (a YAML "\\ud83d\\ude00" escape pair) is no text a file can hold."""
+    items = value if isinstance(value, list) else [value]
+    for item in items:
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return [Problem("imported", key, "not valid text (a character escaped as two \\u halves?)",
+                                "write the character itself, or as \\UXXXXXXXX")]
+    return []
+
+
+def _checked(table: dict[str, Any], prefix: str, note: Any) -> dict[str, Any]:
+    """`table` without the values a profile cannot hold (wrong type, not a choice, out of range),
+    each named as a warning under the accelerate key it came from: an import never copies through
+    a value that would break the profile, nor drops one silently."""
+    out: dict[str, Any] = {}
+    for leaf, value in table.items():
+        key = f"{prefix}.{leaf}"
+        if isinstance(value, dict):
+            out[leaf] = _checked(value, key, note)
+            continue
+        found = check_value("imported", key, value) or _broken_text(key, value)
+        if not found:
+            out[leaf] = value
+            continue
+        source = _SOURCES.get(key, key.removeprefix("distributed.").removeprefix("hardware."))
+        note(source, f"= {json.dumps(value, default=str)} could not be mapped: {found[0].message}",
+             f"set {key} in the profile" + (f" ({found[0].fix})" if found[0].fix else ""), "warning")
+    return out
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _precision_from_json(path: str, base_dir: Path | None) -> str | None:
@@ -527,18 +624,33 @@ def _import_fsdp(raw: Mapping[str, Any], note: Any) -> dict[str, Any]:
     if canon.get("fsdp_transformer_layer_cls_to_wrap"):
         table["transformer_layer_cls_to_wrap"] = canon["fsdp_transformer_layer_cls_to_wrap"]
     if "fsdp_backward_prefetch" in canon:
-        table["backward_prefetch"] = {v: k for k, v in PREFETCH.items()}.get(canon["fsdp_backward_prefetch"], "none")
+        prefetch = {v: k for k, v in PREFETCH.items()}.get(canon["fsdp_backward_prefetch"])
+        if prefetch is None:
+            note("fsdp_config.fsdp_backward_prefetch", f"{canon['fsdp_backward_prefetch']!r} is not one of "
+                 f"{', '.join(PREFETCH.values())}; not imported", "set distributed.fsdp.backward_prefetch", "warning")
+        else:
+            table["backward_prefetch"] = prefetch
     state = {v: k for k, v in STATE_DICT.items()}.get(canon["fsdp_state_dict_type"])
     if state:
         table["state_dict_type"] = state
+    else:
+        note("fsdp_config.fsdp_state_dict_type", f"{canon['fsdp_state_dict_type']!r} is not one of "
+             f"{', '.join(STATE_DICT.values())}; not imported", "set distributed.fsdp.state_dict_type", "warning")
     for key, value in canon["unknown"].items():
         note(f"fsdp_config.{key}", f"= {json.dumps(value, default=str)} could not be mapped: not among "
              "[distributed.fsdp]'s keys", "check whether accelerate 1.15 reads it at all", "warning")
     return {k: table[k] for k in FSDP_KEYS if k in table}
 
 
-def _import_deepspeed(raw: Mapping[str, Any], note: Any) -> dict[str, Any]:
+def _import_deepspeed(raw: Mapping[str, Any], note: Any, machines: int = 1) -> dict[str, Any]:
     canon = canonical_deepspeed(raw)
+    for key, value in canon["launcher"].items():
+        if key == "deepspeed_multinode_launcher" and (value == "standard" or machines == 1):
+            continue  # what tuitrain does anyway / nothing to launch across machines
+        note(f"deepspeed_config.{key}", f"= {json.dumps(value, default=str)} could not be mapped: tuitrain starts "
+             "every machine itself (accelerate's \"standard\" launcher: torchrun on each machine), not through "
+             "DeepSpeed's pdsh / MPI / SLURM runner", "run `tuitrain run PROFILE` on each machine with its "
+             "distributed.machine_rank", "warning")
     table: dict[str, Any] = {}
     if canon.get("deepspeed_config_file"):
         table["config_file"] = str(canon["deepspeed_config_file"])
@@ -558,13 +670,13 @@ def _import_deepspeed(raw: Mapping[str, Any], note: Any) -> dict[str, Any]:
             table[ours] = value
         if not canon["zero3_save_16bit_model"] and canon["zero_stage"] != 3:
             table.pop("zero3_save_16bit_model", None)
-        if table.get("zero3_init") and canon["zero_stage"] != 3:
+        if table.get("zero3_init") is True and canon["zero_stage"] != 3:
             note("deepspeed_config.zero3_init_flag", f"true with zero_stage {canon['zero_stage']}: accelerate turns "
                  "it off (it only acts at stage 3); imported as written")
         for ds_key, train_key, default in (("gradient_accumulation_steps", "gradient_accumulation_steps", 1),
                                            ("gradient_clipping", "max_grad_norm", 1.0)):
             value = table.get(ds_key)
-            if value is not None and float(value) != default:
+            if isinstance(_float(value), float) and _float(value) != default:
                 note(f"deepspeed_config.{ds_key}", f"{value}: transformers stops a run whose training.{train_key} "
                      f"differs (its default is {default})", f"set [training] {train_key} = {value} in the profile",
                      "warning")
@@ -597,12 +709,25 @@ def existing_default_config(environ: Mapping[str, str] | None = None) -> Path | 
     return path if path.is_file() else None
 
 
+def import_accelerate_file(path: Path) -> ImportResult:
+    """Read an accelerate config file and import it (its comments included); OSError / ValueError
+    when it cannot be read as YAML or JSON."""
+    text = path.read_text(encoding="utf-8")
+    comments = [line.strip().lstrip("#").strip() for line in text.splitlines() if line.strip().startswith("#")]
+    return import_accelerate_config(parse_config_text(text, path.suffix), str(path), base_dir=path.parent,
+                                    comments=comments)
+
+
 def read_config_file(path: Path) -> Any:
     """The parsed YAML (or JSON) of an accelerate config file; OSError / ValueError on failure."""
+    return parse_config_text(path.read_text(encoding="utf-8"), path.suffix)
+
+
+def parse_config_text(text: str, suffix: str = ".yaml") -> Any:
+    """The parsed YAML (or, for suffix ".json", JSON) of an accelerate config; ValueError if not."""
     import yaml
 
-    text = path.read_text(encoding="utf-8")
-    if path.suffix == ".json":
+    if suffix == ".json":
         return json.loads(text)
     try:
         return yaml.safe_load(text)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from tuitrain.hardware import Hardware
-from tuitrain.launch.accelerate_yaml import deepspeed_section, default_config_path, fsdp_section
+from tuitrain.launch.accelerate_yaml import CPU_RANKS_MARK, deepspeed_section, default_config_path, fsdp_section
 from tuitrain.hardware.mapping import map_devices
 from tuitrain.hardware.preflight import check as hardware_preflight
 from tuitrain.launch.preflight import MachineFacts, machine_problems, probe_machine
@@ -151,25 +151,41 @@ def accelerate_config(profile: Mapping[str, Any], accelerator: str, gpu_ids: lis
     if kind == "DEEPSPEED":
         ds = dist.get("deepspeed") or {}
         config["deepspeed_config"] = deepspeed_section(ds, str(deepspeed_json) if deepspeed_json else None)
+        if dist["num_machines"] > 1:
+            # Without it accelerate hands several machines to DeepSpeed's own runner (pdsh over ssh
+            # from machine 0); tuitrain starts every machine itself, as torchrun does.
+            config["deepspeed_config"]["deepspeed_multinode_launcher"] = "standard"
         if ds.get("config_file"):
             # accelerate refuses mixed_precision next to a DeepSpeed JSON: the JSON says it
             del config["mixed_precision"]
     return config
 
 
-def export_accelerate_config(profile: Mapping[str, Any], file: str = "profile") -> tuple[dict[str, Any], list[str]]:
+def export_accelerate_config(profile: Mapping[str, Any], file: str = "profile",
+                             processes_set: bool = True) -> tuple[dict[str, Any], list[str]]:
     """The accelerate config of a profile with no machine checks, and comment lines that say what
-    the YAML alone cannot (for `tuitrain profile export-accelerate`)."""
+    the YAML alone cannot (for `tuitrain profile export-accelerate`). `processes_set`: whether the
+    profile itself sets distributed.num_processes (else the launch picks one per selected GPU)."""
     hw = profile["hardware"]
     dist = profile["distributed"]
     accelerator = hw["accelerator"]
     gpus = hw.get("gpus")
     gpu_ids = ",".join(str(g) for g in gpus) if gpus else "all"
     base_dir = profile_folder(file)
+    per_gpu = not processes_set and dist["strategy"] != "single" and accelerator in ("auto", "cuda")
+    if per_gpu and gpus and len(gpus) > 1:
+        profile = {**profile, "distributed": {**dist, "num_processes": len(gpus)}}
     config = accelerate_config(profile, accelerator, gpu_ids, deepspeed_json_path(profile, base_dir))
     header = [f"accelerate config of {file} (tuitrain profile export-accelerate)",
               "use it with: accelerate launch --config_file THIS_FILE your_script.py"]
+    if per_gpu and gpus and len(gpus) > 1:
+        header.append(f"num_processes: one per selected GPU ({len(gpus)} per machine), as `tuitrain run` starts "
+                      "when distributed.num_processes is not set")
+    elif per_gpu:
+        header.append("num_processes: not set in the profile, so `tuitrain run` starts one per GPU of the machine "
+                      "it runs on; this file says 1: set distributed.num_processes for a fixed count")
     if accelerator == "cpu" and config["distributed_type"] == "MULTI_GPU":
+        header.append(CPU_RANKS_MARK + " (import-accelerate reads this line back)")
         header.append("CPU ranks: launch with CUDA_VISIBLE_DEVICES= (empty) so that MULTI_GPU starts gloo ranks;")
         header.append("accelerate's MULTI_CPU / --cpu would start one process")
     if gpus:

@@ -7,7 +7,7 @@ import copy
 import re
 import tomllib
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Collection, Mapping, Sequence
 
 from .problems import Problem, ProfileError, did_you_mean
 from .schema import Profile
@@ -355,11 +355,14 @@ def _by_line(p: Problem) -> tuple[int, int]:
     return (p.line if p.line is not None else 1 << 30, p.column or 0)
 
 
-def load_profile(path: str | Path, overrides: Sequence[str] = ()) -> Profile:
+def load_profile(path: str | Path, overrides: Sequence[str] = (), *,
+                 sections: Collection[str] | None = None) -> Profile:
     """Read, migrate, override and validate a profile file.
 
     Raises ProfileError listing every error at once (syntax errors stop at the first, as
-    TOML parsing does). Warnings and notes are returned in `Profile.notes`.
+    TOML parsing does). Warnings and notes are returned in `Profile.notes`. `sections`: only
+    problems of these sections count (e.g. export-accelerate needs [hardware] and [distributed],
+    not a data file that exists only on the cluster); None: all.
     """
     label = str(path)
     file_path = Path(path).expanduser()
@@ -387,6 +390,8 @@ def load_profile(path: str | Path, overrides: Sequence[str] = ()) -> Profile:
     overridden = [".".join(parse_override(o)[0]) for o in rewritten]
 
     problems = validate_profile(data, label, file_path.resolve().parent, training_fields=fields)
+    if sections is not None:
+        problems = [p for p in problems if not p.key or p.key.split(".")[0] in sections]
     located = locate(notes + problems, text, skip=overridden, aliases=aliases)
     errors = sorted((p for p in located if p.severity == "error"), key=_by_line)
     if errors:

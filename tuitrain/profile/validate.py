@@ -852,6 +852,24 @@ def _rules_run(file: str, data: Mapping[str, Any]) -> list[Problem]:
     return []
 
 
+def check_value(file: str, key: str, value: Any) -> list[Problem]:
+    """The problems of one value at a dotted key of a schema section ("distributed.fsdp.version"):
+    its type, choices and range, worded as validation words them. An unknown key: one problem."""
+    section, *rest = key.split(".")
+    keys: Mapping[str, KeySpec | TableSpec] = SCHEMA.get(section, {})
+    spec: KeySpec | TableSpec | None = None
+    for i, part in enumerate(rest):
+        spec = keys.get(part)
+        if isinstance(spec, TableSpec) and i < len(rest) - 1:
+            keys = spec.keys
+        elif i < len(rest) - 1:
+            spec = None
+            break
+    if not isinstance(spec, KeySpec):
+        return [Problem(file, key, "not a key tuitrain knows")]
+    return _check_key(file, key, rest[-1], value, spec)
+
+
 # --------------------------------------------------------------------------- entry point
 
 def validate_profile(data: dict[str, Any], file: str, base_dir: Path | None,
