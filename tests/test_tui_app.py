@@ -413,9 +413,9 @@ def test_creating_a_profile_through_the_editor(base):
         steps = (await show_field(pilot, editor, "training.max_steps")).query_one(Input)
         steps.value = "12"
         editor.rows["training.lr_scheduler_type"].query_one(Select).value = "cosine"
-        (await show_field(pilot, editor, "distributed.num_processes")).query_one(Input).value = "2"
-        editor.rows["distributed.strategy"].query_one(Select).value = "ddp"
+        (await show_field(pilot, editor, "distributed.strategy")).query_one(Select).value = "ddp"
         await until(pilot, lambda: editor.data.get("distributed", {}).get("strategy") == "ddp", what="the edits")
+        (await show_field(pilot, editor, "distributed.num_processes")).query_one(Input).value = "2"  # ddp's field
         await until(pilot, lambda: "num_processes: 2" in str(editor.query_one("#plan").content), what="the preview")
         await add_training_key(pilot, editor, "adam_beta2", "0.98")
         await until(pilot, lambda: "training.adam_beta2" in editor.rows, what="the raw key row")
@@ -441,7 +441,113 @@ def test_creating_a_profile_through_the_editor(base):
     assert load_profile(base / "profiles" / "tiny.toml").name == "tiny"
 
 
+MULTI_PROCESS_KEYS = {"num_processes", "num_machines", "machine_rank", "main_process_ip", "main_process_port",
+                      "rdzv_backend", "same_network"}
+
+
+def distributed_rows(editor) -> set[str]:
+    """The [distributed] keys with a row on screen now (strategy itself left out)."""
+    return {k.removeprefix("distributed.") for k, row in editor.rows.items()
+            if k.startswith("distributed.") and k != "distributed.strategy" and row.is_mounted}
+
+
+async def choose_strategy(pilot, editor, strategy: str, shown: str) -> None:
+    from textual.widgets import Select
+
+    row = await show_field(pilot, editor, "distributed.strategy")
+    row.query_one(Select).value = strategy
+    await until(pilot, lambda: editor.data["distributed"]["strategy"] == strategy
+                and shown in editor.rows and editor.rows[shown].is_mounted, what=f"the {strategy} fields")
+
+
 def test_the_distributed_form_shows_the_chosen_strategys_settings_only(base):
+    from tuitrain.launch.strategies import fields_for
+    from tuitrain.profile.schema import DEEPSPEED_KEYS, FSDP_KEYS
+
+    app = make_app(base)
+
+    async def script(pilot):
+        app.open_editor(None)
+        await until(pilot, lambda: type(app.screen).__name__ == "EditorScreen", what="the editor")
+        editor = app.screen
+        await until(pilot, lambda: editor.loaded, what="the profile")
+        await show_field(pilot, editor, "distributed.strategy")
+        assert editor.data["distributed"] == {"strategy": "single", "num_processes": 1}  # the demo's
+        assert distributed_rows(editor) == set()  # one process: no process count, machines or rendezvous
+        assert "downcast_bf16" not in distributed_rows(editor)
+
+        await choose_strategy(pilot, editor, "fsdp", "distributed.fsdp.sharding_strategy")
+        assert distributed_rows(editor) == MULTI_PROCESS_KEYS | {f"fsdp.{k}" for k in FSDP_KEYS}
+        assert distributed_rows(editor) == {f.key.removeprefix("distributed.") for f in fields_for("fsdp")
+                                            if f.key.startswith("distributed.")}
+
+        await choose_strategy(pilot, editor, "deepspeed", "distributed.deepspeed.zero_stage")
+        assert distributed_rows(editor) == MULTI_PROCESS_KEYS | {f"deepspeed.{k}" for k in DEEPSPEED_KEYS}
+
+        await choose_strategy(pilot, editor, "ddp", "distributed.num_machines")
+        assert distributed_rows(editor) == MULTI_PROCESS_KEYS
+        from textual.widgets import Input
+
+        editor.rows["distributed.num_machines"].query_one(Input).value = "2"
+        await until(pilot, lambda: editor.data["distributed"].get("num_machines") == 2, what="the edit")
+
+        # back to single: the hidden keys stay in the profile; one set away from its default is
+        # listed apart (so it can be emptied), with the validator's words beside it
+        await choose_strategy(pilot, editor, "single", "distributed.num_machines")
+        assert distributed_rows(editor) == {"num_machines"}
+        assert editor.data["distributed"] == {"strategy": "single", "num_processes": 1, "num_machines": 2}
+        row = editor.rows["distributed.num_machines"]
+        await until(pilot, lambda: 'strategy = "single"' in row.error, what="the error beside the stale field")
+        row.query_one(Input).value = ""
+        await until(pilot, lambda: "num_machines" not in editor.data["distributed"], what="the key removed")
+
+    run(script, app, size=(120, 40))
+
+
+def test_every_field_of_the_distributed_form_shows_its_help_and_default(base):
+    from textual.widgets import Input, Select, Static
+
+    from tuitrain.profile.schema import FSDP_KEYS
+
+    app = make_app(base)
+
+    def shown(row) -> str:
+        return " ".join(str(w.render()) for w in row.query(Static).results() if w.has_class("field-help"))
+
+    async def script(pilot):
+        app.open_editor(None)
+        await until(pilot, lambda: type(app.screen).__name__ == "EditorScreen", what="the editor")
+        editor = app.screen
+        await until(pilot, lambda: editor.loaded, what="the profile")
+        await choose_strategy(pilot, editor, "fsdp", "distributed.fsdp.sharding_strategy")
+        await pilot.pause(0.2)
+        sharding = editor.rows["distributed.fsdp.sharding_strategy"]
+        assert sharding.query_one(Select)  # a choice
+        help_text = shown(sharding)
+        assert "shard_grad_op: grads and optimizer state" in help_text and "default: full_shard" in help_text
+        offload = editor.rows["distributed.fsdp.offload_params"]  # true/false
+        assert offload.query_one(Select) and "keep parameters and gradients in CPU memory" in shown(offload)
+        assert "default: false" in shown(offload)
+        port = editor.rows["distributed.main_process_port"]  # a number with no default
+        assert "pick a free port" in shown(port)
+        processes = editor.rows["distributed.num_processes"].query_one(Input)
+        assert processes.placeholder == "default: 1" and "default: 1" in shown(editor.rows["distributed.num_processes"])
+        for key, spec in FSDP_KEYS.items():
+            row = editor.rows[f"distributed.fsdp.{key}"]
+            assert spec.doc and spec.doc in shown(row).replace("\n", " "), key
+            if spec.default is not None:
+                assert "default: " in shown(row), key
+        # the help is on screen: it is what the terminal shows
+        sharding.scroll_visible(animate=False, top=True)
+        await pilot.pause(0.3)
+        screen_text = "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+        assert "full_shard: params, grads and optimizer state" in screen_text, screen_text
+        assert "within a machine (default: full_shard)" in screen_text, screen_text
+
+    run(script, app, size=(120, 40))
+
+
+def test_the_preview_follows_an_fsdp_field(base):
     from textual.widgets import Select
 
     app = make_app(base)
@@ -451,15 +557,13 @@ def test_the_distributed_form_shows_the_chosen_strategys_settings_only(base):
         await until(pilot, lambda: type(app.screen).__name__ == "EditorScreen", what="the editor")
         editor = app.screen
         await until(pilot, lambda: editor.loaded, what="the profile")
-        row = await show_field(pilot, editor, "distributed.strategy")
-        assert not any(k.startswith(("distributed.fsdp.", "distributed.deepspeed.")) for k in editor.rows)
-        row.query_one(Select).value = "fsdp"
-        await until(pilot, lambda: "distributed.fsdp.sharding_strategy" in editor.rows, what="the FSDP settings")
-        assert not any(k.startswith("distributed.deepspeed.") for k in editor.rows)
-        assert editor.data["distributed"]["strategy"] == "fsdp"
-        row.query_one(Select).value = "deepspeed"
-        await until(pilot, lambda: "distributed.deepspeed.zero_stage" in editor.rows, what="the DeepSpeed settings")
-        assert not any(k.startswith("distributed.fsdp.") for k in editor.rows)
+        await choose_strategy(pilot, editor, "fsdp", "distributed.fsdp.sharding_strategy")
+        await until(pilot, lambda: "fsdp_sharding_strategy: FULL_SHARD" in str(editor.query_one("#plan").content),
+                    what="the FSDP preview")
+        editor.rows["distributed.fsdp.sharding_strategy"].query_one(Select).value = "shard_grad_op"
+        await until(pilot, lambda: "fsdp_sharding_strategy: SHARD_GRAD_OP" in str(editor.query_one("#plan").content),
+                    what="the preview to follow")
+        assert editor.data["distributed"]["fsdp"] == {"sharding_strategy": "shard_grad_op"}
 
     run(script, app, size=(120, 40))
 
@@ -483,6 +587,26 @@ def test_accelerates_default_config_is_offered_and_becomes_a_new_profile(base, m
         assert editor.data["distributed"]["fsdp"]["sharding_strategy"] == "full_shard"
         assert editor.data["model"] and editor.data["data"]  # the rest from the demo, so it can run
         assert "imported from" in str(editor.query_one("#notice").content)
+
+    run(script, app, size=(120, 40), notifications=True)
+
+
+def test_a_broken_default_config_still_opens_with_what_was_left_out(base, monkeypatch):
+    home = base / "hf-home"
+    (home / "accelerate").mkdir(parents=True)
+    (home / "accelerate" / "default_config.yaml").write_text(
+        "compute_environment: LOCAL_MACHINE\ndistributed_type: DEEPSPEED\nnum_processes: 2\ndeepspeed_config: foo\n")
+    monkeypatch.setenv("HF_HOME", str(home))
+    app = make_app(base)
+
+    async def script(pilot):
+        await until(pilot, lambda: any("press a to make a profile" in n.message for n in app._notifications),
+                    what="the offer")
+        await pilot.press("a")
+        await until(pilot, lambda: type(app.screen).__name__ == "EditorScreen" and app.screen.loaded, what="the editor")
+        editor = app.screen
+        assert editor.data["distributed"]["strategy"] == "deepspeed"
+        assert any("deepspeed_config" in note and "not a mapping" in note for note in editor.imported_notes)
 
     run(script, app, size=(120, 40), notifications=True)
 

@@ -718,11 +718,6 @@ def import_accelerate_file(path: Path) -> ImportResult:
                                     comments=comments)
 
 
-def read_config_file(path: Path) -> Any:
-    """The parsed YAML (or JSON) of an accelerate config file; OSError / ValueError on failure."""
-    return parse_config_text(path.read_text(encoding="utf-8"), path.suffix)
-
-
 def parse_config_text(text: str, suffix: str = ".yaml") -> Any:
     """The parsed YAML (or, for suffix ".json", JSON) of an accelerate config; ValueError if not."""
     import yaml

@@ -58,6 +58,12 @@ _GPUS = _field("hardware.gpus", SCHEMA["hardware"]["gpus"])  # type: ignore[arg-
 _MULTI = _dist("num_processes", "num_machines", "machine_rank", "main_process_ip", "main_process_port",
                "rdzv_backend", "same_network")
 
+# "single" is one process on one machine: accelerate's distributed_type NO takes no process count
+# and no rendezvous, so of [distributed] it uses nothing but the strategy; what it does use (mixed
+# precision, the GPU) lives in [hardware]. distributed.downcast_bf16 is in no strategy: accelerate
+# reads it for TPUs only (XLA_DOWNCAST_BF16 under bf16, accelerate.utils.launch.prepare_tpu), and
+# tuitrain launches on CUDA GPUs, Apple MPS or the CPU; it stays in the schema for accelerate
+# configs imported and written back.
 STRATEGY_FIELDS: dict[str, tuple[StrategyField, ...]] = {
     "single": (_PRECISION, _GPUS),
     "ddp": (*_MULTI, _PRECISION, _GPUS),

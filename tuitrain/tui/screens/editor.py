@@ -179,11 +179,10 @@ class EditorScreen(Screen):
         if self.path is None and self.template is None:
             data.setdefault("run", {})["name"] = "my-profile"
         if self.accelerate_config is not None:
-            from tuitrain.launch.accelerate_yaml import import_accelerate_config, read_config_file
+            from tuitrain.launch.accelerate_yaml import import_accelerate_file
 
             try:
-                result = import_accelerate_config(read_config_file(self.accelerate_config), str(self.accelerate_config),
-                                                  base_dir=self.accelerate_config.parent)
+                result = import_accelerate_file(self.accelerate_config)
             except (OSError, ValueError) as exc:
                 self.app.call_from_thread(self._cannot_load, f"{self.accelerate_config}: cannot read it: {exc}")
                 return
@@ -235,16 +234,16 @@ class EditorScreen(Screen):
         names = [f"sec-{s}" for s in SECTIONS]
         tabs.active = names[(names.index(tabs.active) + delta) % len(names)]
 
-    def _row(self, field: FieldDef, label: str | None = None) -> FieldRow:
-        row = FieldRow(field, get_path(self.data, field.path), label)
+    def _row(self, field: FieldDef, label: str | None = None, show_help: bool = True) -> FieldRow:
+        row = FieldRow(field, get_path(self.data, field.path), label, show_help)
         self.rows[field.key] = row
         return row
 
     def _section_rows(self, section: str) -> list[Any]:
         out: list[Any] = []
-        if section == "training":
+        if section == "training":  # two dozen keys transformers documents: their help as tooltips, the form dense
             for key in TRAINING_FIELDS:
-                out.append(self._row(training_field(key, self.training_specs)))
+                out.append(self._row(training_field(key, self.training_specs), show_help=False))
             extra = [k for k in (self.data.get("training") or {}) if k not in TRAINING_FIELDS]
             out.append(Label("other TrainingArguments keys (TOML values)", classes="subtable"))
             for key in extra:
@@ -253,15 +252,17 @@ class EditorScreen(Screen):
                                   Input(placeholder="value (TOML)", id="new-value", compact=True),
                                   Button("Add", id="add-key", compact=True), id="add-row"))
             return out
+        if section == "distributed":
+            strategy: Any = SCHEMA["distributed"]["strategy"]
+            out.append(self._row(field_for(("distributed", "strategy"), strategy)))
+            out.append(Vertical(*self._strategy_rows(), id="strategy-fields"))
+            return out
         for key, spec in SCHEMA[section].items():
             if isinstance(spec, KeySpec):
                 if section == "hardware" and key == "gpus":
                     out.append(self._gpu_rows())
                     continue
                 out.append(self._row(field_for((section, key), spec)))
-        if section == "distributed":
-            out.append(Vertical(*self._strategy_rows(), id="strategy-fields"))
-            return out
         for key, spec in SCHEMA[section].items():
             if isinstance(spec, TableSpec):
                 out += self._table_rows(section, key, spec)
@@ -281,22 +282,39 @@ class EditorScreen(Screen):
         return out
 
     def _strategy_rows(self) -> list[Any]:
-        """The settings table of the chosen strategy only ([distributed.fsdp] for fsdp, …), as
-        `launch.strategies.STRATEGY_FIELDS` lists them; rebuilt when the strategy changes."""
+        """The fields of the chosen strategy only, as `launch.strategies.STRATEGY_FIELDS` lists
+        them: its [distributed] keys, then its settings table ([distributed.fsdp] for fsdp, …);
+        rebuilt when the strategy changes. Keys the strategy does not use stay in the profile;
+        those set to something other than their default are listed last, so they can be seen
+        and emptied (a stale num_processes = 2 under "single" is an error the validator names)."""
         from tuitrain.launch.strategies import STRATEGY_HELP, fields_for
 
         strategy = get_path(self.data, ("distributed", "strategy")) or "single"
         if strategy not in STRATEGY_HELP:
             return []
-        tables = sorted({f.section.split(".")[1] for f in fields_for(strategy) if f.section.count(".") == 1})
+        fields = fields_for(strategy)
+        section: dict[str, Any] = SCHEMA["distributed"]
         out: list[Any] = [Static(f"  {strategy}: {STRATEGY_HELP[strategy]}", classes="hint")]
+        plain = [f.name for f in fields if f.section == "distributed"]
+        tables = sorted({f.section.split(".")[1] for f in fields if f.section.count(".") == 1})
+        for key in plain:
+            out.append(self._row(field_for(("distributed", key), section[key])))
+        if not plain and not tables:
+            out.append(Static("  nothing more to set here: precision and GPUs are in the Hardware tab", classes="hint"))
         for key in tables:
-            out += self._table_rows("distributed", key, SCHEMA["distributed"][key])
+            out += self._table_rows("distributed", key, section[key])
+        unused = [key for key, spec in section.items()
+                  if isinstance(spec, KeySpec) and key != "strategy" and key not in plain
+                  and get_path(self.data, ("distributed", key)) not in (None, spec.default)]
+        if unused:
+            out.append(Label(f"set in this profile, not used by {strategy} (empty a field to remove it)",
+                             classes="subtable"))
+            out += [self._row(field_for(("distributed", key), section[key])) for key in unused]
         return out
 
     async def _strategy_changed(self) -> None:
         box = self.query_one("#strategy-fields", Vertical)
-        for key in [k for k in self.rows if k.startswith(("distributed.fsdp.", "distributed.deepspeed."))]:
+        for key in [k for k in self.rows if k.startswith("distributed.") and k != "distributed.strategy"]:
             del self.rows[key]
         await box.remove_children()
         await box.mount_all(self._strategy_rows())

@@ -1,5 +1,6 @@
-"""One profile key in the editor: its name, the widget that fits its kind, and the validator's
-words about it underneath.
+"""One profile key in the editor: its name, the widget that fits its kind, a dim line with its
+one-line help and its default (`show_help=False`: the help as a tooltip instead, for long forms
+of self-explanatory keys), and the validator's words about it underneath.
 
 kind: "choice" (a Select of `choices`; blank = the default), "bool" (a Select of true/false),
 "int" / "float" (an Input that accepts numbers only), "str" (an Input), "literal" (an Input
@@ -68,6 +69,19 @@ def parse_value(kind: str, text: str) -> Any:
     return text
 
 
+def show_default(value: Any) -> str:
+    """A default as the user would pick or type it: text bare, anything else as TOML."""
+    return value if isinstance(value, str) else toml_literal(value)
+
+
+def help_line(field: FieldDef) -> str:
+    """The line shown under a field: its help, then its default where it has one."""
+    default = f"default: {show_default(field.default)}" if field.default not in (None, "") else ""
+    if field.doc and default:
+        return f"{field.doc} ({default})"
+    return field.doc or default
+
+
 def show_value(kind: str, value: Any) -> str:
     if value is None or value is REMOVE:
         return ""
@@ -86,6 +100,7 @@ class FieldRow(Vertical):
     FieldRow > Horizontal { height: auto; }
     FieldRow .field-name { width: 30; padding-top: 0; color: $text; }
     FieldRow .field-control { width: 1fr; }
+    FieldRow .field-help { color: $text-muted; height: auto; padding-left: 2; }
     FieldRow .field-error { color: $text-error; height: auto; padding-left: 30; }
     FieldRow .field-error.-empty { display: none; }
     FieldRow.-invalid .field-name { color: $text-error; text-style: bold; }
@@ -99,11 +114,12 @@ class FieldRow(Vertical):
             self.row = row
             self.value = value
 
-    def __init__(self, field: FieldDef, value: Any, label: str | None = None) -> None:
+    def __init__(self, field: FieldDef, value: Any, label: str | None = None, show_help: bool = True) -> None:
         super().__init__()
         self.field = field
         self.initial = value
         self.label = label or field.path[-1]
+        self.show_help = show_help
         self._quiet = True
 
     def compose(self) -> ComposeResult:
@@ -111,19 +127,27 @@ class FieldRow(Vertical):
         with Horizontal():
             yield Label(self.label, classes="field-name")
             yield self._control(f)
+        if self.show_help and self.help_text:
+            yield Static(self.help_text, classes="field-help", markup=False)
         yield Static("", classes="field-error -empty")
 
-    def _control(self, f: FieldDef):
-        placeholder = f"default: {toml_literal(f.default)}" if f.default not in (None, "") else (f.doc or "not set")
+    @property
+    def help_text(self) -> str:
+        return help_line(self.field)
+
+    def _control(self, f: FieldDef) -> Select[Any] | Input:
+        tooltip = None if self.show_help else (f.doc or None)
+        placeholder = (f"default: {show_default(f.default)}" if f.default not in (None, "")
+                       else (tooltip or "not set"))
         if f.kind in ("choice", "bool"):
             choices = (True, False) if f.kind == "bool" else (f.choices or ())
-            options = [(toml_literal(c) if not isinstance(c, str) else c, c) for c in choices]
+            options = [(show_default(c), c) for c in choices]
             value = self.initial if self.initial in choices else Select.NULL
-            prompt = f"({placeholder})"
-            return Select(options, value=value, allow_blank=True, prompt=prompt, compact=True, classes="field-control")
+            return Select(options, value=value, allow_blank=True, prompt=f"({placeholder})", compact=True,
+                          classes="field-control", tooltip=tooltip)
         input_type = {"int": "integer", "float": "number"}.get(f.kind, "text")
         return Input(show_value(f.kind, self.initial), placeholder=placeholder, type=input_type, compact=True,
-                     classes="field-control", tooltip=f.doc or None)
+                     classes="field-control", tooltip=tooltip)
 
     def on_mount(self) -> None:
         self.call_after_refresh(self._arm)
