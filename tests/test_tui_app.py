@@ -451,6 +451,15 @@ def distributed_rows(editor) -> set[str]:
             if k.startswith("distributed.") and k != "distributed.strategy" and row.is_mounted}
 
 
+async def new_profile_editor(pilot):
+    """The editor on a new profile (the demo's content), loaded."""
+    app = pilot.app
+    app.open_editor(None)
+    await until(pilot, lambda: type(app.screen).__name__ == "EditorScreen", what="the editor")
+    await until(pilot, lambda: app.screen.loaded, what="the profile")
+    return app.screen
+
+
 async def choose_strategy(pilot, editor, strategy: str, shown: str) -> None:
     from textual.widgets import Select
 
@@ -467,10 +476,7 @@ def test_the_distributed_form_shows_the_chosen_strategys_settings_only(base):
     app = make_app(base)
 
     async def script(pilot):
-        app.open_editor(None)
-        await until(pilot, lambda: type(app.screen).__name__ == "EditorScreen", what="the editor")
-        editor = app.screen
-        await until(pilot, lambda: editor.loaded, what="the profile")
+        editor = await new_profile_editor(pilot)
         await show_field(pilot, editor, "distributed.strategy")
         assert editor.data["distributed"] == {"strategy": "single", "num_processes": 1}  # the demo's
         assert distributed_rows(editor) == set()  # one process: no process count, machines or rendezvous
@@ -515,10 +521,7 @@ def test_every_field_of_the_distributed_form_shows_its_help_and_default(base):
         return " ".join(str(w.render()) for w in row.query(Static).results() if w.has_class("field-help"))
 
     async def script(pilot):
-        app.open_editor(None)
-        await until(pilot, lambda: type(app.screen).__name__ == "EditorScreen", what="the editor")
-        editor = app.screen
-        await until(pilot, lambda: editor.loaded, what="the profile")
+        editor = await new_profile_editor(pilot)
         await choose_strategy(pilot, editor, "fsdp", "distributed.fsdp.sharding_strategy")
         await pilot.pause(0.2)
         sharding = editor.rows["distributed.fsdp.sharding_strategy"]
@@ -553,10 +556,7 @@ def test_the_preview_follows_an_fsdp_field(base):
     app = make_app(base)
 
     async def script(pilot):
-        app.open_editor(None)
-        await until(pilot, lambda: type(app.screen).__name__ == "EditorScreen", what="the editor")
-        editor = app.screen
-        await until(pilot, lambda: editor.loaded, what="the profile")
+        editor = await new_profile_editor(pilot)
         await choose_strategy(pilot, editor, "fsdp", "distributed.fsdp.sharding_strategy")
         await until(pilot, lambda: "fsdp_sharding_strategy: FULL_SHARD" in str(editor.query_one("#plan").content),
                     what="the FSDP preview")
@@ -568,20 +568,31 @@ def test_the_preview_follows_an_fsdp_field(base):
     run(script, app, size=(120, 40))
 
 
-def test_accelerates_default_config_is_offered_and_becomes_a_new_profile(base, monkeypatch):
+def app_with_default_config(base, monkeypatch, text: str):
+    """The app, with `text` as accelerate's default config (HF_HOME in the test folder)."""
     home = base / "hf-home"
     (home / "accelerate").mkdir(parents=True)
-    fixture = Path(__file__).parent / "fixtures" / "accelerate" / "fsdp.yaml"
-    (home / "accelerate" / "default_config.yaml").write_text(fixture.read_text())
+    (home / "accelerate" / "default_config.yaml").write_text(text)
     monkeypatch.setenv("HF_HOME", str(home))
-    app = make_app(base)
+    return make_app(base)
+
+
+async def accept_the_offer(pilot):
+    """Wait for Home to offer the default config, take it, and return the editor it opens."""
+    app = pilot.app
+    await until(pilot, lambda: any("press a to make a profile" in n.message for n in app._notifications),
+                what="the offer")
+    await pilot.press("a")
+    await until(pilot, lambda: type(app.screen).__name__ == "EditorScreen" and app.screen.loaded, what="the editor")
+    return app.screen
+
+
+def test_accelerates_default_config_is_offered_and_becomes_a_new_profile(base, monkeypatch):
+    fixture = Path(__file__).parent / "fixtures" / "accelerate" / "fsdp.yaml"
+    app = app_with_default_config(base, monkeypatch, fixture.read_text())
 
     async def script(pilot):
-        await until(pilot, lambda: any("press a to make a profile" in n.message for n in app._notifications),
-                    what="the offer")
-        await pilot.press("a")
-        await until(pilot, lambda: type(app.screen).__name__ == "EditorScreen" and app.screen.loaded, what="the editor")
-        editor = app.screen
+        editor = await accept_the_offer(pilot)
         assert editor.path is None  # a new profile: saving asks for a name
         assert editor.data["distributed"]["strategy"] == "fsdp"
         assert editor.data["distributed"]["fsdp"]["sharding_strategy"] == "full_shard"
@@ -592,19 +603,11 @@ def test_accelerates_default_config_is_offered_and_becomes_a_new_profile(base, m
 
 
 def test_a_broken_default_config_still_opens_with_what_was_left_out(base, monkeypatch):
-    home = base / "hf-home"
-    (home / "accelerate").mkdir(parents=True)
-    (home / "accelerate" / "default_config.yaml").write_text(
-        "compute_environment: LOCAL_MACHINE\ndistributed_type: DEEPSPEED\nnum_processes: 2\ndeepspeed_config: foo\n")
-    monkeypatch.setenv("HF_HOME", str(home))
-    app = make_app(base)
+    app = app_with_default_config(base, monkeypatch, "compute_environment: LOCAL_MACHINE\ndistributed_type: DEEPSPEED\n"
+                                  "num_processes: 2\ndeepspeed_config: foo\n")
 
     async def script(pilot):
-        await until(pilot, lambda: any("press a to make a profile" in n.message for n in app._notifications),
-                    what="the offer")
-        await pilot.press("a")
-        await until(pilot, lambda: type(app.screen).__name__ == "EditorScreen" and app.screen.loaded, what="the editor")
-        editor = app.screen
+        editor = await accept_the_offer(pilot)
         assert editor.data["distributed"]["strategy"] == "deepspeed"
         assert any("deepspeed_config" in note and "not a mapping" in note for note in editor.imported_notes)
 
