@@ -341,3 +341,55 @@ def test_a_bad_value_is_a_warning_naming_its_key_and_is_not_carried_over(name: s
 def test_gpu_ids_as_a_yaml_list_are_gpu_numbers() -> None:
     result = import_accelerate_config({"distributed_type": "MULTI_GPU", "num_processes": 2, "gpu_ids": [0, 1]}, "x")
     assert result.hardware["gpus"] == [0, 1]
+
+
+HOSTILE = [None, True, "maybe", 2.5, -1, 10**30, [1, [2]], {"x": 1}, "", "é😀", float("nan")]
+
+
+def test_no_value_anywhere_makes_import_raise_or_breaks_the_profile() -> None:
+    """Every key accelerate knows, at the top and in fsdp_config / deepspeed_config, given each
+    hostile value: the import names problems, never raises, and never copies a value that the
+    profile's own validation would refuse."""
+    from tuitrain.launch.accelerate_yaml import DS_KNOWN, FSDP_KNOWN
+
+    base = {"compute_environment": "LOCAL_MACHINE", "num_processes": 2}
+    cases = [({**base, "distributed_type": "MULTI_GPU", key: value}, key) for key in TOP_DEFAULTS
+             if key != "compute_environment" for value in HOSTILE]
+    cases += [({**base, "distributed_type": "FSDP", "fsdp_config": {key: value}}, key)
+              for key in FSDP_KNOWN for value in HOSTILE]
+    cases += [({**base, "distributed_type": "DEEPSPEED", "deepspeed_config": {key: value}}, key)
+              for key in DS_KNOWN | {"deepspeed_multinode_launcher"} for value in HOSTILE]
+    cases += [({**base, "distributed_type": "MULTI_GPU", "num_processes": value}, "num_processes") for value in HOSTILE]
+    for raw, key in cases:
+        result = import_accelerate_config(raw, "hostile.yaml")
+        data = result.merge_into(copy.deepcopy(DEMO))
+        # (rules across keys may still object, e.g. more processes than GPUs listed: --into then
+        # writes nothing; what must never happen is a value of the wrong type or range)
+        broken = [str(p) for p in validate_profile(data, "p.toml", None) if p.is_error and
+                  p.key.split(".")[0] in ("distributed", "hardware") and
+                  (p.message.startswith(("expected", "must be", "nan is")) or " is not one of " in p.message)]
+        assert broken == [], (key, raw, broken)
+
+
+def test_fsdp_keys_accelerate_ignores_for_the_version_are_named() -> None:
+    raw = {"distributed_type": "FSDP", "num_processes": 2,
+           "fsdp_config": {"fsdp_version": 2, "fsdp_sharding_strategy": "NO_SHARD", "fsdp_forward_prefetch": True,
+                           "fsdp_min_num_params": 5, "fsdp_auto_wrap_policy": "TRANSFORMER_BASED_WRAP"}}
+    result = import_accelerate_config(raw, "v2.yaml")
+    named = {p.key for p in result.problems}
+    assert {"fsdp_config.fsdp_sharding_strategy", "fsdp_config.fsdp_forward_prefetch",
+            "fsdp_config.fsdp_min_num_params"} <= named
+
+
+def test_a_relative_deepspeed_json_is_written_in_full(tmp_path: Path) -> None:
+    raw = {"distributed_type": "DEEPSPEED", "num_processes": 2, "deepspeed_config": {"deepspeed_config_file": "ds.json"}}
+    result = import_accelerate_config(raw, "x.yaml", base_dir=tmp_path)
+    assert result.distributed["deepspeed"]["config_file"] == str((tmp_path / "ds.json").resolve())
+
+
+def test_cpu_ranks_export_no_gpu_ids_even_with_gpus_listed(tmp_path: Path) -> None:
+    config, _ = export_accelerate_config(settings_of(demo(hardware={"accelerator": "cpu", "gpus": [0]},
+                                                          distributed={"strategy": "ddp", "num_processes": 3})))
+    assert config["gpu_ids"] == "all"
+    args = accelerate_accepts(write(tmp_path, config))
+    assert args.num_processes == 3 and args.gpu_ids == "all"

@@ -211,6 +211,16 @@ def test_import_into_writes_nothing_that_would_break_the_profile(tmp_path: Path,
     assert target.read_text() == before and not (tmp_path / "mine.toml.bak").exists()
 
 
+def test_import_into_names_it_cannot_use_are_clear_errors(tmp_path: Path, runs_dir: Path) -> None:
+    source = str(FIXTURES / "fsdp.yaml")
+    empty = cli("profile", "import-accelerate", source, "--into", "", runs_dir=runs_dir, cwd=tmp_path)
+    assert empty.returncode == 2 and "--into needs a profile name" in empty.stderr
+    (tmp_path / "profiles").write_text("a file where the folder should be")
+    blocked = cli("profile", "import-accelerate", source, "--into", "mine", runs_dir=runs_dir, cwd=tmp_path)
+    assert blocked.returncode == 2 and "cannot create the folder" in blocked.stderr
+    assert "Traceback" not in empty.stderr + blocked.stderr
+
+
 # ------------------------------------------------------------------ the strategy editor's table
 
 

@@ -597,7 +597,7 @@ def test_accelerates_default_config_is_offered_and_becomes_a_new_profile(base, m
         assert editor.data["distributed"]["strategy"] == "fsdp"
         assert editor.data["distributed"]["fsdp"]["sharding_strategy"] == "full_shard"
         assert editor.data["model"] and editor.data["data"]  # the rest from the demo, so it can run
-        assert "imported from" in str(editor.query_one("#notice").content)
+        assert "[distributed] and [hardware] imported from" in str(editor.query_one("#notice").content)
 
     run(script, app, size=(120, 40), notifications=True)
 

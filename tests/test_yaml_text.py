@@ -59,3 +59,8 @@ def test_the_config_of_every_fixture_profile_reads_back(path: Path) -> None:
     data = tomllib.loads(path.read_text(encoding="utf-8"))
     config, _ = export_accelerate_config(profile_with_defaults(Profile(path=path, data=data)))
     assert yaml.safe_load(dump(config)) == config
+
+
+def test_keys_longer_than_yaml_allows_inline_are_written_as_explicit_keys() -> None:
+    data = {"é" * 300: 1, "k" * 2000: {"a": [1, {"b": 2}]}, "x": [{"z" * 1200: 3, "b": 4}]}
+    assert yaml.safe_load(dump(data)) == data

@@ -84,7 +84,11 @@ def _lines(value: Any, indent: str) -> list[str]:
     out: list[str] = []
     if isinstance(value, Mapping):
         for key in sorted(value):
-            out.extend(_entry(f"{indent}{_key(key)}:", value[key], indent + "  ", indent))
+            text = _key(key)
+            if len(text) > 1000:  # YAML's implicit keys stop at 1024 characters: say it is a key
+                out.append(f"{indent}? {text}")
+                text = ""
+            out.extend(_entry(f"{indent}{text}:", value[key], indent + "  ", indent))
     else:
         for item in value:
             out.extend(_entry(f"{indent}-", item, indent + "  ", indent + "  ", inline_first=True))

@@ -97,6 +97,11 @@ def import_accelerate(ref: str, into: str | None) -> int:
         print(f"nothing written: with these tables {target} would not run (above). Fix those keys in {target} "
               "first, or run without --into to see the tables", file=sys.stderr)
         return 1
+    if target.parent == Path("profiles") and not target.parent.is_dir():  # a bare name's ./profiles
+        try:
+            target.parent.mkdir()
+        except OSError as exc:
+            raise CliError(f"{target.parent.resolve()}: cannot create the folder ({exc.strerror or exc})") from None
     for warning in save_profile(merged, target):
         print(warning, file=sys.stderr)
     print(f"wrote [distributed] and [hardware] into {target}{origin}", file=sys.stderr)
@@ -111,6 +116,8 @@ def import_accelerate(ref: str, into: str | None) -> int:
 def _into_target(ref: str) -> tuple[Path, dict[str, Any], str]:
     """Where --into writes, what is there now, and a word on where it came from. A bare name
     ("mine") is ./profiles/mine.toml, as for every other command; a built-in name is copied there."""
+    if not ref.strip():
+        raise CliError("--into needs a profile name (./profiles/NAME.toml) or a path")
     given = Path(ref).expanduser()
     bare = not ref.endswith(".toml") and "/" not in ref and "\\" not in ref and not given.is_file()
     target = Path("profiles") / f"{ref}.toml" if bare else given
@@ -120,7 +127,6 @@ def _into_target(ref: str) -> tuple[Path, dict[str, Any], str]:
         builtin = list_profiles().get(ref)
         if builtin is not None and builtin.is_file():
             source, origin = builtin, f" (a copy of the built-in profile {ref})"
-        target.parent.mkdir(parents=True, exist_ok=True)
     if not source.exists():
         return target, {}, origin
     if source.is_dir():

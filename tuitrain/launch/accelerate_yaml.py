@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import reprlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -416,7 +417,7 @@ def import_accelerate_config(config: Any, file: str, base_dir: Path | None = Non
     total = canon["num_processes"]
     machines = canon["num_machines"] if _whole(canon["num_machines"]) and canon["num_machines"] >= 1 else 1
     done |= {"num_processes", "num_machines"}
-    if canon["num_machines"] != machines:
+    if not _whole(canon["num_machines"]) or canon["num_machines"] != machines:
         note("num_machines", f"{canon['num_machines']!r} is not a number of machines (1 or more); imported as 1",
              "set distributed.num_machines", "warning")
     if not _whole(total) or total < 1:
@@ -443,16 +444,19 @@ def import_accelerate_config(config: Any, file: str, base_dir: Path | None = Non
     else:
         note("rdzv_backend", f"{canon['rdzv_backend']!r} is not one of static, c10d", "set distributed.rdzv_backend",
              "warning")
-    dist["same_network"] = bool(canon["same_network"])
+    dist["same_network"] = canon["same_network"]
     if "same_network" not in cfg:
         note("same_network", "absent: accelerate reads it as false (rendezvous through main_process_ip:port as "
              "an endpoint); written as distributed.same_network = false")
-    if canon["downcast_bf16"]:
-        dist["downcast_bf16"] = True
+    if canon["downcast_bf16"] is not False:
+        dist["downcast_bf16"] = canon["downcast_bf16"]
 
     # -- device and precision
     done |= {"use_cpu", "gpu_ids", "mixed_precision"}
-    if canon["use_cpu"] or kind == "MULTI_CPU":
+    if not isinstance(canon["use_cpu"], bool):
+        note("use_cpu", f"= {_shown(canon['use_cpu'])} is not true or false; read as false", "set "
+             'hardware.accelerator = "cpu" for CPU ranks', "warning")
+    if canon["use_cpu"] is True or kind == "MULTI_CPU":
         hardware["accelerator"] = "cpu"
         if kind == "MULTI_CPU":
             note("distributed_type", "MULTI_CPU: accelerate starts one process for it without mpirun; tuitrain "
@@ -469,10 +473,14 @@ def import_accelerate_config(config: Any, file: str, base_dir: Path | None = Non
                  "hardware.accelerator = \"cpu\"")
     else:
         hardware["accelerator"] = "auto"
-    if canon["gpu_ids"] == "all":
+    ids = _gpu_id_list(cfg.get("gpu_ids", "all"))
+    if ids == "all":
         result.hardware_remove.append("gpus")
+    elif ids is None:
+        result.hardware_remove.append("gpus")
+        note("gpu_ids", f"= {_shown(cfg.get('gpu_ids'))} is not a list of GPU numbers or UUIDs; imported as all "
+             "GPUs", "set hardware.gpus, e.g. gpus = [0, 1]", "warning")
     else:
-        ids = [int(g) if g.isdigit() else g for g in canon["gpu_ids"].split(",") if g]
         hardware["gpus"] = ids
         note("gpu_ids", f"{canon['gpu_ids']} are CUDA device numbers; hardware.gpus are physical (NVML) "
              "indices, the same when CUDA_DEVICE_ORDER=PCI_BUS_ID (tuitrain's default) and no "
@@ -494,7 +502,7 @@ def import_accelerate_config(config: Any, file: str, base_dir: Path | None = Non
     # -- strategy tables
     for section in ("fsdp_config", "deepspeed_config"):
         if cfg.get(section) is not None and not isinstance(cfg[section], Mapping):
-            note(section, f"= {json.dumps(cfg[section], default=str)} is not a mapping of keys: nothing in it "
+            note(section, f"= {_shown(cfg[section])} is not a mapping of keys: nothing in it "
                  "could be imported", f"write {section} as `key: value` lines under it", "warning")
     if kind == "FSDP":
         done.add("fsdp_config")
@@ -504,7 +512,7 @@ def import_accelerate_config(config: Any, file: str, base_dir: Path | None = Non
         note("fsdp_config", f"ignored by accelerate with distributed_type {kind}", None, "note")
     if kind == "DEEPSPEED":
         done.add("deepspeed_config")
-        dist["deepspeed"] = _import_deepspeed(_mapping(cfg.get("deepspeed_config")), note, machines)
+        dist["deepspeed"] = _import_deepspeed(_mapping(cfg.get("deepspeed_config")), note, machines, base_dir)
     elif cfg.get("deepspeed_config"):
         done.add("deepspeed_config")
         note("deepspeed_config", f"ignored by accelerate with distributed_type {kind}", None, "note")
@@ -519,7 +527,7 @@ def import_accelerate_config(config: Any, file: str, base_dir: Path | None = Non
             quiet.append(key)
             continue
         why = NO_PROFILE_KEY.get(key, "tuitrain has no key for it")
-        note(key, f"= {json.dumps(value, default=str)} could not be mapped: {why}", None, "warning")
+        note(key, f"= {_shown(value)} could not be mapped: {why}", None, "warning")
     if quiet:
         note("", "at accelerate's defaults, nothing to carry over: " + ", ".join(sorted(quiet)))
     result.distributed = _checked(dist, "distributed", note)
@@ -561,7 +569,7 @@ def _checked(table: dict[str, Any], prefix: str, note: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for leaf, value in table.items():
         key = f"{prefix}.{leaf}"
-        if isinstance(value, dict):
+        if key in ("distributed.fsdp", "distributed.deepspeed") and isinstance(value, dict):
             out[leaf] = _checked(value, key, note)
             continue
         found = check_value("imported", key, value) or _broken_text(key, value)
@@ -569,16 +577,63 @@ def _checked(table: dict[str, Any], prefix: str, note: Any) -> dict[str, Any]:
             out[leaf] = value
             continue
         source = _SOURCES.get(key, key.removeprefix("distributed.").removeprefix("hardware."))
-        note(source, f"= {json.dumps(value, default=str)} could not be mapped: {found[0].message}",
+        note(source, f"= {_shown(value)} could not be mapped: {found[0].message}",
              f"set {key} in the profile" + (f" ({found[0].fix})" if found[0].fix else ""), "warning")
     return out
+
+
+_SHORT = reprlib.Repr()
+_SHORT.maxstring, _SHORT.maxother, _SHORT.maxlist, _SHORT.maxdict, _SHORT.maxlevel = 60, 60, 6, 6, 3
+
+
+def _shown(value: Any) -> str:
+    """A value as a message shows it: short, whatever its size (YAML aliases can make it huge)."""
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        text = json.dumps(value)
+        return text if len(text) <= 80 else text[:76] + '..."'
+    return _SHORT.repr(value)
+
+
+def _reverse(table: Mapping[str, str], value: Any) -> str | None:
+    """The key of `table` whose value is `value` (None for anything else, unhashable values too)."""
+    return next((k for k, v in table.items() if isinstance(value, str) and v == value), None)
+
+
+def _gpu_id_list(value: Any) -> list[int | str] | str | None:
+    """accelerate's gpu_ids ("all", "0,1", 3, [0, 1], "GPU-<uuid>") -> "all" or a list of CUDA
+    numbers and UUIDs; None for anything else."""
+    if value is None or value == "all":
+        return "all"
+    items = value if isinstance(value, list) else str(value).split(",") if isinstance(value, (str, int)) else None
+    if items is None or isinstance(value, bool):
+        return None
+    out: list[int | str] = []
+    for item in items:
+        text = str(item).strip() if isinstance(item, (str, int)) and not isinstance(item, bool) else None
+        if text is None or not (text.isdigit() or text.startswith(("GPU-", "MIG-"))):
+            return None
+        out.append(int(text) if text.isdigit() else text)
+    return out or "all"
 
 
 def _whole(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _precision_from_json(path: str, base_dir: Path | None) -> str | None:
+def _json_path(path: Any, base_dir: Path | None, note: Any) -> Any:
+    """deepspeed_config_file as the profile should hold it: a relative path is relative to the
+    accelerate config's folder, and a profile's to its own folder, so it is written out in full."""
+    if not isinstance(path, str) or base_dir is None or Path(path).expanduser().is_absolute():
+        return path  # not a path at all: the schema check names it
+    full = str((base_dir / path).resolve())
+    note("deepspeed_config.deepspeed_config_file", f"{path} is relative to the accelerate config's folder: "
+         f"written as {full}")
+    return full
+
+
+def _precision_from_json(path: Any, base_dir: Path | None) -> str | None:
+    if not isinstance(path, str):
+        return None
     full = Path(path).expanduser()
     if not full.is_absolute() and base_dir is not None:
         full = base_dir / full
@@ -601,6 +656,13 @@ def _import_fsdp(raw: Mapping[str, Any], note: Any) -> dict[str, Any]:
                  f"with it runs without the setting); read as {FSDP_ALIASES[full]}, and written under that "
                  "name on export")
     canon = canonical_fsdp(raw)
+    for key, value in raw.items():
+        full = FSDP_ALIASES.get(str(key) if str(key).startswith("fsdp") else "fsdp_" + str(key))
+        full = full or (str(key) if str(key).startswith("fsdp") else "fsdp_" + str(key))
+        if full in FSDP_KNOWN and full not in canon:
+            note(f"fsdp_config.{key}", f"= {_shown(value)} not imported: accelerate does not use it with "
+                 f"fsdp_version {_shown(canon['fsdp_version'])} and auto wrap policy "
+                 f"{_shown(canon['fsdp_auto_wrap_policy'])}")
     table: dict[str, Any] = {}
     for acc, ours in FSDP_PLAIN.items():
         if acc in canon:
@@ -615,7 +677,7 @@ def _import_fsdp(raw: Mapping[str, Any], note: Any) -> dict[str, Any]:
     else:
         note("fsdp_config.fsdp_sharding_strategy", f"{canon['fsdp_sharding_strategy']!r} is not a sharding strategy",
              "set distributed.fsdp.sharding_strategy", "warning")
-    policy = {v: k for k, v in WRAP.items()}.get(canon["fsdp_auto_wrap_policy"])
+    policy = _reverse(WRAP, canon["fsdp_auto_wrap_policy"])
     if policy is None:
         note("fsdp_config.fsdp_auto_wrap_policy", f"{canon['fsdp_auto_wrap_policy']!r} is not a wrap policy",
              "set distributed.fsdp.auto_wrap_policy", "warning")
@@ -624,38 +686,39 @@ def _import_fsdp(raw: Mapping[str, Any], note: Any) -> dict[str, Any]:
     if canon.get("fsdp_transformer_layer_cls_to_wrap"):
         table["transformer_layer_cls_to_wrap"] = canon["fsdp_transformer_layer_cls_to_wrap"]
     if "fsdp_backward_prefetch" in canon:
-        prefetch = {v: k for k, v in PREFETCH.items()}.get(canon["fsdp_backward_prefetch"])
+        prefetch = _reverse(PREFETCH, canon["fsdp_backward_prefetch"])
         if prefetch is None:
             note("fsdp_config.fsdp_backward_prefetch", f"{canon['fsdp_backward_prefetch']!r} is not one of "
                  f"{', '.join(PREFETCH.values())}; not imported", "set distributed.fsdp.backward_prefetch", "warning")
         else:
             table["backward_prefetch"] = prefetch
-    state = {v: k for k, v in STATE_DICT.items()}.get(canon["fsdp_state_dict_type"])
+    state = _reverse(STATE_DICT, canon["fsdp_state_dict_type"])
     if state:
         table["state_dict_type"] = state
     else:
         note("fsdp_config.fsdp_state_dict_type", f"{canon['fsdp_state_dict_type']!r} is not one of "
              f"{', '.join(STATE_DICT.values())}; not imported", "set distributed.fsdp.state_dict_type", "warning")
     for key, value in canon["unknown"].items():
-        note(f"fsdp_config.{key}", f"= {json.dumps(value, default=str)} could not be mapped: not among "
+        note(f"fsdp_config.{key}", f"= {_shown(value)} could not be mapped: not among "
              "[distributed.fsdp]'s keys", "check whether accelerate 1.15 reads it at all", "warning")
     return {k: table[k] for k in FSDP_KEYS if k in table}
 
 
-def _import_deepspeed(raw: Mapping[str, Any], note: Any, machines: int = 1) -> dict[str, Any]:
+def _import_deepspeed(raw: Mapping[str, Any], note: Any, machines: int = 1,
+                      base_dir: Path | None = None) -> dict[str, Any]:
     canon = canonical_deepspeed(raw)
     for key, value in canon["launcher"].items():
         if key == "deepspeed_multinode_launcher" and (value == "standard" or machines == 1):
             continue  # what tuitrain does anyway / nothing to launch across machines
-        note(f"deepspeed_config.{key}", f"= {json.dumps(value, default=str)} could not be mapped: tuitrain starts "
+        note(f"deepspeed_config.{key}", f"= {_shown(value)} could not be mapped: tuitrain starts "
              "every machine itself (accelerate's \"standard\" launcher: torchrun on each machine), not through "
              "DeepSpeed's pdsh / MPI / SLURM runner", "run `tuitrain run PROFILE` on each machine with its "
              "distributed.machine_rank", "warning")
     table: dict[str, Any] = {}
     if canon.get("deepspeed_config_file"):
-        table["config_file"] = str(canon["deepspeed_config_file"])
+        table["config_file"] = _json_path(canon["deepspeed_config_file"], base_dir, note)
         if canon["zero3_init_flag"] is not None:
-            table["zero3_init"] = bool(canon["zero3_init_flag"])
+            table["zero3_init"] = canon["zero3_init_flag"]
         ignored = [k for k in raw if k in DS_DEFAULTS]
         if ignored:
             note("deepspeed_config", f"{', '.join(ignored)} next to deepspeed_config_file: accelerate refuses "
@@ -682,7 +745,7 @@ def _import_deepspeed(raw: Mapping[str, Any], note: Any, machines: int = 1) -> d
                      "warning")
     table = {k: table[k] for k in DEEPSPEED_KEYS if k in table}
     for key, value in canon["unknown"].items():
-        note(f"deepspeed_config.{key}", f"= {json.dumps(value, default=str)} could not be mapped: not among "
+        note(f"deepspeed_config.{key}", f"= {_shown(value)} could not be mapped: not among "
              "[distributed.deepspeed]'s keys", "set it in a DeepSpeed JSON (distributed.deepspeed.config_file)",
              "warning")
     return table

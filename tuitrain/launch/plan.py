@@ -169,7 +169,8 @@ def export_accelerate_config(profile: Mapping[str, Any], file: str = "profile",
     hw = profile["hardware"]
     dist = profile["distributed"]
     accelerator = hw["accelerator"]
-    gpus = hw.get("gpus")
+    # CPU ranks use no GPU: gpu_ids would make accelerate set CUDA_VISIBLE_DEVICES to them
+    gpus = hw.get("gpus") if accelerator != "cpu" else None
     gpu_ids = ",".join(str(g) for g in gpus) if gpus else "all"
     base_dir = profile_folder(file)
     per_gpu = not processes_set and dist["strategy"] != "single" and accelerator in ("auto", "cuda")
@@ -181,7 +182,7 @@ def export_accelerate_config(profile: Mapping[str, Any], file: str = "profile",
     if per_gpu and gpus and len(gpus) > 1:
         header.append(f"num_processes: one per selected GPU ({len(gpus)} per machine), as `tuitrain run` starts "
                       "when distributed.num_processes is not set")
-    elif per_gpu:
+    elif per_gpu and not gpus:
         header.append("num_processes: not set in the profile, so `tuitrain run` starts one per GPU of the machine "
                       "it runs on; this file says 1: set distributed.num_processes for a fixed count")
     if accelerator == "cpu" and config["distributed_type"] == "MULTI_GPU":

@@ -215,9 +215,9 @@ SCHEMA: dict[str, Section] = {
         "strategy": KeySpec("str", "single", choices=STRATEGIES,
                             doc="single: one device; ddp: a model copy per process; fsdp: parameters sharded "
                                 "across GPUs; deepspeed: ZeRO sharding and offload"),
-        "num_processes": KeySpec("int", 1, min=1, doc="processes per machine (absent: one per selected GPU for ddp/fsdp/deepspeed on NVIDIA GPUs, else 1; CPU ranks use gloo)"),
-        "num_machines": KeySpec("int", 1, min=1, doc="machines taking part (each runs num_processes)"),
-        "machine_rank": KeySpec("int", 0, min=0, doc="this machine's rank, 0 to num_machines - 1 (0 hosts the rendezvous)"),
+        "num_processes": KeySpec("int", 1, min=1, max=4096, doc="processes per machine (absent: one per selected GPU for ddp/fsdp/deepspeed on NVIDIA GPUs, else 1; CPU ranks use gloo)"),
+        "num_machines": KeySpec("int", 1, min=1, max=65536, doc="machines taking part (each runs num_processes)"),
+        "machine_rank": KeySpec("int", 0, min=0, max=65535, doc="this machine's rank, 0 to num_machines - 1 (0 hosts the rendezvous)"),
         "main_process_ip": KeySpec("str", doc="address of machine 0 (needed with num_machines > 1)",
                                    example='main_process_ip = "10.0.0.1"'),
         "main_process_port": KeySpec("int", min=1, max=65535, doc="absent = pick a free port"),

@@ -210,7 +210,7 @@ class EditorScreen(Screen):
                 notice += "\n" + "\n".join(self.imported_notes)
         if comments:
             notice = "this file has comments: saving cannot keep them, so the old file is kept as a .bak backup"
-        self.query_one("#notice", Static).update(notice)
+        self.query_one("#notice", Static).update(Text(notice))  # plain text: "[distributed]" is no markup
         self.query_one("#notice", Static).display = bool(notice)
         self.loaded = True
         await self._populate(self.query_one("#sections", TabbedContent).active.removeprefix("sec-"))
