@@ -545,7 +545,7 @@ def test_every_field_of_the_distributed_form_shows_its_help_and_default(base):
         await pilot.pause(0.3)
         screen_text = "\n".join(strip.text for strip in app.screen._compositor.render_strips())
         assert "full_shard: params, grads and optimizer state" in screen_text, screen_text
-        assert "within a machine (default: full_shard)" in screen_text, screen_text
+        assert "(default: full_shard)" in screen_text and "hybrid_shard_zero2" in screen_text, screen_text
 
     run(script, app, size=(120, 40))
 
@@ -564,6 +564,51 @@ def test_the_preview_follows_an_fsdp_field(base):
         await until(pilot, lambda: "fsdp_sharding_strategy: SHARD_GRAD_OP" in str(editor.query_one("#plan").content),
                     what="the preview to follow")
         assert editor.data["distributed"]["fsdp"] == {"sharding_strategy": "shard_grad_op"}
+
+    run(script, app, size=(120, 40))
+
+
+def test_a_table_the_strategy_does_not_use_can_be_removed_from_the_form(base):
+    from textual.widgets import Button, Input, Select
+
+    app = make_app(base)
+
+    async def script(pilot):
+        editor = await new_profile_editor(pilot)
+        await choose_strategy(pilot, editor, "fsdp", "distributed.fsdp.sharding_strategy")
+        editor.rows["distributed.fsdp.sharding_strategy"].query_one(Select).value = "no_shard"
+        await until(pilot, lambda: editor.data["distributed"].get("fsdp"), what="the fsdp edit")
+        await choose_strategy(pilot, editor, "ddp", "distributed.num_machines")
+        button = await until(pilot, lambda: next(iter(editor.query("#drop-fsdp").results(Button)), None),
+                             what="the remove button")
+        button.press()
+        await until(pilot, lambda: "fsdp" not in editor.data["distributed"], what="[distributed.fsdp] removed")
+        assert not editor.query("#drop-fsdp")
+        # an empty number box means "the default": leaving it does not mark it invalid
+        machines = editor.rows["distributed.num_machines"].query_one(Input)
+        machines.focus()
+        await pilot.press("tab")
+        await pilot.pause(0.2)
+        assert not machines.has_class("-invalid") and machines.value == ""
+
+    run(script, app, size=(80, 24))
+
+
+def test_a_deepspeed_json_disables_the_plugin_fields(base):
+    from textual.widgets import Input, Select
+
+    app = make_app(base)
+
+    async def script(pilot):
+        editor = await new_profile_editor(pilot)
+        await choose_strategy(pilot, editor, "deepspeed", "distributed.deepspeed.zero_stage")
+        stage = editor.rows["distributed.deepspeed.zero_stage"]
+        assert stage.query_one(Select) and not stage.disabled  # 0-3 is picked, not typed
+        editor.rows["distributed.deepspeed.config_file"].query_one(Input).value = "ds.json"
+        await until(pilot, lambda: stage.disabled, what="the plugin fields disabled")
+        assert editor.rows["distributed.deepspeed.offload_param_device"].disabled
+        editor.rows["distributed.deepspeed.config_file"].query_one(Input).value = ""
+        await until(pilot, lambda: not stage.disabled, what="the plugin fields back")
 
     run(script, app, size=(120, 40))
 

@@ -66,7 +66,8 @@ FSDP_KEYS: dict[str, KeySpec] = {
                        "per-parameter sharding)"),
     "sharding_strategy": KeySpec("str", "full_shard", choices=FSDP_SHARDING,
                                  doc="full_shard: params, grads and optimizer state; shard_grad_op: grads and "
-                                     "optimizer state; no_shard: like DDP; hybrid: full shard within a machine"),
+                                     "optimizer state; no_shard: like DDP; hybrid_shard / hybrid_shard_zero2: "
+                                     "full_shard / shard_grad_op within a machine, replicated across machines"),
     "auto_wrap_policy": KeySpec("str", "transformer", choices=FSDP_WRAP,
                                 doc="transformer: wrap each layer class; size: wrap blocks of min_num_params; "
                                     "none: one unit"),

@@ -44,7 +44,7 @@ FALLBACK_CHOICES = {
 
 
 def field_for(path: tuple[str, ...], spec: KeySpec) -> FieldDef:
-    if spec.choices and spec.kind == "str":
+    if spec.choices and spec.kind in ("str", "int"):
         kind = "choice"
     elif spec.kind == "bool":
         kind = "bool"
@@ -223,6 +223,7 @@ class EditorScreen(Screen):
             return
         self.populated.add(section)
         await self.query_one(f"#form-{section}", VerticalScroll).mount_all(self._section_rows(section))
+        self._plugin_rows_follow_the_json()
         self._apply_problems()
 
     @on(TabbedContent.TabActivated, "#sections")
@@ -254,7 +255,7 @@ class EditorScreen(Screen):
             return out
         if section == "distributed":
             strategy: Any = SCHEMA["distributed"]["strategy"]
-            out.append(self._row(field_for(("distributed", "strategy"), strategy)))
+            out.append(self._row(field_for(("distributed", "strategy"), strategy), show_help=False))
             out.append(Vertical(*self._strategy_rows(), id="strategy-fields"))
             return out
         for key, spec in SCHEMA[section].items():
@@ -270,7 +271,7 @@ class EditorScreen(Screen):
 
     def _table_rows(self, section: str, key: str, spec: TableSpec) -> list[Any]:
         table = get_path(self.data, (section, key))
-        out: list[Any] = [Label(f"[{section}.{key}]  {spec.doc}", classes="subtable")]
+        out: list[Any] = [Static(f"[{section}.{key}]  {spec.doc}", classes="subtable", markup=False)]
         if spec.keys:
             for sub, sub_spec in spec.keys.items():
                 out.append(self._row(field_for((section, key, sub), sub_spec), f"{sub}"))
@@ -294,23 +295,36 @@ class EditorScreen(Screen):
             return []
         fields = fields_for(strategy)
         section: dict[str, Any] = SCHEMA["distributed"]
-        out: list[Any] = [Static(f"  {strategy}: {STRATEGY_HELP[strategy]}", classes="hint")]
+        out: list[Any] = [Static(f"{strategy}: {STRATEGY_HELP[strategy]}", classes="hint")]
         plain = [f.name for f in fields if f.section == "distributed"]
         tables = sorted({f.section.split(".")[1] for f in fields if f.section.count(".") == 1})
         for key in plain:
             out.append(self._row(field_for(("distributed", key), section[key])))
         if not plain and not tables:
-            out.append(Static("  nothing more to set here: precision and GPUs are in the Hardware tab", classes="hint"))
+            out.append(Static("nothing more to set here: precision and GPUs are in the Hardware tab", classes="hint"))
         for key in tables:
             out += self._table_rows("distributed", key, section[key])
         unused = [key for key, spec in section.items()
                   if isinstance(spec, KeySpec) and key != "strategy" and key not in plain
                   and get_path(self.data, ("distributed", key)) not in (None, spec.default)]
-        if unused:
-            out.append(Label(f"set in this profile, not used by {strategy} (empty a field to remove it)",
-                             classes="subtable"))
+        stale_tables = [key for key, spec in section.items()
+                        if isinstance(spec, TableSpec) and key not in tables and get_path(self.data, ("distributed", key))]
+        if unused or stale_tables:
+            out.append(Static(f"set in this profile, not used by {strategy} (empty a field to remove it)",
+                              classes="subtable"))
             out += [self._row(field_for(("distributed", key), section[key])) for key in unused]
+            out += [Horizontal(Static(f"[distributed.{key}]: {len(get_path(self.data, ('distributed', key)))} key(s)",
+                                      classes="stale-table", markup=False),
+                               Button(f"remove [distributed.{key}]", id=f"drop-{key}", compact=True), classes="stale-row")
+                    for key in stale_tables]
         return out
+
+    @on(Button.Pressed, ".stale-row Button")
+    async def _drop_table(self, event: Button.Pressed) -> None:
+        """Remove a strategy table the chosen strategy does not use (it would be saved otherwise)."""
+        set_path(self.data, ("distributed", str(event.button.id).removeprefix("drop-")), REMOVE)
+        self._modified()
+        await self._strategy_changed()
 
     async def _strategy_changed(self) -> None:
         box = self.query_one("#strategy-fields", Vertical)
@@ -318,6 +332,7 @@ class EditorScreen(Screen):
             del self.rows[key]
         await box.remove_children()
         await box.mount_all(self._strategy_rows())
+        self._plugin_rows_follow_the_json()
         self._apply_problems()
 
     def _gpu_rows(self) -> Any:
@@ -366,6 +381,19 @@ class EditorScreen(Screen):
         self._modified()
         if event.row.field.path == ("distributed", "strategy"):
             await self._strategy_changed()
+        elif event.row.field.path == ("distributed", "deepspeed", "config_file"):
+            self._plugin_rows_follow_the_json()
+
+    def _plugin_rows_follow_the_json(self) -> None:
+        """A DeepSpeed JSON replaces the plugin fields (accelerate refuses both): while one is
+        named, those rows are disabled; a value already in one keeps its error beside it."""
+        from tuitrain.profile.schema import DEEPSPEED_PLUGIN_KEYS
+
+        has_json = bool(get_path(self.data, ("distributed", "deepspeed", "config_file")))
+        for key in DEEPSPEED_PLUGIN_KEYS:
+            row = self.rows.get(f"distributed.deepspeed.{key}")
+            if row is not None:
+                row.disabled = has_json and get_path(self.data, ("distributed", "deepspeed", key)) is None
 
     def on_selection_list_selected_changed(self, event: Any) -> None:
         selected = sorted(event.selection_list.selected)
@@ -412,7 +440,7 @@ class EditorScreen(Screen):
         from tuitrain.yaml_text import dump as dump_yaml
 
         label = str(self.path) if self.path else "<new profile>"
-        base = self.path.resolve().parent if self.path else self.app.cwd
+        base = self.path.resolve().parent if self.path else self.app.cwd / "profiles"
         problems = validate_profile(data, label, base)
         plan_text: Text
         command = ""
@@ -566,7 +594,10 @@ class EditorScreen(Screen):
             self.notify("no command yet: fix the errors first", severity="warning")
             return
         self.app.copy_to_clipboard(self.command)
-        self.notify("command copied (through the terminal's clipboard, OSC 52)")
+        errors = len(self.errors)
+        self.notify("command copied (through the terminal's clipboard, OSC 52)"
+                    + (f"; the checks report {errors} error(s): it would not start as it is" if errors else ""),
+                    severity="warning" if errors else "information")
 
     def action_back(self) -> None:
         from tuitrain.tui.screens.confirm import ConfirmScreen

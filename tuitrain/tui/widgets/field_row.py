@@ -146,8 +146,13 @@ class FieldRow(Vertical):
             return Select(options, value=value, allow_blank=True, prompt=f"({placeholder})", compact=True,
                           classes="field-control", tooltip=tooltip)
         input_type = {"int": "integer", "float": "number"}.get(f.kind, "text")
+        # valid_empty: an empty box means "the default", not a bad number
         return Input(show_value(f.kind, self.initial), placeholder=placeholder, type=input_type, compact=True,
-                     classes="field-control", tooltip=tooltip)
+                     classes="field-control", tooltip=tooltip, valid_empty=True)
+
+    def on_descendant_focus(self) -> None:
+        """Scroll the whole row into view, help line and error included, not just its control."""
+        self.call_after_refresh(self.scroll_visible, animate=False)
 
     def on_mount(self) -> None:
         self.call_after_refresh(self._arm)
