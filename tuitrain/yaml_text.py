@@ -96,16 +96,12 @@ def _lines(value: Any, indent: str) -> list[str]:
 
 
 def _entry(head: str, value: Any, child_indent: str, list_indent: str, inline_first: bool = False) -> list[str]:
-    if isinstance(value, Mapping) and value:
-        if inline_first:  # "- key: value" then the rest of the mapping under it
-            body = _lines(value, child_indent)
-            return [f"{head} {body[0].lstrip()}", *body[1:]]
-        return [head, *_lines(value, child_indent)]
-    if isinstance(value, (list, tuple)) and value:
-        if inline_first:
-            body = _lines(value, child_indent)
-            return [f"{head} {body[0].lstrip()}", *body[1:]]
-        return [head, *_lines(value, list_indent)]  # PyYAML puts a mapping's list items under the key
+    """`head` ("key:" or "-") and its value: inline when a scalar or empty, else the block under
+    it; a list item's first line goes on the "-" line itself ("- key: value")."""
+    if isinstance(value, (Mapping, list, tuple)) and value:
+        # PyYAML puts a mapping's list items at the key's own indent
+        body = _lines(value, child_indent if inline_first or isinstance(value, Mapping) else list_indent)
+        return [f"{head} {body[0].lstrip()}", *body[1:]] if inline_first else [head, *body]
     if isinstance(value, Mapping):
         return [f"{head} {{}}"]
     if isinstance(value, (list, tuple)):

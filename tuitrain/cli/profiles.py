@@ -24,6 +24,7 @@ from tuitrain.cli.errors import CliError
 from tuitrain.launch.accelerate_yaml import default_config_path, import_accelerate_file
 from tuitrain.yaml_text import dump as dump_yaml
 from tuitrain.launch.plan import export_accelerate_config
+from tuitrain.profile.load import is_bare_name
 from tuitrain.profile import (
     Problem,
     ProfileError,
@@ -119,7 +120,7 @@ def _into_target(ref: str) -> tuple[Path, dict[str, Any], str]:
     if not ref.strip():
         raise CliError("--into needs a profile name (./profiles/NAME.toml) or a path")
     given = Path(ref).expanduser()
-    bare = not ref.endswith(".toml") and "/" not in ref and "\\" not in ref and not given.is_file()
+    bare = is_bare_name(ref) and not given.is_file()
     target = Path("profiles") / f"{ref}.toml" if bare else given
     source = target
     origin = ""

@@ -249,16 +249,21 @@ def deepspeed_section(ds: Mapping[str, Any], config_file: str | None = None) -> 
 # ---------------------------------------------------------------------------------- canonical form
 
 
+def _prefixed(key: Any) -> str:
+    """An fsdp_config key as written, with accelerate's "fsdp_" prefix (some configs leave it out)."""
+    return str(key) if str(key).startswith("fsdp") else "fsdp_" + str(key)
+
+
+def _fsdp_name(key: Any) -> str:
+    """An fsdp_config key as `accelerate launch` reads it (an alias taken as the key it meant)."""
+    return FSDP_ALIASES.get(_prefixed(key), _prefixed(key))
+
+
 def canonical_fsdp(raw: Mapping[str, Any]) -> dict[str, Any]:
     """An fsdp_config as accelerate 1.15 applies it: keys spelled as `accelerate launch` reads them
     (aliases taken as the key they meant), values normalised, launch defaults filled in, and only
     the keys that act for this FSDP version and wrap policy."""
-    cfg: dict[str, Any] = {}
-    for key, value in raw.items():
-        key = str(key)
-        key = key if key.startswith("fsdp") else "fsdp_" + key
-        key = FSDP_ALIASES.get(key, key)
-        cfg[key] = value
+    cfg = {_fsdp_name(key): value for key, value in raw.items()}
     out = {k: cfg.get(k, default) for k, default in LAUNCH_FSDP_DEFAULTS.items()}
     version = _int(out["fsdp_version"])
     out["fsdp_version"] = version
@@ -312,11 +317,9 @@ def canonical_deepspeed(raw: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _gpu_ids(value: Any) -> str:
-    """accelerate's gpu_ids ("all", "0,1", 0, or a YAML list [0, 1]) -> "all" or "0,1"."""
-    if value is None or value == "all":
-        return "all"
-    items = value if isinstance(value, (list, tuple)) else str(value).split(",")
-    return ",".join(str(g).strip() for g in items if str(g).strip()) or "all"
+    """accelerate's gpu_ids in one spelling: "all" or "0,1" (an unreadable value as it is)."""
+    ids = _gpu_id_list(value)
+    return ids if isinstance(ids, str) else ",".join(map(str, ids)) if ids is not None else str(value)
 
 
 def canonical_config(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -649,16 +652,13 @@ def _precision_from_json(path: Any, base_dir: Path | None) -> str | None:
 
 
 def _import_fsdp(raw: Mapping[str, Any], note: Any) -> dict[str, Any]:
-    for key in raw:
-        full = key if str(key).startswith("fsdp") else "fsdp_" + str(key)
-        if full in FSDP_ALIASES:
-            note(f"fsdp_config.{key}", f"an old or foreign name that accelerate 1.15 does not read (a config "
-                 f"with it runs without the setting); read as {FSDP_ALIASES[full]}, and written under that "
-                 "name on export")
     canon = canonical_fsdp(raw)
     for key, value in raw.items():
-        full = FSDP_ALIASES.get(str(key) if str(key).startswith("fsdp") else "fsdp_" + str(key))
-        full = full or (str(key) if str(key).startswith("fsdp") else "fsdp_" + str(key))
+        if _prefixed(key) in FSDP_ALIASES:
+            note(f"fsdp_config.{key}", f"an old or foreign name that accelerate 1.15 does not read (a config "
+                 f"with it runs without the setting); read as {_fsdp_name(key)}, and written under that "
+                 "name on export")
+        full = _fsdp_name(key)
         if full in FSDP_KNOWN and full not in canon:
             note(f"fsdp_config.{key}", f"= {_shown(value)} not imported: accelerate does not use it with "
                  f"fsdp_version {_shown(canon['fsdp_version'])} and auto wrap policy "

@@ -46,6 +46,11 @@ def builtin_profile_path(name: str = "demo") -> Path:
     return path
 
 
+def is_bare_name(ref: str) -> bool:
+    """A profile named, not a path: "demo" (no .toml, no folder), looked up in ./profiles."""
+    return bool(ref) and not ref.endswith(".toml") and "/" not in ref and "\\" not in ref
+
+
 def resolve_profile_path(ref: str, cwd: Path | None = None) -> Path:
     """A profile reference -> its file.
 
@@ -58,8 +63,7 @@ def resolve_profile_path(ref: str, cwd: Path | None = None) -> Path:
     full = given if given.is_absolute() else cwd / given
     if full.is_file():
         return full
-    bare = not ref.endswith(".toml") and "/" not in ref and "\\" not in ref
-    if bare and ref:
+    if is_bare_name(ref):
         known = list_profiles(cwd)
         if ref in known:
             return known[ref]

@@ -855,19 +855,15 @@ def _rules_run(file: str, data: Mapping[str, Any]) -> list[Problem]:
 def check_value(file: str, key: str, value: Any) -> list[Problem]:
     """The problems of one value at a dotted key of a schema section ("distributed.fsdp.version"):
     its type, choices and range, worded as validation words them. An unknown key: one problem."""
-    section, *rest = key.split(".")
+    section, *tables, leaf = key.split(".")
     keys: Mapping[str, KeySpec | TableSpec] = SCHEMA.get(section, {})
-    spec: KeySpec | TableSpec | None = None
-    for i, part in enumerate(rest):
-        spec = keys.get(part)
-        if isinstance(spec, TableSpec) and i < len(rest) - 1:
-            keys = spec.keys
-        elif i < len(rest) - 1:
-            spec = None
-            break
+    for name in tables:
+        table = keys.get(name)
+        keys = table.keys if isinstance(table, TableSpec) else {}
+    spec = keys.get(leaf)
     if not isinstance(spec, KeySpec):
         return [Problem(file, key, "not a key tuitrain knows")]
-    return _check_key(file, key, rest[-1], value, spec)
+    return _check_key(file, key, leaf, value, spec)
 
 
 # --------------------------------------------------------------------------- entry point

@@ -304,19 +304,25 @@ class EditorScreen(Screen):
             out.append(Static("nothing more to set here: precision and GPUs are in the Hardware tab", classes="hint"))
         for key in tables:
             out += self._table_rows("distributed", key, section[key])
-        unused = [key for key, spec in section.items()
-                  if isinstance(spec, KeySpec) and key != "strategy" and key not in plain
-                  and get_path(self.data, ("distributed", key)) not in (None, spec.default)]
-        stale_tables = [key for key, spec in section.items()
-                        if isinstance(spec, TableSpec) and key not in tables and get_path(self.data, ("distributed", key))]
-        if unused or stale_tables:
-            out.append(Static(f"set in this profile, not used by {strategy} (empty a field to remove it)",
-                              classes="subtable"))
-            out += [self._row(field_for(("distributed", key), section[key])) for key in unused]
-            out += [Horizontal(Static(f"[distributed.{key}]: {len(get_path(self.data, ('distributed', key)))} key(s)",
-                                      classes="stale-table", markup=False),
-                               Button(f"remove [distributed.{key}]", id=f"drop-{key}", compact=True), classes="stale-row")
-                    for key in stale_tables]
+        return out + self._leftover_rows(strategy, {"strategy", *plain, *tables})
+
+    def _leftover_rows(self, strategy: str, used: set[str]) -> list[Any]:
+        """[distributed] keys set away from their default and tables set, that `strategy` does not
+        use: listed so they can be emptied or removed (they would be saved unseen otherwise)."""
+        section: dict[str, Any] = SCHEMA["distributed"]
+        keys = [key for key, spec in section.items() if key not in used and isinstance(spec, KeySpec)
+                and get_path(self.data, ("distributed", key)) not in (None, spec.default)]
+        tables = [key for key, spec in section.items() if key not in used and isinstance(spec, TableSpec)
+                  and get_path(self.data, ("distributed", key))]
+        if not keys and not tables:
+            return []
+        out: list[Any] = [Static(f"set in this profile, not used by {strategy} (empty a field to remove it)",
+                                 classes="subtable")]
+        out += [self._row(field_for(("distributed", key), section[key])) for key in keys]
+        out += [Horizontal(Static(f"[distributed.{key}]: {len(get_path(self.data, ('distributed', key)))} key(s)",
+                                  classes="stale-table", markup=False),
+                           Button(f"remove [distributed.{key}]", id=f"drop-{key}", compact=True), classes="stale-row")
+                for key in tables]
         return out
 
     @on(Button.Pressed, ".stale-row Button")
@@ -440,15 +446,14 @@ class EditorScreen(Screen):
         from tuitrain.yaml_text import dump as dump_yaml
 
         label = str(self.path) if self.path else "<new profile>"
-        base = self.path.resolve().parent if self.path else self.app.cwd / "profiles"
-        problems = validate_profile(data, label, base)
+        problems = validate_profile(data, label, self.planned_path.resolve().parent)
         plan_text: Text
         command = ""
         if any(p.is_error for p in problems):
             plan_text = Text("fix the errors to see what would run", style="dim")
         else:
             try:
-                plan = plan_profile(Profile(path=self.path or self.app.cwd / "profiles" / "new.toml", data=data),
+                plan = plan_profile(Profile(path=self.planned_path, data=data),
                                     self.app.runs_root / "<new-run>", self.app.hardware)
             except Exception as exc:  # noqa: BLE001 - a half-typed profile the planner cannot read: say why
                 plan_text = Text(f"cannot plan yet: {type(exc).__name__}: {exc}", style="red")
@@ -505,6 +510,12 @@ class EditorScreen(Screen):
         for key, row in self.rows.items():
             if row.is_mounted:
                 row.set_error("\n".join(by_row.get(key, [])) or None)
+
+    @property
+    def planned_path(self) -> Path:
+        """The file the profile is checked and planned as: an unsaved one as ./profiles/new.toml
+        (where saving puts it), so its relative paths mean what they will mean once saved."""
+        return self.path or self.app.cwd / "profiles" / "new.toml"
 
     @property
     def errors(self) -> list[Any]:
@@ -582,7 +593,7 @@ class EditorScreen(Screen):
 
         try:
             data = apply_overrides(copy.deepcopy(self.data), self.app.launch_overrides)
-            profile = Profile(path=self.path or self.app.cwd / "profiles" / "new.toml", data=data)
+            profile = Profile(path=self.planned_path, data=data)
             paths = launch(profile, self.app.runs_root, cwd=self.app.cwd, hardware=self.app.hardware)
         except (ProfileError, StartError, OSError) as exc:
             self.app.call_from_thread(self.notify, str(exc), title="Not launched", severity="error", timeout=10)
