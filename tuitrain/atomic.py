@@ -1,18 +1,34 @@
-"""Atomic file writes: a reader never sees half a file, a failed write never truncates the old one."""
+"""Atomic file writes: a reader never sees half a file, a failed write never truncates the old one.
+
+Files are created as `open()` creates them (0666 less the umask), not mkstemp's 0600: runs and
+profiles on a shared workstation are read by other users whenever the umask lets them."""
 
 from __future__ import annotations
 
 import json
 import os
-import tempfile
+import secrets
 from pathlib import Path
 from typing import Any
+
+CREATE_MODE = 0o666  # the kernel takes the umask (and a folder's default ACL) off this
+
+
+def _create_temp(path: Path) -> tuple[int, Path]:
+    """A new, uniquely named file beside `path`, open for writing."""
+    for _ in range(100):
+        tmp = path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp"
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, CREATE_MODE), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name beside {path}")
 
 
 def write_text_atomic(path: Path, text: str, mode: int | None = None) -> None:
     """Write `text` to a temporary file beside `path`, fsync it, then rename it over `path`.
-    `mode`: the file's permissions (None: mkstemp's 0600)."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    `mode`: the file's permissions (None: 0666 less the umask, as for any new file)."""
+    fd, tmp = _create_temp(path)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)

@@ -99,7 +99,7 @@ def save_profile(data: dict[str, Any], path: Path) -> list[Problem]:
         raise _fail(label, f"the folder {folder} does not exist", "create it first")
 
     warnings: list[Problem] = []
-    mode = 0o644
+    mode: int | None = None  # a new file: 0666 less the umask; an existing one keeps its mode
     if target.exists():
         try:
             mode = stat.S_IMODE(target.stat().st_mode)
