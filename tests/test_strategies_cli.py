@@ -203,12 +203,32 @@ def test_import_into_writes_nothing_that_would_break_the_profile(tmp_path: Path,
     target = tmp_path / "mine.toml"
     shutil.copy(builtin_profile_path(), target)
     before = target.read_text()
-    # The docs' DeepSpeed plugin config clips gradients at 0.7: transformers stops a run whose
-    # training.max_grad_norm differs, so writing it into the demo (max_grad_norm 1.0) would break it.
+    # Each key imports on its own, but fp16 does not run on the CPU: the profile would not run.
+    source = tmp_path / "cpu_fp16.yaml"
+    source.write_text("compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_CPU\nnum_processes: 2\n"
+                      "mixed_precision: fp16\nuse_cpu: true\n")
+    result = cli("profile", "import-accelerate", str(source), "--into", str(target), runs_dir=runs_dir)
+    assert result.returncode == 1 and "nothing written" in result.stderr, result.stderr
+    assert "hardware.mixed_precision" in result.stderr
+    assert target.read_text() == before and not (tmp_path / "mine.toml.bak").exists()
+
+
+def test_import_into_carries_deepspeed_clipping_and_accumulation_into_training(tmp_path: Path,
+                                                                               runs_dir: Path) -> None:
+    """The Trainer docs' DeepSpeed plugin config clips gradients at 0.7: transformers stops a run
+    whose training.max_grad_norm differs, so the import sets it too (issue 10, item 12)."""
+    target = tmp_path / "mine.toml"
+    shutil.copy(builtin_profile_path(), target)
     result = cli("profile", "import-accelerate", str(FIXTURES / "deepspeed_plugin.yaml"), "--into", str(target),
                  runs_dir=runs_dir)
-    assert result.returncode == 1 and "nothing written" in result.stderr and "max_grad_norm" in result.stderr
-    assert target.read_text() == before and not (tmp_path / "mine.toml.bak").exists()
+    assert result.returncode == 0, result.stderr
+    data = tomllib.loads(target.read_text())
+    assert data["distributed"]["deepspeed"]["gradient_clipping"] == 0.7
+    assert data["training"]["max_grad_norm"] == 0.7 and data["training"]["gradient_accumulation_steps"] == 1
+    assert data["training"]["max_steps"] == 150  # the rest of [training] is kept
+    assert "training.max_grad_norm" in result.stderr and "training.gradient_accumulation_steps" in result.stderr
+    printed = cli("profile", "import-accelerate", str(FIXTURES / "deepspeed_plugin.yaml"), runs_dir=runs_dir)
+    assert tomllib.loads(printed.stdout)["training"] == {"max_grad_norm": 0.7, "gradient_accumulation_steps": 1}
 
 
 def test_import_into_names_it_cannot_use_are_clear_errors(tmp_path: Path, runs_dir: Path) -> None:

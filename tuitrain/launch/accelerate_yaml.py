@@ -351,14 +351,16 @@ def canonical_config(config: Mapping[str, Any]) -> dict[str, Any]:
 
 @dataclass
 class ImportResult:
-    """The [distributed] table (whole) and the [hardware] keys an accelerate config maps to.
+    """The [distributed] table (whole) and the [hardware] and [training] keys an accelerate config maps to.
 
     `hardware_remove`: [hardware] keys to take out of a profile merged into (gpu_ids "all": no
-    GPU selection). `problems`: errors (nothing usable), warnings (fields not mapped: the
-    profile would run differently), notes (renamed, defaulted or ignored fields)."""
+    GPU selection). `training`: the TrainingArguments DeepSpeed's plugin fields must agree with.
+    `problems`: errors (nothing usable), warnings (fields not mapped: the profile would run
+    differently), notes (renamed, defaulted or ignored fields)."""
 
     distributed: dict[str, Any] = field(default_factory=dict)
     hardware: dict[str, Any] = field(default_factory=dict)
+    training: dict[str, Any] = field(default_factory=dict)
     hardware_remove: list[str] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
 
@@ -367,10 +369,13 @@ class ImportResult:
         return [p for p in self.problems if p.severity == "error"]
 
     def tables(self) -> dict[str, Any]:
-        return {"hardware": dict(self.hardware), "distributed": dict(self.distributed)}
+        tables = {"hardware": dict(self.hardware), "distributed": dict(self.distributed)}
+        if self.training:
+            tables["training"] = dict(self.training)
+        return tables
 
     def merge_into(self, data: Mapping[str, Any]) -> dict[str, Any]:
-        """A profile's data with [distributed] replaced and the [hardware] keys set (a new dict)."""
+        """A profile's data with [distributed] replaced and the [hardware] and [training] keys set (a new dict)."""
         merged = {k: (dict(v) if isinstance(v, dict) else v) for k, v in data.items()}
         hardware = merged.get("hardware") if isinstance(merged.get("hardware"), dict) else {}
         for key in self.hardware_remove:
@@ -378,6 +383,9 @@ class ImportResult:
         hardware.update(self.hardware)
         merged["hardware"] = hardware
         merged["distributed"] = dict(self.distributed)
+        if self.training:
+            training = merged.get("training") if isinstance(merged.get("training"), dict) else {}
+            merged["training"] = {**training, **self.training}
         return merged
 
 
@@ -535,7 +543,26 @@ def import_accelerate_config(config: Any, file: str, base_dir: Path | None = Non
         note("", "at accelerate's defaults, nothing to carry over: " + ", ".join(sorted(quiet)))
     result.distributed = _checked(dist, "distributed", note)
     result.hardware = _checked(hardware, "hardware", note)
+    result.training = _training_from_deepspeed(result.distributed.get("deepspeed") or {}, note)
     return result
+
+
+# DeepSpeed plugin field -> the TrainingArguments key transformers checks it against at start
+DS_TRAINING_PAIRS = {"gradient_accumulation_steps": "gradient_accumulation_steps", "gradient_clipping": "max_grad_norm"}
+
+
+def _training_from_deepspeed(ds: Mapping[str, Any], note: Any) -> dict[str, Any]:
+    """[training] values that agree with the imported DeepSpeed fields: transformers' DeepSpeed
+    integration stops a run whose TrainingArguments differ from them."""
+    training: dict[str, Any] = {}
+    for ds_key, train_key in DS_TRAINING_PAIRS.items():
+        value = ds.get(ds_key)
+        if value is None:
+            continue
+        training[train_key] = value
+        note(f"deepspeed_config.{ds_key}", f"{_shown(value)}: also written as training.{train_key} = {_shown(value)} "
+             "(transformers stops a run where the two differ)")
+    return training
 
 
 # profile key -> the accelerate key it came from, where the names differ
@@ -736,13 +763,6 @@ def _import_deepspeed(raw: Mapping[str, Any], note: Any, machines: int = 1,
         if table.get("zero3_init") is True and canon["zero_stage"] != 3:
             note("deepspeed_config.zero3_init_flag", f"true with zero_stage {canon['zero_stage']}: accelerate turns "
                  "it off (it only acts at stage 3); imported as written")
-        for ds_key, train_key, default in (("gradient_accumulation_steps", "gradient_accumulation_steps", 1),
-                                           ("gradient_clipping", "max_grad_norm", 1.0)):
-            value = table.get(ds_key)
-            if isinstance(_float(value), float) and _float(value) != default:
-                note(f"deepspeed_config.{ds_key}", f"{value}: transformers stops a run whose training.{train_key} "
-                     f"differs (its default is {default})", f"set [training] {train_key} = {value} in the profile",
-                     "warning")
     table = {k: table[k] for k in DEEPSPEED_KEYS if k in table}
     for key, value in canon["unknown"].items():
         note(f"deepspeed_config.{key}", f"= {_shown(value)} could not be mapped: not among "
