@@ -188,6 +188,19 @@ def _cuda_checks(file: str, settings: Mapping[str, Any], hardware: Hardware, nea
     return problems
 
 
+def _listed_gpus_absent(file: str, hw: Mapping[str, Any], hardware: Hardware, accelerator: str) -> Problem | None:
+    """`auto` with GPUs listed lands on the CPU (or MPS) when there are none: a run the profile did not
+    ask for, on a machine other than the one it was written for. Refused, naming hardware.gpus."""
+    gpus = hw.get("gpus")
+    if (hw.get("accelerator") or "auto") != "auto" or accelerator == "cuda" or not isinstance(gpus, list) or not gpus:
+        return None
+    listed = ", ".join(str(g) for g in gpus)
+    return Problem(file, "hardware.gpus", f"lists GPU(s) {listed}, but this machine has none "
+                   f"({hardware.status_line}); accelerator \"auto\" would run on the {accelerator.upper()} instead",
+                   'remove hardware.gpus to run on what this machine has, or set hardware.accelerator = "cpu" '
+                   "for a CPU run, or run on the machine with these GPUs")
+
+
 def check(profile_settings: Mapping[str, Any], hardware: Hardware, file: str = "profile",
           accelerator: str | None = None, near_full: float = NEAR_FULL) -> list[Problem]:
     """Every hardware problem of a launch. `profile_settings`: the profile with defaults
@@ -198,6 +211,9 @@ def check(profile_settings: Mapping[str, Any], hardware: Hardware, file: str = "
     if accelerator is None:
         accelerator, _ = resolve_accelerator(hw.get("accelerator") or "auto", hardware, processes, hw.get("gpus"))
     problems: list[Problem] = []
+    listed = _listed_gpus_absent(file, hw, hardware, accelerator)
+    if listed is not None:
+        problems.append(listed)
     if accelerator == "cuda":
         problems += _cuda_checks(file, profile_settings, hardware, near_full)
     elif accelerator == "mps":
