@@ -25,6 +25,7 @@ FAST = [
     "--set", "model.config.hidden_dropout_prob=0.0",
     "--set", "model.config.attention_probs_dropout_prob=0.0",
 ]
+FINAL = ("finished", "stopped", "killed", "failed", "lost")
 TWO_RANKS = ["--set", "distributed.strategy=ddp", "--set", "distributed.num_processes=2"]
 
 
@@ -56,7 +57,7 @@ def events(run_dir: Path) -> list[dict[str, Any]]:
 
 
 def wait_until_ended(run_dir: Path, timeout: float = 240) -> dict[str, Any]:
-    return wait_for(lambda: record(run_dir) if record(run_dir)["status"] in ("finished", "stopped", "failed") else None,
+    return wait_for(lambda: record(run_dir) if record(run_dir)["status"] in FINAL else None,
                     timeout, f"{run_dir.name} to end")
 
 

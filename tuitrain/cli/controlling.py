@@ -18,8 +18,10 @@ def cmd_save(args: argparse.Namespace) -> int:
 def cmd_stop(args: argparse.Namespace) -> int:
     paths = find_run(args.runs_root, args.run)
     if args.now:
-        request(paths, "terminate")
-        print(f"ending every process of run {paths.id} now (killed if still there after a few seconds)")
+        if request(paths, "terminate") == "ended":
+            print(f"run {paths.id} had lost its supervisor; its processes are ended and it is recorded as killed")
+        else:
+            print(f"ending every process of run {paths.id} now (killed if still there after a few seconds)")
     else:
         request(paths, "stop")
         print(f"asked run {paths.id} to save a checkpoint and stop at the next step end")

@@ -8,12 +8,14 @@ import sys
 from pathlib import Path
 
 from tuitrain.engine.rank_io import redirect_output_to_rank_log
+from tuitrain.engine.watchdog import watch_supervisor
 
 if len(sys.argv) != 2:
     sys.exit("usage: python -m tuitrain.engine RUN_DIR")
 
 _run_dir = Path(sys.argv[1])
 _rank = redirect_output_to_rank_log(_run_dir)
+watch_supervisor(_run_dir, _rank)
 
 from tuitrain.engine.main import main  # noqa: E402  (after the redirect, on purpose)
 

@@ -1,18 +1,42 @@
-"""Trainer callbacks: write events.jsonl (rank 0) and obey control requests from viewers."""
+"""Trainer callbacks: write events.jsonl (rank 0), seal each checkpoint with tuitrain's marker,
+and obey control requests from viewers."""
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any
 
 from transformers import TrainerCallback
 
+from tuitrain.atomic import write_json_atomic
 from tuitrain.engine.events import EventLog
+from tuitrain.runs.checkpoints import MARKER, files_with_sizes
 from tuitrain.runs.layout import CONTROL_EVALUATE, CONTROL_SAVE, CONTROL_STOP, RunPaths
 
-CHECKPOINT_MARKER = "tuitrain.json"
+
+class CheckpointMarkerCallback(TrainerCallback):
+    """Writes tuitrain.json into each checkpoint once every rank has written its part: the run
+    that wrote it and every file with its size. Written last, it is what makes a checkpoint
+    complete (tuitrain.runs.checkpoints checks it), so a save cut short is never resumed from."""
+
+    def __init__(self, run_id: str, world_size: int) -> None:
+        self.run_id = run_id
+        self.world_size = world_size
+
+    def on_save(self, args, state, control, **kwargs):
+        if self.world_size > 1:
+            import torch.distributed as dist
+
+            dist.barrier()  # rank 1's rng_state_1.pth is part of the checkpoint too
+        if not state.is_world_process_zero:
+            return
+        checkpoint = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+        if checkpoint.is_dir():
+            write_json_atomic(checkpoint / MARKER, {
+                "run": self.run_id, "step": state.global_step, "world_size": self.world_size, "time": time.time(),
+                "files": files_with_sizes(checkpoint),
+            })
 
 
 class EventsCallback(TrainerCallback):
@@ -45,9 +69,6 @@ class EventsCallback(TrainerCallback):
         if not state.is_world_process_zero:
             return
         checkpoint = Path(args.output_dir) / f"checkpoint-{state.global_step}"
-        marker = {"run": self.run_id, "step": state.global_step, "world_size": self.world_size, "time": time.time()}
-        if checkpoint.is_dir():
-            (checkpoint / CHECKPOINT_MARKER).write_text(json.dumps(marker) + "\n", encoding="utf-8")
         self.events.write("save", state.global_step, checkpoint=str(checkpoint))
 
     def on_train_end(self, args, state, control, **kwargs):

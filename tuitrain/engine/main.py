@@ -88,7 +88,7 @@ def training_arguments(profile: dict[str, Any], output_dir: str, world_size: int
 def build_trainer(paths: RunPaths, record: dict[str, Any], profile: dict[str, Any], rank: int, world_size: int) -> Any:
     from transformers import DataCollatorWithPadding, EarlyStoppingCallback, default_data_collator, set_seed
 
-    from tuitrain.engine.callbacks import ControlCallback, EventsCallback
+    from tuitrain.engine.callbacks import CheckpointMarkerCallback, ControlCallback, EventsCallback
     from tuitrain.engine.data import check_columns, raw_splits, tokenize_for_causal_lm, tokenize_for_classification
     from tuitrain.engine.events import EventLog
     from tuitrain.engine.metrics import classification_metrics
@@ -122,9 +122,9 @@ def build_trainer(paths: RunPaths, record: dict[str, Any], profile: dict[str, An
     set_seed(profile["run"]["seed"])
     model = build_model(model_spec, tokenizer)
     events = EventLog(paths.events) if rank == 0 else None
-    callbacks: list[Any] = [ControlCallback(paths, events, world_size)]
+    callbacks: list[Any] = [CheckpointMarkerCallback(record["id"], world_size), ControlCallback(paths, events, world_size)]
     if events is not None:
-        callbacks.insert(0, EventsCallback(events, record["id"], world_size))
+        callbacks.insert(1, EventsCallback(events, record["id"], world_size))
     if metrics_spec.get("early_stopping_patience"):
         callbacks.append(EarlyStoppingCallback(metrics_spec["early_stopping_patience"], metrics_spec["early_stopping_threshold"]))
     return EngineTrainer(

@@ -21,7 +21,7 @@ def redirect_output_to_rank_log(run_dir: Path) -> int:
     paths = RunPaths(run_dir)
     rank = global_rank()
     paths.logs.mkdir(parents=True, exist_ok=True)
-    fd = os.open(paths.rank_log(rank), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    fd = os.open(paths.rank_log(rank), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)  # the umask decides
     sys.stdout.flush()
     sys.stderr.flush()
     os.dup2(fd, 1)
@@ -31,6 +31,16 @@ def redirect_output_to_rank_log(run_dir: Path) -> int:
     sys.stderr.reconfigure(line_buffering=True)
     write_rank_record(paths, rank, exit_code=None)
     return rank
+
+
+def _started() -> float | None:
+    """This process's start time, as psutil reads it (pid + start time name a process)."""
+    import psutil
+
+    try:
+        return psutil.Process().create_time()
+    except psutil.Error:
+        return None
 
 
 def write_rank_record(paths: RunPaths, rank: int, exit_code: int | None) -> None:
@@ -44,6 +54,7 @@ def write_rank_record(paths: RunPaths, rank: int, exit_code: int | None) -> None
             "world_size": int(os.environ.get("WORLD_SIZE", "1")),
             "host": socket.gethostname(),
             "pid": os.getpid(),
+            "started": _started(),
             "exit_code": exit_code,
             "time": time.time(),
         },

@@ -1,11 +1,25 @@
-"""Our Trainer subclass: only the extras a profile can ask for (weighted loss, perplexity)."""
+"""Our Trainer subclass: the extras a profile can ask for (weighted loss, perplexity), and a
+checkpoint rotation that only ever deletes checkpoints this run wrote."""
 
 from __future__ import annotations
 
 import math
+import shutil
+from pathlib import Path
 from typing import Any
 
 from transformers import Trainer
+
+
+def checkpoints_to_delete(written: list[Path], limit: int | None, best: str | None) -> list[Path]:
+    """Of the checkpoints this run wrote (oldest first), those beyond `save_total_limit`: never
+    the newest (to resume from) nor the best (transformers #15089, #35070)."""
+    if not limit or limit <= 0 or len(written) <= limit:
+        return []
+    protected = {written[-1]} | ({Path(best)} if best else set())
+    keep = max(limit, len([p for p in written if p in protected]))
+    deletable = [p for p in written if p not in protected]
+    return deletable[: max(0, len(written) - keep)]
 
 
 class EngineTrainer(Trainer):
@@ -13,6 +27,22 @@ class EngineTrainer(Trainer):
         super().__init__(*args, **kwargs)
         self.class_weights = class_weights
         self.report_perplexity = report_perplexity
+        # Trainer's own rotation deletes any checkpoint-* in output_dir, a parent run's included
+        # (a resume can share its folder) and, with save_total_limit = 1, all but the best at the
+        # end of training. It is turned off here; _save_checkpoint rotates what this run wrote.
+        self.save_total_limit = self.args.save_total_limit
+        self.args.save_total_limit = None
+        self.written_checkpoints: list[Path] = []
+
+    def _save_checkpoint(self, model, trial):
+        folder = Path(self._get_output_dir(trial=trial)) / f"checkpoint-{self.state.global_step}"
+        super()._save_checkpoint(model, trial)
+        if folder not in self.written_checkpoints:
+            self.written_checkpoints.append(folder)
+        if self.args.should_save:
+            for old in checkpoints_to_delete(self.written_checkpoints, self.save_total_limit, self.state.best_model_checkpoint):
+                shutil.rmtree(old, ignore_errors=True)
+                self.written_checkpoints.remove(old)
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         if not self.class_weights:

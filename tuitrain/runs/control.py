@@ -2,20 +2,43 @@
 
 from __future__ import annotations
 
+import time
+
 from tuitrain.runs.layout import CONTROL_EVALUATE, CONTROL_SAVE, CONTROL_STOP, CONTROL_TERMINATE, RunPaths
-from tuitrain.runs.record import FINAL_STATUSES, read_record
+from tuitrain.runs.liveness import live_processes, settle_lost, supervisor_gone
+from tuitrain.runs.process_tree import end_processes
+from tuitrain.runs.record import FINAL_STATUSES, read_record, record_end
 
 REQUESTS = {"save": CONTROL_SAVE, "evaluate": CONTROL_EVALUATE, "stop": CONTROL_STOP, "terminate": CONTROL_TERMINATE}
+KILL_GRACE_SECONDS = 5.0
 
 
 class ControlError(Exception):
     pass
 
 
-def request(paths: RunPaths, what: str) -> None:
-    """Drop a request file; the engine (save/evaluate/stop) or the supervisor (terminate) acts on it."""
-    record = read_record(paths)
+def request(paths: RunPaths, what: str) -> str:
+    """Drop a request file; the engine (save/evaluate/stop) or the supervisor (terminate) acts on it.
+    A run whose supervisor is gone has nobody to act: `terminate` then ends its recorded
+    processes here, anything else is refused with what to do instead. Returns what was done."""
+    record = settle_lost(paths, read_record(paths))
     if record["status"] in FINAL_STATUSES:
         raise ControlError(f"run {paths.id} has already ended ({record['status']}); nothing to {what}")
+    if supervisor_gone(record):
+        return _without_supervisor(paths, record, what)
     paths.control.mkdir(exist_ok=True)
     paths.control_request(REQUESTS[what]).touch()
+    return "asked"
+
+
+def _without_supervisor(paths: RunPaths, record: dict, what: str) -> str:
+    processes = live_processes(record)
+    if what != "terminate":
+        raise ControlError(f"run {paths.id} lost its supervisor; nobody can {what} it. Its processes "
+                           f"({', '.join(f'{r} pid {p.pid}' for r, p in processes.items())}) end within seconds; "
+                           f"`tuitrain stop --now {paths.id}` ends them now")
+    killed = end_processes(processes.values(), grace=KILL_GRACE_SECONDS)
+    record_end(paths, status="killed", ended=time.time(),
+               error=f"ended by `tuitrain stop --now` after its supervisor was lost ({len(processes)} process(es) ended"
+                     + (f", {len(killed)} killed" if killed else "") + ")")
+    return "ended"

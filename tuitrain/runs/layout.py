@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 RUNS_DIR_ENV = "TUITRAIN_RUNS_DIR"
+SUPERVISOR_ENV = "TUITRAIN_SUPERVISOR"  # "pid:start time" of the run's supervisor, in every rank's environment
 
 CONTROL_SAVE = "save-now"
 CONTROL_EVALUATE = "evaluate-now"
@@ -71,6 +72,12 @@ class RunPaths:
 
     def rank_record(self, rank: int) -> Path:
         return self.ranks / f"rank-{rank}.json"
+
+    @property
+    def space_reserve(self) -> Path:
+        """A small file the supervisor deletes when the disk is full, so the run's end can still
+        be recorded."""
+        return self.root / ".space-reserve"
 
     @property
     def default_output_dir(self) -> Path:

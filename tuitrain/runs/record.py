@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import errno
 import time
 from typing import Any
 
 from tuitrain.atomic import read_json, write_json_atomic
 from tuitrain.runs.layout import RunPaths
 
-STATUS_ORDER = ("planned", "starting", "running", "stopping", "finished", "stopped", "failed")
-FINAL_STATUSES = frozenset({"finished", "stopped", "failed"})
+STATUS_ORDER = ("planned", "starting", "running", "stopping", "finished", "stopped", "killed", "failed", "lost")
+# stopped: ended by a stop that saved a checkpoint; killed: ended by `stop --now` (nothing saved);
+# lost: its supervisor died without recording an end (found by a viewer once no process is left).
+FINAL_STATUSES = frozenset({"finished", "stopped", "killed", "failed", "lost"})
 
 
 class RunRecordError(Exception):
@@ -35,7 +38,7 @@ def new_record(run_id: str, profile_name: str, **fields: Any) -> dict[str, Any]:
         "pids": {},
         "exit_codes": {},
         "failed_rank": None,
-        "error": None,
+        "error": None,  # why the run ended, in one line, when it did not finish
         "parent": None,
         "resume_from": None,
         "output_dir": None,
@@ -71,6 +74,37 @@ def update_record(paths: RunPaths, **fields: Any) -> dict[str, Any]:
     record.update(fields)
     write_json_atomic(paths.record, record)
     return record
+
+
+def record_end(paths: RunPaths, **fields: Any) -> dict[str, Any]:
+    """`update_record` for the run's last words: on a full disk it gives up the space reserve
+    (made at the run's start) so that how the run ended is still written."""
+    try:
+        record = update_record(paths, **fields)
+    except OSError as exc:
+        if exc.errno != errno.ENOSPC or not paths.space_reserve.exists():
+            raise
+        paths.space_reserve.unlink()
+        return update_record(paths, **fields)
+    if record.get("status") in FINAL_STATUSES:
+        try:
+            paths.space_reserve.unlink()
+        except OSError:
+            pass
+    return record
+
+
+SPACE_RESERVE_BYTES = 256 * 1024
+
+
+def reserve_space(paths: RunPaths) -> None:
+    """Set aside a little disk for the run's last words (see `record_end`)."""
+    try:
+        with open(paths.space_reserve, "wb") as handle:
+            handle.write(b"\0" * SPACE_RESERVE_BYTES)
+    except OSError:
+        pass  # no room even for this: the record is written as usual, or fails loudly
+
 
 
 def write_record(paths: RunPaths, record: dict[str, Any]) -> None:

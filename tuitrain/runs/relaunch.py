@@ -15,8 +15,9 @@ from typing import Any, Sequence
 from tuitrain.hardware import Hardware, detect_hardware
 from tuitrain.launch import LaunchPlan, plan_launch
 from tuitrain.profile import Profile, load_profile, profile_with_defaults
-from tuitrain.runs.checkpoints import Checkpoint, inspect_checkpoint, latest_complete, list_checkpoints
+from tuitrain.runs.checkpoints import Checkpoint, inspect_checkpoint, latest_complete, run_checkpoints
 from tuitrain.runs.layout import RunPaths
+from tuitrain.runs.liveness import live_processes, settle_lost, supervisor_gone
 from tuitrain.runs.record import FINAL_STATUSES, read_record
 from tuitrain.runs.start import Lineage, start_run
 
@@ -78,23 +79,37 @@ def launch_file(path: Path, runs_root: Path, overrides: Sequence[str] = (), cwd:
     return launch(load_profile(path, overrides), runs_root, cwd=cwd)
 
 
-def choose_checkpoint(output_dir: Path, ref: str | Path = "latest") -> Checkpoint:
-    """`latest` (the newest complete checkpoint), `checkpoint-N`, or a path; never an incomplete one."""
+def resumable_checkpoints(record: dict[str, Any]) -> list[Checkpoint]:
+    """What a run can be resumed from: the checkpoints it wrote, and the one it started from (a
+    resumed run killed before its first save still continues where its parent stopped)."""
+    own = run_checkpoints(record)
+    start = record.get("resume_from")
+    if start and Path(start).is_dir() and all(c.path != Path(start) for c in own):
+        own = sorted([inspect_checkpoint(Path(start)), *own], key=lambda c: c.step)
+    return own
+
+
+def choose_checkpoint(record: dict[str, Any], ref: str | Path = "latest") -> Checkpoint:
+    """`latest` (the newest complete checkpoint of the run), `checkpoint-N`, or a path; never an
+    incomplete or damaged one."""
+    output_dir = Path(record["output_dir"])
+    candidates = resumable_checkpoints(record)
     if str(ref) == "latest":
-        found = latest_complete(output_dir)
+        found = latest_complete(candidates)
         if found is None:
-            incomplete = [c.path.name for c in list_checkpoints(output_dir)]
-            extra = f" ({', '.join(incomplete)} incomplete)" if incomplete else ""
+            damaged = [f"{c.path.name}: {c.missing[0]}" for c in candidates]
+            extra = f" ({'; '.join(damaged)})" if damaged else ""
             raise ResumeError(f"no complete checkpoint in {output_dir}{extra}; nothing to resume from")
         return found
     candidate = Path(ref).expanduser()
-    path = candidate if candidate.is_dir() else output_dir / str(ref)
+    named = [c for c in candidates if c.path.name == str(ref)]
+    path = candidate if candidate.is_dir() else named[0].path if named else output_dir / str(ref)
     if not path.is_dir():
-        names = ", ".join(c.path.name for c in list_checkpoints(output_dir)) or "none"
+        names = ", ".join(c.path.name for c in candidates) or "none"
         raise ResumeError(f"no checkpoint {str(ref)!r} in {output_dir} (there: {names})")
     checkpoint = inspect_checkpoint(path)
     if not checkpoint.complete:
-        raise ResumeError(f"{path.name} is incomplete (missing {', '.join(checkpoint.missing)}); pick another checkpoint")
+        raise ResumeError(f"{path.name} cannot be resumed from: {'; '.join(checkpoint.missing)}; pick another checkpoint")
     return checkpoint
 
 
@@ -105,12 +120,16 @@ def resume(parent: RunPaths, runs_root: Path, checkpoint: str | Path = "latest",
 
     Returns the new run, the checkpoint it continues from, and the profile it runs (its `notes`
     say what was migrated or defaulted)."""
-    record = read_record(parent)
+    record = settle_lost(parent, read_record(parent))
     if record["status"] not in FINAL_STATUSES:
+        if supervisor_gone(record):
+            pids = ", ".join(str(p.pid) for p in live_processes(record).values())
+            raise ResumeError(f"run {parent.id} lost its supervisor but its processes ({pids}) still run; "
+                              f"end them first (`tuitrain stop --now {parent.id}`)")
         raise ResumeError(f"run {parent.id} is still {record['status']}; stop it first (`tuitrain stop {parent.id}`)")
     if not record.get("output_dir"):
         raise ResumeError(f"run {parent.id} has no output folder; nothing to resume from")
-    chosen = choose_checkpoint(Path(record["output_dir"]), checkpoint)
+    chosen = choose_checkpoint(record, checkpoint)
     loaded = load_profile(parent.profile, overrides)
     profile = Profile(path=Path(record.get("profile_path") or parent.profile), data=loaded.data, notes=loaded.notes)
     settings, notes, hardware = _settings(profile, hardware)
@@ -120,7 +139,7 @@ def resume(parent: RunPaths, runs_root: Path, checkpoint: str | Path = "latest",
             f"{chosen.path.name} was written by {chosen.world_size} process(es) and this resume would run {planned}: "
             "the Trainer restores per-rank state and data order for the world that saved it. "
             f"Resume with distributed.num_processes={chosen.world_size} (--set distributed.num_processes={chosen.world_size})")
-    lineage = Lineage(parent=parent.id, checkpoint=chosen.path, output_dir=Path(record["output_dir"]))
+    lineage = Lineage(parent=parent.id, checkpoint=chosen.path)
     paths = start_run(profile, settings, planner(settings, str(parent.profile), hardware, notes), runs_root,
                       lineage=lineage, cwd=cwd)
     return paths, chosen, profile

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 import subprocess
@@ -18,7 +19,8 @@ from tuitrain.profile import Profile
 from tuitrain.atomic import write_text_atomic
 from tuitrain.runs.checkpoints import list_checkpoints
 from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.record import new_record, write_record
+from tuitrain.runs.record import RunRecordError, new_record, read_record, record_end, reserve_space, write_record
+from tuitrain.runs.tail import read_tail
 from tuitrain.yaml_text import dump as dump_yaml
 
 
@@ -28,35 +30,53 @@ class StartError(Exception):
 
 @dataclass(frozen=True)
 class Lineage:
-    """For a resumed run: where it came from and where it continues."""
+    """For a resumed run: the run it continues and the checkpoint it starts from. It writes its
+    own checkpoints into its own output folder (the profile's run.output_dir, or its own run
+    directory's), and never deletes or rewrites one it did not write."""
 
     parent: str
     checkpoint: Path
-    output_dir: Path
 
 
-_PATH_KEYS = (("data", "train_file"), ("data", "validation_file"), ("model", "name_or_path"), ("model", "tokenizer"))
+# Keys that name local files or folders. "always": a relative value is a path wherever it points;
+# "if_exists": it may also be a Hub id (only a folder that exists here is a path).
+_PATH_KEYS = (
+    (("data", "train_file"), "always"),
+    (("data", "validation_file"), "always"),
+    (("model", "name_or_path"), "if_exists"),
+    (("model", "tokenizer"), "if_exists"),
+    (("distributed", "deepspeed", "config_file"), "always"),
+    (("distributed", "deepspeed", "offload_optimizer_nvme_path"), "always"),
+    (("distributed", "deepspeed", "offload_param_nvme_path"), "always"),
+    (("training", "deepspeed"), "always"),
+)
 
 
 def freeze_paths(data: dict[str, Any], base_dir: Path) -> dict[str, Any]:
-    """The frozen profile must read the same files from any folder: relative local paths
-    (data files, model and tokenizer folders that exist) become absolute."""
-    frozen = {k: dict(v) if isinstance(v, dict) else v for k, v in data.items()}
-    for section, key in _PATH_KEYS:
-        value = frozen.get(section, {}).get(key)
+    """The frozen profile must read the same files from any folder (a resume runs it from the run
+    directory): relative local paths become absolute."""
+    frozen = copy.deepcopy(data)
+    for keys, rule in _PATH_KEYS:
+        table = frozen
+        for key in keys[:-1]:
+            table = table.get(key) if isinstance(table, dict) else None
+        value = table.get(keys[-1]) if isinstance(table, dict) else None
         if isinstance(value, str) and value and not Path(value).expanduser().is_absolute():
             candidate = base_dir / Path(value).expanduser()
-            if key.endswith("_file") or candidate.exists():
-                frozen[section][key] = str(candidate.resolve())
+            if rule == "always" or candidate.exists():
+                table[keys[-1]] = str(candidate.resolve())  # type: ignore[index]
     return frozen
 
 
 def _slug(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-")[:40] or "run"
+    """A folder-safe form of a run name that keeps letters of any script."""
+    return re.sub(r"[^\w.-]+", "-", name).strip("-")[:40] or "run"
 
 
 def make_run_dir(root: Path, name: str) -> RunPaths:
     """A new, unique run directory (mkdir is atomic: two runs never share one)."""
+    if root.exists() and not root.is_dir():
+        raise StartError(f"the runs root {root} is a file, not a folder; pick another with --runs-dir or TUITRAIN_RUNS_DIR")
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -96,7 +116,7 @@ def guard_output_dir(output_dir: Path, lineage: Lineage | None) -> None:
         )
     if lineage is not None:
         start = int(lineage.checkpoint.name.rsplit("-", 1)[-1]) if lineage.checkpoint.name.startswith("checkpoint-") else -1
-        later = [c for c in existing if c.complete and c.step > start and c.path.parent == lineage.checkpoint.parent]
+        later = [c for c in existing if c.complete and c.step > start]
         if later:
             raise StartError(
                 f"{output_dir} already holds {later[-1].path.name}, written after {lineage.checkpoint.name}; resuming "
@@ -121,7 +141,7 @@ def start_run(
     cwd = cwd or Path.cwd()
     paths = make_run_dir(runs_root, profile.name)
     try:
-        output_dir = lineage.output_dir if lineage and not settings["run"].get("output_dir") else resolve_output_dir(settings, paths, cwd)
+        output_dir = resolve_output_dir(settings, paths, cwd)
         guard_output_dir(output_dir, lineage)
         plan: LaunchPlan = plan_for(paths.root)
         if plan.errors:
@@ -148,11 +168,40 @@ def start_run(
             max_steps=settings["training"].get("max_steps"),
         )
         write_record(paths, record)
+        reserve_space(paths)
     except BaseException:
         _discard(paths)
         raise
-    spawn_supervisor(paths)
+    wait_for_supervisor(paths, spawn_supervisor(paths))
     return paths
+
+
+SUPERVISOR_START_TIMEOUT = 20.0
+
+
+def wait_for_supervisor(paths: RunPaths, proc: subprocess.Popen[bytes], timeout: float = SUPERVISOR_START_TIMEOUT) -> None:
+    """Return once the supervisor has recorded itself (from then on a viewer can tell whether the
+    run lives); a supervisor that exits or hangs first is recorded as failed, with its words."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if (read_record(paths).get("processes") or {}).get("supervisor"):
+                return
+        except RunRecordError:
+            pass
+        if proc.poll() is not None:
+            break
+        time.sleep(0.02)
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+        why = f"the supervisor did not start within {timeout:.0f} s"
+    else:
+        why = f"the supervisor exited with code {proc.returncode} as it started"
+    tail = [line for line in read_tail(paths.launcher_log, 4096).splitlines() if line.strip()][-1:]
+    error = f"{why}{': ' + tail[0] if tail else ''} (see {paths.launcher_log})"
+    record_end(paths, status="failed", ended=time.time(), error=error)
+    raise StartError(error)
 
 
 def _discard(paths: RunPaths) -> None:
@@ -162,7 +211,7 @@ def _discard(paths: RunPaths) -> None:
     shutil.rmtree(paths.root, ignore_errors=True)
 
 
-def spawn_supervisor(paths: RunPaths) -> int:
+def spawn_supervisor(paths: RunPaths) -> subprocess.Popen[bytes]:
     with open(paths.launcher_log, "ab") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "tuitrain.runs.supervisor", str(paths.root)],
@@ -172,4 +221,4 @@ def spawn_supervisor(paths: RunPaths) -> int:
             start_new_session=True,  # a closed terminal or dropped SSH session does not reach the run
             close_fds=True,
         )
-    return proc.pid
+    return proc

@@ -2,29 +2,21 @@
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import Any
 
-from tuitrain.runs.checkpoints import list_checkpoints
+from tuitrain.runs.checkpoints import run_checkpoints
 from tuitrain.runs.events import progress, read_events
 from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.process_tree import alive
-from tuitrain.runs.record import FINAL_STATUSES
-
-TAIL_BYTES = 64 * 1024
+from tuitrain.runs.liveness import settle_lost, supervisor_gone
+from tuitrain.runs.tail import read_tail
 
 
 def last_traceback(log: Path, max_lines: int = 25) -> list[str]:
     """The last traceback in a rank log (read from the end, never the whole file)."""
-    try:
-        with open(log, "rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            end = handle.tell()
-            handle.seek(max(0, end - TAIL_BYTES))
-            text = handle.read().decode("utf-8", errors="replace")
-    except FileNotFoundError:
+    text = read_tail(log)
+    if not text:
         return []
     lines = text.replace("\r", "\n").splitlines()
     starts = [i for i, line in enumerate(lines) if line.startswith("Traceback (most recent call last)")]
@@ -36,11 +28,11 @@ def last_traceback(log: Path, max_lines: int = 25) -> list[str]:
 
 def supervisor_lost(record: dict[str, Any]) -> bool:
     """A run whose supervisor is gone but whose record never reached an end (killed -9, reboot)."""
-    pid = (record.get("pids") or {}).get("supervisor")
-    return record["status"] not in FINAL_STATUSES and pid is not None and not alive(pid)
+    return supervisor_gone(record)
 
 
 def run_summary(paths: RunPaths, record: dict[str, Any], with_checkpoints: bool = True) -> dict[str, Any]:
+    record = settle_lost(paths, record)
     summary = dict(record)
     summary["run_dir"] = str(paths.root)
     summary["progress"] = progress(read_events(paths.events))
@@ -50,7 +42,7 @@ def run_summary(paths: RunPaths, record: dict[str, Any], with_checkpoints: bool 
     summary["duration"] = end - record["started"] if record.get("started") else None
     summary["supervisor_lost"] = supervisor_lost(record)
     if with_checkpoints and record.get("output_dir"):
-        summary["checkpoints"] = [c.to_dict() for c in list_checkpoints(Path(record["output_dir"]))]
+        summary["checkpoints"] = [c.to_dict() for c in run_checkpoints(record)]
     if record.get("status") == "failed":
         rank = record.get("failed_rank")
         log = paths.rank_log(rank) if rank is not None else paths.launcher_log

@@ -3,28 +3,37 @@
 Started in a session of its own by `tuitrain run`, so a closed terminal or a dropped SSH
 connection does not reach it. It starts `accelerate launch`, keeps run.json true, tears the
 ranks down when one dies, and turns SIGTERM/SIGINT/SIGHUP into a graceful stop request.
+
+Whatever happens to it, the run does not outlive it: the launcher gets SIGTERM when the
+supervisor dies (Linux's parent-death signal), each rank watches it (tuitrain.engine.watchdog),
+and a failure of its own is recorded in run.json before it exits.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import signal
 import socket
 import subprocess
 import sys
 import time
+import traceback
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from tuitrain.runs.layout import CONTROL_STOP, CONTROL_TERMINATE, RunPaths
-from tuitrain.runs.process_tree import alive, descendants, end_processes
+import psutil
+
+from tuitrain.runs.exits import describe_exit, root_cause
+from tuitrain.runs.layout import CONTROL_STOP, CONTROL_TERMINATE, SUPERVISOR_ENV, RunPaths
+from tuitrain.runs.process_tree import descendants, end_processes, find, identity, running
 from tuitrain.runs.ranks import read_rank_records
-from tuitrain.runs.record import read_record, update_record
+from tuitrain.runs.record import read_record, record_end, update_record
 
 POLL_SECONDS = 0.2
-TEARDOWN_AFTER_RANK_DEATH = 3.0  # the elastic agent usually does it first; we make sure
+SCAN_SECONDS = 5.0  # how often the launcher's process tree is walked when nothing changes
+TEARDOWN_AFTER_RANK_DEATH = 1.0  # the elastic agent usually does it first; we make sure
 KILL_GRACE_SECONDS = 5.0
+TEARDOWN_GRACE_SECONDS = 1.5  # after a rank died: its peers are only waiting for it
 
 
 def free_port() -> int:
@@ -33,25 +42,29 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-_ROOT_CAUSE = re.compile(r"Root Cause \(first observed failure\):.*?rank\s*:\s*(\d+)", re.S)
-
-
-def root_cause_rank(launcher_log: Path) -> int | None:
-    """torch's elastic agent names the rank whose failure it saw first; when several ranks are
-    found dead at one poll, its word beats ours (a peer killed in the teardown is not the cause)."""
-    try:
-        with open(launcher_log, "rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            handle.seek(max(0, handle.tell() - 65536))
-            text = handle.read().decode("utf-8", errors="replace")
-    except FileNotFoundError:
-        return None
-    found = _ROOT_CAUSE.findall(text)
-    return int(found[-1]) if found else None
-
-
 def log(message: str) -> None:
-    print(f"[tuitrain supervisor {time.strftime('%H:%M:%S')}] {message}", flush=True)
+    try:
+        print(f"[tuitrain supervisor {time.strftime('%H:%M:%S')}] {message}", flush=True)
+    except OSError:
+        pass  # a full disk must not take the supervisor down with it
+
+
+def die_with_parent() -> Callable[[], None] | None:
+    """A preexec_fn asking Linux to SIGTERM the child when this process dies (PR_SET_PDEATHSIG);
+    None where that does not exist."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    parent = os.getpid()
+
+    def preexec() -> None:
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # the parent died before the prctl took hold
+            os._exit(1)
+
+    return preexec
 
 
 class Supervisor:
@@ -59,12 +72,27 @@ class Supervisor:
         self.paths = paths
         self.record = read_record(paths)
         self.launcher: subprocess.Popen[bytes] | None = None
-        self.known_pids: set[int] = set()
-        self.rank_pids: dict[int, int] = {}
+        self.tracked: dict[int, psutil.Process] = {}  # every live process of the run we have seen
+        self.ranks: dict[int, dict[str, Any]] = {}  # rank → {"pid", "started"}
         self.first_dead_rank: int | None = None
         self.rank_death_time: float | None = None
         self.stop_requested = False
         self.terminating = False
+        self._scanned_at = 0.0
+
+    # -- record ------------------------------------------------------------------------------
+    def update(self, **fields: Any) -> None:
+        """A mid-run update: on a full disk it is logged and skipped (the end is still recorded,
+        through the space reserve), never fatal."""
+        try:
+            self.record = update_record(self.paths, **fields)
+        except OSError as exc:
+            log(f"could not update run.json: {exc}")
+
+    def announce(self) -> None:
+        """Record this process first, so a viewer can tell a live run from a lost one."""
+        me = identity(os.getpid())
+        self.update(processes={"supervisor": me}, pids={"supervisor": os.getpid(), "ranks": {}})
 
     # -- signals -----------------------------------------------------------------------------
     def install_signal_handlers(self) -> None:
@@ -73,8 +101,11 @@ class Supervisor:
 
     def _on_signal(self, signum: int, _frame: Any) -> None:
         log(f"received {signal.Signals(signum).name}: asking the ranks to save a checkpoint and stop")
-        self.paths.control.mkdir(exist_ok=True)
-        self.paths.control_request(CONTROL_STOP).touch()
+        try:
+            self.paths.control.mkdir(exist_ok=True)
+            self.paths.control_request(CONTROL_STOP).touch()
+        except OSError as exc:
+            log(f"could not write the stop request: {exc}")
 
     # -- launch ------------------------------------------------------------------------------
     def launch_argv(self) -> tuple[list[str], int | None]:
@@ -88,57 +119,81 @@ class Supervisor:
 
     def start(self) -> None:
         argv, port = self.launch_argv()
-        env = {**os.environ, **self.record["env"], "TUITRAIN_RUN_DIR": str(self.paths.root)}
+        me = identity(os.getpid()) or {"pid": os.getpid(), "started": None}
+        env = {**os.environ, **self.record["env"], "TUITRAIN_RUN_DIR": str(self.paths.root),
+               SUPERVISOR_ENV: f"{me['pid']}:{me['started']}"}
         log(f"starting: {' '.join(argv)}")
-        self.launcher = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, cwd=self.record.get("cwd") or None)
-        self.known_pids.add(self.launcher.pid)
-        self.record = update_record(
-            self.paths,
+        self.launcher = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, cwd=self.record.get("cwd") or None,
+                                         preexec_fn=die_with_parent())
+        launcher = identity(self.launcher.pid)
+        if launcher is not None:
+            self.tracked[self.launcher.pid] = psutil.Process(self.launcher.pid)
+        self.update(
             status="running",
             started=time.time(),
             argv=argv,
             main_process_port=port,
             pids={"supervisor": os.getpid(), "launcher": self.launcher.pid, "ranks": {}},
+            processes={"supervisor": me, "launcher": launcher},
         )
 
     # -- watch -------------------------------------------------------------------------------
+    def scan(self, now: float) -> None:
+        """Track the launcher's descendants (dataloader workers and the like) and drop the dead."""
+        assert self.launcher is not None
+        self._scanned_at = now
+        launcher = self.tracked.get(self.launcher.pid)
+        if launcher is not None:
+            for proc in descendants(launcher):
+                self.tracked.setdefault(proc.pid, proc)
+        self.tracked = {pid: proc for pid, proc in self.tracked.items() if running(proc)}
+
     def poll_ranks(self) -> None:
         assert self.launcher is not None
-        self.known_pids |= descendants(self.launcher.pid)
+        now = time.monotonic()
         records = read_rank_records(self.paths)
         changed = False
         for rank, rec in records.items():
-            if self.rank_pids.get(rank) != rec["pid"]:
-                self.rank_pids[rank] = rec["pid"]
-                self.known_pids.add(rec["pid"])
+            known = self.ranks.get(rank)
+            if known is None or known["pid"] != rec["pid"]:
+                proc = find(rec["pid"], rec.get("started"))
+                self.ranks[rank] = {"pid": rec["pid"], "started": rec.get("started"), "proc": proc}
+                if proc is not None:
+                    self.tracked[proc.pid] = proc
                 changed = True
-            died_badly = rec["exit_code"] not in (None, 0) or (rec["exit_code"] is None and not alive(rec["pid"]))
+            proc = self.ranks[rank]["proc"]
+            gone = proc is None or not running(proc)
+            died_badly = rec["exit_code"] not in (None, 0) or (rec["exit_code"] is None and gone)
             if died_badly and self.first_dead_rank is None and not self.terminating:
                 self.first_dead_rank = rank
-                self.rank_death_time = time.monotonic()
-                log(f"rank {rank} (pid {rec['pid']}) died (exit code {rec['exit_code']}); tearing down the others")
+                self.rank_death_time = now
+                log(f"rank {rank} (pid {rec['pid']}) ended ({describe_exit(rec['exit_code'])}); tearing down the others")
+        if changed or now - self._scanned_at > SCAN_SECONDS:
+            self.scan(now)
         if changed:
             pids = dict(self.record.get("pids") or {})
-            pids["ranks"] = {str(r): p for r, p in sorted(self.rank_pids.items())}
-            self.record = update_record(self.paths, pids=pids)
+            pids["ranks"] = {str(r): info["pid"] for r, info in sorted(self.ranks.items())}
+            processes = dict(self.record.get("processes") or {})
+            processes.update({f"rank {r}": {"pid": info["pid"], "started": info["started"]}
+                              for r, info in sorted(self.ranks.items())})
+            self.update(pids=pids, processes=processes)
 
     def poll_control(self) -> None:
         if not self.stop_requested and self.paths.control_request(CONTROL_STOP).exists():
             self.stop_requested = True
             log("stop requested: the ranks save a checkpoint and stop at the next step end")
-            self.record = update_record(self.paths, status="stopping")
+            self.update(status="stopping")
         if not self.terminating and self.paths.control_request(CONTROL_TERMINATE).exists():
             self.terminating = True
             log("terminate requested: ending every process of the run now")
-            self.record = update_record(self.paths, status="stopping")
-            self.end_all()
+            self.update(status="stopping")
+            self.end_all(KILL_GRACE_SECONDS)
 
-    def end_all(self) -> None:
-        assert self.launcher is not None
-        pids = self.known_pids | descendants(self.launcher.pid) | {self.launcher.pid}
-        killed = end_processes(pids, grace=KILL_GRACE_SECONDS)
+    def end_all(self, grace: float) -> None:
+        self.scan(time.monotonic())
+        killed = end_processes(self.tracked.values(), grace=grace)
         if killed:
-            log(f"killed after {KILL_GRACE_SECONDS:.0f}s grace: {sorted(killed)}")
+            log(f"killed after {grace:.1f}s grace: {sorted(killed)}")
 
     def watch(self) -> int:
         assert self.launcher is not None
@@ -149,54 +204,92 @@ class Supervisor:
             if code is not None:
                 return code
             if self.rank_death_time and time.monotonic() - self.rank_death_time > TEARDOWN_AFTER_RANK_DEATH:
-                self.end_all()
+                self.end_all(TEARDOWN_GRACE_SECONDS)
                 self.rank_death_time = None
             time.sleep(POLL_SECONDS)
 
     # -- finish ------------------------------------------------------------------------------
     def finish(self, launcher_code: int) -> str:
         self.poll_ranks()
-        leftovers = [p for p in self.known_pids if alive(p)]
-        if leftovers:
-            log(f"processes left after the launcher exited: {sorted(leftovers)}; ending them")
-            end_processes(leftovers, grace=KILL_GRACE_SECONDS)
+        self.scan(time.monotonic())
+        if self.tracked:
+            log(f"processes left after the launcher exited: {sorted(self.tracked)}; ending them")
+            end_processes(self.tracked.values(), grace=KILL_GRACE_SECONDS)
         records = read_rank_records(self.paths)
+        cause = root_cause(self.paths.launcher_log) if launcher_code != 0 else None
         exit_codes: dict[str, Any] = {"launcher": launcher_code}
         for rank, rec in sorted(records.items()):
-            exit_codes[str(rank)] = rec["exit_code"] if rec["exit_code"] is not None else "killed"
-        failed_rank = self.first_dead_rank
-        if self.terminating or (self.stop_requested and launcher_code == 0):
-            status = "stopped"
-            failed_rank = None
-        elif launcher_code == 0 and failed_rank is None:
-            status = "finished"
-        else:
-            status = "failed"
-            failed_rank = root_cause_rank(self.paths.launcher_log) if launcher_code != 0 else None
-            failed_rank = failed_rank if failed_rank is not None else self.first_dead_rank
-            if failed_rank is None:
-                bad = [r for r, rec in records.items() if rec["exit_code"] not in (0,)]
-                failed_rank = min(bad) if bad else None
-        self.record = update_record(
-            self.paths, status=status, ended=time.time(), exit_codes=exit_codes, failed_rank=failed_rank
-        )
-        log(f"run {status} (launcher exit code {launcher_code})")
+            code = rec["exit_code"]
+            if code is None and cause is not None and cause.rank == rank:
+                code = cause.exit_code
+            exit_codes[str(rank)] = code if code is not None else "killed"
+        status, failed_rank, error = self.outcome(launcher_code, records, cause)
+        self.record = record_end(self.paths, status=status, ended=time.time(), exit_codes=exit_codes,
+                                 failed_rank=failed_rank, error=error)
+        log(f"run {status} (launcher exit code {launcher_code})" + (f": {error}" if error else ""))
         return status
+
+    def outcome(self, launcher_code: int, records: dict[int, dict[str, Any]], cause: Any) -> tuple[str, int | None, str | None]:
+        """(status, failed rank, one-line cause) of a run whose launcher exited."""
+        if self.terminating:
+            return "killed", None, "ended by `tuitrain stop --now`: every process was terminated, nothing was saved"
+        if self.stop_requested and launcher_code == 0:
+            return "stopped", None, None
+        if launcher_code == 0 and self.first_dead_rank is None:
+            return "finished", None, None
+        rank = cause.rank if cause is not None and cause.rank is not None else self.first_dead_rank
+        if rank is None and launcher_code < 0:
+            return "failed", None, f"accelerate launch (pid {self.launcher.pid if self.launcher else '?'}) was {describe_exit(launcher_code)}"
+        if rank is None:
+            bad = [r for r, rec in records.items() if rec["exit_code"] not in (0, None)]
+            rank = min(bad) if bad else None
+        if rank is None:
+            return "failed", None, f"accelerate launch exited with code {launcher_code} before any rank failed (see logs/launcher.log)"
+        return "failed", rank, self.rank_failure(rank, records.get(rank), cause)
+
+    def rank_failure(self, rank: int, rec: dict[str, Any] | None, cause: Any) -> str:
+        from tuitrain.runs.events import read_events
+
+        code = rec["exit_code"] if rec else None
+        if code is None and cause is not None and cause.rank == rank:
+            code = cause.exit_code
+        pid = rec["pid"] if rec else (cause.pid if cause is not None else None)
+        errors = [e for e in read_events(self.paths.events) if e.get("event") == "error" and e.get("rank") == rank]
+        where = f"rank {rank} (pid {pid})" if pid else f"rank {rank}"
+        if errors:
+            return f"{where}: {errors[-1].get('message')}"
+        return f"{where} {describe_exit(code)}"
 
 
 def supervise(run_dir: Path) -> int:
     paths = RunPaths(run_dir)
-    supervisor = Supervisor(paths)
-    supervisor.install_signal_handlers()
+    supervisor: Supervisor | None = None
     try:
-        supervisor.start()
-    except OSError as exc:
-        update_record(paths, status="failed", ended=time.time(), error=f"could not start the launcher: {exc}")
-        log(f"could not start the launcher: {exc}")
+        supervisor = Supervisor(paths)
+        supervisor.announce()
+        supervisor.install_signal_handlers()
+        try:
+            supervisor.start()
+        except OSError as exc:
+            record_end(paths, status="failed", ended=time.time(), error=f"could not start the launcher: {exc}")
+            log(f"could not start the launcher: {exc}")
+            return 1
+        status = supervisor.finish(supervisor.watch())
+        return 0 if status in ("finished", "stopped") else 1
+    except BaseException as exc:  # noqa: BLE001 — whatever it is, the run must not be left running unrecorded
+        traceback.print_exc()
+        error = f"the supervisor failed: {type(exc).__name__}: {exc} (traceback in logs/launcher.log)"
+        log(error)
+        if supervisor is not None and supervisor.launcher is not None:
+            try:
+                supervisor.end_all(KILL_GRACE_SECONDS)
+            except Exception:  # noqa: BLE001
+                traceback.print_exc()
+        try:
+            record_end(paths, status="failed", ended=time.time(), error=error)
+        except Exception:  # noqa: BLE001
+            traceback.print_exc()
         return 1
-    code = supervisor.watch()
-    status = supervisor.finish(code)
-    return 0 if status in ("finished", "stopped") else 1
 
 
 if __name__ == "__main__":

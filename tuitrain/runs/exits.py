@@ -1,0 +1,59 @@
+"""How a process of a run ended, in words: exit codes with signal names, and the rank that torch's
+elastic agent saw fail first."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tuitrain.runs.process_tree import signal_name
+from tuitrain.runs.tail import read_tail
+
+EXIT_USER_ERROR = 3  # a rank that explained its failure in one line (an `error` event)
+EXIT_SUPERVISOR_GONE = 75  # a rank that ended itself because the run's supervisor died
+
+
+def describe_exit(code: Any) -> str:
+    """-9 → "killed by SIGKILL — out of memory? (see `dmesg`)"; 1 → "exited with code 1"."""
+    if code is None or code == "killed":
+        return "was ended (no exit code recorded)"
+    if not isinstance(code, int):
+        return f"ended ({code})"
+    if code == EXIT_SUPERVISOR_GONE:
+        return "ended itself: the run's supervisor was gone"
+    name = signal_name(code) if code < 0 else None
+    if name == "SIGKILL":
+        return "killed by SIGKILL — out of memory? (see `dmesg`)"
+    if name:
+        return f"killed by {name}"
+    return f"exited with code {code}"
+
+
+@dataclass(frozen=True)
+class RootCause:
+    rank: int | None
+    exit_code: int | None
+    pid: int | None
+
+
+_BLOCK = re.compile(r"Root Cause \(first observed failure\):(.*?)(?:\n=+|\Z)", re.S)
+_RANK = re.compile(r"rank\s*:\s*(\d+)")
+_EXIT = re.compile(r"exitcode\s*:\s*(-?\d+)(?:\s*\(pid:\s*(\d+)\))?")
+
+
+def root_cause(launcher_log: Path) -> RootCause | None:
+    """torch's elastic agent names the rank whose failure it saw first (and how it ended); when
+    several ranks are found dead at one poll, its word beats ours (a peer killed in the teardown
+    is not the cause)."""
+    blocks = _BLOCK.findall(read_tail(launcher_log))
+    if not blocks:
+        return None
+    block = blocks[-1]
+    rank, exit_ = _RANK.search(block), _EXIT.search(block)
+    return RootCause(
+        rank=int(rank.group(1)) if rank else None,
+        exit_code=int(exit_.group(1)) if exit_ else None,
+        pid=int(exit_.group(2)) if exit_ and exit_.group(2) else None,
+    )

@@ -1,0 +1,73 @@
+"""Whether a run is still alive, and what to record when it is not: the one place that decides
+that a run is `lost` (its supervisor gone without recording an end)."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import psutil
+
+from tuitrain.runs.layout import RunPaths
+from tuitrain.runs.process_tree import find_recorded
+from tuitrain.runs.record import FINAL_STATUSES, record_end
+
+
+def recorded_processes(record: dict[str, Any]) -> dict[str, Any]:
+    """role ("supervisor", "launcher", "rank 0", …) → recorded identity. Records written before
+    start times were kept have only `pids`; their bare pids stand in."""
+    processes = dict(record.get("processes") or {})
+    pids = record.get("pids") or {}
+    for role in ("supervisor", "launcher"):
+        if role not in processes and pids.get(role):
+            processes[role] = pids[role]
+    for rank, pid in (pids.get("ranks") or {}).items():
+        processes.setdefault(f"rank {rank}", pid)
+    return processes
+
+
+def supervisor_gone(record: dict[str, Any]) -> bool:
+    """The record says the run goes on, but the supervisor that would end it is not there."""
+    if record.get("status") in FINAL_STATUSES:
+        return False
+    entry = recorded_processes(record).get("supervisor")
+    return entry is not None and find_recorded(entry) is None
+
+
+def effective_status(record: dict[str, Any]) -> str:
+    """The record's status, or `lost` when its supervisor is gone without an end."""
+    return "lost" if supervisor_gone(record) else str(record.get("status", "?"))
+
+
+def live_processes(record: dict[str, Any]) -> dict[str, psutil.Process]:
+    """The run's recorded processes that are still running (each checked by pid and start time)."""
+    found = {role: find_recorded(entry) for role, entry in recorded_processes(record).items()}
+    return {role: proc for role, proc in found.items() if proc is not None}
+
+
+def last_activity(paths: RunPaths) -> float:
+    """When the run last wrote anything (its logs or events): a lost run's end."""
+    times = []
+    for path in [paths.events, *(paths.logs.glob("*.log") if paths.logs.is_dir() else [])]:
+        try:
+            times.append(os.stat(path).st_mtime)
+        except OSError:
+            pass
+    return max(times) if times else time.time()
+
+
+def settle_lost(paths: RunPaths, record: dict[str, Any]) -> dict[str, Any]:
+    """Record `lost` for a run whose supervisor and processes are all gone, so it shows as ended
+    (with a fixed duration) and can be resumed. Any viewer may call this; it changes nothing for
+    a live run, and nothing while one of its processes still runs."""
+    if not supervisor_gone(record) or live_processes(record):
+        return record
+    supervisor = recorded_processes(record)["supervisor"]
+    pid = supervisor.get("pid") if isinstance(supervisor, dict) else supervisor
+    return record_end(
+        paths,
+        status="lost",
+        ended=last_activity(paths),
+        error=f"its supervisor (pid {pid}) ended without recording an end (killed, or the machine restarted)",
+    )
