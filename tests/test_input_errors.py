@@ -71,3 +71,171 @@ def test_run_refuses_listed_gpus_on_a_machine_without_them(tmp_path: Path, runs_
     assert result.returncode == 2, result.stdout + result.stderr
     assert "hardware.gpus" in result.stderr and "Traceback" not in result.stderr
     assert list(runs_dir.iterdir()) == []  # nothing started
+
+
+# ------------------------------------------------------------------ item 6: caught by validate
+
+
+def demo_with(tmp_path: Path, **sections: dict[str, Any]) -> dict[str, Any]:
+    """The demo profile's data (as written, no defaults), sections updated; None removes a key."""
+    import tomllib
+
+    data = tomllib.loads(builtin_profile_path().read_text())
+    for section, values in sections.items():
+        table = data.setdefault(section, {})
+        for key, value in values.items():
+            if value is None:
+                table.pop(key, None)
+            else:
+                table[key] = value
+    return data
+
+
+def csv_profile(tmp_path: Path, train: str, validation: str | None = "text,label\nfine day,1\n",
+                **sections: dict[str, Any]) -> dict[str, Any]:
+    (tmp_path / "train.csv").write_text(train)
+    files: dict[str, Any] = {"generate": None, "train_file": "train.csv"}
+    if validation is not None:
+        (tmp_path / "validation.csv").write_text(validation)
+        files["validation_file"] = "validation.csv"
+    return demo_with(tmp_path, **{**sections, "data": {**files, **sections.get("data", {})}})
+
+
+def problems_of(data: dict[str, Any], tmp_path: Path) -> list[Problem]:
+    from tuitrain.profile import validate_profile
+
+    return errors(validate_profile(data, "p.toml", tmp_path))
+
+
+def only(problems: list[Problem]) -> Problem:
+    assert len(problems) == 1, [str(p) for p in problems]
+    return problems[0]
+
+
+def test_a_good_csv_profile_validates(tmp_path: Path) -> None:
+    assert problems_of(csv_profile(tmp_path, "text,label\ngood film,1\nbad film,0\n"), tmp_path) == []
+
+
+def test_an_empty_csv_is_refused(tmp_path: Path) -> None:
+    problem = only(problems_of(csv_profile(tmp_path, ""), tmp_path))
+    assert problem.key == "data.train_file" and "is empty" in problem.message and problem.fix
+
+
+def test_a_header_only_csv_is_refused(tmp_path: Path) -> None:
+    problem = only(problems_of(csv_profile(tmp_path, "text,label\n"), tmp_path))
+    assert problem.key == "data.train_file" and "a header (text, label) but no rows" in problem.message
+
+
+def test_string_labels_are_refused(tmp_path: Path) -> None:
+    problem = only(problems_of(csv_profile(tmp_path, "text,label\ngood film,positive\nbad film,negative\n"),
+                               tmp_path))
+    assert problem.key == "data.label_column" and '"positive" (row 1)' in problem.message
+    assert "class number" in problem.fix
+
+
+def test_a_label_past_num_labels_is_refused(tmp_path: Path) -> None:
+    problem = only(problems_of(csv_profile(tmp_path, "text,label\ngood,1\nbad,0\nmeh,4\n"), tmp_path))
+    assert problem.key == "model.num_labels" and "label 4 (row 3)" in problem.message
+    assert problem.fix == "set model.num_labels = 5"
+
+
+def test_a_missing_column_is_named_with_the_columns_there(tmp_path: Path) -> None:
+    problem = only(problems_of(csv_profile(tmp_path, "sentence,label\ngood,1\n"), tmp_path))
+    assert problem.key == "data.text_column" and "(it has: sentence, label)" in problem.message
+
+
+def test_jsonl_labels_are_checked_too(tmp_path: Path) -> None:
+    (tmp_path / "train.jsonl").write_text('{"text": "good", "label": 1}\n{"text": "bad", "label": "neg"}\n')
+    data = demo_with(tmp_path, data={"generate": None, "train_file": "train.jsonl"},
+                     training={"eval_strategy": "no", "save_strategy": "steps"})
+    assert only(problems_of(data, tmp_path)).key == "data.label_column"
+
+
+def test_eval_without_validation_data_is_refused(tmp_path: Path) -> None:
+    problem = only(problems_of(csv_profile(tmp_path, "text,label\ngood,1\n", validation=None), tmp_path))
+    assert problem.key == "training.eval_strategy" and "no validation data" in problem.message
+    assert "data.validation_file" in problem.fix and 'eval_strategy = "no"' in problem.fix
+    no_eval = csv_profile(tmp_path, "text,label\ngood,1\n", validation=None, training={"eval_strategy": "no"})
+    assert problems_of(no_eval, tmp_path) == []
+
+
+def test_an_unknown_model_type_is_refused(tmp_path: Path) -> None:
+    data = demo_with(tmp_path)
+    data["model"]["config"]["model_type"] = "bret"
+    problem = only(problems_of(data, tmp_path))
+    assert problem.key == "model.config.model_type" and problem.fix == "did you mean 'bert'?"
+
+
+def test_hidden_size_not_divisible_by_the_heads_is_refused(tmp_path: Path) -> None:
+    data = demo_with(tmp_path)
+    data["model"]["config"]["num_attention_heads"] = 5
+    problem = only(problems_of(data, tmp_path))
+    assert problem.key == "model.config.hidden_size" and "32 is not divisible by num_attention_heads = 5" \
+        in problem.message
+    assert problem.fix == "set num_attention_heads = 4, or hidden_size = 35"
+    del data["model"]["config"]["num_attention_heads"]  # bert's default is 12 heads
+    assert "(its default)" in only(problems_of(data, tmp_path)).message
+
+
+def test_the_heads_table_matches_transformers() -> None:
+    """validate's DIVISIBLE_HEADS names each model type's own keys and defaults, and transformers
+    really refuses those models with a hidden size the heads do not divide."""
+    from transformers import AutoConfig, AutoModel
+
+    from tuitrain.profile.validate import DIVISIBLE_HEADS
+
+    for model_type, (hidden_names, head_names, hidden, heads) in DIVISIBLE_HEADS.items():
+        config = AutoConfig.for_model(model_type)
+        assert (getattr(config, hidden_names[0]), getattr(config, head_names[0])) == (hidden, heads), model_type
+        with pytest.raises(Exception, match="divisible|multiple|divide"):  # llama: at config time
+            small = {hidden_names[0]: 30, head_names[0]: 4, "vocab_size": 64}
+            AutoModel.from_config(AutoConfig.for_model(model_type, **small))
+
+
+def test_model_types_come_from_the_installed_transformers() -> None:
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+    from tuitrain.profile.training_args import installed_model_types
+
+    assert installed_model_types() == frozenset(CONFIG_MAPPING_NAMES)
+
+
+def test_output_dir_under_a_file_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("x")
+    data = demo_with(tmp_path, run={"output_dir": str(tmp_path / "afile" / "out")})
+    problem = only(problems_of(data, tmp_path))
+    assert problem.key == "run.output_dir" and "is a file" in problem.message
+
+
+def test_output_dir_on_a_read_only_filesystem_is_refused(tmp_path: Path) -> None:
+    read_only = next((Path(p) for p in ("/proc/1", "/sys/kernel") if Path(p).is_dir()
+                      and not os.access(p, os.W_OK)), None)
+    if read_only is None:
+        pytest.skip("no read-only folder on this machine")
+    data = demo_with(tmp_path, run={"output_dir": str(read_only / "tuitrain-out")})
+    problem = only(problems_of(data, tmp_path))
+    assert problem.key == "run.output_dir" and "read-only" in problem.message
+
+
+def test_fsdp_on_the_cpu_validate_says_what_run_says(tmp_path: Path, runs_dir: Path) -> None:
+    profile = tmp_path / "fsdp_cpu.toml"
+    profile.write_text(builtin_profile_path().read_text().replace(
+        'strategy = "single"\nnum_processes = 1', 'strategy = "fsdp"\nnum_processes = 2'))
+    validated = cli("validate", str(profile), runs_dir=runs_dir)
+    ran = cli("run", str(profile), runs_dir=runs_dir)
+    assert validated.returncode == 1 and ran.returncode == 2, validated.stderr + ran.stderr
+    said = [line for line in validated.stderr.splitlines() if "distributed.strategy" in line]
+    assert len(said) == 1 and "does not run on the CPU" in said[0]
+    assert said[0] in ran.stderr
+    assert list(runs_dir.iterdir()) == []
+
+
+def test_validate_prints_one_line_per_data_problem(tmp_path: Path, runs_dir: Path) -> None:
+    (tmp_path / "train.csv").write_text("text,label\ngood,positive\n")
+    profile = tmp_path / "p.toml"
+    profile.write_text(builtin_profile_path().read_text().replace(
+        'generate = "sentiment-words"', 'train_file = "train.csv"').replace('eval_strategy = "steps"',
+                                                                         'eval_strategy = "no"'))
+    result = cli("validate", str(profile), runs_dir=runs_dir)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.splitlines()[0].startswith(f"{profile}:") and "data.label_column" in result.stderr

@@ -174,7 +174,7 @@ def test_exactly_one_data_source() -> None:
 
 
 def test_missing_data_file_is_named_with_its_path(tmp_path: Path) -> None:
-    data = demo(data={"generate": None, "train_file": "data/train.csv"})
+    data = demo(data={"generate": None, "train_file": "data/train.csv"}, training={"eval_strategy": "no"})
     p = only(data, tmp_path)
     assert p.key == "data.train_file" and str(tmp_path / "data" / "train.csv") in p.message
 
@@ -186,7 +186,8 @@ def test_data_files_resolve_against_the_profile_folder(tmp_path: Path) -> None:
     data = demo(data={"generate": None, "train_file": "data/train.jsonl", "validation_file": "data/val.json"})
     assert errors(data, tmp_path) == []
     (tmp_path / "data" / "train.txt").write_text("x")
-    p = only(demo(data={"generate": None, "train_file": "data/train.txt"}), tmp_path)
+    p = only(demo(data={"generate": None, "train_file": "data/train.txt", "validation_file": "data/val.json"}),
+             tmp_path)
     assert "unknown file type" in p.message
 
 

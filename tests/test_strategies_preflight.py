@@ -207,10 +207,12 @@ def test_several_machines_need_a_fixed_port() -> None:
 
 
 def test_fsdp_on_the_cpu_is_refused_naming_the_strategy() -> None:
-    data = demo(distributed={"strategy": "fsdp", "num_processes": 2})
+    data = demo(hardware={"accelerator": "auto"}, distributed={"strategy": "fsdp", "num_processes": 2})
     assert validation(data) == []  # the file is fine (a GPU machine runs it) ...
     p = one(planned(data), "distributed.strategy")  # ... this machine is not
     assert "CPU" in p.message and "DDP" in p.message and '"ddp"' in p.fix
+    on_cpu = demo(distributed={"strategy": "fsdp", "num_processes": 2})  # accelerator = "cpu": never runs
+    assert [str(q) for q in validation(on_cpu)] == [str(p)]  # validate says what the launch says
 
 
 def test_fsdp2_takes_no_hybrid_sharding_nor_forward_prefetch() -> None:

@@ -17,7 +17,7 @@ from typing import Any, Mapping
 
 from tuitrain.installed import distribution_version
 from tuitrain.profile import Problem
-from tuitrain.profile.validate import layerwise_problem, low_rank_optimizer
+from tuitrain.profile.validate import cpu_strategy_problem, layerwise_problem, low_rank_optimizer
 
 # strategy -> (module, pip name, what the install needs)
 STRATEGY_PACKAGES = {"deepspeed": ("deepspeed", "deepspeed", "it compiles CUDA ops at first use: a CUDA toolkit")}
@@ -100,18 +100,10 @@ def machine_problems(settings: Mapping[str, Any], accelerator: str, facts: Machi
             out.append(Problem(file, "distributed.strategy", f'"{strategy}" needs the {package} package, '
                                "which is not installed here",
                                f"install it: {pip} {package} ({needs}), or choose another distributed.strategy"))
-    if strategy == "fsdp" and accelerator == "cpu":
-        version = facts.accelerate_version or "?"
-        out.append(Problem(file, "distributed.strategy",
-                           f'"fsdp" does not run on the CPU with the installed accelerate {version}: with no GPU '
-                           "its ranks silently fall back to plain DDP (MULTI_CPU), nothing is sharded",
-                           'use distributed.strategy = "ddp" for CPU ranks, or run FSDP on CUDA GPUs '
-                           '(hardware.accelerator = "cuda")'))
-    if strategy == "deepspeed" and accelerator == "cpu":
-        out.append(Problem(file, "distributed.strategy",
-                           '"deepspeed" runs on CUDA GPUs here (its CPU path needs DeepSpeed\'s CPU accelerator '
-                           "and oneCCL, which tuitrain does not set up)",
-                           'use distributed.strategy = "ddp" for CPU ranks, or hardware.accelerator = "cuda"'))
+    if accelerator == "cpu":
+        on_cpu = cpu_strategy_problem(file, strategy, facts.accelerate_version)
+        if on_cpu is not None:
+            out.append(on_cpu)
     if strategy == "deepspeed" and deepspeed_json is not None and not deepspeed_json.is_file():
         what = "is a folder" if deepspeed_json.is_dir() else "no such file"
         out.append(Problem(file, "distributed.deepspeed.config_file", f"{what}: {deepspeed_json}",

@@ -1,4 +1,5 @@
-"""The installed transformers' TrainingArguments fields, known without importing transformers here.
+"""The installed transformers' TrainingArguments fields (and model types), known without importing
+transformers here.
 
 A subprocess imports transformers once, introspects ``dataclasses.fields(TrainingArguments)`` and
 prints a JSON table; the table is cached per transformers version under
@@ -123,7 +124,12 @@ for f in dataclasses.fields(TrainingArguments):
         "choices": [jsonable(c) for c in choices] if choices else None,
         "help": (f.metadata or {}).get("help", "") if isinstance((f.metadata or {}).get("help", ""), str) else "",
     }
-json.dump({"version": transformers.__version__, "fields": fields}, sys.stdout)
+try:
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+    model_types = sorted(CONFIG_MAPPING_NAMES)
+except Exception:
+    model_types = None
+json.dump({"version": transformers.__version__, "fields": fields, "model_types": model_types}, sys.stdout)
 '''
 
 
@@ -208,14 +214,15 @@ def _specs_from_table(table: dict[str, Any]) -> dict[str, FieldSpec]:
 
 
 @functools.cache
-def _cached_fields(version: str | None) -> dict[str, FieldSpec] | None:
+def _cached_table(version: str | None) -> dict[str, Any] | None:
     if version is None:
         return None
     path = cache_path(version)
     table: dict[str, Any] | None = None
     try:
         table = json.loads(path.read_text(encoding="utf-8"))
-        if not isinstance(table, dict) or not isinstance(table.get("fields"), dict):
+        # a table cached before model types were recorded is introspected again, once
+        if not isinstance(table, dict) or not isinstance(table.get("fields"), dict) or "model_types" not in table:
             table = None
     except (OSError, ValueError):
         table = None
@@ -228,10 +235,27 @@ def _cached_fields(version: str | None) -> dict[str, FieldSpec] | None:
             write_text_atomic(path, json.dumps(table, indent=1, sort_keys=True), mode=0o644)
         except OSError:
             pass  # a read-only cache folder only costs the next process a few seconds
+    return table
+
+
+@functools.cache
+def _cached_fields(version: str | None) -> dict[str, FieldSpec] | None:
+    table = _cached_table(version)
+    if table is None:
+        return None
     try:
         return _specs_from_table(table)
     except (KeyError, TypeError, AttributeError):
         return None
+
+
+def installed_model_types() -> frozenset[str] | None:
+    """The model_type names the installed transformers knows (its CONFIG_MAPPING); None when unknown."""
+    table = _cached_table(transformers_version())
+    names = table.get("model_types") if table else None
+    if not isinstance(names, list):
+        return None
+    return frozenset(n for n in names if isinstance(n, str))
 
 
 def training_args_fields() -> dict[str, FieldSpec] | None:

@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from tuitrain.installed import distribution_version
+
+from .datafiles import Scan, scan_data_file
 from .problems import Problem, did_you_mean
 from .schema import (
     DATA_FILE_FORMATS,
@@ -23,7 +27,7 @@ from .schema import (
     KeySpec,
     TableSpec,
 )
-from .training_args import FieldSpec, applicable_migration, training_args_fields
+from .training_args import FieldSpec, applicable_migration, installed_model_types, training_args_fields
 
 _AUTO: Any = object()
 
@@ -382,7 +386,52 @@ def _resolve(raw: str, base_dir: Path | None) -> Path:
     return path
 
 
-def _rules_model(file: str, data: Mapping[str, Any], base_dir: Path | None) -> list[Problem]:
+# Model types whose attention layers split the hidden size evenly over the heads, refusing it
+# otherwise: type -> (names of the hidden size, names of the head count, their defaults). The
+# names and defaults are checked against the installed transformers in tests/test_input_errors.py.
+DIVISIBLE_HEADS: dict[str, tuple[tuple[str, ...], tuple[str, ...], int, int]] = {
+    "bert": (("hidden_size",), ("num_attention_heads",), 768, 12),
+    "roberta": (("hidden_size",), ("num_attention_heads",), 768, 12),
+    "gpt2": (("n_embd", "hidden_size"), ("n_head", "num_attention_heads"), 768, 12),
+    "distilbert": (("dim", "hidden_size"), ("n_heads", "num_attention_heads"), 768, 12),
+    "llama": (("hidden_size",), ("num_attention_heads",), 4096, 32),
+}
+
+
+def _given(config: Mapping[str, Any], names: tuple[str, ...], default: int) -> tuple[str, Any]:
+    for name in names:
+        if name in config:
+            return name, config[name]
+    return names[0], default
+
+
+def _heads_problem(file: str, config: Mapping[str, Any], model_type: str) -> Problem | None:
+    shape = DIVISIBLE_HEADS.get(model_type)
+    if shape is None or "head_dim" in config:
+        return None
+    hidden_names, head_names, hidden_default, heads_default = shape
+    hidden_key, hidden = _given(config, hidden_names, hidden_default)
+    heads_key, heads = _given(config, head_names, heads_default)
+    if not (is_kind(hidden, "int") and is_kind(heads, "int")) or hidden < 1 or heads < 1 or hidden % heads == 0:
+        return None
+    fits = max(d for d in range(1, heads + 1) if hidden % d == 0)
+    said = lambda key: "" if key in config else " (its default)"  # noqa: E731
+    return Problem(file, f"model.config.{hidden_key}",
+                   f"{hidden}{said(hidden_key)} is not divisible by {heads_key} = {heads}{said(heads_key)}: "
+                   f"{model_type} splits the hidden size evenly over the attention heads",
+                   f"set {heads_key} = {fits}, or {hidden_key} = {(hidden // heads + 1) * heads}")
+
+
+def _model_type_problem(file: str, model_type: str, known: frozenset[str] | None) -> Problem | None:
+    if known is None or model_type in known:
+        return None
+    hint = did_you_mean(model_type, sorted(known))
+    return Problem(file, "model.config.model_type", f"{toml_literal(model_type)} is not a model type of the "
+                   "installed transformers", hint or 'e.g. model_type = "bert" (the name in a model\'s config.json)')
+
+
+def _rules_model(file: str, data: Mapping[str, Any], base_dir: Path | None,
+                 model_types: frozenset[str] | None = None) -> list[Problem]:
     out: list[Problem] = []
     model = _table(data, "model")
     dat = _table(data, "data")
@@ -400,7 +449,7 @@ def _rules_model(file: str, data: Mapping[str, Any], base_dir: Path | None) -> l
         out.append(Problem(file, "model", "no model: neither model.name_or_path nor [model.config] is given",
                            'set model.name_or_path = "<Hub id or folder>", '
                            'or add a [model.config] table with model_type = "bert"'))
-    if name and name.startswith((".", "/", "~")) and not _resolve(name, base_dir).exists():
+    if name and name.startswith((".", "/", "~")) and not _exists(_resolve(name, base_dir)):
         out.append(Problem(file, "model.name_or_path", f"no such folder: {_resolve(name, base_dir)}",
                            "relative paths start from the profile's folder"
                            + (f" ({base_dir})" if base_dir else "")))
@@ -410,6 +459,10 @@ def _rules_model(file: str, data: Mapping[str, Any], base_dir: Path | None) -> l
             out.append(Problem(file, "model.config.model_type",
                                "missing" if model_type is None else f"expected a string, got {describe_value(model_type)}",
                                'e.g. model_type = "bert" (any transformers model type)'))
+        else:
+            for found in (_model_type_problem(file, model_type, model_types), _heads_problem(file, config, model_type)):
+                if found is not None:
+                    out.append(found)
         if not tokenizer and train_tok is None:
             out.append(Problem(file, "model.tokenizer",
                                "[model.config] builds a model from scratch, but no tokenizer is given",
@@ -471,8 +524,8 @@ def _rules_data(file: str, data: Mapping[str, Any], base_dir: Path | None) -> li
                                "use one of " + ", ".join(DATA_FILE_FORMATS)))
         else:
             formats[leaf] = fmt
-        if not path.is_file():
-            what = "is a folder, not a file" if path.is_dir() else "no such file"
+        if not _is_file(path):
+            what = "is a folder, not a file" if _is_dir(path) else "no such file"
             out.append(Problem(file, f"data.{leaf}", f"{what}: {path}",
                                "relative paths start from the profile's folder"
                                + (f" ({base_dir})" if base_dir else "")))
@@ -484,6 +537,99 @@ def _rules_data(file: str, data: Mapping[str, Any], base_dir: Path | None) -> li
         out.append(Problem(file, "data.text_pair_column", 'ignored for task "causal-lm"', "remove it",
                            severity="warning"))
     return out
+
+
+def _file_problems(file: str, leaf: str, path: Path, scan: Scan) -> list[Problem]:
+    key = f"data.{leaf}"
+    if scan.unreadable:
+        return [Problem(file, key, f"{path}: {scan.unreadable}", "give a CSV, JSON or JSON Lines file in UTF-8")]
+    if scan.empty:
+        return [Problem(file, key, f"{path} is empty", "give a file with a header line and at least one row")]
+    if scan.rows == 0:
+        shown = f"a header ({', '.join(scan.columns)}) but no rows" if scan.columns else "no records"
+        return [Problem(file, key, f"{path} has {shown}", "add rows to it (one example per line)")]
+    return []
+
+
+def _column_problems(file: str, path: Path, scan: Scan, wanted: Mapping[str, str]) -> list[Problem]:
+    out = []
+    for leaf, column in wanted.items():
+        if column not in scan.columns:
+            hint = did_you_mean(column, scan.columns)
+            out.append(Problem(file, f"data.{leaf}", f"{toml_literal(column)} is not a column of {path} "
+                               f"(it has: {', '.join(scan.columns) or 'none'})",
+                               hint or f"set data.{leaf} to one of its columns"))
+    return out
+
+
+def _label_problems(file: str, path: Path, scan: Scan, column: str, num_labels: int) -> list[Problem]:
+    out = []
+    if scan.bad_labels:
+        shown = ", ".join(f"{toml_literal(v) if isinstance(v, (str, int, float, bool)) else describe_value(v)}"
+                          f" (row {row})" for row, v in scan.bad_labels)
+        out.append(Problem(file, "data.label_column",
+                           f"column {toml_literal(column)} of {path} holds {shown}: a classifier's labels are "
+                           f"class ids, whole numbers 0 to model.num_labels - 1 ({num_labels - 1})",
+                           "write each label as its class number (e.g. negative = 0, positive = 1) in the file"))
+    if scan.label_min is not None and scan.label_min < 0:
+        out.append(Problem(file, "data.label_column", f"column {toml_literal(column)} of {path} holds "
+                           f"{scan.label_min}: class ids start at 0", "number the classes 0, 1, 2, … in the file"))
+    if scan.label_max is not None and scan.label_max >= num_labels:
+        out.append(Problem(file, "model.num_labels",
+                           f"is {num_labels}, but {path} has label {scan.label_max} (row {scan.label_max_row}); "
+                           f"class ids must be 0 to {num_labels - 1}",
+                           f"set model.num_labels = {scan.label_max + 1}"))
+    return out
+
+
+def _rules_data_files(file: str, data: Mapping[str, Any], base_dir: Path | None) -> list[Problem]:
+    """The contents of local CSV / JSON data files: rows, columns, class ids."""
+    out: list[Problem] = []
+    dat = _table(data, "data")
+    model = _table(data, "model")
+    classify = _get(model, "task", "str", "sequence-classification") == "sequence-classification"
+    label = _get(dat, "label_column", "str", "label")
+    wanted = {"text_column": _get(dat, "text_column", "str", "text")}
+    if classify:
+        wanted["label_column"] = label
+        pair = _get(dat, "text_pair_column", "str")
+        if pair:
+            wanted["text_pair_column"] = pair
+    for leaf in ("train_file", "validation_file"):
+        raw = _get(dat, leaf, "str")
+        path = _resolve(raw, base_dir) if raw else None
+        if path is None or not _is_file(path):
+            continue
+        scan = scan_data_file(path, label if classify else None)
+        if scan is None:
+            continue
+        found = _file_problems(file, leaf, path, scan)
+        found = found or _column_problems(file, path, scan, wanted)
+        if not found and classify:
+            found = _label_problems(file, path, scan, label, _get(model, "num_labels", "int", 2))
+        out.extend(found)
+    return out
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except (OSError, ValueError):
+        return False
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except (OSError, ValueError):
+        return False
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
 
 
 def _rules_training(file: str, data: Mapping[str, Any],
@@ -526,6 +672,12 @@ def _rules_training(file: str, data: Mapping[str, Any],
                                    f"load_best_model_at_end needs save_steps ({toml_literal(save_steps)}) "
                                    f"to be a multiple of eval_steps ({toml_literal(eval_steps)})",
                                    f"e.g. save_steps = {toml_literal(eval_steps)}"))
+    dat = _table(data, "data")
+    if strategies_ok and eval_strategy not in (None, "no") and "train_file" in dat and "validation_file" not in dat:
+        out.append(Problem(file, "training.eval_strategy",
+                           f"{toml_literal(eval_strategy)} evaluates during training, but there is no validation "
+                           "data: data.train_file is given without data.validation_file",
+                           'set data.validation_file = "validation.csv", or training.eval_strategy = "no"'))
     metrics = _table(data, "metrics")
     if "early_stopping_patience" in metrics and eval_strategy in (None, "no"):
         out.append(Problem(file, "metrics.early_stopping_patience",
@@ -625,6 +777,23 @@ LOW_RANK_OPTIMIZERS: dict[str, tuple[str, str]] = {
 }
 
 
+def cpu_strategy_problem(file: str, strategy: str, accelerate_version: str | None) -> Problem | None:
+    """The refusal of FSDP or DeepSpeed on CPU ranks, or None: `validate` says it for
+    accelerator = "cpu", the launch (tuitrain/launch/preflight.py) for whatever it chose."""
+    if strategy == "fsdp":
+        return Problem(file, "distributed.strategy",
+                       f'"fsdp" does not run on the CPU with the installed accelerate {accelerate_version or "?"}: '
+                       "with no GPU its ranks silently fall back to plain DDP (MULTI_CPU), nothing is sharded",
+                       'use distributed.strategy = "ddp" for CPU ranks, or run FSDP on CUDA GPUs '
+                       '(hardware.accelerator = "cuda")')
+    if strategy == "deepspeed":
+        return Problem(file, "distributed.strategy",
+                       '"deepspeed" runs on CUDA GPUs here (its CPU path needs DeepSpeed\'s CPU accelerator '
+                       "and oneCCL, which tuitrain does not set up)",
+                       'use distributed.strategy = "ddp" for CPU ranks, or hardware.accelerator = "cuda"')
+    return None
+
+
 def low_rank_optimizer(optim: Any) -> tuple[str, str] | None:
     """(module, pip name) when `optim` is a GaLore / APOLLO optimizer name, else None."""
     if isinstance(optim, str):
@@ -696,6 +865,10 @@ def _rules_strategies(file: str, data: Mapping[str, Any], base_dir: Path | None,
                            f"not set with num_machines = {machines}: every machine must meet at one port "
                            "(each would pick its own free one); the launch refuses it",
                            "e.g. main_process_port = 29500", severity="warning"))
+    if accelerator == "cpu":
+        on_cpu = cpu_strategy_problem(file, strategy, distribution_version("accelerate") if strategy == "fsdp" else None)
+        if on_cpu is not None:
+            out.append(on_cpu)
     if accelerator == "mps" and strategy in ("fsdp", "deepspeed"):
         out.append(Problem(file, "distributed.strategy",
                            f'{strategy} does not run on Apple MPS (no process group on MPS)',
@@ -843,13 +1016,41 @@ def _rules_deepspeed(file: str, ds: Mapping[str, Any], training: Mapping[str, An
 
 
 def _rules_run(file: str, data: Mapping[str, Any]) -> list[Problem]:
+    out: list[Problem] = []
     name = _get(_table(data, "run"), "name", "str")
-    if name is None:
-        return []
-    if not name.strip() or name in (".", "..") or any(c in name for c in "/\\\0"):
-        return [Problem(file, "run.name", f"{toml_literal(name)} cannot name a run (it names folders)",
-                        'use letters, digits, "-" and "_", e.g. name = "my-run"')]
-    return []
+    if name is not None and (not name.strip() or name in (".", "..") or any(c in name for c in "/\\\0")):
+        out.append(Problem(file, "run.name", f"{toml_literal(name)} cannot name a run (it names folders)",
+                           'use letters, digits, "-" and "_", e.g. name = "my-run"'))
+    output_dir = _get(_table(data, "run"), "output_dir", "str", "")
+    if output_dir:
+        problem = output_dir_problem(file, output_dir)
+        if problem is not None:
+            out.append(problem)
+    return out
+
+
+def output_dir_problem(file: str, raw: str, cwd: Path | None = None) -> Problem | None:
+    """Why run.output_dir cannot hold checkpoints (under a file, read-only, a file itself), or None.
+    A relative one starts from the folder `tuitrain run` is started in, as the launch reads it."""
+    fix = 'set run.output_dir to a folder you can write, or remove it (the run directory\'s output/)'
+    if "\0" in raw:
+        return Problem(file, "run.output_dir", "contains a NUL character, which no path can", fix)
+    path = Path(raw).expanduser()
+    path = path if path.is_absolute() else (cwd or Path.cwd()) / path
+    try:
+        if path.exists() and not path.is_dir():
+            return Problem(file, "run.output_dir", f"{path} is a file, not a folder", fix)
+        existing = path
+        while not existing.exists():
+            existing = existing.parent
+        if not existing.is_dir():
+            return Problem(file, "run.output_dir", f"{path} cannot be created: {existing} is a file", fix)
+        if not os.access(existing, os.W_OK | os.X_OK):
+            return Problem(file, "run.output_dir", f"{path} cannot be written: {existing} is read-only "
+                           "(a read-only filesystem, or no write permission)", fix)
+    except OSError as exc:
+        return Problem(file, "run.output_dir", f"{path}: {exc.strerror or exc}", fix)
+    return None
 
 
 def check_value(file: str, key: str, value: Any) -> list[Problem]:
@@ -869,12 +1070,14 @@ def check_value(file: str, key: str, value: Any) -> list[Problem]:
 # --------------------------------------------------------------------------- entry point
 
 def validate_profile(data: dict[str, Any], file: str, base_dir: Path | None,
-                     *, training_fields: Mapping[str, FieldSpec] | None = _AUTO) -> list[Problem]:
+                     *, training_fields: Mapping[str, FieldSpec] | None = _AUTO,
+                     model_types: frozenset[str] | None = _AUTO) -> list[Problem]:
     """Every problem of a profile (errors, warnings, notes), in file order where possible.
 
     `base_dir` is where relative data paths start (the profile's folder; None = the cwd).
     `training_fields` defaults to the installed TrainingArguments (`training_args_fields()`);
-    pass None to check as if transformers were not installed.
+    pass None to check as if transformers were not installed. `model_types`: the model_type names
+    [model.config] may use (default: the installed transformers'; None: not checked).
     """
     fields = training_args_fields() if training_fields is _AUTO else training_fields
     out: list[Problem] = []
@@ -901,8 +1104,10 @@ def validate_profile(data: dict[str, Any], file: str, base_dir: Path | None,
         else:
             out.extend(_check_table(file, section, section, value, SCHEMA[section], fields))
     out.extend(_rules_run(file, data))
-    out.extend(_rules_model(file, data, base_dir))
+    known_types = (installed_model_types() if model_types is _AUTO else model_types) if fields is not None else None
+    out.extend(_rules_model(file, data, base_dir, known_types))
     out.extend(_rules_data(file, data, base_dir))
+    out.extend(_rules_data_files(file, data, base_dir))
     out.extend(_rules_training(file, data, fields))
     out.extend(_rules_metrics(file, data))
     out.extend(_rules_hardware(file, data))
