@@ -120,6 +120,14 @@ def _lazy(module: str, name: str):
     return handler
 
 
+def _check_runs_root(root: Path) -> None:
+    from tuitrain.runs.catalog import RunsRootError, runs_root_problem
+
+    problem = runs_root_problem(root)
+    if problem:
+        raise RunsRootError(problem)
+
+
 def _open_app(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """`tuitrain` with no command opens the Textual app; without a terminal (a script, a pipe)
     it prints the help instead of waiting on a screen nobody sees."""
@@ -134,8 +142,12 @@ def _open_app(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     return run_app(runs_root=args.runs_root)
 
 
+# The commands that read or write the runs root (plan, validate, gpus and profile do not need one).
+RUNS_ROOT_COMMANDS = frozenset({"run", "resume", "runs", "status", "logs", "checkpoints", "save", "evaluate", "stop"})
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    from tuitrain.cli.errors import user_errors
+    from tuitrain.cli.errors import permission_line, user_errors
 
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -144,10 +156,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "handler", None):
         return _open_app(args, parser)
     try:
+        if args.command in RUNS_ROOT_COMMANDS:
+            _check_runs_root(args.runs_root)
         return args.handler(args)
     except user_errors() as exc:
         print(f"tuitrain: error: {exc}", file=sys.stderr)
         return getattr(exc, "code", 2)
+    except PermissionError as exc:
+        print(f"tuitrain: error: {permission_line(exc)}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

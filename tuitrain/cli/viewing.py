@@ -10,48 +10,64 @@ from pathlib import Path
 from tuitrain.cli.errors import CliError
 from tuitrain.cli.output import age, print_json, table
 from tuitrain.humanize import duration, number, size
-from tuitrain.runs.catalog import find_run, list_runs
-from tuitrain.runs.checkpoints import list_checkpoints
+from tuitrain.runs.catalog import UNREADABLE, RunEntry, find_run, load_record, scan_runs
+from tuitrain.runs.checkpoints import run_checkpoints
 from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.record import FINAL_STATUSES, read_record
-from tuitrain.runs.summary import run_summary
+from tuitrain.runs.record import FINAL_STATUSES, RunRecordError
+from tuitrain.runs.summary import run_summary, supervisor_lost
+
+
+def effective_status(record: dict) -> str:
+    """The record's status, or `lost` when its supervisor is gone without an end."""
+    return "lost" if supervisor_lost(record) else record["status"]
 
 
 def _status_word(summary: dict) -> str:
     return "lost" if summary.get("supervisor_lost") else summary["status"]
 
 
+def _entry_summary(entry: RunEntry) -> dict:
+    """A run's summary, or for one whose run.json cannot be read: what is known and why."""
+    if entry.record is not None:
+        return run_summary(entry.paths, entry.record, with_checkpoints=False)
+    return {"id": entry.paths.id, "run_dir": str(entry.paths.root), "status": UNREADABLE,
+            "reason": entry.reason, "error": entry.message, "created": entry.created}
+
+
+def _runs_row(s: dict) -> list[str]:
+    if s["status"] == UNREADABLE:
+        return [s["id"], "?", UNREADABLE, "-", "-", age(s.get("created")), s["reason"]]
+    p = s["progress"]
+    step = f"{p['step']}/{p.get('max_steps') or '?'}"
+    return [s["id"], str(s.get("profile", "?")), _status_word(s), step, number(p.get("loss")), age(s.get("created")), ""]
+
+
 def cmd_runs(args: argparse.Namespace) -> int:
-    summaries = [run_summary(paths, record, with_checkpoints=False) for paths, record in list_runs(args.runs_root)]
+    summaries = [_entry_summary(e) for e in scan_runs(args.runs_root)]
     if args.json:
         print_json(summaries)
         return 0
     if not summaries:
         print(f"no runs under {args.runs_root}")
         return 0
-    rows = []
-    for s in summaries:
-        p = s["progress"]
-        total = p.get("max_steps")
-        rows.append([s["id"], s["profile"], _status_word(s), f"{p['step']}/{total or '?'}", number(p.get("loss")), age(s.get("created"))])
-    print(table(rows, ["ID", "PROFILE", "STATUS", "STEP", "LOSS", "AGE"]))
+    print(table([_runs_row(s) for s in summaries], ["ID", "PROFILE", "STATUS", "STEP", "LOSS", "AGE", ""]))
     return 0
 
 
 def cmd_status(args: argparse.Namespace) -> int:
     paths = find_run(args.runs_root, args.run)
-    summary = run_summary(paths, read_record(paths))
+    summary = run_summary(paths, load_record(paths))
     if args.json:
         print_json(summary)
         return 0
     p = summary["progress"]
     print(f"run        {summary['id']}  ({summary['run_dir']})")
-    print(f"profile    {summary['profile']}")
+    print(f"profile    {summary.get('profile', '?')}")
     print(f"status     {_status_word(summary)}" + (f"  (rank {summary['failed_rank']} failed)" if summary.get("failed_rank") is not None else ""))
     print(f"step       {p['step']}/{p.get('max_steps') or '?'}   epoch {number(p.get('epoch'), 3)}   loss {number(p.get('loss'))}")
     if p["eval"]:
         print("eval       " + "  ".join(f"{k[5:]} {number(v)}" for k, v in p["eval"].items() if not k.endswith(("runtime", "per_second"))))
-    print(f"processes  {summary['num_processes']}   pids {summary.get('pids') or '-'}")
+    print(f"processes  {summary.get('num_processes', '?')}   pids {summary.get('pids') or '-'}")
     print(f"duration   {duration(summary.get('duration'))}   started {age(summary.get('started'))}")
     print(f"output     {summary.get('output_dir')}")
     if summary.get("parent"):
@@ -88,27 +104,40 @@ def cmd_logs(args: argparse.Namespace) -> int:
         sources = [(str(args.rank), log)]
     else:
         sources = _rank_logs(paths)
+    every_rank = args.rank is None and not args.launcher
     prefix = len(sources) > 1
     offsets = {name: 0 for name, _ in sources}
     out = sys.stdout
     while True:
-        if not args.rank and not args.launcher and args.follow:
+        if every_rank and args.follow:
             known = {n for n, _ in sources}
             sources += [s for s in _rank_logs(paths) if s[0] not in known]
             prefix = prefix or len(sources) > 1
             offsets.update({n: 0 for n, _ in sources if n not in offsets})
+        ended, problem = _has_ended(paths) if args.follow else (True, None)
         for name, log in sources:
             offsets[name] = _print_new(log, offsets[name], f"[rank {name}] " if prefix else "", out)
-        if not args.follow:
-            return 0
-        if read_record(paths)["status"] in FINAL_STATUSES:
-            for name, log in sources:
-                offsets[name] = _print_new(log, offsets[name], f"[rank {name}] " if prefix else "", out)
+        if problem:
+            raise CliError(problem)
+        if ended:
             return 0
         try:
             time.sleep(0.25)
         except KeyboardInterrupt:
             return 0
+
+
+def _has_ended(paths: RunPaths) -> tuple[bool, str | None]:
+    """Whether a followed run is over (ended, or nothing of it left alive to write more), and why
+    following must stop short. Read before the logs, so what a run wrote before it ended is printed."""
+    try:
+        record = load_record(paths)
+    except RunRecordError as exc:
+        return True, f"{exc}; its logs so far are above"
+    status = effective_status(record)
+    if status == "lost":
+        print(f"run {paths.id} is lost: its supervisor is gone without recording an end", file=sys.stderr)
+    return status in FINAL_STATUSES or status == "lost", None
 
 
 def _print_new(log: Path, offset: int, prefix: str, out) -> int:
@@ -129,8 +158,8 @@ def _print_new(log: Path, offset: int, prefix: str, out) -> int:
 
 def cmd_checkpoints(args: argparse.Namespace) -> int:
     paths = find_run(args.runs_root, args.run)
-    record = read_record(paths)
-    checkpoints = list_checkpoints(Path(record["output_dir"])) if record.get("output_dir") else []
+    record = load_record(paths)
+    checkpoints = run_checkpoints(record)
     if args.json:
         print_json([c.to_dict() for c in checkpoints])
         return 0

@@ -1,42 +1,187 @@
-"""The runs root: list every run, find one by id (or a unique prefix), suggest the nearest."""
+"""The runs root: list every run, find one by id (or a unique prefix), suggest the nearest.
+
+A run directory whose run.json cannot be read (empty, corrupt, another user's) is still a run:
+it is listed as unreadable with the reason, and asking for it says what is wrong with it."""
 
 from __future__ import annotations
 
 import difflib
+import json
+import os
+import stat
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.record import RunRecordError, read_record
+from tuitrain.runs.record import RunRecordError
+
+UNREADABLE = "unreadable"
 
 
 class RunNotFound(Exception):
     pass
 
 
-def list_runs(root: Path) -> list[tuple[RunPaths, dict[str, Any]]]:
-    if not root.is_dir():
+class RunsRootError(Exception):
+    """A runs root that is not a folder, or that cannot be listed."""
+
+
+@dataclass(frozen=True)
+class RunEntry:
+    """One run directory: its record, or why its record cannot be read."""
+
+    paths: RunPaths
+    record: dict[str, Any] | None
+    reason: str | None = None  # a few words: "empty file", "permission denied"
+    message: str | None = None  # the whole line for the user
+
+    @property
+    def created(self) -> float:
+        if self.record is not None:
+            return self.record.get("created") or 0
+        try:
+            return self.paths.root.stat().st_mtime
+        except OSError:
+            return 0
+
+
+def _owner(st: os.stat_result) -> str:
+    import pwd
+
+    try:
+        return pwd.getpwuid(st.st_uid).pw_name
+    except KeyError:
+        return f"uid {st.st_uid}"
+
+
+def permission_message(path: Path, doing: str = "read") -> str:
+    """One line for a permission error: the path, whose it is, and what would fix it."""
+    try:
+        st = os.stat(path)
+        whose = f" (owner {_owner(st)}, mode {stat.S_IMODE(st.st_mode):o})"
+    except OSError:
+        whose = ""
+    fix = ("ask its owner to let others read it (chmod -R a+rX on the run), or use a runs root of your own "
+           "with --runs-dir DIR" if doing == "read" else
+           "ask its owner for write access, or use a runs root of your own with --runs-dir DIR")
+    return f"cannot {doing} {path}: permission denied{whose}; {fix}"
+
+
+def _damaged(paths: RunPaths, reason: str) -> str:
+    return (f"{paths.record} is damaged ({reason}): tuitrain cannot tell this run's state; its other files "
+            f"are untouched in {paths.root} (restore run.json, or remove the folder)")
+
+
+def _parse(data: bytes) -> tuple[dict[str, Any] | None, str | None]:
+    """(the record, None), or (None, what is wrong with it)."""
+    if not data.strip():
+        return None, "empty file"
+    try:
+        record = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        return None, "not valid JSON: not UTF-8 text"
+    except json.JSONDecodeError as exc:
+        return None, f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+    if not isinstance(record, dict):
+        return None, "not a JSON object"
+    if not isinstance(record.get("status"), str):
+        return None, "no status"
+    return record, None
+
+
+def read_entry(paths: RunPaths) -> RunEntry:
+    """The run's record, or why it cannot be used (never raises for a file problem)."""
+    try:
+        data = paths.record.read_bytes()
+    except FileNotFoundError:
+        return RunEntry(paths, None, "no run.json", f"{paths.root}: not a run directory (no run.json)")
+    except PermissionError:
+        return RunEntry(paths, None, "permission denied", permission_message(paths.record))
+    except OSError as exc:
+        why = exc.strerror or str(exc)
+        return RunEntry(paths, None, why, f"cannot read {paths.record}: {why}")
+    record, reason = _parse(data)
+    if reason is not None:
+        return RunEntry(paths, None, reason, _damaged(paths, reason))
+    return RunEntry(paths, record)
+
+
+def load_record(paths: RunPaths) -> dict[str, Any]:
+    """run.json, checked: a RunRecordError says in one line why it cannot be used."""
+    entry = read_entry(paths)
+    if entry.record is None:
+        raise RunRecordError(entry.message)
+    return entry.record
+
+
+def _is_run_dir(child: os.DirEntry) -> bool:
+    """A folder with a run.json (one we may not be allowed to look into counts too)."""
+    try:
+        if not child.is_dir(follow_symlinks=False):
+            return False
+        os.stat(os.path.join(child.path, "run.json"))
+        return True
+    except PermissionError:
+        return True
+    except OSError:
+        return False
+
+
+def runs_root_problem(root: Path) -> str | None:
+    """Why `root` cannot be a runs root (a file, or under one); None when it can."""
+    for folder in [root, *root.parents]:
+        try:
+            st = os.stat(folder)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError:
+            return None  # nothing more to say here; using it will
+        if stat.S_ISDIR(st.st_mode):
+            return None
+        where = f"the runs root {root} is a file" if folder == root else f"the runs root {root} is under a file ({folder})"
+        return f"{where}; give a folder with --runs-dir DIR or TUITRAIN_RUNS_DIR"
+    return None
+
+
+def scan_runs(root: Path) -> list[RunEntry]:
+    """Every run directory under `root`, oldest first; unreadable ones included."""
+    problem = runs_root_problem(root)
+    if problem:
+        raise RunsRootError(problem)
+    try:
+        children = [c for c in os.scandir(root) if _is_run_dir(c)]
+    except FileNotFoundError:
         return []
-    runs = []
-    for child in root.iterdir():
-        if (child / "run.json").is_file():
-            paths = RunPaths(child)
-            try:
-                runs.append((paths, read_record(paths)))
-            except RunRecordError:
-                continue
-    return sorted(runs, key=lambda item: item[1].get("created") or 0)
+    except PermissionError:
+        raise RunsRootError(permission_message(root, "list")) from None
+    except OSError as exc:
+        raise RunsRootError(f"cannot list the runs root {root}: {exc.strerror or exc}") from None
+    entries = [read_entry(RunPaths(Path(c.path))) for c in children]
+    return sorted(entries, key=lambda e: (e.created, e.paths.id))
+
+
+def list_runs(root: Path) -> list[tuple[RunPaths, dict[str, Any]]]:
+    """The runs whose record can be read, oldest first (none when the root cannot be listed)."""
+    try:
+        entries = scan_runs(root)
+    except RunsRootError:
+        return []
+    return [(e.paths, e.record) for e in entries if e.record is not None]
 
 
 def find_run(root: Path, ref: str) -> RunPaths:
     """`ref` is a run id, a unique prefix of one, `latest`, or a path to a run directory."""
+    if not ref.strip():
+        raise RunNotFound("give a run id, a unique prefix of one, or `latest`; `tuitrain runs` lists them")
     as_path = Path(ref)
     if (as_path / "run.json").is_file():
         return RunPaths(as_path.resolve())
-    runs = list_runs(root)
-    if ref == "latest" and runs:
-        return runs[-1][0]
-    ids = [paths.id for paths, _ in runs]
+    entries = scan_runs(root)
+    readable = [e for e in entries if e.record is not None]
+    if ref == "latest" and readable:
+        return readable[-1].paths
+    ids = [e.paths.id for e in entries]
     if ref in ids:
         return RunPaths(root / ref)
     prefixed = [i for i in ids if i.startswith(ref)]

@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tuitrain.runs.catalog import UNREADABLE, load_record
 from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.process_tree import alive
+from tuitrain.runs.liveness import effective_status
 from tuitrain.runs.record import FINAL_STATUSES, RunRecordError, read_record
 
 SERIES_KEYS = ("loss", "learning_rate", "grad_norm")
@@ -230,11 +231,11 @@ class RunsWatcher:
             seen.add(name)
             if watched.record_mtime != mtime:
                 try:
-                    watched.record = read_record(paths)
+                    watched.record = load_record(paths)
                     watched.record_mtime = mtime
                 except RunRecordError:
-                    if watched.record is None:
-                        continue
+                    if watched.record is None:  # never read: listed as unreadable, not skipped
+                        watched.record = {"status": UNREADABLE}
             watched.events.poll()
             changes.extend(self._changes(watched))
         for gone in set(self._runs) - seen:
@@ -245,13 +246,7 @@ class RunsWatcher:
         return rows, changes
 
     def _status(self, watched: _Watched) -> str:
-        record = watched.record or {}
-        status = record.get("status", "?")
-        if status not in FINAL_STATUSES:
-            pid = (record.get("pids") or {}).get("supervisor")
-            if pid is not None and not alive(pid):
-                return "lost"
-        return status
+        return effective_status(watched.record or {})
 
     def _changes(self, watched: _Watched) -> list[Change]:
         status = self._status(watched)
@@ -347,11 +342,7 @@ class RunWatch:
                 changed = True
         except (OSError, RunRecordError):
             pass
-        status = self.record.get("status", "?")
-        if status not in FINAL_STATUSES:
-            pid = (self.record.get("pids") or {}).get("supervisor")
-            if pid is not None and not alive(pid):
-                status = "lost"
+        status = effective_status(self.record)
         if status != self.status:
             self.status = status
             changed = True
@@ -370,7 +361,7 @@ class RunWatch:
         running = status not in FINAL_STATUSES
         if self.output_dir is not None and (saves != self._saves_seen or
                                             (running and now - self._checkpoints_at > self.CHECKPOINT_EVERY)):
-            found = list_checkpoints(self.output_dir)
+            found = list_checkpoints(self.output_dir, run=self.record.get("id"))
             self._saves_seen = saves
             self._checkpoints_at = now
             if [(c.step, c.complete, c.size_bytes) for c in found] != [(c.step, c.complete, c.size_bytes) for c in self.checkpoints]:
