@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
 import time
+from typing import Any, TextIO
 
 from tuitrain.humanize import number
+from tuitrain.runs.catalog import load_record
 from tuitrain.runs.control import ControlError, request
 from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.record import FINAL_STATUSES, read_record
+from tuitrain.runs.record import FINAL_STATUSES
 from tuitrain.runs.summary import last_traceback, supervisor_lost
 
-EXIT_CODES = {"finished": 0, "failed": 1, "stopped": 2}
+# killed: ended by the user (Ctrl-C twice, `stop --now`), like a stop but with nothing saved.
+EXIT_CODES = {"finished": 0, "failed": 1, "stopped": 2, "killed": 2, "lost": 1}
 
 
 def describe_event(event: dict, max_steps: int | None) -> str | None:
@@ -34,53 +38,114 @@ def describe_event(event: dict, max_steps: int | None) -> str | None:
     return None
 
 
-def follow_run(paths: RunPaths, out=sys.stdout, poll: float = 0.3) -> int:
-    """Print progress until the run ends; Ctrl-C asks for a graceful stop, a second one kills."""
-    offset = 0
-    max_steps = None
-    interrupts = 0
-    print(f"run {paths.id}  (logs: {paths.logs})", file=out, flush=True)
-    while True:
+class _EventPrinter:
+    """Prints the events appended since the last call; the offset moves line by line, so an
+    interruption mid-way loses nothing and repeats nothing."""
+
+    def __init__(self, paths: RunPaths, out: TextIO) -> None:
+        self.paths, self.out = paths, out
+        self.offset = 0
+        self.max_steps: int | None = None
+
+    def print_new(self) -> bool:
+        """True when whole new lines were read."""
         try:
-            with open(paths.events, "rb") as handle:
-                handle.seek(offset)
+            with open(self.paths.events, "rb") as handle:
+                handle.seek(self.offset)
                 chunk = handle.read()
         except FileNotFoundError:
-            chunk = b""
-        complete = chunk[: chunk.rfind(b"\n") + 1]
-        offset += len(complete)
-        for line in complete.decode("utf-8", errors="replace").splitlines():
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue
-            if event.get("event") == "train_begin":
-                max_steps = event.get("max_steps")
-            text = describe_event(event, max_steps)
-            if text:
-                print(text, file=out, flush=True)
-        record = read_record(paths)
-        if record["status"] in FINAL_STATUSES and not complete:
-            return report_end(paths, record, out)
-        if supervisor_lost(record):
-            print(f"the supervisor of run {paths.id} is gone; the run's state is unknown", file=out)
-            return 1
+            return False
+        lines = chunk[: chunk.rfind(b"\n") + 1].splitlines(keepends=True)
+        for raw in lines:
+            self._print(raw)
+            self.offset += len(raw)
+        return bool(lines)
+
+    def _print(self, raw: bytes) -> None:
         try:
-            time.sleep(poll)
-        except KeyboardInterrupt:
-            interrupts += 1
-            what = "stop" if interrupts == 1 else "terminate"
+            event = json.loads(raw)
+        except ValueError:
+            return
+        if not isinstance(event, dict):
+            return
+        if event.get("event") == "train_begin":
+            self.max_steps = event.get("max_steps")
+        text = describe_event(event, self.max_steps)
+        if text:
+            print(text, file=self.out, flush=True)
+
+
+class _Interrupts:
+    """Counts Ctrl-C while following. As a SIGINT handler it is never lost, wherever it lands
+    (reading, printing or sleeping); KeyboardInterrupt is the fallback off the main thread."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.handled = 0
+        self._previous: Any = None
+
+    def __enter__(self) -> "_Interrupts":
+        try:
+            self._previous = signal.signal(signal.SIGINT, self._on_signal)
+        except ValueError:  # not the main thread: KeyboardInterrupt is caught instead
+            self._previous = None
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+
+    def _on_signal(self, signum: int, frame: object) -> None:
+        self.count += 1
+
+    def pending(self) -> list[int]:
+        """The numbers (1st, 2nd, …) of the Ctrl-Cs not yet acted on."""
+        numbers = list(range(self.handled + 1, self.count + 1))
+        self.handled = self.count
+        return numbers
+
+
+def _ask_to_end(paths: RunPaths, nth: int, out: TextIO) -> None:
+    """The first Ctrl-C asks for a graceful stop, any later one kills."""
+    try:
+        request(paths, "stop" if nth == 1 else "terminate")
+    except ControlError:
+        return
+    if nth == 1:
+        print("\nstopping: the run saves a checkpoint at the next step end (Ctrl-C again to kill it now)", file=out, flush=True)
+    else:
+        print("\nkilling the run now", file=out, flush=True)
+
+
+def follow_run(paths: RunPaths, out: TextIO = sys.stdout, poll: float = 0.3) -> int:
+    """Print progress until the run ends; Ctrl-C asks for a graceful stop, a second one kills."""
+    printer = _EventPrinter(paths, out)
+    print(f"run {paths.id}  (logs: {paths.logs})", file=out, flush=True)
+    with _Interrupts() as interrupts:
+        while True:
             try:
-                request(paths, what)
-            except ControlError:
-                continue
-            if interrupts == 1:
-                print("\nstopping: the run saves a checkpoint at the next step end (Ctrl-C again to kill it now)", file=out, flush=True)
-            else:
-                print("\nkilling the run now", file=out, flush=True)
+                for nth in interrupts.pending():
+                    _ask_to_end(paths, nth, out)
+                ended = _follow_once(paths, printer, out)
+                if ended is not None:
+                    return ended
+                time.sleep(poll)
+            except KeyboardInterrupt:
+                interrupts.count += 1
 
 
-def report_end(paths: RunPaths, record: dict, out) -> int:
+def _follow_once(paths: RunPaths, printer: _EventPrinter, out: TextIO) -> int | None:
+    """Print what is new; the exit code once the run has ended and everything is printed."""
+    record = load_record(paths)
+    if printer.print_new():
+        return None
+    status = "lost" if supervisor_lost(record) else record["status"]
+    if status in FINAL_STATUSES or status == "lost":
+        return report_end(paths, {**record, "status": status}, out)
+    return None
+
+
+def report_end(paths: RunPaths, record: dict, out: TextIO) -> int:
     status = record["status"]
     line = f"run {paths.id} {status}"
     if status == "failed":
@@ -91,6 +156,9 @@ def report_end(paths: RunPaths, record: dict, out) -> int:
         for tb in last_traceback(log):
             print(f"  {tb}", file=out)
         print(f"full log: {log}", file=out, flush=True)
+    elif status == "lost":
+        why = record.get("error") or "its supervisor is gone without recording an end (killed, or the machine restarted)"
+        print(f"{line}: {why}; checkpoints in {record.get('output_dir')}", file=out, flush=True)
     else:
         print(line + f"; checkpoints in {record.get('output_dir')}", file=out, flush=True)
     return EXIT_CODES.get(status, 1)

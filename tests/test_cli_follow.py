@@ -1,0 +1,91 @@
+"""Following a run: `logs --follow` and the foreground follower of `tuitrain run`.
+
+The runs here are fabricated run directories (no training): what matters is what the files say
+and whether the run's supervisor is alive."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from conftest import cli, wait_for
+
+
+def dead_pid() -> int:
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+def fake_run(runs: Path, status: str, supervisor: int, ranks: int = 2, name: str = "20200101-000000-demo") -> Path:
+    run = runs / name
+    (run / "logs").mkdir(parents=True)
+    (run / "control").mkdir()
+    record = {"id": name, "profile": "demo", "status": status, "created": time.time(), "started": time.time(),
+              "ended": None, "num_processes": ranks, "pids": {"supervisor": supervisor},
+              "exit_codes": {}, "failed_rank": None, "error": None, "output_dir": str(run / "output")}
+    (run / "run.json").write_text(json.dumps(record))
+    for rank in range(ranks):
+        (run / "logs" / f"rank-{rank}.log").write_text(f"rank {rank} says hello\nrank {rank} says bye\n")
+    return run
+
+
+def set_status(run: Path, status: str) -> None:
+    record = json.loads((run / "run.json").read_text())
+    (run / "run.json").write_text(json.dumps({**record, "status": status}))
+
+
+def test_logs_rank_zero_follow_prints_rank_zero_only(runs_dir):
+    run = fake_run(runs_dir, "finished", dead_pid())
+    result = cli("logs", run.name, "--rank", "0", "--follow", runs_dir=runs_dir, timeout=30)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "rank 0 says hello\nrank 0 says bye\n"
+
+
+def test_logs_follow_ends_when_nothing_of_the_run_is_alive(runs_dir):
+    run = fake_run(runs_dir, "running", dead_pid())
+    result = cli("logs", run.name, "--follow", runs_dir=runs_dir, timeout=30)
+    assert result.returncode == 0, result.stderr
+    assert "[rank 1] rank 1 says bye" in result.stdout and "[rank 0] rank 0 says hello" in result.stdout
+    assert "lost" in result.stderr and "Traceback" not in result.stderr
+
+
+FOLLOW = ("import sys; from pathlib import Path; from tuitrain.cli.follow import follow_run; "
+          "from tuitrain.runs.layout import RunPaths; sys.exit(follow_run(RunPaths(Path(sys.argv[1]))))")
+
+
+def test_ctrl_c_while_the_follower_prints_still_asks_the_run_to_stop(runs_dir):
+    """The follower of `tuitrain run` spends most of its time sleeping; a Ctrl-C that lands while it
+    reads or prints must count as much as one that lands in its sleep."""
+    supervisor = subprocess.Popen(["sleep", "300"])
+    try:
+        run = fake_run(runs_dir, "running", supervisor.pid, ranks=1)
+        lines = (json.dumps({"event": "log", "step": i, "loss": 0.5, "learning_rate": 1e-3, "epoch": 0.1}) for i in range(100_000))
+        (run / "events.jsonl").write_text("\n".join(lines) + "\n")
+        follower = subprocess.Popen([sys.executable, "-c", FOLLOW, str(run)], stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True)
+        time.sleep(3)  # by now the pipe nobody reads is full: the follower is stuck printing
+        follower.send_signal(signal.SIGINT)
+        out: list[str] = []
+        reader = threading.Thread(target=lambda: out.append(follower.stdout.read()), daemon=True)
+        reader.start()
+        wait_for(lambda: (run / "control" / "stop").exists() or follower.poll() is not None, 60, "a stop request")
+        assert follower.poll() is None, follower.stderr.read()
+        assert (run / "control" / "stop").exists()
+        follower.send_signal(signal.SIGINT)
+        wait_for(lambda: (run / "control" / "terminate").exists(), 30, "a terminate request")
+        set_status(run, "stopped")
+        assert follower.wait(timeout=30) == 2
+        reader.join(timeout=10)
+        assert "Traceback" not in follower.stderr.read()
+        text = out[0]
+        assert "step 99999" in text and "stopping:" in text and "killing the run now" in text
+        assert f"run {run.name} stopped" in text
+    finally:
+        supervisor.kill()
+        supervisor.wait()
