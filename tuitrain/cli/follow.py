@@ -12,8 +12,9 @@ from tuitrain.humanize import number
 from tuitrain.runs.catalog import load_record
 from tuitrain.runs.control import ControlError, request
 from tuitrain.runs.layout import RunPaths
+from tuitrain.runs.liveness import effective_status
 from tuitrain.runs.record import FINAL_STATUSES
-from tuitrain.runs.summary import last_traceback, supervisor_lost
+from tuitrain.runs.summary import last_traceback
 
 # killed: ended by the user (Ctrl-C twice, `stop --now`), like a stop but with nothing saved.
 EXIT_CODES = {"finished": 0, "failed": 1, "stopped": 2, "killed": 2, "lost": 1}
@@ -139,8 +140,8 @@ def _follow_once(paths: RunPaths, printer: _EventPrinter, out: TextIO) -> int | 
     record = load_record(paths)
     if printer.print_new():
         return None
-    status = "lost" if supervisor_lost(record) else record["status"]
-    if status in FINAL_STATUSES or status == "lost":
+    status = effective_status(record)
+    if status in FINAL_STATUSES:
         return report_end(paths, {**record, "status": status}, out)
     return None
 

@@ -13,17 +13,9 @@ from tuitrain.humanize import duration, number, size
 from tuitrain.runs.catalog import UNREADABLE, RunEntry, find_run, load_record, scan_runs
 from tuitrain.runs.checkpoints import run_checkpoints
 from tuitrain.runs.layout import RunPaths
+from tuitrain.runs.liveness import effective_status
 from tuitrain.runs.record import FINAL_STATUSES, RunRecordError
-from tuitrain.runs.summary import run_summary, supervisor_lost
-
-
-def effective_status(record: dict) -> str:
-    """The record's status, or `lost` when its supervisor is gone without an end."""
-    return "lost" if supervisor_lost(record) else record["status"]
-
-
-def _status_word(summary: dict) -> str:
-    return "lost" if summary.get("supervisor_lost") else summary["status"]
+from tuitrain.runs.summary import run_summary
 
 
 def _entry_summary(entry: RunEntry) -> dict:
@@ -39,7 +31,7 @@ def _runs_row(s: dict) -> list[str]:
         return [s["id"], "?", UNREADABLE, "-", "-", age(s.get("created")), s["reason"]]
     p = s["progress"]
     step = f"{p['step']}/{p.get('max_steps') or '?'}"
-    return [s["id"], str(s.get("profile", "?")), _status_word(s), step, number(p.get("loss")), age(s.get("created")), ""]
+    return [s["id"], str(s.get("profile", "?")), effective_status(s), step, number(p.get("loss")), age(s.get("created")), ""]
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
@@ -63,7 +55,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     p = summary["progress"]
     print(f"run        {summary['id']}  ({summary['run_dir']})")
     print(f"profile    {summary.get('profile', '?')}")
-    print(f"status     {_status_word(summary)}" + (f"  (rank {summary['failed_rank']} failed)" if summary.get("failed_rank") is not None else ""))
+    print(f"status     {effective_status(summary)}" + (f"  (rank {summary['failed_rank']} failed)" if summary.get("failed_rank") is not None else ""))
     print(f"step       {p['step']}/{p.get('max_steps') or '?'}   epoch {number(p.get('epoch'), 3)}   loss {number(p.get('loss'))}")
     if p["eval"]:
         print("eval       " + "  ".join(f"{k[5:]} {number(v)}" for k, v in p["eval"].items() if not k.endswith(("runtime", "per_second"))))
@@ -137,7 +129,7 @@ def _has_ended(paths: RunPaths) -> tuple[bool, str | None]:
     status = effective_status(record)
     if status == "lost":
         print(f"run {paths.id} is lost: its supervisor is gone without recording an end", file=sys.stderr)
-    return status in FINAL_STATUSES or status == "lost", None
+    return status in FINAL_STATUSES, None
 
 
 def _print_new(log: Path, offset: int, prefix: str, out) -> int:
