@@ -4,6 +4,7 @@ elastic agent saw fail first."""
 from __future__ import annotations
 
 import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ EXIT_SUPERVISOR_GONE = 75  # a rank that ended itself because the run's supervis
 def describe_exit(code: Any) -> str:
     """-9 → "killed by SIGKILL — out of memory? (see `dmesg`)"; 1 → "exited with code 1"."""
     if code is None or code == "killed":
-        return "was ended (no exit code recorded)"
+        return "ended without recording an exit code"
     if not isinstance(code, int):
         return f"ended ({code})"
     if code == EXIT_SUPERVISOR_GONE:
@@ -57,3 +58,27 @@ def root_cause(launcher_log: Path) -> RootCause | None:
         exit_code=int(exit_.group(1)) if exit_ else None,
         pid=int(exit_.group(2)) if exit_ and exit_.group(2) else None,
     )
+
+
+_EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)\b.*)$")
+FULL_BELOW_BYTES = 1024 * 1024
+
+
+def last_exception_line(text: str) -> str | None:
+    """The last "SomeError: message" line of a log tail: what a traceback ended with."""
+    for line in reversed(text.replace("\r", "\n").splitlines()):
+        match = _EXCEPTION.match(line.strip())
+        if match:
+            return match.group(1)[:300]
+    return None
+
+
+def full_disk(folder: Path) -> str | None:
+    """"the disk holding X is full (12 KiB free)" when it is; None otherwise."""
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return None
+    if free >= FULL_BELOW_BYTES:
+        return None
+    return f"the disk holding {folder} is full ({free // 1024} KiB free)"

@@ -23,11 +23,12 @@ from typing import Any, Callable
 
 import psutil
 
-from tuitrain.runs.exits import describe_exit, root_cause
+from tuitrain.runs.exits import describe_exit, full_disk, last_exception_line, root_cause
 from tuitrain.runs.layout import CONTROL_STOP, CONTROL_TERMINATE, SUPERVISOR_ENV, RunPaths
 from tuitrain.runs.process_tree import descendants, end_processes, find, identity, running
 from tuitrain.runs.ranks import read_rank_records
 from tuitrain.runs.record import read_record, record_end, update_record
+from tuitrain.runs.tail import read_tail
 
 POLL_SECONDS = 0.2
 SCAN_SECONDS = 5.0  # how often the launcher's process tree is walked when nothing changes
@@ -258,7 +259,16 @@ class Supervisor:
         where = f"rank {rank} (pid {pid})" if pid else f"rank {rank}"
         if errors:
             return f"{where}: {errors[-1].get('message')}"
-        return f"{where} {describe_exit(code)}"
+        said = last_exception_line(read_tail(self.paths.rank_log(rank)))
+        return f"{where} {describe_exit(code)}" + (f": {said}" if said else "") + self.full_disk_note()
+
+    def full_disk_note(self) -> str:
+        """A rank that dies while the disk is full rarely gets to say so (its log is on it too)."""
+        for folder in (self.record.get("output_dir"), str(self.paths.root)):
+            note = full_disk(Path(folder)) if folder else None
+            if note:
+                return f" — {note}"
+        return ""
 
 
 def supervise(run_dir: Path) -> int:
