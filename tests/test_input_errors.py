@@ -239,3 +239,67 @@ def test_validate_prints_one_line_per_data_problem(tmp_path: Path, runs_dir: Pat
     result = cli("validate", str(profile), runs_dir=runs_dir)
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert result.stderr.splitlines()[0].startswith(f"{profile}:") and "data.label_column" in result.stderr
+
+
+# ------------------------------------------------------------------ item 6: what only a rank can tell
+
+
+def test_the_engine_turns_bad_data_into_one_line(tmp_path: Path) -> None:
+    import datasets
+
+    from tuitrain.engine.data import DataError, _load_file, check_labels, check_splits
+
+    (tmp_path / "empty.csv").write_text("")
+    (tmp_path / "header.csv").write_text("text,label\n")
+    for name in ("empty.csv", "header.csv"):
+        with pytest.raises(DataError, match=rf"^data.train_file = '{name}': .* has no rows; give a file"):
+            _load_file(name, "train_file", tmp_path)
+    words = datasets.Dataset.from_dict({"text": ["a", "b"], "label": ["pos", "neg"]})
+    with pytest.raises(DataError, match=r"^data.label_column = 'label': the training labels are string"):
+        check_labels(words, "label", 2, "training")
+    big = datasets.Dataset.from_dict({"text": ["a", "b"], "label": [0, 7]})
+    with pytest.raises(DataError, match=r"^model.num_labels = 2: the training data has label 7; set model.num_labels = 8"):
+        check_labels(big, "label", 2, "training")
+    spec = {"text_column": "text", "label_column": "label", "train_file": "t.csv", "validation_split": "validation"}
+    with pytest.raises(DataError, match=r"^training.eval_strategy = 'steps': there is no validation data"):
+        check_splits(big, None, spec, {"task": "causal-lm", "num_labels": 2}, "steps")
+
+
+def test_the_engine_turns_a_bad_model_config_into_one_line(tmp_path: Path) -> None:
+    from tuitrain.engine.errors import EngineError
+    from tuitrain.engine.main import make_output_dir
+    from tuitrain.engine.model import build_model
+
+    tokens = list(range(64))  # build_model asks the tokenizer only for its length before the model exists
+    spec = {"task": "sequence-classification", "num_labels": 2, "name_or_path": ""}
+    with pytest.raises(EngineError, match=r"^model.config.model_type = 'bret': not a model type"):
+        build_model({**spec, "config": {"model_type": "bret"}}, tokens)
+    bad_heads = {"model_type": "bert", "hidden_size": 32, "num_attention_heads": 5}
+    with pytest.raises(EngineError, match=r"^\[model.config\] \(bert\): transformers refuses it: .*attention heads"):
+        build_model({**spec, "config": bad_heads}, tokens)
+    with pytest.raises(EngineError, match=r"^model.name_or_path = 'tuitrain-tests/no-such-model': not a local "
+                                          r"folder, and not in the Hugging Face cache while offline"):
+        build_model({**spec, "name_or_path": "tuitrain-tests/no-such-model"}, tokens)
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(EngineError, match=r"^run.output_dir = .*: cannot be created"):
+        make_output_dir(tmp_path / "afile" / "out")
+
+
+@pytest.mark.slow
+def test_e2e_a_hub_model_not_here_while_offline_fails_in_one_line(tmp_path: Path, runs_dir: Path) -> None:
+    """What validate cannot know (the Hub cache): the rank says it in one line naming the key, in
+    the foreground run and in status; the traceback stays in the rank log."""
+    profile = tmp_path / "hub.toml"
+    text = builtin_profile_path().read_text()
+    start, end = text.index("[model.config]"), text.index("[data]")
+    profile.write_text(text[:start].replace('num_labels = 2', 'num_labels = 2\nname_or_path = '
+                                            '"tuitrain-tests/no-such-model"') + text[end:])
+    result = cli("run", str(profile), runs_dir=runs_dir)
+    assert result.returncode == 1, result.stdout + result.stderr
+    said = "model.name_or_path = 'tuitrain-tests/no-such-model': not a local folder"
+    lines = [line for line in result.stdout.splitlines() if line.startswith("rank 0 error: ") and said in line]
+    assert len(lines) == 1 and "HF_HUB_OFFLINE=1" in lines[0], result.stdout
+    (run_dir,) = runs_dir.iterdir()
+    status = cli("status", run_dir.name, runs_dir=runs_dir)
+    assert any(said in line for line in status.stdout.splitlines() if line.startswith("error")), status.stdout
+    assert "Traceback" in (run_dir / "logs" / "rank-0.log").read_text()  # a key away

@@ -6,6 +6,7 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
+from tuitrain.engine.errors import DataError, first_line, offline
 from tuitrain.engine.generated import GENERATORS
 
 _FILE_BUILDERS = {".csv": "csv", ".json": "json", ".jsonl": "json", ".parquet": "parquet"}
@@ -21,19 +22,86 @@ def raw_splits(data: dict[str, Any], seed: int, base_dir: Path) -> tuple[Any, An
         validation = datasets.Dataset.from_dict(make(data["num_validation"], seed + 1))
         return train, validation
     if data.get("train_file"):
-        files = {"train": str(_resolve(data["train_file"], base_dir))}
-        if data.get("validation_file"):
-            files["validation"] = str(_resolve(data["validation_file"], base_dir))
-        builder = _FILE_BUILDERS[Path(files["train"]).suffix.lower()]
-        loaded = datasets.load_dataset(builder, data_files=files)
-        return loaded["train"], loaded.get("validation")
-    loaded = datasets.load_dataset(data["dataset"], data.get("dataset_config") or None)
+        train = _load_file(data["train_file"], "train_file", base_dir)
+        validation = _load_file(data["validation_file"], "validation_file", base_dir) if data.get("validation_file") else None
+        return train, validation
+    loaded = _load_hub(data["dataset"], data.get("dataset_config") or None)
+    if data["train_split"] not in loaded:
+        raise DataError(f"data.train_split = {data['train_split']!r}: data set {data['dataset']!r} has no such split "
+                        f"(it has: {', '.join(loaded)}); set data.train_split to one of them")
     validation = loaded[data["validation_split"]] if data["validation_split"] in loaded else None
     return loaded[data["train_split"]], validation
 
 
-class DataError(Exception):
-    """A profile's data settings that do not fit the data actually loaded."""
+def _load_file(raw: str, leaf: str, base_dir: Path) -> Any:
+    """One local data file as a Dataset; a file that cannot be read, or holds no rows, is one line
+    naming data.<leaf>."""
+    import datasets
+
+    path = _resolve(raw, base_dir)
+    builder = _FILE_BUILDERS[path.suffix.lower()]
+    try:
+        loaded = datasets.load_dataset(builder, data_files={"train": str(path)})["train"]
+    except (OSError, ValueError, datasets.exceptions.DatasetsError) as exc:
+        cause = exc.__cause__ if exc.__cause__ is not None else exc
+        if "corresponds to no data" in str(exc) or (path.is_file() and not path.read_bytes().strip()):
+            raise DataError(f"data.{leaf} = {raw!r}: {path} has no rows; give a file with a header line and "
+                            "at least one row") from exc
+        raise DataError(f"data.{leaf} = {raw!r}: {path} cannot be read as {builder} ({first_line(cause)}); "
+                        f"fix the file, or give a {builder} file") from exc
+    if len(loaded) == 0:
+        raise DataError(f"data.{leaf} = {raw!r}: {path} has no rows; give a file with at least one row")
+    return loaded
+
+
+def _load_hub(name: str, config: str | None) -> Any:
+    import datasets
+
+    try:
+        return datasets.load_dataset(name, config)
+    except ConnectionError as exc:
+        why = ("not in the Hugging Face cache while offline (HF_HUB_OFFLINE=1); download it once online, or give "
+               "local files in data.train_file") if offline() else f"cannot be reached ({first_line(exc)})"
+        raise DataError(f"data.dataset = {name!r}: {why}") from exc
+    except (FileNotFoundError, ValueError, datasets.exceptions.DatasetsError) as exc:
+        raise DataError(f"data.dataset = {name!r} (config {config!r}): cannot be loaded ({first_line(exc)}); "
+                        "check data.dataset and data.dataset_config") from exc
+
+
+def check_splits(train: Any, validation: Any | None, data: dict[str, Any], model: dict[str, Any],
+                 eval_strategy: str) -> None:
+    """Columns and class ids of each split, and validation data when the Trainer evaluates."""
+    check_columns(train, data, model["task"], "training")
+    if validation is not None:
+        check_columns(validation, data, model["task"], "validation")
+    elif eval_strategy != "no":
+        where = "data.validation_file" if data.get("train_file") else f"data.validation_split ({data['validation_split']!r})"
+        raise DataError(f"training.eval_strategy = {eval_strategy!r}: there is no validation data ({where} gives "
+                        "none); give validation data, or set training.eval_strategy = \"no\"")
+    if model["task"] == "sequence-classification":
+        for split, dataset in (("training", train), ("validation", validation)):
+            if dataset is not None:
+                check_labels(dataset, data["label_column"], model["num_labels"], split)
+
+
+def check_labels(dataset: Any, column: str, num_labels: int, split: str) -> None:
+    """A classifier's labels are class ids 0 .. num_labels - 1 (strings or floats train a wrong
+    loss or fail deep inside the Trainer)."""
+    feature = dataset.features[column]
+    dtype = getattr(feature, "dtype", None)
+    if type(feature).__name__ != "ClassLabel" and not (isinstance(dtype, str) and dtype.startswith(("int", "uint"))):
+        sample = ", ".join(repr(v) for v in dataset[column][:3])
+        raise DataError(f"data.label_column = {column!r}: the {split} labels are {dtype or type(feature).__name__} "
+                        f"({sample}, …), not class ids; write each label as its class number 0 to {num_labels - 1}")
+    values = dataset.unique(column)
+    if not values:
+        return
+    low, high = min(values), max(values)
+    if low < 0:
+        raise DataError(f"data.label_column = {column!r}: the {split} data has label {low}; class ids start at 0")
+    if high >= num_labels:
+        raise DataError(f"model.num_labels = {num_labels}: the {split} data has label {high}; "
+                        f"set model.num_labels = {high + 1}")
 
 
 def check_columns(dataset: Any, data: dict[str, Any], task: str, split: str) -> None:

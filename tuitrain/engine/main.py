@@ -9,16 +9,12 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from tuitrain.engine.data import DataError
+from tuitrain.engine.errors import DataError, EngineError
 from tuitrain.engine.rank_io import write_rank_record
 from tuitrain.atomic import read_json, write_json_atomic
 from tuitrain.runs.layout import RunPaths
 
 EXIT_USER_ERROR = 3
-
-
-class EngineError(Exception):
-    """A problem this rank can explain in one line (no traceback needed)."""
 
 
 def load_frozen_profile(paths: RunPaths) -> dict[str, Any]:
@@ -85,11 +81,21 @@ def training_arguments(profile: dict[str, Any], output_dir: str, world_size: int
     )
 
 
+def make_output_dir(path: Path) -> None:
+    """The checkpoints' folder, made before any training: a path under a file or on a read-only
+    filesystem fails here in one line, not at the first save."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise EngineError(f"run.output_dir = {str(path)!r}: cannot be created ({exc.strerror or exc}); "
+                          "set run.output_dir to a folder you can write") from exc
+
+
 def build_trainer(paths: RunPaths, record: dict[str, Any], profile: dict[str, Any], rank: int, world_size: int) -> Any:
     from transformers import DataCollatorWithPadding, EarlyStoppingCallback, default_data_collator, set_seed
 
     from tuitrain.engine.callbacks import CheckpointMarkerCallback, ControlCallback, EventsCallback
-    from tuitrain.engine.data import check_columns, raw_splits, tokenize_for_causal_lm, tokenize_for_classification
+    from tuitrain.engine.data import check_splits, raw_splits, tokenize_for_causal_lm, tokenize_for_classification
     from tuitrain.engine.events import EventLog
     from tuitrain.engine.metrics import classification_metrics
     from tuitrain.engine.model import build_model
@@ -98,14 +104,18 @@ def build_trainer(paths: RunPaths, record: dict[str, Any], profile: dict[str, An
 
     model_spec, data_spec, metrics_spec = profile["model"], profile["data"], profile["metrics"]
     output_dir = record["output_dir"]
-    args = training_arguments(profile, output_dir, world_size)
+    try:
+        args = training_arguments(profile, output_dir, world_size)
+    except ValueError as exc:  # TrainingArguments' own consistency checks
+        raise EngineError(f"[training]: TrainingArguments refuses it: {str(exc).strip().splitlines()[0]}; "
+                          "fix the [training] keys it names") from exc
     base_dir = Path(record.get("cwd") or paths.root)
+    if rank == 0:
+        make_output_dir(Path(output_dir))
 
     with args.main_process_first(desc="load data and tokenizer"):
         train_raw, eval_raw = raw_splits(data_spec, profile["run"]["seed"], base_dir)
-        check_columns(train_raw, data_spec, model_spec["task"], "training")
-        if eval_raw is not None:
-            check_columns(eval_raw, data_spec, model_spec["task"], "validation")
+        check_splits(train_raw, eval_raw, data_spec, model_spec, getattr(args.eval_strategy, "value", str(args.eval_strategy)))
         tokenizer = build_tokenizer(
             model_spec,
             train_raw[data_spec["text_column"]],
@@ -164,6 +174,8 @@ def main(run_dir: Path, rank: int) -> int:
         trainer.train(resume_from_checkpoint=record.get("resume_from"))
         exit_code = 0
     except (EngineError, DataError) as exc:
+        if exc.__cause__ is not None:  # the one line names the fix; the rank log keeps where it came from
+            traceback.print_exception(exc.__cause__, file=sys.stderr)
         print(f"[tuitrain] error: {exc}", file=sys.stderr, flush=True)
         _report_error(paths, rank, str(exc))
         exit_code = EXIT_USER_ERROR

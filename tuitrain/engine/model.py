@@ -4,21 +4,55 @@ from __future__ import annotations
 
 from typing import Any
 
+from tuitrain.engine.errors import EngineError, first_line, not_loadable
+
 
 def build_model(model: dict[str, Any], tokenizer: Any) -> Any:
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSequenceClassification
+    from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification
 
     classify = model["task"] == "sequence-classification"
     auto = AutoModelForSequenceClassification if classify else AutoModelForCausalLM
     extra = {"num_labels": model["num_labels"]} if classify else {}
     if model.get("name_or_path"):
-        loaded = auto.from_pretrained(model["name_or_path"], trust_remote_code=model.get("trust_remote_code", False), **extra)
+        source = model["name_or_path"]
+        try:
+            loaded = auto.from_pretrained(source, trust_remote_code=model.get("trust_remote_code", False), **extra)
+        except OSError as exc:
+            raise EngineError(not_loadable("model.name_or_path", source, "model", exc)) from exc
     else:
-        inline = dict(model["config"])
-        model_type = inline.pop("model_type")
-        inline["vocab_size"] = max(int(inline.get("vocab_size", 0)), len(tokenizer))
-        config = AutoConfig.for_model(model_type, **inline, **extra)
-        loaded = auto.from_config(config)
+        loaded = _from_config(auto, dict(model["config"]), len(tokenizer), extra)
     if loaded.config.pad_token_id is None and tokenizer.pad_token_id is not None:
         loaded.config.pad_token_id = tokenizer.pad_token_id
     return loaded
+
+
+def _from_config(auto: Any, inline: dict[str, Any], vocab: int, extra: dict[str, Any]) -> Any:
+    """A from-scratch model; a config transformers refuses is one line naming [model.config]."""
+    from transformers import AutoConfig
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+    model_type = inline.pop("model_type")
+    if model_type not in CONFIG_MAPPING_NAMES:
+        raise EngineError(f"model.config.model_type = {model_type!r}: not a model type of the installed transformers; "
+                          "use the model_type of a model's config.json, e.g. \"bert\"")
+    inline["vocab_size"] = max(int(inline.get("vocab_size", 0)), vocab)
+    try:
+        return auto.from_config(AutoConfig.for_model(model_type, **inline, **extra))
+    except _config_refusals() as exc:
+        raise EngineError(f"[model.config] ({model_type}): transformers refuses it: {_cause(exc)}; "
+                          "fix the [model.config] keys it names") from exc
+
+
+def _config_refusals() -> tuple[type[BaseException], ...]:
+    """What transformers raises for a config it refuses (huggingface_hub's strict dataclasses
+    raise their own error, which is no ValueError)."""
+    try:
+        from huggingface_hub.errors import StrictDataclassError
+    except ImportError:
+        return (ValueError, TypeError)
+    return (ValueError, TypeError, StrictDataclassError)
+
+
+def _cause(exc: BaseException) -> str:
+    cause = exc.__cause__ if exc.__cause__ is not None else exc
+    return first_line(cause)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable
 
+from tuitrain.engine.errors import EngineError, not_loadable
+
 _CLASSIFICATION_SPECIALS = {"pad_token": "[PAD]", "unk_token": "[UNK]", "cls_token": "[CLS]", "sep_token": "[SEP]", "mask_token": "[MASK]"}
 _CAUSAL_SPECIALS = {"pad_token": "<pad>", "unk_token": "<unk>", "eos_token": "<eos>", "bos_token": "<bos>"}
 
@@ -37,10 +39,13 @@ def train_tokenizer(texts: Iterable[str], spec: dict[str, Any], task: str) -> An
     return PreTrainedTokenizerFast(tokenizer_object=tokenizer, **specials)
 
 
-def load_tokenizer(source: str, trust_remote_code: bool) -> Any:
+def load_tokenizer(source: str, trust_remote_code: bool, key: str = "model.tokenizer") -> Any:
     from transformers import AutoTokenizer
 
-    return AutoTokenizer.from_pretrained(source, trust_remote_code=trust_remote_code)
+    try:
+        return AutoTokenizer.from_pretrained(source, trust_remote_code=trust_remote_code)
+    except OSError as exc:
+        raise EngineError(not_loadable(key, source, "tokenizer", exc)) from exc
 
 
 def build_tokenizer(model: dict[str, Any], train_texts: Any, saved_dir: Path, is_main: bool) -> Any:
@@ -48,11 +53,16 @@ def build_tokenizer(model: dict[str, Any], train_texts: Any, saved_dir: Path, is
     resumed run reads the same vocabulary."""
     source = model.get("tokenizer") or model.get("name_or_path")
     if source:
-        return load_tokenizer(source, model.get("trust_remote_code", False))
+        key = "model.tokenizer" if model.get("tokenizer") else "model.name_or_path"
+        return load_tokenizer(source, model.get("trust_remote_code", False), key)
     if (saved_dir / "tokenizer.json").exists():
         return load_tokenizer(str(saved_dir), False)
     if not is_main:
         raise RuntimeError(f"the main process did not save a tokenizer to {saved_dir}")
     tokenizer = train_tokenizer(train_texts, model["train_tokenizer"], model["task"])
-    tokenizer.save_pretrained(str(saved_dir))
+    try:
+        tokenizer.save_pretrained(str(saved_dir))
+    except OSError as exc:
+        raise EngineError(f"run.output_dir: cannot write {saved_dir} ({exc.strerror or exc}); "
+                          "set run.output_dir to a folder you can write") from exc
     return tokenizer
