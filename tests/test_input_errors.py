@@ -175,6 +175,8 @@ def test_hidden_size_not_divisible_by_the_heads_is_refused(tmp_path: Path) -> No
     assert problem.fix == "set num_attention_heads = 4, or hidden_size = 35"
     del data["model"]["config"]["num_attention_heads"]  # bert's default is 12 heads
     assert "(its default)" in only(problems_of(data, tmp_path)).message
+    data["model"]["config"]["num_attention_heads"] = 0
+    assert only(problems_of(data, tmp_path)).key == "model.config.num_attention_heads"
 
 
 def test_the_heads_table_matches_transformers() -> None:

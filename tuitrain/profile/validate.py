@@ -412,7 +412,13 @@ def _heads_problem(file: str, config: Mapping[str, Any], model_type: str) -> Pro
     hidden_names, head_names, hidden_default, heads_default = shape
     hidden_key, hidden = _given(config, hidden_names, hidden_default)
     heads_key, heads = _given(config, head_names, heads_default)
-    if not (is_kind(hidden, "int") and is_kind(heads, "int")) or hidden < 1 or heads < 1 or hidden % heads == 0:
+    if not (is_kind(hidden, "int") and is_kind(heads, "int")):
+        return None
+    if hidden < 1 or heads < 1:
+        key, value = (hidden_key, hidden) if hidden < 1 else (heads_key, heads)
+        return Problem(file, f"model.config.{key}", f"must be at least 1, got {value}",
+                       f"e.g. {hidden_names[0]} = {hidden_default}, {head_names[0]} = {heads_default}")
+    if hidden % heads == 0:
         return None
     fits = max(d for d in range(1, heads + 1) if hidden % d == 0)
     said = lambda key: "" if key in config else " (its default)"  # noqa: E731
