@@ -65,6 +65,28 @@ def losses(run_dir: Path) -> dict[int, float]:
     return {e["step"]: e["loss"] for e in events(run_dir) if e["event"] == "log" and "loss" in e}
 
 
+@pytest.fixture(autouse=True)
+def no_run_outlives_its_test(tmp_path: Path):
+    """A test that fails half-way must not leave a run training for the rest of the suite: every
+    process started under this test's folder is ended after it."""
+    yield
+    import psutil
+
+    mine = []
+    for proc in psutil.process_iter(["cmdline"]):
+        try:
+            if any(str(tmp_path) in part for part in proc.info["cmdline"] or ()):
+                mine.append(proc)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    for proc in mine:
+        try:
+            proc.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(mine, timeout=5)
+
+
 @pytest.fixture
 def runs_dir(tmp_path: Path) -> Path:
     path = tmp_path / "runs"

@@ -40,6 +40,7 @@ class RootCause:
 
 
 _BLOCK = re.compile(r"Root Cause \(first observed failure\):(.*?)(?:\n=+|\Z)", re.S)
+_CALLED = re.compile(r"CalledProcessError: Command .*? (?:died with <Signals\.\w+: (\d+)>|returned non-zero exit status (-?\d+))")
 _RANK = re.compile(r"rank\s*:\s*(\d+)")
 _EXIT = re.compile(r"exitcode\s*:\s*(-?\d+)(?:\s*\(pid:\s*(\d+)\))?")
 
@@ -48,9 +49,10 @@ def root_cause(launcher_log: Path) -> RootCause | None:
     """torch's elastic agent names the rank whose failure it saw first (and how it ended); when
     several ranks are found dead at one poll, its word beats ours (a peer killed in the teardown
     is not the cause)."""
-    blocks = _BLOCK.findall(read_tail(launcher_log))
+    text = read_tail(launcher_log)
+    blocks = _BLOCK.findall(text)
     if not blocks:
-        return None
+        return _simple_launcher_cause(text)
     block = blocks[-1]
     rank, exit_ = _RANK.search(block), _EXIT.search(block)
     return RootCause(
@@ -82,3 +84,13 @@ def full_disk(folder: Path) -> str | None:
     if free >= FULL_BELOW_BYTES:
         return None
     return f"the disk holding {folder} is full ({free // 1024} KiB free)"
+
+
+def _simple_launcher_cause(text: str) -> RootCause | None:
+    """With one process accelerate runs it without torch's agent and reports its end as a
+    CalledProcessError: the process is rank 0."""
+    found = _CALLED.findall(text)
+    if not found:
+        return None
+    signal_number, code = found[-1]
+    return RootCause(rank=0, exit_code=-int(signal_number) if signal_number else int(code), pid=None)
