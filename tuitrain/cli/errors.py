@@ -24,18 +24,12 @@ def user_errors() -> tuple[type[BaseException], ...]:
 def permission_line(exc: PermissionError) -> str:
     """A permission error met anywhere (another user's run, a runs root we cannot write): the
     path, whose it is, and what would fix it."""
+    import os
     from pathlib import Path
 
     from tuitrain.runs.catalog import permission_message
 
     if not exc.filename:
         return f"permission denied: {exc}"
-    writing = exc.errno is not None and _is_write(exc)
-    return permission_message(Path(exc.filename), "write to" if writing else "read")
-
-
-def _is_write(exc: PermissionError) -> bool:
-    """A permission error on a path we could read is one of writing."""
-    import os
-
-    return os.access(exc.filename, os.R_OK)
+    readable = os.access(exc.filename, os.R_OK)  # then it was writing that was refused
+    return permission_message(Path(exc.filename), "write to" if readable else "read")

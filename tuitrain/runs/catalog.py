@@ -56,15 +56,17 @@ def _owner(st: os.stat_result) -> str:
 
 
 def permission_message(path: Path, doing: str = "read") -> str:
-    """One line for a permission error: the path, whose it is, and what would fix it."""
+    """One line for a permission error: the path, whose it is, and what would fix it.
+    `doing`: "read", "list" or "write to"."""
     try:
         st = os.stat(path)
         whose = f" (owner {_owner(st)}, mode {stat.S_IMODE(st.st_mode):o})"
     except OSError:
         whose = ""
-    fix = ("ask its owner to let others read it (chmod -R a+rX on the run), or use a runs root of your own "
-           "with --runs-dir DIR" if doing == "read" else
-           "ask its owner for write access, or use a runs root of your own with --runs-dir DIR")
+    if doing in ("read", "list"):
+        fix = f"ask its owner to open it to others (chmod a+rX {path}), or use a runs root of your own with --runs-dir DIR"
+    else:
+        fix = "ask its owner for write access, or use a runs root of your own with --runs-dir DIR"
     return f"cannot {doing} {path}: permission denied{whose}; {fix}"
 
 
