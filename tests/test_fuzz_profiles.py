@@ -10,13 +10,15 @@ stand in for the GPUs here, as everywhere in the tests).
 from __future__ import annotations
 
 import copy
+import tempfile
 import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from hypothesis.configuration import set_hypothesis_home_dir
 
 from tuitrain.hardware.devices import discover
 from tuitrain.hardware.host import ProcessMeter
@@ -38,11 +40,15 @@ from tuitrain.profile.training_args import training_args_fields
 from tuitrain.profile.validate import check_value
 from tuitrain.runs.relaunch import plan_profile
 
+# hypothesis keeps caches in ./.hypothesis by default: the tree stays clean
+set_hypothesis_home_dir(Path(tempfile.gettempdir()) / "tuitrain-hypothesis")
+
 NVML = Path(__file__).parent / "fixtures" / "nvml"
 DEMO_TEXT = builtin_profile_path().read_text()
 DEMO = tomllib.loads(DEMO_TEXT)
 FIELDS = training_args_fields() or {}
-FUZZ = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+# database=None: no .hypothesis folder in the tree; a failure prints the example to reproduce it
+FUZZ = settings(max_examples=400, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow,
                                                                         HealthCheck.function_scoped_fixture])
 
 
@@ -163,6 +169,7 @@ def test_profiles_of_any_shape_never_raise(tmp_path: Path, data: Any) -> None:
 
 @FUZZ
 @given(key=st.sampled_from([".".join(k) for k in KEYS if k[0] != "training"]), value=values)
+@example(key="hardware.gpus", value=[[]])  # found by this test: a list in the GPU list was hashed
 def test_every_schema_key_checks_any_value(key: str, value: Any) -> None:
     _well_formed(check_value("p.toml", key, value))
 

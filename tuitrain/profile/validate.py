@@ -221,7 +221,8 @@ def _check_key(file: str, key: str, leaf: str, value: Any, spec: KeySpec) -> lis
             elif item in seen:
                 out.append(Problem(file, f"{key}[{i}]", f"GPU {toml_literal(item)} is listed twice",
                                    "list each GPU once"))
-            seen.add(item)
+            else:
+                seen.add(item)
     return out
 
 
