@@ -122,12 +122,13 @@ def test_an_incomplete_checkpoint_is_reported_and_never_latest(finished_run, tmp
     listing = json.loads(cli("checkpoints", copy.name, "--json", runs_dir=runs).stdout)
     by_step = {c["step"]: c for c in listing}
     assert by_step[8]["complete"] and not by_step[12]["complete"]
-    assert set(by_step[12]["missing"]) == {"trainer_state.json", "optimizer state"}
+    why = " ".join(by_step[12]["missing"])
+    assert "trainer_state.json" in why and "optimizer.pt" in why
     assert "INCOMPLETE" in cli("checkpoints", copy.name, runs_dir=runs).stdout
     # `latest` picks checkpoint-8; asking for a different world size is refused up front.
     refused = cli("resume", copy.name, "--set", "distributed.strategy=ddp", "--set", "distributed.num_processes=2", runs_dir=runs)
     check_clean(refused, "checkpoint-8 was written by 1 process", "--set distributed.num_processes=1")
-    check_clean(cli("resume", copy.name, "--checkpoint", "checkpoint-12", runs_dir=runs), "incomplete")
+    check_clean(cli("resume", copy.name, "--checkpoint", "checkpoint-12", runs_dir=runs), "cannot be resumed from")
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["--version"], []])

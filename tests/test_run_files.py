@@ -223,8 +223,6 @@ def test_a_runs_root_you_cannot_read_or_write(finished_run, shared_dir, needs_se
     check_clean(cli_as_other_user("run", "demo", "--detach", runs_dir=runs), str(runs), "not writable", "--runs-dir")
 
 
-@pytest.mark.xfail(strict=True, reason="the engine still writes events.jsonl 0644 (engine/events.py) and safetensors 0.8 "
-                   "writes model.safetensors 0600 whatever the umask (safetensors#782): the engine must chmod them")
 def test_every_file_of_a_run_follows_the_umask(runs_dir):
     """Under a lab's umask 002 every file a run writes is group-writable 0664 (0644 would lock the
     group out of what it shares; 0600 would hide the run from everyone else)."""

@@ -553,10 +553,18 @@ def test_every_field_of_the_distributed_form_shows_its_help_and_default(base):
 def test_the_preview_follows_an_fsdp_field(base):
     from textual.widgets import Select
 
-    app = make_app(base)
+    from tuitrain.hardware import Hardware
+    from tuitrain.hardware.devices import discover, no_identity
+    from tuitrain.hardware.recorded import RecordedNvml, load_table
+
+    table = Path(__file__).parent / "fixtures" / "nvml" / "four_gpu_mixed.json"
+    app = make_app(base, hardware=Hardware(gpus=discover(RecordedNvml(load_table(table)), no_identity).gpus, cpu_count=16))
 
     async def script(pilot):
         editor = await new_profile_editor(pilot)
+        row = await show_field(pilot, editor, "hardware.accelerator")  # FSDP is refused on the CPU (issue 10)
+        row.query_one(Select).value = "cuda"
+        await until(pilot, lambda: editor.data["hardware"]["accelerator"] == "cuda", what="the accelerator")
         await choose_strategy(pilot, editor, "fsdp", "distributed.fsdp.sharding_strategy")
         await until(pilot, lambda: "fsdp_sharding_strategy: FULL_SHARD" in str(editor.query_one("#plan").content),
                     what="the FSDP preview")

@@ -71,16 +71,48 @@ def _events(created: float, steps: int, eval_every: int, save_every: int, end: s
     return events
 
 
+def _safetensors(size: int) -> bytes:
+    """A whole safetensors file of exactly `size` bytes: its header, then zero bytes."""
+    data = size
+    for _ in range(5):  # the header's length depends on the digits of the data's length
+        header = json.dumps({"w": {"dtype": "U8", "shape": [data], "data_offsets": [0, data]}}).encode()
+        data = size - 8 - len(header)
+    return len(header).to_bytes(8, "little") + header + b"\0" * data
+
+
+def _torch_file(name: str, size: int) -> bytes:
+    """A whole zip archive (what torch.save writes) of exactly `size` bytes, made without torch."""
+    import io
+    import zipfile
+
+    inner = f"{name}/data.pkl"
+    overhead = 30 + 46 + 2 * len(inner) + 22  # local header, central directory entry, end record
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as archive:
+        archive.writestr(zipfile.ZipInfo(inner, date_time=(2026, 1, 1, 0, 0, 0)), b"\0" * (size - overhead))
+    assert len(buffer.getvalue()) == size
+    return buffer.getvalue()
+
+
 def _checkpoint(output: Path, step: int, events: list[dict[str, Any]], complete: bool = True) -> None:
+    """A 2-rank checkpoint whose files are whole (tuitrain checks them), sealed with its marker;
+    an incomplete one was cut short: no optimizer, scheduler or marker."""
+    from tuitrain.runs.checkpoints import MARKER, files_with_sizes
+
     folder = output / f"checkpoint-{step}"
     history = [{k: v for k, v in e.items() if k not in ("event", "time")} for e in events
                if e["event"] in ("log", "evaluate") and e["step"] <= step]
     _write(folder / "trainer_state.json", json.dumps({"global_step": step, "log_history": history}, sort_keys=True))
     _write(folder / "config.json", '{"model_type": "bert"}\n')
-    _write(folder / "model.safetensors", b"\0" * 98_304)
-    if complete:
-        _write(folder / "optimizer.pt", b"\0" * 196_608)
-    _write(folder / "tuitrain.json", json.dumps({"world_size": 2, "run": output.parent.name}))
+    _write(folder / "model.safetensors", _safetensors(98_304))
+    for rank in range(2):
+        _write(folder / f"rng_state_{rank}.pth", _torch_file(f"rng_state_{rank}", 1_024))
+    if not complete:
+        return
+    _write(folder / "scheduler.pt", _torch_file("scheduler", 1_024))
+    _write(folder / "optimizer.pt", _torch_file("optimizer", 196_608 - 3 * 1_024))
+    marker = {"run": output.parent.name, "step": step, "world_size": 2, "time": T0, "files": files_with_sizes(folder)}
+    _write(folder / MARKER, json.dumps(marker, sort_keys=True))
 
 
 def _rank_log(rank: int, steps: int, failed: bool = False) -> bytes:

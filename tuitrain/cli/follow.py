@@ -12,6 +12,7 @@ from tuitrain.humanize import number
 from tuitrain.runs.catalog import load_record
 from tuitrain.runs.control import ControlError, request
 from tuitrain.runs.layout import RunPaths
+from tuitrain.runs.exits import EXIT_USER_ERROR
 from tuitrain.runs.liveness import effective_status
 from tuitrain.runs.record import FINAL_STATUSES
 from tuitrain.runs.summary import last_traceback
@@ -152,11 +153,16 @@ def report_end(paths: RunPaths, record: dict, out: TextIO) -> int:
     if status == "failed":
         rank = record.get("failed_rank")
         line += f" (rank {rank})" if rank is not None else ""
-        print(line, file=out)
+        print(line + (f": {record['error']}" if record.get("error") else ""), file=out)
         log = paths.rank_log(rank) if rank is not None else paths.launcher_log
+        if rank is not None and (record.get("exit_codes") or {}).get(str(rank)) == EXIT_USER_ERROR:
+            print(f"(the rank explained it in one line; its traceback: tuitrain logs {paths.id} --rank {rank})", file=out, flush=True)
+            return EXIT_CODES["failed"]
         for tb in last_traceback(log):
             print(f"  {tb}", file=out)
         print(f"full log: {log}", file=out, flush=True)
+    elif status == "killed":
+        print(f"{line}: {record.get('error') or 'ended by stop --now'}; checkpoints in {record.get('output_dir')}", file=out, flush=True)
     elif status == "lost":
         why = record.get("error") or "its supervisor is gone without recording an end (killed, or the machine restarted)"
         print(f"{line}: {why}; checkpoints in {record.get('output_dir')}", file=out, flush=True)

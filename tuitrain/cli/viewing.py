@@ -8,10 +8,12 @@ import time
 from pathlib import Path
 
 from tuitrain.cli.errors import CliError
+
 from tuitrain.cli.output import age, print_json, table
 from tuitrain.humanize import duration, number, size
 from tuitrain.runs.catalog import UNREADABLE, RunEntry, find_run, load_record, scan_runs
 from tuitrain.runs.checkpoints import run_checkpoints
+from tuitrain.runs.exits import EXIT_USER_ERROR
 from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.liveness import effective_status
 from tuitrain.runs.record import FINAL_STATUSES, RunRecordError
@@ -56,6 +58,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"run        {summary['id']}  ({summary['run_dir']})")
     print(f"profile    {summary.get('profile', '?')}")
     print(f"status     {effective_status(summary)}" + (f"  (rank {summary['failed_rank']} failed)" if summary.get("failed_rank") is not None else ""))
+    if summary.get("error"):
+        print(f"why        {summary['error']}")
     print(f"step       {p['step']}/{p.get('max_steps') or '?'}   epoch {number(p.get('epoch'), 3)}   loss {number(p.get('loss'))}")
     if p["eval"]:
         print("eval       " + "  ".join(f"{k[5:]} {number(v)}" for k, v in p["eval"].items() if not k.endswith(("runtime", "per_second"))))
@@ -70,12 +74,14 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"checkpoints {len(summary.get('checkpoints', []))} ({len(complete)} complete)")
     for error in p["errors"]:
         print(f"error      rank {error['rank']}: {error['message']}")
-    if summary.get("traceback"):
+    rank = summary.get("failed_rank")
+    explained = rank is not None and (summary.get("exit_codes") or {}).get(str(rank)) == EXIT_USER_ERROR
+    if summary.get("traceback") and explained:
+        print(f"traceback  tuitrain logs {summary['id']} --rank {rank}")
+    elif summary.get("traceback"):
         print(f"\nlast lines of {summary['traceback_file']}:")
         for line in summary["traceback"]:
             print(f"  {line}")
-    if summary.get("error"):
-        print(f"error      {summary['error']}")
     return 0
 
 
@@ -160,7 +166,7 @@ def cmd_checkpoints(args: argparse.Namespace) -> int:
         return 0
     rows = []
     for c in checkpoints:
-        state = "complete" if c.complete else f"INCOMPLETE (missing {', '.join(c.missing)})"
+        state = "complete" if c.complete else f"INCOMPLETE ({c.why})"
         metrics = "  ".join(f"{k} {number(v)}" for k, v in c.metrics.items() if k in ("loss", "eval_loss", "eval_accuracy", "eval_f1", "eval_perplexity"))
         rows.append([str(c.step), state, size(c.size_bytes), metrics or "-", str(c.path)])
     print(table(rows, ["STEP", "STATE", "SIZE", "METRICS", "PATH"]))

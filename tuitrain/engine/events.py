@@ -27,7 +27,7 @@ def _clean(value: Any) -> Any:
 class EventLog:
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)  # the umask decides
 
     def write(self, event: str, step: int | None, **fields: Any) -> None:
         record = {"event": event, "time": time.time(), "step": step, **_clean(fields)}

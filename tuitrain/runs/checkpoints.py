@@ -40,6 +40,11 @@ class Checkpoint:
     run: str | None = None  # the run that wrote it (from the marker)
     verified: bool = False  # sizes checked against tuitrain's marker
 
+    @property
+    def why(self) -> str:
+        """Why it is not complete, in one line ("" when it is)."""
+        return "; ".join(self.missing)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "step": self.step,
@@ -140,22 +145,22 @@ def _required_problems(names: set[str], state: dict[str, Any] | None, world_size
     """What the Trainer needs to resume exactly (not merely to load weights)."""
     missing = []
     if state is None:
-        missing.append("trainer_state.json (missing or unreadable)")
+        missing.append("no readable trainer_state.json")
     sharded = any(n.startswith(_SHARDED) for n in names)
     deepspeed = any(n.startswith("global_step") for n in names)
     if not names.intersection(_WEIGHTS) and not sharded:
-        missing.append("model weights")
+        missing.append("no model weights")
     if not sharded and not names.intersection(_OPTIMIZER):
-        missing.append("optimizer state (optimizer.pt)")
+        missing.append("no optimizer.pt (optimizer state)")
     if not deepspeed and "scheduler.pt" not in names:
-        missing.append("scheduler.pt (the learning-rate schedule would restart)")
+        missing.append("no scheduler.pt (the learning-rate schedule would restart)")
     rng = {n for n in names if n.startswith("rng_state")}
     if world_size and world_size > 1:
         absent = [f"rng_state_{i}.pth" for i in range(world_size) if f"rng_state_{i}.pth" not in rng]
         if absent:
-            missing.append(f"{', '.join(absent)} (the data order would change)")
+            missing.append(f"no {', '.join(absent)} (the data order would change)")
     elif not rng:
-        missing.append("rng_state.pth (the data order would change)")
+        missing.append("no rng_state.pth (the data order would change)")
     return missing
 
 

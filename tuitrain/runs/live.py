@@ -263,8 +263,8 @@ class RunsWatcher:
                 record = watched.record or {}
                 rank = record.get("failed_rank")
                 detail = ""
-                if status == "failed":
-                    detail = f"rank {rank} failed" if rank is not None else (record.get("error") or "the launcher failed")
+                if status in ("failed", "lost"):
+                    detail = record.get("error") or (f"rank {rank} failed" if rank is not None else "the launcher failed")
                 out.append(Change(status, rid, detail, rank))
                 watched.final_when_seen = True
         watched.saves = saves

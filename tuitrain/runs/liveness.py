@@ -65,9 +65,9 @@ def settle_lost(paths: RunPaths, record: dict[str, Any]) -> dict[str, Any]:
         return record
     supervisor = recorded_processes(record)["supervisor"]
     pid = supervisor.get("pid") if isinstance(supervisor, dict) else supervisor
-    return record_end(
-        paths,
-        status="lost",
-        ended=last_activity(paths),
-        error=f"its supervisor (pid {pid}) ended without recording an end (killed, or the machine restarted)",
-    )
+    end = {"status": "lost", "ended": last_activity(paths),
+           "error": f"its supervisor (pid {pid}) ended without recording an end (killed, or the machine restarted)"}
+    try:
+        return record_end(paths, **end)
+    except OSError:  # another user's run, a read-only disk: show what would be recorded
+        return {**record, **end}

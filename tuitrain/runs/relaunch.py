@@ -17,7 +17,6 @@ from tuitrain.launch import LaunchPlan, plan_launch
 from tuitrain.profile import Profile, load_profile, profile_with_defaults
 from tuitrain.runs.checkpoints import Checkpoint, inspect_checkpoint, latest_complete, run_checkpoints
 from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.liveness import live_processes, settle_lost, supervisor_gone
 from tuitrain.runs.record import FINAL_STATUSES, read_record
 from tuitrain.runs.start import Lineage, start_run
 
@@ -120,6 +119,8 @@ def resume(parent: RunPaths, runs_root: Path, checkpoint: str | Path = "latest",
 
     Returns the new run, the checkpoint it continues from, and the profile it runs (its `notes`
     say what was migrated or defaulted)."""
+    from tuitrain.runs.liveness import live_processes, settle_lost, supervisor_gone  # psutil: not for `plan`
+
     record = settle_lost(parent, read_record(parent))
     if record["status"] not in FINAL_STATUSES:
         if supervisor_gone(record):

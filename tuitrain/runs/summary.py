@@ -19,9 +19,11 @@ def last_traceback(log: Path, max_lines: int = 25) -> list[str]:
     if not text:
         return []
     lines = text.replace("\r", "\n").splitlines()
-    starts = [i for i, line in enumerate(lines) if line.startswith("Traceback (most recent call last)")]
+    marker = "Traceback (most recent call last)"
+    starts = [i for i, line in enumerate(lines) if marker in line]
     if starts:
-        block = lines[starts[-1]:]
+        first = lines[starts[-1]]
+        block = [first[first.index(marker):], *lines[starts[-1] + 1:]]  # a progress bar may share its line
         return block if len(block) <= max_lines else block[:3] + ["  ..."] + block[-(max_lines - 4):]
     return [line for line in lines if line.strip()][-min(max_lines, 10):]
 

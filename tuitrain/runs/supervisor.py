@@ -258,7 +258,7 @@ class Supervisor:
         errors = [e for e in read_events(self.paths.events) if e.get("event") == "error" and e.get("rank") == rank]
         where = f"rank {rank} (pid {pid})" if pid else f"rank {rank}"
         if errors:
-            return f"{where}: {errors[-1].get('message')}"
+            return str(errors[-1].get("message"))
         said = last_exception_line(read_tail(self.paths.rank_log(rank)))
         return f"{where} {describe_exit(code)}" + (f": {said}" if said else "") + self.full_disk_note()
 

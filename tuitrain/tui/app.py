@@ -175,6 +175,8 @@ class TuitrainApp(App[int]):
             self.notify(f"{change.run_id} finished", title="Run finished")
         elif change.kind == "stopped":
             self.notify(f"{change.run_id} stopped", title="Run stopped")
+        elif change.kind == "killed":
+            self.notify(f"{change.run_id} killed (nothing saved)", title="Run killed", severity="warning")
         elif change.kind == "failed":
             self.notify(f"{change.run_id}: {change.detail}", title="Run failed", severity="error", timeout=10)
         elif change.kind == "lost":

@@ -14,6 +14,7 @@ STATUS_STYLES = {
     "stopping": "yellow",
     "finished": "cyan",
     "stopped": "magenta",
+    "killed": "bold magenta",
     "failed": "bold red",
     "lost": "bold red",
 }

@@ -182,10 +182,14 @@ class MonitorScreen(Screen):
             end = record.get("ended") or (self.app.clock() if status not in FINAL_STATUSES else None)
             if end:
                 line2.append(f"  elapsed {duration(end - started)}")
+        lines = [line1, line2]
+        if status in ("failed", "killed", "lost") and record.get("error"):
+            lines.append(Text(str(record["error"]), style="red" if status != "killed" else "magenta", no_wrap=True))
         width = max(10, self.size.width - 2)
-        for line in (line1, line2):
+        for line in lines:
             line.truncate(width, overflow="ellipsis")
-        header = Text("\n").join([line1, line2])
+        header = Text("\n").join(lines)
+        self.query_one("#header", TextLine).set_class(len(lines) > 2, "with-cause")
         self._set("#header", header)
 
     def _set(self, selector: str, content: Text | str) -> None:
@@ -219,7 +223,7 @@ class MonitorScreen(Screen):
             metrics = "  ".join(f"{k} {number(v)}" for k, v in shown[:4]) or "-"
             state = Text("complete", style="green") if c.complete else Text("INCOMPLETE", style="bold red")
             if not c.complete:
-                metrics = f"missing {', '.join(c.missing)}"
+                metrics = c.why
             rows.append((str(c.path), str(c.step), Text("★", style="bold yellow") if c.path == best else "", state,
                          clock(w.checkpoint_times.get(c.path.name), with_date=False), size(c.size_bytes), metrics))
         if rows == self._checkpoint_rows:
