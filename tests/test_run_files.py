@@ -90,14 +90,32 @@ def test_logs_of_a_damaged_run_are_still_shown(damaged):
 
 @pytest.mark.parametrize("content", ["", "[1, 2]", '"running"', '{"id": "x"}'])
 def test_the_apps_runs_list_survives_a_damaged_run(damaged, finished_run, content):
-    """The app leaves a run with a damaged run.json out of its list (opening one would need the
-    monitor to cope with it), and goes on listing the others."""
+    """The app lists a run with a damaged run.json as unreadable, and goes on listing the others."""
     from tuitrain.runs.live import RunsWatcher
 
     (damaged / "run.json").write_text(content)
     rows, _ = RunsWatcher(damaged.parent).poll()
-    assert [row.id for row in rows] == [finished_run.name]
-    assert rows[0].status == "finished"
+    assert {row.id: row.status for row in rows} == {finished_run.name: "finished", damaged.name: "unreadable"}
+
+
+def test_opening_a_damaged_run_in_the_app_says_why_and_the_app_goes_on(damaged, tmp_path):
+    import asyncio
+
+    from tuitrain.hardware import Hardware
+    from tuitrain.tui.app import TuitrainApp
+
+    (damaged / "run.json").write_text("")
+    app = TuitrainApp(damaged.parent, cwd=tmp_path, hardware=Hardware(), hardware_line="-")
+
+    async def main():
+        async with app.run_test(size=(100, 30), notifications=True) as pilot:
+            home = app.screen
+            app.open_run(damaged)
+            await pilot.pause(0.2)
+            assert app.screen is home
+            assert any("damaged" in n.message for n in app._notifications), [n.message for n in app._notifications]
+
+    asyncio.run(main())
 
 
 # ------------------------------------------------------------------------------ run references and runs roots

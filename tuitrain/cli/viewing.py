@@ -13,7 +13,7 @@ from tuitrain.cli.output import age, print_json, table
 from tuitrain.humanize import duration, number, size
 from tuitrain.runs.catalog import UNREADABLE, RunEntry, find_run, load_record, scan_runs
 from tuitrain.runs.checkpoints import run_checkpoints
-from tuitrain.runs.exits import EXIT_USER_ERROR
+from tuitrain.runs.exits import EXIT_USER_ERROR, exit_name
 from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.liveness import effective_status
 from tuitrain.runs.record import FINAL_STATUSES, RunRecordError
@@ -69,7 +69,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     if summary.get("parent"):
         print(f"resumed    from {summary['parent']} at {summary.get('resume_from')}")
     if summary.get("exit_codes"):
-        print(f"exit codes {summary['exit_codes']}")
+        print("exit codes " + "   ".join(f"{'launcher' if who == 'launcher' else 'rank ' + who} {exit_name(code)}"
+                                         for who, code in summary["exit_codes"].items()))
     complete = [c for c in summary.get("checkpoints", []) if c["complete"]]
     print(f"checkpoints {len(summary.get('checkpoints', []))} ({len(complete)} complete)")
     for error in p["errors"]:

@@ -32,6 +32,12 @@ def describe_exit(code: Any) -> str:
     return f"exited with code {code}"
 
 
+def exit_name(code: Any) -> str:
+    """-9 → "SIGKILL", 0 → "0": an exit code as `status` shows it."""
+    name = signal_name(code) if isinstance(code, int) and code < 0 else None
+    return name or str(code)
+
+
 @dataclass(frozen=True)
 class RootCause:
     rank: int | None

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tuitrain.runs.catalog import load_record
+from tuitrain.runs.catalog import UNREADABLE, load_record
 from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.liveness import effective_status
 from tuitrain.runs.record import FINAL_STATUSES, RunRecordError, read_record
@@ -234,8 +234,8 @@ class RunsWatcher:
                     watched.record = load_record(paths)
                     watched.record_mtime = mtime
                 except RunRecordError:
-                    if watched.record is None:
-                        continue
+                    if watched.record is None:  # never read: listed as unreadable, not hidden
+                        watched.record = {"status": UNREADABLE}
             watched.events.poll()
             changes.extend(self._changes(watched))
         for gone in set(self._runs) - seen:

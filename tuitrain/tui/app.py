@@ -17,32 +17,14 @@ from textual import work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.worker import Worker, WorkerState, get_current_worker
+from textual.worker import Worker, WorkerState
 
+from tuitrain.tui.actions import wait_or_cancel
 from tuitrain.tui.messages import HardwareSampled, RunsPolled, RunStarted
 
 if TYPE_CHECKING:
     from tuitrain.hardware.sampler import SampledView
     from tuitrain.runs.live import Change, RunRow
-
-
-def wait_or_cancel(seconds: float, poke: threading.Event | None = None) -> bool:
-    """Sleep in a worker thread until `seconds` pass, `poke` is set, or the worker is cancelled.
-
-    Returns False when the worker was cancelled (the loop should end)."""
-    worker = get_current_worker()
-    deadline = time.monotonic() + seconds
-    while not worker.is_cancelled:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return True
-        if poke is not None:
-            if poke.wait(min(left, 0.2)):
-                poke.clear()
-                return True
-        else:
-            time.sleep(min(left, 0.2))
-    return False
 
 
 class TuitrainApp(App[int]):
@@ -198,9 +180,14 @@ class TuitrainApp(App[int]):
         self.open_run(Path(message.run_dir), replace=False)
 
     def open_run(self, run_dir: Path, replace: bool = False) -> None:
+        from tuitrain.runs.record import RunRecordError
         from tuitrain.tui.screens.monitor import MonitorScreen
 
-        screen = MonitorScreen(Path(run_dir))
+        try:
+            screen = MonitorScreen(Path(run_dir))
+        except RunRecordError as exc:  # a damaged run.json: say so, the app goes on
+            self.notify(str(exc), title="Cannot open this run", severity="error", timeout=15)
+            return
         if replace and isinstance(self.screen, MonitorScreen):
             self.switch_screen(screen)
         else:

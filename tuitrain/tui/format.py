@@ -17,6 +17,7 @@ STATUS_STYLES = {
     "killed": "bold magenta",
     "failed": "bold red",
     "lost": "bold red",
+    "unreadable": "bold red",
 }
 RANK_STYLES = ("cyan", "magenta", "green", "yellow", "blue", "red", "bright_cyan", "bright_magenta")
 
