@@ -35,6 +35,7 @@ SCAN_SECONDS = 5.0  # how often the launcher's process tree is walked when nothi
 TEARDOWN_AFTER_RANK_DEATH = 1.0  # the elastic agent usually does it first; we make sure
 KILL_GRACE_SECONDS = 5.0
 TEARDOWN_GRACE_SECONDS = 1.5  # after a rank died: its peers are only waiting for it
+LAUNCHER_GRACE_SECONDS = 3.0  # then the launcher has this long to exit by itself
 
 
 def free_port() -> int:
@@ -77,6 +78,7 @@ class Supervisor:
         self.ranks: dict[int, dict[str, Any]] = {}  # rank → {"pid", "started"}
         self.first_dead_rank: int | None = None
         self.rank_death_time: float | None = None
+        self.ranks_ended = False
         self.stop_requested = False
         self.terminating = False
         self._scanned_at = 0.0
@@ -190,9 +192,12 @@ class Supervisor:
             self.update(status="stopping")
             self.end_all(KILL_GRACE_SECONDS)
 
-    def end_all(self, grace: float) -> None:
+    def end_all(self, grace: float, spare_launcher: bool = False) -> None:
+        """End every process of the run; `spare_launcher`: all but the launcher, which then exits
+        by itself and says which rank failed first (ended at once, it would not)."""
         self.scan(time.monotonic())
-        killed = end_processes(self.tracked.values(), grace=grace)
+        launcher = self.launcher.pid if self.launcher is not None and spare_launcher else None
+        killed = end_processes([p for p in self.tracked.values() if p.pid != launcher], grace=grace)
         if killed:
             log(f"killed after {grace:.1f}s grace: {sorted(killed)}")
 
@@ -204,8 +209,12 @@ class Supervisor:
             code = self.launcher.poll()
             if code is not None:
                 return code
-            if self.rank_death_time and time.monotonic() - self.rank_death_time > TEARDOWN_AFTER_RANK_DEATH:
-                self.end_all(TEARDOWN_GRACE_SECONDS)
+            since = time.monotonic() - self.rank_death_time if self.rank_death_time else None
+            if since is not None and since > TEARDOWN_AFTER_RANK_DEATH and not self.ranks_ended:
+                self.end_all(TEARDOWN_GRACE_SECONDS, spare_launcher=True)
+                self.ranks_ended = True
+            elif since is not None and since > TEARDOWN_AFTER_RANK_DEATH + LAUNCHER_GRACE_SECONDS:
+                self.end_all(KILL_GRACE_SECONDS)  # the launcher did not exit by itself
                 self.rank_death_time = None
             time.sleep(POLL_SECONDS)
 
