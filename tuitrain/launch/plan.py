@@ -65,10 +65,6 @@ class LaunchPlan:
         }
 
 
-def _problem(file: str, key: str, message: str, fix: str | None, severity: str = "error") -> Problem:
-    return Problem(file=file, key=key, message=message, fix=fix, severity=severity, line=None, column=None)  # type: ignore[arg-type]
-
-
 def choose_accelerator(profile: Mapping[str, Any], hardware: Hardware, file: str) -> tuple[str, list[str], list[Problem]]:
     asked = profile["hardware"]["accelerator"]
     dist = profile["distributed"]
@@ -241,12 +237,8 @@ def plan_launch(profile: dict[str, Any], hardware: Hardware, run_dir: Path, file
         notes += [*mapping.lines, *mapping.notes]
     elif accelerator == "cpu":
         env["CUDA_VISIBLE_DEVICES"] = ""  # hide any GPU: the CPU run the Trainer docs describe
-    elif accelerator == "mps":
-        if dist["strategy"] in ("fsdp", "deepspeed"):
-            problems.append(_problem(file, "distributed.strategy", f"{dist['strategy']} does not run on Apple MPS",
-                                     'set distributed.strategy = "single" on MPS, or run on CUDA GPUs'))
-        if profile["hardware"].get("mps_fallback"):
-            env["PYTORCH_ENABLE_MPS_FALLBACK"] = "1"
+    elif accelerator == "mps" and profile["hardware"].get("mps_fallback"):
+        env["PYTORCH_ENABLE_MPS_FALLBACK"] = "1"  # FSDP/DeepSpeed on MPS: refused by machine_problems
 
     base_dir = profile_folder(file)
     ds_json = deepspeed_json_path(profile, base_dir)

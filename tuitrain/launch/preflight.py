@@ -17,7 +17,13 @@ from typing import Any, Mapping
 
 from tuitrain.installed import distribution_version
 from tuitrain.profile import Problem
-from tuitrain.profile.validate import cpu_strategy_problem, layerwise_problem, low_rank_optimizer
+from tuitrain.profile.validate import (
+    cpu_strategy_problem,
+    layerwise_problem,
+    low_rank_optimizer,
+    machines_port_problem,
+    mps_strategy_problem,
+)
 
 # strategy -> (module, pip name, what the install needs)
 STRATEGY_PACKAGES = {"deepspeed": ("deepspeed", "deepspeed", "it compiles CUDA ops at first use: a CUDA toolkit")}
@@ -100,10 +106,11 @@ def machine_problems(settings: Mapping[str, Any], accelerator: str, facts: Machi
             out.append(Problem(file, "distributed.strategy", f'"{strategy}" needs the {package} package, '
                                "which is not installed here",
                                f"install it: {pip} {package} ({needs}), or choose another distributed.strategy"))
-    if accelerator == "cpu":
-        on_cpu = cpu_strategy_problem(file, strategy, facts.accelerate_version)
-        if on_cpu is not None:
-            out.append(on_cpu)
+    # the strategy on the device the plan chose: the words validation uses for the one a profile names
+    on_device = (cpu_strategy_problem(file, strategy, facts.accelerate_version) if accelerator == "cpu"
+                 else mps_strategy_problem(file, strategy) if accelerator == "mps" else None)
+    if on_device is not None:
+        out.append(on_device)
     if strategy == "deepspeed" and deepspeed_json is not None and not deepspeed_json.is_file():
         what = "is a folder" if deepspeed_json.is_dir() else "no such file"
         out.append(Problem(file, "distributed.deepspeed.config_file", f"{what}: {deepspeed_json}",
@@ -126,10 +133,9 @@ def machine_problems(settings: Mapping[str, Any], accelerator: str, facts: Machi
                            f"port {port} is already in use on this machine (the ranks' rendezvous would fail or "
                            "land elsewhere)", "pick another port, or remove main_process_port (a free one is "
                            "picked at launch)"))
-    if int(dist["num_machines"]) > 1 and port is None:
-        out.append(Problem(file, "distributed.main_process_port",
-                           f"needed with num_machines = {dist['num_machines']}: every machine must meet at the "
-                           "same port (each would pick its own free one)", "e.g. main_process_port = 29500"))
+    no_port = machines_port_problem(file, int(dist["num_machines"]), port, "error")
+    if no_port is not None:
+        out.append(no_port)
     if accelerator == "cpu" and cpu_count and int(dist["num_processes"]) > cpu_count:
         out.append(Problem(file, "distributed.num_processes",
                            f"{dist['num_processes']} CPU processes on {cpu_count} core(s): they will slow each "

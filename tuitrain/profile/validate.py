@@ -15,7 +15,7 @@ from typing import Any, Iterable, Mapping
 from tuitrain.installed import distribution_version
 
 from .datafiles import Scan, scan_data_file
-from .problems import Problem, did_you_mean
+from .problems import Problem, Severity, did_you_mean
 from .schema import (
     DATA_FILE_FORMATS,
     DEEPSPEED_KEYS,
@@ -801,6 +801,27 @@ def cpu_strategy_problem(file: str, strategy: str, accelerate_version: str | Non
     return None
 
 
+def mps_strategy_problem(file: str, strategy: str) -> Problem | None:
+    """The refusal of FSDP or DeepSpeed on Apple MPS, or None: `validate` says it for
+    accelerator = "mps", the plan (tuitrain/launch/plan.py) when it launches on MPS."""
+    if strategy not in ("fsdp", "deepspeed"):
+        return None
+    return Problem(file, "distributed.strategy", f"{strategy} does not run on Apple MPS (no process group on MPS)",
+                   'set distributed.strategy = "single" on MPS, or hardware.accelerator = "cuda" on a GPU machine')
+
+
+def machines_port_problem(file: str, machines: int, port: Any, severity: Severity) -> Problem | None:
+    """A run over several machines without main_process_port, or None. One message, two severities:
+    `validate` warns (the file may be finished on the machine that launches it), the launch
+    (tuitrain/launch/preflight.py) refuses."""
+    if machines <= 1 or port is not None:
+        return None
+    return Problem(file, "distributed.main_process_port",
+                   f"needed with num_machines = {machines}: every machine must meet at the same port "
+                   "(each would pick its own free one); the launch refuses to start without it",
+                   "e.g. main_process_port = 29500", severity=severity)
+
+
 def low_rank_optimizer(optim: Any) -> tuple[str, str] | None:
     """(module, pip name) when `optim` is a GaLore / APOLLO optimizer name, else None."""
     if isinstance(optim, str):
@@ -867,19 +888,17 @@ def _rules_strategies(file: str, data: Mapping[str, Any], base_dir: Path | None,
         if strategy == sub and isinstance(table, dict):
             out.extend(_check_table(file, f"distributed.{sub}", "distributed", table, keys, fields))
 
-    if machines > 1 and "main_process_port" not in dist:
-        out.append(Problem(file, "distributed.main_process_port",
-                           f"not set with num_machines = {machines}: every machine must meet at one port "
-                           "(each would pick its own free one); the launch refuses it",
-                           "e.g. main_process_port = 29500", severity="warning"))
+    # a warning here (the file may be finished on the machine that launches); the launch refuses it
+    no_port = machines_port_problem(file, machines, dist.get("main_process_port"), "warning")
+    if no_port is not None:
+        out.append(no_port)
     if accelerator == "cpu":
         on_cpu = cpu_strategy_problem(file, strategy, distribution_version("accelerate") if strategy == "fsdp" else None)
         if on_cpu is not None:
             out.append(on_cpu)
-    if accelerator == "mps" and strategy in ("fsdp", "deepspeed"):
-        out.append(Problem(file, "distributed.strategy",
-                           f'{strategy} does not run on Apple MPS (no process group on MPS)',
-                           'set distributed.strategy = "single" on MPS, or hardware.accelerator = "cuda" on a GPU machine'))
+    on_mps = mps_strategy_problem(file, strategy) if accelerator == "mps" else None
+    if on_mps is not None:
+        out.append(on_mps)
     for leaf, fix in TRAINING_STRATEGY_KEYS.items():
         if training.get(leaf) not in (None, "", False, [], {}):
             out.append(Problem(file, f"training.{leaf}",
