@@ -24,7 +24,7 @@ from tuitrain.hardware.devices import discover
 from tuitrain.hardware.host import ProcessMeter
 from tuitrain.hardware.probe import Hardware, hardware_from
 from tuitrain.hardware.recorded import RecordedNvml, load_table
-from tuitrain.launch.accelerate_yaml import import_accelerate_config
+from tuitrain.profile.accelerate_import import import_accelerate_config
 from tuitrain.profile import (
     Problem,
     Profile,

@@ -17,13 +17,10 @@ from accelerate.commands.config.config_args import ClusterConfig, load_config_fr
 from accelerate.commands.launch import _validate_launch_command, launch_command_parser
 
 from conftest import cli
-from tuitrain.launch.accelerate_yaml import (
-    LAUNCH_FSDP_DEFAULTS,
-    TOP_DEFAULTS,
-    canonical_config,
-    default_config_path,
-    import_accelerate_config,
-)
+from tuitrain.launch.accelerate_default_config import default_config_path
+from tuitrain.profile.accelerate_canonical import canonical_config
+from tuitrain.profile.accelerate_import import import_accelerate_config
+from tuitrain.profile.accelerate_names import LAUNCH_FSDP_DEFAULTS, TOP_DEFAULTS
 from tuitrain.launch.plan import export_accelerate_config
 from tuitrain.yaml_text import dump as dump_yaml
 from tuitrain.profile import builtin_profile_path, load_profile, profile_with_defaults, validate_profile
@@ -350,7 +347,7 @@ def test_no_value_anywhere_makes_import_raise_or_breaks_the_profile() -> None:
     """Every key accelerate knows, at the top and in fsdp_config / deepspeed_config, given each
     hostile value: the import names problems, never raises, and never copies a value that the
     profile's own validation would refuse."""
-    from tuitrain.launch.accelerate_yaml import DS_KNOWN, FSDP_KNOWN
+    from tuitrain.profile.accelerate_names import DS_KNOWN, FSDP_KNOWN
 
     base = {"compute_environment": "LOCAL_MACHINE", "num_processes": 2}
     cases = [({**base, "distributed_type": "MULTI_GPU", key: value}, key) for key in TOP_DEFAULTS

@@ -179,7 +179,7 @@ class EditorScreen(Screen):
         if self.path is None and self.template is None:
             data.setdefault("run", {})["name"] = "my-profile"
         if self.accelerate_config is not None:
-            from tuitrain.launch.accelerate_yaml import import_accelerate_file
+            from tuitrain.profile.accelerate_import import import_accelerate_file
 
             try:
                 result = import_accelerate_file(self.accelerate_config)

@@ -215,7 +215,7 @@ class HomeScreen(Screen):
     @work(thread=True, exclusive=True, group="accelerate-config", exit_on_error=False)
     def offer_accelerate_config(self) -> None:
         """Users of `accelerate config` have a default config: say once that it can come in."""
-        from tuitrain.launch.accelerate_yaml import existing_default_config
+        from tuitrain.launch.accelerate_default_config import existing_default_config
 
         path = existing_default_config()
         if path is not None:
@@ -224,7 +224,7 @@ class HomeScreen(Screen):
                 title="accelerate config found", timeout=10)
 
     def action_import_accelerate(self) -> None:
-        from tuitrain.launch.accelerate_yaml import default_config_path, existing_default_config
+        from tuitrain.launch.accelerate_default_config import default_config_path, existing_default_config
 
         path = existing_default_config()
         if path is None:
