@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import signal
 import sys
 import time
@@ -12,10 +11,12 @@ from tuitrain.humanize import number
 from tuitrain.runs.catalog import load_record
 from tuitrain.runs.control import ControlError, request
 from tuitrain.runs.layout import RunPaths
+from tuitrain.runs.events import parse_event
 from tuitrain.runs.exits import EXIT_USER_ERROR
 from tuitrain.runs.liveness import effective_status
 from tuitrain.runs.record import FINAL_STATUSES
 from tuitrain.runs.summary import last_traceback
+from tuitrain.runs.tail import read_new_lines
 
 # killed: ended by the user (Ctrl-C twice, `stop --now`), like a stop but with nothing saved.
 EXIT_CODES = {"finished": 0, "failed": 1, "stopped": 2, "killed": 2, "lost": 1}
@@ -51,24 +52,15 @@ class _EventPrinter:
 
     def print_new(self) -> bool:
         """True when whole new lines were read."""
-        try:
-            with open(self.paths.events, "rb") as handle:
-                handle.seek(self.offset)
-                chunk = handle.read()
-        except FileNotFoundError:
-            return False
-        lines = chunk[: chunk.rfind(b"\n") + 1].splitlines(keepends=True)
+        lines = read_new_lines(self.paths.events, self.offset)
         for raw in lines:
             self._print(raw)
             self.offset += len(raw)
         return bool(lines)
 
     def _print(self, raw: bytes) -> None:
-        try:
-            event = json.loads(raw)
-        except ValueError:
-            return
-        if not isinstance(event, dict):
+        event = parse_event(raw)
+        if event is None:
             return
         if event.get("event") == "train_begin":
             self.max_steps = event.get("max_steps")

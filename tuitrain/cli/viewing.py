@@ -18,6 +18,7 @@ from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.liveness import effective_status
 from tuitrain.runs.record import FINAL_STATUSES, RunRecordError
 from tuitrain.runs.summary import run_summary
+from tuitrain.runs.tail import read_new_lines
 
 
 def _entry_summary(entry: RunEntry) -> dict:
@@ -141,18 +142,12 @@ def _has_ended(paths: RunPaths) -> tuple[bool, str | None]:
 
 def _print_new(log: Path, offset: int, prefix: str, out) -> int:
     """Print whole lines after `offset`; return the new offset (a partial last line waits)."""
-    try:
-        with open(log, "rb") as handle:
-            handle.seek(offset)
-            chunk = handle.read()
-    except FileNotFoundError:
-        return offset
-    end = chunk.rfind(b"\n") + 1
-    if end:
-        text = chunk[:end].decode("utf-8", errors="replace")
+    lines = read_new_lines(log, offset)
+    if lines:
+        text = b"".join(lines).decode("utf-8", errors="replace")
         out.write("".join(prefix + line + "\n" for line in text.splitlines()) if prefix else text)
         out.flush()
-    return offset + end
+    return offset + sum(len(line) for line in lines)
 
 
 def cmd_checkpoints(args: argparse.Namespace) -> int:

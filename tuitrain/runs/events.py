@@ -1,10 +1,20 @@
-"""Reading events.jsonl and summarising a run's progress (what `runs` and `status` show)."""
+"""Reading events.jsonl and summarising a run's progress (what `runs`, `status`, the follower
+and the app show): `fold_progress` is the one rule that turns events into progress."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
+
+
+def parse_event(line: bytes | str) -> dict[str, Any] | None:
+    """One line of events.jsonl as an event; None for a line that is not one."""
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return None
+    return event if isinstance(event, dict) else None
 
 
 def read_events(path: Path) -> Iterator[dict[str, Any]]:
@@ -15,31 +25,39 @@ def read_events(path: Path) -> Iterator[dict[str, Any]]:
     with handle:
         for line in handle:
             if line.endswith("\n"):
-                try:
-                    yield json.loads(line)
-                except ValueError:
-                    continue
+                event = parse_event(line)
+                if event is not None:
+                    yield event
 
 
-def progress(events: Iterator[dict[str, Any]]) -> dict[str, Any]:
-    """Step, total, last loss, last eval metrics, errors — from the event stream."""
-    summary: dict[str, Any] = {"step": 0, "max_steps": None, "epoch": None, "loss": None, "learning_rate": None,
-                               "eval": {}, "errors": [], "checkpoints": [], "last_event_time": None}
+def empty_progress() -> dict[str, Any]:
+    return {"step": 0, "max_steps": None, "epoch": None, "loss": None, "learning_rate": None,
+            "eval": {}, "errors": [], "checkpoints": [], "last_event_time": None}
+
+
+def fold_progress(summary: dict[str, Any], event: dict[str, Any]) -> None:
+    """Step, total, last loss, last eval metrics, checkpoints, errors: one event folded in."""
+    kind = event.get("event")
+    summary["last_event_time"] = event.get("time")
+    if event.get("step") is not None:
+        summary["step"] = max(summary["step"], int(event["step"]))
+    if kind == "train_begin":
+        summary["max_steps"] = event.get("max_steps")
+    elif kind == "log":
+        for key in ("loss", "learning_rate", "epoch", "grad_norm"):
+            if key in event:
+                summary[key] = event[key]
+    elif kind == "evaluate":
+        summary["eval"] = {k: v for k, v in event.items() if k.startswith("eval_")}
+    elif kind == "save":
+        summary["checkpoints"].append(event.get("checkpoint"))
+    elif kind == "error":
+        summary["errors"].append({"rank": event.get("rank"), "message": event.get("message")})
+
+
+def progress(events: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """The progress summary of a whole event stream."""
+    summary = empty_progress()
     for event in events:
-        kind = event.get("event")
-        summary["last_event_time"] = event.get("time")
-        if event.get("step") is not None:
-            summary["step"] = max(summary["step"], int(event["step"]))
-        if kind == "train_begin":
-            summary["max_steps"] = event.get("max_steps")
-        elif kind == "log":
-            for key in ("loss", "learning_rate", "epoch", "grad_norm"):
-                if key in event:
-                    summary[key] = event[key]
-        elif kind == "evaluate":
-            summary["eval"] = {k: v for k, v in event.items() if k.startswith("eval_")}
-        elif kind == "save":
-            summary["checkpoints"].append(event.get("checkpoint"))
-        elif kind == "error":
-            summary["errors"].append({"rank": event.get("rank"), "message": event.get("message")})
+        fold_progress(summary, event)
     return summary

@@ -11,7 +11,6 @@ checkpoint written) for runs it saw before they ended.
 
 from __future__ import annotations
 
-import json
 import os
 import tomllib
 from array import array
@@ -20,9 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from tuitrain.runs.catalog import UNREADABLE, load_record
+from tuitrain.runs.events import empty_progress, fold_progress, parse_event
 from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.liveness import effective_status
 from tuitrain.runs.record import FINAL_STATUSES, RunRecordError, read_record
+from tuitrain.runs.tail import read_new_lines
 
 SERIES_KEYS = ("loss", "learning_rate", "grad_norm")
 NOT_METRICS = ("runtime", "per_second", "epoch")
@@ -76,9 +77,7 @@ class EventsTail:
     metric: str = "eval_loss"
     greater_is_better: bool = False
     offset: int = 0
-    progress: dict[str, Any] = field(default_factory=lambda: {
-        "step": 0, "max_steps": None, "epoch": None, "loss": None, "learning_rate": None, "eval": {},
-        "errors": [], "checkpoints": [], "last_event_time": None})
+    progress: dict[str, Any] = field(default_factory=empty_progress)
     series: dict[str, Series] = field(default_factory=dict)
     best: float | None = None
     best_step: int | None = None
@@ -88,43 +87,25 @@ class EventsTail:
 
     def poll(self) -> list[dict[str, Any]]:
         """The events appended since the last poll (complete lines only), folded in."""
-        try:
-            with open(self.path, "rb") as handle:
-                handle.seek(self.offset)
-                chunk = handle.read()
-        except FileNotFoundError:
-            return []
-        end = chunk.rfind(b"\n") + 1
-        if not end:
-            return []
-        self.offset += end
         new = []
-        for line in chunk[:end].splitlines():
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(event, dict):
+        for line in read_new_lines(self.path, self.offset):
+            self.offset += len(line)
+            event = parse_event(line)
+            if event is not None:
                 self.fold(event)
                 new.append(event)
         return new
 
     def fold(self, event: dict[str, Any]) -> None:
-        p = self.progress
+        """The progress summary (`events.fold_progress`, the one rule), then what a live view adds."""
+        fold_progress(self.progress, event)
         kind = event.get("event")
         when = event.get("time")
-        p["last_event_time"] = when
         step = event.get("step")
-        if step is not None:
-            p["step"] = max(p["step"], int(step))
         if kind == "train_begin":
-            p["max_steps"] = event.get("max_steps")
             self.begin_time = when
             self._rate_points = []
         elif kind == "log":
-            for key in ("loss", "learning_rate", "epoch", "grad_norm"):
-                if key in event:
-                    p[key] = event[key]
             if step is not None:
                 for key in SERIES_KEYS:
                     if isinstance(event.get(key), (int, float)):
@@ -133,7 +114,6 @@ class EventsTail:
                     self._rate_points.append((float(when), int(step)))
                     del self._rate_points[:-20]
         elif kind == "evaluate":
-            p["eval"] = {k: v for k, v in event.items() if k.startswith("eval_")}
             if step is not None:
                 for key, value in event.items():
                     if is_metric(key) and isinstance(value, (int, float)):
@@ -142,12 +122,8 @@ class EventsTail:
             if isinstance(value, (int, float)) and (
                     self.best is None or (value > self.best if self.greater_is_better else value < self.best)):
                 self.best, self.best_step = float(value), step
-        elif kind == "save":
-            p["checkpoints"].append(event.get("checkpoint"))
-            if when is not None:
-                self.save_times[Path(str(event.get("checkpoint"))).name] = float(when)
-        elif kind == "error":
-            p["errors"].append({"rank": event.get("rank"), "message": event.get("message")})
+        elif kind == "save" and when is not None:
+            self.save_times[Path(str(event.get("checkpoint"))).name] = float(when)
 
     @property
     def steps_per_second(self) -> float | None:
