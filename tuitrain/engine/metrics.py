@@ -1,42 +1,53 @@
 """compute_metrics for the Trainer, through `evaluate`, loaded lazily at the first evaluation.
 
-Importing `evaluate` costs seconds; loading it only when the Trainer first evaluates keeps it
-off the path to the first training step.
+Every metric a profile may name is a module shipped in engine/metrics/ (so evaluation works
+offline: `evaluate.load` of a Hub name needs the network), registered in METRICS below with the
+task it applies to and the arguments it takes. A new task adds its metrics here (seqeval for
+token classification, ROUGE/BLEU for sequence-to-sequence) the same way. Importing `evaluate`
+costs seconds; loading it only when the Trainer first evaluates keeps it off the path to the first
+training step. `perplexity` is not an `evaluate` module: the Trainer reports it from eval_loss.
 """
 
 from __future__ import annotations
 
-import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-LOCAL_METRICS = Path(__file__).parent / "metrics"
-LABEL_METRICS = ("accuracy", "f1", "precision", "recall", "matthews_correlation")
+METRICS_DIR = Path(__file__).parent / "metrics"
 
 
-def _hub_reachable() -> bool:
-    return not any(os.environ.get(v, "") in ("1", "true", "TRUE", "yes") for v in ("HF_HUB_OFFLINE", "HF_EVALUATE_OFFLINE"))
+@dataclass(frozen=True)
+class Metric:
+    """A shipped `evaluate` module: for which task, and its compute() arguments for a number of labels."""
+
+    task: str
+    arguments: Callable[[int], dict[str, Any]] = lambda num_labels: {}
+
+    def load(self, name: str) -> Any:
+        import evaluate
+
+        return evaluate.load(str(METRICS_DIR / f"{name}.py"))
 
 
-def load_metric(name: str) -> Any:
-    """The local module first: it computes the same numbers without a network round trip.
-    A name we do not ship goes to the Hub (when reachable)."""
-    import evaluate
+def _averaged(num_labels: int) -> dict[str, Any]:
+    return {"average": "binary" if num_labels == 2 else "macro"}
 
-    local = LOCAL_METRICS / f"{name}.py"
-    if local.exists():
-        return evaluate.load(str(local))
-    if not _hub_reachable():
-        raise RuntimeError(f"metric {name!r} is not shipped with tuitrain and the Hub is offline (HF_HUB_OFFLINE=1)")
-    return evaluate.load(name)
+
+METRICS: dict[str, Metric] = {
+    "accuracy": Metric("sequence-classification"),
+    "f1": Metric("sequence-classification", _averaged),
+    "precision": Metric("sequence-classification", _averaged),
+    "recall": Metric("sequence-classification", _averaged),
+    "matthews_correlation": Metric("sequence-classification"),
+}
 
 
 def classification_metrics(names: list[str], num_labels: int) -> Callable[[Any], dict[str, float]] | None:
-    wanted = [n for n in names if n in LABEL_METRICS]
+    wanted = [n for n in names if n in METRICS and METRICS[n].task == "sequence-classification"]
     if not wanted:
         return None
     loaded: dict[str, Any] = {}
-    average = "binary" if num_labels == 2 else "macro"
 
     def compute(eval_pred: Any) -> dict[str, float]:
         import numpy as np
@@ -48,9 +59,9 @@ def classification_metrics(names: list[str], num_labels: int) -> Callable[[Any],
         results: dict[str, float] = {}
         for name in wanted:
             if name not in loaded:
-                loaded[name] = load_metric(name)
-            kwargs = {"average": average} if name in ("f1", "precision", "recall") else {}
-            results.update(loaded[name].compute(predictions=predictions, references=labels, **kwargs))
+                loaded[name] = METRICS[name].load(name)
+            results.update(loaded[name].compute(predictions=predictions, references=labels,
+                                                **METRICS[name].arguments(num_labels)))
         return results
 
     return compute
