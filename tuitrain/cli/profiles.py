@@ -25,7 +25,7 @@ from tuitrain.launch.accelerate_default_config import default_config_path
 from tuitrain.yaml_text import dump as dump_yaml
 from tuitrain.launch.plan import export_accelerate_config
 from tuitrain.profile.accelerate_import import import_accelerate_file
-from tuitrain.profile.load import is_bare_name
+from tuitrain.profile.lookup import is_bare_name
 from tuitrain.profile import (
     Problem,
     ProfileError,

@@ -4,14 +4,9 @@ Only the standard library and tomli_w are imported here: never torch, transforme
 evaluate or accelerate (the TrainingArguments table comes from a cached subprocess).
 """
 
-from .load import (
-    apply_overrides,
-    builtin_profile_path,
-    list_profiles,
-    load_profile,
-    parse_override,
-    resolve_profile_path,
-)
+from .load import load_profile
+from .lookup import builtin_profile_path, list_profiles, resolve_profile_path
+from .overrides import apply_overrides, parse_override
 from .problems import Problem, ProfileError
 from .save import save_profile
 from .schema import Profile, profile_with_defaults

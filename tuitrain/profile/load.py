@@ -1,5 +1,5 @@
-"""Reading profiles: find the file, parse the TOML, migrate renamed keys, apply --set overrides,
-validate, and place each problem at its line in the file."""
+"""Reading profiles: parse the TOML, migrate renamed keys, apply --set overrides (overrides.py),
+validate, and place each problem at its line in the file. Finding a profile by name: lookup.py."""
 
 from __future__ import annotations
 
@@ -9,79 +9,15 @@ import tomllib
 from pathlib import Path
 from typing import Any, Collection, Mapping, Sequence
 
-from .problems import Problem, ProfileError, did_you_mean
+from .lookup import BUILTIN_DIR, missing_file_problem
+from .overrides import apply_overrides, migrated_override, parse_override
+from .problems import Problem, ProfileError
 from .schema import Profile
 from .training_args import FieldSpec, applicable_migration, training_args_fields
 from .validate import toml_literal, validate_profile
 
-BUILTIN_DIR = Path(__file__).resolve().parent.parent / "profiles"
-OVERRIDE_FORM = "expected section.key=value, e.g. training.max_steps=40 or run.name=my-run"
-
-
-# --------------------------------------------------------------------------- finding profiles
-
-def _stems(folder: Path) -> list[str]:
-    try:
-        return sorted(p.stem for p in folder.glob("*.toml") if p.is_file())
-    except OSError:
-        return []
-
-
-def list_profiles(cwd: Path | None = None) -> dict[str, Path]:
-    """Profiles known by bare name: ./profiles/*.toml first, then the built-in ones."""
-    found: dict[str, Path] = {}
-    for folder in ((cwd or Path.cwd()) / "profiles", BUILTIN_DIR):
-        for stem in _stems(folder):
-            found.setdefault(stem, folder / f"{stem}.toml")
-    return found
-
-
-def builtin_profile_path(name: str = "demo") -> Path:
-    """The path of a profile shipped with tuitrain (tuitrain/profiles/<name>.toml)."""
-    path = BUILTIN_DIR / f"{name}.toml"
-    if not path.is_file():
-        known = _stems(BUILTIN_DIR)
-        raise ProfileError([Problem(name, "", "no such built-in profile",
-                                    did_you_mean(name, known) or f"built-in profiles: {', '.join(known)}")])
-    return path
-
-
-def is_bare_name(ref: str) -> bool:
-    """A profile named, not a path: "demo" (no .toml, no folder), looked up in ./profiles."""
-    return bool(ref) and not ref.endswith(".toml") and "/" not in ref and "\\" not in ref
-
-
-def resolve_profile_path(ref: str, cwd: Path | None = None) -> Path:
-    """A profile reference -> its file.
-
-    An existing file is itself; a bare name ("demo", no .toml, no folder) is looked up as
-    ./profiles/<name>.toml, then as a built-in profile. Anything else is an error naming the
-    closest known profiles.
-    """
-    cwd = cwd or Path.cwd()
-    given = Path(ref).expanduser()
-    full = given if given.is_absolute() else cwd / given
-    if full.is_file():
-        return full
-    if is_bare_name(ref):
-        known = list_profiles(cwd)
-        if ref in known:
-            return known[ref]
-        hint = did_you_mean(ref, known) or (f"known profiles: {', '.join(known)}" if known else None)
-        raise ProfileError([Problem(ref, "", "no such profile", hint)])
-    raise ProfileError([_missing_file_problem(full, ref)])
-
-
-def _missing_file_problem(full: Path, label: str) -> Problem:
-    if full.is_dir():
-        return Problem(label, "", "is a folder, not a profile", "give a .toml file")
-    if not full.parent.is_dir():
-        return Problem(label, "", "no such profile", f"the folder {full.parent} does not exist")
-    known = _stems(full.parent)
-    hint = did_you_mean(full.stem, known, fmt="'{}.toml'")
-    if hint is None and known:
-        hint = "profiles there: " + ", ".join(f"{k}.toml" for k in known)
-    return Problem(label, "", "no such profile", hint)
+__all__ = ["BUILTIN_DIR", "key_locations", "load_profile", "locate", "migrate", "parse_toml", "read_profile_text"]
+# BUILTIN_DIR lives in lookup.py; tui/profiles.py and tui/screens/editor.py still import it from here.
 
 
 # --------------------------------------------------------------------------- TOML text
@@ -253,93 +189,11 @@ def _conflict(file: str, old: str, new: str, value: Any, existing: Any) -> Probl
                    f"keep only {new}")
 
 
-# --------------------------------------------------------------------------- overrides
-
-def parse_override(text: str) -> tuple[list[str], Any]:
-    """"training.max_steps=40" -> (["training", "max_steps"], 40).
-
-    The value is read as a TOML value (numbers, booleans, "strings", [lists], { tables });
-    anything that is not valid TOML is taken as a plain string (run.name=foo -> "foo").
-    Nothing after '=' removes the key (data.generate= → the profile's data.generate is gone);
-    write "" for an empty string.
-    """
-    if "=" not in text:
-        raise ProfileError([Problem("--set", "", f"{text!r}: no '='", OVERRIDE_FORM)])
-    raw_key, raw_value = text.split("=", 1)
-    parts = [p.strip() for p in raw_key.strip().split(".")]
-    if len(parts) < 2 or not all(parts):
-        raise ProfileError([Problem("--set", raw_key.strip(), f"{text!r}: the key needs a section", OVERRIDE_FORM)])
-    value: Any
-    if not raw_value.strip():
-        return parts, REMOVE
-    try:
-        parsed = tomllib.loads("v = " + raw_value)
-        value = parsed["v"] if len(parsed) == 1 else raw_value.strip()
-    except tomllib.TOMLDecodeError:
-        value = raw_value.strip()
-    return parts, value
-
-
-class _Remove:
-    def __repr__(self) -> str:
-        return "REMOVE"
-
-
-REMOVE: Any = _Remove()
-
-
-def _set_path(data: dict[str, Any], path: Sequence[str], value: Any) -> Problem | None:
-    node = data
-    for i, part in enumerate(path[:-1]):
-        child = node.get(part)
-        if child is None:
-            child = node[part] = {}
-        elif not isinstance(child, dict):
-            where = ".".join(path[: i + 1])
-            return Problem("--set", ".".join(path), f"{where} is {toml_literal(child)}, not a table",
-                           f"set {where} itself, e.g. {where}=...")
-        node = child
-    if value is REMOVE:
-        node.pop(path[-1], None)
-    else:
-        node[path[-1]] = value
-    return None
-
-
-def apply_overrides(data: dict[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
-    """A new dict with each "section.key=value" override set (the input is left untouched)."""
-    new = copy.deepcopy(data)
-    problems: list[Problem] = []
-    for text in overrides:
-        try:
-            path, value = parse_override(text)
-        except ProfileError as exc:
-            problems.extend(exc.problems)
-            continue
-        problem = _set_path(new, path, value)
-        if problem:
-            problems.append(problem)
-    if problems:
-        raise ProfileError(problems)
-    return new
-
-
-def _migrate_override(text: str, fields: Mapping[str, FieldSpec] | None) -> tuple[str | None, list[Problem]]:
-    """An override of an old [training] name, rewritten to the new name (None: dropped)."""
-    path, _ = parse_override(text)
-    if len(path) == 2 and path[0] == "training" and (m := applicable_migration(path[1], fields)):
-        raw_value = text.split("=", 1)[1]
-        note = Problem("--set", ".".join(path), m.note,
-                       f"use {m.new}" if m.new else "leave it out", severity="note")
-        return (f"{m.new}={raw_value}" if m.new else None), [note]
-    return text, []
-
-
 # --------------------------------------------------------------------------- load
 
 def read_profile_text(path: Path, label: str) -> str:
     if not path.exists():
-        raise ProfileError([_missing_file_problem(path, label)])
+        raise ProfileError([missing_file_problem(path, label)])
     if path.is_dir():
         raise ProfileError([Problem(label, "", "is a folder, not a profile", "give a .toml file")])
     try:
@@ -381,7 +235,7 @@ def load_profile(path: str | Path, overrides: Sequence[str] = (), *,
     bad: list[Problem] = []
     for text_override in overrides:
         try:
-            new_text, found = _migrate_override(text_override, fields)
+            new_text, found = migrated_override(text_override, fields)
         except ProfileError as exc:
             bad.extend(exc.problems)
             continue

@@ -51,7 +51,7 @@ class LaunchScreen(ModalScreen[None]):
                 yield Button("Cancel", id="cancel")
 
     def _where(self) -> str:
-        from tuitrain.profile.load import BUILTIN_DIR
+        from tuitrain.profile.lookup import BUILTIN_DIR
 
         if self.path.resolve().parent == BUILTIN_DIR.resolve():
             return "(built in to tuitrain)"
