@@ -18,6 +18,7 @@ from textual.widgets.option_list import Option
 from tuitrain.tui.widgets.key_bar import KeyBar
 from tuitrain.tui.widgets.text_line import TextLine
 from tuitrain.humanize import duration, number
+from tuitrain.tui.actions import resume_in_worker, run_request
 from tuitrain.tui.format import clock, short_metric, status_text, step_text
 from tuitrain.tui.widgets.hardware_strip import HardwareStrip
 
@@ -262,36 +263,3 @@ class HomeScreen(Screen):
     def resume(self, run_dir: Path, checkpoint: str) -> None:
         resume_in_worker(self.app, run_dir, checkpoint)
 
-
-def run_request(app, run_dir: Path, what: str) -> None:
-    """A control request from a worker, announced either way."""
-    from tuitrain.runs.control import ControlError, request
-    from tuitrain.runs.layout import RunPaths
-    from tuitrain.runs.record import RunRecordError
-
-    words = {"stop": "save a checkpoint and stop", "save": "save a checkpoint at the next step end",
-             "evaluate": "evaluate at the next step end", "terminate": "end every process now"}
-    try:
-        request(RunPaths(Path(run_dir)), what)
-    except (ControlError, RunRecordError, OSError) as exc:
-        app.call_from_thread(app.notify, str(exc), title=f"Cannot {what}", severity="warning")
-        return
-    app.call_from_thread(app.notify, f"asked {Path(run_dir).name} to {words[what]}", title=what.capitalize())
-    app.poke()
-
-
-def resume_in_worker(app, run_dir: Path, checkpoint: str) -> None:
-    """Start a run that resumes `run_dir` from `checkpoint`, then open it (from a worker)."""
-    from tuitrain.profile import ProfileError
-    from tuitrain.runs.layout import RunPaths
-    from tuitrain.runs.relaunch import ResumeError, resume
-    from tuitrain.runs.start import StartError
-    from tuitrain.tui.messages import RunStarted
-
-    try:
-        paths, chosen, _profile = resume(RunPaths(Path(run_dir)), app.runs_root, checkpoint, app.launch_overrides, cwd=app.cwd)
-    except (ResumeError, StartError, ProfileError, OSError) as exc:
-        app.call_from_thread(app.notify, str(exc), title="Cannot resume", severity="error", timeout=10)
-        return
-    app.post_message(RunStarted(str(paths.root), f"resuming {Path(run_dir).name} from {chosen.path.name} "
-                                                  f"(step {chosen.step}) as {paths.id}"))

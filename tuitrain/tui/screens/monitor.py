@@ -20,6 +20,7 @@ from tuitrain.runs.record import FINAL_STATUSES
 from tuitrain.tui.widgets.key_bar import KeyBar
 from tuitrain.tui.widgets.text_line import TextLine
 from tuitrain.humanize import duration, number, size
+from tuitrain.tui.actions import resume_in_worker, run_request, wait_or_cancel
 from tuitrain.tui.format import bar, clock, short_metric, status_text
 from tuitrain.tui.widgets.log_view import LogView
 from tuitrain.tui.widgets.plot import Line, LinePlot
@@ -116,8 +117,6 @@ class MonitorScreen(Screen):
     # ------------------------------------------------------------------------------ data
     @work(thread=True, exclusive=True, group="monitor", exit_on_error=False)
     def follow_run(self) -> None:
-        from tuitrain.tui.app import wait_or_cancel
-
         while True:
             if self.watch.poll():
                 self.post_message(self.Updated())
@@ -437,8 +436,6 @@ class MonitorScreen(Screen):
                                            "is saved (SIGTERM, then SIGKILL).", yes="Kill"), answered)
 
     def _request(self, what: str) -> None:
-        from tuitrain.tui.screens.home import run_request
-
         self.run_worker(lambda: run_request(self.app, self.run_dir, what), thread=True, group="control",
                         exit_on_error=False)
 
@@ -454,8 +451,6 @@ class MonitorScreen(Screen):
         self.notify(f"{out}{state}\ncopied to the clipboard", title="Output folder", timeout=8)
 
     def action_resume(self) -> None:
-        from tuitrain.tui.screens.home import resume_in_worker
-
         if self.watch.status not in FINAL_STATUSES:
             self.notify(f"run {self.watch.paths.id} is still {self.watch.status}; stop it first (s)", severity="warning")
             return

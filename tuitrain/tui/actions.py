@@ -1,0 +1,71 @@
+"""Actions the app and its screens share: waiting in a worker, asking a run to do something, resuming.
+
+Screens import these from here, never from each other or from `app.py` (which imports the screens).
+The request and resume functions run in worker threads and speak to the user through the app.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from textual.worker import get_current_worker
+
+if TYPE_CHECKING:
+    from tuitrain.tui.app import TuitrainApp
+
+REQUEST_WORDS = {"stop": "save a checkpoint and stop", "save": "save a checkpoint at the next step end",
+                 "evaluate": "evaluate at the next step end", "terminate": "end every process now"}
+
+
+def wait_or_cancel(seconds: float, poke: threading.Event | None = None) -> bool:
+    """Sleep in a worker thread until `seconds` pass, `poke` is set, or the worker is cancelled.
+
+    Returns False when the worker was cancelled (the loop should end)."""
+    worker = get_current_worker()
+    deadline = time.monotonic() + seconds
+    while not worker.is_cancelled:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return True
+        if poke is not None:
+            if poke.wait(min(left, 0.2)):
+                poke.clear()
+                return True
+        else:
+            time.sleep(min(left, 0.2))
+    return False
+
+
+def run_request(app: TuitrainApp, run_dir: Path, what: str) -> None:
+    """A control request from a worker, announced either way."""
+    from tuitrain.runs.control import ControlError, request
+    from tuitrain.runs.layout import RunPaths
+    from tuitrain.runs.record import RunRecordError
+
+    try:
+        request(RunPaths(Path(run_dir)), what)
+    except (ControlError, RunRecordError, OSError) as exc:
+        app.call_from_thread(app.notify, str(exc), title=f"Cannot {what}", severity="warning")
+        return
+    app.call_from_thread(app.notify, f"asked {Path(run_dir).name} to {REQUEST_WORDS[what]}", title=what.capitalize())
+    app.poke()
+
+
+def resume_in_worker(app: TuitrainApp, run_dir: Path, checkpoint: str) -> None:
+    """Start a run that resumes `run_dir` from `checkpoint`, then open it (from a worker)."""
+    from tuitrain.profile import ProfileError
+    from tuitrain.runs.layout import RunPaths
+    from tuitrain.runs.relaunch import ResumeError, resume
+    from tuitrain.runs.start import StartError
+    from tuitrain.tui.messages import RunStarted
+
+    try:
+        paths, chosen, _profile = resume(RunPaths(Path(run_dir)), app.runs_root, checkpoint, app.launch_overrides, cwd=app.cwd)
+    except (ResumeError, StartError, ProfileError, OSError) as exc:
+        app.call_from_thread(app.notify, str(exc), title="Cannot resume", severity="error", timeout=10)
+        return
+    app.post_message(RunStarted(str(paths.root), f"resuming {Path(run_dir).name} from {chosen.path.name} "
+                                                  f"(step {chosen.step}) as {paths.id}"))
