@@ -257,6 +257,39 @@ def test_metrics_and_checkpoints_tabs(base):
     run(script, app)
 
 
+def test_a_single_loss_spike_survives_downsampling():
+    """A long flat curve with one spike: the plot keeps each bucket's lowest and highest point, so the
+    spike is drawn (a stride would keep one point in many and drop it), and so is a dip."""
+    from textual.app import App
+
+    from tuitrain.tui.widgets.plot import Line, LinePlot, downsample
+
+    n = 10_000
+    values = [1.0] * n
+    values[5_001] = 9.0  # not on any stride's grid
+    values[7_333] = 0.1
+    kept = downsample(values, 80)
+    assert 5_001 in kept and 7_333 in kept
+    assert kept == sorted(kept) and len(kept) <= 2 * 80
+    assert downsample(values[:100], 80) == list(range(100))  # fewer than two a bucket: every point
+
+    class One(App):
+        def compose(self):
+            yield LinePlot("loss", id="plot")
+
+    async def main() -> None:
+        app = One()
+        async with app.run_test(size=(60, 12)) as pilot:
+            plot = app.query_one(LinePlot)
+            plot.set_lines([Line("train", list(range(n)), values, "cyan")])
+            await pilot.pause()
+            body = plot.render().plain.splitlines()[1:-1]
+            assert any(ch != " " and ord(ch) >= 0x2800 for ch in body[0]), "the spike reaches the top row"
+            assert any(ch != " " and ord(ch) >= 0x2800 for ch in body[-1]), "the dip reaches the bottom row"
+
+    asyncio.run(main())
+
+
 def test_requests_to_a_live_run_and_refusals(base):
     app = make_app(base)
     control = base / "runs" / RUNNING / "control"

@@ -27,6 +27,32 @@ def _finite(values: Sequence[float]) -> list[float]:
     return [v for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
 
 
+def downsample(values: Sequence[float], buckets: int) -> list[int]:
+    """The indices of `values` to draw when there are more than a plot can show: each of `buckets`
+    runs of consecutive points keeps its lowest and its highest finite value (in their order), so a
+    loss spike or dip is never dropped, and its first non-finite value (so a gap stays a gap).
+    With fewer than two points a bucket, every index."""
+    n = len(values)
+    if buckets <= 0 or n < 2 * buckets:
+        return list(range(n))
+    kept: list[int] = []
+    for b in range(buckets):
+        start, end = b * n // buckets, (b + 1) * n // buckets
+        low = high = gap = None
+        for i in range(start, end):
+            v = values[i]
+            if not math.isfinite(v):
+                if gap is None:
+                    gap = i
+            else:
+                if low is None or v < values[low]:
+                    low = i
+                if high is None or v > values[high]:
+                    high = i
+        kept.extend(sorted({i for i in (low, high, gap) if i is not None}))
+    return kept
+
+
 class LinePlot(Widget):
     DEFAULT_CSS = """
     LinePlot { height: 1fr; min-height: 4; }
@@ -84,9 +110,7 @@ class LinePlot(Widget):
 
         for line in self.lines:
             previous: tuple[int, int] | None = None
-            n = len(line.values)
-            stride = max(1, n // (dots_w * 2))  # at most ~2 points a dot column
-            for i in range(0, n, stride):
+            for i in downsample(line.values, dots_w * 2):  # at most ~4 points a dot column
                 value, step = line.values[i], line.steps[i]
                 if not math.isfinite(value):
                     previous = None
