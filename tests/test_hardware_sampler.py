@@ -17,10 +17,10 @@ import psutil
 import pytest
 
 from tuitrain.hardware.na import NA
-from tuitrain.hardware.owners import OwnerIndex, RankOwner, owner_of, owners_from_records, read_owners
 from tuitrain.hardware.recorded import RecordedNvml, load_table
 from tuitrain.hardware.sampler import Sampler
 from tuitrain.runs.layout import RunPaths
+from tuitrain.runs.owners import OwnerIndex, RankOwner, owner_of, owners_from_records, read_owners
 from tuitrain.runs.record import new_record, write_record
 
 FIXTURES = Path(__file__).parent / "fixtures" / "nvml"
@@ -110,7 +110,7 @@ def test_gpu_processes_map_to_run_and_rank(tmp_path, sleeper):
     write_run(runs, "20240101-demo", {3: sleeper.pid}, supervisor=os.getpid())
     recorded = table("eight_h100")
     recorded["devices"][2]["compute_processes"] = [{"pid": sleeper.pid, "used_memory": 31 * GiB}]
-    with Sampler(RecordedNvml(recorded), runs_root=runs) as sampler:
+    with Sampler(RecordedNvml(recorded), owners=OwnerIndex(runs).get) as sampler:
         first = sampler.sample()
         time.sleep(0.1)
         snapshot = sampler.sample()
@@ -235,9 +235,45 @@ def test_a_rank_that_exits_leaves_the_next_sample(tmp_path):
     rank = subprocess.Popen(["sleep", "60"])
     runs = tmp_path / "runs"
     write_run(runs, "r3", {0: rank.pid})
-    with Sampler(RecordedNvml(table("no_driver")), runs_root=runs) as sampler:
+    with Sampler(RecordedNvml(table("no_driver")), owners=OwnerIndex(runs).get) as sampler:
         (usage,) = sampler.sample().ranks
         assert usage.describe() == "rank 0 of run r3 on the CPU" and usage.rss > 0
         rank.kill()
         rank.wait()
         assert sampler.sample().ranks == ()
+
+
+def test_the_sampler_takes_owners_as_a_plain_callable(sleeper):
+    """hardware/ knows no runs: any pid → owner table with run_id, rank and describe() will do."""
+    from dataclasses import dataclass
+
+    @dataclass(frozen=True)
+    class Job:
+        run_id: str
+        rank: int | None
+
+        def describe(self) -> str:
+            return f"worker {self.rank} of job {self.run_id}"
+
+    recorded = table("eight_h100")
+    recorded["devices"][1]["compute_processes"] = [{"pid": 424242, "used_memory": 2 * GiB}]
+    asked = []
+
+    def owners() -> dict[int, Job]:
+        asked.append(1)
+        return {sleeper.pid: Job("j", 0), 4242: Job("j", None)}  # 4242: a launcher, measured never
+
+    with Sampler(RecordedNvml(recorded), owners=owners, ancestors=lambda pid: [4242] if pid == 424242 else []) as sampler:
+        snapshot = sampler.sample()
+    assert asked == [1]  # once per sample
+    (proc,) = snapshot.gpus[1].processes
+    assert proc.owner == Job("j", None)  # through its parent
+    assert [r.describe() for r in snapshot.ranks] == ["worker 0 of job j on the CPU"]
+
+
+def test_a_runs_root_still_works_until_the_app_passes_owners(tmp_path, sleeper):
+    runs = tmp_path / "runs"
+    write_run(runs, "r4", {0: sleeper.pid})
+    with Sampler(RecordedNvml(table("no_driver")), runs_root=runs) as sampler:
+        (usage,) = sampler.sample().ranks
+    assert usage.owner == RankOwner("r4", 0, "rank", "demo")

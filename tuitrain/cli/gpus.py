@@ -17,14 +17,14 @@ from typing import Any
 
 from tuitrain.cli.output import print_json, table
 from tuitrain.humanize import gib, percent
-from tuitrain.hardware.devices import GpuInfo, discover
+from tuitrain.hardware.devices import GpuInfo, attach_owners, discover
 from tuitrain.hardware.host import HostInfo, ProcessMeter, host_info
 from tuitrain.hardware.mapping import FASTEST_FIRST, PCI_BUS_ID, cuda_ordinals, pci_order
 from tuitrain.hardware.mps import mps_available
 from tuitrain.hardware.na import NA, plain
-from tuitrain.hardware.owners import attach_owners, read_owners
 from tuitrain.hardware.recorded import library_from_env
 from tuitrain.hardware.sampler import Sampler, Snapshot
+from tuitrain.runs.owners import OwnerIndex, owner_lookup, read_owners
 
 WATCH_INTERVAL = 1.0
 
@@ -121,7 +121,7 @@ def snapshot_once(nvml: Any, runs_root: Any) -> Snapshot:
         owners = read_owners(runs_root)
         if owners:
             discovery = type(discovery)(discovery.available, discovery.reason, discovery.driver_version,
-                                        attach_owners(discovery.gpus, owners))
+                                        attach_owners(discovery.gpus, owner_lookup(owners)))
     return Snapshot(time.time(), discovery, host_info())
 
 
@@ -136,7 +136,7 @@ def _watch(args: argparse.Namespace, nvml: Any, mps: bool) -> int:
             sys.stdout.write(time.strftime("%H:%M:%S ") + render(snapshot, mps) + "\n")
         sys.stdout.flush()
 
-    with Sampler(nvml, runs_root=args.runs_root) as sampler:
+    with Sampler(nvml, owners=OwnerIndex(args.runs_root).get) as sampler:
         try:
             sampler.run(WATCH_INTERVAL, stop, show)
         except KeyboardInterrupt:

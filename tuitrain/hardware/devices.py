@@ -10,15 +10,28 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable, Protocol, Sequence
 
 from tuitrain.hardware.na import NA
 from tuitrain.hardware.nvml import NvmlSession, text
 
-if TYPE_CHECKING:
-    from tuitrain.hardware.owners import RankOwner
-
 Identify = Callable[[int], "tuple[Any, Any]"]  # pid → (user, command), NA where unknown
+
+
+class ProcessOwner(Protocol):
+    """Who a process works for, as the layer that started it says (tuitrain/runs/owners.py: a
+    run's rank, launcher or supervisor). Hardware reads only these, and imports nothing of runs."""
+
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def rank(self) -> int | None: ...  # None for a process that is no rank (a launcher)
+
+    def describe(self) -> str: ...
+
+
+OwnerOf = Callable[[int], "ProcessOwner | None"]  # pid → its owner, None for a stranger's process
 
 
 @dataclass(frozen=True)
@@ -36,7 +49,7 @@ class GpuProcess:
     kind: str = "compute"  # "compute", "graphics" or "compute+graphics"
     user: str | Any = NA
     command: str | Any = NA
-    owner: "RankOwner | None" = None  # the run and rank it belongs to (see owners.attach_owners)
+    owner: ProcessOwner | None = None  # the run and rank it belongs to (see attach_owners)
 
 
 @dataclass(frozen=True)
@@ -213,3 +226,12 @@ def discover_in(session: NvmlSession, identify: Identify) -> Discovery:
     driver = text(session.system_call("nvmlSystemGetDriverVersion"))
     gpus = tuple(read_dynamic(session, read_static(session, i), identify) for i in range(session.device_count()))
     return Discovery(available=True, driver_version=driver, gpus=gpus)
+
+
+def attach_owners(gpus: Sequence[GpuInfo], owner_of: OwnerOf) -> tuple[GpuInfo, ...]:
+    """The GPUs with each process's `owner` filled in by `owner_of` (pid → owner or None)."""
+    out = []
+    for gpu in gpus:
+        procs = tuple(dataclasses.replace(p, owner=owner_of(p.pid)) for p in gpu.processes)
+        out.append(dataclasses.replace(gpu, processes=procs) if gpu.processes else gpu)
+    return tuple(out)

@@ -13,7 +13,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar
 
 from tuitrain.hardware.na import NA
 
@@ -181,3 +181,20 @@ def parent_pids(pid: int, limit: int = 8) -> list[int]:
     except (psutil.Error, OSError):
         pass
     return out
+
+
+T = TypeVar("T")
+
+
+def nearest_owned(pid: int, owned: Mapping[int, T],
+                  ancestors: Callable[[int], list[int]] = parent_pids) -> T | None:
+    """`owned[pid]`, or the entry of its nearest ancestor that has one (a data loader worker
+    belongs to its rank); None when neither it nor an ancestor is in `owned`."""
+    if not owned:
+        return None
+    if pid in owned:
+        return owned[pid]
+    for parent in ancestors(pid):
+        if parent in owned:
+            return owned[parent]
+    return None

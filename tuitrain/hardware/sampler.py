@@ -3,7 +3,9 @@
 One NVML session for the sampler's life; static fields read once; one read of every device per
 `sample()`; history kept in fixed-size rings (``deque(maxlen=history)``) per GPU, for the host and
 per (run, rank). Each GPU process is matched to the run and rank that owns it ("rank 3 of run X on
-GPU 2, 31 GiB"). Blocking work: call `sample()` from a worker thread, never an event loop.
+GPU 2, 31 GiB") through `owners`, a pid → owner table the caller hands in (tuitrain/runs/owners.py
+reads it from the run records: this layer knows no runs). Blocking work: call `sample()` from a
+worker thread, never an event loop.
 """
 
 from __future__ import annotations
@@ -13,17 +15,21 @@ import time
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import psutil
 
-from tuitrain.hardware.devices import Discovery, GpuInfo, read_dynamic, read_static
-from tuitrain.hardware.host import HostInfo, ProcessMeter, host_info
+from tuitrain.hardware.devices import Discovery, GpuInfo, ProcessOwner, attach_owners, read_dynamic, read_static
+from tuitrain.hardware.host import HostInfo, ProcessMeter, host_info, nearest_owned, parent_pids
 from tuitrain.hardware.na import NA
 from tuitrain.hardware.nvml import NvmlSession, text
-from tuitrain.hardware.owners import OwnerIndex, RankOwner, attach_owners
 
 DEFAULT_HISTORY = 300  # five minutes at 1 Hz
+
+# pid → owner of every process the caller tracks (ranks, launchers), asked once per sample; the
+# callee keeps its own cache (tuitrain.runs.owners.OwnerIndex(root).get). A GPU process that is
+# not in it belongs to its nearest ancestor's owner.
+Owners = Callable[[], Mapping[int, ProcessOwner]]
 
 
 @dataclass(frozen=True)
@@ -54,7 +60,7 @@ class RankPoint:
 class RankUsage:
     """One live rank: where it runs and what it uses."""
 
-    owner: RankOwner
+    owner: ProcessOwner
     pid: int
     gpus: tuple[tuple[int, int | Any], ...] = ()  # (NVML index, GPU memory used by it)
     cpu_percent: float | Any = NA
@@ -68,6 +74,10 @@ class RankUsage:
     def describe(self) -> str:
         where = ", ".join(f"GPU {i}, {_gib(m)}" for i, m in self.gpus) if self.gpus else "the CPU"
         return f"{self.owner.describe()} on {where}"
+
+
+def _no_owners() -> Mapping[int, ProcessOwner]:
+    return {}
 
 
 def _cpu_total(times: Any) -> float:
@@ -102,17 +112,25 @@ class SampledView:
 
 
 class Sampler:
-    """Samples every GPU, the host and the live ranks of the runs under `runs_root`."""
+    """Samples every GPU, the host and the live ranks `owners` names (see `Owners`)."""
 
     def __init__(self, nvml: Any = None, runs_root: Path | None = None, history: int = DEFAULT_HISTORY,
-                 clock: Callable[[], float] = time.time, owner_ttl: float = 5.0) -> None:
+                 clock: Callable[[], float] = time.time, owner_ttl: float = 5.0, *,
+                 owners: Owners | None = None, ancestors: Callable[[int], list[int]] = parent_pids) -> None:
         if history < 1:
             raise ValueError("history must be at least 1 sample")
         self.history = history
         self.clock = clock
         self.session = NvmlSession.open(nvml)
         self.meter = ProcessMeter()
-        self.owners = OwnerIndex(runs_root, ttl=owner_ttl)
+        if owners is None and runs_root is not None:
+            # Transitional, for callers not yet passing `owners` (tuitrain/tui/app.py): the one
+            # import of runs/ left in this layer, allow-listed in tests/test_layers.py.
+            from tuitrain.runs.owners import OwnerIndex
+
+            owners = OwnerIndex(runs_root, ttl=owner_ttl).get
+        self.owners: Owners = owners or _no_owners
+        self.ancestors = ancestors
         self.driver_version = text(self.session.system_call("nvmlSystemGetDriverVersion"))
         self.static = tuple(read_static(self.session, i) for i in range(self.session.device_count()))
         self.gpu_history: dict[int, deque[GpuPoint]] = {g.index: deque(maxlen=history) for g in self.static}
@@ -127,9 +145,9 @@ class Sampler:
     def sample(self) -> Snapshot:
         now = self.clock()
         gpus = tuple(read_dynamic(self.session, gpu, self.meter.identify) for gpu in self.static)
-        owners = self.owners.get()
+        owners = self.owners()
         if owners:
-            gpus = attach_owners(gpus, owners)
+            gpus = attach_owners(gpus, lambda pid: nearest_owned(pid, owners, self.ancestors))
         host = host_info(cpu_percent=self._host_cpu())
         ranks = self._ranks(owners, gpus)
         self.samples += 1
@@ -153,7 +171,7 @@ class Sampler:
         idle = (now.idle + getattr(now, "iowait", 0.0)) - (before.idle + getattr(before, "iowait", 0.0))
         return max(0.0, min(100.0, 100.0 * (1.0 - idle / total))) if total > 0 else NA
 
-    def _ranks(self, owners: dict[int, RankOwner], gpus: tuple[GpuInfo, ...]) -> tuple[RankUsage, ...]:
+    def _ranks(self, owners: Mapping[int, ProcessOwner], gpus: tuple[GpuInfo, ...]) -> tuple[RankUsage, ...]:
         on_gpu: dict[tuple[str, int], list[tuple[int, Any]]] = {}
         for gpu in gpus:
             for proc in gpu.processes:
