@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 import pytest
 
+pytest_plugins = ["hosts_plugin"]  # the `hosts` fixture: namespace hosts with sshd (tests/hosts.py)
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
