@@ -9,9 +9,15 @@ from tuitrain.cli.errors import CliError
 from tuitrain.cli.output import print_json
 from tuitrain.launch import LaunchPlan
 from tuitrain.profile import Profile, ProfileError, load_profile, resolve_profile_path
+from tuitrain.profile.training_args import report_reading_to
 from tuitrain.runs.catalog import find_run
 from tuitrain.runs.relaunch import ResumeError, launch, plan_profile, resume
 from tuitrain.yaml_text import dump as dump_yaml
+
+
+def say_when_reading_training_args() -> None:
+    """The first check after installing transformers reads its TrainingArguments (seconds): say so on stderr."""
+    report_reading_to(lambda line: print(f"tuitrain: {line}", file=sys.stderr, flush=True))
 
 
 def _print_notes(profile: Profile) -> None:
@@ -20,6 +26,7 @@ def _print_notes(profile: Profile) -> None:
 
 
 def _load(ref: str, overrides: list[str]) -> Profile:
+    say_when_reading_training_args()
     profile = load_profile(resolve_profile_path(ref), overrides)
     _print_notes(profile)
     return profile
@@ -43,6 +50,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_resume(args: argparse.Namespace) -> int:
     parent = find_run(args.runs_root, args.run)
+    say_when_reading_training_args()
     try:
         paths, checkpoint, profile = resume(parent, args.runs_root, args.checkpoint, args.set)
     except ResumeError as exc:
@@ -81,6 +89,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    say_when_reading_training_args()
     try:
         profile = load_profile(resolve_profile_path(args.profile))
     except ProfileError as exc:

@@ -21,6 +21,7 @@ from typing import Any
 import tomli_w
 
 from tuitrain.cli.errors import CliError
+from tuitrain.cli.launching import say_when_reading_training_args
 from tuitrain.launch.accelerate_default_config import default_config_path
 from tuitrain.yaml_text import dump as dump_yaml
 from tuitrain.launch.plan import export_accelerate_config
@@ -39,6 +40,7 @@ from tuitrain.profile import (
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
+    say_when_reading_training_args()
     if args.action == "export-accelerate":
         if args.into:
             raise CliError("--into is for import-accelerate; export-accelerate prints the YAML (redirect it to a file)")

@@ -1,9 +1,12 @@
 """The installed transformers' TrainingArguments fields (and model types), known without importing
 transformers here.
 
-A subprocess imports transformers once, introspects ``dataclasses.fields(TrainingArguments)`` and
-prints a JSON table; the table is cached per transformers version under
-``$XDG_CACHE_HOME/tuitrain/`` (default ``~/.cache/tuitrain/``) and in-process.
+`python -m tuitrain.engine.training_args_probe` imports transformers in a child interpreter and
+prints a JSON table; the table is cached per transformers install (its version and folder) under
+``$XDG_CACHE_HOME/tuitrain/`` (default ``~/.cache/tuitrain/``) and in-process. Reading it takes
+seconds, once per install: it is announced to the reporter the CLI or the app sets
+(`report_reading_to`), and a failure is kept, in one line, for the profile's problems
+(`training_args_failure`) instead of silently meaning "no table".
 
 Also here: the data-driven table of renamed / retired [training] keys (`MIGRATIONS`).
 """
@@ -11,126 +14,24 @@ Also here: the data-driven table of renamed / retired [training] keys (`MIGRATIO
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from tuitrain.atomic import write_text_atomic
 from tuitrain.installed import distribution_version
 
-# Printed as JSON by a child interpreter: {"version": str, "fields": {name: {...}}}.
-_INTROSPECT = r'''
-import dataclasses, enum, json, sys, types, typing
-import transformers
-from transformers import TrainingArguments
+PROBE_MODULE = "tuitrain.engine.training_args_probe"
+PACKAGE_ROOT = Path(__file__).resolve().parent.parent.parent  # the folder that holds tuitrain/
 
-try:
-    hints = typing.get_type_hints(TrainingArguments)
-except Exception:
-    hints = {}
 
-SIMPLE = {bool: "bool", int: "int", float: "float", str: "str", list: "list", dict: "dict",
-          tuple: "list"}
-
-def extra_choices(name):
-    if name == "report_to":
-        try:
-            from transformers.integrations.integration_utils import INTEGRATION_TO_CALLBACK
-            return ["all", "none"] + sorted(INTEGRATION_TO_CALLBACK)
-        except Exception:
-            return None
-    return None
-
-def describe(tp):
-    """-> (kinds: list[str], optional: bool, choices: list | None)"""
-    if isinstance(tp, str):
-        return ["any"], False, None
-    if tp is type(None):
-        return [], True, None
-    if tp is typing.Any:
-        return ["any"], False, None
-    origin = typing.get_origin(tp)
-    if origin is typing.Union or origin is types.UnionType:
-        kinds, optional, choices = [], False, None
-        for arg in typing.get_args(tp):
-            k, o, c = describe(arg)
-            optional = optional or o
-            for x in k:
-                if x not in kinds:
-                    kinds.append(x)
-            if c:
-                choices = (choices or []) + [v for v in c if v not in (choices or [])]
-        return kinds, optional, choices
-    if origin is typing.Literal:
-        values = [v for v in typing.get_args(tp)]
-        kinds = []
-        for v in values:
-            k = "bool" if isinstance(v, bool) else SIMPLE.get(type(v), "any")
-            if k not in kinds:
-                kinds.append(k)
-        return kinds, False, [v for v in values if not isinstance(v, bool)] or None
-    if origin in (list, tuple, set):
-        args = [a for a in typing.get_args(tp) if a is not Ellipsis]
-        choices = None
-        if len(args) == 1:
-            choices = describe(args[0])[2]
-        return ["list"], False, choices
-    if origin is dict:
-        return ["dict"], False, None
-    if isinstance(tp, type):
-        if issubclass(tp, enum.Enum):
-            values = [m.value for m in tp]
-            return [SIMPLE.get(type(values[0]), "str") if values else "str"], False, values
-        if tp in SIMPLE:
-            return [SIMPLE[tp]], False, None
-    return ["any"], False, None
-
-def jsonable(value):
-    if isinstance(value, enum.Enum):
-        value = value.value
-    try:
-        json.dumps(value)
-        return value
-    except (TypeError, ValueError):
-        return None
-
-fields = {}
-for f in dataclasses.fields(TrainingArguments):
-    if not f.init or f.name.startswith("_"):
-        continue
-    kinds, optional, choices = describe(hints.get(f.name, f.type))
-    meta_choices = f.metadata.get("choices") if f.metadata else None
-    if meta_choices is not None:
-        choices = [c for c in meta_choices]
-    if choices is None:
-        choices = extra_choices(f.name)
-    if f.default is not dataclasses.MISSING:
-        default = jsonable(f.default)
-    elif f.default_factory is not dataclasses.MISSING:
-        try:
-            default = jsonable(f.default_factory())
-        except Exception:
-            default = None
-    else:
-        default = None
-    fields[f.name] = {
-        "kinds": kinds or ["any"],
-        "optional": optional,
-        "default": default,
-        "choices": [jsonable(c) for c in choices] if choices else None,
-        "help": (f.metadata or {}).get("help", "") if isinstance((f.metadata or {}).get("help", ""), str) else "",
-    }
-try:
-    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
-    model_types = sorted(CONFIG_MAPPING_NAMES)
-except Exception:
-    model_types = None
-json.dump({"version": transformers.__version__, "fields": fields, "model_types": model_types}, sys.stdout)
-'''
+class TrainingArgsProbeError(Exception):
+    """The child interpreter could not give the TrainingArguments table; the message says why, in one line."""
 
 
 @dataclass(frozen=True)
@@ -163,30 +64,76 @@ def transformers_version() -> str | None:
     return distribution_version("transformers")
 
 
-def cache_path(version: str) -> Path:
-    return cache_dir() / f"training-args-{version}.json"
+def transformers_location() -> str | None:
+    """The folder `import transformers` would load from (found without importing it)."""
+    import importlib.util
 
-
-def introspect_training_args(python: str | None = None, timeout: float = 120.0) -> dict[str, Any] | None:
-    """Run the introspection in a child interpreter; the raw JSON table, or None on any failure."""
     try:
-        done = subprocess.run(
-            [python or sys.executable, "-c", _INTROSPECT],
-            capture_output=True, text=True, timeout=timeout,
-            env={**os.environ, "TRANSFORMERS_VERBOSITY": "error", "TOKENIZERS_PARALLELISM": "false"},
-        )
-    except (OSError, subprocess.SubprocessError):
+        spec = importlib.util.find_spec("transformers")
+    except (ImportError, ValueError):
         return None
+    origin = spec.origin if spec is not None else None
+    return str(Path(origin).resolve().parent) if origin else None
+
+
+def cache_path(version: str, location: str | None = None) -> Path:
+    """The cached table of one transformers install: its version and a digest of its folder (two
+    environments with the same version, e.g. one patched, keep a table each)."""
+    digest = hashlib.sha256((location or "").encode("utf-8", "surrogateescape")).hexdigest()[:12]
+    return cache_dir() / f"training-args-{version}-{digest}.json"
+
+
+# Who hears about the one-off read (the CLI prints to stderr, the app shows a note); None: nobody.
+_reporter: Callable[[str], None] | None = None
+_failure: str | None = None
+
+
+def report_reading_to(reporter: Callable[[str], None] | None) -> None:
+    """Announce each read of the table (seconds, once per transformers install) to `reporter`."""
+    global _reporter
+    _reporter = reporter
+
+
+def _report(line: str) -> None:
+    if _reporter is not None:
+        _reporter(line)
+
+
+def training_args_failure() -> str | None:
+    """Why the installed transformers' TrainingArguments could not be read, in one line (None:
+    they were, or transformers is not installed)."""
+    _cached_table(transformers_version(), transformers_location())
+    return _failure
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+def introspect_training_args(python: str | None = None, timeout: float = 120.0) -> dict[str, Any]:
+    """Run the probe in a child interpreter and return its JSON table; TrainingArgsProbeError (one
+    line naming what failed) when it cannot."""
+    argv = [python or sys.executable, "-m", PROBE_MODULE]
+    shown = f"python -m {PROBE_MODULE}"
+    path = os.pathsep.join(p for p in (os.environ.get("PYTHONPATH", ""), str(PACKAGE_ROOT)) if p)
+    env = {**os.environ, "PYTHONPATH": path, "TRANSFORMERS_VERBOSITY": "error", "TOKENIZERS_PARALLELISM": "false"}
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        raise TrainingArgsProbeError(f"{shown} took more than {timeout:g} s") from None
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise TrainingArgsProbeError(f"{shown} could not start: {exc}") from None
     if done.returncode != 0:
-        return None
+        why = _last_line(done.stderr) or "no message"
+        raise TrainingArgsProbeError(f"{shown} failed (exit {done.returncode}): {why}")
     try:
-        table = json.loads(done.stdout.strip().splitlines()[-1] if done.stdout.strip() else "")
-    except (ValueError, IndexError):
-        return None
+        table = json.loads(_last_line(done.stdout))
+    except ValueError:
+        table = None
     if not isinstance(table, dict) or not isinstance(table.get("fields"), dict):
-        return None
+        raise TrainingArgsProbeError(f"{shown} printed no table: {_last_line(done.stdout)[:120]!r}")
     return table
-
 
 
 def _specs_from_table(table: dict[str, Any]) -> dict[str, FieldSpec]:
@@ -214,44 +161,51 @@ def _specs_from_table(table: dict[str, Any]) -> dict[str, FieldSpec]:
 
 
 @functools.cache
-def _cached_table(version: str | None) -> dict[str, Any] | None:
+def _cached_table(version: str | None, location: str | None) -> dict[str, Any] | None:
+    global _failure
     if version is None:
         return None
-    path = cache_path(version)
+    path = cache_path(version, location)
     table: dict[str, Any] | None = None
     try:
         table = json.loads(path.read_text(encoding="utf-8"))
-        # a table cached before model types were recorded is introspected again, once
         if not isinstance(table, dict) or not isinstance(table.get("fields"), dict) or "model_types" not in table:
             table = None
     except (OSError, ValueError):
         table = None
     if table is None:
-        table = introspect_training_args()
-        if table is None:
-            return None
+        _report(f"reading TrainingArguments from transformers {version} (once per install)…")
+        try:
+            table = introspect_training_args()
+        except TrainingArgsProbeError as exc:
+            _failure = f"TrainingArguments of transformers {version} could not be read: {exc}"
+            return None  # the profile's checks say so (training_args_failure)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            write_text_atomic(path, json.dumps(table, indent=1, sort_keys=True), mode=0o644)
-        except OSError:
-            pass  # a read-only cache folder only costs the next process a few seconds
+            write_text_atomic(path, json.dumps(table, indent=1, sort_keys=True))
+        except OSError as exc:
+            _report(f"could not keep the TrainingArguments table in {path.parent} ({exc.strerror or exc}): "
+                    "the next run reads it again")
     return table
 
 
 @functools.cache
-def _cached_fields(version: str | None) -> dict[str, FieldSpec] | None:
-    table = _cached_table(version)
+def _cached_fields(version: str | None, location: str | None) -> dict[str, FieldSpec] | None:
+    global _failure
+    table = _cached_table(version, location)
     if table is None:
         return None
     try:
         return _specs_from_table(table)
-    except (KeyError, TypeError, AttributeError):
+    except (KeyError, TypeError, AttributeError) as exc:
+        _failure = f"the TrainingArguments table of transformers {version} is not as expected ({exc!r}): " \
+                   f"delete {cache_path(version or '', location)} to read it again"
         return None
 
 
 def installed_model_types() -> frozenset[str] | None:
     """The model_type names the installed transformers knows (its CONFIG_MAPPING); None when unknown."""
-    table = _cached_table(transformers_version())
+    table = _cached_table(transformers_version(), transformers_location())
     names = table.get("model_types") if table else None
     if not isinstance(names, list):
         return None
@@ -260,7 +214,7 @@ def installed_model_types() -> frozenset[str] | None:
 
 def training_args_fields() -> dict[str, FieldSpec] | None:
     """Name -> FieldSpec for the installed TrainingArguments; None when transformers is missing."""
-    fields = _cached_fields(transformers_version())
+    fields = _cached_fields(transformers_version(), transformers_location())
     return dict(fields) if fields is not None else None
 
 
