@@ -39,6 +39,7 @@ from tuitrain.hardware.recorded import RecordedNvml, load_table  # noqa: E402
 from tuitrain.hardware.sampler import Sampler  # noqa: E402
 from tuitrain.runs.layout import RunPaths  # noqa: E402
 from tuitrain.runs.record import new_record, write_record  # noqa: E402
+from tuitrain.runs.owners import OwnerIndex  # noqa: E402
 
 TABLE = ROOT / "tests" / "fixtures" / "nvml" / "eight_h100.json"
 TARGET_SAMPLE_MS = 5.0
@@ -79,7 +80,7 @@ def per_sample(table: dict, runs: Path, samples: int) -> tuple[float, float, flo
     from tuitrain.hardware.devices import discover
 
     ours, bare, oneshot = [], [], []
-    with Sampler(RecordedNvml(table), runs_root=runs, history=300) as sampler:
+    with Sampler(RecordedNvml(table), owners=OwnerIndex(runs).get, history=300) as sampler:
         sampler.sample()  # first look: psutil baselines, owners read
         for _ in range(samples):
             t0 = time.perf_counter()
@@ -102,7 +103,7 @@ def per_sample(table: dict, runs: Path, samples: int) -> tuple[float, float, flo
 def sampler_cpu(table: dict, runs: Path, seconds: float) -> tuple[float, int, float]:
     """(% of one core, samples taken, wall seconds) for the sampler at 1 Hz in a thread."""
     stop = threading.Event()
-    with Sampler(RecordedNvml(table), runs_root=runs, history=300) as sampler:
+    with Sampler(RecordedNvml(table), owners=OwnerIndex(runs).get, history=300) as sampler:
         before = resource.getrusage(resource.RUSAGE_SELF)
         start = time.monotonic()
         worker = threading.Thread(target=sampler.run, args=(1.0, stop), daemon=True)
