@@ -32,7 +32,7 @@ LOCK_DIR = Path("/run/lock") if Path("/run/lock").is_dir() else Path("/tmp")
 
 
 def _sh(*argv: str, timeout: float = 30, check: bool = True) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout)
+    result = subprocess.run(list(argv), check=False, capture_output=True, text=True, timeout=timeout)
     if check and result.returncode != 0:
         raise RuntimeError(f"{' '.join(argv)} failed ({result.returncode}): {result.stderr.strip()}")
     return result
@@ -67,7 +67,7 @@ def ensure_sshd() -> str | None:
     attempts = [install, ["apt-get", "update", "-q", "-o", "DPkg::Lock::Timeout=120"], install]
     last = None
     for argv in attempts:
-        last = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600)
+        last = subprocess.run(argv, check=False, capture_output=True, text=True, env=env, timeout=600)
         if argv is install and last.returncode == 0 and Path(SSHD).exists():
             return None
     tail = (last.stderr or last.stdout).strip().splitlines()[-1:] if last else []
@@ -182,7 +182,7 @@ class Hosts:
         self.known_hosts.write_text("".join(line + "\n" for line in known))
         blocks = [
             f"Host {h.name}\n  HostName {h.address}\n" for h in self.hosts.values()
-        ] + [
+        ] + [(
             "Host *\n"
             "  User root\n"
             f"  IdentityFile {self.client_key}\n"
@@ -193,7 +193,7 @@ class Hosts:
             "  BatchMode yes\n"
             "  ConnectTimeout 5\n"
             "  LogLevel ERROR\n"
-        ]
+        )]
         self.ssh_config.write_text("\n".join(blocks))
 
     # -- helpers for tests ------------------------------------------------------------------------------------
@@ -201,22 +201,24 @@ class Hosts:
     def __getitem__(self, name: str) -> Host:
         return self.hosts[name]
 
+    def __contains__(self, name: str) -> bool:
+        return name in self.hosts
+
     def exec(self, name: str, argv: list[str], timeout: float = 30) -> subprocess.CompletedProcess[str]:
         """Run argv on a host directly (not over ssh): in its network namespace."""
         return subprocess.run(["ip", "netns", "exec", self.hosts[name].netns, *argv],
-                              capture_output=True, text=True, timeout=timeout)
+                              check=False, capture_output=True, text=True, timeout=timeout)
 
     def start_sshd(self, name: str, timeout: float = 10) -> None:
         host = self.hosts[name]
         pidfile = host.folder / "sshd.pid"
         pidfile.unlink(missing_ok=True)
-        log = open(host.folder / "sshd.log", "ab")
         # sshd -D stays in front (so the Popen is the daemon); unshare gives the host its own hostname.
-        host.sshd = subprocess.Popen(
-            ["ip", "netns", "exec", host.netns, "unshare", "--uts", "sh", "-c",
-             f'hostname "$0" && exec {SSHD} -D -e -f "$1"', name, str(host.folder / "sshd_config")],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
-        log.close()
+        with open(host.folder / "sshd.log", "ab") as log:
+            host.sshd = subprocess.Popen(
+                ["ip", "netns", "exec", host.netns, "unshare", "--uts", "sh", "-c",
+                 f'hostname "$0" && exec {SSHD} -D -e -f "$1"', name, str(host.folder / "sshd_config")],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if host.sshd.poll() is not None:

@@ -8,7 +8,6 @@ import time
 from collections.abc import Iterator
 
 import pytest
-
 from hosts import Hosts, cannot_make_hosts, ensure_sshd, make_hosts
 
 
