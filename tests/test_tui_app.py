@@ -624,7 +624,9 @@ def test_a_table_the_strategy_does_not_use_can_be_removed_from_the_form(base):
                              what="the remove button")
         button.press()
         await until(pilot, lambda: "fsdp" not in editor.data["distributed"], what="[distributed.fsdp] removed")
-        assert not editor.query("#drop-fsdp")
+        # the strategy's fields are rebuilt after the data changes: wait for them, not just the data
+        await until(pilot, lambda: not editor.query("#drop-fsdp") and editor.rows.get("distributed.num_machines")
+                    and editor.rows["distributed.num_machines"].is_mounted, what="the ddp fields rebuilt")
         # an empty number box means "the default": leaving it does not mark it invalid
         machines = editor.rows["distributed.num_machines"].query_one(Input)
         machines.focus()
@@ -695,7 +697,7 @@ def test_a_broken_default_config_still_opens_with_what_was_left_out(base, monkey
     async def script(pilot):
         editor = await accept_the_offer(pilot)
         assert editor.data["distributed"]["strategy"] == "deepspeed"
-        assert any("deepspeed_config" in note and "not a mapping" in note for note in editor.imported_notes)
+        assert any("deepspeed_config" in note and "not a mapping" in note for note in editor.model.imported_notes)
 
     run(script, app, size=(120, 40), notifications=True)
 

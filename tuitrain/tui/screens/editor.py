@@ -1,14 +1,14 @@
 """Profile editor: a form a section, the right widget a key, the validator's words beside each
 field, and a live preview of what would run (command line, environment, accelerate YAML).
 
-The screen edits a plain dict (the profile as written: no defaults filled in); every change is
-validated and planned in a worker by the profile and launch layers. Saving goes through
-`save_profile` (atomic; a file with comments is backed up first and the app says so).
+The screen draws an `EditorModel` (tuitrain/tui/editor_model.py: the profile as written, its
+checks, its plan, whether it changed, where it saves) and runs the model's blocking steps in
+workers: every change is validated and planned by the profile and launch layers, saving goes
+through `save_profile` (atomic; a file with comments is backed up first and the app says so).
 """
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +21,10 @@ from textual.screen import Screen
 from textual.widgets import Button, Input, Label, Static, TabbedContent, TabPane
 
 from tuitrain.profile.schema import SCHEMA, KeySpec, TableSpec
+from tuitrain.tui.editor_model import Check, EditorModel, Loaded, LoadError
+from tuitrain.tui.fields import REMOVE, FieldDef, parse_value
+from tuitrain.tui.widgets.field_row import FieldRow
 from tuitrain.tui.widgets.key_bar import KeyBar
-from tuitrain.tui.widgets.field_row import REMOVE, FieldDef, FieldRow, parse_value
 
 SECTIONS = ("run", "model", "data", "training", "metrics", "hardware", "distributed", "logging")
 # [training] keys shown as fields (their kinds and choices come from the installed TrainingArguments);
@@ -73,38 +75,6 @@ def training_field(key: str, specs: dict[str, Any] | None) -> FieldDef:
                     (spec.help or "").split(". ")[0][:200])
 
 
-def get_path(data: dict[str, Any], path: tuple[str, ...]) -> Any:
-    node: Any = data
-    for part in path:
-        if not isinstance(node, dict) or part not in node:
-            return None
-        node = node[part]
-    return node
-
-
-def set_path(data: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
-    """Set (or, with REMOVE, drop) a key; tables a removal leaves empty are dropped too."""
-    if value is REMOVE:
-        trail = [data]
-        for part in path[:-1]:
-            child = trail[-1].get(part)
-            if not isinstance(child, dict):
-                return
-            trail.append(child)
-        trail[-1].pop(path[-1], None)
-        for depth in range(len(path) - 1, 0, -1):
-            if trail[depth] == {}:
-                trail[depth - 1].pop(path[depth - 1], None)
-        return
-    node = data
-    for part in path[:-1]:
-        child = node.get(part)
-        if not isinstance(child, dict):
-            child = node[part] = {}
-        node = child
-    node[path[-1]] = value
-
-
 class EditorScreen(Screen):
     CSS_PATH = "editor.tcss"
     HELP_TITLE = "Profile editor"
@@ -121,25 +91,39 @@ class EditorScreen(Screen):
     def __init__(self, path: Path | None, accelerate_config: Path | None = None) -> None:
         """`accelerate_config`: a new profile whose [distributed] and [hardware] come from that
         accelerate config file (the rest from the built-in demo)."""
-        from tuitrain.profile.load import BUILTIN_DIR
-
         super().__init__()
-        self.path = Path(path) if path else None
-        self.accelerate_config = Path(accelerate_config) if accelerate_config else None
-        self.imported_notes: list[str] = []
-        self._checks = 0
-        self.template: Path | None = None
-        if self.path is not None and self.path.resolve().parent == BUILTIN_DIR.resolve():
-            self.template, self.path = self.path, None  # built-in profiles are templates: saving asks for a file
-        self.data: dict[str, Any] = {}
-        self.rows: dict[str, FieldRow] = {}
-        self.problems: list[Any] = []
-        self.dirty = False
-        self.command = ""
-        self.has_comments = False
-        self.training_specs: dict[str, Any] | None = None
-        self.loaded = False
-        self.populated: set[str] = set()
+        self.model = EditorModel(path, self.app.cwd, accelerate_config)
+        self.rows: dict[str, FieldRow] = {}  # the fields mounted so far, by dotted key
+        self.populated: set[str] = set()  # the sections whose forms are built
+
+    # what the app (an unsaved editor holds the quit) and the tests read: the model's state
+    @property
+    def path(self) -> Path | None:
+        return self.model.path
+
+    @property
+    def data(self) -> dict[str, Any]:
+        return self.model.data
+
+    @property
+    def dirty(self) -> bool:
+        return self.model.dirty
+
+    @property
+    def loaded(self) -> bool:
+        return self.model.loaded
+
+    @property
+    def problems(self) -> list[Any]:
+        return self.model.problems
+
+    @property
+    def errors(self) -> list[Any]:
+        return self.model.errors
+
+    @property
+    def command(self) -> str:
+        return self.model.command
 
     # ------------------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
@@ -156,7 +140,8 @@ class EditorScreen(Screen):
         yield KeyBar()
 
     def _title(self) -> str:
-        where = self.app.show_path(self.path) if self.path else "new profile (not saved yet)"
+        path = self.model.path
+        where = self.app.show_path(path) if path else "new profile (not saved yet)"
         return f"profile editor · {where}" + (" · modified" if self.dirty else "")
 
     def on_mount(self) -> None:
@@ -164,55 +149,22 @@ class EditorScreen(Screen):
 
     @work(thread=True, exclusive=True, group="editor-load", exit_on_error=False)
     def load(self) -> None:
-        from tuitrain.profile import ProfileError, training_args_fields
-        from tuitrain.profile.load import BUILTIN_DIR, parse_toml, read_profile_text
-        from tuitrain.profile.save import has_comments
-
-        specs = training_args_fields()
-        source = self.path or self.template or BUILTIN_DIR / "demo.toml"
         try:
-            text = read_profile_text(source, str(source))
-            data = parse_toml(text, str(source))
-        except ProfileError as exc:
+            loaded = self.model.read()
+        except LoadError as exc:
             self.app.call_from_thread(self._cannot_load, str(exc))
             return
-        if self.path is None and self.template is None:
-            data.setdefault("run", {})["name"] = "my-profile"
-        if self.accelerate_config is not None:
-            from tuitrain.profile.accelerate_import import import_accelerate_file
-
-            try:
-                result = import_accelerate_file(self.accelerate_config)
-            except (OSError, ValueError) as exc:
-                self.app.call_from_thread(self._cannot_load, f"{self.accelerate_config}: cannot read it: {exc}")
-                return
-            self.imported_notes = [str(p) for p in result.problems]
-            if not result.errors:
-                data = result.merge_into(data)
-            data.setdefault("run", {})["name"] = "from-accelerate"
-        self.app.call_from_thread(self._loaded, data, specs, has_comments(text) and self.path is not None)
+        self.app.call_from_thread(self._loaded, loaded)
 
     def _cannot_load(self, why: str) -> None:
         self.query_one("#notice", Static).update(Text(f"cannot edit in the form: {why}", style="red"))
 
-    async def _loaded(self, data: dict[str, Any], specs: dict[str, Any] | None, comments: bool) -> None:
-        self.data = data
-        self.training_specs = specs
-        self.has_comments = comments
-        notice = ""
-        if self.path is None:
-            notice = (f"a copy of the built-in {self.template.stem} profile: ctrl+s saves it as a new file"
-                      if self.template else "new profile, starting from the built-in demo: ctrl+s saves it as a new file")
-        if self.accelerate_config is not None:
-            notice = (f"[distributed] and [hardware] imported from {self.accelerate_config}; the rest from the built-in "
-                      "demo: ctrl+s saves it as a new file")
-            if self.imported_notes:
-                notice += "\n" + "\n".join(self.imported_notes)
-        if comments:
-            notice = "this file has comments: saving cannot keep them, so the old file is kept as a .bak backup"
+    async def _loaded(self, loaded: Loaded) -> None:
+        model = self.model
+        model.take(loaded)
+        notice = model.notice
         self.query_one("#notice", Static).update(Text(notice))  # plain text: "[distributed]" is no markup
         self.query_one("#notice", Static).display = bool(notice)
-        self.loaded = True
         await self._populate(self.query_one("#sections", TabbedContent).active.removeprefix("sec-"))
         self.query_one("#sections Tabs").focus()
         self.revalidate()
@@ -236,16 +188,17 @@ class EditorScreen(Screen):
         tabs.active = names[(names.index(tabs.active) + delta) % len(names)]
 
     def _row(self, field: FieldDef, label: str | None = None, show_help: bool = True) -> FieldRow:
-        row = FieldRow(field, get_path(self.data, field.path), label, show_help)
+        row = FieldRow(field, self.model.get(field.path), label, show_help)
         self.rows[field.key] = row
         return row
 
     def _section_rows(self, section: str) -> list[Any]:
         out: list[Any] = []
+        model = self.model
         if section == "training":  # two dozen keys transformers documents: their help as tooltips, the form dense
             for key in TRAINING_FIELDS:
-                out.append(self._row(training_field(key, self.training_specs), show_help=False))
-            extra = [k for k in (self.data.get("training") or {}) if k not in TRAINING_FIELDS]
+                out.append(self._row(training_field(key, model.training_specs), show_help=False))
+            extra = model.extra_training_keys(TRAINING_FIELDS)
             out.append(Label("other TrainingArguments keys (TOML values)", classes="subtable"))
             for key in extra:
                 out.append(self._row(FieldDef(("training", key), "literal")))
@@ -270,7 +223,7 @@ class EditorScreen(Screen):
         return out
 
     def _table_rows(self, section: str, key: str, spec: TableSpec) -> list[Any]:
-        table = get_path(self.data, (section, key))
+        table = self.model.get((section, key))
         out: list[Any] = [Static(f"[{section}.{key}]  {spec.doc}", classes="subtable", markup=False)]
         if spec.keys:
             for sub, sub_spec in spec.keys.items():
@@ -290,7 +243,7 @@ class EditorScreen(Screen):
         and emptied (a stale num_processes = 2 under "single" is an error the validator names)."""
         from tuitrain.launch.strategies import STRATEGY_HELP, fields_for
 
-        strategy = get_path(self.data, ("distributed", "strategy")) or "single"
+        strategy = self.model.strategy
         if strategy not in STRATEGY_HELP:
             return []
         fields = fields_for(strategy)
@@ -310,16 +263,13 @@ class EditorScreen(Screen):
         """[distributed] keys set away from their default and tables set, that `strategy` does not
         use: listed so they can be emptied or removed (they would be saved unseen otherwise)."""
         section: dict[str, Any] = SCHEMA["distributed"]
-        keys = [key for key, spec in section.items() if key not in used and isinstance(spec, KeySpec)
-                and get_path(self.data, ("distributed", key)) not in (None, spec.default)]
-        tables = [key for key, spec in section.items() if key not in used and isinstance(spec, TableSpec)
-                  and get_path(self.data, ("distributed", key))]
+        keys, tables = self.model.unused_by_strategy(used)
         if not keys and not tables:
             return []
         out: list[Any] = [Static(f"set in this profile, not used by {strategy} (empty a field to remove it)",
                                  classes="subtable")]
         out += [self._row(field_for(("distributed", key), section[key])) for key in keys]
-        out += [Horizontal(Static(f"[distributed.{key}]: {len(get_path(self.data, ('distributed', key)))} key(s)",
+        out += [Horizontal(Static(f"[distributed.{key}]: {len(self.model.get(('distributed', key)))} key(s)",
                                   classes="stale-table", markup=False),
                            Button(f"remove [distributed.{key}]", id=f"drop-{key}", compact=True), classes="stale-row")
                 for key in tables]
@@ -328,7 +278,7 @@ class EditorScreen(Screen):
     @on(Button.Pressed, ".stale-row Button")
     async def _drop_table(self, event: Button.Pressed) -> None:
         """Remove a strategy table the chosen strategy does not use (it would be saved otherwise)."""
-        set_path(self.data, ("distributed", str(event.button.id).removeprefix("drop-")), REMOVE)
+        self.model.set(("distributed", str(event.button.id).removeprefix("drop-")), REMOVE)
         self._modified()
         await self._strategy_changed()
 
@@ -350,7 +300,7 @@ class EditorScreen(Screen):
                                    classes="hint"), row, classes="gpu-box")
         from textual.widgets import SelectionList
 
-        chosen = get_path(self.data, ("hardware", "gpus")) or []
+        chosen = self.model.get(("hardware", "gpus")) or []
         items = [(self._gpu_prompt(g), g.index, g.index in chosen) for g in gpus]
         return Vertical(Label("gpus (none ticked = all visible)"), SelectionList(*items, id="gpu-list"),
                         classes="gpu-box")
@@ -383,7 +333,7 @@ class EditorScreen(Screen):
     # ------------------------------------------------------------------------------ editing
     @on(FieldRow.Changed)
     async def _field_changed(self, event: FieldRow.Changed) -> None:
-        set_path(self.data, event.row.field.path, event.value)
+        self.model.set(event.row.field.path, event.value)
         self._modified()
         if event.row.field.path == ("distributed", "strategy"):
             await self._strategy_changed()
@@ -395,19 +345,19 @@ class EditorScreen(Screen):
         named, those rows are disabled; a value already in one keeps its error beside it."""
         from tuitrain.profile.schema import DEEPSPEED_PLUGIN_KEYS
 
-        has_json = bool(get_path(self.data, ("distributed", "deepspeed", "config_file")))
+        disabled = self.model.disabled_plugin_keys()
         for key in DEEPSPEED_PLUGIN_KEYS:
             row = self.rows.get(f"distributed.deepspeed.{key}")
             if row is not None:
-                row.disabled = has_json and get_path(self.data, ("distributed", "deepspeed", key)) is None
+                row.disabled = key in disabled
 
     def on_selection_list_selected_changed(self, event: Any) -> None:
         selected = sorted(event.selection_list.selected)
-        set_path(self.data, ("hardware", "gpus"), selected if selected else REMOVE)
+        self.model.set(("hardware", "gpus"), selected if selected else REMOVE)
         self._modified()
 
     def _modified(self) -> None:
-        self.dirty = True
+        """The model has changed: the title says so and the profile is checked again."""
         self.query_one("#title", Static).update(self._title())
         self.revalidate()
 
@@ -416,17 +366,13 @@ class EditorScreen(Screen):
     async def add_key(self) -> None:
         key_box, value_box = self.query_one("#new-key", Input), self.query_one("#new-value", Input)
         key = key_box.value.strip()
-        if not key:
-            self.notify("give the key's name first", severity="warning")
-            return
-        if f"training.{key}" in self.rows:
+        if key and f"training.{key}" in self.rows:
             self.notify(f"training.{key} is already in the form", severity="warning")
             return
-        value = parse_value("literal", value_box.value)
-        if value is REMOVE:
-            self.notify("give a value (a TOML value: 10, 0.5, true, \"text\", [1, 2])", severity="warning")
+        refusal = self.model.add_training_key(key, parse_value("literal", value_box.value))
+        if refusal:
+            self.notify(refusal, severity="warning")
             return
-        set_path(self.data, ("training", key), value)
         row = self._row(FieldDef(("training", key), "literal"))
         await self.query_one("#form-training", VerticalScroll).mount(row, before=self.query_one("#add-row"))
         key_box.value = value_box.value = ""
@@ -436,49 +382,18 @@ class EditorScreen(Screen):
     def revalidate(self) -> None:
         """Check the form and plan it again, in a worker, on a copy taken now. Thread workers are
         not stopped by a newer one, so each check is numbered and only the latest one is shown."""
-        self._checks += 1
-        self._check(copy.deepcopy(self.data), self._checks)
+        self._check(*self.model.begin_check())
 
     @work(thread=True, group="editor-check", exit_on_error=False)
     def _check(self, data: dict[str, Any], number: int) -> None:
-        from tuitrain.profile import Profile, validate_profile
-        from tuitrain.runs.relaunch import plan_profile
-        from tuitrain.yaml_text import dump as dump_yaml
+        check = self.model.check(data, number, self.app.runs_root, self.app.hardware)
+        self.app.call_from_thread(self._checked, check, plan_text(check))
 
-        label = str(self.path) if self.path else "<new profile>"
-        problems = validate_profile(data, label, self.planned_path.resolve().parent)
-        plan_text: Text
-        command = ""
-        if any(p.is_error for p in problems):
-            plan_text = Text("fix the errors to see what would run", style="dim")
-        else:
-            try:
-                plan = plan_profile(Profile(path=self.planned_path, data=data),
-                                    self.app.runs_root / "<new-run>", self.app.hardware)
-            except Exception as exc:  # noqa: BLE001 - a half-typed profile the planner cannot read: say why
-                plan_text = Text(f"cannot plan yet: {type(exc).__name__}: {exc}", style="red")
-            else:
-                command = plan.command_line()
-                plan_text = Text()
-                plan_text.append("command (ctrl+y copies)\n", style="bold")
-                plan_text.append(command + "\n\n")
-                plan_text.append("environment\n", style="bold")
-                plan_text.append("\n".join(f"{k}={v}" for k, v in sorted(plan.env.items())) + "\n\n")
-                plan_text.append("accelerate.yaml\n", style="bold")
-                plan_text.append(dump_yaml(plan.accelerate_config))
-                for problem in plan.problems:
-                    problems.append(problem)
-                if plan.notes:
-                    plan_text.append("\nnotes\n", style="bold")
-                    plan_text.append("\n".join(plan.notes), style="dim")
-        self.app.call_from_thread(self._checked, problems, plan_text, command, number)
-
-    def _checked(self, problems: list[Any], plan_text: Text, command: str, number: int) -> None:
-        if number != self._checks:
+    def _checked(self, check: Check, plan: Text) -> None:
+        if not self.model.take_check(check):
             return  # a later edit's check is on its way
-        self.problems = problems
-        self.command = command
         self._apply_problems()
+        problems = check.problems
         errors = sum(1 for p in problems if p.is_error)
         summary = Text()
         if errors:
@@ -492,34 +407,14 @@ class EditorScreen(Screen):
             summary.append("\n".join(f"{p.severity}: {p.key or 'profile'}: {p.message}" for p in others) + "\n\n",
                            style="yellow")
         self.query_one("#problems", Static).update(summary)
-        self.query_one("#plan", Static).update(plan_text)
+        self.query_one("#plan", Static).update(plan)
 
     def _apply_problems(self) -> None:
         """Each problem beside its field (or the nearest parent field), in the validator's words."""
-        problems = self.problems
-        by_row: dict[str, list[str]] = {}
-        for p in problems:
-            key = p.key
-            while key and key not in self.rows:
-                key = key.rsplit(".", 1)[0] if "." in key else ""
-            words = p.message + (f"; {p.fix}" if p.fix else "")
-            if p.severity != "error":
-                words = f"{p.severity}: {words}"
-            if key:
-                by_row.setdefault(key, []).append(words)
+        by_row = self.model.problems_by_field(self.rows)
         for key, row in self.rows.items():
             if row.is_mounted:
                 row.set_error("\n".join(by_row.get(key, [])) or None)
-
-    @property
-    def planned_path(self) -> Path:
-        """The file the profile is checked and planned as: an unsaved one as ./profiles/new.toml
-        (where saving puts it), so its relative paths mean what they will mean once saved."""
-        return self.path or self.app.cwd / "profiles" / "new.toml"
-
-    @property
-    def errors(self) -> list[Any]:
-        return [p for p in self.problems if p.is_error]
 
     # ------------------------------------------------------------------------------ saving
     def action_save(self) -> None:
@@ -535,41 +430,31 @@ class EditorScreen(Screen):
 
         if not self.loaded:
             return
-        name = (self.data.get("run") or {}).get("name") or "profile"
-        default = str(self.path) if self.path else str(Path("profiles") / f"{name}.toml")
+        model = self.model
 
         def chosen(answer: str | None) -> None:
-            if answer:
-                target = Path(answer).expanduser()
-                if not target.is_absolute():
-                    target = self.app.cwd / target
-                if target.suffix != ".toml":
-                    target = target.with_suffix(".toml")
+            target = model.save_as_target(answer)
+            if target is not None:
                 self.save_to(target, new_path=True)
 
         self.app.push_screen(PromptScreen("Save the profile as (a .toml path; relative to the working folder):",
-                                          default), chosen)
+                                          model.save_as_default()), chosen)
 
     @work(thread=True, exclusive=True, group="editor-save", exit_on_error=False)
     def save_to(self, target: Path, new_path: bool = False) -> None:
-        from tuitrain.profile import ProfileError, save_profile
+        from tuitrain.profile import ProfileError
 
         try:
-            if new_path:
-                target.parent.mkdir(parents=True, exist_ok=True)
-            warnings = save_profile(copy.deepcopy(self.data), target)
+            warnings = self.model.save(target, new_path)
         except (ProfileError, OSError) as exc:
             self.app.call_from_thread(self.notify, str(exc), title="Not saved", severity="error", timeout=10)
             return
-        self.app.call_from_thread(self._saved, target, [str(w) for w in warnings])
+        self.app.call_from_thread(self._saved, target, warnings)
 
     def _saved(self, target: Path, warnings: list[str]) -> None:
-        self.path = target
-        self.dirty = False
+        note = self.model.saved(target)
         self.query_one("#title", Static).update(self._title())
-        errors = len(self.errors)
-        note = f"saved {target}" + (f" ({errors} error(s) left: it will not launch until fixed)" if errors else "")
-        self.notify(note, title="Saved", severity="warning" if errors else "information")
+        self.notify(note, title="Saved", severity="warning" if self.errors else "information")
         for warning in warnings:
             self.notify(warning, title="Comments", severity="warning", timeout=12)
         self.revalidate()
@@ -578,37 +463,31 @@ class EditorScreen(Screen):
     def action_launch(self) -> None:
         if not self.loaded:
             return
-        if self.errors:
-            self.notify(f"{len(self.errors)} error(s) to fix first: {self.errors[0]}", title="Not launched",
-                        severity="error", timeout=10)
+        refusal = self.model.launch_refusal()
+        if refusal:
+            self.notify(refusal, title="Not launched", severity="error", timeout=10)
             return
         self.launch()
 
     @work(thread=True, exclusive=True, group="editor-launch", exit_on_error=False)
     def launch(self) -> None:
-        from tuitrain.profile import Profile, ProfileError, apply_overrides
-        from tuitrain.runs.relaunch import launch
+        from tuitrain.profile import ProfileError
         from tuitrain.runs.start import StartError
         from tuitrain.tui.messages import RunStarted
 
         try:
-            data = apply_overrides(copy.deepcopy(self.data), self.app.launch_overrides)
-            profile = Profile(path=self.planned_path, data=data)
-            paths = launch(profile, self.app.runs_root, cwd=self.app.cwd, hardware=self.app.hardware)
+            run_dir = self.model.launch(self.app.runs_root, self.app.launch_overrides, self.app.hardware)
         except (ProfileError, StartError, OSError) as exc:
             self.app.call_from_thread(self.notify, str(exc), title="Not launched", severity="error", timeout=10)
             return
-        self.app.post_message(RunStarted(str(paths.root)))
+        self.app.post_message(RunStarted(str(run_dir)))
 
     def action_copy_command(self) -> None:
         if not self.command:
             self.notify("no command yet: fix the errors first", severity="warning")
             return
         self.app.copy_to_clipboard(self.command)
-        errors = len(self.errors)
-        self.notify("command copied (through the terminal's clipboard, OSC 52)"
-                    + (f"; the checks report {errors} error(s): it would not start as it is" if errors else ""),
-                    severity="warning" if errors else "information")
+        self.notify(self.model.copy_command_note(), severity="warning" if self.errors else "information")
 
     def action_back(self) -> None:
         from tuitrain.tui.screens.confirm import ConfirmScreen
@@ -622,3 +501,25 @@ class EditorScreen(Screen):
                 self.app.pop_screen()
 
         self.app.push_screen(ConfirmScreen("Leave the editor? Unsaved changes are lost.", yes="Leave"), answered)
+
+
+def plan_text(check: Check) -> Text:
+    """The preview of what would run: command line, environment and accelerate YAML (or why not)."""
+    from tuitrain.yaml_text import dump as dump_yaml
+
+    if check.plan is None and not check.plan_error:
+        return Text("fix the errors to see what would run", style="dim")
+    if check.plan is None:
+        return Text(f"cannot plan yet: {check.plan_error}", style="red")
+    plan = check.plan
+    text = Text()
+    text.append("command (ctrl+y copies)\n", style="bold")
+    text.append(check.command + "\n\n")
+    text.append("environment\n", style="bold")
+    text.append("\n".join(f"{k}={v}" for k, v in sorted(plan.env.items())) + "\n\n")
+    text.append("accelerate.yaml\n", style="bold")
+    text.append(dump_yaml(plan.accelerate_config))
+    if plan.notes:
+        text.append("\nnotes\n", style="bold")
+        text.append("\n".join(plan.notes), style="dim")
+    return text

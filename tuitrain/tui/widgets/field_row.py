@@ -10,8 +10,6 @@ default applies), which is how a profile that names only what it changes stays s
 
 from __future__ import annotations
 
-import tomllib
-from dataclasses import dataclass
 from typing import Any
 
 from textual import on
@@ -21,52 +19,9 @@ from textual.message import Message
 from textual.widgets import Input, Label, Select, Static
 
 from tuitrain.profile.validate import toml_literal
+from tuitrain.tui.fields import REMOVE, FieldDef, parse_value
 
-REMOVE: Any = object()
-
-
-@dataclass(frozen=True)
-class FieldDef:
-    path: tuple[str, ...]
-    kind: str
-    choices: tuple[Any, ...] | None = None
-    default: Any = None
-    doc: str = ""
-
-    @property
-    def key(self) -> str:
-        return ".".join(self.path)
-
-
-def parse_value(kind: str, text: str) -> Any:
-    """The value an Input's text stands for; text that does not parse stays text (the validator
-    then says what is wrong, in its words)."""
-    text = text.strip()
-    if text == "":
-        return REMOVE
-    if kind == "str":
-        return text
-    if kind == "int":
-        try:
-            return int(text)
-        except ValueError:
-            return text
-    if kind == "float":
-        try:
-            return int(text)
-        except ValueError:
-            pass
-        try:
-            return float(text)
-        except ValueError:
-            return text
-    try:
-        parsed = tomllib.loads("v = " + text)
-        if len(parsed) == 1:
-            return parsed["v"]
-    except tomllib.TOMLDecodeError:
-        pass
-    return text
+__all__ = ["REMOVE", "FieldDef", "FieldRow", "help_line", "parse_value", "show_default", "show_value"]
 
 
 def show_default(value: Any) -> str:

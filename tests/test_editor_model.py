@@ -1,0 +1,154 @@
+"""The profile editor's model without Textual: loading, editing, checking, planning, saving, launching
+decisions. Real files and the real validator and planner; the screen only draws this (tests/test_tui_app.py)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from tuitrain.hardware import Hardware
+from tuitrain.profile.load import BUILTIN_DIR
+from tuitrain.tui.editor_model import EditorModel, LoadError, get_path, set_path
+from tuitrain.tui.fields import REMOVE, parse_value
+
+DEMO = (BUILTIN_DIR / "demo.toml").read_text()
+
+
+def loaded(path: Path | None, cwd: Path, **kwargs) -> EditorModel:
+    model = EditorModel(path, cwd, **kwargs)
+    model.take(model.read())
+    return model
+
+
+def checked(model: EditorModel, runs_root: Path):
+    data, number = model.begin_check()
+    check = model.check(data, number, runs_root, Hardware())
+    assert model.take_check(check)
+    return check
+
+
+@pytest.fixture
+def profile(tmp_path: Path) -> Path:
+    (tmp_path / "profiles").mkdir()
+    path = tmp_path / "profiles" / "mine.toml"
+    path.write_text(DEMO.replace("learning_rate = 3e-3", "learning_rate = -1"))
+    return path
+
+
+def test_the_model_imports_no_textual():
+    code = ("import sys, tuitrain.tui.editor_model, tuitrain.tui.fields\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_a_new_profile_starts_from_the_demo_and_asks_where_to_save(tmp_path):
+    model = loaded(None, tmp_path)
+    assert model.path is None and model.template is None and not model.dirty and model.loaded
+    assert model.data["run"]["name"] == "my-profile"
+    assert "new profile, starting from the built-in demo" in model.notice
+    assert model.planned_path == tmp_path / "profiles" / "new.toml"
+    assert model.save_as_default() == str(Path("profiles") / "my-profile.toml")
+
+
+def test_a_built_in_profile_is_a_template(tmp_path):
+    model = loaded(BUILTIN_DIR / "demo.toml", tmp_path)
+    assert model.path is None and model.template == BUILTIN_DIR / "demo.toml"
+    assert model.data["run"]["name"] == "demo"  # kept: a copy of it
+    assert model.notice.startswith("a copy of the built-in demo profile")
+
+
+def test_editing_marks_the_profile_modified_and_removal_drops_empty_tables(tmp_path):
+    model = loaded(None, tmp_path)
+    model.set(("distributed", "fsdp", "sharding_strategy"), "no_shard")
+    assert model.dirty and model.get(("distributed", "fsdp")) == {"sharding_strategy": "no_shard"}
+    model.set(("distributed", "fsdp", "sharding_strategy"), REMOVE)
+    assert "fsdp" not in model.data["distributed"]
+    data = {"a": {"b": {"c": 1}}}
+    set_path(data, ("a", "b", "c"), REMOVE)
+    assert data == {} and get_path(data, ("a", "b", "c")) is None
+
+
+def test_a_flagged_key_is_checked_shown_beside_its_field_and_refuses_to_launch(profile, tmp_path):
+    model = loaded(profile, tmp_path)
+    assert model.has_comments and "comments" in model.notice
+    check = checked(model, tmp_path / "runs")
+    assert check.plan is None and model.command == ""
+    assert [p.key for p in model.errors] == ["training.learning_rate"]
+    assert model.problems_by_field({"training.learning_rate"})["training.learning_rate"] == [
+        "must be greater than 0, got -1"]
+    # a key with no field of its own goes to its nearest parent field; none: left to the summary
+    assert "training" in model.problems_by_field({"training"})
+    assert model.problems_by_field({"run.name"}) == {}
+    assert "1 error(s) to fix first" in model.launch_refusal()
+    model.set(("training", "learning_rate"), parse_value("float", "0.001"))
+    check = checked(model, tmp_path / "runs")
+    assert check.plan is not None and not model.errors and model.launch_refusal() is None
+    assert "accelerate launch" in model.command
+
+
+def test_only_the_latest_check_is_taken(tmp_path):
+    model = loaded(None, tmp_path)
+    first = model.check(*model.begin_check(), tmp_path / "runs", Hardware())
+    model.set(("training", "learning_rate"), -1)
+    second = model.check(*model.begin_check(), tmp_path / "runs", Hardware())
+    assert model.take_check(second) and model.errors
+    assert not model.take_check(first) and model.errors  # an older check arriving late changes nothing
+
+
+def test_save_as_names_a_toml_under_the_working_folder_and_saving_clears_modified(tmp_path):
+    model = loaded(None, tmp_path)
+    assert model.save_as_target("") is None and model.save_as_target(None) is None
+    target = model.save_as_target("profiles/sub/other")
+    assert target == tmp_path / "profiles" / "sub" / "other.toml"
+    assert model.save_as_target(str(tmp_path / "x.toml")) == tmp_path / "x.toml"
+    model.set(("training", "max_steps"), 7)
+    assert model.save(target, new_path=True) == []
+    note = model.saved(target)
+    assert note == f"saved {target}" and model.path == target and not model.dirty
+    assert tomllib.loads(target.read_text())["training"]["max_steps"] == 7
+    again = loaded(target, tmp_path)
+    assert again.data == model.data and not again.has_comments
+
+
+def test_saving_a_commented_file_keeps_a_backup_and_says_so(profile, tmp_path):
+    model = loaded(profile, tmp_path)
+    checked(model, tmp_path / "runs")
+    warnings = model.save(profile)
+    assert warnings and (profile.parent / "mine.toml.bak").exists()
+    assert "1 error(s) left: it will not launch until fixed" in model.saved(profile)
+
+
+def test_raw_training_keys_and_their_refusals(tmp_path):
+    model = loaded(None, tmp_path)
+    assert model.add_training_key("  ", 1) == "give the key's name first"
+    assert model.add_training_key("adam_beta2", parse_value("literal", "")).startswith("give a value")
+    assert not model.dirty
+    assert model.add_training_key("adam_beta2", parse_value("literal", "0.98")) is None
+    assert model.data["training"]["adam_beta2"] == 0.98 and model.dirty
+    assert "adam_beta2" in model.extra_training_keys(("max_steps",))
+
+
+def test_strategy_leftovers_and_the_deepspeed_json(tmp_path):
+    model = loaded(None, tmp_path)
+    assert model.strategy == "single"
+    model.set(("distributed", "num_machines"), 2)
+    model.set(("distributed", "fsdp", "sharding_strategy"), "no_shard")
+    keys, tables = model.unused_by_strategy({"strategy", "num_processes"})
+    assert keys == ["num_machines"] and tables == ["fsdp"]
+    assert model.disabled_plugin_keys() == set()
+    model.set(("distributed", "deepspeed", "zero_stage"), 2)
+    model.set(("distributed", "deepspeed", "config_file"), "ds.json")
+    disabled = model.disabled_plugin_keys()
+    assert disabled and "zero_stage" not in disabled  # a value already set keeps its row (and its error)
+
+
+def test_an_unreadable_profile_is_a_load_error(tmp_path):
+    broken = tmp_path / "broken.toml"
+    broken.write_text("[run\nname = 1\n")
+    with pytest.raises(LoadError):
+        EditorModel(broken, tmp_path).read()

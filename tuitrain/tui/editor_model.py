@@ -1,0 +1,319 @@
+"""The profile editor's model: the profile being edited (a plain dict, as written: no defaults
+filled in), where it came from and where it saves, whether it changed, the latest checks and plan,
+and the decisions the editor makes about them. No Textual here: the screen draws this model and
+runs its blocking methods (`read`, `check`, `save`, `launch`) in workers; tests drive it directly.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tuitrain.tui.fields import REMOVE
+
+
+def get_path(data: dict[str, Any], path: tuple[str, ...]) -> Any:
+    node: Any = data
+    for part in path:
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def set_path(data: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
+    """Set (or, with REMOVE, drop) a key; tables a removal leaves empty are dropped too."""
+    if value is REMOVE:
+        trail = [data]
+        for part in path[:-1]:
+            child = trail[-1].get(part)
+            if not isinstance(child, dict):
+                return
+            trail.append(child)
+        trail[-1].pop(path[-1], None)
+        for depth in range(len(path) - 1, 0, -1):
+            if trail[depth] == {}:
+                trail[depth - 1].pop(path[depth - 1], None)
+        return
+    node = data
+    for part in path[:-1]:
+        child = node.get(part)
+        if not isinstance(child, dict):
+            child = node[part] = {}
+        node = child
+    node[path[-1]] = value
+
+
+@dataclass
+class Loaded:
+    """What reading the profile gave: its data, the installed TrainingArguments' fields, whether the
+    file has comments (saving cannot keep them), and what an accelerate import left out."""
+
+    data: dict[str, Any]
+    training_specs: dict[str, Any] | None
+    has_comments: bool
+    imported_notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Check:
+    """One check of the profile: the validator's and the planner's problems, and the plan (or why
+    there is none)."""
+
+    number: int
+    problems: list[Any]
+    plan: Any = None  # a LaunchPlan when the profile has no errors and could be planned
+    plan_error: str = ""  # "TypeError: …" when the planner could not read a half-typed profile
+
+    @property
+    def command(self) -> str:
+        return self.plan.command_line() if self.plan is not None else ""
+
+
+class LoadError(Exception):
+    """The profile (or the accelerate config) cannot be read into the form; the message says why."""
+
+
+class EditorModel:
+    def __init__(self, path: Path | None, cwd: Path, accelerate_config: Path | None = None) -> None:
+        """`path`: the profile file (None: a new one; a built-in one is a template: saving asks for
+        a file). `accelerate_config`: a new profile whose [distributed] and [hardware] come from that
+        accelerate config file (the rest from the built-in demo)."""
+        from tuitrain.profile.load import BUILTIN_DIR
+
+        self.path = Path(path) if path else None
+        self.cwd = Path(cwd)
+        self.accelerate_config = Path(accelerate_config) if accelerate_config else None
+        self.template: Path | None = None
+        if self.path is not None and self.path.resolve().parent == BUILTIN_DIR.resolve():
+            self.template, self.path = self.path, None
+        self.data: dict[str, Any] = {}
+        self.training_specs: dict[str, Any] | None = None
+        self.has_comments = False
+        self.imported_notes: list[str] = []
+        self.loaded = False
+        self.dirty = False
+        self.problems: list[Any] = []
+        self.plan: Any = None
+        self.plan_error = ""
+        self.command = ""
+        self._checks = 0
+
+    # ------------------------------------------------------------------------------ loading
+    def read(self) -> Loaded:
+        """Read the profile (blocking: run it in a worker). Raises LoadError."""
+        from tuitrain.profile import ProfileError, training_args_fields
+        from tuitrain.profile.load import BUILTIN_DIR, parse_toml, read_profile_text
+        from tuitrain.profile.save import has_comments
+
+        specs = training_args_fields()
+        source = self.path or self.template or BUILTIN_DIR / "demo.toml"
+        try:
+            text = read_profile_text(source, str(source))
+            data = parse_toml(text, str(source))
+        except ProfileError as exc:
+            raise LoadError(str(exc)) from exc
+        if self.path is None and self.template is None:
+            data.setdefault("run", {})["name"] = "my-profile"
+        notes: list[str] = []
+        if self.accelerate_config is not None:
+            from tuitrain.profile.accelerate_import import import_accelerate_file
+
+            try:
+                result = import_accelerate_file(self.accelerate_config)
+            except (OSError, ValueError) as exc:
+                raise LoadError(f"{self.accelerate_config}: cannot read it: {exc}") from exc
+            notes = [str(p) for p in result.problems]
+            if not result.errors:
+                data = result.merge_into(data)
+            data.setdefault("run", {})["name"] = "from-accelerate"
+        return Loaded(data, specs, has_comments(text) and self.path is not None, notes)
+
+    def take(self, loaded: Loaded) -> None:
+        """The read profile becomes the one being edited."""
+        self.data = loaded.data
+        self.training_specs = loaded.training_specs
+        self.has_comments = loaded.has_comments
+        self.imported_notes = loaded.imported_notes
+        self.loaded = True
+
+    @property
+    def notice(self) -> str:
+        """What the editor says above the form about where this profile comes from ("" for nothing)."""
+        notice = ""
+        if self.path is None:
+            notice = (f"a copy of the built-in {self.template.stem} profile: ctrl+s saves it as a new file"
+                      if self.template else "new profile, starting from the built-in demo: ctrl+s saves it as a new file")
+        if self.accelerate_config is not None:
+            notice = (f"[distributed] and [hardware] imported from {self.accelerate_config}; the rest from the built-in "
+                      "demo: ctrl+s saves it as a new file")
+            if self.imported_notes:
+                notice += "\n" + "\n".join(self.imported_notes)
+        if self.has_comments:
+            notice = "this file has comments: saving cannot keep them, so the old file is kept as a .bak backup"
+        return notice
+
+    # ------------------------------------------------------------------------------ editing
+    def get(self, path: tuple[str, ...]) -> Any:
+        return get_path(self.data, path)
+
+    def set(self, path: tuple[str, ...], value: Any) -> None:
+        """Set a key (REMOVE: drop it; tables left empty go too); the profile is then modified."""
+        set_path(self.data, path, value)
+        self.dirty = True
+
+    @property
+    def strategy(self) -> str:
+        return self.get(("distributed", "strategy")) or "single"
+
+    def extra_training_keys(self, shown: Collection[str]) -> list[str]:
+        """The file's [training] keys that are not among the form's `shown` fields (raw rows)."""
+        return [k for k in (self.data.get("training") or {}) if k not in shown]
+
+    def add_training_key(self, key: str, value: Any) -> str | None:
+        """Add a raw [training] key; returns why not (for the user) or None when added."""
+        key = key.strip()
+        if not key:
+            return "give the key's name first"
+        if value is REMOVE:
+            return "give a value (a TOML value: 10, 0.5, true, \"text\", [1, 2])"
+        self.set(("training", key), value)
+        return None
+
+    def unused_by_strategy(self, used: Collection[str]) -> tuple[list[str], list[str]]:
+        """[distributed] keys set away from their default, and tables set, that the strategy does
+        not use (`used`): listed by the form so they can be emptied or removed (they would be saved
+        unseen otherwise)."""
+        from tuitrain.profile.schema import SCHEMA, KeySpec, TableSpec
+
+        section: dict[str, Any] = SCHEMA["distributed"]
+        keys = [key for key, spec in section.items() if key not in used and isinstance(spec, KeySpec)
+                and self.get(("distributed", key)) not in (None, spec.default)]
+        tables = [key for key, spec in section.items() if key not in used and isinstance(spec, TableSpec)
+                  and self.get(("distributed", key))]
+        return keys, tables
+
+    def disabled_plugin_keys(self) -> set[str]:
+        """A DeepSpeed JSON replaces the plugin fields (accelerate refuses both): while one is named,
+        the plugin keys with no value of their own are disabled (a value already set keeps its error)."""
+        from tuitrain.profile.schema import DEEPSPEED_PLUGIN_KEYS
+
+        if not self.get(("distributed", "deepspeed", "config_file")):
+            return set()
+        return {key for key in DEEPSPEED_PLUGIN_KEYS if self.get(("distributed", "deepspeed", key)) is None}
+
+    # ------------------------------------------------------------------------------ checking
+    @property
+    def planned_path(self) -> Path:
+        """The file the profile is checked and planned as: an unsaved one as ./profiles/new.toml
+        (where saving puts it), so its relative paths mean what they will mean once saved."""
+        return self.path or self.cwd / "profiles" / "new.toml"
+
+    def begin_check(self) -> tuple[dict[str, Any], int]:
+        """A copy of the profile as it is now, and the number of this check (only the latest is taken)."""
+        self._checks += 1
+        return copy.deepcopy(self.data), self._checks
+
+    def check(self, data: dict[str, Any], number: int, runs_root: Path, hardware: Any = None) -> Check:
+        """Validate and plan a copy of the profile (blocking: run it in a worker)."""
+        from tuitrain.profile import Profile, validate_profile
+        from tuitrain.runs.relaunch import plan_profile
+
+        label = str(self.path) if self.path else "<new profile>"
+        planned = self.planned_path
+        problems = validate_profile(data, label, planned.resolve().parent)
+        if any(p.is_error for p in problems):
+            return Check(number, problems)
+        try:
+            plan = plan_profile(Profile(path=planned, data=data), runs_root / "<new-run>", hardware)
+        except Exception as exc:  # noqa: BLE001 - a half-typed profile the planner cannot read: say why
+            return Check(number, problems, plan_error=f"{type(exc).__name__}: {exc}")
+        return Check(number, problems + list(plan.problems), plan)
+
+    def take_check(self, check: Check) -> bool:
+        """Keep a check's results, unless a later edit's check is on its way (then False)."""
+        if check.number != self._checks:
+            return False
+        self.problems = check.problems
+        self.plan = check.plan
+        self.plan_error = check.plan_error
+        self.command = check.command
+        return True
+
+    @property
+    def errors(self) -> list[Any]:
+        return [p for p in self.problems if p.is_error]
+
+    def problems_by_field(self, fields: Collection[str]) -> dict[str, list[str]]:
+        """Each problem's words under the field of its key, or of its nearest parent among `fields`
+        (the dotted keys the form shows); a problem with no such field is left out (the summary has it)."""
+        by_field: dict[str, list[str]] = {}
+        for p in self.problems:
+            key = p.key
+            while key and key not in fields:
+                key = key.rsplit(".", 1)[0] if "." in key else ""
+            words = p.message + (f"; {p.fix}" if p.fix else "")
+            if p.severity != "error":
+                words = f"{p.severity}: {words}"
+            if key:
+                by_field.setdefault(key, []).append(words)
+        return by_field
+
+    # ------------------------------------------------------------------------------ saving
+    def save_as_default(self) -> str:
+        """What the save-as prompt offers: the file itself, or ./profiles/<run.name>.toml."""
+        name = (self.data.get("run") or {}).get("name") or "profile"
+        return str(self.path) if self.path else str(Path("profiles") / f"{name}.toml")
+
+    def save_as_target(self, answer: str | None) -> Path | None:
+        """The file a save-as answer names (relative to the working folder, a .toml), or None."""
+        if not answer:
+            return None
+        target = Path(answer).expanduser()
+        if not target.is_absolute():
+            target = self.cwd / target
+        if target.suffix != ".toml":
+            target = target.with_suffix(".toml")
+        return target
+
+    def save(self, target: Path, new_path: bool = False) -> list[str]:
+        """Write the profile to `target` (blocking; atomic, a commented file backed up first).
+        Returns the writer's warnings; raises ProfileError or OSError. Call `saved` once it returns."""
+        from tuitrain.profile import save_profile
+
+        if new_path:
+            target.parent.mkdir(parents=True, exist_ok=True)
+        return [str(w) for w in save_profile(copy.deepcopy(self.data), target)]
+
+    def saved(self, target: Path) -> str:
+        """The profile is now `target`'s and unmodified; returns what to tell the user."""
+        self.path = target
+        self.dirty = False
+        errors = len(self.errors)
+        return f"saved {target}" + (f" ({errors} error(s) left: it will not launch until fixed)" if errors else "")
+
+    # ------------------------------------------------------------------------------ launching
+    def launch_refusal(self) -> str | None:
+        """Why the form cannot be launched as it is, or None."""
+        if self.errors:
+            return f"{len(self.errors)} error(s) to fix first: {self.errors[0]}"
+        return None
+
+    def launch(self, runs_root: Path, overrides: Collection[str] = (), hardware: Any = None) -> Path:
+        """Start a run of the profile as it is in the form, with the app's --set overrides (blocking).
+        Returns the run directory; raises ProfileError, StartError or OSError."""
+        from tuitrain.profile import Profile, apply_overrides
+        from tuitrain.runs.relaunch import launch
+
+        data = apply_overrides(copy.deepcopy(self.data), list(overrides))
+        paths = launch(Profile(path=self.planned_path, data=data), runs_root, cwd=self.cwd, hardware=hardware)
+        return paths.root
+
+    def copy_command_note(self) -> str:
+        """What copying the command line says (the caller has checked there is one)."""
+        errors = len(self.errors)
+        return ("command copied (through the terminal's clipboard, OSC 52)"
+                + (f"; the checks report {errors} error(s): it would not start as it is" if errors else ""))
