@@ -44,9 +44,9 @@ def cannot_make_hosts() -> str | None:
         return "namespace hosts need Linux network namespaces"
     if os.geteuid() != 0:
         return "namespace hosts need root (ip netns, veth, sshd)"
-    for tool in ("ip", "ssh", "ssh-keygen", "unshare"):
+    for tool in ("ip", "ssh", "ssh-keygen", "unshare", SSHD):
         if shutil.which(tool) is None:
-            return f"namespace hosts need `{tool}` on PATH"
+            return f"namespace hosts need `{tool}`"
     probe = f"ttprobe{os.getpid()}"
     made = _sh("ip", "netns", "add", probe, check=False)
     if made.returncode != 0:
@@ -55,23 +55,35 @@ def cannot_make_hosts() -> str | None:
     return None
 
 
-def ensure_sshd() -> str | None:
-    """Install Debian's openssh-server when sshd is missing. Returns why it could not be, or None."""
-    if Path(SSHD).exists():
+PACKAGES = {"/usr/sbin/sshd": "openssh-server", "ssh": "openssh-client", "ssh-keygen": "openssh-client",
+            "ip": "iproute2"}
+
+
+def _missing_packages() -> list[str]:
+    missing = [package for tool, package in PACKAGES.items()
+               if not (Path(tool).exists() if tool.startswith("/") else shutil.which(tool))]
+    return sorted(set(missing))
+
+
+def ensure_tools() -> str | None:
+    """Install what the hosts need and is missing (Debian's openssh-server, openssh-client, iproute2) when running
+    as root with apt-get, as CI does. Returns why it could not be, or None."""
+    missing = _missing_packages()
+    if not missing:
         return None
+    if os.geteuid() != 0:
+        return "namespace hosts need root (ip netns, veth, sshd)"
     if shutil.which("apt-get") is None:
-        return f"{SSHD} is missing and there is no apt-get to install openssh-server"
+        return f"namespace hosts need {', '.join(missing)}, and there is no apt-get to install them"
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    install = ["apt-get", "install", "-y", "-q", "--no-install-recommends", "-o", "DPkg::Lock::Timeout=120",
-               "openssh-server"]
-    attempts = [install, ["apt-get", "update", "-q", "-o", "DPkg::Lock::Timeout=120"], install]
+    install = ["apt-get", "install", "-y", "-q", "--no-install-recommends", "-o", "DPkg::Lock::Timeout=120", *missing]
     last = None
-    for argv in attempts:
+    for argv in (install, ["apt-get", "update", "-q", "-o", "DPkg::Lock::Timeout=120"], install):
         last = subprocess.run(argv, check=False, capture_output=True, text=True, env=env, timeout=600)
-        if argv is install and last.returncode == 0 and Path(SSHD).exists():
+        if argv is install and last.returncode == 0 and not _missing_packages():
             return None
     tail = (last.stderr or last.stdout).strip().splitlines()[-1:] if last else []
-    return f"could not install openssh-server: {tail[0] if tail else 'apt-get failed'}"
+    return f"could not install {', '.join(missing)}: {tail[0] if tail else 'apt-get failed'}"
 
 
 @dataclass
@@ -299,7 +311,7 @@ def _take_slot() -> tuple[int, int]:
 
 
 def make_hosts(folder: Path, names: tuple[str, ...] = ("node1", "node2")) -> Hosts:
-    """Build the hosts (call `cannot_make_hosts()` and `ensure_sshd()` first). The caller must `close()`."""
+    """Build the hosts (call `ensure_tools()` and `cannot_make_hosts()` first). The caller must `close()`."""
     slot, fd = _take_slot()
     hosts = Hosts(folder, slot, fd)
     try:

@@ -8,12 +8,12 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from hosts import Hosts, cannot_make_hosts, ensure_sshd, make_hosts
+from hosts import Hosts, cannot_make_hosts, ensure_tools, make_hosts
 
 
 @pytest.fixture(scope="session")
 def hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hosts]:
-    reason = cannot_make_hosts() or ensure_sshd()
+    reason = ensure_tools() or cannot_make_hosts()
     if reason:
         pytest.skip(reason)
     started = time.monotonic()
