@@ -18,7 +18,7 @@ from typing import Iterator
 PACKAGE = Path(__file__).resolve().parents[1] / "tuitrain"
 
 HELPERS = frozenset({"atomic", "humanize", "installed", "yaml_text", "package"})  # package: tuitrain/__init__.py
-LAYERS = ("profile", "hardware", "launch", "runs", "engine", "tui", "cli")
+LAYERS = ("profile", "hardware", "launch", "remote", "runs", "engine", "tui", "cli")
 
 # layer -> the other layers (and helpers) it may import; its own modules always.
 ALLOWED: dict[str, frozenset[str]] = {
@@ -26,13 +26,15 @@ ALLOWED: dict[str, frozenset[str]] = {
     # profile for `Problem`, the one vocabulary of findings (hardware/preflight.py says its checks in it)
     "hardware": HELPERS | {"profile"},
     "launch": HELPERS | {"profile", "hardware"},
-    "runs": HELPERS | {"profile", "launch", "hardware"},
+    # remote: the SSH transport to other machines (standard library only), below runs' supervisor
+    "remote": HELPERS,
+    "runs": HELPERS | {"profile", "launch", "hardware", "remote"},
     # what each rank loads: runs only for the run directory's contract (see ENGINE_RUNS), no psutil-heavy
     # watching, no planning, no hardware
     "engine": frozenset({"atomic", "profile", "runs"}),
-    "tui": HELPERS | {"profile", "hardware", "launch", "runs"},
+    "tui": HELPERS | {"profile", "hardware", "launch", "remote", "runs"},
     # tui only to open the app, and only inside a function (`tuitrain` with no command): see CLI_TUI
-    "cli": HELPERS | {"profile", "hardware", "launch", "runs", "tui"},
+    "cli": HELPERS | {"profile", "hardware", "launch", "remote", "runs", "tui"},
     "main": frozenset({"cli"}),  # tuitrain/__main__.py
 }
 ENGINE_RUNS = frozenset({"tuitrain.runs.layout", "tuitrain.runs.exits", "tuitrain.runs.process_tree",
@@ -167,7 +169,7 @@ def test_the_allowed_layers_form_no_cycle() -> None:
     """Read as a graph, the table above has an order: profile, hardware, launch, runs, then the
     engine beside tui and cli. (The CLI's lazy opening of the app is the one arrow between the
     front ends, and it runs one way.)"""
-    order = ["main", "cli", "tui", "engine", "runs", "launch", "hardware", "profile"]
+    order = ["main", "cli", "tui", "engine", "runs", "remote", "launch", "hardware", "profile"]
     for source, allowed in ALLOWED.items():
         for target in allowed - HELPERS:
             assert order.index(source) < order.index(target), f"{source} -> {target} points up"

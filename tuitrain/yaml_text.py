@@ -4,7 +4,7 @@
 The configs are mappings of str keys to None, bool, int, float, str, lists and nested mappings;
 the writer emits block style with sorted keys, as `yaml.safe_dump(..., sort_keys=True)` does, and
 quotes every string that PyYAML (YAML 1.1) could read as anything but that string. Reading stays
-with PyYAML (`tuitrain.launch.accelerate_yaml.parse_config_text`): only the writing is ours.
+with PyYAML (`tuitrain.profile.accelerate_import`): only the writing is ours.
 tests/test_yaml_text.py checks `yaml.safe_load(dump(x)) == x` on every config we generate.
 """
 

@@ -13,7 +13,7 @@ from .lookup import BUILTIN_DIR, missing_file_problem
 from .overrides import apply_overrides, migrated_override, parse_override
 from .problems import Problem, ProfileError
 from .schema import Profile
-from .training_args import FieldSpec, applicable_migration, training_args_failure, training_args_fields
+from .training_args import FieldSpec, applicable_migration, training_args_fields
 from .validate import toml_literal, validate_profile
 
 __all__ = ["BUILTIN_DIR", "key_locations", "load_profile", "locate", "migrate", "parse_toml", "read_profile_text"]
@@ -248,9 +248,6 @@ def load_profile(path: str | Path, overrides: Sequence[str] = (), *,
     overridden = [".".join(parse_override(o)[0]) for o in rewritten]
 
     problems = validate_profile(data, label, file_path.resolve().parent, training_fields=fields)
-    if fields is None and (failure := training_args_failure()):
-        problems.append(Problem(label, "training", f"{failure}; [training] keys were not checked",
-                                "run that command to see the whole error", severity="warning"))
     if sections is not None:
         problems = [p for p in problems if not p.key or p.key.split(".")[0] in sections]
     located = locate(notes + problems, text, skip=overridden, aliases=aliases)

@@ -60,7 +60,7 @@ FSDP_STATE_DICT = ("sharded", "full", "local")
 OFFLOAD_DEVICES = ("none", "cpu", "nvme")
 
 # [distributed.fsdp]: keys named as accelerate's fsdp_config keys without the "fsdp_" prefix
-# (tuitrain/launch/accelerate_yaml.py maps them both ways).
+# (launch/accelerate_export.py writes them, profile/accelerate_import.py reads them).
 FSDP_KEYS: dict[str, KeySpec] = {
     "version": KeySpec("int", 1, choices=(1, 2), doc="1: FullyShardedDataParallel; 2: FSDP2 (fully_shard, "
                        "per-parameter sharding)"),

@@ -27,7 +27,7 @@ from .schema import (
     KeySpec,
     TableSpec,
 )
-from .training_args import FieldSpec, applicable_migration, installed_model_types, training_args_fields
+from .training_args import FieldSpec, applicable_migration, installed_model_types, training_args_failure, training_args_fields
 
 _AUTO: Any = object()
 
@@ -291,9 +291,14 @@ def _check_training(file: str, training: dict[str, Any],
                     fields: Mapping[str, FieldSpec] | None) -> list[Problem]:
     out: list[Problem] = []
     if fields is None and training:
-        out.append(Problem(file, "training",
-                           "transformers is not installed here, so [training] keys were not checked",
-                           "install transformers to check them", severity="warning"))
+        failure = training_args_failure()
+        if failure:
+            out.append(Problem(file, "training", f"{failure}; [training] keys were not checked",
+                               "run that command to see the whole error", severity="warning"))
+        else:
+            out.append(Problem(file, "training",
+                               "transformers is not installed here, so [training] keys were not checked",
+                               "install transformers to check them", severity="warning"))
     for leaf, value in training.items():
         key = f"training.{leaf}"
         if leaf in TRAINING_OWNED:
