@@ -9,23 +9,22 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.coordinate import Coordinate
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Input, Static, TabbedContent, TabPane
+from textual.widgets import Static, TabbedContent, TabPane
 
-from tuitrain.runs.live import RunWatch, is_metric
+from tuitrain.humanize import duration, number
+from tuitrain.runs.live import RunWatch
 from tuitrain.runs.logfile import TRACEBACK
 from tuitrain.runs.record import FINAL_STATUSES
-from tuitrain.tui.widgets.key_bar import KeyBar
-from tuitrain.tui.widgets.text_line import TextLine
-from tuitrain.humanize import duration, number, size
 from tuitrain.tui.actions import resume_in_worker, run_request, wait_or_cancel
-from tuitrain.tui.format import bar, clock, short_metric, status_text
+from tuitrain.tui.format import bar, short_metric, status_text
+from tuitrain.tui.widgets.checkpoints import CheckpointList
+from tuitrain.tui.widgets.key_bar import KeyBar
 from tuitrain.tui.widgets.log_view import LogView
-from tuitrain.tui.widgets.plot import Line, LinePlot
-
-METRIC_STYLES = ("green", "yellow", "blue", "magenta", "cyan", "red")
+from tuitrain.tui.widgets.metrics import MetricsPanel
+from tuitrain.tui.widgets.search_bar import SearchBar
+from tuitrain.tui.widgets.text_line import TextLine
 
 
 class MonitorScreen(Screen):
@@ -64,9 +63,7 @@ class MonitorScreen(Screen):
         super().__init__()
         self.run_dir = Path(run_dir)
         self.watch = RunWatch(self.run_dir)
-        self.term: str | None = None
         self._landed = False
-        self._checkpoint_rows: list[tuple] = []
         self._ready = False
         self._gpus_of: object = None
         self._status_at = 0.0
@@ -87,24 +84,17 @@ class MonitorScreen(Screen):
             with TabPane("Launcher", id="tab-launcher"):
                 yield LogView(w.launcher, id="log-launcher")
             with TabPane("Metrics", id="tab-metrics"):
-                yield LinePlot("loss", id="plot-loss")
-                yield LinePlot("learning rate", id="plot-lr")
-                yield LinePlot("eval metrics", id="plot-eval")
+                yield MetricsPanel(id="metrics")
             with TabPane("Checkpoints", id="tab-checkpoints"):
-                yield DataTable(id="checkpoints", cursor_type="row")
-                yield Static("", id="checkpoints-empty", classes="hint")
+                yield CheckpointList(id="checkpoint-list")
             with TabPane("GPUs", id="tab-gpus"):
                 yield Static("", id="gpus")
         yield TextLine("", id="log-status")
-        yield Input(placeholder="search the log in view (enter: find, escape: close)", id="search")
+        yield SearchBar(id="search")
         yield KeyBar()
 
     def on_mount(self) -> None:
         self._ready = True
-        table = self.query_one("#checkpoints", DataTable)
-        for name in ("STEP", "BEST", "STATE", "WRITTEN", "SIZE", "METRICS"):
-            table.add_column(name, key=name)
-        self.query_one("#search", Input).display = False
         self.show_gpus()
         self.update_header()
         self.set_interval(1.0, self.update_header)
@@ -144,7 +134,7 @@ class MonitorScreen(Screen):
         view = self.active_view()
         if view is not None:
             view.focus()
-            self.find(view, TRACEBACK.decode(), 0, False, announce=False, fallback_end=True)
+            self.search.find(view, TRACEBACK.decode(), 0, False, announce=False, fallback_end=True)
 
     def update_header(self) -> None:
         w = self.watch
@@ -195,59 +185,13 @@ class MonitorScreen(Screen):
         self.query_one(selector, TextLine).set(content)
 
     def update_metrics(self) -> None:
-        series = self.watch.events.series
-        loss_lines = []
-        if "loss" in series:
-            loss_lines.append(Line("train", series["loss"].steps, series["loss"].values, "cyan"))
-        if "eval_loss" in series:
-            loss_lines.append(Line("eval", series["eval_loss"].steps, series["eval_loss"].values, "magenta"))
-        self.query_one("#plot-loss", LinePlot).set_lines(loss_lines)
-        lr = series.get("learning_rate")
-        self.query_one("#plot-lr", LinePlot).set_lines([Line("lr", lr.steps, lr.values, "yellow")] if lr else [])
-        evals = sorted(k for k in series if is_metric(k) and k != "eval_loss")
-        self.query_one("#plot-eval", LinePlot).set_lines(
-            [Line(short_metric(k), series[k].steps, series[k].values, METRIC_STYLES[i % len(METRIC_STYLES)])
-             for i, k in enumerate(evals)])
+        self.query_one(MetricsPanel).show(self.watch.events.series)
 
     def update_checkpoints(self) -> None:
-        w = self.watch
-        metric, greater = w.events.metric, w.events.greater_is_better
-        scored = [c for c in w.checkpoints if isinstance(c.metrics.get(metric), (int, float))]
-        best = None
-        if scored:
-            best = (max if greater else min)(scored, key=lambda c: c.metrics[metric]).path
-        rows = []
-        for c in reversed(w.checkpoints):
-            shown = [(short_metric(k), v) for k, v in c.metrics.items() if k == "loss" or is_metric(k)]
-            metrics = "  ".join(f"{k} {number(v)}" for k, v in shown[:4]) or "-"
-            state = Text("complete", style="green") if c.complete else Text("INCOMPLETE", style="bold red")
-            if not c.complete:
-                metrics = c.why
-            rows.append((str(c.path), str(c.step), Text("★", style="bold yellow") if c.path == best else "", state,
-                         clock(w.checkpoint_times.get(c.path.name), with_date=False), size(c.size_bytes), metrics))
-        if rows == self._checkpoint_rows:
-            return
-        self._checkpoint_rows = rows
-        table = self.query_one("#checkpoints", DataTable)
-        selected = self.selected_checkpoint()
-        table.clear()
-        for key, *cells in rows:
-            table.add_row(*cells, key=key)
-        keys = [r[0] for r in rows]
-        if selected is not None and str(selected) in keys:
-            table.move_cursor(row=keys.index(str(selected)), animate=False)
-        empty = self.query_one("#checkpoints-empty", Static)
-        empty.update("" if rows else f"no checkpoints yet in {self.app.show_path(w.output_dir)}")
-        empty.display = not rows
+        self.query_one(CheckpointList).show(self.watch, self.app.show_path(self.watch.output_dir))
 
     def selected_checkpoint(self) -> Path | None:
-        table = self.query_one("#checkpoints", DataTable)
-        if table.row_count == 0:
-            return None
-        try:
-            return Path(table.coordinate_to_cell_key(Coordinate(table.cursor_row, 0)).row_key.value)
-        except Exception:  # noqa: BLE001 - the table is being rebuilt
-            return None
+        return self.query_one(CheckpointList).selected()
 
     def show_gpus(self) -> None:
         """The GPUs tab: this run's devices, ranks and the host, as last sampled (see gpu_panel)."""
@@ -339,73 +283,54 @@ class MonitorScreen(Screen):
         if view is not None:
             view.focus()
         elif self.query_one("#tabs", TabbedContent).active == "tab-checkpoints":
-            self.query_one("#checkpoints", DataTable).focus()
+            self.query_one(CheckpointList).focus_table()
+
+    @property
+    def search(self) -> SearchBar:
+        return self.query_one("#search", SearchBar)
+
+    @property
+    def term(self) -> str | None:
+        return self.search.term
 
     def action_search(self) -> None:
-        box = self.query_one("#search", Input)
-        box.display = True
-        box.value = self.term or ""
-        box.focus()
+        self.search.open()
 
-    @on(Input.Submitted, "#search")
-    def _search_submitted(self, event: Input.Submitted) -> None:
-        self.term = event.value.strip() or None
-        event.input.display = False
+    def on_search_bar_term_changed(self, message: SearchBar.TermChanged) -> None:
         view = self.active_view()
         if view is None:
             self.notify("search works in a log tab", severity="warning")
             return
         view.focus()
-        view.set_term(self.term)
-        if self.term:
+        view.set_term(message.term)
+        if message.term:
             start = (view.current + 1) if view.current is not None else view.scroll_offset.y
-            self.find(view, self.term, start, False)
+            self.search.find(view, message.term, start, False)
         self.update_log_status()
+
+    def on_search_bar_done(self, _message: SearchBar.Done) -> None:
+        self.call_after_refresh(self.update_log_status)
 
     def action_next_match(self) -> None:
         view = self.active_view()
-        if view is not None and self.term:
-            start = (view.current + 1) if view.current is not None else view.scroll_offset.y
-            self.find(view, self.term, start, False)
+        if view is not None:
+            self.search.next(view)
 
     def action_previous_match(self) -> None:
         view = self.active_view()
-        if view is not None and self.term:
-            start = (view.current - 1) if view.current is not None else view.scroll_offset.y
-            if start >= 0:
-                self.find(view, self.term, start, True)
+        if view is not None:
+            self.search.previous(view)
 
     def action_traceback(self) -> None:
         view = self.active_view()
         if view is None:
             self.notify("tracebacks are found in a log tab", severity="warning")
             return
-        self.find(view, TRACEBACK.decode(), 0, False)
-
-    @work(thread=True, exclusive=True, group="find", exit_on_error=False)
-    def find(self, view: LogView, term: str, start: int, backwards: bool,
-             announce: bool = True, fallback_end: bool = False) -> None:
-        needle = term.encode("utf-8")
-        found = view.source.find(needle, max(0, start), backwards)
-        if found is None and announce and start > 0:  # wrap around, as a pager does
-            found = view.source.find(needle, max(0, view.source.count - 1) if backwards else 0, backwards)
-        self.app.call_from_thread(self._found, view, term, found, announce, fallback_end)
-
-    def _found(self, view: LogView, term: str, found: int | None, announce: bool, fallback_end: bool) -> None:
-        if found is not None:
-            view.refresh_source()
-            view.goto(found)
-        elif fallback_end:
-            view.action_follow()
-        elif announce:
-            self.notify(f"{term!r} not found", severity="warning")
-        self.call_after_refresh(self.update_log_status)
+        self.search.find(view, TRACEBACK.decode(), 0, False)
 
     # ------------------------------------------------------------------------------ requests
     def action_back(self) -> None:
-        box = self.query_one("#search", Input)
-        if box.display:
-            box.display = False
+        if self.search.close():
             view = self.active_view()
             if view is not None:
                 view.focus()
