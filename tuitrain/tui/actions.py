@@ -1,7 +1,8 @@
 """Actions the app and its screens share: waiting in a worker, asking a run to do something, resuming.
 
-Screens import these from here, never from each other or from `app.py` (which imports the screens).
-The request and resume functions run in worker threads and speak to the user through the app.
+Screens import these from here, never from each other or from `app.py` (which imports the screens),
+and this module imports neither. The request and resume functions run in worker threads and speak
+to the user through the app they are given (a TuitrainApp: runs_root, cwd, launch_overrides, poke).
 """
 
 from __future__ import annotations
@@ -9,12 +10,9 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 from textual.worker import get_current_worker
-
-if TYPE_CHECKING:
-    from tuitrain.tui.app import TuitrainApp
 
 REQUEST_WORDS = {"stop": "save a checkpoint and stop", "save": "save a checkpoint at the next step end",
                  "evaluate": "evaluate at the next step end", "terminate": "end every process now"}
@@ -39,7 +37,7 @@ def wait_or_cancel(seconds: float, poke: threading.Event | None = None) -> bool:
     return False
 
 
-def run_request(app: TuitrainApp, run_dir: Path, what: str) -> None:
+def run_request(app: Any, run_dir: Path, what: str) -> None:
     """A control request from a worker, announced either way."""
     from tuitrain.runs.control import ControlError, request
     from tuitrain.runs.layout import RunPaths
@@ -54,7 +52,7 @@ def run_request(app: TuitrainApp, run_dir: Path, what: str) -> None:
     app.poke()
 
 
-def resume_in_worker(app: TuitrainApp, run_dir: Path, checkpoint: str) -> None:
+def resume_in_worker(app: Any, run_dir: Path, checkpoint: str) -> None:
     """Start a run that resumes `run_dir` from `checkpoint`, then open it (from a worker)."""
     from tuitrain.profile import ProfileError
     from tuitrain.runs.layout import RunPaths
