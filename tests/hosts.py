@@ -204,7 +204,6 @@ class Hosts:
             "  StrictHostKeyChecking yes\n"
             "  BatchMode yes\n"
             "  ConnectTimeout 5\n"
-            "  LogLevel ERROR\n"
         )]
         self.ssh_config.write_text("\n".join(blocks))
 

@@ -227,6 +227,9 @@ def test_connection_reuse_shares_one_connection(hosts, tmp_path: Path):
         elapsed = [r.elapsed for r in again]
     finally:
         close_shared("node1", shared)
+    deadline = time.monotonic() + 10  # the master acknowledges `-O exit`, then removes its socket
+    while list(ctl.iterdir()) and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert list(ctl.iterdir()) == []
     ctl.rmdir()
     print(f"first connection {first.elapsed:.2f} s, shared {elapsed}")
@@ -278,3 +281,38 @@ def test_a_second_interface_that_reaches_no_one(hosts, opts):
     assert run("node1", [PYTHON, "-c", probe, hosts["multi"].address], timeout=20, options=opts).stdout == "open\n"
     assert run("node1", [PYTHON, "-c", probe, dead], timeout=20, options=opts).stdout == "closed\n"
     assert run("multi", ["hostname"], timeout=20, options=opts).stdout == "multi\n"
+
+
+def test_a_link_that_drops_mid_command_ends_ssh_within_the_keepalive(hosts):
+    """ServerAlive turns a silent network cut into an exit within interval x count seconds, named as such."""
+    quick = SshOptions(config=hosts.ssh_config, connect_timeout=3, alive_interval=1, alive_count=2)
+    proc = start("node2", ["sleep", "42.5"], quick)
+    try:
+        time.sleep(1.5)  # connected and running
+        assert proc.poll() is None, proc.communicate(timeout=5)
+        hosts.link_down("node2")
+        cut = time.monotonic()
+        _, err = proc.communicate(timeout=20)
+        assert time.monotonic() - cut < 8
+    finally:
+        hosts.link_up("node2")
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    problem = classify("node2", proc.returncode, err, ["sleep", "42.5"])
+    assert problem is not None and problem.kind == "link-lost", (proc.returncode, err)
+    one_line_naming(problem, "node2")
+    for pid in hosts.pids("node2"):  # the remote sleep outlives its link (see the timeout test)
+        try:
+            if Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[:2] == [b"sleep", b"42.5"]:
+                os.kill(pid, 9)
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+
+
+def test_without_root_the_hosts_skip_with_one_line(monkeypatch):
+    import hosts as hosts_module
+
+    monkeypatch.setattr(hosts_module.os, "geteuid", lambda: 1000)
+    reason = hosts_module.ensure_tools() or hosts_module.cannot_make_hosts()
+    assert reason == "namespace hosts need root (ip netns, veth, sshd)"

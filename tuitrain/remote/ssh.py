@@ -222,8 +222,8 @@ def classify(host: str, returncode: int | None, stderr: str, argv: Sequence[str]
         if returncode is None:
             return Problem("ssh", f"{host}: ssh ended without a status ({_last_line(text) or 'no message'})")
         if not text.strip():
-            return Problem("ssh", f"{host}: ssh failed (exit 255) without a message — run `ssh {host} true` in a "
-                                  "terminal to see why")
+            return Problem("ssh", f"{host}: ssh failed (exit 255) without a message (LogLevel QUIET or ERROR in "
+                                  f"ssh_config hides why) — run `ssh -v {host} true` to see why")
         if any(word in low for word in ("ssh:", "ssh_", "kex", "host key", "connection", "channel")):
             return Problem("ssh", f"{host}: ssh failed: {_last_line(text)} — run `ssh {host} true` to see why")
     program = _program(argv)
