@@ -270,10 +270,3 @@ def test_the_sampler_takes_owners_as_a_plain_callable(sleeper):
     assert proc.owner == Job("j", None)  # through its parent
     assert [r.describe() for r in snapshot.ranks] == ["worker 0 of job j on the CPU"]
 
-
-def test_a_runs_root_still_works_until_the_app_passes_owners(tmp_path, sleeper):
-    runs = tmp_path / "runs"
-    write_run(runs, "r4", {0: sleeper.pid})
-    with Sampler(RecordedNvml(table("no_driver")), runs_root=runs) as sampler:
-        (usage,) = sampler.sample().ranks
-    assert usage.owner == RankOwner("r4", 0, "rank", "demo")

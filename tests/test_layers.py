@@ -43,11 +43,7 @@ CLI_TUI = frozenset({"tuitrain.tui.app"})
 
 # Imports that break the picture today, each with its reason and what removes it. The test fails
 # when an entry is no longer needed, so the list only shrinks.
-EXCEPTIONS: dict[tuple[str, str], str] = {
-    ("tuitrain.hardware.sampler", "tuitrain.runs.owners"):
-        "Sampler(runs_root=...) kept as a lazy shim while tuitrain/tui/app.py still passes runs_root; "
-        "when it passes owners=OwnerIndex(runs_root).get, delete the shim and this entry",
-}
+EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,6 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import psutil
@@ -114,8 +113,7 @@ class SampledView:
 class Sampler:
     """Samples every GPU, the host and the live ranks `owners` names (see `Owners`)."""
 
-    def __init__(self, nvml: Any = None, runs_root: Path | None = None, history: int = DEFAULT_HISTORY,
-                 clock: Callable[[], float] = time.time, owner_ttl: float = 5.0, *,
+    def __init__(self, nvml: Any = None, history: int = DEFAULT_HISTORY, clock: Callable[[], float] = time.time, *,
                  owners: Owners | None = None, ancestors: Callable[[int], list[int]] = parent_pids) -> None:
         if history < 1:
             raise ValueError("history must be at least 1 sample")
@@ -123,12 +121,6 @@ class Sampler:
         self.clock = clock
         self.session = NvmlSession.open(nvml)
         self.meter = ProcessMeter()
-        if owners is None and runs_root is not None:
-            # Transitional, for callers not yet passing `owners` (tuitrain/tui/app.py): the one
-            # import of runs/ left in this layer, allow-listed in tests/test_layers.py.
-            from tuitrain.runs.owners import OwnerIndex
-
-            owners = OwnerIndex(runs_root, ttl=owner_ttl).get
         self.owners: Owners = owners or _no_owners
         self.ancestors = ancestors
         self.driver_version = text(self.session.system_call("nvmlSystemGetDriverVersion"))

@@ -9,15 +9,14 @@ import tomllib
 from pathlib import Path
 from typing import Any, Collection, Mapping, Sequence
 
-from .lookup import BUILTIN_DIR, missing_file_problem
+from .lookup import missing_file_problem
 from .overrides import apply_overrides, migrated_override, parse_override
 from .problems import Problem, ProfileError
 from .schema import Profile
 from .training_args import FieldSpec, applicable_migration, training_args_fields
 from .validate import toml_literal, validate_profile
 
-__all__ = ["BUILTIN_DIR", "key_locations", "load_profile", "locate", "migrate", "parse_toml", "read_profile_text"]
-# BUILTIN_DIR lives in lookup.py; tui/profiles.py and tui/screens/editor.py still import it from here.
+__all__ = ["key_locations", "load_profile", "locate", "migrate", "parse_toml", "read_profile_text"]
 
 
 # --------------------------------------------------------------------------- TOML text

@@ -115,9 +115,10 @@ class TuitrainApp(App[int]):
         from tuitrain.hardware import detect_hardware
         from tuitrain.hardware.recorded import library_from_env
         from tuitrain.hardware.sampler import Sampler
+        from tuitrain.runs.owners import OwnerIndex
         from tuitrain.tui.widgets.gpu_panel import strip_line
 
-        with Sampler(library_from_env(os.environ), runs_root=self.runs_root) as sampler:
+        with Sampler(library_from_env(os.environ), owners=OwnerIndex(self.runs_root).get) as sampler:
             while True:
                 view = sampler.view()
                 if self.hardware is None:  # the sampler has read the GPUs: no second NVML session for them

@@ -82,7 +82,7 @@ class EditorModel:
         """`path`: the profile file (None: a new one; a built-in one is a template: saving asks for
         a file). `accelerate_config`: a new profile whose [distributed] and [hardware] come from that
         accelerate config file (the rest from the built-in demo)."""
-        from tuitrain.profile.load import BUILTIN_DIR
+        from tuitrain.profile.lookup import BUILTIN_DIR
 
         self.path = Path(path) if path else None
         self.cwd = Path(cwd)
@@ -106,7 +106,8 @@ class EditorModel:
     def read(self) -> Loaded:
         """Read the profile (blocking: run it in a worker). Raises LoadError."""
         from tuitrain.profile import ProfileError, training_args_fields
-        from tuitrain.profile.load import BUILTIN_DIR, parse_toml, read_profile_text
+        from tuitrain.profile.load import parse_toml, read_profile_text
+        from tuitrain.profile.lookup import BUILTIN_DIR
         from tuitrain.profile.save import has_comments
 
         specs = training_args_fields()

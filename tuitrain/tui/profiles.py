@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tuitrain.profile import list_profiles
-from tuitrain.profile.load import BUILTIN_DIR
+from tuitrain.profile.lookup import BUILTIN_DIR
 
 
 @dataclass(frozen=True)
