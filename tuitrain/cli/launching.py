@@ -32,8 +32,19 @@ def _load(ref: str, overrides: list[str]) -> Profile:
     return profile
 
 
+def _refuse_machines(profile: Profile) -> None:
+    from tuitrain.launch.machines import has_machines
+
+    if has_machines(profile.data):
+        raise CliError(f"{profile.path}: running on several machines from one terminal is not built yet; start each "
+                       f"machine with the command `tuitrain plan {profile.path}` shows for it, and check them first "
+                       f"with `tuitrain doctor {profile.path}`")
+
+
 def cmd_run(args: argparse.Namespace) -> int:
-    paths = launch(_load(args.profile, args.set), args.runs_root)
+    profile = _load(args.profile, args.set)
+    _refuse_machines(profile)
+    paths = launch(profile, args.runs_root)
     if args.detach:
         print(paths.id)
         return 0
@@ -65,8 +76,49 @@ def cmd_resume(args: argparse.Namespace) -> int:
     return follow_run(paths)
 
 
+def _print_machines_plan(profile: Profile, args: argparse.Namespace) -> int:
+    from tuitrain.launch.machines import plan_machines
+    from tuitrain.profile import profile_with_defaults
+
+    processes_set = "num_processes" in (profile.data.get("distributed") or {})
+    plan = plan_machines(profile_with_defaults(profile), args.runs_root / "<new-run>", str(profile.path),
+                         processes_set=processes_set)
+    if args.json:
+        print_json(plan.to_dict())
+    else:
+        print(f"profile: {profile.path}")
+        where = f"   main: {plan.main_process_ip}:{plan.main_process_port}" if plan.main_process_ip else ""
+        print(f"machines: {plan.num_machines}   processes: {plan.num_processes} in all{where}")
+        for machine in plan.machines:
+            print(f"\nmachine {machine.machine_rank}: {machine.host}   accelerator: {machine.accelerator}   "
+                  f"processes: {machine.num_processes}")
+            print(f"  folder: {machine.workdir}")
+            print(f"  python: {machine.python}")
+            print("  command:\n    " + machine.command_line())
+            print("  environment:")
+            for key, value in sorted(machine.env.items()):
+                print(f"    {key}={value}")
+            print("  accelerate config (accelerate.yaml):")
+            print("    " + dump_yaml(machine.accelerate_config).rstrip().replace("\n", "\n    "))
+            if machine.notes:
+                print("  notes:")
+                for note in machine.notes:
+                    print(f"    {note}")
+        if plan.notes:
+            print("\nnotes:")
+            for note in plan.notes:
+                print(f"  {note}")
+    for problem in plan.problems:
+        print(problem, file=sys.stderr)
+    return 1 if plan.errors else 0
+
+
 def cmd_plan(args: argparse.Namespace) -> int:
     profile = _load(args.profile, args.set)
+    from tuitrain.launch.machines import has_machines
+
+    if has_machines(profile.data):
+        return _print_machines_plan(profile, args)
     plan: LaunchPlan = plan_profile(profile, args.runs_root / "<new-run>")
     if args.json:
         print_json(plan.to_dict())

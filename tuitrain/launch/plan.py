@@ -26,6 +26,7 @@ from tuitrain.profile import Problem
 from tuitrain.profile.accelerate_names import CPU_RANKS_MARK
 
 ENGINE_MODULE = "tuitrain.engine"
+MACHINES_NOT_BUILT = "running on several machines from one terminal is not built yet"
 
 
 @dataclass(frozen=True)
@@ -230,6 +231,10 @@ def plan_launch(profile: dict[str, Any], hardware: Hardware, run_dir: Path, file
     `machine`: the facts of this machine the checks need (None: probed now)."""
     dist = profile["distributed"]
     accelerator, notes, problems = choose_accelerator(profile, hardware, file)
+    if dist.get("machines"):
+        # one machine's plan would start a wrong, local run: machines are planned by launch/machines.py
+        problems.append(Problem(file, "distributed.machines", MACHINES_NOT_BUILT,
+                                "start each machine with the command `tuitrain plan PROFILE` shows for it"))
     total = dist["num_processes"] * dist["num_machines"]
     env: dict[str, str] = {"PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false"}
     if accelerator == "cuda":

@@ -49,7 +49,16 @@ class TableSpec:
     doc: str = ""
 
 
-Section = dict[str, "KeySpec | TableSpec"]
+@dataclass(frozen=True)
+class TableListSpec:
+    """An array of tables (`[[distributed.machines]]`): each item has `keys`; `required` must be in every item."""
+
+    keys: dict[str, KeySpec] = field(default_factory=dict)
+    required: tuple[str, ...] = ()
+    doc: str = ""
+
+
+Section = dict[str, "KeySpec | TableSpec | TableListSpec"]
 
 STRATEGIES = ("single", "ddp", "fsdp", "deepspeed")
 MIXED_PRECISIONS = ("no", "fp16", "bf16")
@@ -113,6 +122,24 @@ DEEPSPEED_KEYS: dict[str, KeySpec] = {
     "zero3_init": KeySpec("bool", doc="build the model already partitioned (zero.Init); absent: on with "
                           "zero_stage = 3"),
     "zero3_save_16bit_model": KeySpec("bool", False, doc="stage 3: also save a gathered 16-bit model"),
+}
+
+# [[distributed.machines]]: one table per machine, the first being the main machine (rank 0).
+MACHINE_KEYS: dict[str, KeySpec] = {
+    "host": KeySpec("str", example='host = "node1"',
+                    doc="an SSH destination as `ssh` understands it: a ~/.ssh/config alias, user@host, an address"),
+    "python": KeySpec("str", example='python = "/opt/envs/train/bin/python"',
+                      doc="the Python of the environment tuitrain is installed in there (absent: the same path "
+                          "as here)"),
+    "workdir": KeySpec("str", example='workdir = "/home/me/project"',
+                       doc="the folder to run in there (absent: the current folder here)"),
+    "gpus": KeySpec("gpus", example="gpus = [0, 1]",
+                    doc="that machine's GPUs by NVML index or UUID (absent: all of them)"),
+    "num_processes": KeySpec("int", min=1, max=4096,
+                             doc="processes on that machine (absent: distributed.num_processes, or one per listed GPU)"),
+    "network_interface": KeySpec("str", example='network_interface = "eth1"',
+                                 doc="this machine's interface toward the others, when it differs from "
+                                     "distributed.network_interface"),
 }
 
 # Names from accelerate's config file, torchrun or transformers' fsdp_config for settings a
@@ -227,6 +254,12 @@ SCHEMA: dict[str, Section] = {
         "same_network": KeySpec("bool", True, doc="all machines on one network (false: rendezvous through "
                                 "main_process_ip:port as an endpoint)"),
         "downcast_bf16": KeySpec("bool", False, doc="TPU only: keep fp32 tensors as fp32 under bf16"),
+        "network_interface": KeySpec("str", example='network_interface = "eth1"',
+                                     doc="the exact network interface the ranks talk over (sets GLOO_SOCKET_IFNAME "
+                                         "and NCCL_SOCKET_IFNAME), so a machine with several cannot pick the wrong one"),
+        "machines": TableListSpec(keys=MACHINE_KEYS, required=("host",),
+                                  doc="[[distributed.machines]]: one table per machine, started over SSH; the "
+                                      "first is the main machine (rank 0)"),
         "fsdp": TableSpec(keys=FSDP_KEYS, free=True,
                           doc="FSDP settings (checked when strategy = \"fsdp\")"),
         "deepspeed": TableSpec(keys=DEEPSPEED_KEYS, free=True,
@@ -277,7 +310,8 @@ def profile_with_defaults(profile: Profile) -> dict[str, Any]:
     """A new dict with every section and key present: defaults filled in, optional keys as None.
 
     [training] stays as written (TrainingArguments supplies its own defaults); sub-tables that
-    are absent ([model.config], [model.train_tokenizer], [distributed.fsdp], ...) are None;
+    are absent ([model.config], [model.train_tokenizer], [distributed.fsdp], ...) are None, and so
+    is an empty or absent [[distributed.machines]] (listed machines also set num_machines when unset);
     [model.train_tokenizer] gets its defaults when present. run.name is the profile's name.
     """
     data = copy.deepcopy(profile.data)
@@ -299,6 +333,11 @@ def profile_with_defaults(profile: Profile) -> dict[str, Any]:
                     filled[key] = {**{k: copy.deepcopy(s.default) for k, s in sub.keys.items()}, **table}
                 else:
                     filled[key] = None
+            elif isinstance(sub, TableListSpec):
+                items = given.get(key)
+                filled[key] = copy.deepcopy(items) if isinstance(items, list) and items else None
+        if section == "distributed" and filled.get("machines") and "num_machines" not in given:
+            filled["num_machines"] = len(filled["machines"])  # the machines listed are the machines taking part
         out[section] = filled
     out["run"]["name"] = profile.name
     for section, value in data.items():  # unknown sections pass through untouched

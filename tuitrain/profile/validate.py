@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -25,6 +26,7 @@ from .schema import (
     FSDP_KEYS,
     SCHEMA,
     KeySpec,
+    TableListSpec,
     TableSpec,
 )
 from .training_args import FieldSpec, applicable_migration, installed_model_types, training_args_failure, training_args_fields
@@ -239,7 +241,7 @@ def _unprefixed(table: str, leaf: str) -> str:
     return leaf[len(strip):] if strip and leaf.startswith(strip) else leaf
 
 
-def _foreign_fix(prefix: str, leaf: str, keys: Mapping[str, KeySpec | TableSpec]) -> str | None:
+def _foreign_fix(prefix: str, leaf: str, keys: Mapping[str, KeySpec | TableSpec | TableListSpec]) -> str | None:
     """The fix for a name from accelerate, torchrun or transformers that [prefix] spells
     otherwise (or has no setting for); None when `leaf` is no such name."""
     bare = _unprefixed(prefix, leaf)
@@ -261,7 +263,7 @@ def _foreign_fix(prefix: str, leaf: str, keys: Mapping[str, KeySpec | TableSpec]
 
 
 def _check_table(file: str, prefix: str, section: str, table: dict[str, Any],
-                 keys: Mapping[str, KeySpec | TableSpec],
+                 keys: Mapping[str, KeySpec | TableSpec | TableListSpec],
                  fields: Mapping[str, FieldSpec] | None) -> list[Problem]:
     out: list[Problem] = []
     for leaf, value in table.items():
@@ -280,8 +282,31 @@ def _check_table(file: str, prefix: str, section: str, table: dict[str, Any],
                                    f"write it as a [{key}] table"))
             elif not spec.free:
                 out.extend(_check_table(file, key, section, value, spec.keys, fields))
+        elif isinstance(spec, TableListSpec):
+            out.extend(_check_table_list(file, key, section, value, spec, fields))
         else:
             out.extend(_check_key(file, key, leaf, value, spec))
+    return out
+
+
+def _check_table_list(file: str, key: str, section: str, value: Any, spec: TableListSpec,
+                      fields: Mapping[str, FieldSpec] | None) -> list[Problem]:
+    """An array of tables ([[distributed.machines]]): each item a table of `spec.keys`, with `spec.required`."""
+    first = next(iter(spec.keys), "key")
+    if not isinstance(value, list):
+        return [Problem(file, key, f"expected tables, got {describe_value(value)}",
+                        f"write each as a [[{key}]] table with {first} = ...")]
+    out: list[Problem] = []
+    for i, item in enumerate(value):
+        where = f"{key}[{i}]"
+        if not isinstance(item, dict):
+            out.append(Problem(file, where, f"expected a table, got {describe_value(item)}",
+                               f"write each as a [[{key}]] table with {first} = ..."))
+            continue
+        out.extend(_check_table(file, where, section, item, spec.keys, fields))
+        for leaf in spec.required:
+            if leaf not in item:
+                out.append(Problem(file, f"{where}.{leaf}", "missing", f"e.g. {_example_for(leaf, spec.keys[leaf])}"))
     return out
 
 
@@ -744,29 +769,190 @@ def _rules_hardware(file: str, data: Mapping[str, Any]) -> list[Problem]:
     return out
 
 
+def listed_machines(dist: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The [[distributed.machines]] tables of a [distributed] section (only those that are tables)."""
+    machines = dist.get("machines")
+    if not isinstance(machines, list):
+        return []
+    return [m for m in machines if isinstance(m, dict)]
+
+
+def machine_count(dist: Mapping[str, Any]) -> int:
+    """How many machines take part: the machines listed, else num_machines."""
+    listed = listed_machines(dist)
+    if listed:
+        return len(listed)
+    return _get(dist, "num_machines", "int", 1)
+
+
+def machine_gpus(machine: Mapping[str, Any], hardware: Mapping[str, Any]) -> list[Any] | None:
+    """A machine's GPUs: its own `gpus`, else hardware.gpus (None: all of that machine's)."""
+    gpus = machine["gpus"] if "gpus" in machine else hardware.get("gpus")
+    return gpus if isinstance(gpus, list) else None
+
+
+def machine_processes(machine: Mapping[str, Any], dist: Mapping[str, Any], hardware: Mapping[str, Any]) -> int | None:
+    """The processes one listed machine runs: its num_processes, else distributed.num_processes, else one per listed
+    GPU (ddp/fsdp/deepspeed on GPUs), else 1 on the CPU or with "single"; None when only the machine can tell (one
+    per GPU, and its GPUs are not listed)."""
+    own = machine.get("num_processes")
+    if isinstance(own, int) and not isinstance(own, bool):
+        return own
+    given = dist.get("num_processes")
+    if isinstance(given, int) and not isinstance(given, bool):
+        return given
+    strategy = _get(dist, "strategy", "str", "single")
+    accelerator = _get(hardware, "accelerator", "str", "auto")
+    if strategy == "single" or accelerator in ("cpu", "mps"):
+        return 1
+    gpus = machine_gpus(machine, hardware)
+    if gpus == []:
+        return 1  # every GPU hidden: a CPU run
+    return len(gpus) if gpus else None
+
+
+_IFNAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:-]*\Z")
+
+
+def interface_problem(file: str, key: str, name: Any) -> Problem | None:
+    """Why a network_interface value is no single interface name, or None. tuitrain adds NCCL's '=' itself."""
+    if not isinstance(name, str):
+        return None  # the type problem is said already
+    fix = 'give one interface name as `ip -br addr` lists it, e.g. network_interface = "eth1"'
+    if not name:
+        return Problem(file, key, "is empty", fix + ", or remove the key")
+    if any(ch.isspace() for ch in name) or "," in name:
+        return Problem(file, key, f"{toml_literal(name)} is not one interface name (spaces or commas)", fix)
+    if name[0] in "=^":
+        return Problem(file, key, f"{toml_literal(name)} starts with {name[0]!r}: NCCL's prefix/exclude syntax",
+                       f'give the plain name (network_interface = {toml_literal(name.lstrip("=^").split(",")[0])}): '
+                       "tuitrain writes NCCL_SOCKET_IFNAME with '=' itself, for an exact match")
+    if len(name) > 15:
+        return Problem(file, key, f"{toml_literal(name)} is longer than an interface name can be (15 characters)", fix)
+    if not _IFNAME.match(name):
+        return Problem(file, key, f"{toml_literal(name)} is not an interface name", fix)
+    return None
+
+
+def host_problem(file: str, key: str, host: Any) -> Problem | None:
+    """Why a machine's host is no SSH destination, or None (anything ssh takes is fine: aliases, user@host)."""
+    if not isinstance(host, str):
+        return None
+    fix = 'give an SSH destination, e.g. host = "node1" (a ~/.ssh/config alias) or host = "me@10.0.0.2"'
+    if not host.strip():
+        return Problem(file, key, "is empty", fix)
+    if host.startswith("-"):
+        return Problem(file, key, f"{toml_literal(host)} starts with '-': ssh would read it as an option", fix)
+    if any(ch.isspace() or ord(ch) < 32 for ch in host):
+        return Problem(file, key, f"{toml_literal(host)} contains spaces or control characters", fix)
+    return None
+
+
+def _rules_machines(file: str, dist: Mapping[str, Any], hardware: Mapping[str, Any]) -> list[Problem]:
+    out: list[Problem] = []
+    raw = dist.get("machines")
+    if not isinstance(raw, list):
+        return out
+    seen: dict[str, int] = {}
+    counts: list[tuple[int, int, str]] = []  # (index, processes, where the number comes from)
+    accelerator = _get(hardware, "accelerator", "str", "auto")
+    for i, machine in enumerate(raw):
+        if not isinstance(machine, dict):
+            continue
+        where = f"distributed.machines[{i}]"
+        host = machine.get("host")
+        bad = host_problem(file, f"{where}.host", host)
+        if bad is not None:
+            out.append(bad)
+        elif isinstance(host, str):
+            if host in seen:
+                out.append(Problem(file, f"{where}.host", f"{toml_literal(host)} is listed twice (machines {seen[host]} "
+                                   f"and {i})", "list each machine once; for more processes on one machine raise its "
+                                   "num_processes"))
+            else:
+                seen[host] = i
+        for leaf in ("python", "workdir"):
+            value = machine.get(leaf)
+            if isinstance(value, str) and (not value.strip() or value.startswith("-")):
+                out.append(Problem(file, f"{where}.{leaf}", f"{toml_literal(value)} is no path",
+                                   f"e.g. {MACHINE_EXAMPLES[leaf]}, or remove it"))
+        bad = interface_problem(file, f"{where}.network_interface", machine.get("network_interface"))
+        if bad is not None:
+            out.append(bad)
+        gpus = machine_gpus(machine, hardware)
+        if "gpus" in machine and accelerator in ("cpu", "mps"):
+            out.append(Problem(file, f"{where}.gpus", f'ignored with hardware.accelerator = "{accelerator}"',
+                               "remove it", severity="warning"))
+            gpus = None
+        processes = machine_processes(machine, dist, hardware)
+        if processes is None:
+            out.append(Problem(file, f"{where}.num_processes",
+                               "how many processes this machine runs is not known here (one per GPU, and its GPUs "
+                               "are not listed)", "set distributed.num_processes (per machine), or list the "
+                               "machine's gpus"))
+            continue
+        if gpus and processes > len(gpus):
+            source = "num_processes" if "num_processes" in machine else "distributed.num_processes"
+            out.append(Problem(file, f"{where}.num_processes" if "num_processes" in machine else f"{where}.gpus",
+                               f"{processes} processes ({source}) on {len(gpus)} GPU(s)",
+                               f"set num_processes = {len(gpus)} for this machine, or list more GPUs"))
+        counts.append((i, processes, "num_processes" if "num_processes" in machine else "gpus"))
+    if counts:
+        first = counts[0]
+        for i, processes, leaf in counts[1:]:
+            if processes != first[1]:
+                out.append(Problem(file, f"distributed.machines[{i}].{leaf}",
+                                   f"machine {i} runs {processes} process(es), machine {first[0]} runs {first[1]}: "
+                                   "accelerate starts the same number on every machine",
+                                   "give every machine the same num_processes (or the same number of gpus)"))
+    listed = listed_machines(dist)
+    if "num_machines" in dist and listed and _get(dist, "num_machines", "int", 1) != len(listed):
+        out.append(Problem(file, "distributed.num_machines",
+                           f"{dist['num_machines']} but {len(listed)} machine(s) are listed in [[distributed.machines]]",
+                           f"set num_machines = {len(listed)}, or remove it (the listed machines count)"))
+    if "machine_rank" in dist and listed:
+        out.append(Problem(file, "distributed.machine_rank", "ignored: each listed machine's rank is its place in "
+                           "[[distributed.machines]] (the first is 0)", "remove it", severity="warning"))
+    if len(listed) > 1 and not _get(dist, "main_process_ip", "str"):
+        host = listed[0].get("host")
+        out.append(Problem(file, "distributed.main_process_ip",
+                           f"needed with {len(listed)} machines listed: the address of the main machine"
+                           + (f" ({host})" if isinstance(host, str) else "") + " as the others reach it",
+                           'e.g. main_process_ip = "10.0.0.1"'))
+    return out
+
+
+MACHINE_EXAMPLES = {"python": 'python = "/opt/envs/train/bin/python"', "workdir": 'workdir = "/home/me/project"'}
+
+
 def _rules_distributed(file: str, data: Mapping[str, Any]) -> list[Problem]:
     out: list[Problem] = []
     dist = _table(data, "distributed")
     strategy = _get(dist, "strategy", "str", "single")
     processes = _get(dist, "num_processes", "int", 1)
-    machines = _get(dist, "num_machines", "int", 1)
+    listed = listed_machines(dist)
+    machines = machine_count(dist)
     rank = _get(dist, "machine_rank", "int", 0)
     if strategy == "single" and processes > 1:
         out.append(Problem(file, "distributed.num_processes",
                            f'{processes} processes with strategy = "single"',
                            f'set distributed.strategy = "ddp" to run {processes} processes, or num_processes = 1'))
     if strategy == "single" and machines > 1:
-        out.append(Problem(file, "distributed.num_machines",
+        out.append(Problem(file, "distributed.machines" if listed else "distributed.num_machines",
                            f'{machines} machines with strategy = "single"',
                            'set distributed.strategy = "ddp" (or fsdp / deepspeed)'))
-    if rank >= machines:
+    if not listed and rank >= machines:
         out.append(Problem(file, "distributed.machine_rank",
                            f"must be less than num_machines ({machines}), got {rank}",
                            f"use 0 to {machines - 1}" if machines > 1 else "set machine_rank = 0"))
-    if machines > 1 and not _get(dist, "main_process_ip", "str"):
+    if not listed and machines > 1 and not _get(dist, "main_process_ip", "str"):
         out.append(Problem(file, "distributed.main_process_ip",
                            f"needed when num_machines = {machines}",
                            'set main_process_ip = "<address of machine 0>"'))
+    bad = interface_problem(file, "distributed.network_interface", dist.get("network_interface"))
+    if bad is not None:
+        out.append(bad)
+    out.extend(_rules_machines(file, dist, _table(data, "hardware")))
     for sub in ("fsdp", "deepspeed"):
         if sub in dist and strategy != sub:
             out.append(Problem(file, f"distributed.{sub}", f'ignored: strategy is "{strategy}"',
@@ -884,7 +1070,7 @@ def _rules_strategies(file: str, data: Mapping[str, Any], base_dir: Path | None,
     training = _table(data, "training")
     strategy = _get(dist, "strategy", "str", "single")
     accelerator = _get(hardware, "accelerator", "str", "auto")
-    machines = _get(dist, "num_machines", "int", 1)
+    machines = machine_count(dist)
     mixed = _get(hardware, "mixed_precision", "str", "no")
 
     # The strategy's own table is checked key by key (the other one is only "ignored", above).
@@ -1088,7 +1274,7 @@ def check_value(file: str, key: str, value: Any) -> list[Problem]:
     """The problems of one value at a dotted key of a schema section ("distributed.fsdp.version"):
     its type, choices and range, worded as validation words them. An unknown key: one problem."""
     section, *tables, leaf = key.split(".")
-    keys: Mapping[str, KeySpec | TableSpec] = SCHEMA.get(section, {})
+    keys: Mapping[str, KeySpec | TableSpec | TableListSpec] = SCHEMA.get(section, {})
     for name in tables:
         table = keys.get(name)
         keys = table.keys if isinstance(table, TableSpec) else {}
