@@ -58,6 +58,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     _set_option(p)
 
+    p = command("doctor", launching.cmd_doctor, "check every machine of a multi-machine profile over SSH before a "
+                "launch: reachable, same versions, paths, network interface, free port")
+    p.add_argument("profile")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--ssh-config", default=None, metavar="FILE", help="an ssh_config for ssh -F (default: ~/.ssh/config)")
+    p.add_argument("--timeout", type=float, default=20.0, help="seconds each machine may take (default 20)")
+    _set_option(p)
+
     p = command("validate", launching.cmd_validate, "list every problem in a profile, each with file, key and fix")
     p.add_argument("profile")
 

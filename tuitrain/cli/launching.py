@@ -153,3 +153,64 @@ def cmd_validate(args: argparse.Namespace) -> int:
     _print_notes(profile)
     print(f"{profile.path}: ok")
     return 0
+
+
+def _profile_paths(profile: Profile) -> list[tuple[str, str]]:
+    """The profile's local paths a rank opens, as (key, absolute path): data files, a local model or tokenizer
+    folder, a DeepSpeed JSON. A Hub id (no such path here, not written as a path) is not one."""
+    from pathlib import Path
+
+    base = Path(profile.path).expanduser().resolve().parent if profile.path else Path.cwd()
+    data = profile.data
+    out: list[tuple[str, str]] = []
+
+    def add(key: str, raw: object, hub_like: bool = False) -> None:
+        if not isinstance(raw, str) or not raw:
+            return
+        path = Path(raw).expanduser()
+        looks_local = raw.startswith(("/", "./", "../", "~")) or (base / path).exists()
+        if hub_like and not looks_local:
+            return  # a Hub id such as "bert-base-uncased"
+        out.append((key, str(path if path.is_absolute() else (base / path).resolve())))
+
+    for leaf in ("train_file", "validation_file"):
+        add(f"data.{leaf}", (data.get("data") or {}).get(leaf))
+    for leaf in ("name_or_path", "tokenizer"):
+        add(f"model.{leaf}", (data.get("model") or {}).get(leaf), hub_like=True)
+    dist = data.get("distributed") or {}
+    if dist.get("strategy") == "deepspeed":
+        add("distributed.deepspeed.config_file", (dist.get("deepspeed") or {}).get("config_file"))
+    return out
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from tuitrain.launch.machines import has_machines, plan_machines
+    from tuitrain.profile import profile_with_defaults
+    from tuitrain.remote.doctor import MachineSpec, doctor
+    from tuitrain.remote.ssh import SshOptions
+
+    profile = _load(args.profile, args.set)
+    if not has_machines(profile.data):
+        raise CliError(f"{profile.path}: no [[distributed.machines]] to check; the doctor checks the machines of a "
+                       "multi-machine profile (this machine's checks run with `tuitrain plan`)")
+    plan = plan_machines(profile_with_defaults(profile), args.runs_root / "<new-run>", str(profile.path))
+    paths = tuple(_profile_paths(profile))
+    specs = [MachineSpec(host=m.host, rank=m.machine_rank, python=m.python, workdir=m.workdir,
+                         interface=m.network_interface, paths=paths,
+                         address=plan.main_process_ip if m.machine_rank == 0 else None,
+                         port=plan.main_process_port if m.machine_rank == 0 else None)
+               for m in plan.machines]
+    # connecting gets part of each machine's time, so an unreachable machine reads as such, not as a timeout
+    options = SshOptions(config=args.ssh_config, connect_timeout=max(1, min(10, int(args.timeout * 0.6))))
+    report = doctor(specs, options, timeout=args.timeout)
+    failed = [c for c in report.checks if c.ok is False]
+    if args.json:
+        print_json({"ok": report.ok, "seconds": round(report.seconds, 3), "checks": [c.to_dict() for c in report.checks]})
+    else:
+        for line in report.lines():
+            print(line)
+        summary = "all checks passed" if report.ok else f"{len(failed)} check(s) failed"
+        print(f"\n{len(specs)} machine(s) checked in {report.seconds:.1f} s: {summary}")
+    for problem in plan.errors:
+        print(problem, file=sys.stderr)
+    return 0 if report.ok and not plan.errors else 1
