@@ -10,14 +10,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
+import tomli_w
 from conftest import cli
+
+from tuitrain.hardware import Hardware
 from tuitrain.launch import plan_launch
 from tuitrain.launch.machines import has_machines, interface_env, plan_machines
 from tuitrain.launch.preflight import MachineFacts
-from tuitrain.hardware import Hardware
-from tuitrain.profile import Problem, builtin_profile_path, load_profile, profile_with_defaults, validate_profile
-import tomli_w
+from tuitrain.profile import (
+    Problem,
+    builtin_profile_path,
+    load_profile,
+    profile_with_defaults,
+    validate_profile,
+)
 
 DEMO: dict[str, Any] = tomllib.loads(builtin_profile_path().read_text(encoding="utf-8"))
 

@@ -54,7 +54,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         run_app(runs_root=args.runs_root, open_run=paths.root)
         print(f"run {paths.id} goes on; `tuitrain status {paths.id}` or `tuitrain` shows it", file=sys.stderr)
         return 0
-    from tuitrain.cli.follow import follow_run  # psutil and the run summary: only when following
+    from tuitrain.cli.follow import (
+        follow_run,  # psutil and the run summary: only when following
+    )
 
     return follow_run(paths)
 
@@ -71,7 +73,9 @@ def cmd_resume(args: argparse.Namespace) -> int:
     if args.detach:
         print(paths.id)
         return 0
-    from tuitrain.cli.follow import follow_run  # psutil and the run summary: only when following
+    from tuitrain.cli.follow import (
+        follow_run,  # psutil and the run summary: only when following
+    )
 
     return follow_run(paths)
 

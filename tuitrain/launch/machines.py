@@ -15,13 +15,25 @@ from __future__ import annotations
 import os
 import shlex
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
-from tuitrain.launch.plan import ENGINE_MODULE, _strategy_note, accelerate_config, deepspeed_json_path, profile_folder
+from tuitrain.launch.plan import (
+    ENGINE_MODULE,
+    _strategy_note,
+    accelerate_config,
+    deepspeed_json_path,
+    profile_folder,
+)
 from tuitrain.profile import Problem
-from tuitrain.profile.validate import listed_machines, machine_gpus, machine_processes, machines_port_problem
+from tuitrain.profile.validate import (
+    listed_machines,
+    machine_gpus,
+    machine_processes,
+    machines_port_problem,
+)
 
 LAUNCH_MODULE = "accelerate.commands.launch"
 
@@ -125,8 +137,8 @@ def _devices(settings: Mapping[str, Any], machine: Mapping[str, Any]) -> tuple[s
         return "cuda", {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": ",".join(str(g) for g in gpus)}, notes
     notes = ["every GPU of the machine"]
     if asked == "auto":
-        notes = ["accelerator auto → cuda, every GPU of the machine (its GPUs are not known here: list them with "
-                 "gpus = [...] or set hardware.accelerator)"]
+        notes = [("accelerator auto → cuda, every GPU of the machine (its GPUs are not known here: list them with "
+                  "gpus = [...] or set hardware.accelerator)")]
     return "cuda", {"CUDA_DEVICE_ORDER": hardware["device_order"]}, notes
 
 

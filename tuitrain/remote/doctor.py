@@ -14,10 +14,11 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from importlib import metadata
-from typing import Any, Sequence
+from typing import Any
 
 from tuitrain.remote.ssh import SshOptions, run
 
@@ -150,7 +151,7 @@ class Report:
 
 def local_versions(packages: Sequence[str] = PACKAGES) -> dict[str, str | None]:
     """This machine's Python (major.minor.micro) and package versions, read without importing them."""
-    out: dict[str, str | None] = {"python": "%d.%d.%d" % tuple(sys.version_info[:3])}
+    out: dict[str, str | None] = {"python": ".".join(str(n) for n in sys.version_info[:3])}
     for name in packages:
         try:
             out[name] = metadata.version(name)
