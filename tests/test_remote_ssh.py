@@ -316,3 +316,9 @@ def test_without_root_the_hosts_skip_with_one_line(monkeypatch):
     monkeypatch.setattr(hosts_module.os, "geteuid", lambda: 1000)
     reason = hosts_module.ensure_tools() or hosts_module.cannot_make_hosts()
     assert reason == "namespace hosts need root (ip netns, veth, sshd)"
+
+
+def test_a_command_is_named_on_one_line_whatever_its_argv_holds():
+    from tuitrain.remote.ssh import _short
+
+    assert "\n" not in _short(["python", "-c", "import os\nprint(1)"])

@@ -251,7 +251,7 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 
 def _short(argv: Sequence[str], limit: int = 60) -> str:
-    text = shlex.join(argv)
+    text = " ".join(shlex.join(argv).split())  # one line, whatever newlines the argv holds
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
