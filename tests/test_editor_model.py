@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tuitrain.hardware import Hardware
-from tuitrain.profile.load import BUILTIN_DIR
+from tuitrain.profile.lookup import BUILTIN_DIR
 from tuitrain.tui.editor_model import EditorModel, LoadError, get_path, set_path
 from tuitrain.tui.fields import REMOVE, parse_value
 
