@@ -34,7 +34,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import BIN, CpuWatch, QuietGate, Table, bench_env, machine_line, median, wall, wall_and_cpu  # noqa: E402
+from _common import BIN, CpuWatch, QuietGate, Table, bench_env, machine_line, median, wall, wall_and_cpu
 
 TARGET_SECONDS = 0.3
 HEAVY = ("torch", "transformers", "datasets", "evaluate", "accelerate")

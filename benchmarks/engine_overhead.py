@@ -46,7 +46,7 @@ os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import CpuWatch, QuietGate, Table, machine_line, silenced  # noqa: E402
+from _common import CpuWatch, QuietGate, Table, machine_line, silenced
 
 TARGET_RATIO = 0.97
 

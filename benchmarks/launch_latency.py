@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import BIN, CpuWatch, QuietGate, Table, bench_env, machine_line, median, wall_and_cpu  # noqa: E402
+from _common import BIN, CpuWatch, QuietGate, Table, bench_env, machine_line, median, wall_and_cpu
 
 TARGET_SECONDS = 10.0
 FINAL = ("finished", "stopped", "failed")

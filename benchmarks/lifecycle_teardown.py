@@ -30,7 +30,7 @@ from pathlib import Path
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, bench_env, machine_line  # noqa: E402
+from _common import ROOT, bench_env, machine_line
 
 FINAL = {"finished", "stopped", "killed", "failed", "lost"}
 LONG = ["--set", "training.max_steps=100000", "--set", "training.logging_steps=1", "--set", "training.eval_strategy=no",

@@ -27,7 +27,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, QuietGate, Table, bench_env, machine_line, median, wall  # noqa: E402
+from _common import ROOT, QuietGate, Table, bench_env, machine_line, median, wall
 
 TARGET_S = 0.3
 FIXTURES = ROOT / "tests" / "fixtures" / "accelerate"

@@ -20,9 +20,9 @@ import time
 from pathlib import Path
 
 import psutil
-from tui_pty import PtyProgram
 
 from _common import QuietGate, machine_line
+from tui_pty import PtyProgram
 
 NAIVE = r"""
 import sys

@@ -23,9 +23,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tui_pty import PtyProgram
-
 from _common import QuietGate, machine_line
+from tui_pty import PtyProgram
 
 TARGET = 0.5
 BARE_APP = """

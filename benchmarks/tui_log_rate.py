@@ -27,9 +27,9 @@ import time
 from pathlib import Path
 
 import psutil
-from tui_pty import PtyProgram
 
 from _common import QuietGate, machine_line
+from tui_pty import PtyProgram
 
 RATE = 1000
 IDLE_SECONDS = 10.0

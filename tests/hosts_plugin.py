@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
+
 from hosts import Hosts, cannot_make_hosts, ensure_tools, make_hosts
 
 

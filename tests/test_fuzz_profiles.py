@@ -15,7 +15,6 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.configuration import set_hypothesis_home_dir
@@ -24,7 +23,6 @@ from tuitrain.hardware.devices import discover
 from tuitrain.hardware.host import ProcessMeter
 from tuitrain.hardware.probe import Hardware, hardware_from
 from tuitrain.hardware.recorded import RecordedNvml, load_table
-from tuitrain.profile.accelerate_import import import_accelerate_config
 from tuitrain.profile import (
     Problem,
     Profile,
@@ -35,7 +33,8 @@ from tuitrain.profile import (
     parse_override,
     validate_profile,
 )
-from tuitrain.profile.schema import SCHEMA, KeySpec, TableSpec
+from tuitrain.profile.accelerate_import import import_accelerate_config
+from tuitrain.profile.schema import SCHEMA, TableSpec
 from tuitrain.profile.training_args import training_args_fields
 from tuitrain.profile.validate import check_value
 from tuitrain.runs.relaunch import plan_profile

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from tuitrain.runs.start import _slug, freeze_paths
 
 

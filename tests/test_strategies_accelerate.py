@@ -18,12 +18,12 @@ from accelerate.commands.launch import _validate_launch_command, launch_command_
 
 from conftest import cli
 from tuitrain.launch.accelerate_default_config import default_config_path
+from tuitrain.launch.plan import export_accelerate_config
+from tuitrain.profile import builtin_profile_path, profile_with_defaults, validate_profile
 from tuitrain.profile.accelerate_canonical import canonical_config
 from tuitrain.profile.accelerate_import import import_accelerate_config
 from tuitrain.profile.accelerate_names import LAUNCH_FSDP_DEFAULTS, TOP_DEFAULTS
-from tuitrain.launch.plan import export_accelerate_config
 from tuitrain.yaml_text import dump as dump_yaml
-from tuitrain.profile import builtin_profile_path, load_profile, profile_with_defaults, validate_profile
 
 FIXTURES = Path(__file__).parent / "fixtures" / "accelerate"
 DOCS = ["ddp_multinode", "fsdp", "deepspeed_config_file", "deepspeed_plugin"]

@@ -395,7 +395,7 @@ async def add_training_key(pilot, editor, key: str, value: str) -> None:
 
 
 def test_fixing_a_field_the_validator_flagged_and_saving(base):
-    from textual.widgets import Input, OptionList, TabbedContent
+    from textual.widgets import Input, OptionList
 
     (base / "profiles").mkdir()
     profile = base / "profiles" / "mine.toml"
@@ -703,8 +703,6 @@ def test_a_broken_default_config_still_opens_with_what_was_left_out(base, monkey
 
 
 def test_an_unknown_training_key_is_flagged_in_the_validators_words(base):
-    from textual.widgets import Input
-
     app = make_app(base)
 
     async def script(pilot):

@@ -10,9 +10,9 @@ from typing import Any, TextIO
 from tuitrain.humanize import number
 from tuitrain.runs.catalog import load_record
 from tuitrain.runs.control import ControlError, request
-from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.events import parse_event
 from tuitrain.runs.exits import EXIT_USER_ERROR
+from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.liveness import effective_status
 from tuitrain.runs.record import FINAL_STATUSES
 from tuitrain.runs.summary import last_traceback

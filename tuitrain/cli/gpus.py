@@ -16,7 +16,6 @@ import time
 from typing import Any
 
 from tuitrain.cli.output import print_json, table
-from tuitrain.humanize import gib, percent
 from tuitrain.hardware.devices import GpuInfo, attach_owners, discover
 from tuitrain.hardware.host import HostInfo, ProcessMeter, host_info
 from tuitrain.hardware.mapping import FASTEST_FIRST, PCI_BUS_ID, cuda_ordinals, pci_order
@@ -24,6 +23,7 @@ from tuitrain.hardware.mps import mps_available
 from tuitrain.hardware.na import NA, plain
 from tuitrain.hardware.recorded import library_from_env
 from tuitrain.hardware.sampler import Sampler, Snapshot
+from tuitrain.humanize import gib, percent
 from tuitrain.runs.owners import OwnerIndex, owner_lookup, read_owners
 
 WATCH_INTERVAL = 1.0

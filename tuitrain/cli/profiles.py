@@ -23,10 +23,7 @@ import tomli_w
 from tuitrain.cli.errors import CliError
 from tuitrain.cli.launching import say_when_reading_training_args
 from tuitrain.launch.accelerate_default_config import default_config_path
-from tuitrain.yaml_text import dump as dump_yaml
 from tuitrain.launch.plan import export_accelerate_config
-from tuitrain.profile.accelerate_import import import_accelerate_file
-from tuitrain.profile.lookup import is_bare_name
 from tuitrain.profile import (
     Problem,
     ProfileError,
@@ -37,6 +34,9 @@ from tuitrain.profile import (
     save_profile,
     validate_profile,
 )
+from tuitrain.profile.accelerate_import import import_accelerate_file
+from tuitrain.profile.lookup import is_bare_name
+from tuitrain.yaml_text import dump as dump_yaml
 
 
 def cmd_profile(args: argparse.Namespace) -> int:

@@ -8,7 +8,6 @@ import time
 from pathlib import Path
 
 from tuitrain.cli.errors import CliError
-
 from tuitrain.cli.output import age, print_json, table
 from tuitrain.humanize import duration, number, size
 from tuitrain.runs.catalog import UNREADABLE, RunEntry, find_run, load_record, scan_runs

@@ -9,12 +9,11 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from tuitrain.atomic import read_json, write_json_atomic
 from tuitrain.engine.errors import DataError, EngineError
 from tuitrain.engine.rank_io import write_rank_record
-from tuitrain.atomic import read_json, write_json_atomic
 from tuitrain.runs.exits import EXIT_USER_ERROR
 from tuitrain.runs.layout import RunPaths
-
 
 
 def load_frozen_profile(paths: RunPaths) -> dict[str, Any]:

@@ -18,7 +18,6 @@ from tuitrain.runs.exits import EXIT_SUPERVISOR_GONE
 from tuitrain.runs.layout import SUPERVISOR_ENV, RunPaths
 from tuitrain.runs.process_tree import find, running
 
-
 CHECK_SECONDS = 1.0
 
 

@@ -14,9 +14,9 @@ from typing import Any
 
 import tomli_w
 
+from tuitrain.atomic import write_text_atomic
 from tuitrain.launch import LaunchPlan
 from tuitrain.profile import Profile
-from tuitrain.atomic import write_text_atomic
 from tuitrain.runs.checkpoints import list_checkpoints
 from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.record import RunRecordError, new_record, read_record, record_end, reserve_space, write_record

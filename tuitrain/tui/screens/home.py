@@ -15,12 +15,12 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, OptionList, Static
 from textual.widgets.option_list import Option
 
-from tuitrain.tui.widgets.key_bar import KeyBar
-from tuitrain.tui.widgets.text_line import TextLine
 from tuitrain.humanize import duration, number
 from tuitrain.tui.actions import resume_in_worker, run_request
 from tuitrain.tui.format import clock, short_metric, status_text, step_text
 from tuitrain.tui.widgets.hardware_strip import HardwareStrip
+from tuitrain.tui.widgets.key_bar import KeyBar
+from tuitrain.tui.widgets.text_line import TextLine
 
 if TYPE_CHECKING:
     from tuitrain.runs.live import RunRow
