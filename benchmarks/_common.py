@@ -64,7 +64,7 @@ class Table:
         widths = [max(len(r[i]) for r in self.rows) for i in range(len(self.rows[0]))]
         lines = []
         for n, row in enumerate(self.rows):
-            lines.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))))
+            lines.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))))
             if n == 0:
                 lines.append("  ".join("-" * w for w in widths))
         return "\n".join(lines)

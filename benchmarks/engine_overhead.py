@@ -38,7 +38,9 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -203,14 +205,16 @@ def main() -> int:
         with silenced():
             built = {"ours": build_ours(opts.steps), "plain": build_plain(opts.steps)}
         logs = {"loss": 0.6931, "grad_norm": 0.1, "learning_rate": 0.003, "epoch": 0.5}
+
+        def events(handler: Any, args: Any, state: Any, control: Any) -> list[tuple[str, Callable[[], Any], int]]:
+            """The two calls to time, bound to one trainer's handler (a closure in the loop would see the last one's)."""
+            return [("on_step_end", lambda: handler.on_step_end(args, state, control), 5000),
+                    ("on_log", lambda: handler.on_log(args, state, control, dict(logs)), 1000)]
+
         for name, trainer in built.items():
-            handler, args, state, control = trainer.callback_handler, trainer.args, trainer.state, trainer.control
-            state.global_step = 1
+            trainer.state.global_step = 1
             per_call[name] = {}
-            for event, call, n_calls in (
-                ("on_step_end", lambda: handler.on_step_end(args, state, control), 5000),
-                ("on_log", lambda: handler.on_log(args, state, control, dict(logs)), 1000),
-            ):
+            for event, call, n_calls in events(trainer.callback_handler, trainer.args, trainer.state, trainer.control):
                 best = float("inf")
                 with silenced():
                     for _ in range(5):
@@ -229,7 +233,7 @@ def main() -> int:
             return statistics.quantiles(values, n=10)[0]
 
         ratio = statistics.median(results["ours"]) / statistics.median(results["plain"])
-        paired = [o / p for o, p in zip(results["ours"], results["plain"])]
+        paired = [o / p for o, p in zip(results["ours"], results["plain"], strict=True)]
         step_ratio = statistics.median(intervals["plain"]) / statistics.median(intervals["ours"])
         p10_ratio = p10(intervals["plain"]) / p10(intervals["ours"])
         print()
@@ -258,7 +262,7 @@ def main() -> int:
         print(f"our callbacks, timed directly: on_step_end +{extra_step * 1e6:.1f} us per step, on_log "
               f"+{extra_log * 1e6:.1f} us per log -> +{extra_per_step * 1e6:.1f} us per step = "
               f"{extra_per_step / plain_step:.2%} of plain's median {plain_step * 1e3:.2f} ms step")
-        same = all(abs(a - b) < 1e-4 for a, b in zip(losses["ours"], losses["plain"]))
+        same = all(abs(a - b) < 1e-4 for a, b in zip(losses["ours"], losses["plain"], strict=True))
         print(f"same training loss on both sides: {'yes' if same else 'NO'} "
               f"(ours {losses['ours'][0]:.5f}, plain {losses['plain'][0]:.5f})")
         print(gate.summary() + f"; measurements redone because others used > {opts.max_others:.0%} CPU: "

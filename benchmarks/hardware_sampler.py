@@ -64,7 +64,7 @@ def live_box(tmp: Path) -> tuple[dict, Path, list[subprocess.Popen[bytes]]]:
     """The 8-GPU table with one real process per GPU, each a rank of a running run."""
     table = load_table(TABLE)
     ranks = [subprocess.Popen(["sleep", "600"]) for _ in table["devices"]]
-    for device, proc in zip(table["devices"], ranks):
+    for device, proc in zip(table["devices"], ranks, strict=True):
         device["compute_processes"] = [{"pid": proc.pid, "used_memory": 31 * 2**30}]
     runs = tmp / "runs"
     paths = RunPaths(runs / "bench-run")

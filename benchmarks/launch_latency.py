@@ -140,7 +140,8 @@ class Round:
                 break
             record = read_json(run_dir / "run.json") or {}
             if record.get("status") in FINAL:
-                tail = (run_dir / "logs" / "rank-0.log").read_text(errors="replace")[-3000:] if (run_dir / "logs" / "rank-0.log").exists() else ""
+                rank_log = run_dir / "logs" / "rank-0.log"
+                tail = rank_log.read_text(errors="replace")[-3000:] if rank_log.exists() else ""
                 raise RuntimeError(f"run {run_id} ended {record.get('status')} before logging a loss:\n{tail}")
             if time.monotonic() > deadline:
                 raise RuntimeError(f"no loss in {run_dir / 'events.jsonl'} after {timeout:.0f} s")

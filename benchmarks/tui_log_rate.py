@@ -145,8 +145,9 @@ def watch(argv: list[str], base: Path, seconds: float, open_run: bool) -> dict[s
         program.close()
     steady = samples[len(samples) // 20:] or samples
     first = oldest[len(oldest) // 20:] or oldest or [float("nan")]
-    return {"cpu": cpu, "idle": idle, "children": children, "p50": statistics.median(steady), "p95": sorted(steady)[int(len(steady) * 0.95)],
-            "max": max(steady), "paints": len(samples), "rss": rss / 2**20,
+    return {"cpu": cpu, "idle": idle, "children": children,
+            "p50": statistics.median(steady), "p95": sorted(steady)[int(len(steady) * 0.95)], "max": max(steady),
+            "paints": len(samples), "rss": rss / 2**20,
             "first_p95": sorted(first)[int(len(first) * 0.95)], "first_max": max(first)}
 
 

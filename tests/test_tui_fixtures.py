@@ -117,7 +117,8 @@ def _checkpoint(output: Path, step: int, events: list[dict[str, Any]], complete:
 
 def _rank_log(rank: int, steps: int, failed: bool = False) -> bytes:
     lines = [f"[tuitrain] rank {rank}/2 pid {4000 + rank} run fixture".encode()]
-    lines.append(b"\rMap:   0%|          | 0/2000 [00:00<?, ? examples/s]\rMap: 100%|\xe2\x96\x88\xe2\x96\x88\xe2\x96\x88| 2000/2000 [00:00<00:00, 5000 examples/s]")
+    lines.append(b"\rMap:   0%|          | 0/2000 [00:00<?, ? examples/s]"
+                 b"\rMap: 100%|\xe2\x96\x88\xe2\x96\x88\xe2\x96\x88| 2000/2000 [00:00<00:00, 5000 examples/s]")
     lines.append(b"\x1b[32m[transformers]\x1b[0m ***** Running training *****")
     for step in range(1, steps + 1):
         bar = b"\xe2\x96\x88" * (step * 10 // 40)
@@ -169,7 +170,8 @@ def make_runs(root: Path) -> dict[str, Path]:
             if e["event"] == "save":
                 _checkpoint(output, e["step"], events)
         if status == "running":
-            _write(run_dir / "logs" / "rank-0.log", _rank_log(0, steps) + b"\r 57%|\xe2\x96\x88\xe2\x96\x88\xe2\x96\x88\xe2\x96\x88\xe2\x96\x88     | 23/40 [00:11<00:08, 2.00it/s]")
+            bar = b"\r 57%|\xe2\x96\x88\xe2\x96\x88\xe2\x96\x88\xe2\x96\x88\xe2\x96\x88     | 23/40 [00:11<00:08, 2.00it/s]"
+            _write(run_dir / "logs" / "rank-0.log", _rank_log(0, steps) + bar)
         made[run_id] = run_dir
     # a half-written checkpoint of the failed run (killed during a save)
     _checkpoint(root / FAILED / "output", 15, _events(T0 + 600, 17, 10, 10, None), complete=False)

@@ -19,7 +19,8 @@ PROFILES = [builtin_profile_path(), *sorted(FIXTURES.glob("*.toml"))]
 
 AWKWARD = ["", "yes", "No", "ON", "off", "y", "n", "true", "False", "null", "NULL", "~", "0,1", "1", "007", "1e3",
            "3.0e+5", ".inf", ".nan", "-", "a: b", "a #b", "#x", "[x]", "{x}", "*x", "&x", "!x", "%x", "@x", "`x",
-           "'x'", '"x"', "x\ny", "tab\there", "é", "日本", "\u2028", "d😀/ds.json", "\x00", "\x7f", "\x85", "\ufeff", "back\\slash", " lead", "trail ", "/tmp/a b", "C:\\x",
+           "'x'", '"x"', "x\ny", "tab\there", "é", "日本", "\u2028", "d😀/ds.json", "\x00", "\x7f", "\x85", "\ufeff",
+           "back\\slash", " lead", "trail ", "/tmp/a b", "C:\\x",
            "0x1F", "0o17", "1_000", "12:30", "2026-11-23", "=", "<<", "?", "x,y", "all", "BertLayer", "MULTI_GPU"]
 NUMBERS = [0, -1, 10**20, 0.0, -0.0, 1.5, 1e-05, 1e20, 3e-8, 123456.789, float("inf"), float("-inf")]
 

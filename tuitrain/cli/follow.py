@@ -30,7 +30,8 @@ def describe_event(event: dict, max_steps: int | None) -> str | None:
     if kind == "log" and "loss" in event:
         return f"{where}  loss {number(event['loss'])}  lr {number(event.get('learning_rate'), 3)}  epoch {number(event.get('epoch'), 3)}"
     if kind == "evaluate":
-        metrics = "  ".join(f"{k[5:]} {number(v)}" for k, v in event.items() if k.startswith("eval_") and not k.endswith(("runtime", "per_second")))
+        metrics = "  ".join(f"{k[5:]} {number(v)}" for k, v in event.items()
+                            if k.startswith("eval_") and not k.endswith(("runtime", "per_second")))
         return f"{where}  eval  {metrics}"
     if kind == "save":
         return f"{where}  saved {event.get('checkpoint')}"

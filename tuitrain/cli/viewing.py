@@ -57,7 +57,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     p = summary["progress"]
     print(f"run        {summary['id']}  ({summary['run_dir']})")
     print(f"profile    {summary.get('profile', '?')}")
-    print(f"status     {effective_status(summary)}" + (f"  (rank {summary['failed_rank']} failed)" if summary.get("failed_rank") is not None else ""))
+    failed_rank = f"  (rank {summary['failed_rank']} failed)" if summary.get("failed_rank") is not None else ""
+    print(f"status     {effective_status(summary)}{failed_rank}")
     if summary.get("error"):
         print(f"why        {summary['error']}")
     print(f"step       {p['step']}/{p.get('max_steps') or '?'}   epoch {number(p.get('epoch'), 3)}   loss {number(p.get('loss'))}")
@@ -162,7 +163,8 @@ def cmd_checkpoints(args: argparse.Namespace) -> int:
     rows = []
     for c in checkpoints:
         state = "complete" if c.complete else f"INCOMPLETE ({c.why})"
-        metrics = "  ".join(f"{k} {number(v)}" for k, v in c.metrics.items() if k in ("loss", "eval_loss", "eval_accuracy", "eval_f1", "eval_perplexity"))
+        metrics = "  ".join(f"{k} {number(v)}" for k, v in c.metrics.items()
+                            if k in ("loss", "eval_loss", "eval_accuracy", "eval_f1", "eval_perplexity"))
         rows.append([str(c.step), state, size(c.size_bytes), metrics or "-", str(c.path)])
     print(table(rows, ["STEP", "STATE", "SIZE", "METRICS", "PATH"]))
     return 0

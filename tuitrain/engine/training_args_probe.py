@@ -27,7 +27,7 @@ def extra_choices(name: str) -> list[str] | None:
     if name == "report_to":
         try:
             from transformers.integrations.integration_utils import INTEGRATION_TO_CALLBACK
-        except Exception:
+        except Exception:  # noqa: BLE001 - transformers' internals move between versions: no list then
             return None
         return ["all", "none"] + sorted(INTEGRATION_TO_CALLBACK)
     return None
@@ -91,7 +91,7 @@ def field_default(f: dataclasses.Field) -> Any:  # type: ignore[type-arg]
     if f.default_factory is not dataclasses.MISSING:
         try:
             return jsonable(f.default_factory())
-        except Exception:
+        except Exception:  # noqa: BLE001 - a default factory of any transformers version: no default then
             return None
     return None
 
@@ -103,7 +103,7 @@ def training_args_table() -> dict[str, Any]:
 
     try:
         hints = typing.get_type_hints(TrainingArguments)
-    except Exception:
+    except Exception:  # noqa: BLE001 - hints of any transformers version: the field types then
         hints = {}
     fields: dict[str, Any] = {}
     for f in dataclasses.fields(TrainingArguments):
@@ -126,7 +126,7 @@ def training_args_table() -> dict[str, Any]:
         from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 
         model_types: list[str] | None = sorted(CONFIG_MAPPING_NAMES)
-    except Exception:
+    except Exception:  # noqa: BLE001 - transformers' internals move between versions: no model types then
         model_types = None
     return {"version": transformers.__version__, "location": str(Path(transformers.__file__).resolve().parent),
             "fields": fields, "model_types": model_types}

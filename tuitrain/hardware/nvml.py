@@ -66,7 +66,7 @@ def reason_for(exc: BaseException) -> str:
         return _REASONS[code]
     try:
         return str(exc) or type(exc).__name__
-    except Exception:  # pynvml's __str__ asks the library for unknown codes
+    except Exception:  # noqa: BLE001 - pynvml's __str__ asks the library for unknown codes, which can fail any way
         return f"NVML error {code}"
 
 

@@ -249,7 +249,8 @@ class Supervisor:
             return "finished", None, None
         rank = cause.rank if cause is not None and cause.rank is not None else self.first_dead_rank
         if rank is None and launcher_code < 0:
-            return "failed", None, f"accelerate launch (pid {self.launcher.pid if self.launcher else '?'}) was {describe_exit(launcher_code)}"
+            pid = self.launcher.pid if self.launcher else "?"
+            return "failed", None, f"accelerate launch (pid {pid}) was {describe_exit(launcher_code)}"
         if rank is None:
             bad = [r for r, rec in records.items() if rec["exit_code"] not in (0, None)]
             rank = min(bad) if bad else None

@@ -155,7 +155,7 @@ class HomeScreen(Screen):
             if selected in ids:
                 table.move_cursor(row=ids.index(selected), animate=False)
         else:
-            for old, row in zip(self._rows, rows):
+            for old, row in zip(self._rows, rows, strict=True):
                 new = self._cells(row)
                 if old != row or not row.final:
                     for column, value in new.items():
