@@ -146,7 +146,7 @@ def open_run(pilot, app, run_id: str):
         table.move_cursor(row=ids.index(run_id))
         await pilot.press("enter")
         await until(pilot, lambda: type(app.screen).__name__ == "MonitorScreen", what="the monitor")
-        await until(pilot, lambda: app.screen.watch.polls > 0 and app.screen._landed, what="the first read")
+        await until(pilot, lambda: app.screen.run_watch.polls > 0 and app.screen._landed, what="the first read")
         await pilot.pause(0.1)
         return app.screen
 
@@ -187,7 +187,7 @@ def test_merged_view_prefixes_ranks_and_search_finds_lines(base):
         await pilot.press("z")
         await until(pilot, lambda: view.line_count > folded, what="the unfolded view")
         assert {view.line_text(i).plain.split("│")[0] for i in range(view.line_count)} == {"0", "1"}
-        assert view.line_count == sum(log.line_count for log in monitor.watch.ranks)
+        assert view.line_count == sum(log.line_count for log in monitor.run_watch.ranks)
         await pilot.press("home")
         await until(pilot, lambda: not view.follow, what="the top")
         await pilot.press("slash")

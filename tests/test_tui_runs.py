@@ -52,19 +52,19 @@ def test_launch_the_demo_and_watch_logs_and_curves_fill(tmp_path):
             rank0 = monitor.query_one("#log-rank-0")
             assert monitor.active_view() is rank0
             await until(pilot, lambda: rank0.line_count > 5, 120, "rank 0's log")
-            await until(pilot, lambda: len(monitor.watch.events.series.get("loss", [])) >= 3, 180, "the loss curve")
+            await until(pilot, lambda: len(monitor.run_watch.events.series.get("loss", [])) >= 3, 180, "the loss curve")
             await pilot.press("m")
             await until(pilot, lambda: len(monitor.query_one("#plot-loss").lines[0].values) >= 3, 10, "the plot")
             await until(pilot, lambda: any("checkpoint-4" in n.message for n in app._notifications), 240,
                         "a toast for the checkpoint")
-            await until(pilot, lambda: monitor.watch.status == "finished", 240, "the end of the run")
+            await until(pilot, lambda: monitor.run_watch.status == "finished", 240, "the end of the run")
             await until(pilot, lambda: any("finished" in n.message for n in app._notifications), 10, "a toast")
             assert "[tuitrain] rank 0/1" in rank0.line_text(0).plain
             await pilot.press("m", "left_square_bracket", "left_square_bracket", "left_square_bracket")  # Metrics, then back to All ranks
             merged = monitor.query_one("#log-all")
             await until(pilot, lambda: merged.line_count > 5, 10, "the merged view")
             assert merged.line_text(0).plain.startswith("0│")
-            return monitor.watch.paths.root
+            return monitor.run_watch.paths.root
 
     run_dir = asyncio.run(main())
     assert record(run_dir)["status"] == "finished"
@@ -76,16 +76,16 @@ def test_save_now_stop_then_resume_from_the_checkpoints_tab(tmp_path):
     async def main():
         async with app.run_test(size=(100, 30), notifications=True) as pilot:
             monitor = await launch_demo(pilot)
-            first = monitor.watch.paths.root
-            await until(pilot, lambda: monitor.watch.events.progress["step"] >= 2, 180, "training steps")
+            first = monitor.run_watch.paths.root
+            await until(pilot, lambda: monitor.run_watch.events.progress["step"] >= 2, 180, "training steps")
             await pilot.press("c")
             table = monitor.query_one("#checkpoints")
             await until(pilot, lambda: table.row_count >= 1, 60, "the saved-now checkpoint")
-            saved_now = monitor.watch.checkpoints[0].step
+            saved_now = monitor.run_watch.checkpoints[0].step
             await pilot.press("s")
-            await until(pilot, lambda: monitor.watch.status == "stopped", 120, "the run to stop")
+            await until(pilot, lambda: monitor.run_watch.status == "stopped", 120, "the run to stop")
             await until(pilot, lambda: table.row_count == 2, 30, "the stop's checkpoint")
-            last = max(c.step for c in monitor.watch.checkpoints)
+            last = max(c.step for c in monitor.run_watch.checkpoints)
             assert last > saved_now
 
             await pilot.press("p")
@@ -96,13 +96,13 @@ def test_save_now_stop_then_resume_from_the_checkpoints_tab(tmp_path):
             await until(pilot, lambda: type(app.screen).__name__ == "MonitorScreen" and app.screen is not monitor,
                         120, "the resumed run's monitor")
             resumed = app.screen
-            rec = resumed.watch.record
+            rec = resumed.run_watch.record
             assert rec["parent"] == first.name and rec["resume_from"].endswith(f"checkpoint-{saved_now}")
-            await until(pilot, lambda: resumed.watch.events.series.get("loss"), 180, "the resumed run's first step")
-            assert resumed.watch.events.series["loss"].steps[0] == saved_now + 1
+            await until(pilot, lambda: resumed.run_watch.events.series.get("loss"), 180, "the resumed run's first step")
+            assert resumed.run_watch.events.series["loss"].steps[0] == saved_now + 1
             await pilot.press("s")
-            await until(pilot, lambda: resumed.watch.status == "stopped", 120, "the resumed run to stop")
-            return first, resumed.watch.paths.root
+            await until(pilot, lambda: resumed.run_watch.status == "stopped", 120, "the resumed run to stop")
+            return first, resumed.run_watch.paths.root
 
     first, second = asyncio.run(main())
     saves = [e for e in events(first) if e["event"] == "save"]

@@ -12,10 +12,10 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol, Sequence
 
-from tuitrain.hardware.na import NA
+from tuitrain.hardware.na import NA, NaType
 from tuitrain.hardware.nvml import NvmlSession, text
 
-Identify = Callable[[int], "tuple[Any, Any]"]  # pid → (user, command), NA where unknown
+Identify = Callable[[int], "tuple[str | NaType, str | NaType]"]  # pid → (user, command), NA where unknown
 
 
 class ProcessOwner(Protocol):
@@ -37,18 +37,18 @@ OwnerOf = Callable[[int], "ProcessOwner | None"]  # pid → its owner, None for 
 @dataclass(frozen=True)
 class MigDevice:
     index: int
-    uuid: str | Any = NA
-    name: str | Any = NA
-    memory_total: int | Any = NA
+    uuid: str | NaType = NA
+    name: str | NaType = NA
+    memory_total: int | NaType = NA
 
 
 @dataclass(frozen=True)
 class GpuProcess:
     pid: int
-    used_memory: int | Any = NA  # bytes
+    used_memory: int | NaType = NA  # bytes
     kind: str = "compute"  # "compute", "graphics" or "compute+graphics"
-    user: str | Any = NA
-    command: str | Any = NA
+    user: str | NaType = NA
+    command: str | NaType = NA
     owner: ProcessOwner | None = None  # the run and rank it belongs to (see attach_owners)
 
 
@@ -57,42 +57,43 @@ class GpuInfo:
     """One physical GPU. `index` is NVML's (= nvidia-smi's, PCI bus order)."""
 
     index: int
-    name: str | Any = NA
-    uuid: str | Any = NA
-    memory_total: int | Any = NA  # bytes
-    pci_bus_id: str | Any = NA
-    compute_capability: tuple[int, int] | Any = NA
-    memory_used: int | Any = NA  # bytes
-    utilization: int | Any = NA  # percent of time a kernel ran
-    memory_utilization: int | Any = NA
-    temperature: int | Any = NA  # °C
-    power_draw: float | Any = NA  # watts
-    power_limit: float | Any = NA  # watts
-    num_cores: int | Any = NA
-    max_sm_clock: int | Any = NA  # MHz
-    mig_enabled: bool | Any = NA
+    name: str | NaType = NA
+    uuid: str | NaType = NA
+    memory_total: int | NaType = NA  # bytes
+    pci_bus_id: str | NaType = NA
+    compute_capability: tuple[int, int] | NaType = NA
+    memory_used: int | NaType = NA  # bytes
+    utilization: int | NaType = NA  # percent of time a kernel ran
+    memory_utilization: int | NaType = NA
+    temperature: int | NaType = NA  # °C
+    power_draw: float | NaType = NA  # watts
+    power_limit: float | NaType = NA  # watts
+    num_cores: int | NaType = NA
+    max_sm_clock: int | NaType = NA  # MHz
+    mig_enabled: bool | NaType = NA
     mig_devices: tuple[MigDevice, ...] = ()
     processes: tuple[GpuProcess, ...] = ()
     lost: bool = False
 
     @property
-    def memory_free(self) -> int | Any:
-        return self.memory_total - self.memory_used if self.memory_total and self.memory_used is not NA else NA
+    def memory_free(self) -> int | NaType:
+        total, used = self.memory_total, self.memory_used
+        return total - used if total and not isinstance(total, NaType) and not isinstance(used, NaType) else NA
 
     @property
-    def memory_fraction(self) -> float | Any:
+    def memory_fraction(self) -> float | NaType:
         """Used / total, 0..1, NA when unknown."""
         if self.memory_total and self.memory_used is not NA:
             return self.memory_used / self.memory_total
         return NA
 
     @property
-    def compute_capability_text(self) -> str | Any:
+    def compute_capability_text(self) -> str | NaType:
         cc = self.compute_capability
         return f"{cc[0]}.{cc[1]}" if cc else NA
 
     @property
-    def speed_estimate(self) -> float | Any:
+    def speed_estimate(self) -> float | NaType:
         """CUDA cores × max SM clock (MHz): the throughput guess behind FASTEST_FIRST."""
         if self.num_cores and self.max_sm_clock:
             return float(self.num_cores * self.max_sm_clock)
@@ -105,7 +106,7 @@ class Discovery:
 
     available: bool
     reason: str = ""  # why not available ("driver not found"), "" when available
-    driver_version: str | Any = NA
+    driver_version: str | NaType = NA
     gpus: tuple[GpuInfo, ...] = ()
 
     @property
@@ -203,7 +204,7 @@ def read_dynamic(session: NvmlSession, static: GpuInfo, identify: Identify) -> G
     )
 
 
-def no_identity(pid: int) -> tuple[Any, Any]:
+def no_identity(pid: int) -> tuple[str | NaType, str | NaType]:
     return NA, NA
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar
 
-from tuitrain.hardware.na import NA
+from tuitrain.hardware.na import NA, NaType
 
 if TYPE_CHECKING:
     import psutil
@@ -24,22 +24,22 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class HostInfo:
     cpu_count: int = 1
-    cpu_percent: float | Any = NA  # whole machine, 0..100 (NA until two samples)
-    load_average: tuple[float, float, float] | Any = NA
-    memory_total: int | Any = NA
-    memory_used: int | Any = NA
+    cpu_percent: float | NaType = NA  # whole machine, 0..100 (NA until two samples)
+    load_average: tuple[float, float, float] | NaType = NA
+    memory_total: int | NaType = NA
+    memory_used: int | NaType = NA
 
 
 @dataclass(frozen=True)
 class ProcessStats:
     pid: int
-    user: str | Any = NA
-    command: str | Any = NA
-    cpu_percent: float | Any = NA  # of one core, 0..100*cores (NA on the first look)
-    rss: int | Any = NA
+    user: str | NaType = NA
+    command: str | NaType = NA
+    cpu_percent: float | NaType = NA  # of one core, 0..100*cores (NA on the first look)
+    rss: int | NaType = NA
 
 
-def host_info(cpu_percent: float | Any = NA) -> HostInfo:
+def host_info(cpu_percent: float | NaType = NA) -> HostInfo:
     """The machine now. `cpu_percent` comes from a sampler that has two points; else NA."""
     total, used = memory_total_used()
     try:
@@ -50,7 +50,7 @@ def host_info(cpu_percent: float | Any = NA) -> HostInfo:
                     memory_total=total, memory_used=used)
 
 
-def memory_total_used(meminfo: Path = Path("/proc/meminfo")) -> tuple[int | Any, int | Any]:
+def memory_total_used(meminfo: Path = Path("/proc/meminfo")) -> tuple[int | NaType, int | NaType]:
     """(total, used) bytes of the machine's memory; used = total - available, as psutil counts it."""
     try:
         fields = dict(line.split(":", 1) for line in meminfo.read_text().splitlines() if ":" in line)
@@ -94,11 +94,11 @@ class ProcessMeter:
     VERIFY_EVERY = 2.0  # seconds between two checks that a pid is still the same process
 
     def __init__(self) -> None:
-        self._procs: dict[int, tuple[psutil.Process, str | Any, str | Any]] = {}
+        self._procs: dict[int, tuple[psutil.Process, str | NaType, str | NaType]] = {}
         self._looked: dict[int, float] = {}  # pid → when cpu_percent last set its baseline
         self._verified: dict[int, float] = {}  # pid → when is_running() last said "same process"
 
-    def _proc(self, pid: int) -> tuple[tuple[psutil.Process, str | Any, str | Any] | None, bool]:
+    def _proc(self, pid: int) -> tuple[tuple[psutil.Process, str | NaType, str | NaType] | None, bool]:
         """(entry, created now)."""
         import psutil
 
@@ -118,8 +118,8 @@ class ProcessMeter:
             proc = psutil.Process(pid)
         except (psutil.Error, ValueError, OSError):
             return None, False
-        user: Any = NA
-        command: Any = NA
+        user: str | NaType = NA
+        command: str | NaType = NA
         try:
             with proc.oneshot():
                 user = proc.username()
@@ -131,7 +131,7 @@ class ProcessMeter:
         self._looked[pid] = self._verified[pid] = time.monotonic()
         return self._procs[pid], True
 
-    def identify(self, pid: int) -> tuple[str | Any, str | Any]:
+    def identify(self, pid: int) -> tuple[str | NaType, str | NaType]:
         """(user, command) of a process, NA where it cannot be seen."""
         entry, _ = self._proc(pid)
         return (entry[1], entry[2]) if entry else (NA, NA)
@@ -143,8 +143,8 @@ class ProcessMeter:
         if entry is None:
             return ProcessStats(pid)
         proc, user, command = entry
-        cpu: Any = NA
-        rss: Any = NA
+        cpu: float | NaType = NA
+        rss: int | NaType = NA
         try:
             with proc.oneshot():
                 now = time.monotonic()

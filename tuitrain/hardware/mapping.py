@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
 from tuitrain.hardware.devices import GpuInfo, MigDevice
+from tuitrain.hardware.na import NaType
 
 PCI_BUS_ID = "PCI_BUS_ID"
 FASTEST_FIRST = "FASTEST_FIRST"
@@ -92,7 +93,9 @@ def fastest_first_order(devices: Iterable[GpuInfo]) -> list[GpuInfo]:
     CUDA cores × max SM clock, both descending; ties by PCI bus id."""
 
     def key(gpu: GpuInfo) -> tuple[int, int, float, tuple[int, str, int]]:
-        cc = gpu.compute_capability or (0, 0)
+        cc = gpu.compute_capability
+        if isinstance(cc, NaType) or not cc:
+            cc = (0, 0)
         speed = gpu.speed_estimate or 0.0
         return (-cc[0], -cc[1], -speed, _pci_key(gpu))
 

@@ -47,7 +47,7 @@ class NaType(str):
             text = format(text, f"{fill or ' '}{align or '>'}{width}")
         return text
 
-    def __add__(self, other: Any) -> Any:  # type: ignore[override]
+    def __add__(self, other: Any) -> Any:
         return str(self) + other if isinstance(other, str) else _NAN
 
     def __radd__(self, other: Any) -> Any:
@@ -56,10 +56,11 @@ class NaType(str):
     def _nan(self, other: Any) -> float:
         return _NAN
 
+    # str's * repeats the text; NA's is nan like the rest of its arithmetic
     __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _nan  # type: ignore[assignment]
-    __floordiv__ = __rfloordiv__ = __pow__ = __rpow__ = _nan  # type: ignore[assignment]
+    __floordiv__ = __rfloordiv__ = __pow__ = __rpow__ = _nan
 
-    def __mod__(self, other: Any) -> Any:  # type: ignore[override]
+    def __mod__(self, other: Any) -> Any:
         return _NAN
 
     def __neg__(self) -> float:
@@ -73,16 +74,16 @@ class NaType(str):
             return getattr(str, op)(str(self), other)
         return False
 
-    def __lt__(self, other: Any) -> bool:  # type: ignore[override]
+    def __lt__(self, other: Any) -> bool:
         return self._compare(other, "__lt__")
 
-    def __le__(self, other: Any) -> bool:  # type: ignore[override]
+    def __le__(self, other: Any) -> bool:
         return self is other or self._compare(other, "__le__")
 
-    def __gt__(self, other: Any) -> bool:  # type: ignore[override]
+    def __gt__(self, other: Any) -> bool:
         return self._compare(other, "__gt__")
 
-    def __ge__(self, other: Any) -> bool:  # type: ignore[override]
+    def __ge__(self, other: Any) -> bool:
         return self is other or self._compare(other, "__ge__")
 
     __hash__ = str.__hash__

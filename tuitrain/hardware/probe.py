@@ -15,7 +15,7 @@ from typing import Any, Mapping
 from tuitrain.hardware.devices import Discovery, GpuInfo, GpuProcess, MigDevice, discover
 from tuitrain.hardware.host import HostInfo, current_user, host_info
 from tuitrain.hardware.mps import mps_available
-from tuitrain.hardware.na import NA
+from tuitrain.hardware.na import NA, NaType
 from tuitrain.hardware.recorded import library_from_env
 
 __all__ = ["GpuInfo", "GpuProcess", "Hardware", "MigDevice", "cpu_has_bf16", "detect_hardware", "hardware_from"]
@@ -27,10 +27,10 @@ class Hardware:
     mps: bool = False
     cpu_count: int = 1
     nvml_reason: str = ""  # why NVML gave no GPU ("driver not found"); "" when it answered
-    driver_version: str | Any = NA
+    driver_version: str | NaType = NA
     host: HostInfo = field(default_factory=HostInfo)
     user: str = ""  # who we run as (to tell our processes from other users')
-    cpu_bf16: bool | Any = NA  # the CPU computes bf16 natively (AVX512-BF16 / AMX)
+    cpu_bf16: bool | NaType = NA  # the CPU computes bf16 natively (AVX512-BF16 / AMX)
 
     @property
     def has_cuda(self) -> bool:
@@ -48,7 +48,7 @@ class Hardware:
         return f"{len(self.gpus)} NVIDIA GPU(s), driver {self.driver_version}"
 
 
-def cpu_has_bf16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool | Any:
+def cpu_has_bf16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool | NaType:
     """Native bf16 on the CPU (the first "flags" line of /proc/cpuinfo); NA where unknown."""
     try:
         with cpuinfo.open(encoding="utf-8", errors="replace") as lines:
@@ -62,7 +62,7 @@ def cpu_has_bf16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool | Any:
 
 
 def hardware_from(discovery: Discovery, mps: bool = False, host: HostInfo | None = None, user: str = "",
-                  cpu_bf16: bool | Any = NA) -> Hardware:
+                  cpu_bf16: bool | NaType = NA) -> Hardware:
     """A Hardware from a Discovery (pure: the planner's tests build theirs this way)."""
     host = host or HostInfo()
     return Hardware(gpus=discovery.gpus, mps=mps, cpu_count=host.cpu_count,

@@ -20,7 +20,7 @@ import psutil
 
 from tuitrain.hardware.devices import Discovery, GpuInfo, ProcessOwner, attach_owners, read_dynamic, read_static
 from tuitrain.hardware.host import HostInfo, ProcessMeter, host_info, nearest_owned, parent_pids
-from tuitrain.hardware.na import NA
+from tuitrain.hardware.na import NA, NaType
 from tuitrain.hardware.nvml import NvmlSession, text
 
 DEFAULT_HISTORY = 300  # five minutes at 1 Hz
@@ -34,25 +34,25 @@ Owners = Callable[[], Mapping[int, ProcessOwner]]
 @dataclass(frozen=True)
 class GpuPoint:
     time: float
-    utilization: int | Any
-    memory_used: int | Any
-    temperature: int | Any
-    power_draw: float | Any
+    utilization: int | NaType
+    memory_used: int | NaType
+    temperature: int | NaType
+    power_draw: float | NaType
 
 
 @dataclass(frozen=True)
 class HostPoint:
     time: float
-    cpu_percent: float | Any
-    memory_used: int | Any
+    cpu_percent: float | NaType
+    memory_used: int | NaType
 
 
 @dataclass(frozen=True)
 class RankPoint:
     time: float
-    cpu_percent: float | Any
-    rss: int | Any
-    gpu_memory: int | Any
+    cpu_percent: float | NaType
+    rss: int | NaType
+    gpu_memory: int | NaType
 
 
 @dataclass(frozen=True)
@@ -61,12 +61,12 @@ class RankUsage:
 
     owner: ProcessOwner
     pid: int
-    gpus: tuple[tuple[int, int | Any], ...] = ()  # (NVML index, GPU memory used by it)
-    cpu_percent: float | Any = NA
-    rss: int | Any = NA
+    gpus: tuple[tuple[int, int | NaType], ...] = ()  # (NVML index, GPU memory used by it)
+    cpu_percent: float | NaType = NA
+    rss: int | NaType = NA
 
     @property
-    def gpu_memory(self) -> int | Any:
+    def gpu_memory(self) -> int | NaType:
         known = [m for _, m in self.gpus if m is not NA]
         return sum(known) if known else NA
 
@@ -84,7 +84,7 @@ def _cpu_total(times: Any) -> float:
     return sum(times) - getattr(times, "guest", 0.0) - getattr(times, "guest_nice", 0.0)
 
 
-def _gib(num_bytes: int | Any) -> str:
+def _gib(num_bytes: int | NaType) -> str:
     return f"{num_bytes / 2**30:.0f} GiB" if num_bytes is not NA else "N/A GiB"
 
 
@@ -152,7 +152,7 @@ class Sampler:
         self.latest = Snapshot(now, discovery, host, ranks)
         return self.latest
 
-    def _host_cpu(self) -> float | Any:
+    def _host_cpu(self) -> float | NaType:
         """Busy % of the whole machine since the last sample (NA on the first). Our own delta, not
         psutil.cpu_percent(None), whose one shared baseline any other caller would reset."""
         now = psutil.cpu_times()

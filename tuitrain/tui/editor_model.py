@@ -6,6 +6,7 @@ runs its blocking methods (`read`, `check`, `save`, `launch`) in workers; tests 
 
 from __future__ import annotations
 
+import builtins
 import copy
 from collections.abc import Collection
 from dataclasses import dataclass, field
@@ -197,7 +198,7 @@ class EditorModel:
                   and self.get(("distributed", key))]
         return keys, tables
 
-    def disabled_plugin_keys(self) -> set[str]:
+    def disabled_plugin_keys(self) -> builtins.set[str]:  # `set` in this class is EditorModel.set
         """A DeepSpeed JSON replaces the plugin fields (accelerate refuses both): while one is named,
         the plugin keys with no value of their own are disabled (a value already set keeps its error)."""
         from tuitrain.profile.schema import DEEPSPEED_PLUGIN_KEYS

@@ -10,7 +10,7 @@ through `save_profile` (atomic; a file with comments is backed up first and the 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import on, work
@@ -25,6 +25,11 @@ from tuitrain.tui.editor_model import Check, EditorModel, Loaded, LoadError
 from tuitrain.tui.fields import REMOVE, FieldDef, parse_value
 from tuitrain.tui.widgets.field_row import FieldRow
 from tuitrain.tui.widgets.key_bar import KeyBar
+
+if TYPE_CHECKING:
+    from textual import getters
+
+    from tuitrain.tui.app import TuitrainApp
 
 SECTIONS = ("run", "model", "data", "training", "metrics", "hardware", "distributed", "logging")
 # [training] keys shown as fields (their kinds and choices come from the installed TrainingArguments);
@@ -76,6 +81,9 @@ def training_field(key: str, specs: dict[str, Any] | None) -> FieldDef:
 
 
 class EditorScreen(Screen):
+    if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
+        app = getters.app(TuitrainApp)
+
     CSS_PATH = "editor.tcss"
     HELP_TITLE = "Profile editor"
     BINDINGS = [
@@ -154,7 +162,8 @@ class EditorScreen(Screen):
         except LoadError as exc:
             self.app.call_from_thread(self._cannot_load, str(exc))
             return
-        self.app.call_from_thread(self._loaded, loaded)
+        # textual types the callback `T | Awaitable[T]`, which mypy cannot solve for a coroutine function
+        self.app.call_from_thread(self._loaded, loaded)  # type: ignore[arg-type]
 
     def _cannot_load(self, why: str) -> None:
         self.query_one("#notice", Static).update(Text(f"cannot edit in the form: {why}", style="red"))

@@ -23,7 +23,10 @@ from tuitrain.tui.widgets.key_bar import KeyBar
 from tuitrain.tui.widgets.text_line import TextLine
 
 if TYPE_CHECKING:
+    from textual import getters
+
     from tuitrain.runs.live import RunRow
+    from tuitrain.tui.app import TuitrainApp
     from tuitrain.tui.profiles import ProfileEntry
 
 WIDE_COLUMNS = ("RUN", "STATUS", "STEP", "LOSS", "BEST", "STARTED", "TIME")
@@ -31,6 +34,9 @@ NARROW_COLUMNS = ("RUN", "STATUS", "STEP", "LOSS", "BEST", "TIME")
 
 
 class HomeScreen(Screen):
+    if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
+        app = getters.app(TuitrainApp)
+
     CSS_PATH = "home.tcss"
     BINDINGS = [
         Binding("r", "run_profile", "Run", tooltip="Launch the highlighted profile"),

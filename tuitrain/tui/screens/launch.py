@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -15,8 +15,16 @@ from textual.widgets import Button, Input, Static
 
 from tuitrain.tui.messages import RunStarted
 
+if TYPE_CHECKING:
+    from textual import getters
+
+    from tuitrain.tui.app import TuitrainApp
+
 
 class LaunchScreen(ModalScreen[None]):
+    if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
+        app = getters.app(TuitrainApp)
+
     DEFAULT_CSS = """
     LaunchScreen { align: center middle; }
     LaunchScreen > Vertical {

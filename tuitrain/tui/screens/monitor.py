@@ -4,6 +4,7 @@ requests a live run honours (save, evaluate, stop, kill) or a new run (resume fr
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import on, work
@@ -26,8 +27,16 @@ from tuitrain.tui.widgets.metrics import MetricsPanel
 from tuitrain.tui.widgets.search_bar import SearchBar
 from tuitrain.tui.widgets.text_line import TextLine
 
+if TYPE_CHECKING:
+    from textual import getters
+
+    from tuitrain.tui.app import TuitrainApp
+
 
 class MonitorScreen(Screen):
+    if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
+        app = getters.app(TuitrainApp)
+
     CSS_PATH = "monitor.tcss"
     HELP_TITLE = "Run monitor"
     BINDINGS = [
@@ -62,17 +71,17 @@ class MonitorScreen(Screen):
     def __init__(self, run_dir: Path) -> None:
         super().__init__()
         self.run_dir = Path(run_dir)
-        self.watch = RunWatch(self.run_dir)
+        self.run_watch = RunWatch(self.run_dir)
         self._landed = False
         self._ready = False
         self._gpus_of: object = None
         self._status_at = 0.0
         self._status_lines = 0
-        self.fold = self.watch.num_ranks > 1
+        self.fold = self.run_watch.num_ranks > 1
 
     # ------------------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
-        w = self.watch
+        w = self.run_watch
         yield Static(f"run {w.paths.id} · profile {w.record.get('profile')}", classes="title-bar", id="title")
         yield TextLine("", id="header")
         with TabbedContent(id="tabs"):
@@ -102,13 +111,13 @@ class MonitorScreen(Screen):
         self.query_one("#log-all", LogView).focus()
 
     def on_unmount(self) -> None:
-        self.watch.close()
+        self.run_watch.close()
 
     # ------------------------------------------------------------------------------ data
     @work(thread=True, exclusive=True, group="monitor", exit_on_error=False)
     def follow_run(self) -> None:
         while True:
-            if self.watch.poll():
+            if self.run_watch.poll():
                 self.post_message(self.Updated())
             if not wait_or_cancel(self.app.monitor_interval):
                 return
@@ -123,13 +132,13 @@ class MonitorScreen(Screen):
         self.update_log_status(throttle=self._status_lines > 0)
         if not self._landed:
             self._landed = True
-            if self.watch.status == "failed":
+            if self.run_watch.status == "failed":
                 self.call_after_refresh(self.land_on_failure)
 
     def land_on_failure(self) -> None:
         """A failed run opens on its failing rank's first traceback (the launcher's log when no rank failed)."""
-        rank = self.watch.record.get("failed_rank")
-        tab = f"tab-rank-{rank}" if rank is not None and 0 <= int(rank) < self.watch.num_ranks else "tab-launcher"
+        rank = self.run_watch.record.get("failed_rank")
+        tab = f"tab-rank-{rank}" if rank is not None and 0 <= int(rank) < self.run_watch.num_ranks else "tab-launcher"
         self.query_one("#tabs", TabbedContent).active = tab
         view = self.active_view()
         if view is not None:
@@ -137,7 +146,7 @@ class MonitorScreen(Screen):
             self.search.find(view, TRACEBACK.decode(), 0, False, announce=False, fallback_end=True)
 
     def update_header(self) -> None:
-        w = self.watch
+        w = self.run_watch
         p = w.events.progress
         record = w.record
         status = w.status
@@ -185,10 +194,10 @@ class MonitorScreen(Screen):
         self.query_one(selector, TextLine).set(content)
 
     def update_metrics(self) -> None:
-        self.query_one(MetricsPanel).show(self.watch.events.series)
+        self.query_one(MetricsPanel).show(self.run_watch.events.series)
 
     def update_checkpoints(self) -> None:
-        self.query_one(CheckpointList).show(self.watch, self.app.show_path(self.watch.output_dir))
+        self.query_one(CheckpointList).show(self.run_watch, self.app.show_path(self.run_watch.output_dir))
 
     def selected_checkpoint(self) -> Path | None:
         return self.query_one(CheckpointList).selected()
@@ -197,7 +206,7 @@ class MonitorScreen(Screen):
         """The GPUs tab: this run's devices, ranks and the host, as last sampled (see gpu_panel)."""
         from tuitrain.tui.widgets.gpu_panel import run_panel
 
-        w = self.watch
+        w = self.run_watch
         self._gpus_of = self.app.hardware_view
         panel = run_panel(self._gpus_of, w.record, w.paths.id, live=w.status not in FINAL_STATUSES)
         self.query_one("#gpus", Static).update(panel)
@@ -231,7 +240,7 @@ class MonitorScreen(Screen):
         top = view.scroll_offset.y
         where = f"lines {min(top + 1, view.line_count)}-{min(view.line_count, top + view.size.height)} of {view.line_count}"
         mode = "following the end" if view.follow else "paused (End or f follows)"
-        if view.id == "log-all" and self.watch.num_ranks > 1:
+        if view.id == "log-all" and self.run_watch.num_ranks > 1:
             mode += " · folded (z unfolds)" if self.fold else " · unfolded (z folds)"
         search = f" · /{self.term} (n next, N previous)" if self.term else ""
         self._set("#log-status", f"{where} · {mode}{search}")
@@ -257,19 +266,19 @@ class MonitorScreen(Screen):
             self.update_log_status()
 
     def action_fold(self) -> None:
-        if self.watch.num_ranks < 2:
+        if self.run_watch.num_ranks < 2:
             self.notify("one rank: nothing to fold", severity="warning")
             return
         self.fold = not self.fold
         view = self.query_one("#log-all", LogView)
-        view.set_source(self.watch.folded if self.fold else self.watch.merged)
+        view.set_source(self.run_watch.folded if self.fold else self.run_watch.merged)
         self.update_log_status()
         self.notify("lines printed alike by several ranks show once" if self.fold else "every rank's every line",
                     title="All ranks")
 
     def action_tab(self, delta: int) -> None:
         tabs = self.query_one("#tabs", TabbedContent)
-        panes = [pane.id for pane in tabs.query(TabPane)]
+        panes = [pane.id for pane in tabs.query(TabPane) if pane.id is not None]
         index = panes.index(tabs.active) if tabs.active in panes else 0
         tabs.active = panes[(index + delta) % len(panes)]
         self._focus_active()
@@ -349,15 +358,15 @@ class MonitorScreen(Screen):
     def action_kill(self) -> None:
         from tuitrain.tui.screens.confirm import ConfirmScreen
 
-        if self.watch.status in FINAL_STATUSES:
-            self.notify(f"run {self.watch.paths.id} has already ended ({self.watch.status})", severity="warning")
+        if self.run_watch.status in FINAL_STATUSES:
+            self.notify(f"run {self.run_watch.paths.id} has already ended ({self.run_watch.status})", severity="warning")
             return
 
         def answered(yes: bool | None) -> None:
             if yes:
                 self._request("terminate")
 
-        self.app.push_screen(ConfirmScreen(f"Kill run {self.watch.paths.id}?\nEvery process ends now: no checkpoint "
+        self.app.push_screen(ConfirmScreen(f"Kill run {self.run_watch.paths.id}?\nEvery process ends now: no checkpoint "
                                            "is saved (SIGTERM, then SIGKILL).", yes="Kill"), answered)
 
     def _request(self, what: str) -> None:
@@ -367,7 +376,7 @@ class MonitorScreen(Screen):
     def action_output_folder(self) -> None:
         """Over SSH there is no file manager to open: show the path and put it on the clipboard
         (OSC 52, which most terminals pass through)."""
-        out = self.watch.output_dir
+        out = self.run_watch.output_dir
         if out is None:
             self.notify("this run has no output folder", severity="warning")
             return
@@ -376,8 +385,8 @@ class MonitorScreen(Screen):
         self.notify(f"{out}{state}\ncopied to the clipboard", title="Output folder", timeout=8)
 
     def action_resume(self) -> None:
-        if self.watch.status not in FINAL_STATUSES:
-            self.notify(f"run {self.watch.paths.id} is still {self.watch.status}; stop it first (s)", severity="warning")
+        if self.run_watch.status not in FINAL_STATUSES:
+            self.notify(f"run {self.run_watch.paths.id} is still {self.run_watch.status}; stop it first (s)", severity="warning")
             return
         tabs = self.query_one("#tabs", TabbedContent)
         chosen = self.selected_checkpoint() if tabs.active == "tab-checkpoints" else None

@@ -10,7 +10,7 @@ from rich.text import Text
 
 from tuitrain.hardware.devices import GpuInfo
 from tuitrain.hardware.mapping import visible_gpus
-from tuitrain.hardware.na import NA
+from tuitrain.hardware.na import NA, NaType
 from tuitrain.hardware.sampler import SampledView
 from tuitrain.humanize import gib, percent, size
 from tuitrain.tui.format import bar
@@ -36,7 +36,7 @@ def strip_line(view: SampledView) -> str:
     host = view.snapshot.host
     cpu = host.cpu_percent
     parts = [f"CPU {percent(cpu, 3)} {bar(cpu / 100 if cpu is not NA else None, 5)} {host.cpu_count} cores"]
-    if host.memory_total is not NA:
+    if not isinstance(host.memory_total, NaType) and not isinstance(host.memory_used, NaType):  # both or neither
         parts.append(f"RAM {size(host.memory_used)}/{size(host.memory_total)}")
     gpus = view.snapshot.gpus
     if not gpus:
@@ -90,7 +90,8 @@ def run_panel(view: SampledView | None, record: Mapping[str, Any], run_id: str, 
         out.append(f"  util   {percent(gpu.utilization, 3):>15} ")
         out.append(spark((p.utilization for p in history), 100), style="green")
         out.append(f"\n  memory {gib(gpu.memory_used):>5}/{gib(gpu.memory_total):>5} GiB ")
-        out.append(spark((p.memory_used for p in history), gpu.memory_total or 0), style="cyan")
+        top = gpu.memory_total if not isinstance(gpu.memory_total, NaType) else 0
+        out.append(spark((p.memory_used for p in history), top), style="cyan")
         out.append("\n")
         for proc in sorted(gpu.processes, key=lambda p: p.pid):
             mine = proc.owner is not None and proc.owner.run_id == run_id
@@ -100,17 +101,17 @@ def run_panel(view: SampledView | None, record: Mapping[str, Any], run_id: str, 
     if ranks:
         out.append("\nranks\n", style="bold")
         for usage in ranks:
-            history = view.rank_history.get((run_id, int(usage.owner.rank or 0)), ())
+            rank_history = view.rank_history.get((run_id, int(usage.owner.rank or 0)), ())
             cores = 100.0 * max(1, snapshot.host.cpu_count)
             out.append(f"  rank {usage.owner.rank}  pid {usage.pid}  CPU {percent(usage.cpu_percent, 3)} ")
-            out.append(spark((p.cpu_percent for p in history), cores), style="green")
-            out.append(f"   RSS {size(usage.rss) if usage.rss is not NA else 'N/A'}\n")
+            out.append(spark((p.cpu_percent for p in rank_history), cores), style="green")
+            out.append(f"   RSS {size(usage.rss) if not isinstance(usage.rss, NaType) else 'N/A'}\n")
     elif live:
         out.append("\nranks: not seen yet\n", style="dim")
     host = snapshot.host
     out.append("\nhost  ", style="bold")
     out.append(f"{host.cpu_count} cores, {percent(host.cpu_percent, 3).strip()} busy ")
     out.append(spark((p.cpu_percent for p in view.host_history), 100), style="green")
-    if host.memory_total is not NA:
+    if not isinstance(host.memory_total, NaType) and not isinstance(host.memory_used, NaType):  # both or neither
         out.append(f"   RAM {size(host.memory_used)}/{size(host.memory_total)}")
     return out
