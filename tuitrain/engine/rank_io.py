@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import os
 import socket
 import sys
 import time
 from pathlib import Path
+from typing import cast
 
 from tuitrain.atomic import write_json_atomic
 from tuitrain.runs.layout import RunPaths
@@ -27,8 +29,8 @@ def redirect_output_to_rank_log(run_dir: Path) -> int:
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     os.close(fd)
-    sys.stdout.reconfigure(line_buffering=True)
-    sys.stderr.reconfigure(line_buffering=True)
+    cast(io.TextIOWrapper, sys.stdout).reconfigure(line_buffering=True)  # typed TextIO; a TextIOWrapper at run time
+    cast(io.TextIOWrapper, sys.stderr).reconfigure(line_buffering=True)
     write_rank_record(paths, rank, exit_code=None)
     return rank
 

@@ -19,6 +19,7 @@ def train_tokenizer(texts: Iterable[str], spec: dict[str, Any], task: str) -> An
     specials = _CLASSIFICATION_SPECIALS if task == "sequence-classification" else _CAUSAL_SPECIALS
     special_list = list(specials.values())
     unk = specials["unk_token"]
+    trainer: trainers.Trainer
     if spec.get("kind", "wordlevel") == "wordpiece":
         tokenizer = Tokenizer(models.WordPiece(unk_token=unk))
         trainer = trainers.WordPieceTrainer(vocab_size=spec["vocab_size"], special_tokens=special_list)

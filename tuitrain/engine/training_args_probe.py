@@ -16,7 +16,7 @@ import sys
 import types
 import typing
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 SIMPLE: dict[type, str] = {bool: "bool", int: "int", float: "float", str: "str", list: "list", dict: "dict",
                            tuple: "list"}
@@ -56,9 +56,9 @@ def describe(tp: Any) -> tuple[list[str], bool, list[Any] | None]:
         values = list(typing.get_args(tp))
         kinds = []
         for v in values:
-            k = "bool" if isinstance(v, bool) else SIMPLE.get(type(v), "any")
-            if k not in kinds:
-                kinds.append(k)
+            kind = "bool" if isinstance(v, bool) else SIMPLE.get(type(v), "any")
+            if kind not in kinds:
+                kinds.append(kind)
         return kinds, False, [v for v in values if not isinstance(v, bool)] or None
     if origin in (list, tuple, set):
         args = [a for a in typing.get_args(tp) if a is not Ellipsis]
@@ -85,7 +85,7 @@ def jsonable(value: Any) -> Any:
     return value
 
 
-def field_default(f: dataclasses.Field) -> Any:  # type: ignore[type-arg]
+def field_default(f: dataclasses.Field[Any]) -> Any:
     if f.default is not dataclasses.MISSING:
         return jsonable(f.default)
     if f.default_factory is not dataclasses.MISSING:
@@ -110,7 +110,7 @@ def training_args_table() -> dict[str, Any]:
         if not f.init or f.name.startswith("_"):
             continue
         kinds, optional, choices = describe(hints.get(f.name, f.type))
-        meta = f.metadata or {}
+        meta: Mapping[str, Any] = f.metadata or {}
         if meta.get("choices") is not None:
             choices = list(meta["choices"])
         if choices is None:

@@ -69,14 +69,16 @@ class ImportResult:
     def merge_into(self, data: Mapping[str, Any]) -> dict[str, Any]:
         """A profile's data with [distributed] replaced and the [hardware] and [training] keys set (a new dict)."""
         merged = {k: (dict(v) if isinstance(v, dict) else v) for k, v in data.items()}
-        hardware = merged.get("hardware") if isinstance(merged.get("hardware"), dict) else {}
+        old_hardware = merged.get("hardware")
+        hardware: dict[str, Any] = old_hardware if isinstance(old_hardware, dict) else {}
         for key in self.hardware_remove:
             hardware.pop(key, None)
         hardware.update(self.hardware)
         merged["hardware"] = hardware
         merged["distributed"] = dict(self.distributed)
         if self.training:
-            training = merged.get("training") if isinstance(merged.get("training"), dict) else {}
+            old_training = merged.get("training")
+            training: dict[str, Any] = old_training if isinstance(old_training, dict) else {}
             merged["training"] = {**training, **self.training}
         return merged
 

@@ -114,6 +114,6 @@ NO_PROFILE_KEY: dict[str, str] = {
     "mpirun_config": "tuitrain starts CPU ranks with torchrun (gloo), not mpirun",
     "parallelism_config": "tensor / context parallelism is not among tuitrain's strategies",
 }
-EMPTY = (None, False, [], {}, "", "no", "NO")
+EMPTY: tuple[Any, ...] = (None, False, [], {}, "", "no", "NO")
 # A comment line export writes for CPU ranks (MULTI_GPU with every GPU hidden), which import reads back.
 CPU_RANKS_MARK = "tuitrain: hardware.accelerator = cpu"

@@ -21,7 +21,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from tuitrain.atomic import write_text_atomic
 from tuitrain.installed import distribution_version
@@ -140,6 +140,7 @@ def _specs_from_table(table: dict[str, Any]) -> dict[str, FieldSpec]:
     specs: dict[str, FieldSpec] = {}
     for name, raw in table["fields"].items():
         kinds = [k for k in raw.get("kinds") or ["any"] if k]
+        accepts: tuple[str, ...]
         if "any" in kinds or not kinds:
             simple, accepts = "any", ()
         elif len(kinds) == 1:
@@ -251,7 +252,7 @@ MIGRATIONS: dict[str, Migration] = {
 }
 
 
-def applicable_migration(key: str, fields: dict[str, FieldSpec] | None) -> Migration | None:
+def applicable_migration(key: str, fields: Mapping[str, FieldSpec] | None) -> Migration | None:
     """The migration for a [training] key, if it applies with the installed transformers."""
     m = MIGRATIONS.get(key)
     if m is None:

@@ -57,14 +57,14 @@ def freeze_paths(data: dict[str, Any], base_dir: Path) -> dict[str, Any]:
     directory): relative local paths become absolute."""
     frozen = copy.deepcopy(data)
     for keys, rule in _PATH_KEYS:
-        table = frozen
+        table: Any = frozen  # a nested table, or None once a key is missing
         for key in keys[:-1]:
             table = table.get(key) if isinstance(table, dict) else None
         value = table.get(keys[-1]) if isinstance(table, dict) else None
         if isinstance(value, str) and value and not Path(value).expanduser().is_absolute():
             candidate = base_dir / Path(value).expanduser()
             if rule == "always" or candidate.exists():
-                table[keys[-1]] = str(candidate.resolve())  # type: ignore[index]
+                table[keys[-1]] = str(candidate.resolve())
     return frozen
 
 

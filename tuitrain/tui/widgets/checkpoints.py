@@ -79,7 +79,8 @@ class CheckpointList(Vertical):
         if table.row_count == 0:
             return None
         try:
-            return Path(table.coordinate_to_cell_key(Coordinate(table.cursor_row, 0)).row_key.value)
+            key = table.coordinate_to_cell_key(Coordinate(table.cursor_row, 0)).row_key.value
+            return Path(key) if key is not None else None
         except Exception:  # noqa: BLE001 - the table is being rebuilt
             return None
 

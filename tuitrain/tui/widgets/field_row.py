@@ -10,7 +10,7 @@ default applies), which is how a profile that names only what it changes stays s
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from textual import on
 from textual.app import ComposeResult
@@ -100,7 +100,8 @@ class FieldRow(Vertical):
             value = self.initial if self.initial in choices else Select.NULL
             return Select(options, value=value, allow_blank=True, prompt=f"({placeholder})", compact=True,
                           classes="field-control", tooltip=tooltip)
-        input_type = {"int": "integer", "float": "number"}.get(f.kind, "text")
+        input_types: dict[str, Literal["integer", "number", "text"]] = {"int": "integer", "float": "number"}
+        input_type = input_types.get(f.kind, "text")
         # valid_empty: an empty box means "the default", not a bad number
         return Input(show_value(f.kind, self.initial), placeholder=placeholder, type=input_type, compact=True,
                      classes="field-control", tooltip=tooltip, valid_empty=True)

@@ -22,7 +22,7 @@ class KeyBar(Widget):
         self._spans: list[tuple[int, int, object, str]] = []
 
     def _shown_keys(self) -> list[tuple[object, Binding]]:
-        out = []
+        out: list[tuple[object, Binding]] = []
         for node in (self.screen, self.app):
             for binding in getattr(node, "BINDINGS", []):
                 if isinstance(binding, Binding) and binding.show and binding.description:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
 from textual.cache import LRUCache
@@ -71,7 +72,7 @@ class LogView(ScrollView, can_focus=True):
         self._crops: LRUCache[int, Strip] = LRUCache(1024)
         self._crop_key: tuple[int, int] = (-1, -1)
         self._width = 0
-        self._style = None
+        self._style: Style | None = None
         self.term: str | None = None
         self.current: int | None = None
 
@@ -156,7 +157,7 @@ class LogView(ScrollView, can_focus=True):
         self._style = None
 
     @property
-    def line_style(self):
+    def line_style(self) -> Style:
         """The widget's rich style, computed once per style change (not once a line)."""
         if self._style is None:
             self._style = self.rich_style
