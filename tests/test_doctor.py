@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 import tomli_w
-from conftest import cli
 
+from conftest import cli
 from tuitrain.profile import builtin_profile_path
 from tuitrain.remote.doctor import (
     Check,

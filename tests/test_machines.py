@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 import tomli_w
-from conftest import cli
 
+from conftest import cli
 from tuitrain.hardware import Hardware
 from tuitrain.launch import plan_launch
 from tuitrain.launch.machines import has_machines, interface_env, plan_machines

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from tuitrain.hardware import Hardware
-from tuitrain.launch.accelerate_default_config import default_config_path
-from tuitrain.launch.accelerate_export import deepspeed_section, fsdp_section
 from tuitrain.hardware.mapping import map_devices
 from tuitrain.hardware.preflight import check as hardware_preflight
+from tuitrain.launch.accelerate_default_config import default_config_path
+from tuitrain.launch.accelerate_export import deepspeed_section, fsdp_section
 from tuitrain.launch.preflight import MachineFacts, machine_problems, probe_machine
 from tuitrain.profile import Problem
 from tuitrain.profile.accelerate_names import CPU_RANKS_MARK

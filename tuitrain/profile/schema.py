@@ -167,16 +167,16 @@ FOREIGN_KEYS: dict[str, dict[str, tuple[str | None, str]]] = {
     "distributed.fsdp": {
         "cpu_offload": ("'offload_params'", "the older accelerate / transformers name"),
         "backward_prefetch_policy": ("'backward_prefetch'", "the name in the Trainer docs' FSDP example"),
-        "reshard_after_forward": ("'sharding_strategy'", 'FSDP2 reshards after forward with "full_shard", '
-                                  'not with "shard_grad_op"'),
+        "reshard_after_forward": ("'sharding_strategy'", ('FSDP2 reshards after forward with "full_shard", '
+                                                          'not with "shard_grad_op"')),
         "limit_all_gathers": (None, "accelerate launch has none either; FSDP runs with accelerate's default, true"),
         **dict.fromkeys(("xla", "xla_fsdp_settings", "xla_fsdp_grad_ckpt", "xla_fsdp_v2"),
                         (None, "PyTorch/XLA FSDP runs on TPUs, which tuitrain does not support")),
     },
     "distributed.deepspeed": {
         "zero3_init_flag": ("'zero3_init'", "accelerate's name"),
-        "zero_optimization": ("'zero_stage'", "zero_optimization is a DeepSpeed JSON section; a whole JSON goes "
-                              "in a file named by config_file"),
+        "zero_optimization": ("'zero_stage'", ("zero_optimization is a DeepSpeed JSON section; a whole JSON goes "
+                                               "in a file named by config_file")),
         "fp16": ("hardware.mixed_precision", 'e.g. [hardware] mixed_precision = "fp16"'),
         "bf16": ("hardware.mixed_precision", 'e.g. [hardware] mixed_precision = "bf16"'),
         "train_micro_batch_size_per_gpu": ("training.per_device_train_batch_size", "DeepSpeed's name"),
@@ -243,7 +243,9 @@ SCHEMA: dict[str, Section] = {
         "strategy": KeySpec("str", "single", choices=STRATEGIES,
                             doc="single: one device; ddp: a model copy per process; fsdp: parameters sharded "
                                 "across GPUs; deepspeed: ZeRO sharding and offload"),
-        "num_processes": KeySpec("int", 1, min=1, max=4096, doc="processes per machine (absent: one per selected GPU for ddp/fsdp/deepspeed on NVIDIA GPUs, else 1; CPU ranks use gloo)"),
+        "num_processes": KeySpec("int", 1, min=1, max=4096,
+                                 doc="processes per machine (absent: one per selected GPU for ddp/fsdp/deepspeed on "
+                                     "NVIDIA GPUs, else 1; CPU ranks use gloo)"),
         "num_machines": KeySpec("int", 1, min=1, max=65536, doc="machines taking part (each runs num_processes)"),
         "machine_rank": KeySpec("int", 0, min=0, max=65535, doc="this machine's rank, 0 to num_machines - 1 (0 hosts the rendezvous)"),
         "main_process_ip": KeySpec("str", doc="address of machine 0 (needed with num_machines > 1)",
@@ -315,8 +317,9 @@ def profile_with_defaults(profile: Profile) -> dict[str, Any]:
     [model.train_tokenizer] gets its defaults when present. run.name is the profile's name.
     """
     data = copy.deepcopy(profile.data)
-    model = data.get("model") if isinstance(data.get("model"), dict) else {}
-    task = model.get("task") if model.get("task") in TASKS else "sequence-classification"
+    given_model = data.get("model")
+    model: dict[str, Any] = given_model if isinstance(given_model, dict) else {}
+    task: str = model["task"] if model.get("task") in TASKS else "sequence-classification"
     out: dict[str, Any] = {}
     for section, spec in SCHEMA.items():
         given = data.get(section)

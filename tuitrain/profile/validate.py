@@ -1113,11 +1113,11 @@ def _rules_strategies(file: str, data: Mapping[str, Any], base_dir: Path | None,
         if layerwise is not None:
             out.append(layerwise)
 
+    fsdp, deepspeed = dist.get("fsdp"), dist.get("deepspeed")
     if strategy == "fsdp":
-        out.extend(_rules_fsdp(file, dist.get("fsdp") if isinstance(dist.get("fsdp"), dict) else {}, training))
+        out.extend(_rules_fsdp(file, fsdp if isinstance(fsdp, dict) else {}, training))
     if strategy == "deepspeed":
-        out.extend(_rules_deepspeed(file, dist.get("deepspeed") if isinstance(dist.get("deepspeed"), dict) else {},
-                                    training, mixed, base_dir))
+        out.extend(_rules_deepspeed(file, deepspeed if isinstance(deepspeed, dict) else {}, training, mixed, base_dir))
     return out
 
 
