@@ -14,6 +14,11 @@ from tuitrain import __version__
 from tuitrain.runs.layout import default_runs_root
 
 
+def _ssh_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--ssh-config", default=None, metavar="FILE",
+                   help="several machines: an ssh_config for ssh -F (default: your ~/.ssh/config)")
+
+
 def _runs_dir_option(parser: argparse.ArgumentParser, default: object = argparse.SUPPRESS) -> None:
     parser.add_argument("--runs-dir", dest="runs_root", type=Path, default=default,
                         help="the runs root (default: $TUITRAIN_RUNS_DIR or ./runs)")
@@ -45,12 +50,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--detach", "-d", action="store_true", help="print the run id and return; the run goes on")
     p.add_argument("--app", action="store_true",
                    help="watch it in the app (in a terminal; elsewhere follow it as without --app)")
+    _ssh_options(p)
+    p.add_argument("--no-doctor", action="store_true",
+                   help="several machines: start without checking them first with `tuitrain doctor`")
     _set_option(p)
 
     p = command("resume", launching.cmd_resume, "start a new run that continues a run from one of its checkpoints")
     p.add_argument("run")
     p.add_argument("--checkpoint", default="latest", help="latest (newest complete), checkpoint-N, or a path")
     p.add_argument("--detach", "-d", action="store_true")
+    _ssh_options(p)
     _set_option(p)
 
     p = command("plan", launching.cmd_plan, "show what would run: command, environment, accelerate config (starts nothing)")
@@ -62,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
                 "launch: reachable, same versions, paths, network interface, free port")
     p.add_argument("profile")
     p.add_argument("--json", action="store_true")
-    p.add_argument("--ssh-config", default=None, metavar="FILE", help="an ssh_config for ssh -F (default: ~/.ssh/config)")
+    _ssh_options(p)
     p.add_argument("--timeout", type=float, default=20.0, help="seconds each machine may take (default 20)")
     _set_option(p)
 

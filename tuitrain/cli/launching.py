@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from tuitrain.cli.errors import CliError
 from tuitrain.cli.output import print_json
@@ -32,19 +33,34 @@ def _load(ref: str, overrides: list[str]) -> Profile:
     return profile
 
 
-def _refuse_machines(profile: Profile) -> None:
+def _ssh_config(args: argparse.Namespace) -> str | None:
+    from pathlib import Path
+
+    return str(Path(args.ssh_config).expanduser().resolve()) if getattr(args, "ssh_config", None) else None
+
+
+def _check_machines(profile: Profile, args: argparse.Namespace) -> None:
+    """A multi-machine profile is checked by the doctor before anything starts (unless --no-doctor)."""
     from tuitrain.launch.machines import has_machines
 
-    if has_machines(profile.data):
-        raise CliError(f"{profile.path}: running on several machines from one terminal is not built yet; start each "
-                       f"machine with the command `tuitrain plan {profile.path}` shows for it, and check them first "
-                       f"with `tuitrain doctor {profile.path}`")
+    if not has_machines(profile.data) or args.no_doctor:
+        return
+    print("tuitrain: checking the machines first (`tuitrain doctor`; --no-doctor skips this)", file=sys.stderr)
+    report, plan = _doctor_report(profile, args, timeout=20.0)
+    failed = [check for check in report.checks if check.ok is False]
+    if failed or plan.errors:
+        for line in report.lines():
+            print(line, file=sys.stderr)
+        for problem in plan.errors:
+            print(problem, file=sys.stderr)
+        raise CliError(f"{profile.path}: {len(failed) + len(plan.errors)} machine check(s) failed; nothing was "
+                       "started (fix them, or pass --no-doctor to start anyway)")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     profile = _load(args.profile, args.set)
-    _refuse_machines(profile)
-    paths = launch(profile, args.runs_root)
+    _check_machines(profile, args)
+    paths = launch(profile, args.runs_root, ssh_config=_ssh_config(args))
     if args.detach:
         print(paths.id)
         return 0
@@ -65,7 +81,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
     parent = find_run(args.runs_root, args.run)
     say_when_reading_training_args()
     try:
-        paths, checkpoint, profile = resume(parent, args.runs_root, args.checkpoint, args.set)
+        paths, checkpoint, profile = resume(parent, args.runs_root, args.checkpoint, args.set,
+                                            ssh_config=_ssh_config(args))
     except ResumeError as exc:
         raise CliError(str(exc)) from None
     _print_notes(profile)
@@ -187,16 +204,13 @@ def _profile_paths(profile: Profile) -> list[tuple[str, str]]:
     return out
 
 
-def cmd_doctor(args: argparse.Namespace) -> int:
-    from tuitrain.launch.machines import has_machines, plan_machines
+def _doctor_report(profile: Profile, args: argparse.Namespace, timeout: float) -> tuple[Any, Any]:
+    """(the doctor's report, the machines plan) of a multi-machine profile."""
+    from tuitrain.launch.machines import plan_machines
     from tuitrain.profile import profile_with_defaults
     from tuitrain.remote.doctor import MachineSpec, doctor
     from tuitrain.remote.ssh import SshOptions
 
-    profile = _load(args.profile, args.set)
-    if not has_machines(profile.data):
-        raise CliError(f"{profile.path}: no [[distributed.machines]] to check; the doctor checks the machines of a "
-                       "multi-machine profile (this machine's checks run with `tuitrain plan`)")
     plan = plan_machines(profile_with_defaults(profile), args.runs_root / "<new-run>", str(profile.path))
     paths = tuple(_profile_paths(profile))
     specs = [MachineSpec(host=m.host, rank=m.machine_rank, python=m.python, workdir=m.workdir,
@@ -205,8 +219,18 @@ def cmd_doctor(args: argparse.Namespace) -> int:
                          port=plan.main_process_port if m.machine_rank == 0 else None)
                for m in plan.machines]
     # connecting gets part of each machine's time, so an unreachable machine reads as such, not as a timeout
-    options = SshOptions(config=args.ssh_config, connect_timeout=max(1, min(10, int(args.timeout * 0.6))))
-    report = doctor(specs, options, timeout=args.timeout)
+    options = SshOptions(config=_ssh_config(args), connect_timeout=max(1, min(10, int(timeout * 0.6))))
+    return doctor(specs, options, timeout=timeout), plan
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from tuitrain.launch.machines import has_machines
+
+    profile = _load(args.profile, args.set)
+    if not has_machines(profile.data):
+        raise CliError(f"{profile.path}: no [[distributed.machines]] to check; the doctor checks the machines of a "
+                       "multi-machine profile (this machine's checks run with `tuitrain plan`)")
+    report, plan = _doctor_report(profile, args, args.timeout)
     failed = [c for c in report.checks if c.ok is False]
     if args.json:
         print_json({"ok": report.ok, "seconds": round(report.seconds, 3), "checks": [c.to_dict() for c in report.checks]})
@@ -214,7 +238,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         for line in report.lines():
             print(line)
         summary = "all checks passed" if report.ok else f"{len(failed)} check(s) failed"
-        print(f"\n{len(specs)} machine(s) checked in {report.seconds:.1f} s: {summary}")
+        print(f"\n{len(plan.machines)} machine(s) checked in {report.seconds:.1f} s: {summary}")
     for problem in plan.errors:
         print(problem, file=sys.stderr)
     return 0 if report.ok and not plan.errors else 1

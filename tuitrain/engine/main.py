@@ -109,17 +109,21 @@ def build_trainer(paths: RunPaths, record: dict[str, Any], profile: dict[str, An
         raise EngineError(f"[training]: TrainingArguments refuses it: {str(exc).strip().splitlines()[0]}; "
                           "fix the [training] keys it names") from exc
     base_dir = Path(record.get("cwd") or paths.root)
-    if rank == 0:
+    if args.local_process_index == 0:  # each machine's: it may not share this folder with the main machine
         make_output_dir(Path(output_dir))
 
-    with args.main_process_first(desc="load data and tokenizer"):
+    # The main process goes first (a tokenizer trained here is saved for all); then each machine's local main
+    # (where the folder is not shared, it trains the same tokenizer from the same texts); then the other ranks,
+    # which read what their machine's main saved. Every rank passes each context's one barrier once.
+    with args.main_process_first(local=False, desc="load data and tokenizer"), \
+            args.main_process_first(local=True, desc="load data and tokenizer on this machine"):
         train_raw, eval_raw = raw_splits(data_spec, profile["run"]["seed"], base_dir)
         check_splits(train_raw, eval_raw, data_spec, model_spec, getattr(args.eval_strategy, "value", str(args.eval_strategy)))
         tokenizer = build_tokenizer(
             model_spec,
             train_raw[data_spec["text_column"]],
             Path(output_dir) / "tokenizer",
-            is_main=args.process_index == 0,
+            is_main=args.local_process_index == 0,
         )
         classify = model_spec["task"] == "sequence-classification"
         tokenize = tokenize_for_classification if classify else tokenize_for_causal_lm

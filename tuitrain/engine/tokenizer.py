@@ -59,7 +59,7 @@ def build_tokenizer(model: dict[str, Any], train_texts: Any, saved_dir: Path, is
     if (saved_dir / "tokenizer.json").exists():
         return load_tokenizer(str(saved_dir), False)
     if not is_main:
-        raise RuntimeError(f"the main process did not save a tokenizer to {saved_dir}")
+        raise RuntimeError(f"this machine's main process did not save a tokenizer to {saved_dir}")
     tokenizer = train_tokenizer(train_texts, model["train_tokenizer"], model["task"])
     try:
         tokenizer.save_pretrained(str(saved_dir))

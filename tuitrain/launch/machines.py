@@ -13,7 +13,6 @@ indices are NVML's (nvidia-smi's), so they go out under CUDA_DEVICE_ORDER=PCI_BU
 from __future__ import annotations
 
 import os
-import shlex
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from tuitrain.launch.plan import (
     _strategy_note,
     accelerate_config,
     deepspeed_json_path,
+    pasteable_command,
     profile_folder,
 )
 from tuitrain.profile import Problem
@@ -51,14 +51,13 @@ class MachinePlan:
     accelerate_config: dict[str, Any]
     num_processes: int  # on this machine
     accelerator: str
+    node_dir: str  # this machine's part of the run directory (relative: to workdir)
     network_interface: str | None = None
     notes: list[str] = field(default_factory=list)
 
     def command_line(self) -> str:
         """The command a user could paste on that machine (in `workdir`) to run its part without tuitrain."""
-        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(self.env.items()))
-        args = ["accelerate", "launch", *self.argv[3:]]
-        return (env + " " if env else "") + shlex.join(args)
+        return pasteable_command(self.env, self.argv)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -66,6 +65,7 @@ class MachinePlan:
             "machine_rank": self.machine_rank,
             "python": self.python,
             "workdir": self.workdir,
+            "node_dir": self.node_dir,
             "argv": self.argv,
             "command": self.command_line(),
             "env": self.env,
@@ -89,10 +89,23 @@ class MachinesPlan:
     strategy: str
     notes: list[str] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
+    ssh_config: str | None = None  # an ssh_config for `ssh -F` (None: the user's own)
 
     @property
     def errors(self) -> list[Problem]:
         return [p for p in self.problems if p.severity == "error"]
+
+    @property
+    def accelerate_config(self) -> dict[str, Any]:
+        """The main machine's (the others differ in machine_rank only)."""
+        return self.machines[0].accelerate_config if self.machines else {}
+
+    def record_fields(self) -> dict[str, Any]:
+        """What run.json keeps of this plan: the home supervisor starts each machine from it."""
+        return {"argv": [], "env": {}, "num_processes": self.num_processes, "num_machines": self.num_machines,
+                "main_process_port": self.main_process_port,
+                "accelerator": self.machines[0].accelerator if self.machines else "cpu",
+                "machines": [m.to_dict() for m in self.machines], "ssh_config": self.ssh_config}
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -142,11 +155,17 @@ def _devices(settings: Mapping[str, Any], machine: Mapping[str, Any]) -> tuple[s
     return "cuda", {"CUDA_DEVICE_ORDER": hardware["device_order"]}, notes
 
 
+def node_dir(run_id: str, machine_rank: int) -> str:
+    """Where a machine keeps its part of a run, under its workdir: distinct per machine even where the
+    machines share a file system (as home folders on NFS do)."""
+    return f".tuitrain/runs/{run_id}/machine-{machine_rank}"
+
+
 def plan_machines(settings: Mapping[str, Any], run_dir: Path, file: str = "profile", *,
                   processes_set: bool = True, local_python: str | None = None,
-                  local_cwd: str | None = None) -> MachinesPlan:
+                  local_cwd: str | None = None, ssh_config: str | None = None) -> MachinesPlan:
     """`settings`: a profile with defaults (tuitrain.profile.profile_with_defaults) that lists machines.
-    `run_dir`: the run directory's path, the same on every machine (each keeps its node-local copy there).
+    `run_dir`: the home run directory; each machine keeps its part in `node_dir(run id, rank)` under its workdir.
     `processes_set`: whether the profile itself sets distributed.num_processes (else a machine with GPUs listed runs
     one process per GPU). `local_python` / `local_cwd`: the defaults of a machine's `python` and `workdir` (this
     interpreter, this folder)."""
@@ -163,7 +182,6 @@ def plan_machines(settings: Mapping[str, Any], run_dir: Path, file: str = "profi
     if no_port is not None:
         problems.append(no_port)
     ds_json = deepspeed_json_path(settings, profile_folder(file))
-    config_path = str(Path(run_dir) / "accelerate.yaml")
     plans: list[MachinePlan] = []
     total = 0
     for rank, machine in enumerate(machines):
@@ -178,24 +196,30 @@ def plan_machines(settings: Mapping[str, Any], run_dir: Path, file: str = "profi
         mine = {**settings, "distributed": {**dist, "machine_rank": rank, "num_machines": count,
                                             "num_processes": processes}}
         python = machine.get("python") or python_default
-        argv = [python, "-m", LAUNCH_MODULE, "--config_file", config_path,
+        workdir = machine.get("workdir") or cwd_default
+        folder = node_dir(Path(run_dir).name, rank)
+        if workdir.startswith("/"):
+            folder = f"{workdir.rstrip('/')}/{folder}"  # absolute where it can be: `ps` then shows which run it is
+        argv = [python, "-m", LAUNCH_MODULE, "--config_file", f"{folder}/accelerate.yaml",
                 "--machine_rank", str(rank), "--num_machines", str(count)]
         if ip:
             argv += ["--main_process_ip", str(ip)]
         if port is not None:
             argv += ["--main_process_port", str(port)]
-        argv += ["-m", ENGINE_MODULE, str(run_dir)]
+        argv += ["-m", ENGINE_MODULE, folder]
         plans.append(MachinePlan(
             host=str(machine.get("host")), machine_rank=rank, python=python,
-            workdir=machine.get("workdir") or cwd_default, argv=argv, env=env,
+            workdir=workdir, argv=argv, env=env,
             accelerate_config=accelerate_config(mine, accelerator, "all", ds_json),
-            num_processes=processes, accelerator=accelerator, network_interface=interface, notes=notes))
+            num_processes=processes, accelerator=accelerator, node_dir=folder, network_interface=interface,
+            notes=notes))
     notes = []
     if plans:
         notes.append(_strategy_note(settings, plans[0].accelerator, total))
         notes.append(f"{count} machine(s), {total} process(es) in all; the main machine (rank 0) is {plans[0].host}"
                      + (f", reached by the others at {ip}:{port}" if ip and port is not None else ""))
-    notes.append("each machine is started by hand for now: run its command there, in its folder "
-                 "(starting every machine from one terminal is not built yet)")
+    notes.append("`tuitrain run` starts every machine over ssh (a tuitrain agent on each runs its command in its "
+                 "workdir and sends its logs home); `tuitrain doctor` checks the machines first")
     return MachinesPlan(machines=plans, num_machines=count, num_processes=total, main_process_ip=ip,
-                        main_process_port=port, strategy=dist["strategy"], notes=notes, problems=problems)
+                        main_process_port=port, strategy=dist["strategy"], notes=notes, problems=problems,
+                        ssh_config=ssh_config)

@@ -29,6 +29,13 @@ ENGINE_MODULE = "tuitrain.engine"
 MACHINES_NOT_BUILT = "running on several machines from one terminal is not built yet"
 
 
+def pasteable_command(env: dict[str, str], argv: list[str]) -> str:
+    """`K=V … accelerate launch …` for an argv of `python -m accelerate.commands.launch …`: what a user could
+    paste to run it without tuitrain."""
+    pairs = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(env.items()))
+    return (pairs + " " if pairs else "") + shlex.join(["accelerate", "launch", *argv[3:]])
+
+
 @dataclass(frozen=True)
 class LaunchPlan:
     argv: list[str]
@@ -46,11 +53,15 @@ class LaunchPlan:
     def errors(self) -> list[Problem]:
         return [p for p in self.problems if p.severity == "error"]
 
+    def record_fields(self) -> dict[str, Any]:
+        """What run.json keeps of this plan: the supervisor launches from it."""
+        return {"argv": self.argv, "env": self.env, "num_processes": self.num_processes,
+                "num_machines": self.num_machines, "main_process_port": self.main_process_port,
+                "accelerator": self.accelerator}
+
     def command_line(self) -> str:
         """The command a user could paste to run this without tuitrain."""
-        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(self.env.items()))
-        args = ["accelerate", "launch", *self.argv[3:]]
-        return (env + " " if env else "") + shlex.join(args)
+        return pasteable_command(self.env, self.argv)
 
     def to_dict(self) -> dict[str, Any]:
         return {

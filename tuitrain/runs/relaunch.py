@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from tuitrain.hardware import Hardware, detect_hardware
 from tuitrain.launch import LaunchPlan, plan_launch
+from tuitrain.launch.machines import MachinesPlan, has_machines, plan_machines
 from tuitrain.profile import Profile, load_profile, profile_with_defaults
 from tuitrain.runs.checkpoints import Checkpoint, inspect_checkpoint, latest_complete, run_checkpoints
 from tuitrain.runs.layout import RunPaths
@@ -67,8 +68,25 @@ def plan_profile(profile: Profile, run_dir: Path, hardware: Hardware | None = No
     return planner(settings, str(profile.path or "profile"), hardware, notes)(run_dir)
 
 
-def launch(profile: Profile, runs_root: Path, cwd: Path | None = None, hardware: Hardware | None = None) -> RunPaths:
-    """Start a run of an already loaded (and validated) profile; returns once it is started."""
+def machines_planner(profile: Profile, settings: dict[str, Any], file: str,
+                     ssh_config: str | None = None) -> Callable[[Path], MachinesPlan]:
+    """Plans for a profile that lists [[distributed.machines]] (nothing of this machine's hardware is read)."""
+    processes_set = "num_processes" in (profile.data.get("distributed") or {})
+
+    def plan(run_dir: Path) -> MachinesPlan:
+        return plan_machines(settings, Path(run_dir), file, processes_set=processes_set, ssh_config=ssh_config)
+
+    return plan
+
+
+def launch(profile: Profile, runs_root: Path, cwd: Path | None = None, hardware: Hardware | None = None,
+           ssh_config: str | None = None) -> RunPaths:
+    """Start a run of an already loaded (and validated) profile; returns once it is started.
+    A profile that lists machines starts on every one of them (over ssh, with `ssh_config` if given)."""
+    if has_machines(profile.data):
+        settings = profile_with_defaults(profile)
+        plan_for: Callable[[Path], Any] = machines_planner(profile, settings, str(profile.path), ssh_config)
+        return start_run(profile, settings, plan_for, runs_root, cwd=cwd)
     settings, notes, hardware = _settings(profile, hardware)
     return start_run(profile, settings, planner(settings, str(profile.path), hardware, notes), runs_root, cwd=cwd)
 
@@ -114,7 +132,7 @@ def choose_checkpoint(record: dict[str, Any], ref: str | Path = "latest") -> Che
 
 def resume(parent: RunPaths, runs_root: Path, checkpoint: str | Path = "latest",
            overrides: Sequence[str] = (), cwd: Path | None = None,
-           hardware: Hardware | None = None) -> tuple[RunPaths, Checkpoint, Profile]:
+           hardware: Hardware | None = None, ssh_config: str | None = None) -> tuple[RunPaths, Checkpoint, Profile]:
     """`tuitrain resume RUN --checkpoint ...`, detached: a new run continuing `parent`.
 
     Returns the new run, the checkpoint it continues from, and the profile it runs (its `notes`
@@ -131,16 +149,22 @@ def resume(parent: RunPaths, runs_root: Path, checkpoint: str | Path = "latest",
     if not record.get("output_dir"):
         raise ResumeError(f"run {parent.id} has no output folder; nothing to resume from")
     chosen = choose_checkpoint(record, checkpoint)
+    ssh_config = ssh_config or record.get("ssh_config")  # a multi-machine run resumes through the same ssh_config
     loaded = load_profile(parent.profile, overrides)
     profile = Profile(path=Path(record.get("profile_path") or parent.profile), data=loaded.data, notes=loaded.notes)
-    settings, notes, hardware = _settings(profile, hardware)
-    planned = settings["distributed"]["num_processes"] * settings["distributed"]["num_machines"]
+    if has_machines(profile.data):
+        settings = profile_with_defaults(profile)
+        plan_for: Callable[[Path], Any] = machines_planner(profile, settings, str(parent.profile), ssh_config)
+        planned = plan_for(parent.root).num_processes
+    else:
+        settings, notes, hardware = _settings(profile, hardware)
+        plan_for = planner(settings, str(parent.profile), hardware, notes)
+        planned = settings["distributed"]["num_processes"] * settings["distributed"]["num_machines"]
     if chosen.world_size and chosen.world_size != planned:
         raise ResumeError(
             f"{chosen.path.name} was written by {chosen.world_size} process(es) and this resume would run {planned}: "
             "the Trainer restores per-rank state and data order for the world that saved it. "
             f"Resume with distributed.num_processes={chosen.world_size} (--set distributed.num_processes={chosen.world_size})")
     lineage = Lineage(parent=parent.id, checkpoint=chosen.path)
-    paths = start_run(profile, settings, planner(settings, str(parent.profile), hardware, notes), runs_root,
-                      lineage=lineage, cwd=cwd)
+    paths = start_run(profile, settings, plan_for, runs_root, lineage=lineage, cwd=cwd)
     return paths, chosen, profile

@@ -16,6 +16,7 @@ import tomli_w
 
 from tuitrain.atomic import write_text_atomic
 from tuitrain.launch import LaunchPlan
+from tuitrain.launch.machines import MachinesPlan
 from tuitrain.profile import Profile
 from tuitrain.runs.checkpoints import list_checkpoints
 from tuitrain.runs.layout import RunPaths
@@ -143,7 +144,7 @@ def start_run(
     try:
         output_dir = resolve_output_dir(settings, paths, cwd)
         guard_output_dir(output_dir, lineage)
-        plan: LaunchPlan = plan_for(paths.root)
+        plan: LaunchPlan | MachinesPlan = plan_for(paths.root)
         if plan.errors:
             raise StartError("\n".join(str(p) for p in plan.errors))
         paths.logs.mkdir()
@@ -154,15 +155,10 @@ def start_run(
         record = new_record(
             paths.id,
             profile.name,
-            argv=plan.argv,
-            env=plan.env,
-            num_processes=plan.num_processes,
-            num_machines=plan.num_machines,
-            main_process_port=plan.main_process_port,
+            **plan.record_fields(),
             output_dir=str(output_dir),
             profile_path=str(profile.path) if profile.path else None,
             cwd=str(cwd),
-            accelerator=plan.accelerator,
             parent=lineage.parent if lineage else None,
             resume_from=str(lineage.checkpoint) if lineage else None,
             max_steps=settings["training"].get("max_steps"),

@@ -201,9 +201,18 @@ class Supervisor:
         if killed:
             log(f"killed after {grace:.1f}s grace: {sorted(killed)}")
 
+    def tick(self) -> None:
+        """Called once per poll; a node agent mirrors its files and talks to home here."""
+
+    def abort(self) -> None:
+        """End every process of the run now (the supervisor itself is failing)."""
+        if self.launcher is not None:
+            self.end_all(KILL_GRACE_SECONDS)
+
     def watch(self) -> int:
         assert self.launcher is not None
         while True:
+            self.tick()
             self.poll_control()
             self.poll_ranks()
             code = self.launcher.poll()
@@ -281,35 +290,53 @@ class Supervisor:
         return ""
 
 
-def supervise(run_dir: Path) -> int:
-    paths = RunPaths(run_dir)
-    supervisor: Supervisor | None = None
+def run_supervisor(supervisor: Supervisor) -> str:
+    """Announce, start, watch and finish; a failure of its own is recorded too. Returns the final status."""
+    paths = supervisor.paths
     try:
-        supervisor = Supervisor(paths)
         supervisor.announce()
         supervisor.install_signal_handlers()
         try:
             supervisor.start()
         except OSError as exc:
-            record_end(paths, status="failed", ended=time.time(), error=f"could not start the launcher: {exc}")
+            supervisor.record = record_end(paths, status="failed", ended=time.time(),
+                                           error=f"could not start the launcher: {exc}")
             log(f"could not start the launcher: {exc}")
-            return 1
-        status = supervisor.finish(supervisor.watch())
-        return 0 if status in ("finished", "stopped") else 1
+            return "failed"
+        return supervisor.finish(supervisor.watch())
     except BaseException as exc:  # noqa: BLE001 — whatever it is, the run must not be left running unrecorded
         traceback.print_exc()
         error = f"the supervisor failed: {type(exc).__name__}: {exc} (traceback in logs/launcher.log)"
         log(error)
-        if supervisor is not None and supervisor.launcher is not None:
-            try:
-                supervisor.end_all(KILL_GRACE_SECONDS)
-            except Exception:  # noqa: BLE001
-                traceback.print_exc()
         try:
-            record_end(paths, status="failed", ended=time.time(), error=error)
+            supervisor.abort()
+        except Exception:  # noqa: BLE001
+            traceback.print_exc()
+        try:
+            supervisor.record = record_end(paths, status="failed", ended=time.time(), error=error)
+        except Exception:  # noqa: BLE001
+            traceback.print_exc()
+        return "failed"
+
+
+def supervise(run_dir: Path) -> int:
+    paths = RunPaths(run_dir)
+    try:
+        machines = bool(read_record(paths).get("machines"))
+        if machines:
+            from tuitrain.runs.home_supervisor import HomeSupervisor
+
+            supervisor: Supervisor = HomeSupervisor(paths)
+        else:
+            supervisor = Supervisor(paths)
+    except BaseException as exc:  # noqa: BLE001 — an unreadable record: say so where the run's viewers look
+        traceback.print_exc()
+        try:
+            record_end(paths, status="failed", ended=time.time(), error=f"the supervisor could not start: {exc}")
         except Exception:  # noqa: BLE001
             traceback.print_exc()
         return 1
+    return 0 if run_supervisor(supervisor) in ("finished", "stopped") else 1
 
 
 if __name__ == "__main__":

@@ -1,0 +1,312 @@
+"""The home supervisor of a multi-machine run: one node agent per machine, started over ssh, watched here.
+
+It keeps the home run directory true, as the single-machine supervisor does: every node's files are mirrored in
+(tuitrain.runs.mirror), control requests written here are relayed (save-now and evaluate-now to the machine of
+global rank 0, which decides for every rank; stop and terminate to all), and the run's end is recorded here.
+
+The run ends everywhere when any part of it ends badly: a machine whose ranks failed, an agent that ended without
+a word, or a machine silent for SILENCE_SECONDS (its link is down) makes every other machine end its ranks. The
+failure recorded is the root cause: a machine whose ranks died only because a peer went away (a gloo or NCCL
+connection error) is not blamed while another machine's failure arrives within FAILURE_WINDOW seconds.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from tuitrain.remote import ssh
+from tuitrain.remote.wire import BEAT_SECONDS, SILENCE_SECONDS, WireError, decode, encode, send
+from tuitrain.runs.layout import CONTROL_EVALUATE, CONTROL_REQUESTS, CONTROL_SAVE, CONTROL_STOP, CONTROL_TERMINATE, RunPaths
+from tuitrain.runs.mirror import MirrorError, apply
+from tuitrain.runs.process_tree import identity
+from tuitrain.runs.record import record_end
+from tuitrain.runs.supervisor import Supervisor, log
+from tuitrain.yaml_text import dump as dump_yaml
+
+POLL_SECONDS = 0.1
+FAILURE_WINDOW = 3.0  # after a first failure, how long to wait for a likelier root cause from another machine
+TEARDOWN_SECONDS = 30.0  # after asking every machine to end, how long before their ssh links are cut
+AGENT_MODULE = "tuitrain.runs.node_agent"
+_PEER_GONE = re.compile(r"connection (closed|reset) by peer|broken pipe|gloo|nccl|timed out|socket", re.IGNORECASE)
+_TO_MAIN_ONLY = (CONTROL_SAVE, CONTROL_EVALUATE)  # global rank 0 reads these and tells every rank
+
+
+@dataclass
+class Failure:
+    host: str
+    machine_rank: int
+    error: str
+    failed_rank: int | None = None
+    secondary: bool = False  # most likely a consequence of another machine's failure
+
+
+@dataclass
+class MachineLink:
+    machine: dict[str, Any]
+    proc: subprocess.Popen[bytes]
+    heard: float
+    stderr: bytearray = field(default_factory=bytearray)
+    hello: dict[str, Any] | None = None
+    end: dict[str, Any] | None = None
+    closed: bool = False  # its ssh stdout ended
+
+    @property
+    def host(self) -> str:
+        return str(self.machine["host"])
+
+    @property
+    def rank(self) -> int:
+        return int(self.machine["machine_rank"])
+
+    @property
+    def done(self) -> bool:
+        return self.end is not None or self.closed
+
+    def send(self, message: bytes) -> bool:
+        return self.proc.stdin is not None and send(self.proc.stdin, message)
+
+
+def _read_stdout(rank: int, stream: IO[bytes], inbox: queue.Queue[tuple[int, dict[str, Any] | None]]) -> None:
+    try:
+        for line in stream:
+            try:
+                inbox.put((rank, decode(line)))
+            except WireError:
+                continue  # a login banner or the like: not ours
+    except (OSError, ValueError):
+        pass
+    inbox.put((rank, None))
+
+
+def _read_stderr(stream: IO[bytes], into: bytearray) -> None:
+    try:
+        for line in stream:
+            into.extend(line)
+            del into[:-8192]
+    except (OSError, ValueError):
+        pass
+
+
+class HomeSupervisor(Supervisor):
+    def __init__(self, paths: RunPaths) -> None:
+        super().__init__(paths)
+        self.options = ssh.SshOptions(config=self.record.get("ssh_config"))
+        self.links: list[MachineLink] = []
+        self.inbox: queue.Queue[tuple[int, dict[str, Any] | None]] = queue.Queue()
+        self.failures: list[Failure] = []
+        self.relayed: set[str] = set()
+        self.teardown_since: float | None = None
+        self.beat_at = 0.0
+
+    # -- start -------------------------------------------------------------------------------
+    def setup_message(self, machine: dict[str, Any]) -> bytes:
+        record = self.record
+        node_record = {"argv": machine["argv"], "env": machine["env"], "num_processes": record["num_processes"],
+                       "num_machines": record["num_machines"], "main_process_port": record.get("main_process_port"),
+                       "accelerator": machine["accelerator"]}
+        for key in ("output_dir", "parent", "resume_from", "max_steps"):
+            node_record[key] = record.get(key)
+        files = {"profile.toml": self.paths.profile.read_text(encoding="utf-8"),
+                 "accelerate.yaml": dump_yaml(machine["accelerate_config"])}
+        return encode("setup", run_id=self.paths.id, profile=record.get("profile"), machine_rank=machine["machine_rank"],
+                      workdir=machine["workdir"], node_dir=machine["node_dir"], home=os.uname().nodename,
+                      record=node_record, files=files)
+
+    def start(self) -> None:
+        processes: dict[str, Any] = {"supervisor": identity(os.getpid())}
+        for machine in self.record["machines"]:
+            argv = agent_argv(machine)
+            log(f"machine {machine['machine_rank']}: starting its agent on {machine['host']}: {' '.join(argv)}")
+            proc = ssh.start(machine["host"], argv, self.options, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=False)
+            link = MachineLink(machine, proc, time.monotonic())
+            self.links.append(link)
+            processes[f"ssh {link.host}"] = identity(proc.pid)
+            assert proc.stdout is not None and proc.stderr is not None
+            threading.Thread(target=_read_stdout, args=(link.rank, proc.stdout, self.inbox), daemon=True).start()
+            threading.Thread(target=_read_stderr, args=(proc.stderr, link.stderr), daemon=True).start()
+            link.send(self.setup_message(machine))
+        self.update(status="running", started=time.time(), processes=processes,
+                    pids={"supervisor": os.getpid(), "ranks": {}})
+
+    # -- watch -------------------------------------------------------------------------------
+    def watch(self) -> int:
+        while not all(link.done for link in self.links):
+            self.receive()
+            now = time.monotonic()
+            if now - self.beat_at >= BEAT_SECONDS:
+                self.beat_at = now
+                for link in self.links:
+                    if not link.done:
+                        link.send(encode("beat"))
+            self.relay_control()
+            self.check_links(now)
+            if self.failures and self.teardown_since is None:
+                self.teardown("another machine failed: " + self.root_failure().error)
+            if self.teardown_since is not None and now - self.teardown_since > TEARDOWN_SECONDS:
+                log(f"machines still running {TEARDOWN_SECONDS:.0f} s after being asked to end: cutting their links")
+                self.cut_links()
+                break
+        self.receive()
+        return 0
+
+    def receive(self) -> None:
+        deadline = time.monotonic() + POLL_SECONDS
+        while True:
+            try:
+                rank, message = self.inbox.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                return
+            self.handle(self.links[rank], message)
+
+    def handle(self, link: MachineLink, message: dict[str, Any] | None) -> None:
+        if message is None:
+            if link.closed:
+                return  # cut from here already, and said why
+            link.closed = True
+            if link.end is None:
+                try:
+                    link.proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    ssh_kill(link.proc)
+                problem = ssh.classify(link.host, link.proc.returncode, link.stderr.decode(errors="replace"),
+                                       agent_argv(link.machine))
+                why = str(problem) if problem else f"{link.host}: its agent ended without a word"
+                self.fail(Failure(link.host, link.rank, why))
+            return
+        link.heard = time.monotonic()
+        kind = message["t"]
+        if kind in ("append", "file"):
+            try:
+                apply(self.paths, message)
+            except (MirrorError, OSError) as exc:
+                log(f"machine {link.rank} ({link.host}): {exc}")
+        elif kind == "hello":
+            link.hello = message
+            log(f"machine {link.rank} ({link.host}): agent pid {message.get('pid')} in {message.get('node_dir')}")
+        elif kind == "consumed" and message.get("name") in CONTROL_REQUESTS:
+            self.relayed.discard(str(message["name"]))
+            self.paths.control_request(str(message["name"])).unlink(missing_ok=True)
+        elif kind == "end":
+            link.end = message
+            self.on_machine_end(link, message)
+
+    def on_machine_end(self, link: MachineLink, end: dict[str, Any]) -> None:
+        status, error = end.get("status"), end.get("error")
+        log(f"machine {link.rank} ({link.host}) ended: {status}" + (f": {error}" if error else ""))
+        if status == "failed" or (status == "killed" and self.teardown_since is None and not self.terminating):
+            text = str(error or f"its ranks ended {status}")
+            self.fail(Failure(link.host, link.rank, f"{link.host}: {text}", end.get("failed_rank"),
+                              secondary=bool(_PEER_GONE.search(text))))
+
+    def check_links(self, now: float) -> None:
+        for link in self.links:
+            silent = now - link.heard
+            if not link.done and silent > SILENCE_SECONDS:
+                self.fail(Failure(link.host, link.rank, f"{link.host}: no word from its agent for {silent:.0f} s (the "
+                                                        "machine or the network to it is down?)"))
+                link.closed = True
+                ssh_kill(link.proc)
+
+    def relay_control(self) -> None:
+        if self.teardown_since is not None:
+            return
+        for name in CONTROL_REQUESTS:
+            if name in self.relayed or not self.paths.control_request(name).exists():
+                continue
+            self.relayed.add(name)
+            if name == CONTROL_STOP and not self.stop_requested:
+                self.stop_requested = True
+                log("stop requested: every machine's ranks save a checkpoint and stop")
+                self.update(status="stopping")
+            if name == CONTROL_TERMINATE:
+                self.terminating = True
+                self.update(status="stopping")
+                self.teardown("ended by `tuitrain stop --now`")
+                continue
+            for link in self.links:
+                if not link.done and (name not in _TO_MAIN_ONLY or link.rank == 0):
+                    link.send(encode("control", name=name))
+
+    def fail(self, failure: Failure) -> None:
+        log(f"machine {failure.machine_rank} failed: {failure.error}")
+        self.failures.append(failure)
+
+    def root_failure(self) -> Failure:
+        first = self.failures[0]
+        return next((f for f in self.failures if not f.secondary), first)
+
+    def teardown(self, why: str) -> None:
+        """Ask every machine still running to end its ranks now."""
+        if self.failures and not self.terminating:
+            wait_until = time.monotonic() + FAILURE_WINDOW  # a likelier root cause may be on its way
+            while time.monotonic() < wait_until and all(f.secondary for f in self.failures):
+                self.receive()
+        self.teardown_since = time.monotonic()
+        for link in self.links:
+            if not link.done:
+                link.send(encode("terminate", why=why))
+
+    def cut_links(self) -> None:
+        for link in self.links:
+            if not link.done:
+                ssh_kill(link.proc)
+                link.closed = True
+
+    def abort(self) -> None:
+        for link in self.links:
+            if not link.done:
+                link.send(encode("terminate", why="the home supervisor failed"))
+        self.cut_links()
+
+    # -- finish ------------------------------------------------------------------------------
+    def finish(self, launcher_code: int) -> str:
+        exit_codes: dict[str, Any] = {}
+        for link in self.links:
+            for key, code in ((link.end or {}).get("exit_codes") or {}).items():
+                exit_codes[f"{key} {link.host}" if key == "launcher" else key] = code
+            if link.proc.stdin is not None:
+                link.proc.stdin.close()
+            try:
+                link.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                ssh_kill(link.proc)
+        status, failed_rank, error = self.machines_outcome()
+        self.record = record_end(self.paths, status=status, ended=time.time(), exit_codes=exit_codes,
+                                 failed_rank=failed_rank, error=error)
+        log(f"run {status}" + (f": {error}" if error else ""))
+        return status
+
+    def machines_outcome(self) -> tuple[str, int | None, str | None]:
+        if self.terminating:
+            return "killed", None, "ended by `tuitrain stop --now`: every process on every machine was terminated"
+        if self.failures:
+            root = self.root_failure()
+            return "failed", root.failed_rank, root.error
+        statuses = {str((link.end or {}).get("status")) for link in self.links}
+        if statuses <= {"finished", "stopped"}:
+            return ("stopped" if self.stop_requested or "stopped" in statuses else "finished"), None, None
+        return "failed", None, "machines ended " + ", ".join(f"{link.host}: {(link.end or {}).get('status')}"
+                                                              for link in self.links)
+
+
+def agent_argv(machine: dict[str, Any]) -> list[str]:
+    return [str(machine["python"]), "-m", AGENT_MODULE, str(machine["node_dir"])]  # the folder: for `ps` readers
+
+
+def ssh_kill(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, 9)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        pass

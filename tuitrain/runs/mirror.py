@@ -1,0 +1,104 @@
+"""Mirroring a node's part of a run directory into the home run directory, as it is written.
+
+The node side (`NodeFiles.changes`) reads what is new since the last call, by byte offset, like every viewer
+does; the home side (`apply`) appends or replaces exactly those files, so a viewer at home reads a multi-machine
+run as it reads a local one. Which files travel, and where they land, is decided here and only here:
+
+    logs/rank-K.log      → logs/rank-K.log       (global rank numbers: unique across machines)
+    logs/launcher.log    → logs/machine-M.log    (each machine's accelerate launch and agent)
+    events.jsonl         → events.jsonl          (whole lines only: several machines append to it)
+    ranks/rank-K.json    → ranks/rank-K.json     (replaced whole when it changes)
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tuitrain.atomic import write_text_atomic
+from tuitrain.remote.wire import CHUNK, data_of, encode_bytes
+from tuitrain.runs.layout import RunPaths
+
+_HOME_PATH = re.compile(r"(logs/rank-\d+\.log|logs/machine-\d+\.log|events\.jsonl|ranks/rank-\d+\.json)\Z")
+
+
+class MirrorError(Exception):
+    """A message that would write somewhere it must not."""
+
+
+def machine_log(machine_rank: int) -> str:
+    return f"logs/machine-{machine_rank}.log"
+
+
+@dataclass
+class NodeFiles:
+    """What of a node's run directory has been sent home so far."""
+
+    paths: RunPaths
+    machine_rank: int
+    offsets: dict[str, int] = field(default_factory=dict)  # home path → bytes sent
+    stamps: dict[str, tuple[int, int]] = field(default_factory=dict)  # home path → (mtime_ns, size) sent
+
+    def _appendable(self) -> list[tuple[Path, str]]:
+        files = [(self.paths.events, "events.jsonl"), (self.paths.launcher_log, machine_log(self.machine_rank))]
+        if self.paths.logs.is_dir():
+            files += [(p, f"logs/{p.name}") for p in sorted(self.paths.logs.glob("rank-*.log"))]
+        return files
+
+    def changes(self, limit: int = 64) -> list[bytes]:
+        """Messages for what is new (at most `limit` of them; call again for the rest)."""
+        out: list[bytes] = []
+        for local, home in self._appendable():
+            while len(out) < limit:
+                chunk = self._read_new(local, home)
+                if not chunk:
+                    break
+                out.append(encode_bytes("append", home, chunk))
+        if self.paths.ranks.is_dir():
+            for local in sorted(self.paths.ranks.glob("rank-*.json")):
+                home = f"ranks/{local.name}"
+                try:
+                    info = local.stat()
+                    stamp = (info.st_mtime_ns, info.st_size)
+                    if self.stamps.get(home) == stamp or len(out) >= limit:
+                        continue
+                    out.append(encode_bytes("file", home, local.read_bytes()))
+                except OSError:
+                    continue  # being replaced: the next call sends it
+                self.stamps[home] = stamp
+        return out
+
+    def _read_new(self, local: Path, home: str) -> bytes:
+        offset = self.offsets.get(home, 0)
+        try:
+            with open(local, "rb") as handle:
+                handle.seek(offset)
+                chunk = handle.read(CHUNK)
+        except OSError:
+            return b""
+        if home == "events.jsonl":  # whole lines only: home appends other machines' lines to the same file
+            end = chunk.rfind(b"\n")
+            chunk = chunk[: end + 1] if end >= 0 else b""
+        self.offsets[home] = offset + len(chunk)
+        return chunk
+
+
+def apply(paths: RunPaths, message: dict[str, Any]) -> None:
+    """Write one `append` or `file` message into the home run directory."""
+    relative = str(message.get("path", ""))
+    if not _HOME_PATH.match(relative):
+        raise MirrorError(f"a node sent a file tuitrain does not mirror: {relative!r}")
+    target = paths.root / relative
+    target.parent.mkdir(parents=True, exist_ok=True)
+    data = data_of(message)
+    if message["t"] == "append":
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+    else:
+        write_text_atomic(target, data.decode("utf-8", "replace"))  # a rank record: small JSON
