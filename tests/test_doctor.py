@@ -3,9 +3,7 @@
 
 from __future__ import annotations
 
-import copy
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -17,7 +15,7 @@ import pytest
 import tomli_w
 
 from conftest import cli
-from tuitrain.profile import builtin_profile_path
+from machine_profiles import free_port, write_profile
 from tuitrain.remote.doctor import (
     Check,
     MachineSpec,
@@ -25,31 +23,6 @@ from tuitrain.remote.doctor import (
     check_machine,
     local_versions,
 )
-
-DEMO: dict[str, Any] = tomllib.loads(builtin_profile_path().read_text(encoding="utf-8"))
-ROWS = "text,label\n" + "".join(f"sentence {i} {'good' if i % 2 else 'bad'},{i % 2}\n" for i in range(40))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("", 0))
-        return s.getsockname()[1]
-
-
-def write_profile(folder: Path, hosts: Any, port: int, **distributed: Any) -> Path:
-    """The demo on CPU ranks over node1 and node2 (net0 between them), reading its data from folder/data/."""
-    data_dir = folder / "data"
-    data_dir.mkdir(exist_ok=True)
-    (data_dir / "train.csv").write_text(ROWS)
-    (data_dir / "validation.csv").write_text(ROWS)
-    profile = copy.deepcopy(DEMO)
-    profile["data"] = {"train_file": "data/train.csv", "validation_file": "data/validation.csv", "max_length": 24}
-    profile["distributed"] = {"strategy": "ddp", "num_processes": 1, "main_process_ip": hosts["node1"].address,
-                              "main_process_port": port, "network_interface": hosts["node1"].ifname,
-                              "machines": [{"host": "node1"}, {"host": "node2"}], **distributed}
-    path = folder / "two.toml"
-    path.write_text(tomli_w.dumps(profile))
-    return path
 
 
 def doctor_cli(path: Path, hosts: Any, runs_dir: Path, *extra: str) -> subprocess.CompletedProcess[str]:

@@ -206,9 +206,11 @@ def test_one_plan_per_machine() -> None:
     assert plan.num_machines == 2 and plan.num_processes == 2
     first, second = plan.machines
     assert first.argv == ["/venv/bin/python", "-m", "accelerate.commands.launch", "--config_file",
-                          "/runs/r1/accelerate.yaml", "--machine_rank", "0", "--num_machines", "2",
-                          "--main_process_ip", "10.0.0.1", "--main_process_port", "29555",
-                          "-m", "tuitrain.engine", "/runs/r1"]
+                          "/here/.tuitrain/runs/r1/machine-0/accelerate.yaml", "--machine_rank", "0",
+                          "--num_machines", "2", "--main_process_ip", "10.0.0.1", "--main_process_port", "29555",
+                          "-m", "tuitrain.engine", "/here/.tuitrain/runs/r1/machine-0"]
+    # each machine's part of the run in a folder of its own under its workdir: distinct even on a shared disk
+    assert second.node_dir == "/srv/project/.tuitrain/runs/r1/machine-1" and second.argv[-1] == second.node_dir
     assert second.argv[0] == "/opt/env/bin/python" and second.argv[5:7] == ["--machine_rank", "1"]
     assert (first.workdir, second.workdir) == ("/here", "/srv/project")
     for machine in plan.machines:
@@ -272,7 +274,7 @@ def profile_with_defaults_of(data: dict[str, Any]):
 # ------------------------------------------------------------------ the command line
 
 
-def test_plan_prints_each_machine_and_run_refuses(tmp_path: Path, runs_dir: Path) -> None:
+def test_plan_prints_each_machine_and_run_checks_them_first(tmp_path: Path, runs_dir: Path) -> None:
     path = tmp_path / "two.toml"
     path.write_text(tomli_w.dumps(two_machines()))
     result = cli("plan", str(path), runs_dir=runs_dir)
@@ -287,9 +289,12 @@ def test_plan_prints_each_machine_and_run_refuses(tmp_path: Path, runs_dir: Path
     assert [m["machine_rank"] for m in as_json["machines"]] == [0, 1]
     assert as_json["machines"][1]["env"]["GLOO_SOCKET_IFNAME"] == "eth1"
 
-    result = cli("run", str(path), runs_dir=runs_dir)
+    # node1 and node2 are no machines here: the doctor says so, machine by machine, and nothing starts
+    result = cli("run", str(path), runs_dir=runs_dir, timeout=120)
     assert result.returncode == 2
-    assert result.stderr.strip().count("\n") == 0  # one line
-    assert "running on several machines from one terminal is not built yet" in result.stderr
-    assert "tuitrain plan" in result.stderr
+    assert "Traceback" not in result.stderr
+    failed = [line for line in result.stderr.splitlines() if "  ssh  " in line and "FAIL" in line]
+    assert [line.split()[0] for line in failed] == ["node1", "node2"], result.stderr
+    assert result.stderr.strip().splitlines()[-1].endswith("nothing was started (fix them, or pass --no-doctor to "
+                                                           "start anyway)")
     assert list(runs_dir.iterdir()) == []  # nothing started

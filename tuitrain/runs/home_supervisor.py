@@ -178,7 +178,10 @@ class HomeSupervisor(Supervisor):
                     ssh_kill(link.proc)
                 problem = ssh.classify(link.host, link.proc.returncode, link.stderr.decode(errors="replace"),
                                        agent_argv(link.machine))
-                why = str(problem) if problem else f"{link.host}: its agent ended without a word"
+                why = str(problem) if problem else ""
+                if link.hello is not None and (problem is None or problem.kind in ("ssh", "exit")):
+                    why = (f"{link.host}: its tuitrain agent (pid {link.hello.get('pid')}) ended without reporting "
+                           f"an end (killed, or crashed: see logs/machine-{link.rank}.log)")
                 self.fail(Failure(link.host, link.rank, why))
             return
         link.heard = time.monotonic()
