@@ -106,6 +106,13 @@ def test_two_machines_train_as_one_and_every_log_comes_home(hosts: Any, tmp_path
     assert [e for e in events(run) if e.get("event") == "train_end"]
     assert sorted(p.name for p in (run / "output").glob("checkpoint-*")) == ["checkpoint-4", "checkpoint-8"]
     assert (run / "output" / "checkpoint-8" / "tuitrain.json").exists()  # sealed after every rank wrote its part
+    status = cli("status", run.name, runs_dir=runs_dir)
+    assert status.returncode == 0 and "finished" in status.stdout, status.stdout + status.stderr
+    assert "machine 1  node2   1 process(es)" in status.stdout and "launcher node2 0" in status.stdout
+    merged = cli("logs", run.name, runs_dir=runs_dir)  # both machines' ranks, read at home like a local run's
+    assert merged.returncode == 0
+    assert {line.split("]")[0] for line in merged.stdout.splitlines() if line.startswith("[rank")} >= {"[rank 0",
+                                                                                                     "[rank 1"}
 
     # the same global batch on one machine: the same losses (gloo across hosts or not, the same sums)
     single = tmp_path / "single.toml"
@@ -222,3 +229,21 @@ def test_a_machine_without_that_python_fails_in_one_line_and_the_other_ends(host
     assert time.monotonic() - started < 90  # ended, not waiting for node2 (a bound against a hang, not a timing)
     assert "Traceback" not in result.stdout + result.stderr
     wait_for(lambda: not leftovers(tmp_path), 30, "no process left on node1")
+
+
+def test_two_ranks_on_each_machine_and_stop_now_ends_all_four(hosts: Any, tmp_path: Path, runs_dir: Path) -> None:
+    path = write_profile(tmp_path, hosts, free_port(), num_processes=2)
+    result = run_cli(hosts, runs_dir, "run", str(path), "--detach", "--no-doctor", *LONG)
+    assert result.returncode == 0, result.stdout + result.stderr
+    run = only_run(runs_dir)
+    wait_for(lambda: losses(run), 180, "a first logged step")
+    hosts_of = {r: json.loads((run / "ranks" / f"rank-{r}.json").read_text())["host"] for r in range(4)}
+    assert hosts_of == {0: "node1", 1: "node1", 2: "node2", 3: "node2"}
+    for rank in range(4):
+        wait_for(lambda rank=rank: (run / "logs" / f"rank-{rank}.log").stat().st_size > 0, 30, f"rank {rank}'s log")
+    now = cli("stop", "--now", run.name, runs_dir=runs_dir)
+    assert now.returncode == 0, now.stdout + now.stderr
+    rec = wait_final(run, 60)
+    assert rec["status"] == "killed", rec
+    assert "every machine" in rec["error"]
+    wait_for(lambda: not leftovers(tmp_path), 30, "no process left on either host")

@@ -65,12 +65,15 @@ def cmd_status(args: argparse.Namespace) -> int:
     if p["eval"]:
         print("eval       " + "  ".join(f"{k[5:]} {number(v)}" for k, v in p["eval"].items() if not k.endswith(("runtime", "per_second"))))
     print(f"processes  {summary.get('num_processes', '?')}   pids {summary.get('pids') or '-'}")
+    for machine in summary.get("machines") or []:  # a multi-machine run: which host runs which ranks
+        print(f"machine {machine['machine_rank']}  {machine['host']}   {machine['num_processes']} process(es)   "
+              f"its files there: {machine['node_dir']}")
     print(f"duration   {duration(summary.get('duration'))}   started {age(summary.get('started'))}")
     print(f"output     {summary.get('output_dir')}")
     if summary.get("parent"):
         print(f"resumed    from {summary['parent']} at {summary.get('resume_from')}")
     if summary.get("exit_codes"):
-        print("exit codes " + "   ".join(f"{'launcher' if who == 'launcher' else 'rank ' + who} {exit_name(code)}"
+        print("exit codes " + "   ".join(f"{who if who.startswith('launcher') else 'rank ' + who} {exit_name(code)}"
                                          for who, code in summary["exit_codes"].items()))
     complete = [c for c in summary.get("checkpoints", []) if c["complete"]]
     print(f"checkpoints {len(summary.get('checkpoints', []))} ({len(complete)} complete)")
