@@ -1,0 +1,101 @@
+"""Mirroring a node's files home (tuitrain/runs/mirror.py) and the wire between the two (tuitrain/remote/wire.py):
+what a damaged or hostile message, a half-written line and bytes that are no UTF-8 do."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tuitrain.remote.wire import CHUNK, WireError, decode, encode, encode_bytes
+from tuitrain.runs.layout import RunPaths
+from tuitrain.runs.mirror import MirrorError, NodeFiles, apply
+
+
+def node_and_home(tmp_path: Path) -> tuple[RunPaths, RunPaths]:
+    node, home = RunPaths(tmp_path / "node"), RunPaths(tmp_path / "home")
+    for paths in (node, home):
+        paths.logs.mkdir(parents=True)
+    return node, home
+
+
+def ship(files: NodeFiles, home: RunPaths) -> int:
+    messages = files.changes()
+    for line in messages:
+        apply(home, decode(line))
+    return len(messages)
+
+
+def test_what_a_node_writes_arrives_home_byte_for_byte(tmp_path: Path) -> None:
+    node, home = node_and_home(tmp_path)
+    files = NodeFiles(node, machine_rank=1)
+    raw = b"step 1\r\x1b[32mgreen\x1b[0m \xff\xfe not utf-8\n"
+    node.rank_log(3).write_bytes(raw)
+    node.launcher_log.write_bytes(b"[tuitrain supervisor] starting\n")
+    ship(files, home)
+    assert home.rank_log(3).read_bytes() == raw
+    assert (home.logs / "machine-1.log").read_bytes() == b"[tuitrain supervisor] starting\n"
+    with open(node.rank_log(3), "ab") as log:
+        log.write(b"step 2\n")
+    ship(files, home)
+    assert home.rank_log(3).read_bytes() == raw + b"step 2\n"
+    assert ship(files, home) == 0  # nothing new, nothing sent
+
+
+def test_a_big_log_travels_in_bounded_chunks(tmp_path: Path) -> None:
+    node, home = node_and_home(tmp_path)
+    files = NodeFiles(node, 0)
+    data = bytes(range(256)) * (3 * CHUNK // 256 + 7)
+    node.rank_log(0).write_bytes(data)
+    messages = files.changes()
+    assert len(messages) >= 3 and all(len(m) < CHUNK * 2 for m in messages)
+    for line in messages:
+        apply(home, decode(line))
+    assert home.rank_log(0).read_bytes() == data
+
+
+def test_events_travel_as_whole_lines_only(tmp_path: Path) -> None:
+    """Several machines append to the one events.jsonl at home: half a line would corrupt another's."""
+    node, home = node_and_home(tmp_path)
+    files = NodeFiles(node, 1)
+    node.events.write_bytes(b'{"event": "log", "step": 1}\n{"event": "lo')
+    ship(files, home)
+    assert home.events.read_bytes() == b'{"event": "log", "step": 1}\n'
+    with open(node.events, "ab") as events:
+        events.write(b'g", "step": 2}\n')
+    ship(files, home)
+    assert home.events.read_bytes() == b'{"event": "log", "step": 1}\n{"event": "log", "step": 2}\n'
+
+
+def test_a_rank_record_is_replaced_whole_when_it_changes(tmp_path: Path) -> None:
+    node, home = node_and_home(tmp_path)
+    files = NodeFiles(node, 0)
+    node.ranks.mkdir()
+    node.rank_record(2).write_text('{"rank": 2, "exit_code": null}')
+    ship(files, home)
+    assert home.rank_record(2).read_text() == '{"rank": 2, "exit_code": null}'
+    node.rank_record(2).write_text('{"rank": 2, "exit_code": 0}\n')
+    ship(files, home)
+    assert home.rank_record(2).read_text() == '{"rank": 2, "exit_code": 0}\n'
+
+
+@pytest.mark.parametrize("path", ["../../etc/passwd", "/etc/passwd", "run.json", "logs/../run.json",
+                                  "logs/rank-1.log/../../x", "control/stop", "profile.toml", ""])
+def test_a_node_cannot_write_outside_what_is_mirrored(tmp_path: Path, path: str) -> None:
+    _, home = node_and_home(tmp_path)
+    (home.root / "run.json").write_text("{}")
+    with pytest.raises(MirrorError):
+        apply(home, decode(encode_bytes("append", path, b"owned")))
+    assert (home.root / "run.json").read_text() == "{}"
+    assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("line", [b"Welcome to node2!\n", b"\n", b"[1, 2]\n", b'{"no": "type"}\n', b'{"t": 3}\n',
+                                  b'{"t": "append", "path": "logs/rank-0.log", "da'])
+def test_a_line_that_is_no_message_is_refused(line: bytes) -> None:
+    with pytest.raises(WireError):
+        decode(line)
+
+
+def test_messages_round_trip() -> None:
+    assert decode(encode("control", name="save-now")) == {"t": "control", "name": "save-now"}
