@@ -247,3 +247,20 @@ def test_two_ranks_on_each_machine_and_stop_now_ends_all_four(hosts: Any, tmp_pa
     assert rec["status"] == "killed", rec
     assert "every machine" in rec["error"]
     wait_for(lambda: not leftovers(tmp_path), 30, "no process left on either host")
+
+
+def test_gpus_of_every_machine_are_sampled_there(hosts: Any, tmp_path: Path, runs_dir: Path) -> None:
+    """No NVIDIA driver on these hosts: each says so itself (its own tuitrain, over ssh); a machine that cannot be
+    reached says why in one line, and the others still answer."""
+    path = write_profile(tmp_path, hosts, free_port(),
+                         machines=[{"host": "node1"}, {"host": "node2"}, {"host": "node9.invalid"}])
+    result = run_cli(hosts, runs_dir, "gpus", "--profile", str(path), timeout=90)
+    assert result.returncode == 1, result.stdout + result.stderr
+    sections = result.stdout.split("== machine ")[1:]
+    assert [s.splitlines()[0] for s in sections] == ["0: node1", "1: node2", "2: node9.invalid"]
+    for section in sections[:2]:
+        assert "no NVIDIA GPU" in section and f"host: {os.cpu_count()} CPU core(s)" in section, section
+    assert sections[2].splitlines()[1].startswith("node9.invalid: host name not resolved")
+    as_json = json.loads(run_cli(hosts, runs_dir, "gpus", "--profile", str(path), "--json", timeout=90).stdout)
+    assert as_json["node1"]["nvml"]["available"] is False and "error" in as_json["node9.invalid"]
+    assert "Traceback" not in result.stderr

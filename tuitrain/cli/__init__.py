@@ -108,6 +108,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("gpus", _lazy("tuitrain.cli.gpus", "cmd_gpus"), "the GPUs of this machine, their processes and CUDA numbering")
     p.add_argument("--json", action="store_true")
     p.add_argument("--watch", action="store_true", help="refresh every second until Ctrl-C")
+    p.add_argument("--profile", default=None, metavar="PROFILE",
+                   help="the GPUs of every machine of a multi-machine profile, each sampled there over ssh")
+    _ssh_options(p)
 
     p = command("profile", _lazy("tuitrain.cli.profiles", "cmd_profile"), "profile tools: accelerate config export and import")
     p.add_argument("action", choices=["export-accelerate", "import-accelerate"])

@@ -1,4 +1,4 @@
-"""`tuitrain gpus [--json] [--watch]`: the GPUs in PCI order, their processes (and the run and
+"""`tuitrain gpus [--json] [--watch] [--profile P]`: the GPUs in PCI order, their processes (and the run and
 rank owning each), the CUDA index each gets under each device order, and the host's CPU and RAM.
 
 No driver is a normal state: "no NVIDIA GPU (NVML: driver not found)" and exit 0.
@@ -144,7 +144,63 @@ def _watch(args: argparse.Namespace, nvml: Any, mps: bool) -> int:
     return 0
 
 
+REMOTE_TIMEOUT = 30.0
+
+
+def machines_gpus(args: argparse.Namespace) -> int:
+    """`tuitrain gpus --profile P`: each machine of a multi-machine profile samples its own GPUs with its own
+    tuitrain (over ssh, in parallel) and sends back what `tuitrain gpus` shows there. A machine that cannot be
+    reached gets its one-line reason."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tuitrain.cli.errors import CliError
+    from tuitrain.launch.machines import has_machines, plan_machines
+    from tuitrain.profile import load_profile, profile_with_defaults, resolve_profile_path
+    from tuitrain.remote.ssh import SshOptions, run
+
+    if getattr(args, "watch", False):
+        raise CliError("--watch shows this machine only; for every machine of a profile, run `tuitrain gpus "
+                       "--profile P` again (or `watch -n 2 tuitrain gpus --profile P`)")
+    profile = load_profile(resolve_profile_path(args.profile))
+    if not has_machines(profile.data):
+        raise CliError(f"{profile.path}: no [[distributed.machines]]; `tuitrain gpus` without --profile shows this "
+                       "machine's GPUs")
+    plan = plan_machines(profile_with_defaults(profile), args.runs_root / "<new-run>", str(profile.path))
+    config = os.path.abspath(os.path.expanduser(args.ssh_config)) if args.ssh_config else None
+    options = SshOptions(config=config)
+    asked = ["--json"] if args.json else []
+
+    def sample(machine: Any) -> Any:
+        return run(machine.host, [machine.python, "-m", "tuitrain", "gpus", *asked], REMOTE_TIMEOUT, options)
+
+    with ThreadPoolExecutor(max_workers=min(16, len(plan.machines)) or 1) as pool:
+        results = list(pool.map(sample, plan.machines))
+    failed = 0
+    collected: dict[str, Any] = {}
+    for machine, result in zip(plan.machines, results, strict=True):
+        if not result.ok:
+            failed += 1
+            why = str(result.problem) if result.problem else f"{machine.host}: exit {result.returncode}"
+            collected[machine.host] = {"error": why}
+            if not args.json:
+                print(f"== machine {machine.machine_rank}: {machine.host}\n{why}\n")
+            continue
+        if args.json:
+            try:
+                collected[machine.host] = json.loads(result.stdout)
+            except ValueError:
+                collected[machine.host] = {"error": f"{machine.host}: `tuitrain gpus --json` printed no JSON"}
+                failed += 1
+        else:
+            print(f"== machine {machine.machine_rank}: {machine.host}\n{result.stdout.rstrip()}\n")
+    if args.json:
+        print_json(collected)
+    return 1 if failed else 0
+
+
 def cmd_gpus(args: argparse.Namespace) -> int:
+    if getattr(args, "profile", None):
+        return machines_gpus(args)
     nvml = library_from_env(os.environ)
     mps = mps_available()
     if getattr(args, "watch", False):
