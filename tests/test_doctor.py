@@ -160,3 +160,36 @@ def _options(hosts: Any):
 
     return SshOptions(config=hosts.ssh_config, connect_timeout=5)
 
+
+
+def test_gpus_named_per_machine_must_exist_there(hosts: Any, tmp_path: Path, runs_dir: Path) -> None:
+    """node1 answers NVML from a recorded four-GPU table (its `python` is a wrapper that points tuitrain at it, as
+    a conda or module wrapper would set up an environment); node2 has no NVIDIA driver at all."""
+    table = Path(__file__).parent / "fixtures" / "nvml" / "four_gpu_mixed.json"
+    wrapper = tmp_path / "gpu-python"
+    wrapper.write_text(f'#!/bin/sh\nTUITRAIN_NVML_TABLE={table} exec {sys.executable} "$@"\n')
+    wrapper.chmod(0o755)
+    path = write_profile(tmp_path, hosts, free_port(), machines=[
+        {"host": "node1", "python": str(wrapper), "gpus": [0, 7]},
+        {"host": "node2", "gpus": [0, 1]}])
+    profile = tomllib.loads(path.read_text())
+    profile["hardware"] = {"accelerator": "auto"}
+    profile["distributed"]["num_processes"] = 2
+    path.write_text(tomli_w.dumps(profile))
+    result = doctor_cli(path, hosts, runs_dir)
+    assert result.returncode == 1
+    (node1,) = lines_of(result, "node1", "gpus")
+    assert "FAIL  GPU 7 not there (it has 4: 0, 1, 2, 3; numbers as nvidia-smi shows them)" in node1
+    assert "list GPUs it has in gpus = [...] for node1" in node1
+    (node2,) = lines_of(result, "node2", "gpus")
+    assert "FAIL  no NVIDIA GPU can be read there" in node2 and "set gpus = [] for node2" in node2
+
+    profile["distributed"]["machines"][0]["gpus"] = [2, 3]
+    path.write_text(tomli_w.dumps(profile))
+    (node1,) = lines_of(doctor_cli(path, hosts, runs_dir), "node1", "gpus")
+    assert "  ok    4 GPU(s) there; its ranks use 2, 3" in node1
+
+
+def test_cpu_ranks_need_no_gpu_check(hosts: Any, tmp_path: Path, runs_dir: Path) -> None:
+    result = doctor_cli(write_profile(tmp_path, hosts, free_port()), hosts, runs_dir)
+    assert not lines_of(result, "node1", "gpus") and not lines_of(result, "node2", "gpus")

@@ -204,6 +204,14 @@ def _profile_paths(profile: Profile) -> list[tuple[str, str]]:
     return out
 
 
+def _machine_gpus(machine: Any) -> tuple[int, ...] | None:
+    """The NVML indices a machine's plan uses: () for every GPU it has, None when it runs no CUDA ranks."""
+    if machine.accelerator != "cuda":
+        return None
+    listed = machine.env.get("CUDA_VISIBLE_DEVICES", "")
+    return tuple(int(g) for g in listed.split(",") if g.strip().isdigit())
+
+
 def _doctor_report(profile: Profile, args: argparse.Namespace, timeout: float) -> tuple[Any, Any]:
     """(the doctor's report, the machines plan) of a multi-machine profile."""
     from tuitrain.launch.machines import plan_machines
@@ -216,7 +224,8 @@ def _doctor_report(profile: Profile, args: argparse.Namespace, timeout: float) -
     specs = [MachineSpec(host=m.host, rank=m.machine_rank, python=m.python, workdir=m.workdir,
                          interface=m.network_interface, paths=paths,
                          address=plan.main_process_ip if m.machine_rank == 0 else None,
-                         port=plan.main_process_port if m.machine_rank == 0 else None)
+                         port=plan.main_process_port if m.machine_rank == 0 else None,
+                         gpus=_machine_gpus(m))
                for m in plan.machines]
     # connecting gets part of each machine's time, so an unreachable machine reads as such, not as a timeout
     options = SshOptions(config=_ssh_config(args), connect_timeout=max(1, min(10, int(timeout * 0.6))))

@@ -94,6 +94,19 @@ if a.get("port"):
         finally:
             b.close()
     out["port_free"] = free
+if a.get("gpus") is not None:
+    try:  # tuitrain's own way in: NVML, or the recorded device table TUITRAIN_NVML_TABLE names
+        from tuitrain.hardware.recorded import library_from_env
+        nv = library_from_env(os.environ)
+        if nv is None:
+            import pynvml as nv
+        nv.nvmlInit()
+        try:
+            out["gpu_count"] = nv.nvmlDeviceGetCount()
+        finally:
+            nv.nvmlShutdown()
+    except Exception as exc:
+        out["gpu_error"] = ("%s: %s" % (type(exc).__name__, exc)).strip()
 print(json.dumps(out))
 """
 
@@ -110,6 +123,7 @@ class MachineSpec:
     paths: tuple[tuple[str, str], ...] = ()  # (profile key, path as the ranks will open it)
     address: str | None = None
     port: int | None = None
+    gpus: tuple[int, ...] | None = None  # the NVML indices its ranks use (None: no GPU asked for, or not known)
 
 
 @dataclass(frozen=True)
@@ -171,7 +185,8 @@ def check_machine(spec: MachineSpec, expected: dict[str, str | None], options: S
         return Check(spec.host, spec.rank, name, ok, detail, fix)
 
     argument = {"packages": list(PACKAGES), "workdir": spec.workdir, "paths": [p for _, p in spec.paths],
-                "interface": spec.interface, "address": spec.address, "port": spec.port}
+                "interface": spec.interface, "address": spec.address, "port": spec.port,
+                "gpus": list(spec.gpus) if spec.gpus is not None else None}
     # the script goes in on stdin (`python - ARG`): the remote command line stays one short line
     result = run(spec.host, [spec.python, "-", json.dumps(argument)], timeout, options, input=PROBE)
     problem = result.problem
@@ -255,6 +270,8 @@ def check_machine(spec: MachineSpec, expected: dict[str, str | None], options: S
                              f"set main_process_ip to {spec.host}'s address as the others reach it"))
         else:
             out.append(check("address", True, f"main_process_ip {spec.address} is this machine's"))
+    if spec.gpus is not None:
+        out.append(_gpu_check(spec, facts, where))
     if spec.port is not None:
         if facts.get("port_free"):
             out.append(check("port", True, f"port {spec.port} is free"))
@@ -262,6 +279,21 @@ def check_machine(spec: MachineSpec, expected: dict[str, str | None], options: S
             out.append(check("port", False, f"port {spec.port} is already in use there (the rendezvous would fail)",
                              "pick another main_process_port, or end what listens there"))
     return out
+
+
+def _gpu_check(spec: MachineSpec, facts: dict[str, Any], where: str) -> Check:
+    count = facts.get("gpu_count")
+    if count is None:
+        why = facts.get("gpu_error") or "NVML gave no answer"
+        return Check(spec.host, spec.rank, "gpus", False, f"no NVIDIA GPU can be read there ({why})",
+                     f"install the NVIDIA driver there, or set gpus = [] {where} for CPU ranks")
+    absent = [g for g in spec.gpus or () if g >= count]
+    if absent:
+        has = ", ".join(str(i) for i in range(count)) or "none"
+        return Check(spec.host, spec.rank, "gpus", False, f"GPU {', '.join(map(str, absent))} not there (it has "
+                     f"{count}: {has}; numbers as nvidia-smi shows them)", f"list GPUs it has in gpus = [...] {where}")
+    listed = ", ".join(map(str, spec.gpus)) if spec.gpus else f"all {count}"
+    return Check(spec.host, spec.rank, "gpus", True, f"{count} GPU(s) there; its ranks use {listed}")
 
 
 def doctor(machines: Sequence[MachineSpec], options: SshOptions | None = None, timeout: float = 20.0,
