@@ -264,3 +264,21 @@ def test_gpus_of_every_machine_are_sampled_there(hosts: Any, tmp_path: Path, run
     as_json = json.loads(run_cli(hosts, runs_dir, "gpus", "--profile", str(path), "--json", timeout=90).stdout)
     assert as_json["node1"]["nvml"]["available"] is False and "error" in as_json["node9.invalid"]
     assert "Traceback" not in result.stderr
+
+
+def test_a_main_machine_with_a_second_interface_meets_on_the_one_named(hosts: Any, tmp_path: Path,
+                                                                        runs_dir: Path) -> None:
+    """`multi` also has net1, an address that reaches no one; with network_interface = "net0" the ranks meet."""
+    if "multi" not in hosts:
+        hosts.add("multi")
+        hosts.add_interface("multi", "net1")
+    path = write_profile(tmp_path, hosts, free_port(), main_process_ip=hosts["multi"].address,
+                         machines=[{"host": "multi"}, {"host": "node2"}])
+    doctor = cli("doctor", str(path), "--ssh-config", str(hosts.ssh_config), runs_dir=runs_dir, timeout=60)
+    assert f"net0 carries {hosts['multi'].address}" in doctor.stdout, doctor.stdout
+    result = run_cli(hosts, runs_dir, "run", str(path), *FAST)
+    assert result.returncode == 0, result.stdout + result.stderr
+    rec = record(only_run(runs_dir))
+    assert rec["status"] == "finished", rec
+    assert all(m["env"]["GLOO_SOCKET_IFNAME"] == "net0" for m in rec["machines"])
+    wait_for(lambda: not leftovers(tmp_path), 30, "no process left on either host")
