@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -86,8 +87,19 @@ def started_long_run(hosts: Any, tmp_path: Path, runs_dir: Path) -> Path:
     return run
 
 
+def nvml_wrapper(folder: Path, table: str) -> str:
+    """A `python` for a machine that answers NVML from a recorded device table (the hosts have no driver)."""
+    wrapper = folder / f"python-{table}"
+    path = Path(__file__).parent / "fixtures" / "nvml" / f"{table}.json"
+    wrapper.write_text(f'#!/bin/sh\nTUITRAIN_NVML_TABLE={path} exec {sys.executable} "$@"\n')
+    wrapper.chmod(0o755)
+    return str(wrapper)
+
+
 def test_two_machines_train_as_one_and_every_log_comes_home(hosts: Any, tmp_path: Path, runs_dir: Path) -> None:
-    path = write_profile(tmp_path, hosts, free_port())
+    path = write_profile(tmp_path, hosts, free_port(),
+                         machines=[{"host": "node1", "python": nvml_wrapper(tmp_path, "four_gpu_mixed")},
+                                   {"host": "node2"}])
     result = run_cli(hosts, runs_dir, "run", str(path), *FAST)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "checking the machines first" in result.stderr  # the doctor ran before anything started
@@ -106,6 +118,11 @@ def test_two_machines_train_as_one_and_every_log_comes_home(hosts: Any, tmp_path
     assert [e for e in events(run) if e.get("event") == "train_end"]
     assert sorted(p.name for p in (run / "output").glob("checkpoint-*")) == ["checkpoint-4", "checkpoint-8"]
     assert (run / "output" / "checkpoint-8" / "tuitrain.json").exists()  # sealed after every rank wrote its part
+    # each machine sampled its GPUs and host there and sent them home: node1 four (recorded), node2 no driver
+    samples = {m: json.loads((run / "machines" / f"machine-{m}-gpus.json").read_text()) for m in (0, 1)}
+    assert len(samples[0]["gpus"]) == 4 and samples[0]["nvml"]["available"] is True
+    assert samples[1]["gpus"] == [] and samples[1]["nvml"]["available"] is False
+    assert all(sample["host"]["cpu_count"] == os.cpu_count() for sample in samples.values())
     status = cli("status", run.name, runs_dir=runs_dir)
     assert status.returncode == 0 and "finished" in status.stdout, status.stdout + status.stderr
     assert "machine 1  node2   1 process(es)" in status.stdout and "launcher node2 0" in status.stdout

@@ -20,8 +20,9 @@ from tuitrain.hardware.devices import GpuInfo, attach_owners, discover
 from tuitrain.hardware.host import HostInfo, ProcessMeter, host_info
 from tuitrain.hardware.mapping import FASTEST_FIRST, PCI_BUS_ID, cuda_ordinals, pci_order
 from tuitrain.hardware.mps import mps_available
-from tuitrain.hardware.na import NA, plain
+from tuitrain.hardware.na import NA
 from tuitrain.hardware.recorded import library_from_env
+from tuitrain.hardware.report import to_json
 from tuitrain.hardware.sampler import Sampler, Snapshot
 from tuitrain.humanize import gib, percent
 from tuitrain.runs.owners import OwnerIndex, owner_lookup, read_owners
@@ -93,26 +94,6 @@ def render(snapshot: Snapshot, mps: bool) -> str:
         lines.append("* FASTEST_FIRST is CUDA's default; its order is our prediction (CUDA does not document the "
                      "heuristic), so tuitrain lists GPUs by UUID under it")
     return "\n".join(lines)
-
-
-def to_json(snapshot: Snapshot, mps: bool) -> dict[str, Any]:
-    discovery = snapshot.discovery
-    ordinals = cuda_ordinals(discovery.gpus)
-    gpus = []
-    for gpu in pci_order(discovery.gpus):
-        data = plain(gpu)
-        data["cuda_index"] = ordinals[gpu.index]
-        data["processes"] = [{**plain(p), "owner": plain(p.owner) if p.owner else None} for p in gpu.processes]
-        gpus.append(data)
-    return {
-        "time": snapshot.time,
-        "nvml": {"available": discovery.available, "reason": discovery.reason or None,
-                 "driver_version": plain(discovery.driver_version), "status": discovery.status_line},
-        "gpus": gpus,
-        "ranks": [{**plain(r), "describe": r.describe()} for r in snapshot.ranks],
-        "host": plain(snapshot.host),
-        "mps": mps,
-    }
 
 
 def snapshot_once(nvml: Any, runs_root: Any) -> Snapshot:

@@ -8,6 +8,7 @@ run as it reads a local one. Which files travel, and where they land, is decided
     logs/launcher.log    → logs/machine-M.log    (each machine's accelerate launch and agent)
     events.jsonl         → events.jsonl          (whole lines only: several machines append to it)
     ranks/rank-K.json    → ranks/rank-K.json     (replaced whole when it changes)
+    (sampled, no file)   → machines/machine-M-gpus.json  (the machine's GPUs, host CPU and RAM, every few s)
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from tuitrain.atomic import write_text_atomic
 from tuitrain.remote.wire import CHUNK, data_of, encode_bytes
 from tuitrain.runs.layout import RunPaths
 
-_HOME_PATH = re.compile(r"(logs/rank-\d+\.log|logs/machine-\d+\.log|events\.jsonl|ranks/rank-\d+\.json)\Z")
+_HOME_PATH = re.compile(r"(logs/rank-\d+\.log|logs/machine-\d+\.log|events\.jsonl|ranks/rank-\d+\.json"
+                        r"|machines/machine-\d+-gpus\.json)\Z")
 
 
 class MirrorError(Exception):
@@ -31,6 +33,11 @@ class MirrorError(Exception):
 
 def machine_log(machine_rank: int) -> str:
     return f"logs/machine-{machine_rank}.log"
+
+
+def machine_gpus(machine_rank: int) -> str:
+    """Where a machine's latest GPU and host sample lands at home (tuitrain.hardware.report's JSON)."""
+    return f"machines/machine-{machine_rank}-gpus.json"
 
 
 @dataclass

@@ -20,13 +20,14 @@ from pathlib import Path
 from typing import IO, Any
 
 from tuitrain.atomic import write_text_atomic
-from tuitrain.remote.wire import BEAT_SECONDS, SILENCE_SECONDS, WireError, decode, encode, send
+from tuitrain.remote.wire import BEAT_SECONDS, SILENCE_SECONDS, WireError, decode, encode, encode_bytes, send
 from tuitrain.runs.layout import CONTROL_REQUESTS, CONTROL_TERMINATE, RunPaths
-from tuitrain.runs.mirror import NodeFiles
-from tuitrain.runs.record import new_record, reserve_space, write_record
+from tuitrain.runs.mirror import NodeFiles, machine_gpus
+from tuitrain.runs.record import new_record, read_record, reserve_space, write_record
 from tuitrain.runs.supervisor import KILL_GRACE_SECONDS, Supervisor, log
 
 SETUP_TIMEOUT = 30.0
+GPU_SECONDS = 2.0  # how often this machine's GPUs and host are sampled and sent home
 RECORD_KEYS = ("argv", "env", "num_processes", "num_machines", "main_process_port", "output_dir", "parent",
                "resume_from", "max_steps", "accelerator")
 
@@ -149,6 +150,37 @@ class NodeSupervisor(Supervisor):
                               failed_rank=record.get("failed_rank"), exit_codes=record.get("exit_codes") or {}))
 
 
+def sample_machine(paths: RunPaths, link: HomeLink, machine_rank: int, stop: threading.Event) -> None:
+    """Send this machine's GPUs (with the run's ranks on them), CPU and RAM home every GPU_SECONDS, sampled by
+    tuitrain here (NVML, or the recorded table TUITRAIN_NVML_TABLE names; no driver is a normal state)."""
+    import json
+
+    from tuitrain.hardware.mps import mps_available
+    from tuitrain.hardware.recorded import library_from_env
+    from tuitrain.hardware.report import to_json
+    from tuitrain.hardware.sampler import Sampler
+    from tuitrain.runs.owners import owners_from_records
+    from tuitrain.runs.ranks import read_rank_records
+
+    run_id = str(read_record(paths).get("id"))
+
+    def owners() -> dict[int, Any]:
+        ranks = {str(r): rec.get("pid") for r, rec in read_rank_records(paths).items()}
+        return dict(owners_from_records([{"id": run_id, "rank_pids": ranks}]))
+
+    mps = mps_available()
+    target = machine_gpus(machine_rank)
+
+    def send_home(snapshot: Any) -> None:
+        link.send(encode_bytes("file", target, json.dumps(to_json(snapshot, mps), default=str).encode()))
+
+    try:
+        with Sampler(library_from_env(os.environ), owners=owners) as sampler:
+            sampler.run(GPU_SECONDS, stop, send_home)
+    except Exception as exc:  # noqa: BLE001 — figures are a nicety: the run goes on without them
+        log(f"GPU sampling stopped: {type(exc).__name__}: {exc}")
+
+
 def prepare(setup: dict[str, Any]) -> RunPaths:
     """The node run directory, with its frozen inputs and record; its logs go to logs/launcher.log."""
     workdir = Path(os.path.expanduser(str(setup["workdir"])))
@@ -204,10 +236,15 @@ def main() -> int:
     _redirect_output(paths)
     link.send(encode("hello", node_dir=str(paths.root), pid=os.getpid(), host=os.uname().nodename))
     link.listen()
-    supervisor = NodeSupervisor(paths, link, int(setup["machine_rank"]))
+    machine_rank = int(setup["machine_rank"])
+    supervisor = NodeSupervisor(paths, link, machine_rank)
     from tuitrain.runs.supervisor import run_supervisor
 
+    stop_sampling = threading.Event()
+    threading.Thread(target=sample_machine, args=(paths, link, machine_rank, stop_sampling), name="gpus",
+                     daemon=True).start()
     status = run_supervisor(supervisor)
+    stop_sampling.set()
     supervisor.report_end()
     return 0 if status in ("finished", "stopped") else 1
 
