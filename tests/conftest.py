@@ -1,16 +1,21 @@
-"""Shared helpers: drive the real CLI in subprocesses against a temporary runs root."""
+"""Shared helpers: drive the real CLI in subprocesses against a temporary runs root, check what it
+said, and build profile data from the demo profile."""
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import subprocess
 import sys
 import time
+import tomllib
 from pathlib import Path
 from typing import Any, Callable
 
 import pytest
+
+from tuitrain.profile import builtin_profile_path
 
 pytest_plugins = ["hosts_plugin"]  # the `hosts` fixture: namespace hosts with sshd (tests/hosts.py)
 os.environ["HF_HUB_OFFLINE"] = "1"
@@ -34,6 +39,33 @@ def cli(*args: str, runs_dir: Path, cwd: Path | None = None, timeout: float = 30
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TUITRAIN_RUNS_DIR": str(runs_dir)}
     return subprocess.run([sys.executable, "-m", "tuitrain", *args], capture_output=True, text=True,
                           env=env, cwd=cwd or runs_dir.parent, timeout=timeout)
+
+
+def check_clean(result: subprocess.CompletedProcess[str], *needles: str) -> str:
+    """A refusal a person can act on: a failing exit, no traceback, each needle in what it printed."""
+    text = result.stdout + result.stderr
+    assert result.returncode != 0, text
+    assert "Traceback" not in text, text
+    for needle in needles:
+        assert needle in text, text
+    return text
+
+
+DEMO_PROFILE: dict[str, Any] = tomllib.loads(builtin_profile_path().read_text(encoding="utf-8"))
+
+
+def demo_profile_data(**sections: dict[str, Any]) -> dict[str, Any]:
+    """The demo profile's data as written (no defaults filled in), each named section updated;
+    a value of None removes that key."""
+    data = copy.deepcopy(DEMO_PROFILE)
+    for section, values in sections.items():
+        table = data.setdefault(section, {})
+        for key, value in values.items():
+            if value is None:
+                table.pop(key, None)
+            else:
+                table[key] = value
+    return data
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float = 120, what: str = "condition") -> Any:

@@ -8,18 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli, record
+from conftest import check_clean, cli, record
 
 DEMO = Path(__file__).resolve().parents[1] / "profiles" / "demo.toml"
-
-
-def check_clean(result, *needles: str) -> str:
-    text = result.stdout + result.stderr
-    assert result.returncode != 0, text
-    assert "Traceback" not in text, text
-    for needle in needles:
-        assert needle in text, text
-    return text
 
 
 def demo_with(tmp_path: Path, old: str, new: str) -> Path:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from conftest import cli
+from conftest import cli, demo_profile_data
 from tuitrain.hardware.devices import discover
 from tuitrain.hardware.host import ProcessMeter
 from tuitrain.hardware.preflight import check
@@ -76,21 +76,6 @@ def test_run_refuses_listed_gpus_on_a_machine_without_them(tmp_path: Path, runs_
 # ------------------------------------------------------------------ item 6: caught by validate
 
 
-def demo_with(tmp_path: Path, **sections: dict[str, Any]) -> dict[str, Any]:
-    """The demo profile's data (as written, no defaults), sections updated; None removes a key."""
-    import tomllib
-
-    data = tomllib.loads(builtin_profile_path().read_text())
-    for section, values in sections.items():
-        table = data.setdefault(section, {})
-        for key, value in values.items():
-            if value is None:
-                table.pop(key, None)
-            else:
-                table[key] = value
-    return data
-
-
 def csv_profile(tmp_path: Path, train: str, validation: str | None = "text,label\nfine day,1\n",
                 **sections: dict[str, Any]) -> dict[str, Any]:
     (tmp_path / "train.csv").write_text(train)
@@ -98,7 +83,7 @@ def csv_profile(tmp_path: Path, train: str, validation: str | None = "text,label
     if validation is not None:
         (tmp_path / "validation.csv").write_text(validation)
         files["validation_file"] = "validation.csv"
-    return demo_with(tmp_path, **{**sections, "data": {**files, **sections.get("data", {})}})
+    return demo_profile_data(**{**sections, "data": {**files, **sections.get("data", {})}})
 
 
 def problems_of(data: dict[str, Any], tmp_path: Path) -> list[Problem]:
@@ -146,8 +131,8 @@ def test_a_missing_column_is_named_with_the_columns_there(tmp_path: Path) -> Non
 
 def test_jsonl_labels_are_checked_too(tmp_path: Path) -> None:
     (tmp_path / "train.jsonl").write_text('{"text": "good", "label": 1}\n{"text": "bad", "label": "neg"}\n')
-    data = demo_with(tmp_path, data={"generate": None, "train_file": "train.jsonl"},
-                     training={"eval_strategy": "no", "save_strategy": "steps"})
+    data = demo_profile_data(data={"generate": None, "train_file": "train.jsonl"},
+                   training={"eval_strategy": "no", "save_strategy": "steps"})
     assert only(problems_of(data, tmp_path)).key == "data.label_column"
 
 
@@ -160,14 +145,14 @@ def test_eval_without_validation_data_is_refused(tmp_path: Path) -> None:
 
 
 def test_an_unknown_model_type_is_refused(tmp_path: Path) -> None:
-    data = demo_with(tmp_path)
+    data = demo_profile_data()
     data["model"]["config"]["model_type"] = "bret"
     problem = only(problems_of(data, tmp_path))
     assert problem.key == "model.config.model_type" and problem.fix == "did you mean 'bert'?"
 
 
 def test_hidden_size_not_divisible_by_the_heads_is_refused(tmp_path: Path) -> None:
-    data = demo_with(tmp_path)
+    data = demo_profile_data()
     data["model"]["config"]["num_attention_heads"] = 5
     problem = only(problems_of(data, tmp_path))
     assert problem.key == "model.config.hidden_size" and "32 is not divisible by num_attention_heads = 5" \
@@ -204,7 +189,7 @@ def test_model_types_come_from_the_installed_transformers() -> None:
 
 def test_output_dir_under_a_file_is_refused(tmp_path: Path) -> None:
     (tmp_path / "afile").write_text("x")
-    data = demo_with(tmp_path, run={"output_dir": str(tmp_path / "afile" / "out")})
+    data = demo_profile_data(run={"output_dir": str(tmp_path / "afile" / "out")})
     problem = only(problems_of(data, tmp_path))
     assert problem.key == "run.output_dir" and "is a file" in problem.message
 
@@ -214,7 +199,7 @@ def test_output_dir_on_a_read_only_filesystem_is_refused(tmp_path: Path) -> None
                       and not os.access(p, os.W_OK)), None)
     if read_only is None:
         pytest.skip("no read-only folder on this machine")
-    data = demo_with(tmp_path, run={"output_dir": str(read_only / "tuitrain-out")})
+    data = demo_profile_data(run={"output_dir": str(read_only / "tuitrain-out")})
     problem = only(problems_of(data, tmp_path))
     assert problem.key == "run.output_dir" and "read-only" in problem.message
 

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -115,6 +116,23 @@ def test_a_resume_into_a_shared_folder_never_deletes_a_checkpoint_it_did_not_wri
     assert len(theirs) <= 2  # its limit of 1, plus its best when the best is not its newest
 
 
+def fabricate_lost_run(runs_dir: Path, supervisor_pid: int, rank_pid: int, rank_started: float,
+                       **extra: Any) -> Path:
+    """A one-rank demo run recorded as running, written by hand: its supervisor (`supervisor_pid`,
+    recorded as started at 1.0) is gone, and its rank 0 is `rank_pid` started at `rank_started`.
+    `extra`: more keys for run.json (such as the `pids` table the supervisor also keeps)."""
+    run_dir = runs_dir / "20260101-000000-demo"
+    (run_dir / "logs").mkdir(parents=True)
+    (run_dir / "run.json").write_text(json.dumps({
+        "id": run_dir.name, "profile": "demo", "status": "running", "created": time.time(), "started": time.time(),
+        "ended": None, "num_processes": 1, "output_dir": str(run_dir / "output"),
+        **extra,
+        "processes": {"supervisor": {"pid": supervisor_pid, "started": 1.0},
+                      "rank 0": {"pid": rank_pid, "started": rank_started}},
+    }))
+    return run_dir
+
+
 def test_a_recorded_pid_now_owned_by_a_stranger_is_never_signalled(runs_dir):
     """A run whose supervisor is gone, whose recorded rank pid was reused by an unrelated process
     (same pid, another start time): `stop --now` must not touch the stranger, and records the end."""
@@ -122,16 +140,9 @@ def test_a_recorded_pid_now_owned_by_a_stranger_is_never_signalled(runs_dir):
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
     try:
-        run_dir = runs_dir / "20260101-000000-demo"
-        (run_dir / "logs").mkdir(parents=True)
         started = psutil.Process(stranger.pid).create_time()
-        (run_dir / "run.json").write_text(json.dumps({
-            "id": run_dir.name, "profile": "demo", "status": "running", "created": time.time(), "started": time.time(),
-            "ended": None, "num_processes": 1, "output_dir": str(run_dir / "output"),
-            "pids": {"supervisor": gone.pid, "ranks": {"0": stranger.pid}},
-            "processes": {"supervisor": {"pid": gone.pid, "started": 1.0},
-                          "rank 0": {"pid": stranger.pid, "started": started - 1000}},
-        }))
+        run_dir = fabricate_lost_run(runs_dir, gone.pid, stranger.pid, started - 1000,
+                                     pids={"supervisor": gone.pid, "ranks": {"0": stranger.pid}})
         listed = cli("runs", "--json", runs_dir=runs_dir)
         assert json.loads(listed.stdout)[0]["status"] == "lost"
         stop = cli("stop", run_dir.name, "--now", runs_dir=runs_dir)
@@ -150,14 +161,7 @@ def test_stop_now_ends_the_processes_of_a_run_whose_supervisor_is_gone(runs_dir)
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
     try:
-        run_dir = runs_dir / "20260101-000000-demo"
-        (run_dir / "logs").mkdir(parents=True)
-        (run_dir / "run.json").write_text(json.dumps({
-            "id": run_dir.name, "profile": "demo", "status": "running", "created": time.time(), "started": time.time(),
-            "ended": None, "num_processes": 1, "output_dir": str(run_dir / "output"),
-            "processes": {"supervisor": {"pid": gone.pid, "started": 1.0},
-                          "rank 0": {"pid": straggler.pid, "started": psutil.Process(straggler.pid).create_time()}},
-        }))
+        run_dir = fabricate_lost_run(runs_dir, gone.pid, straggler.pid, psutil.Process(straggler.pid).create_time())
         stop = cli("stop", run_dir.name, runs_dir=runs_dir)
         assert stop.returncode != 0 and "lost its supervisor" in stop.stderr and "stop --now" in stop.stderr
         assert straggler.poll() is None

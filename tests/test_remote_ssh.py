@@ -11,6 +11,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -152,22 +153,24 @@ def test_an_unreachable_address_and_an_unknown_name(hosts, opts):
             "unresolved", 10)
 
 
-def test_a_host_whose_link_is_down_is_unreachable(hosts, opts):
-    hosts.link_down("node2")
+def fails_until_mended(host: str, kind: str, opts: SshOptions, breaks: Callable[[str], None],
+                       mends: Callable[[str], None]) -> None:
+    """With `breaks(host)` done, a command on host fails as `kind` within 10 s; once `mends(host)`
+    has put it right (always, even when the failure was not the one expected), the host answers again."""
+    breaks(host)
     try:
-        bounded(run("node2", ["true"], timeout=20, options=opts), "node2", "unreachable", 10)
+        bounded(run(host, ["true"], timeout=20, options=opts), host, kind, 10)
     finally:
-        hosts.link_up("node2")
-    assert run("node2", ["true"], timeout=20, options=opts).ok
+        mends(host)
+    assert run(host, ["true"], timeout=20, options=opts).ok
+
+
+def test_a_host_whose_link_is_down_is_unreachable(hosts, opts):
+    fails_until_mended("node2", "unreachable", opts, breaks=hosts.link_down, mends=hosts.link_up)
 
 
 def test_a_host_without_sshd_refuses(hosts, opts):
-    hosts.kill_sshd("node2")
-    try:
-        bounded(run("node2", ["true"], timeout=20, options=opts), "node2", "refused", 10)
-    finally:
-        hosts.start_sshd("node2")
-    assert run("node2", ["true"], timeout=20, options=opts).ok
+    fails_until_mended("node2", "refused", opts, breaks=hosts.kill_sshd, mends=hosts.start_sshd)
 
 
 def test_host_key_unknown_or_changed(hosts, tmp_path: Path):

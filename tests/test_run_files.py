@@ -15,21 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FAST, cli
+from conftest import FAST, check_clean, cli
 
 NOBODY = 65534
 AS_ROOT = os.geteuid() == 0
 # As root, "another user" is root without the right to pass over file permissions; the files are given to nobody.
 NO_OVERRIDE = ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner"]
-
-
-def check_clean(result, *needles: str) -> str:
-    text = result.stdout + result.stderr
-    assert result.returncode != 0, text
-    assert "Traceback" not in text, text
-    for needle in needles:
-        assert needle in text, text
-    return text
 
 
 def copy_run(finished_run: Path, runs: Path, name: str | None = None) -> Path:

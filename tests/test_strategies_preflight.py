@@ -5,35 +5,21 @@ for real here (importlib.util.find_spec, a real listening socket)."""
 
 from __future__ import annotations
 
-import copy
 import importlib.util
 import json
 import socket
-import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from conftest import demo_profile_data
 from tuitrain.hardware import Hardware
 from tuitrain.launch import plan_launch
-from tuitrain.profile import Problem, Profile, builtin_profile_path, profile_with_defaults, validate_profile
+from tuitrain.profile import Problem, Profile, profile_with_defaults, validate_profile
 
-DEMO = tomllib.loads(builtin_profile_path().read_text(encoding="utf-8"))
 CPU_BOX = Hardware(cpu_count=2)   # what this machine is: no NVIDIA GPU, no MPS
 MAC = Hardware(mps=True, cpu_count=8)
-
-
-def demo(**sections: dict[str, Any]) -> dict[str, Any]:
-    data = copy.deepcopy(DEMO)
-    for name, values in sections.items():
-        table = data.setdefault(name, {})
-        for key, value in values.items():
-            if value is None:
-                table.pop(key, None)
-            else:
-                table[key] = value
-    return data
 
 
 def validation(data: dict[str, Any], base_dir: Path | None = None, severity: str = "error") -> list[Problem]:
@@ -59,7 +45,7 @@ def one(problems: list[Problem], key: str, severity: str = "error") -> Problem:
 
 
 def test_mps_with_more_than_one_process() -> None:
-    data = demo(hardware={"accelerator": "mps"}, distributed={"strategy": "ddp", "num_processes": 2})
+    data = demo_profile_data(hardware={"accelerator": "mps"}, distributed={"strategy": "ddp", "num_processes": 2})
     one(validation(data), "distributed.num_processes")
     p = one(planned(data, MAC), "distributed.num_processes")
     assert "num_processes = 1" in p.fix
@@ -67,7 +53,7 @@ def test_mps_with_more_than_one_process() -> None:
 
 @pytest.mark.parametrize("strategy", ["fsdp", "deepspeed"])
 def test_fsdp_or_deepspeed_with_mps(strategy: str) -> None:
-    data = demo(hardware={"accelerator": "mps"}, distributed={"strategy": strategy})
+    data = demo_profile_data(hardware={"accelerator": "mps"}, distributed={"strategy": strategy})
     p = one(validation(data), "distributed.strategy")
     assert strategy in p.message and "MPS" in p.message
     # one rule (profile.validate.mps_strategy_problem): an error in `validate` and in the launch, same words
@@ -75,7 +61,7 @@ def test_fsdp_or_deepspeed_with_mps(strategy: str) -> None:
 
 
 def test_auto_on_a_mac_never_picks_mps_for_fsdp() -> None:
-    data = demo(hardware={"accelerator": "auto"}, distributed={"strategy": "fsdp"})
+    data = demo_profile_data(hardware={"accelerator": "auto"}, distributed={"strategy": "fsdp"})
     plan = plan_launch(profile_with_defaults(Profile(None, data)), MAC, Path("/tmp/x"))
     assert plan.accelerator == "cpu"
     assert any(p.key == "distributed.strategy" and "CPU" in p.message for p in plan.errors)
@@ -86,7 +72,7 @@ def test_auto_on_a_mac_never_picks_mps_for_fsdp() -> None:
 
 @pytest.mark.skipif(importlib.util.find_spec("deepspeed") is not None, reason="deepspeed is installed here")
 def test_deepspeed_not_installed_says_how_to_install_it() -> None:
-    data = demo(hardware={"accelerator": "cuda"}, distributed={"strategy": "deepspeed"})
+    data = demo_profile_data(hardware={"accelerator": "cuda"}, distributed={"strategy": "deepspeed"})
     assert validation(data) == []  # a profile for another machine is fine as a file
     p = next(p for p in planned(data) if "not installed" in p.message)
     assert p.key == "distributed.strategy" and "pip install deepspeed" in p.fix
@@ -94,23 +80,23 @@ def test_deepspeed_not_installed_says_how_to_install_it() -> None:
 
 @pytest.mark.skipif(importlib.util.find_spec("galore_torch") is not None, reason="galore-torch is installed here")
 def test_galore_without_galore_torch() -> None:
-    data = demo(training={"optim": "galore_adamw", "optim_target_modules": ["attention", "intermediate"]})
+    data = demo_profile_data(training={"optim": "galore_adamw", "optim_target_modules": ["attention", "intermediate"]})
     assert validation(data) == []
     p = one(planned(data), "training.optim")
     assert "galore-torch" in p.message and "pip install galore-torch" in p.fix
 
 
 def test_layerwise_galore_with_more_than_one_process() -> None:
-    data = demo(training={"optim": "galore_adamw_layerwise", "optim_target_modules": "all-linear"},
-                distributed={"strategy": "ddp", "num_processes": 2})
+    data = demo_profile_data(training={"optim": "galore_adamw_layerwise", "optim_target_modules": "all-linear"},
+                             distributed={"strategy": "ddp", "num_processes": 2})
     p = one(validation(data), "training.optim")
     assert "layer-wise" in p.message and '"galore_adamw"' in p.fix and "num_processes = 1" in p.fix
-    single = demo(training={"optim": "galore_adamw_layerwise", "optim_target_modules": "all-linear"})
+    single = demo_profile_data(training={"optim": "galore_adamw_layerwise", "optim_target_modules": "all-linear"})
     assert [q for q in validation(single) if q.key == "training.optim"] == []
 
 
 def test_galore_needs_optim_target_modules() -> None:
-    p = one(validation(demo(training={"optim": "galore_adafactor"})), "training.optim_target_modules")
+    p = one(validation(demo_profile_data(training={"optim": "galore_adafactor"})), "training.optim_target_modules")
     assert "galore_adafactor" in p.message and "all-linear" in p.fix
 
 
@@ -118,9 +104,9 @@ def test_galore_needs_optim_target_modules() -> None:
 
 
 def test_fp16_on_the_cpu() -> None:
-    one(validation(demo(hardware={"mixed_precision": "fp16"})), "hardware.mixed_precision")
-    one(validation(demo(training={"fp16": True})), "training.fp16")
-    auto = demo(hardware={"accelerator": "auto", "mixed_precision": "fp16"})
+    one(validation(demo_profile_data(hardware={"mixed_precision": "fp16"})), "hardware.mixed_precision")
+    one(validation(demo_profile_data(training={"fp16": True})), "training.fp16")
+    auto = demo_profile_data(hardware={"accelerator": "auto", "mixed_precision": "fp16"})
     assert validation(auto) == []  # auto could be a GPU elsewhere ...
     one(planned(auto), "hardware.mixed_precision")  # ... but here it is the CPU
 
@@ -129,8 +115,8 @@ def test_fp16_on_the_cpu() -> None:
 
 
 def test_gradient_accumulation_in_deepspeed_plugin_and_training_differs() -> None:
-    data = demo(hardware={"accelerator": "cuda"}, training={"gradient_accumulation_steps": 2},
-                distributed={"strategy": "deepspeed", "deepspeed": {"gradient_accumulation_steps": 4}})
+    data = demo_profile_data(hardware={"accelerator": "cuda"}, training={"gradient_accumulation_steps": 2},
+                             distributed={"strategy": "deepspeed", "deepspeed": {"gradient_accumulation_steps": 4}})
     p = one(validation(data), "distributed.deepspeed.gradient_accumulation_steps")
     assert "training.gradient_accumulation_steps" in p.message and "4" in p.message and "2" in p.message
     data["training"]["gradient_accumulation_steps"] = 4
@@ -140,8 +126,8 @@ def test_gradient_accumulation_in_deepspeed_plugin_and_training_differs() -> Non
 def test_gradient_accumulation_in_deepspeed_json_and_training_differs(tmp_path: Path) -> None:
     (tmp_path / "ds.json").write_text(json.dumps({"gradient_accumulation_steps": 8, "zero_optimization": {"stage": 2},
                                                   "bf16": {"enabled": "auto"}}))
-    data = demo(hardware={"accelerator": "cuda"}, training={"gradient_accumulation_steps": 2},
-                distributed={"strategy": "deepspeed", "deepspeed": {"config_file": "ds.json"}})
+    data = demo_profile_data(hardware={"accelerator": "cuda"}, training={"gradient_accumulation_steps": 2},
+                             distributed={"strategy": "deepspeed", "deepspeed": {"config_file": "ds.json"}})
     p = one(validation(data, tmp_path), "distributed.deepspeed.config_file")
     assert "gradient_accumulation_steps" in p.message and "training.gradient_accumulation_steps" in p.fix
     (tmp_path / "ds.json").write_text(json.dumps({"gradient_accumulation_steps": "auto"}))
@@ -149,22 +135,22 @@ def test_gradient_accumulation_in_deepspeed_json_and_training_differs(tmp_path: 
 
 
 def test_deepspeed_gradient_clipping_against_max_grad_norm() -> None:
-    data = demo(hardware={"accelerator": "cuda"},
-                distributed={"strategy": "deepspeed", "deepspeed": {"gradient_clipping": 0.7}})
+    data = demo_profile_data(hardware={"accelerator": "cuda"},
+                             distributed={"strategy": "deepspeed", "deepspeed": {"gradient_clipping": 0.7}})
     p = one(validation(data), "distributed.deepspeed.gradient_clipping")
     assert "training.max_grad_norm" in p.message and "max_grad_norm = 0.7" in p.fix
 
 
 def test_deepspeed_json_with_plugin_fields() -> None:
-    data = demo(hardware={"accelerator": "cuda"},
-                distributed={"strategy": "deepspeed", "deepspeed": {"config_file": "/x/ds.json", "zero_stage": 3}})
+    data = demo_profile_data(hardware={"accelerator": "cuda"},
+                             distributed={"strategy": "deepspeed", "deepspeed": {"config_file": "/x/ds.json", "zero_stage": 3}})
     p = one(validation(data), "distributed.deepspeed.zero_stage")
     assert "config_file" in p.message
 
 
 def test_deepspeed_json_missing_is_a_machine_check(tmp_path: Path) -> None:
-    data = demo(hardware={"accelerator": "cuda"},
-                distributed={"strategy": "deepspeed", "deepspeed": {"config_file": "ds_zero3.json"}})
+    data = demo_profile_data(hardware={"accelerator": "cuda"},
+                             distributed={"strategy": "deepspeed", "deepspeed": {"config_file": "ds_zero3.json"}})
     assert validation(data, tmp_path) == []  # written on a laptop for a cluster: fine
     profile = tmp_path / "p.toml"
     p = one(planned(data, file=str(profile)), "distributed.deepspeed.config_file")
@@ -175,13 +161,13 @@ def test_deepspeed_json_missing_is_a_machine_check(tmp_path: Path) -> None:
 
 
 def test_num_processes_larger_than_the_gpus_selected() -> None:
-    data = demo(hardware={"accelerator": "cuda", "gpus": [0]}, distributed={"strategy": "ddp", "num_processes": 2})
+    data = demo_profile_data(hardware={"accelerator": "cuda", "gpus": [0]}, distributed={"strategy": "ddp", "num_processes": 2})
     p = one(validation(data), "distributed.num_processes")
     assert "1 GPU" in p.message and "num_processes = 1" in p.fix
 
 
 def test_more_cpu_processes_than_cores_is_a_warning() -> None:
-    data = demo(distributed={"strategy": "ddp", "num_processes": 3})
+    data = demo_profile_data(distributed={"strategy": "ddp", "num_processes": 3})
     p = one(planned(data, Hardware(cpu_count=2)), "distributed.num_processes", "warning")
     assert "2 core" in p.message
 
@@ -191,15 +177,15 @@ def test_rendezvous_port_already_in_use() -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        data = demo(distributed={"strategy": "ddp", "num_processes": 2, "main_process_port": port})
+        data = demo_profile_data(distributed={"strategy": "ddp", "num_processes": 2, "main_process_port": port})
         p = one(planned(data), "distributed.main_process_port")
         assert str(port) in p.message and "in use" in p.message
     assert [q for q in planned(data) if q.key == "distributed.main_process_port"] == []  # free again
 
 
 def test_several_machines_need_a_fixed_port() -> None:
-    data = demo(hardware={"accelerator": "cuda"}, distributed={"strategy": "ddp", "num_machines": 2,
-                                                               "main_process_ip": "10.0.0.1"})
+    data = demo_profile_data(hardware={"accelerator": "cuda"}, distributed={"strategy": "ddp", "num_machines": 2,
+                                                                            "main_process_ip": "10.0.0.1"})
     # one rule (profile.validate.machines_port_problem), two severities: `validate` (CLI and the
     # editor's checks) warns, since the file may be finished on the machine that launches it; the
     # plan (`tuitrain plan` / `run`, the app's launch screen) refuses. Same words in both.
@@ -213,34 +199,34 @@ def test_several_machines_need_a_fixed_port() -> None:
 
 
 def test_fsdp_on_the_cpu_is_refused_naming_the_strategy() -> None:
-    data = demo(hardware={"accelerator": "auto"}, distributed={"strategy": "fsdp", "num_processes": 2})
+    data = demo_profile_data(hardware={"accelerator": "auto"}, distributed={"strategy": "fsdp", "num_processes": 2})
     assert validation(data) == []  # the file is fine (a GPU machine runs it) ...
     p = one(planned(data), "distributed.strategy")  # ... this machine is not
     assert "CPU" in p.message and "DDP" in p.message and '"ddp"' in p.fix
-    on_cpu = demo(distributed={"strategy": "fsdp", "num_processes": 2})  # accelerator = "cpu": never runs
+    on_cpu = demo_profile_data(distributed={"strategy": "fsdp", "num_processes": 2})  # accelerator = "cpu": never runs
     assert [str(q) for q in validation(on_cpu)] == [str(p)]  # validate says what the launch says
 
 
 def test_fsdp2_takes_no_hybrid_sharding_nor_forward_prefetch() -> None:
-    data = demo(hardware={"accelerator": "cuda"},
-                distributed={"strategy": "fsdp", "fsdp": {"version": 2, "sharding_strategy": "hybrid_shard",
-                                                          "forward_prefetch": True}})
+    data = demo_profile_data(hardware={"accelerator": "cuda"},
+                             distributed={"strategy": "fsdp", "fsdp": {"version": 2, "sharding_strategy": "hybrid_shard",
+                                                                       "forward_prefetch": True}})
     found = validation(data)
     one(found, "distributed.fsdp.sharding_strategy")
     one(found, "distributed.fsdp.forward_prefetch")
 
 
 def test_cpu_ram_efficient_loading_needs_sync_module_states() -> None:
-    data = demo(hardware={"accelerator": "cuda"},
-                distributed={"strategy": "fsdp", "fsdp": {"sync_module_states": False}})
+    data = demo_profile_data(hardware={"accelerator": "cuda"},
+                             distributed={"strategy": "fsdp", "fsdp": {"sync_module_states": False}})
     p = one(validation(data), "distributed.fsdp.sync_module_states")
     assert "cpu_ram_efficient_loading = false" in p.fix
 
 
 def test_fsdp_keys_are_checked_when_fsdp_is_the_strategy() -> None:
-    data = demo(hardware={"accelerator": "cuda"},
-                distributed={"strategy": "fsdp", "fsdp": {"fsdp_sharding_strategy": "FULL_SHARD",
-                                                          "sharding_strategy": "everything"}})
+    data = demo_profile_data(hardware={"accelerator": "cuda"},
+                             distributed={"strategy": "fsdp", "fsdp": {"fsdp_sharding_strategy": "FULL_SHARD",
+                                                                       "sharding_strategy": "everything"}})
     found = validation(data)
     assert "did you mean 'sharding_strategy'" in one(found, "distributed.fsdp.fsdp_sharding_strategy").fix
     (choice,) = [q for q in found if q.key == "distributed.fsdp.sharding_strategy"]
@@ -248,15 +234,15 @@ def test_fsdp_keys_are_checked_when_fsdp_is_the_strategy() -> None:
 
 
 def test_fsdp_and_activation_checkpointing_twice() -> None:
-    data = demo(hardware={"accelerator": "cuda"}, training={"gradient_checkpointing": True},
-                distributed={"strategy": "fsdp", "fsdp": {"activation_checkpointing": True}})
+    data = demo_profile_data(hardware={"accelerator": "cuda"}, training={"gradient_checkpointing": True},
+                             distributed={"strategy": "fsdp", "fsdp": {"activation_checkpointing": True}})
     one(validation(data), "training.gradient_checkpointing")
 
 
 @pytest.mark.parametrize("leaf", ["fsdp", "deepspeed"])
 def test_strategy_set_up_again_in_training(leaf: str) -> None:
     value = "full_shard auto_wrap" if leaf == "fsdp" else "ds.json"
-    p = one(validation(demo(training={leaf: value})), f"training.{leaf}")
+    p = one(validation(demo_profile_data(training={leaf: value})), f"training.{leaf}")
     assert "[distributed" in p.fix
 
 
@@ -273,7 +259,7 @@ def test_num_processes_defaults_to_one_per_selected_gpu(tmp_path: Path) -> None:
     box = Hardware(gpus=discover(RecordedNvml(load_table(table)), no_identity).gpus, cpu_count=16)
 
     def plan(hardware: dict[str, Any], distributed: dict[str, Any]):
-        data = demo(hardware={"accelerator": "cuda", **hardware}, distributed=distributed)
+        data = demo_profile_data(hardware={"accelerator": "cuda", **hardware}, distributed=distributed)
         return plan_profile(Profile(path=None, data=data), tmp_path / "run", box)
 
     chosen = plan({"gpus": [2, 1]}, {"strategy": "ddp", "num_processes": None})
@@ -308,8 +294,8 @@ LAYERWISE = {"optim": "galore_adamw_layerwise", "optim_target_modules": "all-lin
 
 
 def test_layerwise_galore_is_refused_when_num_processes_defaults_to_the_gpus(tmp_path: Path) -> None:
-    data = demo(hardware={"accelerator": "cuda"}, training=LAYERWISE,
-                distributed={"strategy": "ddp", "num_processes": None})
+    data = demo_profile_data(hardware={"accelerator": "cuda"}, training=LAYERWISE,
+                             distributed={"strategy": "ddp", "num_processes": None})
     assert validation(data) == []  # nothing in the file says more than one process ...
     plan = _plan_as_tuitrain_plan(data, _four_gpus(), tmp_path / "run")
     assert plan.num_processes == 4  # ... the planner's default (one per GPU) does
@@ -327,8 +313,8 @@ def test_layerwise_galore_with_num_processes_written_is_refused_once(tmp_path: P
     from tuitrain.profile import ProfileError, load_profile
     from tuitrain.profile.save import save_profile
 
-    data = demo(hardware={"accelerator": "cuda"}, training=LAYERWISE,
-                distributed={"strategy": "ddp", "num_processes": 4})
+    data = demo_profile_data(hardware={"accelerator": "cuda"}, training=LAYERWISE,
+                             distributed={"strategy": "ddp", "num_processes": 4})
     path = tmp_path / "p.toml"
     save_profile(data, path)
     with pytest.raises(ProfileError) as raised:
@@ -340,8 +326,8 @@ def test_layerwise_galore_with_num_processes_written_is_refused_once(tmp_path: P
 
 
 def test_layerwise_galore_counts_machines_too() -> None:
-    data = demo(hardware={"accelerator": "cuda"}, training=LAYERWISE,
-                distributed={"strategy": "ddp", "num_processes": 1, "num_machines": 2, "main_process_ip": "10.0.0.1",
-                             "main_process_port": 29500})
+    data = demo_profile_data(hardware={"accelerator": "cuda"}, training=LAYERWISE,
+                             distributed={"strategy": "ddp", "num_processes": 1, "num_machines": 2, "main_process_ip": "10.0.0.1",
+                                          "main_process_port": 29500})
     p = one(validation(data), "training.optim")
     assert "2 planned" in p.message and "distributed.num_machines = 1" in p.fix
