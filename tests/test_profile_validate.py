@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import importlib.util
 import tomllib
 from pathlib import Path
@@ -10,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from conftest import demo_profile_data
 from tuitrain.profile import Problem, builtin_profile_path, validate_profile
 
 HAS_TRANSFORMERS = importlib.util.find_spec("transformers") is not None
@@ -17,17 +17,7 @@ needs_transformers = pytest.mark.skipif(not HAS_TRANSFORMERS, reason="transforme
 DEMO: dict[str, Any] = tomllib.loads(builtin_profile_path().read_text(encoding="utf-8"))
 
 
-def demo(**sections: dict[str, Any]) -> dict[str, Any]:
-    """The demo profile with sections merged in (a value of None removes that key)."""
-    data = copy.deepcopy(DEMO)
-    for name, changes in sections.items():
-        table = data.setdefault(name, {})
-        for key, value in changes.items():
-            if value is None:
-                table.pop(key, None)
-            else:
-                table[key] = value
-    return data
+demo = demo_profile_data  # the demo profile with sections merged in (None removes a key)
 
 
 def errors(data: dict[str, Any], base_dir: Path | None = None, **kw: Any) -> list[Problem]:
