@@ -28,6 +28,7 @@ from tuitrain.runs.supervisor import KILL_GRACE_SECONDS, Supervisor, log
 
 SETUP_TIMEOUT = 30.0
 GPU_SECONDS = 2.0  # how often this machine's GPUs and host are sampled and sent home
+MIRROR_SECONDS = 0.2  # how often new bytes are sent home (the watch loop's period on a node)
 RECORD_KEYS = ("argv", "env", "num_processes", "num_machines", "main_process_port", "output_dir", "parent",
                "resume_from", "max_steps", "accelerator")
 
@@ -103,6 +104,7 @@ class NodeSupervisor(Supervisor):
         self.relayed: set[str] = set()
         self.beat_at = 0.0
         self.link_lost: str | None = None
+        self.poll_seconds = MIRROR_SECONDS
 
     def tick(self) -> None:
         now = time.monotonic()

@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 import psutil
 
+from tuitrain.runs.exit_waiter import ExitWaiter
 from tuitrain.runs.exits import describe_exit, full_disk, last_exception_line, root_cause
 from tuitrain.runs.layout import CONTROL_STOP, CONTROL_TERMINATE, SUPERVISOR_ENV, RunPaths
 from tuitrain.runs.process_tree import descendants, end_processes, find, identity, running
@@ -30,7 +31,7 @@ from tuitrain.runs.ranks import read_rank_records
 from tuitrain.runs.record import read_record, record_end, update_record
 from tuitrain.runs.tail import read_tail
 
-POLL_SECONDS = 0.2
+POLL_SECONDS = 0.5  # how often control requests and rank records are looked at (an exit wakes it at once)
 SCAN_SECONDS = 5.0  # how often the launcher's process tree is walked when nothing changes
 TEARDOWN_AFTER_RANK_DEATH = 1.0  # the elastic agent usually does it first; we make sure
 KILL_GRACE_SECONDS = 5.0
@@ -82,6 +83,9 @@ class Supervisor:
         self.stop_requested = False
         self.terminating = False
         self._scanned_at = 0.0
+        self._ranks_stamp: tuple[int, int] | None = None  # the ranks folder's (mtime_ns, size) when last read
+        self.exits = ExitWaiter()
+        self.poll_seconds = POLL_SECONDS
 
     # -- record ------------------------------------------------------------------------------
     def update(self, **fields: Any) -> None:
@@ -131,6 +135,7 @@ class Supervisor:
         launcher = identity(self.launcher.pid)
         if launcher is not None:
             self.tracked[self.launcher.pid] = psutil.Process(self.launcher.pid)
+        self.exits.watch(self.launcher.pid)
         self.update(
             status="running",
             started=time.time(),
@@ -151,9 +156,22 @@ class Supervisor:
                 self.tracked.setdefault(proc.pid, proc)
         self.tracked = {pid: proc for pid, proc in self.tracked.items() if running(proc)}
 
-    def poll_ranks(self) -> None:
+    def _ranks_changed(self) -> bool:
+        """Whether a rank record was written since the last look (each is replaced atomically: a new folder entry)."""
+        try:
+            info = os.stat(self.paths.ranks)
+        except OSError:
+            return False
+        stamp = (info.st_mtime_ns, info.st_size)
+        changed, self._ranks_stamp = stamp != self._ranks_stamp, stamp
+        return changed
+
+    def poll_ranks(self, exited: bool = True) -> None:
+        """`exited`: a watched process ended (or no exit could be watched): look at every rank again."""
         assert self.launcher is not None
         now = time.monotonic()
+        if not (self._ranks_changed() or exited or now - self._scanned_at > SCAN_SECONDS):
+            return
         records = read_rank_records(self.paths)
         changed = False
         for rank, rec in records.items():
@@ -163,6 +181,7 @@ class Supervisor:
                 self.ranks[rank] = {"pid": rec["pid"], "started": rec.get("started"), "proc": proc}
                 if proc is not None:
                     self.tracked[proc.pid] = proc
+                    self.exits.watch(proc.pid)
                 changed = True
             proc = self.ranks[rank]["proc"]
             gone = proc is None or not running(proc)
@@ -211,10 +230,11 @@ class Supervisor:
 
     def watch(self) -> int:
         assert self.launcher is not None
+        exited = True
         while True:
             self.tick()
             self.poll_control()
-            self.poll_ranks()
+            self.poll_ranks(exited)
             code = self.launcher.poll()
             if code is not None:
                 return code
@@ -225,7 +245,9 @@ class Supervisor:
             elif since is not None and since > TEARDOWN_AFTER_RANK_DEATH + LAUNCHER_GRACE_SECONDS:
                 self.end_all(KILL_GRACE_SECONDS)  # the launcher did not exit by itself
                 self.rank_death_time = None
-            time.sleep(POLL_SECONDS)
+            # a rank's or the launcher's exit wakes this at once; while a teardown is under way, look often
+            wait = 0.1 if self.rank_death_time is not None else self.poll_seconds
+            exited = bool(self.exits.wait(wait)) or not self.exits.watching
 
     # -- finish ------------------------------------------------------------------------------
     def finish(self, launcher_code: int) -> str:
