@@ -20,6 +20,7 @@ from tuitrain.runs.logfile import TRACEBACK
 from tuitrain.runs.record import FINAL_STATUSES
 from tuitrain.tui.actions import resume_in_worker, run_request, wait_or_cancel
 from tuitrain.tui.format import bar, short_metric, status_text
+from tuitrain.tui.machines import Machine, machine_of_rank, machines_line, run_machines, this_host
 from tuitrain.tui.widgets.checkpoints import CheckpointList
 from tuitrain.tui.widgets.key_bar import KeyBar
 from tuitrain.tui.widgets.log_view import LogView
@@ -78,6 +79,13 @@ class MonitorScreen(Screen):
         self._status_at = 0.0
         self._status_lines = 0
         self.fold = self.run_watch.num_ranks > 1
+        # a run on several machines: each machine's ranks, and its agent's log (logs/machine-M.log)
+        from tuitrain.runs.logfile import LogFile
+
+        self.hostname = this_host()
+        self.machines: list[Machine] = run_machines(self.run_watch.record, hostname=self.hostname)
+        self.machine_logs = [LogFile(self.run_watch.paths.logs / f"machine-{m.index}.log") for m in self.machines]
+        self._rank_records_at = 0.0
 
     # ------------------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
@@ -92,6 +100,9 @@ class MonitorScreen(Screen):
                     yield LogView(log, id=f"log-rank-{rank}")
             with TabPane("Launcher", id="tab-launcher"):
                 yield LogView(w.launcher, id="log-launcher")
+            for position, (machine, log) in enumerate(zip(self.machines, self.machine_logs, strict=True)):
+                with TabPane(machine.host, id=f"tab-machine-{position}"):
+                    yield LogView(log, id=f"log-machine-{position}")
             with TabPane("Metrics", id="tab-metrics"):
                 yield MetricsPanel(id="metrics")
             with TabPane("Checkpoints", id="tab-checkpoints"):
@@ -112,15 +123,41 @@ class MonitorScreen(Screen):
 
     def on_unmount(self) -> None:
         self.run_watch.close()
+        for log in self.machine_logs:
+            log.close()
 
     # ------------------------------------------------------------------------------ data
     @work(thread=True, exclusive=True, group="monitor", exit_on_error=False)
     def follow_run(self) -> None:
         while True:
-            if self.run_watch.poll():
+            changed = self.run_watch.poll()
+            if self.machines:
+                changed |= self.poll_machines()
+            if changed:
                 self.post_message(self.Updated())
             if not wait_or_cancel(self.app.monitor_interval):
                 return
+
+    def poll_machines(self) -> bool:
+        """The machine logs, and (every few seconds) the rank records that say where each rank runs."""
+        import time
+
+        from tuitrain.runs.ranks import read_rank_records
+
+        changed = False
+        for log in self.machine_logs:
+            before = log.size
+            changed |= log.update() != 0 or log.size != before
+        now = time.monotonic()
+        if now - self._rank_records_at > 3.0:
+            self._rank_records_at = now
+            machines = run_machines(self.run_watch.record, read_rank_records(self.run_watch.paths), self.hostname)
+            if [(m.index, m.ranks, m.here) for m in machines] == [(m.index, m.ranks, m.here) for m in self.machines]:
+                self.machines = machines  # same layout (the log tabs follow self.machine_logs, made once)
+            elif len(machines) == len(self.machines):
+                self.machines = machines
+                changed = True
+        return changed
 
     def on_monitor_screen_updated(self, _message: Updated) -> None:
         view = self.active_view()
@@ -139,6 +176,12 @@ class MonitorScreen(Screen):
         """A failed run opens on its failing rank's first traceback (the launcher's log when no rank failed)."""
         rank = self.run_watch.record.get("failed_rank")
         tab = f"tab-rank-{rank}" if rank is not None and 0 <= int(rank) < self.run_watch.num_ranks else "tab-launcher"
+        if tab == "tab-launcher" and self.machines:  # "node2: no word from its agent …": that machine's log
+            error = str(self.run_watch.record.get("error") or "")
+            for position, machine in enumerate(self.machines):
+                if error.startswith(f"{machine.host}:"):
+                    tab = f"tab-machine-{position}"
+                    break
         self.query_one("#tabs", TabbedContent).active = tab
         view = self.active_view()
         if view is not None:
@@ -155,7 +198,9 @@ class MonitorScreen(Screen):
         line1 = Text.assemble("● ", status_text(status), no_wrap=True, overflow="ellipsis")
         if status == "failed":
             rank = record.get("failed_rank")
-            line1.append(f" (rank {rank})" if rank is not None else " (launcher)", style="red")
+            machine = machine_of_rank(self.machines, rank) if isinstance(rank, int) else None
+            where = f" on {machine.host}" if machine is not None else ""
+            line1.append(f" (rank {rank}{where})" if rank is not None else " (launcher)", style="red")
         line1.append(f"  step {step}/{total or '?'}")
         if p.get("epoch") is not None:
             line1.append(f"  epoch {number(p['epoch'], 3)}")
@@ -183,11 +228,17 @@ class MonitorScreen(Screen):
         lines = [line1, line2]
         if status in ("failed", "killed", "lost") and record.get("error"):
             lines.append(Text(str(record["error"]), style="red" if status != "killed" else "magenta", no_wrap=True))
+        if self.machines:
+            lines.append(Text.assemble(("machines  ", "bold"), machines_line(self.machines), no_wrap=True))
         width = max(10, self.size.width - 2)
         for line in lines:
             line.truncate(width, overflow="ellipsis")
         header = Text("\n").join(lines)
-        self.query_one("#header", TextLine).set_class(len(lines) > 2, "with-cause")
+        header_line = self.query_one("#header", TextLine)
+        if self.machines:
+            header_line.styles.height = len(lines)
+        else:
+            header_line.set_class(len(lines) > 2, "with-cause")
         self._set("#header", header)
 
     def _set(self, selector: str, content: Text | str) -> None:
@@ -208,7 +259,8 @@ class MonitorScreen(Screen):
 
         w = self.run_watch
         self._gpus_of = self.app.hardware_view
-        panel = run_panel(self._gpus_of, w.record, w.paths.id, live=w.status not in FINAL_STATUSES)
+        panel = run_panel(self._gpus_of, w.record, w.paths.id, live=w.status not in FINAL_STATUSES,
+                          machines=self.machines)
         self.query_one("#gpus", Static).update(panel)
 
     def hardware_sampled(self, _line: str) -> None:
@@ -219,7 +271,7 @@ class MonitorScreen(Screen):
     # ------------------------------------------------------------------------------ logs
     def active_view(self) -> LogView | None:
         active = self.query_one("#tabs", TabbedContent).active
-        if not active.startswith(("tab-all", "tab-rank", "tab-launcher")):
+        if not active.startswith(("tab-all", "tab-rank", "tab-launcher", "tab-machine")):
             return None
         return self.query_one("#log-" + active.removeprefix("tab-"), LogView)
 
@@ -243,7 +295,22 @@ class MonitorScreen(Screen):
         if view.id == "log-all" and self.run_watch.num_ranks > 1:
             mode += " · folded (z unfolds)" if self.fold else " · unfolded (z folds)"
         search = f" · /{self.term} (n next, N previous)" if self.term else ""
-        self._set("#log-status", f"{where} · {mode}{search}")
+        self._set("#log-status", f"{self.log_owner(view.id)}{where} · {mode}{search}")
+
+    def log_owner(self, view_id: str | None) -> str:
+        """Whose log is in view, for a run on several machines: 'rank 2 on node2 · ', 'node2: … · '."""
+        if not self.machines or not view_id:
+            return ""
+        kind, _, number = view_id.removeprefix("log-").partition("-")
+        if kind == "rank" and number.isdigit():
+            machine = machine_of_rank(self.machines, int(number))
+            return f"rank {number} on {machine.label} · " if machine is not None else ""
+        if kind == "machine" and number.isdigit() and int(number) < len(self.machines):
+            machine = self.machines[int(number)]
+            return f"machine {machine.index} ({machine.label}): its agent and accelerate launch · "
+        if kind == "launcher":
+            return "the run's supervisor here (it starts every machine) · "
+        return ""
 
     @on(TabbedContent.TabActivated)
     def _tab_changed(self) -> None:

@@ -4,7 +4,7 @@ memory; the host). Pure functions of a `SampledView` and a run record."""
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from rich.text import Text
 
@@ -14,6 +14,9 @@ from tuitrain.hardware.na import NA, NaType
 from tuitrain.hardware.sampler import SampledView
 from tuitrain.humanize import gib, percent, size
 from tuitrain.tui.format import bar
+
+if TYPE_CHECKING:
+    from tuitrain.tui.machines import Machine
 
 SPARKS = "▁▂▃▄▅▆▇█"
 HISTORY_CELLS = 20
@@ -60,13 +63,34 @@ def run_gpus(record: Mapping[str, Any], gpus: Sequence[GpuInfo]) -> list[GpuInfo
     return visible_gpus(record.get("env") or {}, gpus)
 
 
-def run_panel(view: SampledView | None, record: Mapping[str, Any], run_id: str, live: bool) -> Text:
-    """The GPUs tab: the run's devices, its ranks, the host."""
+def run_panel(view: SampledView | None, record: Mapping[str, Any], run_id: str, live: bool,
+              machines: "Sequence[Machine]" = ()) -> Text:
+    """The GPUs tab: the run's devices, its ranks, the host. A run on several machines shows what
+    this machine runs of it (its devices, its ranks' figures) and names the ranks of the others,
+    whose figures are sampled there (`tuitrain gpus --profile`), never from a local pid."""
     out = Text()
     if view is None:
         out.append("sampling the machine…", style="dim")
         return out
     snapshot = view.snapshot
+    here = next((m for m in machines if m.here), None)
+    if machines:
+        from tuitrain.tui.machines import rank_list
+
+        record = {**record, "env": here.env if here else {}, "accelerator": here.accelerator if here else None}
+        elsewhere = [m for m in machines if not m.here]
+        if here is not None:
+            out.append(f"this machine is {here.host} (machine {here.index}: {rank_list(here.ranks)})\n", style="bold")
+        if elsewhere:
+            out.append("on other machines, their figures sampled there (tuitrain gpus --profile "
+                       f"{record.get('profile_path') or record.get('profile') or 'PROFILE'}):\n", style="dim")
+        for machine in elsewhere:
+            out.append(f"  {machine.host}: {rank_list(machine.ranks)}\n", style="dim")
+        if here is None:
+            out.append("\nnone of this run's ranks runs on this machine\n", style="yellow")
+            _host_lines(out, view, "this machine")
+            return out
+        out.append("\n")
     env = record.get("env") or {}
     devices = run_gpus(record, snapshot.gpus)
     if record.get("accelerator") == "cuda":
@@ -108,10 +132,15 @@ def run_panel(view: SampledView | None, record: Mapping[str, Any], run_id: str, 
             out.append(f"   RSS {size(usage.rss) if not isinstance(usage.rss, NaType) else 'N/A'}\n")
     elif live:
         out.append("\nranks: not seen yet\n", style="dim")
+    _host_lines(out, view, "this machine" if machines else "host")
+    return out
+
+
+def _host_lines(out: Text, view: SampledView, label: str) -> None:
+    snapshot = view.snapshot
     host = snapshot.host
-    out.append("\nhost  ", style="bold")
+    out.append(f"\n{label}  ", style="bold")
     out.append(f"{host.cpu_count} cores, {percent(host.cpu_percent, 3).strip()} busy ")
     out.append(spark((p.cpu_percent for p in view.host_history), 100), style="green")
     if not isinstance(host.memory_total, NaType) and not isinstance(host.memory_used, NaType):  # both or neither
         out.append(f"   RAM {size(host.memory_used)}/{size(host.memory_total)}")
-    return out
