@@ -180,9 +180,10 @@ def test_remote_ranks_pids_are_never_taken_for_local_processes(tmp_path, monkeyp
     root = tmp_path / "runs"
     make_multinode_run(root, rank_pids={2: os.getppid()}, accelerator="cuda")
     from tuitrain.runs.catalog import list_runs
-    from tuitrain.tui.machines import read_local_owners, run_machines
+    from tuitrain.runs.owners import read_owners
+    from tuitrain.tui.machines import run_machines
 
-    owners = read_local_owners(root)
+    owners = read_owners(root)
     assert os.getppid() not in owners and owners[os.getpid()].role == "supervisor"  # the home supervisor is here
     (paths, record), = list_runs(root)
     assert [(m.host, m.ranks, m.here) for m in run_machines(record)] == [("node1", (0, 1), False),

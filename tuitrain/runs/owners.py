@@ -12,6 +12,7 @@ Ownership is a runs concept: tuitrain/hardware/ sees an owner only through the s
 from __future__ import annotations
 
 import functools
+import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,13 +58,31 @@ def owners_from_records(records: Iterable[Mapping[str, Any]]) -> dict[int, RankO
     return owners
 
 
-def read_owners(runs_root: Path, active_only: bool = True) -> dict[int, RankOwner]:
-    """pid → owner for the runs under `runs_root` (by default only those not yet ended)."""
+def this_host() -> str:
+    return socket.gethostname()
+
+
+def same_host(a: str, b: str) -> bool:
+    """Two names of one machine (`node1` and `node1.cluster.local` are one)."""
+    a, b = a.lower(), b.lower()
+    return a == b or a.split(".")[0] == b.split(".")[0]
+
+
+def rank_is_here(rank_record: Mapping[str, Any], hostname: str) -> bool:
+    """A rank record names a process of this machine: its `host` is this one (a record without a host is a local
+    run's). A rank of another machine has a pid that means nothing here: the same number may be anyone's."""
+    host = rank_record.get("host")
+    return not host or same_host(str(host), hostname)
+
+
+def read_owners(runs_root: Path, active_only: bool = True, hostname: str | None = None) -> dict[int, RankOwner]:
+    """pid → owner for the runs under `runs_root` (by default only those not yet ended), ranks of this machine only."""
+    hostname = hostname or this_host()
     records = []
     for paths, record in list_runs(runs_root):
         if active_only and record.get("status") in FINAL_STATUSES:
             continue
-        ranks = {str(r): rec.get("pid") for r, rec in read_rank_records(paths).items()}
+        ranks = {str(r): rec.get("pid") for r, rec in read_rank_records(paths).items() if rank_is_here(rec, hostname)}
         records.append({**record, "id": record.get("id") or paths.id, "rank_pids": ranks})
     return owners_from_records(records)
 

@@ -115,11 +115,11 @@ class TuitrainApp(App[int]):
         from tuitrain.hardware import detect_hardware
         from tuitrain.hardware.recorded import library_from_env
         from tuitrain.hardware.sampler import Sampler
-        from tuitrain.tui.machines import LocalOwnerIndex
+        from tuitrain.runs.owners import OwnerIndex
         from tuitrain.tui.widgets.gpu_panel import strip_line
 
         # ranks of this machine only: a rank on another machine has a pid that means nothing here
-        with Sampler(library_from_env(os.environ), owners=LocalOwnerIndex(self.runs_root).get) as sampler:
+        with Sampler(library_from_env(os.environ), owners=OwnerIndex(self.runs_root).get) as sampler:
             while True:
                 view = sampler.view()
                 if self.hardware is None:  # the sampler has read the GPUs: no second NVML session for them

@@ -4,38 +4,23 @@ this one, and which pids the sampler may look up here.
 run.json of such a run lists its `machines` (host as the profile names it, machine_rank,
 num_processes, env); ranks/rank-K.json say the host each rank really ran on (its hostname) and a
 pid that lives on THAT host. A pid of another machine means nothing here: it may even be a
-stranger's local process. So the app's sampler owns only the ranks of this machine
-(`LocalOwnerIndex`), and the monitor labels ranks and logs by machine.
+stranger's local process. So the sampler owns only the ranks of this machine (the rule is
+`runs.owners.rank_is_here`), and the monitor labels ranks and logs by machine.
 """
 
 from __future__ import annotations
 
-import socket
-import time
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
-from tuitrain.runs.catalog import list_runs
-from tuitrain.runs.owners import RankOwner, owners_from_records
-from tuitrain.runs.ranks import read_rank_records
-from tuitrain.runs.record import FINAL_STATUSES
+from tuitrain.runs.owners import rank_is_here, same_host, this_host
 
 LOOPBACK = {"localhost", "127.0.0.1", "::1"}
 
 
-def this_host() -> str:
-    return socket.gethostname()
-
-
-def _same_host(a: str, b: str) -> bool:
-    a, b = a.lower(), b.lower()
-    return a == b or a.split(".")[0] == b.split(".")[0]
-
-
 def ranks_on_this_host(rank_host: Any, hostname: str) -> bool:
     """A rank record's `host` names this machine (no host: a local run's older record)."""
-    return not rank_host or _same_host(str(rank_host), hostname)
+    return rank_is_here({"host": rank_host}, hostname)
 
 
 @dataclass(frozen=True)
@@ -93,7 +78,7 @@ def run_machines(record: Mapping[str, Any], rank_records: Mapping[int, Mapping[s
         seen_here = any(ranks_on_this_host(rank_records[r].get("host"), hostname) and rank_records[r].get("host")
                         for r in ranks if isinstance(rank_records.get(r), Mapping))
         ssh_host = host.rsplit("@", 1)[-1]
-        here = bool(seen_here) or ssh_host in LOOPBACK or _same_host(ssh_host, hostname)
+        here = bool(seen_here) or ssh_host in LOOPBACK or same_host(ssh_host, hostname)
         env = entry.get("env") if isinstance(entry.get("env"), Mapping) else {}
         accelerator = entry.get("accelerator") or record.get("accelerator")
         machines.append(Machine(index, host, ranks, here, env or {}, str(accelerator) if accelerator else None))
@@ -118,55 +103,3 @@ def machine_of_rank(machines: list[Machine], rank: int) -> Machine | None:
 def machines_line(machines: list[Machine]) -> str:
     """'node1: rank 0, rank 1 · node2: rank 2, rank 3'."""
     return " · ".join(f"{m.label}: {rank_list(m.ranks)}" for m in machines)
-
-
-# ------------------------------------------------------------------------------ pids the sampler may own
-
-def _rank_here(rank: int, host: Any, hostname: str, here: set[int] | None) -> bool:
-    """A rank runs on this machine: its record names this host, or (no host yet) its machine is this one."""
-    if host:
-        return _same_host(str(host), hostname)
-    return here is None or rank in here
-
-
-def read_local_owners(runs_root: Path, hostname: str | None = None) -> dict[int, RankOwner]:
-    """pid → owner for the live runs under `runs_root`, as `runs.owners.read_owners`, but only of
-    ranks that run on this machine: a rank record whose host is another machine has a pid that
-    lives there (here the same number may be anyone's process)."""
-    hostname = hostname or this_host()
-    records = []
-    for paths, record in list_runs(runs_root):
-        if record.get("status") in FINAL_STATUSES:
-            continue
-        rank_records = read_rank_records(paths)
-        pids = dict(record.get("pids") or {})
-        here: set[int] | None = None  # one machine: every rank without a host is here
-        if record.get("machines"):
-            here = {r for m in run_machines(record, rank_records, hostname) if m.here for r in m.ranks}
-            pids["ranks"] = {k: v for k, v in (pids.get("ranks") or {}).items() if str(k).isdigit() and
-                             _rank_here(int(k), (rank_records.get(int(k)) or {}).get("host"), hostname, here)}
-        ranks = {str(r): rec.get("pid") for r, rec in rank_records.items()
-                 if _rank_here(r, rec.get("host"), hostname, here)}
-        records.append({**record, "pids": pids, "id": record.get("id") or paths.id, "rank_pids": ranks})
-    return owners_from_records(records)
-
-
-class LocalOwnerIndex:
-    """read_local_owners(runs_root), re-read at most every `ttl` seconds (the sampler's `owners`)."""
-
-    def __init__(self, runs_root: Path | None, ttl: float = 5.0, clock: Callable[[], float] = time.monotonic) -> None:
-        self.runs_root = runs_root
-        self.ttl = ttl
-        self.clock = clock
-        self.hostname = this_host()
-        self._owners: dict[int, RankOwner] = {}
-        self._read_at: float | None = None
-
-    def get(self, refresh: bool = False) -> dict[int, RankOwner]:
-        if self.runs_root is None:
-            return {}
-        now = self.clock()
-        if refresh or self._read_at is None or now - self._read_at >= self.ttl:
-            self._owners = read_local_owners(self.runs_root, self.hostname)
-            self._read_at = now
-        return self._owners
