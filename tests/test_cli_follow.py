@@ -89,3 +89,17 @@ def test_ctrl_c_while_the_follower_prints_still_asks_the_run_to_stop(runs_dir):
     finally:
         supervisor.kill()
         supervisor.wait()
+
+
+def test_logs_into_a_pipe_carry_no_terminal_codes(runs_dir):
+    """`tuitrain logs RUN | grep …` or `> file`: what a terminal would have shown, without tqdm's carriage returns
+    and the colours (issue 13, item 9); in a terminal the bytes go out as written."""
+    run = fake_run(runs_dir, "finished", dead_pid(), ranks=1)
+    (run / "logs" / "rank-0.log").write_bytes(
+        b"\x1b[32mINFO\x1b[0m starting\n"
+        b"  0%|          | 0/8 [00:00<?, ?it/s]\r 50%|#####     | 4/8 [00:01<00:01]\r100%|##########| 8/8\n"
+        b"\x1b]0;title\x07plain \x1b[1;31mred\x1b[0m end\n")
+    result = cli("logs", run.name, runs_dir=runs_dir)
+    assert result.returncode == 0, result.stderr
+    assert "\x1b" not in result.stdout and "\r" not in result.stdout
+    assert result.stdout.splitlines() == ["INFO starting", "100%|##########| 8/8", "plain red end"]

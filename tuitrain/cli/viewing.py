@@ -6,6 +6,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from tuitrain.cli.errors import CliError
 from tuitrain.cli.output import age, print_json, table
@@ -15,6 +16,7 @@ from tuitrain.runs.checkpoints import run_checkpoints
 from tuitrain.runs.exits import EXIT_USER_ERROR, exit_name
 from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.liveness import effective_status
+from tuitrain.runs.logfile import plain_text
 from tuitrain.runs.record import FINAL_STATUSES, RunRecordError
 from tuitrain.runs.summary import run_summary
 from tuitrain.runs.tail import read_new_lines
@@ -143,12 +145,23 @@ def _has_ended(paths: RunPaths) -> tuple[bool, str | None]:
     return status in FINAL_STATUSES, None
 
 
+def _is_terminal(out: Any) -> bool:
+    try:
+        return bool(out.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
 def _print_new(log: Path, offset: int, prefix: str, out) -> int:
     """Print whole lines after `offset`; return the new offset (a partial last line waits)."""
     lines = read_new_lines(log, offset)
     if lines:
-        text = b"".join(lines).decode("utf-8", errors="replace")
-        out.write("".join(prefix + line + "\n" for line in text.splitlines()) if prefix else text)
+        if _is_terminal(out):
+            text = b"".join(lines).decode("utf-8", errors="replace")
+            out.write("".join(prefix + line + "\n" for line in text.splitlines()) if prefix else text)
+        else:  # a pipe or a file: what a terminal would have shown, without its codes (tqdm's \r, colours)
+            whole = b"".join(lines).split(b"\n")[:-1]  # (read_new_lines also splits at each \r)
+            out.write("".join(prefix + plain_text(line) + "\n" for line in whole))
         out.flush()
     return offset + sum(len(line) for line in lines)
 

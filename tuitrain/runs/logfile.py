@@ -25,12 +25,23 @@ from pathlib import Path
 CHUNK = 4 * 1024 * 1024
 MAX_LINE_BYTES = 64 * 1024  # a longer line is read from its end (the part a terminal would show)
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f]")
+_ESCAPE = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-Z\\-_])")  # CSI, OSC, two-byte
 TRACEBACK = b"Traceback (most recent call last)"
 
 
 def display_text(raw: bytes) -> str:
     """The text a terminal leaves on screen for one line: after its last carriage return."""
-    text = raw.decode("utf-8", errors="replace").rstrip("\n")
+    return _shown(raw.decode("utf-8", errors="replace"))
+
+
+def plain_text(raw: bytes) -> str:
+    """`display_text` without terminal codes (colours, titles, cursor moves): for a pipe or a file."""
+    text = raw.decode("utf-8", errors="replace").replace("\x1b[A", "\r")
+    return _shown(_ESCAPE.sub("", text))
+
+
+def _shown(text: str) -> str:
+    text = text.rstrip("\n")
     if text.endswith("\r"):
         text = text.rstrip("\r")
     if "\x1b[A" in text:  # cursor up (tqdm's nested bars): what follows is drawn afresh
