@@ -12,6 +12,7 @@ from typing import Any
 from tuitrain.atomic import read_json, write_json_atomic
 from tuitrain.engine.errors import DataError, EngineError
 from tuitrain.engine.rank_io import write_rank_record
+from tuitrain.profile.implied import implied_training
 from tuitrain.runs.exits import EXIT_USER_ERROR
 from tuitrain.runs.layout import RunPaths
 
@@ -65,10 +66,8 @@ def training_arguments(profile: dict[str, Any], output_dir: str, world_size: int
         training.setdefault("bf16", True)
     elif hardware["mixed_precision"] == "fp16":
         training.setdefault("fp16", True)
-    metrics = profile["metrics"]
-    if metrics.get("early_stopping_patience"):
-        training.setdefault("load_best_model_at_end", True)
-        training.setdefault("metric_for_best_model", "eval_loss")
+    for key, (value, _why) in implied_training(profile).items():
+        training.setdefault(key, value)
     logging = profile["logging"]
     return TrainingArguments(
         output_dir=output_dir,

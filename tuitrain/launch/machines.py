@@ -28,6 +28,7 @@ from tuitrain.launch.plan import (
     profile_folder,
 )
 from tuitrain.profile import Problem
+from tuitrain.profile.implied import implied_notes
 from tuitrain.profile.validate import (
     listed_machines,
     machine_gpus,
@@ -216,6 +217,7 @@ def plan_machines(settings: Mapping[str, Any], run_dir: Path, file: str = "profi
     notes = []
     if plans:
         notes.append(_strategy_note(settings, plans[0].accelerator, total))
+        notes += implied_notes(settings)
         notes.append(f"{count} machine(s), {total} process(es) in all; the main machine (rank 0) is {plans[0].host}"
                      + (f", reached by the others at {ip}:{port}" if ip and port is not None else ""))
     notes.append("`tuitrain run` starts every machine over ssh (a tuitrain agent on each runs its command in its "

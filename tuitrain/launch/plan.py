@@ -24,6 +24,7 @@ from tuitrain.launch.accelerate_export import deepspeed_section, fsdp_section
 from tuitrain.launch.preflight import MachineFacts, machine_problems, probe_machine
 from tuitrain.profile import Problem
 from tuitrain.profile.accelerate_names import CPU_RANKS_MARK
+from tuitrain.profile.implied import implied_notes
 
 ENGINE_MODULE = "tuitrain.engine"
 MACHINES_NOT_BUILT = "running on several machines from one terminal is not built yet"
@@ -274,6 +275,7 @@ def plan_launch(profile: dict[str, Any], hardware: Hardware, run_dir: Path, file
         notes.append("main_process_port: a free port is picked at launch (none set in the profile)")
     argv += ["-m", ENGINE_MODULE, str(run_dir)]
     notes.insert(0, _strategy_note(profile, accelerator, total))
+    notes += implied_notes(profile)
     notes.append(f"--config_file {config_path}: accelerate's default config ({default_config_path()}) "
                  "is never used unseen (accelerate #1133)")
     return LaunchPlan(
