@@ -47,7 +47,9 @@ class HomeScreen(Screen):
         Binding("s", "stop_run", "Stop", tooltip="Ask the selected run to save a checkpoint and stop"),
         Binding("a", "import_accelerate", "Import accelerate config", show=False,
                 tooltip="A new profile from accelerate's default config (what `accelerate config` wrote)"),
-        Binding("tab", "focus_next", "Switch pane", show=False),
+        # Textual's own Tab, which the help lists once among the keys of every screen
+        Binding("tab", "app.focus_next", "", show=False),
+        Binding("shift+tab", "app.focus_previous", "", show=False),
     ]
 
     def __init__(self) -> None:
