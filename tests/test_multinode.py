@@ -299,3 +299,14 @@ def test_a_main_machine_with_a_second_interface_meets_on_the_one_named(hosts: An
     assert rec["status"] == "finished", rec
     assert all(m["env"]["GLOO_SOCKET_IFNAME"] == "net0" for m in rec["machines"])
     wait_for(lambda: not leftovers(tmp_path), 30, "no process left on either host")
+
+
+def test_the_home_supervisor_killed_takes_every_machine_down_and_the_run_reads_lost(hosts: Any, tmp_path: Path,
+                                                                                    runs_dir: Path) -> None:
+    run = started_long_run(hosts, tmp_path, runs_dir)
+    os.kill(record(run)["processes"]["supervisor"]["pid"], signal.SIGKILL)
+    # its ssh links close with it: each agent, hearing home no more, ends its machine's ranks
+    wait_for(lambda: not leftovers(tmp_path), 40, "no process left on any host")
+    status = cli("status", run.name, runs_dir=runs_dir)
+    assert "lost" in status.stdout, status.stdout
+    assert record(run)["status"] == "lost"  # the first viewer recorded it
