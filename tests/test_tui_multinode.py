@@ -199,7 +199,8 @@ def test_remote_ranks_pids_are_never_taken_for_local_processes(tmp_path, monkeyp
         await until(pilot, lambda: "this machine  " in str(panel.content), what="the panel")
         text = str(panel.content)
         assert "none of this run's ranks runs on this machine" in text
-        assert "  node1: rank 0, rank 1\n  node2: rank 2, rank 3\n" in text
+        assert ("  node1: rank 0, rank 1\n    no figures from it yet\n  node2: rank 2, rank 3\n    no figures from it "
+                "yet\n") in text  # no agent sample arrived in this fabricated run
         assert "tuitrain gpus --profile /srv/project/two.toml" in text
         assert f"pid {os.getppid()}" not in text and "cuda:" not in text  # no local figures for remote ranks
         assert all(usage.pid != os.getppid() for usage in app.hardware_view.snapshot.ranks)
@@ -294,3 +295,44 @@ def test_an_incomplete_or_odd_multi_machine_run_still_opens(tmp_path, damage):
         assert type(app.screen).__name__ == "MonitorScreen"
 
     run_app(app, script)
+
+
+def test_the_gpus_tab_shows_each_other_machine_as_its_agent_sampled_it(tmp_path):
+    """node2's agent sent its sample home (machines/machine-1-gpus.json, tuitrain gpus --json's shape); a damaged
+    sample of another machine is left out, never raised on."""
+    import json
+
+    from tuitrain.runs.layout import RunPaths
+    from tuitrain.runs.mirror import read_machine_samples
+    from tuitrain.tui.machines import Machine
+    from tuitrain.tui.widgets.gpu_panel import run_panel
+
+    paths = RunPaths(tmp_path / "run")
+    (paths.root / "machines").mkdir(parents=True)
+    sample = {"time": 1000.0, "nvml": {"available": True, "status": "1 NVIDIA GPU(s)"},
+              "gpus": [{"index": 0, "name": "NVIDIA H100", "utilization": 87, "memory_used": 40 * 2**30,
+                        "memory_total": 80 * 2**30, "temperature": 61, "lost": False,
+                        "processes": [{"pid": 7, "used_memory": 30 * 2**30,
+                                       "owner": {"run_id": "r1", "rank": 2, "role": "rank"}}]}],
+              "host": {"cpu_count": 16, "cpu_percent": 35.0, "memory_used": 8 * 2**30, "memory_total": 64 * 2**30}}
+    (paths.root / "machines" / "machine-1-gpus.json").write_text(json.dumps(sample))
+    (paths.root / "machines" / "machine-2-gpus.json").write_text('{"time": 12')  # being replaced, or damaged
+    samples = read_machine_samples(paths)
+    assert list(samples) == [1]
+    machines = [Machine(0, "node1", (0, 1), True, {}, "cpu"), Machine(1, "node2", (2, 3), False, {}, "cuda"),
+                Machine(2, "node3", (4, 5), False, {}, "cuda")]
+    view = None  # this machine not sampled yet: the panel says so
+    text = run_panel(view, {"accelerator": "cuda", "profile": "p"}, "r1", live=True, machines=machines,
+                     samples=samples, now=1003.0).plain
+    assert text == "sampling the machine…"
+    from tuitrain.hardware.sampler import Sampler
+
+    with Sampler(None) as sampler:
+        sampler.sample()
+        view = sampler.view()
+    text = run_panel(view, {"accelerator": "cuda", "profile": "p"}, "r1", live=True, machines=machines,
+                     samples=samples, now=1003.0).plain
+    assert "  node2: rank 2, rank 3\n    sampled 3 s ago\n" in text
+    assert "GPU 0  NVIDIA H100  util  87%  memory 40.0/80.0 GiB  61°C  (rank 2 30.0 GiB)" in text
+    assert "CPU  35% of 16 cores · RAM 8.0 GiB/64.0 GiB" in text
+    assert "  node3: rank 4, rank 5\n    no figures from it yet" in text

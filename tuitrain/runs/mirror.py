@@ -109,3 +109,22 @@ def apply(paths: RunPaths, message: dict[str, Any]) -> None:
             os.close(fd)
     else:
         write_text_atomic(target, data.decode("utf-8", "replace"))  # a rank record: small JSON
+
+
+def read_machine_samples(paths: RunPaths) -> dict[int, dict[str, Any]]:
+    """machine rank → its latest GPU and host sample at home (a sample being replaced, or damaged, is left out)."""
+    import json
+
+    folder = paths.root / "machines"
+    samples: dict[int, dict[str, Any]] = {}
+    if not folder.is_dir():
+        return samples
+    for file in folder.glob("machine-*-gpus.json"):
+        try:
+            rank = int(file.name.split("-")[1])
+            data = json.loads(file.read_text(encoding="utf-8"))
+        except (OSError, ValueError, IndexError):
+            continue
+        if isinstance(data, dict):
+            samples[rank] = data
+    return samples

@@ -4,7 +4,7 @@ requests a live run honours (save, evaluate, stop, kill) or a new run (resume fr
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import on, work
@@ -86,6 +86,8 @@ class MonitorScreen(Screen):
         self.machines: list[Machine] = run_machines(self.run_watch.record, hostname=self.hostname)
         self.machine_logs = [LogFile(self.run_watch.paths.logs / f"machine-{m.index}.log") for m in self.machines]
         self._rank_records_at = 0.0
+        self.machine_samples: dict[int, dict[str, Any]] = {}  # machine rank → what its agent sampled there
+        self._samples_changed = False
 
     # ------------------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
@@ -151,6 +153,13 @@ class MonitorScreen(Screen):
         now = time.monotonic()
         if now - self._rank_records_at > 3.0:
             self._rank_records_at = now
+            from tuitrain.runs.mirror import read_machine_samples
+
+            samples = read_machine_samples(self.run_watch.paths)
+            if samples != self.machine_samples:
+                self.machine_samples = samples
+                self._samples_changed = True
+                changed = True
             machines = run_machines(self.run_watch.record, read_rank_records(self.run_watch.paths), self.hostname)
             if [(m.index, m.ranks, m.here) for m in machines] == [(m.index, m.ranks, m.here) for m in self.machines]:
                 self.machines = machines  # same layout (the log tabs follow self.machine_logs, made once)
@@ -167,6 +176,8 @@ class MonitorScreen(Screen):
         self.update_metrics()
         self.update_checkpoints()
         self.update_log_status(throttle=self._status_lines > 0)
+        if self._samples_changed and self._ready and self.query_one("#tabs", TabbedContent).active == "tab-gpus":
+            self.show_gpus()  # another machine's figures arrived
         if not self._landed:
             self._landed = True
             if self.run_watch.status == "failed":
@@ -260,7 +271,8 @@ class MonitorScreen(Screen):
         w = self.run_watch
         self._gpus_of = self.app.hardware_view
         panel = run_panel(self._gpus_of, w.record, w.paths.id, live=w.status not in FINAL_STATUSES,
-                          machines=self.machines)
+                          machines=self.machines, samples=self.machine_samples)
+        self._samples_changed = False
         self.query_one("#gpus", Static).update(panel)
 
     def hardware_sampled(self, _line: str) -> None:

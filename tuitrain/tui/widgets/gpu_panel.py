@@ -4,6 +4,7 @@ memory; the host). Pure functions of a `SampledView` and a run record."""
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from rich.text import Text
@@ -63,11 +64,50 @@ def run_gpus(record: Mapping[str, Any], gpus: Sequence[GpuInfo]) -> list[GpuInfo
     return visible_gpus(record.get("env") or {}, gpus)
 
 
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def remote_lines(out: Text, sample: Mapping[str, Any] | None, run_id: str, now: float) -> None:
+    """One machine's figures as its agent sampled them there (tuitrain.hardware.report's JSON)."""
+    if not sample:
+        out.append("    no figures from it yet\n", style="dim")
+        return
+    taken = _number(sample.get("time"))
+    age = f"sampled {max(0.0, now - taken):.0f} s ago" if taken is not None else "sampled there"
+    gpus = [g for g in sample.get("gpus") or [] if isinstance(g, Mapping)]
+    if not gpus:
+        status = (sample.get("nvml") or {}).get("status") if isinstance(sample.get("nvml"), Mapping) else None
+        out.append(f"    {status or 'no GPU figures'} · {age}\n", style="dim")
+    else:
+        out.append(f"    {age}\n", style="dim")
+    for gpu in gpus:
+        util, used, total = _number(gpu.get("utilization")), _number(gpu.get("memory_used")), \
+            _number(gpu.get("memory_total"))
+        temperature = _number(gpu.get("temperature"))
+        mine = [p for p in gpu.get("processes") or [] if isinstance(p, Mapping) and isinstance(p.get("owner"), Mapping)
+                and p["owner"].get("run_id") == run_id]
+        ranks = ", ".join(f"rank {p['owner'].get('rank')} {gib(_number(p.get('used_memory')) or 0)} GiB" for p in mine)
+        out.append(f"    GPU {gpu.get('index')}  {gpu.get('name') or '?'}  util {percent(util if util is not None else NA, 3)}"
+                   f"  memory {gib(used if used is not None else NA)}/{gib(total if total is not None else NA)} GiB"
+                   + (f"  {temperature:.0f}°C" if temperature is not None else "")
+                   + (f"  ({ranks})" if ranks else "") + ("  LOST" if gpu.get("lost") else "") + "\n")
+    found = sample.get("host")
+    host: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+    cpu, used, total = _number(host.get("cpu_percent")), _number(host.get("memory_used")), _number(host.get("memory_total"))
+    line = f"    CPU {percent(cpu if cpu is not None else NA, 3)} of {host.get('cpu_count') or '?'} cores"
+    if used is not None and total is not None:
+        line += f" · RAM {size(int(used))}/{size(int(total))}"
+    out.append(line + "\n", style="dim")
+
+
 def run_panel(view: SampledView | None, record: Mapping[str, Any], run_id: str, live: bool,
-              machines: "Sequence[Machine]" = ()) -> Text:
+              machines: "Sequence[Machine]" = (), samples: Mapping[int, Mapping[str, Any]] | None = None,
+              now: float | None = None) -> Text:
     """The GPUs tab: the run's devices, its ranks, the host. A run on several machines shows what
     this machine runs of it (its devices, its ranks' figures) and names the ranks of the others,
-    whose figures are sampled there (`tuitrain gpus --profile`), never from a local pid."""
+    whose figures their agents sampled there (`samples`: machine rank → runs.mirror.read_machine_samples'
+    JSON), never from a local pid."""
     out = Text()
     if view is None:
         out.append("sampling the machine…", style="dim")
@@ -82,10 +122,12 @@ def run_panel(view: SampledView | None, record: Mapping[str, Any], run_id: str, 
         if here is not None:
             out.append(f"this machine is {here.host} (machine {here.index}: {rank_list(here.ranks)})\n", style="bold")
         if elsewhere:
-            out.append("on other machines, their figures sampled there (tuitrain gpus --profile "
+            out.append("on other machines, sampled there by their tuitrain agent (also: tuitrain gpus --profile "
                        f"{record.get('profile_path') or record.get('profile') or 'PROFILE'}):\n", style="dim")
+        clock = now if now is not None else time.time()
         for machine in elsewhere:
-            out.append(f"  {machine.host}: {rank_list(machine.ranks)}\n", style="dim")
+            out.append(f"  {machine.host}: {rank_list(machine.ranks)}\n", style="bold")
+            remote_lines(out, (samples or {}).get(machine.index), run_id, clock)
         if here is None:
             out.append("\nnone of this run's ranks runs on this machine\n", style="yellow")
             _host_lines(out, view, "this machine")
