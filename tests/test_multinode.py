@@ -77,6 +77,16 @@ def rank_pid(run: Path, rank: int) -> int:
     return wait_for(read, 90, f"rank {rank}'s record at home")
 
 
+def failed_everywhere(run: Path, folder: Path, error_start: str, settle: float = 30) -> dict[str, Any]:
+    """The run ended `failed`, its error starting with `error_start` (the host first), and no process of it is left
+    on any host within `settle` seconds."""
+    rec = wait_final(run, 60)
+    assert rec["status"] == "failed", rec
+    assert rec["error"].startswith(error_start), rec["error"]
+    wait_for(lambda: not leftovers(folder), settle, "no process left on either host")
+    return rec
+
+
 def started_long_run(hosts: Any, tmp_path: Path, runs_dir: Path) -> Path:
     """A long 2-machine run, detached, once it has logged a step."""
     path = write_profile(tmp_path, hosts, free_port())
@@ -173,11 +183,8 @@ def test_a_machine_cut_off_the_network_ends_the_run_on_both(hosts: Any, tmp_path
     run = started_long_run(hosts, tmp_path, runs_dir)
     hosts.link_down("node2")
     try:
-        rec = wait_final(run, 60)
-        assert rec["status"] == "failed", rec
-        assert rec["error"].startswith("node2: no word from its agent"), rec["error"]
         # node2 heard nothing from home either: it ended its own ranks (no one could tell it to)
-        wait_for(lambda: not leftovers(tmp_path), 40, "no process left on either host")
+        failed_everywhere(run, tmp_path, "node2: no word from its agent", settle=40)
     finally:
         hosts.link_up("node2")
 
@@ -191,10 +198,7 @@ def test_a_machine_whose_sshd_dies_ends_the_run_on_both(hosts: Any, tmp_path: Pa
         except (psutil.NoSuchProcess, ProcessLookupError):
             pass
     try:
-        rec = wait_final(run, 60)
-        assert rec["status"] == "failed", rec
-        assert rec["error"].startswith("node2: the SSH connection dropped"), rec["error"]
-        wait_for(lambda: not leftovers(tmp_path), 30, "no process left on either host")
+        failed_everywhere(run, tmp_path, "node2: the SSH connection dropped")
     finally:
         hosts.start_sshd("node2")
 
