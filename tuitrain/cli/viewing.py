@@ -16,7 +16,7 @@ from tuitrain.runs.checkpoints import run_checkpoints
 from tuitrain.runs.exits import EXIT_USER_ERROR, exit_name
 from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.liveness import effective_status
-from tuitrain.runs.logfile import plain_text
+from tuitrain.runs.logfile import display_text, plain_text
 from tuitrain.runs.record import FINAL_STATUSES, RunRecordError
 from tuitrain.runs.summary import run_summary
 from tuitrain.runs.tail import read_new_lines
@@ -100,28 +100,22 @@ def _rank_logs(paths: RunPaths) -> list[tuple[str, Path]]:
 def cmd_logs(args: argparse.Namespace) -> int:
     paths = find_run(args.runs_root, args.run)
     if args.launcher:
-        sources = [("launcher", paths.launcher_log)]
-    elif args.rank is not None:
+        return _print_log(paths, paths.launcher_log, args.follow)
+    if args.rank is not None:
         log = paths.rank_log(args.rank)
         if not log.exists():
             have = ", ".join(r for r, _ in _rank_logs(paths)) or "none yet"
             raise CliError(f"run {paths.id} has no log for rank {args.rank} (ranks: {have})")
-        sources = [(str(args.rank), log)]
-    else:
-        sources = _rank_logs(paths)
-    every_rank = args.rank is None and not args.launcher
-    prefix = len(sources) > 1
-    offsets = {name: 0 for name, _ in sources}
-    out = sys.stdout
+        return _print_log(paths, log, args.follow)
+    return _print_merged(paths, args.follow)
+
+
+def _print_log(paths: RunPaths, log: Path, follow: bool) -> int:
+    """One log, its whole lines as written (or as a terminal would show them, into a pipe)."""
+    offset = 0
     while True:
-        if every_rank and args.follow:
-            known = {n for n, _ in sources}
-            sources += [s for s in _rank_logs(paths) if s[0] not in known]
-            prefix = prefix or len(sources) > 1
-            offsets.update({n: 0 for n, _ in sources if n not in offsets})
-        ended, problem = _has_ended(paths) if args.follow else (True, None)
-        for name, log in sources:
-            offsets[name] = _print_new(log, offsets[name], f"[rank {name}] " if prefix else "", out)
+        ended, problem = _has_ended(paths) if follow else (True, None)
+        offset = _print_new(log, offset, "", sys.stdout)
         if problem:
             raise CliError(problem)
         if ended:
@@ -130,6 +124,56 @@ def cmd_logs(args: argparse.Namespace) -> int:
             time.sleep(0.25)
         except KeyboardInterrupt:
             return 0
+
+
+def _rank_count(paths: RunPaths) -> int:
+    found = [int(rank) for rank, _ in _rank_logs(paths)]
+    try:
+        expected = int(load_record(paths).get("num_processes") or 0)
+    except (RunRecordError, ValueError, TypeError):
+        expected = 0
+    return max([expected, *(rank + 1 for rank in found)])
+
+
+def _print_merged(paths: RunPaths, follow: bool) -> int:
+    """Every rank's whole lines in the order they were written (runs.logfile.MergedLog), each
+    prefixed with its rank when there are several."""
+    from tuitrain.runs.logfile import LogFile, MergedLog
+
+    logs = [LogFile(paths.rank_log(rank)) for rank in range(_rank_count(paths))]
+    merged = MergedLog(logs)
+    prefix = len(logs) > 1
+    terminal = _is_terminal(sys.stdout)
+    printed = 0
+    try:
+        while True:
+            ended, problem = _has_ended(paths) if follow else (True, None)
+            wall = time.time()
+            for log in logs:
+                log.update()
+            merged.sync(None if ended else wall)
+            out = []
+            for index in range(printed, len(merged.lines)):
+                rank, raw = merged.raw(index)
+                # a terminal gets what it would have shown of the line (its colours kept: after tqdm's
+                # last carriage return, so the prefix stays); a pipe or a file the same without codes
+                text = display_text(raw) if terminal else plain_text(raw)
+                out.append(f"[rank {rank}] {text}\n" if prefix else text + "\n")
+            printed = len(merged.lines)
+            if out:
+                sys.stdout.write("".join(out))
+                sys.stdout.flush()
+            if problem:
+                raise CliError(problem)
+            if ended:
+                return 0
+            try:
+                time.sleep(0.25)
+            except KeyboardInterrupt:
+                return 0
+    finally:
+        for log in logs:
+            log.close()
 
 
 def _has_ended(paths: RunPaths) -> tuple[bool, str | None]:

@@ -12,6 +12,7 @@ from typing import cast
 
 from tuitrain.atomic import write_json_atomic
 from tuitrain.runs.layout import RunPaths
+from tuitrain.runs.linetimes import timed_stream, times_path
 
 
 def global_rank() -> int:
@@ -29,8 +30,13 @@ def redirect_output_to_rank_log(run_dir: Path) -> int:
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     os.close(fd)
-    cast(io.TextIOWrapper, sys.stdout).reconfigure(line_buffering=True)  # typed TextIO; a TextIOWrapper at run time
-    cast(io.TextIOWrapper, sys.stderr).reconfigure(line_buffering=True)
+    for stream in (sys.stdout, sys.stderr):  # still sys.__stdout__ / __stderr__ for whoever writes there
+        cast(io.TextIOWrapper, stream).reconfigure(line_buffering=True)  # typed TextIO; a TextIOWrapper at run time
+    # Python's own output also notes when each line was written (logs/rank-K.times), so viewers
+    # can merge the ranks' logs in time order; the log's bytes are the same either way
+    times = os.open(times_path(paths.rank_log(rank)), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)
+    sys.stdout = timed_stream(1, times, cast(io.TextIOWrapper, sys.stdout))
+    sys.stderr = timed_stream(2, times, cast(io.TextIOWrapper, sys.stderr))
     write_rank_record(paths, rank, exit_code=None)
     return rank
 

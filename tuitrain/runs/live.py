@@ -322,10 +322,11 @@ class RunWatch:
         if status != self.status:
             self.status = status
             changed = True
+        wall = _time.time()  # before reading the logs: lines written later wait a poll (MergedLog.sync)
         for log in [*self.ranks, self.launcher]:
             before = log.size
             changed |= log.update() != 0 or log.size != before
-        self.merged.sync()
+        self.merged.sync(wall)
         if self.num_ranks > 1:
             before = len(self.folded.first)
             self.folded.sync()

@@ -7,9 +7,10 @@ memory is 8 bytes a line for the index, whatever the log's size.
 What a terminal would show of a line is `display_text`: tqdm redraws a bar with carriage returns,
 so only the text after the line's last `\\r` is kept (ANSI colours are left for the viewer).
 
-`MergedLog` shows several ranks' logs as one. Rank logs
-carry no per-line timestamps, so lines already written are interleaved by their relative position
-in each file (a block of lines at a time); lines that arrive later are appended in arrival order.
+`MergedLog` shows several ranks' logs as one, in the order their lines were written: each rank
+notes when it wrote its lines in logs/rank-K.times (runs.linetimes), and lines merge by (time,
+rank, line). A log with no such index (a run from before it existed) is interleaved by relative
+position in each file (a block of lines at a time), later lines in arrival order.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from bisect import bisect_left, bisect_right
 from itertools import accumulate, count, repeat
 from operator import add
 from pathlib import Path
+
+from tuitrain.runs.linetimes import LineTimes, times_path
 
 CHUNK = 4 * 1024 * 1024
 MAX_LINE_BYTES = 64 * 1024  # a longer line is read from its end (the part a terminal would show)
@@ -71,6 +74,8 @@ class LogFile:
         self._fd: int | None = None
         self._inode: int | None = None
         self.generation = 0  # bumped when the file was truncated or replaced
+        self.times = LineTimes(times_path(self.path))  # when its lines were written, where the writer noted it
+        self.mtime = 0.0  # the file's last write, as the last update saw it
 
     # ----------------------------------------------------------------------------- reading
     @property
@@ -174,7 +179,9 @@ class LogFile:
             self._starts = array("Q", [0])
             self._scanned = 0
             self.generation += 1
+            self.times.reset()
             reset = True
+        self.mtime = st.st_mtime
         fd = self._open()
         if fd is None:
             return 0
@@ -190,7 +197,12 @@ class LogFile:
                 break
             self._index(data, self._scanned)
             self._scanned += len(data)
+        self.times.update()  # after the log: its entries then cover the lines just read
         return -1 if reset else self.line_count - before
+
+    def line_end(self, index: int) -> int:
+        """The offset just past complete line `index`'s newline."""
+        return self._starts[index + 1]
 
     def _index(self, data: bytes, base: int) -> None:
         parts = data.split(b"\n")
@@ -237,8 +249,8 @@ class LogFile:
 
 class MergedLog:
     """Several logs (one per rank) seen as one: every complete line once, then each rank's
-    unfinished line. Lines written before the first `sync` are interleaved by relative position
-    (a block of lines at a time); later lines follow in the order `sync` finds them."""
+    unfinished line. Complete lines stand in the order they were written, by (time, rank, line),
+    where the ranks noted their times; see the module's note for logs that did not."""
 
     def __init__(self, files: list[LogFile], block: int = 64) -> None:
         self.files = files
@@ -253,6 +265,8 @@ class MergedLog:
         self.lines = array("I")  # merged index -> line of that rank's file
         self.pos = [array("I") for _ in self.files]  # rank, line -> merged index
         self.known = [0] * len(self.files)
+        self._latest = [0.0] * len(self.files)  # time of each rank's last placed line
+        self._held: dict[int, int] = {}  # rank -> its line held back once (written after `now`)
 
     @property
     def count(self) -> int:
@@ -267,27 +281,73 @@ class MergedLog:
             self.pos[rank].extend(range(start, start + upto - have))
             self.known[rank] = upto
 
-    def sync(self) -> None:
-        """Place the lines the files indexed since the last call (after each `LogFile.update`)."""
+    def sync(self, now: float | None = None) -> None:
+        """Place the lines the files indexed since the last call (after each `LogFile.update`).
+
+        `now`, the wall clock before those updates, is for a live run: a line written after it
+        waits one call, so a line another rank wrote before it, not read yet, still goes first."""
         generations = [f.generation for f in self.files]
         if generations != self._seen_generations:
             self._seen_generations = generations
             self._reset()
             self.generation += 1
             self._built = False
-        if self._built:
+        if len(self.files) == 1:
+            self._place(0, self.files[0].line_count)
+        elif any(f.times.count for f in self.files):
+            self._sync_timed(now)
+        elif self._built:
             for rank, f in enumerate(self.files):
                 self._place(rank, f.line_count)
-            return
+        else:
+            self._sync_by_position()
+        self._built = True
+
+    def _sync_timed(self, now: float | None) -> None:
+        chunks: list[tuple[float, int, int]] = []
+        for rank, f in enumerate(self.files):
+            chunks += self._timed_chunks(rank, f)
+        chunks.sort()
+        held: set[int] = set()
+        for when, rank, upto in chunks:
+            if rank in held:
+                continue
+            if now is not None and when > now and self._held.get(rank) != self.known[rank]:
+                self._held[rank] = self.known[rank]
+                held.add(rank)
+                continue
+            self._place(rank, upto)
+            self._latest[rank] = when
+
+    def _timed_chunks(self, rank: int, f: LogFile) -> list[tuple[float, int, int]]:
+        """(time, rank, lines written by then) for the rank's lines not placed yet; lines no
+        entry covers (written around Python, or the entry not read yet) take the file's mtime."""
+        have, total = self.known[rank], f.line_count
+        if total <= have:
+            return []
+        offsets, times = f.times.offsets, f.times.times
+        latest = self._latest[rank]
+        out = []
+        for j in range(bisect_left(offsets, f.line_end(have)), len(offsets)):
+            upto = min(total, f.line_at_offset(offsets[j]))
+            if upto > have:
+                latest = max(latest, times[j])
+                out.append((latest, rank, upto))
+                have = upto
+                if have == total:
+                    return out
+        out.append((max(latest, f.mtime), rank, total))
+        return out
+
+    def _sync_by_position(self) -> None:
         counts = [f.line_count for f in self.files]
         total = sum(counts)
-        slices = 1 if len(self.files) < 2 else max(1, total // (self.block * len(self.files)))
+        slices = max(1, total // (self.block * len(self.files)))
         sizes = [max(1, f.line_start(f.line_count)) for f in self.files]
         for s in range(1, slices + 1):
             for rank, f in enumerate(self.files):
                 upto = counts[rank] if s == slices else min(counts[rank], f.line_at_offset(sizes[rank] * s // slices))
                 self._place(rank, upto)
-        self._built = True
 
     def partial_ranks(self) -> list[int]:
         return [r for r, f in enumerate(self.files) if f.has_partial]

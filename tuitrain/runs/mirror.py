@@ -5,6 +5,7 @@ does; the home side (`apply`) appends or replaces exactly those files, so a view
 run as it reads a local one. Which files travel, and where they land, is decided here and only here:
 
     logs/rank-K.log      → logs/rank-K.log       (global rank numbers: unique across machines)
+    logs/rank-K.times    → logs/rank-K.times     (when each line was written: runs.linetimes)
     logs/launcher.log    → logs/machine-M.log    (each machine's accelerate launch and agent)
     events.jsonl         → events.jsonl          (whole lines only: several machines append to it)
     ranks/rank-K.json    → ranks/rank-K.json     (replaced whole when it changes)
@@ -23,7 +24,7 @@ from tuitrain.atomic import write_text_atomic
 from tuitrain.remote.wire import CHUNK, data_of, encode_bytes
 from tuitrain.runs.layout import RunPaths
 
-_HOME_PATH = re.compile(r"(logs/rank-\d+\.log|logs/machine-\d+\.log|events\.jsonl|ranks/rank-\d+\.json"
+_HOME_PATH = re.compile(r"(logs/rank-\d+\.(log|times)|logs/machine-\d+\.log|events\.jsonl|ranks/rank-\d+\.json"
                         r"|machines/machine-\d+-gpus\.json)\Z")
 
 
@@ -53,6 +54,7 @@ class NodeFiles:
         files = [(self.paths.events, "events.jsonl"), (self.paths.launcher_log, machine_log(self.machine_rank))]
         if self.paths.logs.is_dir():
             files += [(p, f"logs/{p.name}") for p in sorted(self.paths.logs.glob("rank-*.log"))]
+            files += [(p, f"logs/{p.name}") for p in sorted(self.paths.logs.glob("rank-*.times"))]
         return files
 
     def changes(self, limit: int = 64) -> list[bytes]:
