@@ -75,6 +75,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=20.0, help="seconds each machine may take (default 20)")
     _set_option(p)
 
+    p = command("submit", _lazy("tuitrain.cli.submit", "cmd_submit"), "submit a profile as a Slurm batch job "
+                "(--dry-run: print its sbatch script)")
+    _add_submit_arguments(p)
+
     p = command("validate", launching.cmd_validate, "list every problem in a profile, each with file, key and fix")
     p.add_argument("profile")
 
@@ -117,6 +121,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", help="the profile (export) or the accelerate YAML (import)")
     p.add_argument("--into", default=None, help="import: the profile to write (default: print the tables)")
     return parser
+
+
+def _add_submit_arguments(p: argparse.ArgumentParser) -> None:
+    from tuitrain.cli.submit import add_arguments
+
+    add_arguments(p)
 
 
 class _LazyModule:
@@ -163,7 +173,7 @@ def _open_app(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
 
 # The commands that read or write the runs root (plan, validate, gpus and profile do not need one).
-RUNS_ROOT_COMMANDS = frozenset({"run", "resume", "runs", "status", "logs", "checkpoints", "save", "evaluate", "stop"})
+RUNS_ROOT_COMMANDS = frozenset({"run", "resume", "submit", "runs", "status", "logs", "checkpoints", "save", "evaluate", "stop"})
 
 
 def main(argv: Sequence[str] | None = None) -> int:

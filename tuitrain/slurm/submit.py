@@ -1,0 +1,105 @@
+"""`tuitrain submit`: a run directory like any other, an sbatch script in it, and the job id in run.json.
+
+Nothing is started here and nothing stays running: the job's agents (tuitrain.slurm.agent) start the run on the
+nodes Slurm gives it, writing into this same run directory (on the cluster's shared filesystem). The run is
+`planned` until an agent takes it up.
+"""
+
+from __future__ import annotations
+
+import copy
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+
+from tuitrain.atomic import write_text_atomic
+from tuitrain.profile import Profile, profile_with_defaults
+from tuitrain.runs.layout import RunPaths
+from tuitrain.runs.record import new_record, read_record, update_record, write_record
+from tuitrain.runs.start import Lineage, freeze_paths, guard_output_dir, make_run_dir, resolve_output_dir
+from tuitrain.slurm import commands
+from tuitrain.slurm.script import JobOptions, Resources, batch_script, job_resources
+
+SCRIPT_NAME = "slurm.sbatch"
+
+
+@dataclass(frozen=True)
+class Submitted:
+    paths: RunPaths
+    job_id: str
+    script: str
+
+
+def job_settings(profile: Profile) -> tuple[dict[str, Any], Resources]:
+    """The profile with defaults, and what each node of its job needs (ScriptError when Slurm cannot place it)."""
+    settings = profile_with_defaults(profile)
+    return settings, job_resources(settings, str(profile.path or "profile"))
+
+
+def frozen_data(profile: Profile, resources: Resources, base_dir: Path) -> dict[str, Any]:
+    """The profile as the nodes read it: local paths absolute, and the processes per node written out (so every
+    node plans the same world, whatever GPUs its machine shows)."""
+    data = copy.deepcopy(freeze_paths(profile.data, base_dir))
+    dist = data.setdefault("distributed", {})
+    dist["num_processes"] = resources.processes_per_node
+    dist["num_machines"] = resources.nodes
+    return data
+
+
+def dry_run_script(profile: Profile, runs_root: Path, options: JobOptions, python: str | None = None,
+                   cwd: Path | None = None) -> str:
+    """The script `submit` would write, for a run directory not made yet."""
+    _settings, resources = job_settings(profile)
+    return batch_script(run_dir=str(runs_root.resolve() / "<new-run>"), run_id="<new-run>", profile_name=profile.name,
+                        python=python or sys.executable, workdir=str(cwd or Path.cwd()), resources=resources,
+                        options=options)
+
+
+def submit(profile: Profile, runs_root: Path, options: JobOptions, *, python: str | None = None,
+           cwd: Path | None = None, lineage: Lineage | None = None) -> Submitted:
+    """Make the run directory, write the script, submit it; the run directory is removed again if sbatch refuses."""
+    cwd = cwd or Path.cwd()
+    settings, resources = job_settings(profile)
+    batch_script(run_dir="/", run_id="-", profile_name=profile.name, python="python", workdir="/",
+                 resources=resources, options=options)  # every option checked before anything is made
+    paths = make_run_dir(runs_root.resolve(), profile.name)
+    try:
+        output_dir = resolve_output_dir(settings, paths, cwd)
+        guard_output_dir(output_dir, lineage)
+        paths.logs.mkdir()
+        paths.control.mkdir()
+        base_dir = profile.path.parent if profile.path else cwd
+        write_text_atomic(paths.profile, tomli_w.dumps(frozen_data(profile, resources, base_dir)))
+        script = batch_script(run_dir=str(paths.root), run_id=paths.id, profile_name=profile.name,
+                              python=python or sys.executable, workdir=str(cwd), resources=resources, options=options)
+        script_path = paths.root / SCRIPT_NAME
+        write_text_atomic(script_path, script)
+        record = new_record(
+            paths.id, profile.name, status="planned",
+            num_processes=resources.total_processes, num_machines=resources.nodes,
+            accelerator=settings["hardware"]["accelerator"], output_dir=str(output_dir),
+            profile_path=str(profile.path) if profile.path else None, cwd=str(cwd),
+            parent=lineage.parent if lineage else None,
+            resume_from=str(lineage.checkpoint) if lineage else None,
+            max_steps=settings["training"].get("max_steps"),
+            slurm={"job_id": None, "script": SCRIPT_NAME, **options.to_dict(), "nodes": resources.nodes,
+                   "gpus_per_node": resources.gpus_per_node},
+        )
+        write_record(paths, record)
+        job_id = commands.sbatch(script_path, cwd)
+    except BaseException:
+        shutil.rmtree(paths.root, ignore_errors=True)
+        raise
+    slurm = dict(read_record(paths).get("slurm") or {})  # the job may already have started and written to it
+    slurm["job_id"] = job_id
+    update_record(paths, slurm=slurm)
+    return Submitted(paths, job_id, script)
+
+
+def parent_options(record: dict[str, Any]) -> JobOptions:
+    """The options a resumed run is submitted with: its parent's."""
+    return JobOptions.from_dict(record.get("slurm") or {})
