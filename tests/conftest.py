@@ -68,6 +68,13 @@ def demo_profile_data(**sections: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+def only_run(runs_dir: Path) -> Path:
+    """The one run directory under `runs_dir` (a test that started one run)."""
+    runs = [p for p in runs_dir.iterdir() if (p / "run.json").exists()]
+    assert len(runs) == 1, runs
+    return runs[0]
+
+
 def wait_for(predicate: Callable[[], Any], timeout: float = 120, what: str = "condition") -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -7,16 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FAST, cli, events, losses, record
+from conftest import FAST, cli, events, losses, only_run, record
 
 pytestmark = pytest.mark.slow
 
 MRPC = Path(__file__).resolve().parents[2] / "shared" / "data" / "mrpc"
-
-
-def only_run(runs_dir: Path) -> Path:
-    (run_dir,) = [p for p in runs_dir.iterdir() if p.is_dir()]
-    return run_dir
 
 
 def test_causal_lm_from_scratch_reports_perplexity(tmp_path, runs_dir):

@@ -16,8 +16,9 @@ from typing import Any
 import psutil
 import pytest
 
-from conftest import FAST, FINAL, cli, wait_for
+from conftest import FAST, FINAL, cli, only_run, wait_for
 from machine_profiles import free_port, write_profile
+from tuitrain.hardware.host import physical_cores
 
 LONG = ["--set", "training.max_steps=400", "--set", "training.logging_steps=1", "--set", "training.eval_strategy=no",
         "--set", "training.save_steps=1000"]
@@ -25,12 +26,6 @@ LONG = ["--set", "training.max_steps=400", "--set", "training.logging_steps=1", 
 
 def run_cli(hosts: Any, runs_dir: Path, *args: str, timeout: float = 300) -> Any:
     return cli(*args, "--ssh-config", str(hosts.ssh_config), runs_dir=runs_dir, timeout=timeout)
-
-
-def only_run(runs_dir: Path) -> Path:
-    runs = [p for p in runs_dir.iterdir() if (p / "run.json").exists()]
-    assert len(runs) == 1, runs
-    return runs[0]
 
 
 def record(run: Path) -> dict[str, Any]:
@@ -120,8 +115,8 @@ def test_two_machines_train_as_one_and_every_log_comes_home(hosts: Any, tmp_path
     ranks = {r: json.loads((run / "ranks" / f"rank-{r}.json").read_text()) for r in (0, 1)}
     assert {r: info["host"] for r, info in ranks.items()} == {0: "node1", 1: "node2"}
     assert all(info["exit_code"] == 0 for info in ranks.values())
-    for rank in (0, 1):
-        assert (run / "logs" / f"rank-{rank}.log").stat().st_size > 0
+    for rank in (0, 1):  # each agent shares its machine's cores among its ranks (here: all of them for one rank)
+        assert f"threads {physical_cores()}\n" in (run / "logs" / f"rank-{rank}.log").read_text()
     for machine, host in enumerate(("node1", "node2")):
         text = (run / "logs" / f"machine-{machine}.log").read_text()
         assert "run finished" in text, (host, text[-500:])
@@ -260,8 +255,9 @@ def test_two_ranks_on_each_machine_and_stop_now_ends_all_four(hosts: Any, tmp_pa
     wait_for(lambda: losses(run), 180, "a first logged step")
     hosts_of = {r: json.loads((run / "ranks" / f"rank-{r}.json").read_text())["host"] for r in range(4)}
     assert hosts_of == {0: "node1", 1: "node1", 2: "node2", 3: "node2"}
+    threads = f"threads {max(1, physical_cores() // 2)}\n"  # each agent shares its machine's cores by its 2 ranks
     for rank in range(4):
-        wait_for(lambda rank=rank: (run / "logs" / f"rank-{rank}.log").stat().st_size > 0, 30, f"rank {rank}'s log")
+        wait_for(lambda rank=rank: threads in (run / "logs" / f"rank-{rank}.log").read_text(), 30, f"rank {rank}'s log")
     now = cli("stop", "--now", run.name, runs_dir=runs_dir)
     assert now.returncode == 0, now.stdout + now.stderr
     rec = wait_final(run, 60)

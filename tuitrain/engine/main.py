@@ -168,7 +168,11 @@ def main(run_dir: Path, rank: int) -> int:
         record = read_json(paths.record)
         profile = load_frozen_profile(paths)
         world_size = check_world(int(record["num_processes"]), rank)
-        print(f"[tuitrain] rank {rank}/{world_size} pid {os.getpid()} run {record['id']}", flush=True)
+        import torch
+
+        # the thread count is part of the speed a user compares with a plain script: say it (plan says why)
+        print(f"[tuitrain] rank {rank}/{world_size} pid {os.getpid()} run {record['id']} threads {torch.get_num_threads()}",
+              flush=True)
         trainer = build_trainer(paths, record, profile, rank, world_size)
         check_strategy_took_effect(trainer, profile["distributed"]["strategy"], world_size)
         if rank == 0:

@@ -9,6 +9,7 @@ reports host pids), gives NA fields, never an exception.
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class HostInfo:
     cpu_count: int = 1
+    physical_cores: int = 0  # cores this process may run on, hyperthread siblings once (0: not looked at)
     cpu_percent: float | NaType = NA  # whole machine, 0..100 (NA until two samples)
     load_average: tuple[float, float, float] | NaType = NA
     memory_total: int | NaType = NA
@@ -46,8 +48,29 @@ def host_info(cpu_percent: float | NaType = NA) -> HostInfo:
         load: Any = tuple(round(x, 2) for x in os.getloadavg())
     except (OSError, AttributeError):
         load = NA
-    return HostInfo(cpu_count=os.cpu_count() or 1, cpu_percent=cpu_percent, load_average=load,
-                    memory_total=total, memory_used=used)
+    return HostInfo(cpu_count=os.cpu_count() or 1, physical_cores=_physical_cores_once(), cpu_percent=cpu_percent,
+                    load_average=load, memory_total=total, memory_used=used)
+
+
+@functools.cache
+def _physical_cores_once() -> int:
+    return physical_cores()  # host_info runs every sampler tick: read the topology once
+
+
+def physical_cores(sys_cpu: Path = Path("/sys/devices/system/cpu")) -> int:
+    """Physical cores among the CPUs this process may use (its affinity: a container's or a Slurm job's
+    cpuset), each core's hyperthread siblings counted once; the logical count where topology is unknown."""
+    try:
+        allowed = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        allowed = list(range(os.cpu_count() or 1))
+    cores = set()
+    for cpu in allowed:
+        try:
+            cores.add((sys_cpu / f"cpu{cpu}" / "topology" / "thread_siblings_list").read_text().strip())
+        except OSError:
+            cores.add(f"cpu{cpu}")
+    return max(1, len(cores))
 
 
 def memory_total_used(meminfo: Path = Path("/proc/meminfo")) -> tuple[int | NaType, int | NaType]:

@@ -26,6 +26,7 @@ class Hardware:
     gpus: tuple[GpuInfo, ...] = field(default_factory=tuple)
     mps: bool = False
     cpu_count: int = 1
+    physical_cores: int = 0  # 0: unknown (a Hardware built by hand); planning then uses cpu_count
     nvml_reason: str = ""  # why NVML gave no GPU ("driver not found"); "" when it answered
     driver_version: str | NaType = NA
     host: HostInfo = field(default_factory=HostInfo)
@@ -65,7 +66,7 @@ def hardware_from(discovery: Discovery, mps: bool = False, host: HostInfo | None
                   cpu_bf16: bool | NaType = NA) -> Hardware:
     """A Hardware from a Discovery (pure: the planner's tests build theirs this way)."""
     host = host or HostInfo()
-    return Hardware(gpus=discovery.gpus, mps=mps, cpu_count=host.cpu_count,
+    return Hardware(gpus=discovery.gpus, mps=mps, cpu_count=host.cpu_count, physical_cores=host.physical_cores,
                     nvml_reason="" if discovery.available else discovery.reason,
                     driver_version=discovery.driver_version, host=host, user=user, cpu_bf16=cpu_bf16)
 

@@ -27,6 +27,7 @@ from tuitrain.launch.plan import (
     pasteable_command,
     profile_folder,
 )
+from tuitrain.launch.threads import cpu_threads
 from tuitrain.profile import Problem
 from tuitrain.profile.implied import implied_notes
 from tuitrain.profile.validate import (
@@ -190,7 +191,10 @@ def plan_machines(settings: Mapping[str, Any], run_dir: Path, file: str = "profi
         total += processes
         accelerator, device_env, notes = _devices(settings, machine)
         interface = machine.get("network_interface") or dist.get("network_interface")
-        env = {"PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false", **device_env, **interface_env(interface)}
+        thread_env, thread_note = cpu_threads(settings, 0, processes)  # the machine's cores are not known here
+        env = {"PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false", **device_env, **interface_env(interface),
+               **thread_env}
+        notes.append(thread_note)
         if interface:
             notes.append(f"network interface {interface}: GLOO_SOCKET_IFNAME={interface}, NCCL_SOCKET_IFNAME=={interface} "
                          "(the '=' asks NCCL for this name exactly, not every name it begins)")

@@ -22,6 +22,7 @@ from tuitrain.hardware.preflight import check as hardware_preflight
 from tuitrain.launch.accelerate_default_config import default_config_path
 from tuitrain.launch.accelerate_export import deepspeed_section, fsdp_section
 from tuitrain.launch.preflight import MachineFacts, machine_problems, probe_machine
+from tuitrain.launch.threads import cpu_threads
 from tuitrain.profile import Problem
 from tuitrain.profile.accelerate_names import CPU_RANKS_MARK
 from tuitrain.profile.implied import implied_notes
@@ -258,6 +259,9 @@ def plan_launch(profile: dict[str, Any], hardware: Hardware, run_dir: Path, file
         env["CUDA_VISIBLE_DEVICES"] = ""  # hide any GPU: the CPU run the Trainer docs describe
     elif accelerator == "mps" and profile["hardware"].get("mps_fallback"):
         env["PYTORCH_ENABLE_MPS_FALLBACK"] = "1"  # FSDP/DeepSpeed on MPS: refused by machine_problems
+    cores = getattr(hardware, "physical_cores", 0) or getattr(hardware, "cpu_count", 0)
+    thread_env, thread_note = cpu_threads(profile, cores, dist["num_processes"])
+    env.update(thread_env)
 
     base_dir = profile_folder(file)
     ds_json = deepspeed_json_path(profile, base_dir)
@@ -276,6 +280,7 @@ def plan_launch(profile: dict[str, Any], hardware: Hardware, run_dir: Path, file
     argv += ["-m", ENGINE_MODULE, str(run_dir)]
     notes.insert(0, _strategy_note(profile, accelerator, total))
     notes += implied_notes(profile)
+    notes.append(thread_note)
     notes.append(f"--config_file {config_path}: accelerate's default config ({default_config_path()}) "
                  "is never used unseen (accelerate #1133)")
     return LaunchPlan(

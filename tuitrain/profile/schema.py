@@ -238,6 +238,9 @@ SCHEMA: dict[str, Section] = {
         "mps_fallback": KeySpec("bool", False),
         "mixed_precision": KeySpec("str", "no", choices=MIXED_PRECISIONS,
                                    doc='"bf16" (Ampere GPUs or newer; CPUs with AVX512-BF16/AMX), "fp16" (GPUs only), or "no"'),
+        "cpu_threads_per_process": KeySpec("int", min=1, max=1024,
+                                           doc="OMP_NUM_THREADS of each process (absent: the machine's physical cores "
+                                               "divided by its processes)", example="cpu_threads_per_process = 4"),
     },
     "distributed": {
         "strategy": KeySpec("str", "single", choices=STRATEGIES,

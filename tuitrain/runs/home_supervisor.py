@@ -117,7 +117,7 @@ class HomeSupervisor(Supervisor):
                  "accelerate.yaml": dump_yaml(machine["accelerate_config"])}
         return encode("setup", run_id=self.paths.id, profile=record.get("profile"), machine_rank=machine["machine_rank"],
                       workdir=machine["workdir"], node_dir=machine["node_dir"], home=os.uname().nodename,
-                      record=node_record, files=files)
+                      processes_here=machine.get("num_processes"), record=node_record, files=files)
 
     def start(self) -> None:
         processes: dict[str, Any] = {"supervisor": identity(os.getpid())}

@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from tuitrain.atomic import write_text_atomic
+from tuitrain.hardware.host import physical_cores
+from tuitrain.launch.threads import cpu_threads
 from tuitrain.remote.wire import BEAT_SECONDS, SILENCE_SECONDS, WireError, decode, encode, encode_bytes, send
 from tuitrain.runs.layout import CONTROL_REQUESTS, CONTROL_TERMINATE, RunPaths
 from tuitrain.runs.mirror import NodeFiles, machine_gpus
@@ -205,7 +207,11 @@ def prepare(setup: dict[str, Any]) -> RunPaths:
     for name, text in (setup.get("files") or {}).items():
         if name in ("profile.toml", "accelerate.yaml"):
             write_text_atomic(root / name, str(text))
-    given = setup.get("record") or {}
+    given = dict(setup.get("record") or {})
+    env = dict(given.get("env") or {})
+    if "OMP_NUM_THREADS" not in env:  # the plan, made at home, did not know this machine's cores
+        env.update(cpu_threads({"hardware": {}}, physical_cores(), int(setup.get("processes_here") or 1))[0])
+    given["env"] = env
     record = new_record(str(setup["run_id"]), str(setup.get("profile") or "profile"), cwd=str(workdir),
                         machine_rank=int(setup["machine_rank"]), home=setup.get("home"),
                         **{k: given[k] for k in RECORD_KEYS if k in given})
