@@ -70,6 +70,27 @@ def test_launch_the_demo_and_watch_logs_and_curves_fill(tmp_path):
     assert record(run_dir)["status"] == "finished"
 
 
+def test_a_run_launched_from_the_app_leaves_no_zombie_under_it(tmp_path):
+    """The supervisor the app started is reaped when it ends, while the app goes on (issue 13, defect 5)."""
+    import psutil
+
+    app = real_app(tmp_path, SETS)
+
+    def zombies() -> list[int]:
+        return [p.pid for p in psutil.Process().children(recursive=True) if p.status() == psutil.STATUS_ZOMBIE]
+
+    async def main():
+        async with app.run_test(size=(100, 30)) as pilot:
+            monitor = await launch_demo(pilot)
+            supervisor = monitor.run_watch.record["pids"]["supervisor"]
+            await until(pilot, lambda: monitor.run_watch.status in ("finished", "failed"), 240, "the end of the run")
+            await until(pilot, lambda: not psutil.pid_exists(supervisor) or supervisor not in zombies(), 10,
+                        "the supervisor reaped")
+            assert zombies() == []
+
+    asyncio.run(main())
+
+
 def test_save_now_stop_then_resume_from_the_checkpoints_tab(tmp_path):
     app = real_app(tmp_path, LONG)
 

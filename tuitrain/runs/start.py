@@ -168,8 +168,18 @@ def start_run(
     except BaseException:
         _discard(paths)
         raise
-    wait_for_supervisor(paths, spawn_supervisor(paths))
+    supervisor = spawn_supervisor(paths)
+    wait_for_supervisor(paths, supervisor)
+    reap_when_done(supervisor)
     return paths
+
+
+def reap_when_done(proc: subprocess.Popen[bytes]) -> None:
+    """Wait for the supervisor in a daemon thread: a long-lived starter (the app) must not keep it
+    <defunct> once the run ends, and a short-lived one (the CLI) exits without waiting for it."""
+    import threading
+
+    threading.Thread(target=proc.wait, name=f"reap supervisor {proc.pid}", daemon=True).start()
 
 
 SUPERVISOR_START_TIMEOUT = 20.0
