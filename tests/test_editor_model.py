@@ -12,7 +12,7 @@ import pytest
 
 from tuitrain.hardware import Hardware
 from tuitrain.profile.lookup import BUILTIN_DIR
-from tuitrain.tui.editor_model import EditorModel, LoadError, get_path, set_path
+from tuitrain.tui.editor_model import EditorModel, LoadError, get_path, machine_path, set_path
 from tuitrain.tui.fields import REMOVE, parse_value
 
 DEMO = (BUILTIN_DIR / "demo.toml").read_text()
@@ -152,3 +152,58 @@ def test_an_unreadable_profile_is_a_load_error(tmp_path):
     broken.write_text("[run\nname = 1\n")
     with pytest.raises(LoadError):
         EditorModel(broken, tmp_path).read()
+
+
+def two_machines(tmp_path: Path) -> Path:
+    """The demo on CPU ranks over two machines (nothing is started: the editor only plans)."""
+    text = DEMO.replace('strategy = "single"', 'strategy = "ddp"').replace("num_processes = 1\n", (
+        'num_processes = 1\nmain_process_ip = "10.0.0.1"\nmain_process_port = 29500\n\n'
+        '[[distributed.machines]]\nhost = "node1"\n\n'
+        '[[distributed.machines]]\nhost = "node2"\npython = "/opt/py/bin/python"\nworkdir = "/srv/work"\n'))
+    (tmp_path / "profiles").mkdir(exist_ok=True)
+    path = tmp_path / "profiles" / "two.toml"
+    path.write_text(text)
+    return path
+
+
+def test_machines_are_edited_in_place_and_planned_one_by_one(tmp_path):
+    model = loaded(two_machines(tmp_path), tmp_path)
+    assert [m["host"] for m in model.machines] == ["node1", "node2"]
+    assert model.get(machine_path(1, "workdir")) == "/srv/work" and model.get(machine_path(0, "python")) is None
+    check = checked(model, tmp_path / "runs")
+    assert not model.errors, model.errors
+    assert [(m.machine_rank, m.host) for m in check.plan.machines] == [(0, "node1"), (1, "node2")]
+    assert "# machine 0: node1" in model.command and "# machine 1: node2, in /srv/work" in model.command
+    assert check.plan.machines[1].python == "/opt/py/bin/python" and "--machine_rank 1" in model.command
+
+    model.set(machine_path(1, "host"), "node1")  # the validator's key is the field's key
+    checked(model, tmp_path / "runs")
+    by_field = model.problems_by_field({".".join(machine_path(1, "host"))})
+    assert by_field == {"distributed.machines[1].host": [
+        ('"node1" is listed twice (machines 0 and 1); list each machine once; for more processes on one '
+         "machine raise its num_processes")]}, by_field
+    model.set(machine_path(1, "host"), "node2")
+    model.set(machine_path(1, "python"), REMOVE)
+    assert model.machines[1] == {"host": "node2", "workdir": "/srv/work"}
+
+    assert model.add_machine() is None and model.machines[2] == {}
+    model.set(machine_path(2, "host"), "node3")
+    assert model.move_machine(2, -1) == 1 and model.move_machine(0, -1) == 0  # the first stays first
+    assert [m["host"] for m in model.machines] == ["node1", "node3", "node2"]
+    model.remove_machine(0)
+    assert [m["host"] for m in model.machines] == ["node3", "node2"]
+    model.remove_machine(1)
+    model.remove_machine(0)
+    assert "machines" not in model.data["distributed"]  # no empty array of tables left behind
+
+
+def test_a_profile_without_machines_gets_its_first(tmp_path):
+    model = loaded(None, tmp_path)
+    assert model.machines == [] and model.add_machine() is None and model.dirty
+    checked(model, tmp_path / "runs")
+    assert [(p.key, p.message) for p in model.errors] == [("distributed.machines[0].host", "missing")]
+    model.set(machine_path(0, "host"), "node1")
+    check = checked(model, tmp_path / "runs")
+    assert not model.errors and [m.host for m in check.plan.machines] == ["node1"]
+    model.data["distributed"]["machines"] = "node1"
+    assert "not a list" in model.add_machine()

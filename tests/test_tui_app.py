@@ -479,9 +479,11 @@ MULTI_PROCESS_KEYS = {"num_processes", "num_machines", "machine_rank", "main_pro
 
 
 def distributed_rows(editor) -> set[str]:
-    """The [distributed] keys with a row on screen now (strategy itself left out)."""
+    """The [distributed] keys of the strategy's fields on screen now (strategy itself and the machines
+    section below them left out)."""
+    box = editor.query_one("#strategy-fields")
     return {k.removeprefix("distributed.") for k, row in editor.rows.items()
-            if k.startswith("distributed.") and k != "distributed.strategy" and row.is_mounted}
+            if k.startswith("distributed.") and row.is_mounted and box in row.ancestors}
 
 
 async def new_profile_editor(pilot):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import builtins
 import copy
+import re
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +49,35 @@ def set_path(data: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
     node[path[-1]] = value
 
 
+MACHINES = ("distributed", "machines")
+_MACHINE_PART = re.compile(r"machines\[(\d+)\]")
+
+
+def machine_path(index: int, key: str) -> tuple[str, ...]:
+    """The form's path of one machine's key: its dotted form is the validator's key
+    ("distributed.machines[1].host"), so the validator's words land beside the field."""
+    return ("distributed", f"machines[{index}]", key)
+
+
+def machine_of(path: tuple[str, ...]) -> tuple[int, str] | None:
+    """(machine index, key) of a `machine_path`, or None for any other path."""
+    if len(path) == 3 and path[0] == "distributed":
+        found = _MACHINE_PART.fullmatch(path[1])
+        if found:
+            return int(found.group(1)), path[2]
+    return None
+
+
+def _in_schema_order(machine: dict[str, Any]) -> None:
+    """A machine's keys in the schema's order (host first), whatever order they were typed in."""
+    from tuitrain.profile.schema import MACHINE_KEYS
+
+    ordered = {k: machine[k] for k in MACHINE_KEYS if k in machine}
+    ordered.update((k, v) for k, v in machine.items() if k not in ordered)
+    machine.clear()
+    machine.update(ordered)
+
+
 @dataclass
 class Loaded:
     """What reading the profile gave: its data, the installed TrainingArguments' fields, whether the
@@ -71,7 +101,14 @@ class Check:
 
     @property
     def command(self) -> str:
-        return self.plan.command_line() if self.plan is not None else ""
+        """The command line; for several machines, each machine's, under a comment naming it."""
+        if self.plan is None:
+            return ""
+        machines = getattr(self.plan, "machines", None)
+        if machines is None:
+            return str(self.plan.command_line())
+        return "\n".join(f"# machine {m.machine_rank}: {m.host}, in {m.workdir}\n{m.command_line()}"
+                         for m in machines)
 
 
 class LoadError(Exception):
@@ -160,12 +197,73 @@ class EditorModel:
 
     # ------------------------------------------------------------------------------ editing
     def get(self, path: tuple[str, ...]) -> Any:
+        machine = machine_of(path)
+        if machine is not None:
+            listed = self.machines
+            index, key = machine
+            item = listed[index] if index < len(listed) else None
+            return item.get(key) if isinstance(item, dict) else None
         return get_path(self.data, path)
 
     def set(self, path: tuple[str, ...], value: Any) -> None:
-        """Set a key (REMOVE: drop it; tables left empty go too); the profile is then modified."""
-        set_path(self.data, path, value)
+        """Set a key (REMOVE: drop it; tables left empty go too); the profile is then modified.
+        A machine's key (`machine_path`) is set in that [[distributed.machines]] table, which stays
+        even when emptied (its place is its rank)."""
+        machine = machine_of(path)
+        if machine is not None:
+            index, key = machine
+            listed = self.machines
+            if index >= len(listed) or not isinstance(listed[index], dict):
+                return
+            item = listed[index]
+            if value is REMOVE:
+                item.pop(key, None)
+            else:
+                item[key] = value
+            _in_schema_order(item)
+        else:
+            set_path(self.data, path, value)
         self.dirty = True
+
+    # ------------------------------------------------------------------------------ machines
+    @property
+    def machines(self) -> list[Any]:
+        """The [[distributed.machines]] tables as written (the first is the main machine, rank 0);
+        [] when there are none, or when the key holds something other than a list."""
+        listed = get_path(self.data, MACHINES)
+        return listed if isinstance(listed, list) else []
+
+    def add_machine(self) -> str | None:
+        """Add an empty machine at the end (its host is then typed); returns why not, or None."""
+        listed = get_path(self.data, MACHINES)
+        if listed is not None and not isinstance(listed, list):
+            return "distributed.machines is not a list of [[distributed.machines]] tables: fix it in the file first"
+        if listed is None:
+            set_path(self.data, MACHINES, [{}])
+        else:
+            listed.append({})
+        self.dirty = True
+        return None
+
+    def remove_machine(self, index: int) -> None:
+        """Remove one machine; removing the last one removes [[distributed.machines]] itself."""
+        listed = self.machines
+        if 0 <= index < len(listed):
+            del listed[index]
+            if not listed:
+                set_path(self.data, MACHINES, REMOVE)
+            self.dirty = True
+
+    def move_machine(self, index: int, delta: int) -> int:
+        """Move one machine earlier (-1) or later (+1): its place is its rank, the first is the main
+        machine. Returns its new index (unchanged at either end)."""
+        listed = self.machines
+        to = index + delta
+        if not (0 <= index < len(listed) and 0 <= to < len(listed)):
+            return index
+        listed[index], listed[to] = listed[to], listed[index]
+        self.dirty = True
+        return to
 
     @property
     def strategy(self) -> str:
@@ -222,7 +320,6 @@ class EditorModel:
     def check(self, data: dict[str, Any], number: int, runs_root: Path, hardware: Any = None) -> Check:
         """Validate and plan a copy of the profile (blocking: run it in a worker)."""
         from tuitrain.profile import Profile, validate_profile
-        from tuitrain.runs.relaunch import plan_profile
 
         label = str(self.path) if self.path else "<new profile>"
         planned = self.planned_path
@@ -230,10 +327,22 @@ class EditorModel:
         if any(p.is_error for p in problems):
             return Check(number, problems)
         try:
-            plan = plan_profile(Profile(path=planned, data=data), runs_root / "<new-run>", hardware)
+            plan = self._plan(Profile(path=planned, data=data), runs_root / "<new-run>", hardware)
         except Exception as exc:  # noqa: BLE001 - a half-typed profile the planner cannot read: say why
             return Check(number, problems, plan_error=f"{type(exc).__name__}: {exc}")
         return Check(number, problems + list(plan.problems), plan)
+
+    def _plan(self, profile: Any, run_dir: Path, hardware: Any) -> Any:
+        """A LaunchPlan, or a MachinesPlan (one plan per machine) when the profile lists machines."""
+        from tuitrain.launch.machines import has_machines, plan_machines
+        from tuitrain.profile import profile_with_defaults
+        from tuitrain.runs.relaunch import plan_profile
+
+        if not has_machines(profile.data):
+            return plan_profile(profile, run_dir, hardware)
+        processes_set = "num_processes" in (profile.data.get("distributed") or {})
+        return plan_machines(profile_with_defaults(profile), run_dir, str(profile.path),
+                             processes_set=processes_set, local_cwd=str(self.cwd))
 
     def take_check(self, check: Check) -> bool:
         """Keep a check's results, unless a later edit's check is on its way (then False)."""

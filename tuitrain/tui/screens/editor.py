@@ -21,16 +21,19 @@ from textual.screen import Screen
 from textual.widgets import Button, Input, Label, Static, TabbedContent, TabPane
 
 from tuitrain.profile.schema import SCHEMA, KeySpec, TableSpec
-from tuitrain.tui.editor_model import Check, EditorModel, Loaded, LoadError
+from tuitrain.tui.editor_model import Check, EditorModel, Loaded, LoadError, machine_path
 from tuitrain.tui.fields import REMOVE, FieldDef, parse_value
 from tuitrain.tui.widgets.field_row import FieldRow
 from tuitrain.tui.widgets.key_bar import KeyBar
+from tuitrain.tui.widgets.machine_card import MachineCard
 
 if TYPE_CHECKING:
     from textual import getters
 
     from tuitrain.tui.app import TuitrainApp
 
+# [distributed] keys the machines section shows (not the strategy's fields, nor left over from one)
+MACHINES_SECTION_KEYS = ("network_interface", "machines")
 SECTIONS = ("run", "model", "data", "training", "metrics", "hardware", "distributed", "logging")
 # [training] keys shown as fields (their kinds and choices come from the installed TrainingArguments);
 # any other key of the file's [training] is a raw key/value row.
@@ -219,6 +222,7 @@ class EditorScreen(Screen):
             strategy: Any = SCHEMA["distributed"]["strategy"]
             out.append(self._row(field_for(("distributed", "strategy"), strategy), show_help=False))
             out.append(Vertical(*self._strategy_rows(), id="strategy-fields"))
+            out.append(Vertical(*self._machines_rows(), id="machines"))
             return out
         for key, spec in SCHEMA[section].items():
             if isinstance(spec, KeySpec):
@@ -266,7 +270,7 @@ class EditorScreen(Screen):
             out.append(Static("nothing more to set here: precision and GPUs are in the Hardware tab", classes="hint"))
         for key in tables:
             out += self._table_rows("distributed", key, section[key])
-        return out + self._leftover_rows(strategy, {"strategy", *plain, *tables})
+        return out + self._leftover_rows(strategy, {"strategy", *plain, *tables, *MACHINES_SECTION_KEYS})
 
     def _leftover_rows(self, strategy: str, used: set[str]) -> list[Any]:
         """[distributed] keys set away from their default and tables set, that `strategy` does not
@@ -291,14 +295,102 @@ class EditorScreen(Screen):
         self._modified()
         await self._strategy_changed()
 
+    def _forget_rows(self, box: Any) -> None:
+        """The rows inside `box` are about to go: they leave `self.rows` too."""
+        going = set(box.query(FieldRow).results())
+        for key in [k for k, row in self.rows.items() if row in going]:
+            del self.rows[key]
+
     async def _strategy_changed(self) -> None:
         box = self.query_one("#strategy-fields", Vertical)
-        for key in [k for k in self.rows if k.startswith("distributed.") and k != "distributed.strategy"]:
-            del self.rows[key]
+        self._forget_rows(box)
         await box.remove_children()
         await box.mount_all(self._strategy_rows())
         self._plugin_rows_follow_the_json()
         self._apply_problems()
+
+    # ------------------------------------------------------------------------------ machines
+    def _machines_rows(self) -> list[Any]:
+        """[[distributed.machines]]: a card a machine (the first is the main machine), each key of
+        it a field; distributed.network_interface beside them; a button to add one."""
+        from tuitrain.profile.schema import MACHINE_KEYS
+        from tuitrain.profile.validate import toml_literal
+
+        section: dict[str, Any] = SCHEMA["distributed"]
+        listed = self.model.machines
+        out: list[Any] = [Static(f"[[distributed.machines]]  {section['machines'].doc}", classes="subtable",
+                                 markup=False)]
+        if not listed:
+            out.append(Static("none listed: the run is on this machine (a run started by hand on each machine "
+                              "uses num_machines and machine_rank above); add a machine to start several over SSH",
+                              classes="hint", markup=False))
+        out.append(Static("", id="machines-error", classes="-empty", markup=False))
+        out.append(self._row(field_for(("distributed", "network_interface"), section["network_interface"])))
+        for index, item in enumerate(listed):
+            if isinstance(item, dict):
+                rows = [self._row(field_for(machine_path(index, key), spec), key, show_help=False)
+                        for key, spec in MACHINE_KEYS.items()]
+                out.append(MachineCard(index, len(listed), rows))
+            else:
+                out.append(MachineCard(index, len(listed), [], f"not a table ({toml_literal(item)}): remove it, "
+                                       "or write it as a [[distributed.machines]] table with host = ..."))
+        out.append(Button("+ add machine", id="add-machine", compact=True,
+                          tooltip="Add a machine at the end (the first one is the main machine)"))
+        return out
+
+    async def _machines_changed(self, focus: tuple[int, str] | None = None) -> None:
+        """Machines were added, removed or moved: the cards are rebuilt (their places are their
+        ranks), and `focus` (machine index, a key or a button's class) gets the focus."""
+        box = self.query_one("#machines", Vertical)
+        self._forget_rows(box)
+        await box.remove_children()
+        await box.mount_all(self._machines_rows())
+        self._apply_problems()
+        if focus is None:
+            return
+        index, what = focus
+        row = self.rows.get(".".join(machine_path(index, what)))
+        cards = list(box.query(MachineCard).results())
+        if row is not None:
+            row.query_one(".field-control").focus()
+        elif index < len(cards) and cards[index].query(f".{what}") and not cards[index].query_one(f".{what}").disabled:
+            cards[index].query_one(f".{what}").focus()
+        elif cards:
+            cards[min(index, len(cards) - 1)].query_one(".machine-remove").focus()
+        else:
+            self.query_one("#add-machine").focus()
+
+    def _focused_in_card(self) -> str:
+        """What has the focus inside a machine card: a key of the machine, or a button's class."""
+        focused = self.focused
+        if isinstance(focused, Button):
+            return next((c for c in ("machine-up", "machine-down", "machine-remove") if focused.has_class(c)), "host")
+        row = next((a for a in (focused.ancestors if focused else []) if isinstance(a, FieldRow)), None)
+        return row.field.path[-1] if row is not None else "host"
+
+    @on(Button.Pressed, "#add-machine")
+    async def _add_machine(self) -> None:
+        refusal = self.model.add_machine()
+        if refusal:
+            self.notify(refusal, severity="warning")
+            return
+        self._modified()
+        await self._machines_changed(focus=(len(self.model.machines) - 1, "host"))
+
+    @on(MachineCard.Remove)
+    async def _remove_machine(self, event: MachineCard.Remove) -> None:
+        self.model.remove_machine(event.index)
+        self._modified()
+        await self._machines_changed(focus=(event.index, "machine-remove"))
+
+    @on(MachineCard.Move)
+    async def _move_machine(self, event: MachineCard.Move) -> None:
+        where = self._focused_in_card()
+        to = self.model.move_machine(event.index, event.delta)
+        if to == event.index:
+            return
+        self._modified()
+        await self._machines_changed(focus=(to, where))
 
     def _gpu_rows(self) -> Any:
         hardware = self.app.hardware
@@ -419,11 +511,25 @@ class EditorScreen(Screen):
         self.query_one("#plan", Static).update(plan)
 
     def _apply_problems(self) -> None:
-        """Each problem beside its field (or the nearest parent field), in the validator's words."""
-        by_row = self.model.problems_by_field(self.rows)
+        """Each problem beside its field (or the nearest parent field), in the validator's words;
+        one about a whole machine on its card, one about the machines together above them."""
+        from textual.css.query import NoMatches
+
+        cards = {f"distributed.machines[{card.index}]": card for card in self.query(MachineCard).results()}
+        by_row = self.model.problems_by_field({*self.rows, *cards, "distributed.machines"})
         for key, row in self.rows.items():
             if row.is_mounted:
                 row.set_error("\n".join(by_row.get(key, [])) or None)
+        for key, card in cards.items():
+            if card.is_mounted:
+                card.set_error("\n".join(by_row.get(key, [])) or None)
+        try:
+            above = self.query_one("#machines-error", Static)
+        except NoMatches:
+            return
+        words = "\n".join(by_row.get("distributed.machines", []))
+        above.update(words)
+        above.set_class(not words, "-empty")
 
     # ------------------------------------------------------------------------------ saving
     def action_save(self) -> None:
@@ -521,12 +627,41 @@ def plan_text(check: Check) -> Text:
     if check.plan is None:
         return Text(f"cannot plan yet: {check.plan_error}", style="red")
     plan = check.plan
+    if getattr(plan, "machines", None) is not None:
+        return machines_plan_text(check)
     text = Text()
     text.append("command (ctrl+y copies)\n", style="bold")
     text.append(check.command + "\n\n")
     text.append("environment\n", style="bold")
     text.append("\n".join(f"{k}={v}" for k, v in sorted(plan.env.items())) + "\n\n")
     text.append("accelerate.yaml\n", style="bold")
+    text.append(dump_yaml(plan.accelerate_config))
+    if plan.notes:
+        text.append("\nnotes\n", style="bold")
+        text.append("\n".join(plan.notes), style="dim")
+    return text
+
+
+def machines_plan_text(check: Check) -> Text:
+    """The preview of a profile that lists machines: what each machine runs, in its rank's order."""
+    from tuitrain.yaml_text import dump as dump_yaml
+
+    plan = check.plan
+    text = Text()
+    where = f"; the main machine is reached at {plan.main_process_ip}:{plan.main_process_port}" if plan.main_process_ip else ""
+    text.append(f"{plan.num_machines} machine(s), {plan.num_processes} process(es) in all{where}\n", style="bold")
+    text.append("commands (ctrl+y copies them all)\n\n", style="dim")
+    for machine in plan.machines:
+        main = " · main machine" if machine.machine_rank == 0 else ""
+        text.append(f"machine {machine.machine_rank}: {machine.host}{main}\n", style="bold")
+        text.append(f"  {machine.num_processes} process(es) on {machine.accelerator}; python {machine.python}; "
+                    f"in {machine.workdir}\n")
+        text.append(f"  {machine.command_line()}\n")
+        text.append("".join(f"  {k}={v}\n" for k, v in sorted(machine.env.items())), style="dim")
+        if machine.notes:
+            text.append("".join(f"  {note}\n" for note in machine.notes), style="dim")
+        text.append("\n")
+    text.append("accelerate.yaml (the main machine's; the others differ in machine_rank only)\n", style="bold")
     text.append(dump_yaml(plan.accelerate_config))
     if plan.notes:
         text.append("\nnotes\n", style="bold")

@@ -76,6 +76,7 @@ class FieldRow(Vertical):
         self.label = label or field.path[-1]
         self.show_help = show_help
         self._quiet = True
+        self._error = ""
 
     def compose(self) -> ComposeResult:
         f = self.field
@@ -84,7 +85,7 @@ class FieldRow(Vertical):
             yield self._control(f)
         if self.show_help and self.help_text:
             yield Static(self.help_text, classes="field-help", markup=False)
-        yield Static("", classes="field-error -empty")
+        yield Static(self._error, classes="field-error" + ("" if self._error else " -empty"), markup=False)
 
     @property
     def help_text(self) -> str:
@@ -130,11 +131,13 @@ class FieldRow(Vertical):
             self.post_message(self.Changed(self, value))
 
     def set_error(self, message: str | None) -> None:
-        error = self.query_one(".field-error", Static)
-        error.update(message or "")
-        error.set_class(not message, "-empty")
+        """The validator's words about this key; kept until the row is composed when it is not yet."""
+        self._error = message or ""
+        for error in self.query(".field-error").results(Static):
+            error.update(self._error)
+            error.set_class(not self._error, "-empty")
         self.set_class(bool(message), "-invalid")
 
     @property
     def error(self) -> str:
-        return str(self.query_one(".field-error", Static).content)
+        return self._error
