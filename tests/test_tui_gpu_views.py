@@ -35,15 +35,43 @@ def test_every_gpu_of_a_run_is_shown_with_its_figures(name):
 
 
 def test_fields_the_driver_refuses_read_na():
-    panel = run_panel(views("not_supported")[-1], ALL_GPUS, "r", live=True).plain
+    view = views("not_supported")[-1]
+    panel = run_panel(view, ALL_GPUS, "r", live=True).plain
     util = next(line for line in panel.splitlines() if line.startswith("  util"))
-    assert util.split()[1] == "N/A" and "memory   N/A/  N/A GiB" in panel and "N/A W" in panel
+    memory = next(line for line in panel.splitlines() if line.startswith("  memory"))
+    assert util.split()[1] == "N/A" and memory.split() == ["memory", "N/A"] and "N/A W" in panel
+    assert "GPU0 N/A" in strip_line(view) and "nan" not in strip_line(view) + panel
+
+
+def test_an_unknown_size_never_reads_nan():
+    """The one rule of every GPU view, the editor's GPU picker included (issue 13, defect 7)."""
+    from tuitrain.hardware.na import NA
+    from tuitrain.humanize import gib, gpu_memory, size
+
+    assert size(NA) == gib(NA) == gib(float("nan")) == gpu_memory(NA, NA) == "N/A"
+    assert gpu_memory(NA, 2**34) == "—/16.0 GiB" and gpu_memory(2**33, 2**34) == "8.0/16.0 GiB"
+    assert gpu_memory(2**33, 2**34, lost=True) == "LOST"
 
 
 def test_a_lost_gpu_says_so_and_the_others_go_on():
     history = views("gpu_lost", samples=6)
     panel = run_panel(history[-1], ALL_GPUS, "r", live=True).plain
     assert "LOST" in panel.split("cuda:1")[1] and "LOST" not in panel.split("cuda:1")[0]
+    assert next(line for line in panel.split("cuda:1")[1].splitlines() if line.startswith("  memory")).split() == \
+        ["memory", "LOST"]
+    strip = strip_line(history[-1])
+    assert "GPU1 LOST" in strip and "GPU0 20.0/24.0 GiB" in strip and "N/A" not in strip.split("GPU0")[1]
+
+
+def test_a_lost_gpu_on_another_machine_reads_lost():
+    from rich.text import Text
+
+    from tuitrain.tui.widgets.gpu_panel import remote_lines
+
+    out = Text()
+    remote_lines(out, {"time": 0, "gpus": [{"index": 1, "name": "RTX 3090", "lost": True, "memory_used": None,
+                                             "memory_total": None}]}, "r", now=1)
+    assert "memory LOST" in out.plain and "N/A/N/A" not in out.plain
 
 
 def test_mig_instances_and_a_busy_box_fit_one_strip_line():

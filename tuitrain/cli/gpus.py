@@ -24,7 +24,7 @@ from tuitrain.hardware.na import NA
 from tuitrain.hardware.recorded import library_from_env
 from tuitrain.hardware.report import to_json
 from tuitrain.hardware.sampler import Sampler, Snapshot
-from tuitrain.humanize import gib, percent
+from tuitrain.humanize import gib, gpu_memory, percent
 from tuitrain.runs.owners import OwnerIndex, owner_lookup, read_owners
 
 WATCH_INTERVAL = 1.0
@@ -50,7 +50,7 @@ def gpu_rows(gpus: tuple[GpuInfo, ...]) -> list[list[str]]:
         rows.append([
             str(gpu.index), f"cuda:{cuda[PCI_BUS_ID]}", f"cuda:{cuda[FASTEST_FIRST]}", f"{gpu.name}{mig}" + (" LOST" if gpu.lost else ""),
             str(gpu.pci_bus_id), str(gpu.compute_capability_text),
-            f"{gib(gpu.memory_used)} / {gib(gpu.memory_total)} GiB", percent(gpu.utilization),
+            gpu_memory(gpu.memory_used, gpu.memory_total, gpu.lost, sep=" / "), percent(gpu.utilization),
             f"{gpu.temperature}°C" if gpu.temperature is not NA else "N/A", power, str(gpu.uuid),
         ])
     return rows

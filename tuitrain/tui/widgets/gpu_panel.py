@@ -13,7 +13,7 @@ from tuitrain.hardware.devices import GpuInfo
 from tuitrain.hardware.mapping import visible_gpus
 from tuitrain.hardware.na import NA, NaType
 from tuitrain.hardware.sampler import SampledView
-from tuitrain.humanize import gib, percent, size
+from tuitrain.humanize import gib, gpu_memory, percent, size
 from tuitrain.tui.format import bar
 
 if TYPE_CHECKING:
@@ -46,14 +46,16 @@ def strip_line(view: SampledView) -> str:
     if not gpus:
         parts.append(view.snapshot.discovery.status_line)
     elif len(gpus) <= 3:
-        parts += [f"GPU{g.index} {gib(g.memory_used)}/{gib(g.memory_total)} GiB{percent(g.utilization, 3)}"
-                  for g in gpus]
+        parts += [f"GPU{g.index} LOST" if g.lost else f"GPU{g.index} {gpu_memory(g.memory_used, g.memory_total)}"
+                  + (percent(g.utilization, 3) if g.utilization is not NA else "") for g in gpus]
     else:
-        used = sum(g.memory_used for g in gpus if g.memory_used is not NA)
-        total = sum(g.memory_total for g in gpus if g.memory_total is not NA)
-        busiest = max(gpus, key=lambda g: g.utilization if g.utilization is not NA else -1)
-        parts.append(f"{len(gpus)} GPUs {gib(used)}/{gib(total)} GiB in use, busiest GPU{busiest.index}"
-                     f"{percent(busiest.utilization, 3)}")
+        working = [g for g in gpus if not g.lost]
+        used = sum(g.memory_used for g in working if g.memory_used is not NA)
+        total = sum(g.memory_total for g in working if g.memory_total is not NA)
+        busiest = max(working or gpus, key=lambda g: g.utilization if g.utilization is not NA else -1)
+        lost = "".join(f", GPU{g.index} LOST" for g in gpus if g.lost)
+        parts.append(f"{len(gpus)} GPUs {gpu_memory(used, total)} in use, busiest GPU{busiest.index}"
+                     f"{percent(busiest.utilization, 3)}{lost}")
     return " · ".join(parts)
 
 
@@ -89,7 +91,7 @@ def remote_lines(out: Text, sample: Mapping[str, Any] | None, run_id: str, now: 
                 and p["owner"].get("run_id") == run_id]
         ranks = ", ".join(f"rank {p['owner'].get('rank')} {gib(_number(p.get('used_memory')) or 0)} GiB" for p in mine)
         out.append(f"    GPU {gpu.get('index')}  {gpu.get('name') or '?'}  util {percent(util if util is not None else NA, 3)}"
-                   f"  memory {gib(used if used is not None else NA)}/{gib(total if total is not None else NA)} GiB"
+                   f"  memory {gpu_memory(used, total, bool(gpu.get('lost')))}"
                    + (f"  {temperature:.0f}°C" if temperature is not None else "")
                    + (f"  ({ranks})" if ranks else "") + ("  LOST" if gpu.get("lost") else "") + "\n")
     found = sample.get("host")
@@ -155,7 +157,7 @@ def run_panel(view: SampledView | None, record: Mapping[str, Any], run_id: str, 
         out.append("\n")
         out.append(f"  util   {percent(gpu.utilization, 3):>15} ")
         out.append(spark((p.utilization for p in history), 100), style="green")
-        out.append(f"\n  memory {gib(gpu.memory_used):>5}/{gib(gpu.memory_total):>5} GiB ")
+        out.append(f"\n  memory {gpu_memory(gpu.memory_used, gpu.memory_total, gpu.lost):>15} ")
         top = gpu.memory_total if not isinstance(gpu.memory_total, NaType) else 0
         out.append(spark((p.memory_used for p in history), top), style="cyan")
         out.append("\n")
