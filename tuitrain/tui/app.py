@@ -8,6 +8,7 @@ detached processes that only ever read control files.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from pathlib import Path
@@ -220,6 +221,16 @@ class TuitrainApp(App[int]):
             return
         self.exit(0)
 
+    def _command_help(self, binding: Binding) -> str:
+        """'Next tab (])': the binding's help and its first key as Textual shows keys, unless the help
+        already names the key ('Next section (ctrl+pagedown)' is not given it twice)."""
+        first = binding.key.split(",")[0]
+        key = binding.key_display or self.get_key_display(dataclasses.replace(binding, key=first))
+        text = getattr(binding, "tooltip", "") or binding.description
+        if f"({key})" in text or f"({first})" in text:
+            return text
+        return f"{text} ({key})"
+
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         """Every action of the screen (its key bindings) is a command, then Textual's own."""
         seen: set[str] = set()
@@ -228,8 +239,7 @@ class TuitrainApp(App[int]):
                 if not isinstance(binding, Binding) or not binding.description or binding.action in seen:
                     continue
                 seen.add(binding.action)
-                key = binding.key_display or binding.key.split(",")[0]
-                yield SystemCommand(binding.description, f"{getattr(binding, 'tooltip', '') or binding.description} ({key})",
+                yield SystemCommand(binding.description, self._command_help(binding),
                                     lambda n=node, a=binding.action: n.run_action(a))
         for command in super().get_system_commands(screen):
             if command.title not in ("Quit",):

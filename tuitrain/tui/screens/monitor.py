@@ -34,6 +34,14 @@ if TYPE_CHECKING:
     from tuitrain.tui.app import TuitrainApp
 
 
+def log_range(top: int, height: int, count: int) -> str:
+    """'lines 28-47 of 47' for the rows in view; 'no lines yet' for an empty log."""
+    if not count:
+        return "no lines yet"
+    top = max(0, min(top, count - 1))
+    return f"lines {top + 1}-{min(count, top + height)} of {count}"
+
+
 class MonitorScreen(Screen):
     if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
         app = getters.app(TuitrainApp)
@@ -56,8 +64,8 @@ class MonitorScreen(Screen):
         Binding("f", "follow", "Follow", show=False, tooltip="Follow the end of the log in view"),
         Binding("z", "fold", "Fold alike", show=False,
                 tooltip="All ranks: show a line that several ranks print alike once, marked with their ranks (or not)"),
-        Binding("right_square_bracket", "tab(1)", "Next tab", show=False, tooltip="Next tab (])"),
-        Binding("left_square_bracket", "tab(-1)", "Previous tab", show=False, tooltip="Previous tab ([)"),
+        Binding("right_square_bracket", "tab(1)", "Next tab", show=False, tooltip="Next tab", key_display="]"),
+        Binding("left_square_bracket", "tab(-1)", "Previous tab", show=False, tooltip="Previous tab", key_display="["),
         Binding("m", "show('tab-metrics')", "Metrics", show=False, tooltip="Show the curves"),
         Binding("p", "show('tab-checkpoints')", "Checkpoints", show=False, tooltip="Show the checkpoints"),
         Binding("u", "show('tab-gpus')", "GPUs", show=False, tooltip="Show the devices, ranks and host in use"),
@@ -301,8 +309,12 @@ class MonitorScreen(Screen):
         if view is None:
             self._set("#log-status", "")
             return
-        top = view.scroll_offset.y
-        where = f"lines {min(top + 1, view.line_count)}-{min(view.line_count, top + view.size.height)} of {view.line_count}"
+        rows = view.scrollable_content_region.height  # the rows lines show in (less a scrollbar's)
+        if not rows:  # a tab just shown has no size until its first layout: ask again then
+            self.call_after_refresh(self.update_log_status)
+            where = f"{view.line_count} lines"
+        else:
+            where = log_range(view.scroll_offset.y, rows, view.line_count)
         mode = "following the end" if view.follow else "paused (End or f follows)"
         if view.id == "log-all" and self.run_watch.num_ranks > 1:
             mode += " · folded (z unfolds)" if self.fold else " · unfolded (z folds)"
