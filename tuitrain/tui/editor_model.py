@@ -9,7 +9,7 @@ from __future__ import annotations
 import builtins
 import copy
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -224,6 +224,61 @@ class EditorModel:
         else:
             set_path(self.data, path, value)
         self.dirty = True
+
+    # ------------------------------------------------------------------------------ GPUs
+    # [hardware] gpus lists physical GPUs in the order they become cuda:0, cuda:1, …: the picker
+    # keeps that order (a tick goes last, an untick takes out that one GPU) and moves one GPU at a time.
+    @property
+    def gpu_entries(self) -> list[Any]:
+        """hardware.gpus as written (indices or UUIDs); [] when absent or not a list."""
+        gpus = self.get(("hardware", "gpus"))
+        return list(gpus) if isinstance(gpus, list) else []
+
+    def ticked_gpus(self, devices: Sequence[Any]) -> list[int | None]:
+        """The physical (NVML) index each entry of hardware.gpus names, in cuda:N order (None: not on
+        this machine)."""
+        from tuitrain.hardware.mapping import resolve
+
+        return [gpu.index if gpu is not None else None
+                for gpu, _mig in (resolve(entry, devices) for entry in self.gpu_entries)]
+
+    def tick_gpus(self, ticked: Sequence[int], devices: Sequence[Any]) -> None:
+        """The picker's ticked GPUs are now `ticked` (in the order they were ticked): entries still
+        ticked keep their places (and their spelling: a UUID stays a UUID), new ones go last, an
+        unticked one leaves; entries naming no GPU of this machine stay (the validator names them)."""
+        entries = self.gpu_entries
+        named = self.ticked_gpus(devices)
+        kept = [entry for entry, physical in zip(entries, named, strict=True) if physical is None or physical in ticked]
+        added = [index for index in ticked if index not in named]
+        if kept + added != entries:
+            self.set(("hardware", "gpus"), kept + added if kept + added else REMOVE)
+
+    def move_gpu(self, physical: int, delta: int, devices: Sequence[Any]) -> bool:
+        """Move a ticked GPU earlier (-1) or later (+1) in cuda:N order; False when it is not ticked
+        or already at that end."""
+        entries = self.gpu_entries
+        named = self.ticked_gpus(devices)
+        if physical not in named:
+            return False
+        at = named.index(physical)
+        to = at + delta
+        if not 0 <= to < len(entries):
+            return False
+        entries[at], entries[to] = entries[to], entries[at]
+        self.set(("hardware", "gpus"), entries)
+        return True
+
+    def gpu_mapping_lines(self, devices: Sequence[Any]) -> list[str]:
+        """Which physical GPU becomes which cuda:N with the GPUs as they are ticked, as the planner
+        maps them ("physical GPU 2 → cuda:0"); with none ticked, every GPU."""
+        from tuitrain.hardware.mapping import map_devices
+
+        order = self.get(("hardware", "device_order")) or "PCI_BUS_ID"
+        try:
+            mapping = map_devices(devices, self.gpu_entries or None, order)
+        except ValueError as exc:  # an unknown device_order: the validator says so beside its field
+            return [str(exc)]
+        return list(mapping.lines) + list(mapping.notes)
 
     # ------------------------------------------------------------------------------ machines
     @property

@@ -18,12 +18,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Button, Input, Label, Static, TabbedContent, TabPane
+from textual.widgets import Button, Input, Label, SelectionList, Static, TabbedContent, TabPane
 
 from tuitrain.profile.schema import SCHEMA, KeySpec, TableSpec
 from tuitrain.tui.editor_model import Check, EditorModel, Loaded, LoadError, machine_path
 from tuitrain.tui.fields import REMOVE, FieldDef, parse_value
 from tuitrain.tui.widgets.field_row import FieldRow
+from tuitrain.tui.widgets.gpu_picker import GpuList, GpuPicker, cuda_labels
 from tuitrain.tui.widgets.key_bar import KeyBar
 from tuitrain.tui.widgets.machine_card import MachineCard
 
@@ -399,12 +400,21 @@ class EditorScreen(Screen):
             row = self._row(FieldDef(("hardware", "gpus"), "literal", doc="absent = all visible"))
             return Vertical(Static("  no NVIDIA GPU found: gpus picks physical GPUs on a machine that has them",
                                    classes="hint"), row, classes="gpu-box")
-        from textual.widgets import SelectionList
+        ticked = self.model.ticked_gpus(gpus)
+        items = [(prompt, g.index, g.index in ticked) for g, prompt in zip(gpus, self._gpu_prompts(gpus), strict=True)]
+        return GpuPicker(items, self.model.gpu_mapping_lines(gpus))
 
-        chosen = self.model.get(("hardware", "gpus")) or []
-        items = [(self._gpu_prompt(g), g.index, g.index in chosen) for g in gpus]
-        return Vertical(Label("gpus (none ticked = all visible)"), SelectionList(*items, id="gpu-list"),
-                        classes="gpu-box")
+    def _gpu_prompts(self, gpus: tuple[Any, ...]) -> list[str]:
+        """Each GPU's line in the picker, a ticked one with the cuda:N it becomes."""
+        labels = cuda_labels(self.model.ticked_gpus(gpus))
+        return [f"{self._gpu_prompt(g)}  {labels[g.index]}" if g.index in labels else self._gpu_prompt(g)
+                for g in gpus]
+
+    def _show_gpus(self) -> None:
+        """The picker shows the GPUs' order (cuda:N labels, the mapping) and live figures as they are now."""
+        gpus = tuple(getattr(self.app.hardware, "gpus", ()) or ())
+        for picker in self.query(GpuPicker).results():
+            picker.show(self._gpu_prompts(gpus), self.model.gpu_mapping_lines(gpus))
 
     def _gpu_prompt(self, gpu: Any) -> str:
         """'GPU 1  NVIDIA RTX A6000  46.2/48.0 GiB in use, 97%': the live figures when sampled."""
@@ -420,16 +430,7 @@ class EditorScreen(Screen):
 
     def hardware_sampled(self, _line: str) -> None:
         """Keep the GPU checklist's memory figures live."""
-        from textual.css.query import NoMatches
-        from textual.widgets import SelectionList
-
-        try:
-            gpu_list = self.query_one("#gpu-list", SelectionList)
-        except NoMatches:
-            return
-        gpus = tuple(getattr(self.app.hardware, "gpus", ()) or ())
-        for position, gpu in enumerate(gpus[:gpu_list.option_count]):
-            gpu_list.replace_option_prompt_at_index(position, self._gpu_prompt(gpu))
+        self._show_gpus()
 
     # ------------------------------------------------------------------------------ editing
     @on(FieldRow.Changed)
@@ -452,14 +453,27 @@ class EditorScreen(Screen):
             if row is not None:
                 row.disabled = key in disabled
 
-    def on_selection_list_selected_changed(self, event: Any) -> None:
-        selected = sorted(event.selection_list.selected)
-        self.model.set(("hardware", "gpus"), selected if selected else REMOVE)
-        self._modified()
+    @on(SelectionList.SelectedChanged, "#gpu-list")
+    def _gpus_ticked(self, event: SelectionList.SelectedChanged) -> None:
+        """A tick goes last in cuda:N order, an untick takes out that GPU only (the order is the profile's)."""
+        gpus = tuple(getattr(self.app.hardware, "gpus", ()) or ())
+        self.model.tick_gpus(list(event.selection_list.selected), gpus)
+        if self.model.dirty:
+            self._modified()
+
+    @on(GpuList.Move)
+    def _gpu_moved(self, event: GpuList.Move) -> None:
+        gpus = tuple(getattr(self.app.hardware, "gpus", ()) or ())
+        if self.model.move_gpu(event.physical, event.delta, gpus):
+            self._modified()
+        else:
+            self.notify("tick the GPU first" if event.physical not in self.model.ticked_gpus(gpus)
+                        else "it is already at that end", severity="warning", timeout=3)
 
     def _modified(self) -> None:
         """The model has changed: the title says so and the profile is checked again."""
         self.query_one("#title", Static).update(self._title())
+        self._show_gpus()
         self.revalidate()
 
     @on(Button.Pressed, "#add-key")

@@ -1,0 +1,74 @@
+"""The editor's GPU picker for [hardware] gpus: a checklist of this machine's GPUs in NVML order
+(as nvidia-smi numbers them), each ticked one labelled with the cuda:N it becomes, keys to move the
+highlighted ticked GPU earlier or later in that order, and the physical → cuda:N mapping underneath.
+The order lives in the profile: the screen keeps it (EditorModel.tick_gpus / move_gpu) and tells
+the picker what to show (`show`); the picker only reports ticks (SelectionList.SelectedChanged) and
+moves (GpuList.Move)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.message import Message
+from textual.widgets import Label, SelectionList, Static
+
+HOW = ("gpus: tick them in the order they become cuda:0, cuda:1, … (none ticked = all visible); "
+       "shift+up / shift+down move the highlighted GPU earlier / later")
+
+
+def cuda_labels(ticked: Sequence[int | None]) -> dict[int, str]:
+    """'→ cuda:N' for each ticked physical GPU (its place in the list)."""
+    return {physical: f"→ cuda:{n}" for n, physical in enumerate(ticked) if physical is not None}
+
+
+class GpuList(SelectionList[int]):
+    BINDINGS = [
+        Binding("shift+up", "move(-1)", "GPU earlier", tooltip="Move the highlighted GPU earlier in cuda:N order"),
+        Binding("shift+down", "move(1)", "GPU later", tooltip="Move the highlighted GPU later in cuda:N order"),
+    ]
+
+    class Move(Message):
+        """Move the ticked GPU `physical` (its NVML index) by `delta` places in cuda:N order."""
+
+        def __init__(self, physical: int, delta: int) -> None:
+            super().__init__()
+            self.physical = physical
+            self.delta = delta
+
+    def action_move(self, delta: int) -> None:
+        if self.highlighted is not None:
+            self.post_message(self.Move(self.get_option_at_index(self.highlighted).value, delta))
+
+
+class GpuPicker(Vertical):
+    DEFAULT_CSS = """
+    GpuPicker { height: auto; }
+    GpuPicker #gpu-mapping { color: $text-muted; height: auto; padding-left: 2; }
+    """
+
+    def __init__(self, items: list[tuple[str, int, bool]], mapping: Sequence[str]) -> None:
+        """`items`: (prompt, NVML index, ticked) per GPU in NVML order; `mapping`: the mapping's lines."""
+        super().__init__(classes="gpu-box")
+        self.items = items
+        self.mapping = list(mapping)
+
+    def compose(self) -> ComposeResult:
+        yield Label(HOW)
+        yield GpuList(*self.items, id="gpu-list")
+        yield Static(self._mapping_text(), id="gpu-mapping", markup=False)
+
+    def _mapping_text(self) -> str:
+        return "\n".join(self.mapping)
+
+    def show(self, prompts: Sequence[str], mapping: Sequence[Any]) -> None:
+        """New prompts (one per GPU, NVML order) and mapping lines."""
+        self.mapping = [str(line) for line in mapping]
+        for gpu_list in self.query("#gpu-list").results(GpuList):
+            for position, prompt in enumerate(prompts[:gpu_list.option_count]):
+                gpu_list.replace_option_prompt_at_index(position, prompt)
+        for text in self.query("#gpu-mapping").results(Static):
+            text.update(self._mapping_text())
