@@ -108,6 +108,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("stop", controlling.cmd_stop, "stop a run: save a checkpoint, then stop (--now: terminate, then kill)")
     p.add_argument("run")
     p.add_argument("--now", action="store_true")
+    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                   help="a Slurm run: how long the stop may take before the job is cancelled (default 120; --now 15)")
 
     p = command("gpus", _lazy("tuitrain.cli.gpus", "cmd_gpus"), "the GPUs of this machine, their processes and CUDA numbering")
     p.add_argument("--json", action="store_true")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from tuitrain.runs.catalog import find_run
+from tuitrain.runs.catalog import find_run, load_record
 from tuitrain.runs.control import request
 
 
@@ -17,6 +17,10 @@ def cmd_save(args: argparse.Namespace) -> int:
 
 def cmd_stop(args: argparse.Namespace) -> int:
     paths = find_run(args.runs_root, args.run)
+    if load_record(paths).get("slurm"):  # a Slurm job: stop, then scancel if it does not end
+        from tuitrain.cli.submit import stop_slurm
+
+        return stop_slurm(args, paths)
     if args.now:
         if request(paths, "terminate") == "ended":
             print(f"run {paths.id} had lost its supervisor; its processes are ended and it is recorded as killed")

@@ -79,6 +79,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_resume(args: argparse.Namespace) -> int:
     parent = find_run(args.runs_root, args.run)
+    if _submitted(parent):
+        from tuitrain.cli.submit import resume_slurm
+
+        return resume_slurm(args, parent)
     say_when_reading_training_args()
     try:
         paths, checkpoint, profile = resume(parent, args.runs_root, args.checkpoint, args.set,
@@ -95,6 +99,13 @@ def cmd_resume(args: argparse.Namespace) -> int:
     )
 
     return follow_run(paths)
+
+
+def _submitted(paths: Any) -> bool:
+    """A run submitted to Slurm (`tuitrain submit`): resumed by submitting again."""
+    from tuitrain.runs.catalog import load_record
+
+    return bool(load_record(paths).get("slurm"))
 
 
 def _print_machines_plan(profile: Profile, args: argparse.Namespace) -> int:

@@ -6,7 +6,8 @@ import argparse
 import sys
 
 from tuitrain.cli.errors import CliError
-from tuitrain.slurm.script import DEFAULT_WARNING_SECONDS, JobOptions, ScriptError
+from tuitrain.runs.layout import RunPaths
+from tuitrain.slurm.script import DEFAULT_WARNING_SECONDS, FIRST_NODE, JobOptions, ScriptError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -31,7 +32,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
     from tuitrain.slurm.commands import SlurmError
     from tuitrain.slurm.submit import dry_run_script, submit
 
-    profile = _load(args.profile, args.set)
+    # Slurm picks the nodes: the main one is the job's first host, found by the agents (tuitrain.slurm.agent)
+    profile = _load(args.profile, [*args.set, f"distributed.main_process_ip={FIRST_NODE}"])
     try:
         if args.dry_run:
             sys.stdout.write(dry_run_script(profile, args.runs_root, options_of(args), python=args.python))
@@ -42,4 +44,31 @@ def cmd_submit(args: argparse.Namespace) -> int:
     print(f"run {done.paths.id} submitted as Slurm job {done.job_id}; `tuitrain status {done.paths.id}` shows it",
           file=sys.stderr)
     print(done.paths.id)
+    return 0
+
+
+def resume_slurm(args: argparse.Namespace, parent: RunPaths) -> int:
+    """`tuitrain resume` of a run that was submitted to Slurm: submitted again, continuing from its checkpoint."""
+    from tuitrain.runs.relaunch import ResumeError
+    from tuitrain.slurm.commands import SlurmError
+    from tuitrain.slurm.submit import resume_job
+
+    try:
+        done, checkpoint, _profile = resume_job(parent, args.runs_root, args.checkpoint, args.set)
+    except (ResumeError, ScriptError, SlurmError) as exc:
+        raise CliError(str(exc)) from None
+    print(f"resuming {parent.id} from {checkpoint.path.name} (step {checkpoint.step}) as run "
+          f"{done.paths.id}, Slurm job {done.job_id}", file=sys.stderr)
+    print(done.paths.id)
+    return 0
+
+
+def stop_slurm(args: argparse.Namespace, paths: RunPaths) -> int:
+    """`tuitrain stop` of a Slurm run: the graceful stop (or --now), then scancel if the job does not end."""
+    from tuitrain.slurm.control import stop_job
+
+    record = stop_job(paths, args.now, getattr(args, "timeout", None),
+                      lambda line: print(line, file=sys.stderr, flush=True))
+    why = f": {record['error']}" if record.get("error") else ""
+    print(f"run {record['id']} {record['status']}{why}")
     return 0

@@ -22,10 +22,10 @@ from tuitrain.runs.summary import run_summary
 from tuitrain.runs.tail import read_new_lines
 
 
-def _entry_summary(entry: RunEntry) -> dict:
+def _entry_summary(entry: RunEntry, job_states: dict | None = None) -> dict:
     """A run's summary, or for one whose run.json cannot be read: what is known and why."""
     if entry.record is not None:
-        return run_summary(entry.paths, entry.record, with_checkpoints=False)
+        return run_summary(entry.paths, entry.record, with_checkpoints=False, job_states=job_states)
     return {"id": entry.paths.id, "run_dir": str(entry.paths.root), "status": UNREADABLE,
             "reason": entry.reason, "error": entry.message, "created": entry.created}
 
@@ -38,15 +38,33 @@ def _runs_row(s: dict) -> list[str]:
     return [s["id"], str(s.get("profile", "?")), effective_status(s), step, number(p.get("loss")), age(s.get("created")), ""]
 
 
+def _job_label(s: dict) -> str:
+    """A Slurm run's job and its state (`job 42 PENDING (Resources)`); '-' for a local run."""
+    job = s.get("slurm_state")
+    return f"job {job['job_id']} {job['label']}" if job else "-"
+
+
 def cmd_runs(args: argparse.Namespace) -> int:
-    summaries = [_entry_summary(e) for e in scan_runs(args.runs_root)]
+    entries = scan_runs(args.runs_root)
+    job_states = None
+    if any(e.record is not None and e.record.get("slurm") for e in entries):
+        from tuitrain.slurm.state import query  # one squeue for every Slurm run
+
+        job_states = query(e.record for e in entries if e.record is not None)
+    summaries = [_entry_summary(e, job_states) for e in entries]
     if args.json:
         print_json(summaries)
         return 0
     if not summaries:
         print(f"no runs under {args.runs_root}")
         return 0
-    print(table([_runs_row(s) for s in summaries], ["ID", "PROFILE", "STATUS", "STEP", "LOSS", "AGE", ""]))
+    headers = ["ID", "PROFILE", "STATUS", "STEP", "LOSS", "AGE", ""]
+    rows = [_runs_row(s) for s in summaries]
+    if job_states is not None:  # Slurm's state beside tuitrain's own
+        headers.insert(3, "SLURM")
+        for row, s in zip(rows, summaries, strict=True):
+            row.insert(3, _job_label(s))
+    print(table(rows, headers))
     return 0
 
 
@@ -63,6 +81,11 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"status     {effective_status(summary)}{failed_rank}")
     if summary.get("error"):
         print(f"why        {summary['error']}")
+    if summary.get("slurm_state"):
+        job = summary["slurm_state"]
+        where = (summary.get("slurm") or {}).get("partition")
+        print(f"slurm      {_job_label(summary)}" + (f"   partition {where}" if where else "")
+              + (f"   ({job['problem']})" if job.get("problem") else ""))
     print(f"step       {p['step']}/{p.get('max_steps') or '?'}   epoch {number(p.get('epoch'), 3)}   loss {number(p.get('loss'))}")
     if p["eval"]:
         print("eval       " + "  ".join(f"{k[5:]} {number(v)}" for k, v in p["eval"].items() if not k.endswith(("runtime", "per_second"))))

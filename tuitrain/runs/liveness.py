@@ -27,9 +27,17 @@ def recorded_processes(record: dict[str, Any]) -> dict[str, Any]:
     return processes
 
 
+def supervised_elsewhere(record: dict[str, Any]) -> bool:
+    """A Slurm run whose supervisor runs on another machine (a compute node): its processes cannot be looked at
+    from here; the job's state (tuitrain.slurm.state) says whether it lives."""
+    slurm = record.get("slurm")
+    host = slurm.get("host") if isinstance(slurm, dict) else None
+    return bool(host) and host != os.uname().nodename
+
+
 def supervisor_gone(record: dict[str, Any]) -> bool:
     """The record says the run goes on, but the supervisor that would end it is not there."""
-    if record.get("status") in FINAL_STATUSES:
+    if record.get("status") in FINAL_STATUSES or supervised_elsewhere(record):
         return False
     entry = recorded_processes(record).get("supervisor")
     return entry is not None and find_recorded(entry) is None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from tuitrain.runs.checkpoints import run_checkpoints
 from tuitrain.runs.events import progress, read_events
@@ -33,9 +33,21 @@ def supervisor_lost(record: dict[str, Any]) -> bool:
     return supervisor_gone(record)
 
 
-def run_summary(paths: RunPaths, record: dict[str, Any], with_checkpoints: bool = True) -> dict[str, Any]:
+def run_summary(paths: RunPaths, record: dict[str, Any], with_checkpoints: bool = True,
+                job_states: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """`job_states`: the Slurm job states already read for several runs (tuitrain.slurm.state.query); a Slurm run
+    not in it has its job asked about here."""
+    job = None
+    if record.get("slurm"):
+        from tuitrain.slurm import state as slurm_state
+
+        states = job_states if job_states is not None else slurm_state.query([record])
+        job = states.get(slurm_state.job_id(record) or "")
+        record = slurm_state.settle(paths, record, job)
     record = settle_lost(paths, record)
     summary = dict(record)
+    if record.get("slurm"):
+        summary["slurm_state"] = slurm_state.label(record, job)
     summary["run_dir"] = str(paths.root)
     summary["progress"] = progress(read_events(paths.events))
     if record.get("max_steps") and not summary["progress"].get("max_steps"):

@@ -15,6 +15,7 @@ from typing import Any, Mapping
 from tuitrain.runs.layout import CONTROL_STOP
 
 AGENT_MODULE = "tuitrain.slurm.agent"
+FIRST_NODE = "slurm-first-node"  # main_process_ip in a submitted profile: the agents put the job's first host there
 WARNED_FILE = "slurm-warned"  # made by the batch script when Slurm's time-limit warning arrives
 DEFAULT_WARNING_SECONDS = 300  # the time-limit warning: a checkpoint is saved this long before the end
 WARNING_SIGNAL = "USR1"

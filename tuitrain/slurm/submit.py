@@ -12,14 +12,15 @@ import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import tomli_w
 
 from tuitrain.atomic import write_text_atomic
 from tuitrain.profile import Profile, profile_with_defaults
+from tuitrain.runs.checkpoints import Checkpoint
 from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.record import new_record, read_record, update_record, write_record
+from tuitrain.runs.record import FINAL_STATUSES, new_record, read_record, update_record, write_record
 from tuitrain.runs.start import Lineage, freeze_paths, guard_output_dir, make_run_dir, resolve_output_dir
 from tuitrain.slurm import commands
 from tuitrain.slurm.script import JobOptions, Resources, batch_script, job_resources
@@ -90,7 +91,10 @@ def submit(profile: Profile, runs_root: Path, options: JobOptions, *, python: st
                    "gpus_per_node": resources.gpus_per_node},
         )
         write_record(paths, record)
-        job_id = commands.sbatch(script_path, cwd)
+        try:
+            job_id = commands.sbatch(script_path, cwd)
+        except commands.SlurmError as exc:
+            raise commands.SlurmError(f"{exc}{refusal_hint(str(exc), options, resources)}") from None
     except BaseException:
         shutil.rmtree(paths.root, ignore_errors=True)
         raise
@@ -100,6 +104,52 @@ def submit(profile: Profile, runs_root: Path, options: JobOptions, *, python: st
     return Submitted(paths, job_id, script)
 
 
+def refusal_hint(message: str, options: JobOptions, resources: Resources) -> str:
+    """What the job asked for that sbatch's refusal is about, so the one line names it."""
+    lower = message.lower()
+    if "partition" in lower:
+        return f" (--partition {options.partition or '(the default)'}; `sinfo -s` lists the partitions)"
+    if "account" in lower:
+        return f" (--account {options.account}; `sacctmgr show assoc user=$USER` lists yours)"
+    if "time limit" in lower:
+        return f" (--time {options.time})"
+    if "node configuration" in lower or "more processors" in lower or "gres" in lower:
+        each = (f"{resources.gpus_per_node} GPU(s)" if resources.gpus_per_node
+                else f"{resources.cpus_per_task or 1} CPU(s)")
+        return (f" (the job asks {resources.nodes} node(s) for {each} each, from distributed.num_processes = "
+                f"{resources.processes_per_node} and distributed.num_machines = {resources.nodes}; `sinfo -N -l` "
+                "shows the nodes)")
+    return ""
+
+
 def parent_options(record: dict[str, Any]) -> JobOptions:
     """The options a resumed run is submitted with: its parent's."""
     return JobOptions.from_dict(record.get("slurm") or {})
+
+
+def resume_job(parent: RunPaths, runs_root: Path, checkpoint: str = "latest", overrides: Sequence[str] = (),
+               python: str | None = None, cwd: Path | None = None) -> tuple[Submitted, Checkpoint, Profile]:
+    """`tuitrain resume` of a Slurm run: a new job, with its parent's options, continuing from a checkpoint."""
+    from tuitrain.profile import load_profile
+    from tuitrain.runs.relaunch import ResumeError, choose_checkpoint
+    from tuitrain.slurm.state import query, settle
+
+    record = read_record(parent)
+    record = settle(parent, record, query([record]).get(str((record.get("slurm") or {}).get("job_id"))))
+    if record["status"] not in FINAL_STATUSES:
+        raise ResumeError(f"run {parent.id} is still {record['status']} (Slurm job "
+                          f"{(record.get('slurm') or {}).get('job_id')}); stop it first (`tuitrain stop {parent.id}`)")
+    if not record.get("output_dir"):
+        raise ResumeError(f"run {parent.id} has no output folder; nothing to resume from")
+    chosen = choose_checkpoint(record, checkpoint)
+    loaded = load_profile(parent.profile, overrides)
+    profile = Profile(path=Path(record.get("profile_path") or parent.profile), data=loaded.data, notes=loaded.notes)
+    _settings, resources = job_settings(profile)
+    if chosen.world_size and chosen.world_size != resources.total_processes:
+        raise ResumeError(
+            f"{chosen.path.name} was written by {chosen.world_size} process(es) and this job would run "
+            f"{resources.total_processes}: the Trainer restores per-rank state for the world that saved it. Resume with "
+            f"--set distributed.num_processes={chosen.world_size // resources.nodes}")
+    done = submit(profile, runs_root, parent_options(record), python=python, cwd=cwd,
+                  lineage=Lineage(parent=parent.id, checkpoint=chosen.path))
+    return done, chosen, profile

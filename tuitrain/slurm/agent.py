@@ -1,0 +1,158 @@
+"""`python -m tuitrain.slurm.agent RUN_DIR`: one node's part of a Slurm job, started by the job's `srun`.
+
+It plans this node as `tuitrain run` plans a machine (tuitrain.launch.plan, with the node's own hardware probed
+here), with machine_rank = SLURM_NODEID, num_machines = the job's nodes and main_process_ip = the job's first host
+(`scontrol show hostnames $SLURM_JOB_NODELIST`), then supervises that `accelerate launch` with the ordinary
+supervisor. The run directory is on the cluster's shared filesystem, so nothing is mirrored: node 0 keeps the run
+directory itself (run.json, logs, events, control); node M > 0 keeps its record in nodes/machine-M/ and writes its
+ranks' logs into the run's logs/ (each rank's file is its own).
+
+Stop requests arrive as the run's control files, as locally (`tuitrain stop`, or the batch script's trap of Slurm's
+time-limit warning); rank 0 decides for every rank.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from tuitrain.atomic import write_text_atomic
+from tuitrain.runs.layout import RunPaths
+from tuitrain.runs.record import FINAL_STATUSES, new_record, read_record, record_end, reserve_space, update_record, write_record
+from tuitrain.runs.supervisor import Supervisor, log, run_supervisor
+from tuitrain.slurm.commands import SlurmError, hostnames
+from tuitrain.slurm.script import WARNED_FILE
+from tuitrain.yaml_text import dump as dump_yaml
+
+PORT_BASE = 20000  # with no main_process_port in the profile, every node derives the same one from the job id
+PORT_SPAN = 20000
+
+
+class AgentError(Exception):
+    """Why this node cannot take its part, in one line (recorded as the run's end)."""
+
+
+def job_port(job_id: str) -> int:
+    return PORT_BASE + int(job_id) % PORT_SPAN if job_id.isdigit() else PORT_BASE
+
+
+def node_paths(home: RunPaths, node: int) -> RunPaths:
+    return home if node == 0 else RunPaths(home.root / "nodes" / f"machine-{node}")
+
+
+def prepare_node(home: RunPaths, node: int, processes: int, record: dict[str, Any]) -> RunPaths:
+    """Node M > 0: its own record and control folder; its ranks' logs and the events go to the run's own files."""
+    paths = node_paths(home, node)
+    if node == 0:
+        return paths
+    paths.root.mkdir(parents=True, exist_ok=True)
+    paths.logs.mkdir(exist_ok=True)
+    paths.control.mkdir(exist_ok=True)
+    write_text_atomic(paths.profile, home.profile.read_text(encoding="utf-8"))
+    for rank in range(node * processes, (node + 1) * processes):
+        link = paths.rank_log(rank)
+        if not link.is_symlink():
+            link.symlink_to(home.rank_log(rank))
+    if not paths.events.is_symlink():
+        paths.events.symlink_to(home.events)
+    keys = ("num_processes", "num_machines", "output_dir", "parent", "resume_from", "max_steps", "cwd", "accelerator",
+            "profile_path")
+    write_record(paths, new_record(home.id, str(record.get("profile")), machine_rank=node, home=str(home.root),
+                                   **{k: record.get(k) for k in keys}))
+    return paths
+
+
+def plan_node(paths: RunPaths, node: int, nodes: int, main_host: str | None, job_id: str) -> tuple[Any, dict[str, str]]:
+    """This node's LaunchPlan and the environment its launcher gets, from the frozen profile and this machine's
+    hardware."""
+    from tuitrain.hardware import detect_hardware
+    from tuitrain.launch import plan_launch
+    from tuitrain.profile import Profile
+    from tuitrain.runs.relaunch import launch_settings
+
+    with open(paths.profile, "rb") as handle:
+        data = tomllib.load(handle)
+    hardware = detect_hardware()
+    settings, _notes = launch_settings(Profile(path=paths.profile, data=data, notes=[]), hardware)
+    dist = settings["distributed"]
+    dist.update(num_machines=nodes, machine_rank=node)
+    dist["main_process_ip"] = main_host  # the job's first host (None: one node, nobody to meet)
+    if nodes > 1 and dist.get("main_process_port") is None:
+        dist["main_process_port"] = job_port(job_id)
+    if os.environ.get("CUDA_VISIBLE_DEVICES") and settings["hardware"]["accelerator"] != "cpu":
+        settings["hardware"]["gpus"] = None  # Slurm gave this job its GPUs: every one it sees is the run's
+    plan = plan_launch(settings, hardware, paths.root, file=str(paths.profile))
+    if plan.errors:
+        raise AgentError("; ".join(str(p) for p in plan.errors))
+    env = dict(plan.env)
+    if os.environ.get("CUDA_VISIBLE_DEVICES") and plan.accelerator == "cuda":
+        env.pop("CUDA_VISIBLE_DEVICES", None)  # keep Slurm's own selection
+    return plan, env
+
+
+class SlurmSupervisor(Supervisor):
+    """The ordinary supervisor, saying so when the stop came from Slurm's time-limit warning."""
+
+    def __init__(self, paths: RunPaths, home: RunPaths) -> None:
+        super().__init__(paths)
+        self.home = home
+
+    def outcome(self, launcher_code: int, records: dict[int, dict[str, Any]], cause: Any) -> tuple[str, int | None, str | None]:
+        status, rank, error = super().outcome(launcher_code, records, cause)
+        if status == "stopped" and (self.home.root / WARNED_FILE).exists():
+            job = (self.record.get("slurm") or {}).get("job_id") or os.environ.get("SLURM_JOB_ID")
+            error = (f"stopped at Slurm's time-limit warning (job {job}) after saving a checkpoint; "
+                     f"`tuitrain resume {self.home.id}` submits a job that continues from it")
+        return status, rank, error
+
+
+def _redirect_output(path: Path) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+
+
+def main(run_dir: Path) -> int:
+    home = RunPaths(run_dir)
+    node = int(os.environ.get("SLURM_NODEID", "0"))
+    nodes = int(os.environ.get("SLURM_JOB_NUM_NODES") or os.environ.get("SLURM_NNODES") or "1")
+    job_id = os.environ.get("SLURM_JOB_ID", "")
+    record = read_record(home)
+    if record.get("status") in FINAL_STATUSES:
+        print(f"tuitrain: run {home.id} has already ended ({record['status']}); nothing to do", file=sys.stderr)
+        return 1
+    processes = int(record.get("num_processes") or 1) // max(nodes, 1)
+    paths = prepare_node(home, node, processes, record)
+    _redirect_output(paths.launcher_log if node == 0 else home.logs / f"machine-{node}.log")
+    log(f"Slurm job {job_id}: node {node} of {nodes} on {os.uname().nodename}")
+    try:
+        main_host = hostnames(os.environ["SLURM_JOB_NODELIST"])[0] if nodes > 1 else None
+        plan, env = plan_node(paths, node, nodes, main_host, job_id)
+    except (AgentError, SlurmError, OSError, KeyError, ValueError, IndexError) as exc:
+        why = str(exc) if isinstance(exc, (AgentError, SlurmError)) else f"{type(exc).__name__}: {exc}"
+        log(f"node {node} cannot start: {why}")
+        record_end(paths, status="failed", ended=time.time(), error=f"Slurm job {job_id}, node {node}: {why}")
+        return 1
+    write_text_atomic(paths.accelerate_config, dump_yaml(plan.accelerate_config))
+    slurm = dict(read_record(paths).get("slurm") or {})
+    slurm.update(job_id=job_id or slurm.get("job_id"), host=os.uname().nodename, nodes=nodes)
+    fields = {**plan.record_fields(), "env": env, "slurm": slurm}
+    if node == 0:
+        fields["status"] = "starting"
+    update_record(paths, **fields)
+    reserve_space(paths)
+    status = run_supervisor(SlurmSupervisor(paths, home))
+    return 0 if status in ("finished", "stopped") else 1
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: python -m tuitrain.slurm.agent RUN_DIR")
+    sys.exit(main(Path(sys.argv[1])))

@@ -1,0 +1,84 @@
+"""Stopping a Slurm run: the same graceful stop as locally, then scancel if the job does not end.
+
+The stop request is the run's control file, on the shared filesystem: the supervisor of node 0 sees it as a local
+one does and rank 0 has every rank save a checkpoint and stop. A job still pending has nothing to save: it is
+cancelled at once. tuitrain keeps no daemon, so `tuitrain stop` itself waits for the end and cancels the job when
+it has not come within the timeout.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from tuitrain.runs.control import ControlError
+from tuitrain.runs.layout import CONTROL_STOP, CONTROL_TERMINATE, RunPaths
+from tuitrain.runs.record import FINAL_STATUSES, read_record, record_end
+from tuitrain.slurm.commands import JobState, SlurmError, job_states, scancel
+from tuitrain.slurm.state import job_id, settle
+
+STOP_TIMEOUT = 120.0  # a graceful stop may take this long (the step ends, the checkpoint is written)
+NOW_TIMEOUT = 15.0  # `stop --now`: the supervisor ends every process; then Slurm is asked to
+POLL_SECONDS = 0.5
+
+
+def _state(job: str) -> JobState:
+    return job_states([job])[job]
+
+
+def stop_job(paths: RunPaths, now: bool, timeout: float | None, say: Callable[[str], None]) -> dict[str, Any]:
+    """Stop a Slurm run (graceful, or `now`); returns its record once it has ended."""
+    record = read_record(paths)
+    job = job_id(record)
+    if job is None:
+        raise ControlError(f"run {paths.id} has no Slurm job id (sbatch did not answer?); nothing to stop")
+    try:
+        state = _state(job)
+        record = settle(paths, record, state)
+        if record["status"] in FINAL_STATUSES:
+            raise ControlError(f"run {paths.id} has already ended ({record['status']}, Slurm job {job} "
+                               f"{state.label()}); nothing to stop")
+        if state.state == "PENDING":
+            scancel(job)
+            say(f"Slurm job {job} was still pending: cancelled (nothing had run)")
+            return record_end(paths, status="killed", ended=time.time(),
+                              error=f"cancelled while pending in Slurm (job {job}): nothing had run")
+        paths.control.mkdir(exist_ok=True)
+        paths.control_request(CONTROL_TERMINATE if now else CONTROL_STOP).touch()
+        wait = timeout if timeout is not None else (NOW_TIMEOUT if now else STOP_TIMEOUT)
+        if now:
+            say(f"ending every process of run {paths.id} (Slurm job {job}) now; scancel after {wait:.0f} s")
+        else:
+            say(f"asked run {paths.id} (Slurm job {job}) to save a checkpoint and stop; scancel if it has not "
+                f"ended within {wait:.0f} s")
+        ended = _wait_for_end(paths, job, wait)
+        if ended is not None:
+            return ended
+        say(f"run {paths.id} has not ended within {wait:.0f} s: ending its processes and cancelling Slurm job {job}")
+        paths.control_request(CONTROL_TERMINATE).touch()  # its supervisor ends every process and records it
+        _wait_for_end(paths, job, NOW_TIMEOUT)
+        if not _state(job).final:
+            scancel(job)
+        ended = _wait_for_end(paths, job, NOW_TIMEOUT) or read_record(paths)
+        if not now and ended["status"] in FINAL_STATUSES:
+            ended = record_end(paths, error=f"`tuitrain stop` did not end it within {wait:.0f} s: its processes were "
+                                            f"ended and Slurm job {job} cancelled (nothing more was saved)")
+        return ended
+    except SlurmError as exc:
+        raise ControlError(str(exc)) from None
+
+
+def _wait_for_end(paths: RunPaths, job: str, timeout: float) -> dict[str, Any] | None:
+    """The record once the run has ended (recorded by its supervisor, or from the job's final state)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        record = read_record(paths)
+        if record["status"] in FINAL_STATUSES:
+            return record
+        state = _state(job)
+        if state.final:
+            return settle(paths, record, state)
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(POLL_SECONDS)

@@ -1,0 +1,94 @@
+"""A Slurm run's job state beside tuitrain's own status, for every viewer.
+
+The job's state is read live (squeue, then sacct) while it can still change; once it is final it is kept in
+run.json (`slurm.state`), so an old run costs no query. A job that ended without its run recording an end (cancelled,
+killed at its time limit, its node lost) is recorded here, by the first viewer that sees it, as
+`settle_lost` does for a local run whose supervisor died.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Iterable, Mapping
+
+from tuitrain.runs.layout import RunPaths
+from tuitrain.runs.record import FINAL_STATUSES, RunRecordError, read_record, record_end, update_record
+from tuitrain.slurm.commands import JobState, job_states
+
+FORGET_AFTER = 600.0  # a run ended this long ago whose final job state was never seen is not asked about again
+
+_ENDS = {  # a job that ended without its run recording an end: (status, what happened)
+    "CANCELLED": ("killed", "was cancelled (scancel)"),
+    "TIMEOUT": ("failed", "reached its time limit before the run saved and stopped"),
+    "PREEMPTED": ("failed", "was preempted"),
+    "NODE_FAIL": ("failed", "lost a node"),
+    "OUT_OF_MEMORY": ("failed", "ran out of memory"),
+    "BOOT_FAIL": ("failed", "could not boot its nodes"),
+    "DEADLINE": ("failed", "passed its deadline"),
+}
+
+
+def job_id(record: Mapping[str, Any]) -> str | None:
+    slurm = record.get("slurm")
+    value = slurm.get("job_id") if isinstance(slurm, Mapping) else None
+    return str(value) if value else None
+
+
+def needs_query(record: Mapping[str, Any]) -> bool:
+    """Whether the job's state must be asked for: it may still change, or its final state is not kept yet."""
+    if job_id(record) is None:
+        return False
+    if record.get("status") not in FINAL_STATUSES:
+        return True
+    if (record.get("slurm") or {}).get("state"):
+        return False
+    return time.time() - float(record.get("ended") or 0) < FORGET_AFTER
+
+
+def query(records: Iterable[Mapping[str, Any]]) -> dict[str, JobState]:
+    """One squeue (and at most one sacct) for every run that needs it."""
+    return job_states(i for r in records if needs_query(r) and (i := job_id(r)))
+
+
+def _slurm_out(paths: RunPaths, job: str) -> str:
+    return f"logs/slurm-{job}.out"
+
+
+def settle(paths: RunPaths, record: dict[str, Any], state: JobState | None) -> dict[str, Any]:
+    """The record, with a final job state kept in it, and the run's end recorded when the job ended without one."""
+    job = job_id(record)
+    if job is None or state is None or not state.final:
+        return record
+    try:
+        record = read_record(paths)  # the job ends after its run records an end: look again before deciding
+    except (RunRecordError, OSError):
+        pass
+    slurm = {**(record.get("slurm") or {}), "state": state.state}
+    if record.get("status") in FINAL_STATUSES:
+        try:
+            return update_record(paths, slurm=slurm)
+        except OSError:
+            return {**record, "slurm": slurm}
+    status, what = _ENDS.get(str(state.state), ("failed", f"ended {state.state}"))
+    if record.get("status") == "planned":
+        what += " before tuitrain started on its nodes"
+    end = {"status": status, "ended": time.time(), "slurm": slurm,
+           "error": f"Slurm job {job} {what} (see {_slurm_out(paths, job)})"}
+    if state.state == "COMPLETED":
+        end["status"] = "lost"
+        end["error"] = f"Slurm job {job} completed but the run recorded no end (see {_slurm_out(paths, job)})"
+    try:
+        return record_end(paths, **end)
+    except OSError:  # another user's run, a read-only disk: show what would be recorded
+        return {**record, **end}
+
+
+def label(record: Mapping[str, Any], state: JobState | None) -> dict[str, Any] | None:
+    """What viewers show of the job: {"job_id", "state", "reason", "label", "problem"}; None for a local run."""
+    job = job_id(record)
+    if job is None:
+        return None
+    if state is not None and (state.state or state.problem):
+        return state.to_dict()
+    kept = (record.get("slurm") or {}).get("state")
+    return JobState(job, kept).to_dict() if kept else JobState(job).to_dict()
