@@ -48,3 +48,16 @@ def find_profiles(cwd: Path | None = None) -> list[ProfileEntry]:
             names.add(path.stem)
     order = {"./profiles": 0, "config": 1, "built-in": 2}
     return sorted(entries, key=lambda e: (order.get(e.where, 1), e.name))
+
+
+def profile_folders_stamp(cwd: Path | None = None) -> tuple[int | None, ...]:
+    """The modification times of the folders profiles are found in: a file added, removed or
+    renamed in one changes it (cheap enough to look at on every poll)."""
+    cwd = cwd or Path.cwd()
+    stamps: list[int | None] = []
+    for folder in (cwd / "profiles", user_profiles_dir()):
+        try:
+            stamps.append(os.stat(folder).st_mtime_ns)
+        except OSError:
+            stamps.append(None)
+    return tuple(stamps)

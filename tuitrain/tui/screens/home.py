@@ -33,6 +33,13 @@ WIDE_COLUMNS = ("RUN", "STATUS", "STEP", "LOSS", "BEST", "STARTED", "TIME")
 NARROW_COLUMNS = ("RUN", "STATUS", "STEP", "LOSS", "BEST", "TIME")
 
 
+def runs_title(count: int | None) -> str:
+    """The runs pane's title; `count` None while the runs root is not read yet (no "none yet" flash)."""
+    if count is None:
+        return "Runs — reading…"
+    return f"Runs ({count})" if count else "Runs — none yet: highlight a profile and press r"
+
+
 class HomeScreen(Screen):
     if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
         app = getters.app(TuitrainApp)
@@ -58,6 +65,7 @@ class HomeScreen(Screen):
         self._columns: tuple[str, ...] = ()
         self._rows: list[RunRow] = []
         self._ready = False
+        self._profiles_stamp: object = None
 
     def compose(self) -> ComposeResult:
         yield Static(f"tuitrain · runs in {self.app.show_path(self.app.runs_root)}", classes="title-bar", id="title")
@@ -82,10 +90,16 @@ class HomeScreen(Screen):
 
     # ------------------------------------------------------------------------------ profiles
     @work(thread=True, exclusive=True, group="profiles", exit_on_error=False)
-    def load_profiles(self) -> None:
-        from tuitrain.tui.profiles import find_profiles
+    def load_profiles(self, only_if_changed: bool = False) -> None:
+        """List the profiles; on each runs poll, only when a profile folder changed (a file added,
+        removed or renamed there, by the editor or by hand)."""
+        from tuitrain.tui.profiles import find_profiles, profile_folders_stamp
 
+        stamp = profile_folders_stamp(self.app.cwd)
+        if only_if_changed and stamp == self._profiles_stamp:
+            return
         entries = find_profiles(self.app.cwd)
+        self._profiles_stamp = stamp
         self.app.call_from_thread(self._show_profiles, entries)
 
     def _show_profiles(self, entries: list[ProfileEntry]) -> None:
@@ -154,7 +168,9 @@ class HomeScreen(Screen):
         self._ensure_columns()
         table = self.query_one("#runs", DataTable)
         ids = [r.id for r in rows]
-        self.query_one("#runs-title", TextLine).set(f"Runs ({len(rows)})" if rows else "Runs — none yet: highlight a profile and press r")
+        self.query_one("#runs-title", TextLine).set(runs_title(len(rows) if self.app.polls else None))
+        if self.app.polls:
+            self.load_profiles(only_if_changed=True)
         if ids != [r.id for r in self._rows]:
             selected = self.selected_run_id()
             table.clear()
@@ -200,7 +216,8 @@ class HomeScreen(Screen):
 
     @on(OptionList.OptionSelected, "#profiles")
     def _profile_selected(self, event: OptionList.OptionSelected) -> None:
-        self.action_run_profile()
+        # Enter opens the profile; a run starts only from r (then the launch dialog's Enter)
+        self.action_edit_profile()
 
     def action_open_run(self) -> None:
         run_dir = self.selected_run_dir()
