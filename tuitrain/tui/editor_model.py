@@ -399,6 +399,11 @@ class EditorModel:
         return plan_machines(profile_with_defaults(profile), run_dir, str(profile.path),
                              processes_set=processes_set, local_cwd=str(self.cwd))
 
+    @property
+    def checks_begun(self) -> int:
+        """How many checks were begun (the latest one's number)."""
+        return self._checks
+
     def take_check(self, check: Check) -> bool:
         """Keep a check's results, unless a later edit's check is on its way (then False)."""
         if check.number != self._checks:

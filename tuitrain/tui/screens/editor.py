@@ -30,6 +30,7 @@ from tuitrain.tui.widgets.machine_card import MachineCard
 
 if TYPE_CHECKING:
     from textual import getters
+    from textual.timer import Timer
 
     from tuitrain.tui.app import TuitrainApp
 
@@ -89,6 +90,7 @@ class EditorScreen(Screen):
         app = getters.app(TuitrainApp)
 
     CSS_PATH = "editor.tcss"
+    check_delay = 0.2  # seconds of quiet after a change before the profile is checked again
     HELP_TITLE = "Profile editor"
     BINDINGS = [
         Binding("ctrl+s", "save", "Save", tooltip="Save the profile (atomically; a backup keeps any comments)"),
@@ -106,6 +108,7 @@ class EditorScreen(Screen):
         super().__init__()
         self.model = EditorModel(path, self.app.cwd, accelerate_config)
         self.rows: dict[str, FieldRow] = {}  # the fields mounted so far, by dotted key
+        self._check_timer: Timer | None = None
         self.populated: set[str] = set()  # the sections whose forms are built
 
     # what the app (an unsaved editor holds the quit) and the tests read: the model's state
@@ -471,10 +474,17 @@ class EditorScreen(Screen):
                         else "it is already at that end", severity="warning", timeout=3)
 
     def _modified(self) -> None:
-        """The model has changed: the title says so and the profile is checked again."""
+        """The model has changed: the title says so and the profile is checked again once the
+        changes pause (`check_delay` after the last one)."""
         self.query_one("#title", Static).update(self._title())
         self._show_gpus()
-        self.revalidate()
+        self._recheck_soon()
+
+    def _recheck_soon(self) -> None:
+        """One check once typing pauses, not a check (a validation, a plan, a port probe) a key."""
+        if self._check_timer is not None:
+            self._check_timer.stop()
+        self._check_timer = self.set_timer(self.check_delay, self.revalidate)
 
     @on(Button.Pressed, "#add-key")
     @on(Input.Submitted, "#new-value")
@@ -495,14 +505,21 @@ class EditorScreen(Screen):
 
     # ------------------------------------------------------------------------------ checking
     def revalidate(self) -> None:
-        """Check the form and plan it again, in a worker, on a copy taken now. Thread workers are
-        not stopped by a newer one, so each check is numbered and only the latest one is shown."""
+        """Check the form and plan it again now, in a worker, on a copy taken now. The worker is
+        exclusive (a newer one cancels it) and each check is numbered, so a result that arrives
+        after a later edit is dropped: only the latest check is shown, and none writes to a field."""
+        if self._check_timer is not None:
+            self._check_timer.stop()
+            self._check_timer = None
         self._check(*self.model.begin_check())
 
-    @work(thread=True, group="editor-check", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="editor-check", exit_on_error=False)
     def _check(self, data: dict[str, Any], number: int) -> None:
+        from textual.worker import get_current_worker
+
         check = self.model.check(data, number, self.app.runs_root, self.app.hardware)
-        self.app.call_from_thread(self._checked, check, plan_text(check))
+        if not get_current_worker().is_cancelled:
+            self.app.call_from_thread(self._checked, check, plan_text(check))
 
     def _checked(self, check: Check, plan: Text) -> None:
         if not self.model.take_check(check):
