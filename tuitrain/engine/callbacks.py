@@ -95,7 +95,8 @@ class EventsCallback(TrainerCallback):
     def on_save(self, args, state, control, **kwargs):
         if not state.is_world_process_zero:
             return
-        checkpoint = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+        # absolute: a script's output_dir is often relative to the folder it runs in
+        checkpoint = Path(args.output_dir).absolute() / f"checkpoint-{state.global_step}"
         self.events.write("save", state.global_step, checkpoint=str(checkpoint))
 
     def on_train_end(self, args, state, control, **kwargs):
@@ -127,12 +128,9 @@ class ControlCallback(TrainerCallback):
     def _agreed(self, flags: tuple[bool, bool, bool], device: Any) -> tuple[bool, bool, bool]:
         if self.world_size == 1:
             return flags
-        import torch
-        import torch.distributed as dist
+        from tuitrain.engine.collective import broadcast_flags
 
-        tensor = torch.tensor([int(f) for f in flags], dtype=torch.int32, device=device)
-        dist.broadcast(tensor, src=0)
-        return tuple(bool(v) for v in tensor.tolist())  # type: ignore[return-value]
+        return broadcast_flags(flags, device)  # type: ignore[return-value]
 
     def on_step_end(self, args, state, control, **kwargs):
         flags = self._requests() if state.is_world_process_zero else (False, False, False)

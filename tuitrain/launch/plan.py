@@ -10,6 +10,7 @@ machine at all (a cluster's config written on a laptop).
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from tuitrain.hardware.preflight import check as hardware_preflight
 from tuitrain.launch.accelerate_default_config import default_config_path
 from tuitrain.launch.accelerate_export import deepspeed_section, fsdp_section
 from tuitrain.launch.preflight import MachineFacts, machine_problems, probe_machine
+from tuitrain.launch.script import is_script, resolved_script, script_env, script_note, script_program
 from tuitrain.launch.threads import cpu_threads
 from tuitrain.profile import Problem
 from tuitrain.profile.accelerate_names import CPU_RANKS_MARK
@@ -50,6 +52,7 @@ class LaunchPlan:
     notes: list[str] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     strategy: str = "single"
+    cwd: str | None = None  # where the ranks run (script mode: the script's workdir); None: where tuitrain runs
 
     @property
     def errors(self) -> list[Problem]:
@@ -63,7 +66,8 @@ class LaunchPlan:
 
     def command_line(self) -> str:
         """The command a user could paste to run this without tuitrain."""
-        return pasteable_command(self.env, self.argv)
+        command = pasteable_command(self.env, self.argv)
+        return f"cd {shlex.quote(self.cwd)} && {command}" if self.cwd else command
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -76,6 +80,7 @@ class LaunchPlan:
             "accelerator": self.accelerator,
             "strategy": self.strategy,
             "main_process_port": self.main_process_port,
+            "cwd": self.cwd,
             "notes": self.notes,
             "problems": [p.to_dict() for p in self.problems],
         }
@@ -239,9 +244,10 @@ def _strategy_note(profile: Mapping[str, Any], accelerator: str, total: int) -> 
 
 
 def plan_launch(profile: dict[str, Any], hardware: Hardware, run_dir: Path, file: str = "profile",
-                *, machine: MachineFacts | None = None) -> LaunchPlan:
+                *, machine: MachineFacts | None = None, resume_from: Path | None = None) -> LaunchPlan:
     """`profile` is a profile with defaults filled in (tuitrain.profile.profile_with_defaults).
-    `machine`: the facts of this machine the checks need (None: probed now)."""
+    `machine`: the facts of this machine the checks need (None: probed now). `resume_from`: the
+    checkpoint a [script] is told to resume from (the engine reads it from run.json)."""
     dist = profile["distributed"]
     accelerator, notes, problems = choose_accelerator(profile, hardware, file)
     if dist.get("machines"):
@@ -277,7 +283,16 @@ def plan_launch(profile: dict[str, Any], hardware: Hardware, run_dir: Path, file
         argv += ["--main_process_port", str(port)]
     elif total > 1:
         notes.append("main_process_port: a free port is picked at launch (none set in the profile)")
-    argv += ["-m", ENGINE_MODULE, str(run_dir)]
+    cwd = None
+    if is_script(profile):
+        script = resolved_script(profile["script"], base_dir or Path.cwd())
+        argv += script_program(script, resume_from)
+        # the PYTHONPATH tuitrain runs with is kept behind the hook's folder, as a plain launch would see it
+        env.update(script_env(script, os.environ.get("PYTHONPATH")))
+        cwd = script["workdir"]
+        notes.append(script_note(script))
+    else:
+        argv += ["-m", ENGINE_MODULE, str(run_dir)]
     notes.insert(0, _strategy_note(profile, accelerator, total))
     notes += implied_notes(profile)
     notes.append(thread_note)
@@ -296,4 +311,5 @@ def plan_launch(profile: dict[str, Any], hardware: Hardware, run_dir: Path, file
         notes=notes,
         problems=problems,
         strategy=dist["strategy"],
+        cwd=cwd,
     )

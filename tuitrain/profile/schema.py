@@ -19,6 +19,9 @@ DATA_FILE_FORMATS = {".csv": "csv", ".json": "json", ".jsonl": "json", ".parquet
 METRICS = ("accuracy", "f1", "precision", "recall", "matthews_correlation", "perplexity")
 DEFAULT_METRICS = {"sequence-classification": ["accuracy"], "causal-lm": ["perplexity"]}
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical", "passive")
+RESUME_ARG = "--resume_from_checkpoint"
+# The sections [script] replaces: the script builds its own model, data and TrainingArguments.
+ENGINE_SECTIONS = ("model", "data", "training", "metrics")
 
 
 @dataclass(frozen=True)
@@ -275,6 +278,18 @@ SCHEMA: dict[str, Section] = {
         "log_level_replica": KeySpec("str", "warning", choices=LOG_LEVELS),
         "log_on_each_node": KeySpec("bool", True),
     },
+    "script": {
+        "path": KeySpec("str", example='path = "train.py"',
+                        doc="your own training script (relative to the profile's folder), run on every rank instead "
+                            "of tuitrain's engine"),
+        "module": KeySpec("str", example='module = "pkg.train"', doc="or a module run as `python -m`"),
+        "args": KeySpec("list[str]", [], example='args = ["--epochs", "3"]', doc="the script's own arguments"),
+        "workdir": KeySpec("str", example='workdir = "."',
+                           doc="the folder the script runs in (absent: the profile's folder)"),
+        "resume_arg": KeySpec("str", RESUME_ARG, example=f'resume_arg = "{RESUME_ARG}"',
+                              doc="how `tuitrain resume` hands the checkpoint to the script: this option, then "
+                                  "the path (one argument when it ends with '=')"),
+    },
 }
 
 
@@ -317,7 +332,8 @@ def profile_with_defaults(profile: Profile) -> dict[str, Any]:
     [training] stays as written (TrainingArguments supplies its own defaults); sub-tables that
     are absent ([model.config], [model.train_tokenizer], [distributed.fsdp], ...) are None, and so
     is an empty or absent [[distributed.machines]] (listed machines also set num_machines when unset);
-    [model.train_tokenizer] gets its defaults when present. run.name is the profile's name.
+    [model.train_tokenizer] gets its defaults when present. [script] is None when absent (the engine
+    trains). run.name is the profile's name.
     """
     data = copy.deepcopy(profile.data)
     given_model = data.get("model")
@@ -329,6 +345,9 @@ def profile_with_defaults(profile: Profile) -> dict[str, Any]:
         given = given if isinstance(given, dict) else {}
         if section == "training":
             out[section] = given
+            continue
+        if section == "script" and not given:
+            out[section] = None  # no [script]: tuitrain's engine trains
             continue
         filled = section_defaults(section, task)
         filled.update(given)

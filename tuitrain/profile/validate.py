@@ -21,6 +21,7 @@ from .schema import (
     DATA_FILE_FORMATS,
     DEEPSPEED_KEYS,
     DEEPSPEED_PLUGIN_KEYS,
+    ENGINE_SECTIONS,
     FOREIGN_KEYS,
     FOREIGN_PREFIXES,
     FSDP_KEYS,
@@ -413,7 +414,10 @@ def _get(table: Mapping[str, Any], leaf: str, kind: str, default: Any = None) ->
 def _resolve(raw: str, base_dir: Path | None) -> Path:
     path = Path(raw).expanduser()
     if not path.is_absolute():
-        path = (base_dir or Path.cwd()) / path
+        base = base_dir or Path.cwd()
+        path = base / path
+        if not base.exists():  # a profile not saved yet into a folder to be made: "../data" means from there
+            path = Path(os.path.normpath(path))
     return path
 
 
@@ -1232,6 +1236,51 @@ def _rules_deepspeed(file: str, ds: Mapping[str, Any], training: Mapping[str, An
     return out
 
 
+_MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+def _rules_script(file: str, data: Mapping[str, Any], base_dir: Path | None) -> list[Problem]:
+    """[script]: one script (a file or a module) in place of [model], [data], [training] and [metrics]."""
+    out: list[Problem] = []
+    script = _table(data, "script")
+    for section in ENGINE_SECTIONS:
+        if section in data:
+            out.append(Problem(file, section, f"[{section}] is tuitrain's engine's, but [script] runs your own script "
+                               "(it builds its own model, data and TrainingArguments)",
+                               f"remove the [{section}] section, or remove [script] to train with tuitrain's engine"))
+    path = _get(script, "path", "str")
+    module = _get(script, "module", "str")
+    where = "relative paths start from the profile's folder" + (f" ({base_dir})" if base_dir else "")
+    if "path" in script and "module" in script:
+        out.append(Problem(file, "script", "both script.path and script.module are given",
+                           'keep one: path = "train.py" (a file) or module = "pkg.train" (run as python -m)'))
+    elif "path" not in script and "module" not in script:
+        out.append(Problem(file, "script", "no script: neither script.path nor script.module is given",
+                           'set script.path = "train.py", or script.module = "pkg.train"'))
+    if path is not None:
+        resolved = _resolve(path, base_dir)
+        if not path.strip():
+            out.append(Problem(file, "script.path", "is empty", 'e.g. path = "train.py"'))
+        elif not _is_file(resolved):
+            what = "is a folder, not a file" if _is_dir(resolved) else "no such file"
+            out.append(Problem(file, "script.path", f"{what}: {resolved}", where))
+    if module is not None and not _MODULE_NAME.match(module):
+        out.append(Problem(file, "script.module", f"{toml_literal(module)} is not a module name",
+                           'give a dotted name as python -m takes it, e.g. module = "pkg.train"'))
+    workdir = _get(script, "workdir", "str")
+    if workdir is not None and not _is_dir(_resolve(workdir, base_dir)):
+        out.append(Problem(file, "script.workdir", f"no such folder: {_resolve(workdir, base_dir)}", where))
+    resume_arg = _get(script, "resume_arg", "str")
+    if resume_arg is not None and (not resume_arg.startswith("-") or any(c.isspace() for c in resume_arg)):
+        out.append(Problem(file, "script.resume_arg", f"{toml_literal(resume_arg)} is not an option name",
+                           'e.g. resume_arg = "--resume_from_checkpoint" (or "--resume=" for one argument)'))
+    if _get(_table(data, "run"), "output_dir", "str"):
+        out.append(Problem(file, "run.output_dir", "has no effect with [script]: checkpoints go where the script's "
+                           "TrainingArguments(output_dir=...) says, and tuitrain reads it from the Trainer",
+                           "remove it (pass the folder to your script in script.args)", severity="warning"))
+    return out
+
+
 def _rules_run(file: str, data: Mapping[str, Any]) -> list[Problem]:
     out: list[Problem] = []
     name = _get(_table(data, "run"), "name", "str")
@@ -1321,12 +1370,15 @@ def validate_profile(data: dict[str, Any], file: str, base_dir: Path | None,
         else:
             out.extend(_check_table(file, section, section, value, SCHEMA[section], fields))
     out.extend(_rules_run(file, data))
-    known_types = (installed_model_types() if model_types is _AUTO else model_types) if fields is not None else None
-    out.extend(_rules_model(file, data, base_dir, known_types))
-    out.extend(_rules_data(file, data, base_dir))
-    out.extend(_rules_data_files(file, data, base_dir))
-    out.extend(_rules_training(file, data, fields))
-    out.extend(_rules_metrics(file, data))
+    if "script" in data:  # the script builds its own model, data and TrainingArguments
+        out.extend(_rules_script(file, data, base_dir))
+    else:
+        known_types = (installed_model_types() if model_types is _AUTO else model_types) if fields is not None else None
+        out.extend(_rules_model(file, data, base_dir, known_types))
+        out.extend(_rules_data(file, data, base_dir))
+        out.extend(_rules_data_files(file, data, base_dir))
+        out.extend(_rules_training(file, data, fields))
+        out.extend(_rules_metrics(file, data))
     out.extend(_rules_hardware(file, data))
     out.extend(_rules_distributed(file, data))
     out.extend(_rules_strategies(file, data, base_dir, fields))

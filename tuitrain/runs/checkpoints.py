@@ -182,7 +182,9 @@ def inspect_checkpoint(path: Path) -> Checkpoint:
     state = _state(path)
     marker = _marker(path)
     world_size = (marker or {}).get("world_size") or (len([n for n in names if n.startswith("rng_state")]) or None)
-    problems = _required_problems(names, state, world_size)
+    # a script's own checkpoint (tuitrain.saved) holds what that script resumes from, not the Trainer's files
+    own = (marker or {}).get("kind") == "saved"
+    problems = [] if own else _required_problems(names, state, world_size)
     verified = marker is not None and isinstance(marker.get("files"), dict)
     if verified:
         problems += _marker_problems(marker, sizes)  # type: ignore[arg-type]

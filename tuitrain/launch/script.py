@@ -1,0 +1,62 @@
+"""Script mode: a profile's [script] as the program every rank runs, in place of tuitrain's engine.
+
+Each rank finds tuitrain's hook through PYTHONPATH (a `sitecustomize` in tuitrain/script/site): it
+writes the rank's log and record, and adds tuitrain's callbacks to every Trainer the script makes.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+from tuitrain.script import SCRIPT_ENV
+
+SITE_DIR = Path(__file__).resolve().parent.parent / "script" / "site"
+
+
+def is_script(settings: Mapping[str, Any]) -> bool:
+    return bool(settings.get("script"))
+
+
+def _absolute(raw: str, base_dir: Path) -> str:
+    path = Path(raw).expanduser()
+    return str(path if path.is_absolute() else (base_dir / path).resolve())
+
+
+def resolved_script(script: Mapping[str, Any], base_dir: Path) -> dict[str, Any]:
+    """[script] with its path and workdir absolute: relative ones start from `base_dir` (the
+    profile's folder), and the workdir is that folder when the profile names none."""
+    out = dict(script)
+    if out.get("path"):
+        out["path"] = _absolute(out["path"], base_dir)
+    out["workdir"] = _absolute(out["workdir"], base_dir) if out.get("workdir") else str(base_dir)
+    return out
+
+
+def resume_args(script: Mapping[str, Any], checkpoint: Path | str) -> list[str]:
+    """How the script is told to resume: `--resume_from_checkpoint PATH`, or `--opt=PATH` for a
+    resume_arg ending in '='."""
+    option = script.get("resume_arg") or "--resume_from_checkpoint"
+    return [f"{option}{checkpoint}"] if option.endswith("=") else [option, str(checkpoint)]
+
+
+def script_program(script: Mapping[str, Any], resume_from: Path | str | None = None) -> list[str]:
+    """What accelerate launch runs on each rank: the script (or `-m module`) and its arguments."""
+    head = ["-m", script["module"]] if script.get("module") else [script["path"]]
+    tail = resume_args(script, resume_from) if resume_from is not None else []
+    return [*head, *[str(a) for a in script.get("args") or []], *tail]
+
+
+def script_env(script: Mapping[str, Any], inherited_pythonpath: str | None) -> dict[str, str]:
+    """The hook's folder first on PYTHONPATH (keeping the one tuitrain was started with), and the
+    variable that tells the hook what the ranks run."""
+    target = script.get("module") or script.get("path") or ""
+    parts = [str(SITE_DIR), *([inherited_pythonpath] if inherited_pythonpath else [])]
+    return {"PYTHONPATH": os.pathsep.join(parts), SCRIPT_ENV: str(target)}
+
+
+def script_note(script: Mapping[str, Any]) -> str:
+    what = f"module {script['module']}" if script.get("module") else script["path"]
+    return (f"script mode: each rank runs {what} in {script['workdir']}; tuitrain's hook (sitecustomize in "
+            f"{SITE_DIR}, on PYTHONPATH) writes its log and adds tuitrain's callbacks to every Trainer it makes")

@@ -1,0 +1,172 @@
+"""A script-mode rank at interpreter start (called by site/sitecustomize.py): the rank's log and
+record, the supervisor watch, how the script ended, a clean end on `tuitrain stop`, and the
+Trainer hook. Cheap: a few small modules of tuitrain, never torch or transformers."""
+
+from __future__ import annotations
+
+import atexit
+import os
+import signal
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Sequence
+
+from tuitrain.script import HOOKED_ENV, RUN_DIR_ENV, SCRIPT_ENV
+from tuitrain.script.rank import RankState, start
+
+# what `accelerate launch` and torchrun run as: these interpreters start the ranks, they are not ranks
+LAUNCHER_MODULES = ("accelerate.commands.launch", "accelerate.commands.accelerate_cli", "torch.distributed.run")
+LAUNCHER_PROGRAMS = ("accelerate", "torchrun")
+STOP_CHECK_SECONDS = 1.0
+
+
+def program(argv: Sequence[str]) -> str:
+    """What an interpreter's command line runs: "-m NAME", "-c", or the script path."""
+    args = list(argv[1:])
+    while args:
+        arg = args.pop(0)
+        if arg in ("-W", "-X"):
+            args = args[1:]
+        elif arg == "-m":
+            return f"-m {args[0]}" if args else "-m"
+        elif arg == "-c" or not arg.startswith("-"):
+            return arg
+    return ""
+
+
+def is_launcher(argv: Sequence[str]) -> bool:
+    run = program(argv)
+    if run.startswith("-m "):
+        return run[3:] in LAUNCHER_MODULES
+    return Path(run).name in LAUNCHER_PROGRAMS
+
+
+def is_rank(environ: dict[str, str] | os._Environ[str], argv: Sequence[str]) -> bool:
+    """A rank of a script-mode run: the run's variables are set, no hooked rank is this process's
+    ancestor (a DataLoader worker or a helper the script starts), and it is not the launcher."""
+    if not environ.get(SCRIPT_ENV) or not environ.get(RUN_DIR_ENV) or environ.get(HOOKED_ENV):
+        return False
+    return not is_launcher(argv)
+
+
+def one_line(exc: BaseException, tb: TracebackType | None, workdir: str) -> str:
+    """`train.py line 3: ValueError: boom`: the error, and where in the user's own code it was raised."""
+    text = str(exc).strip()
+    said = f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
+    frames = [f for f in traceback.extract_tb(tb) if f.filename.startswith(workdir) and "site-packages" not in f.filename]
+    if not frames:
+        return said[:300]
+    where = frames[-1]
+    name = os.path.relpath(where.filename, workdir)
+    return f"{name} line {where.lineno}: {said}"[:300]
+
+
+def exit_status(code: Any) -> int:
+    """The process exit status of sys.exit(code)."""
+    if code is None:
+        return 0
+    if isinstance(code, bool) or not isinstance(code, int):
+        return 1
+    return code & 0xFF
+
+
+def _report_error(state: RankState, message: str) -> None:
+    from tuitrain.engine.events import EventLog
+
+    events = EventLog(state.paths.events)
+    events.write("error", None, rank=state.rank, message=message)
+    events.close()
+
+
+def record_exit(state: RankState) -> None:
+    """The rank record gets the script's exit status (the supervisor tells a clean end from a death
+    by it), and an uncaught exception becomes the run's one-line error."""
+    from tuitrain.engine.rank_io import write_rank_record
+
+    workdir = os.getcwd() + os.sep
+    previous = sys.excepthook
+
+    def excepthook(kind: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
+        previous(kind, exc, tb)  # the traceback, into the rank log
+        sys.stderr.flush()
+        state.exit_code = 130 if issubclass(kind, KeyboardInterrupt) else 1
+        try:
+            _report_error(state, one_line(exc, tb, workdir))
+        except OSError:
+            pass
+
+    real_exit = sys.exit
+
+    def exit(code: Any = None) -> None:
+        state.exit_code = exit_status(code)
+        real_exit(code)
+
+    def at_exit() -> None:
+        try:
+            write_rank_record(state.paths, state.rank, state.exit_code)
+        except OSError:
+            pass
+
+    sys.excepthook = excepthook
+    sys.exit = exit  # type: ignore[assignment]
+    atexit.register(at_exit)
+
+
+def stop_by_sigterm(state: RankState) -> None:
+    """A script with neither a Trainer nor tuitrain.report learns of `tuitrain stop` by SIGTERM.
+    Left to the default, SIGTERM would kill it mid-step and the run would read as failed; so a
+    SIGTERM that follows a stop request ends it as sys.exit(0) would (finally blocks, atexit),
+    and any other SIGTERM still kills it at once. A handler of the script's own replaces this one."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return
+
+    def on_sigterm(signum: int, frame: Any) -> None:
+        if state.stop_requested:
+            state.exit_code = 0
+            raise SystemExit(0)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+
+    def watch() -> None:
+        from tuitrain.runs.layout import CONTROL_STOP
+
+        request = state.paths.control_request(CONTROL_STOP)
+        while not (state.trainer_seen or state.reported):  # a Trainer's callbacks or the API hear it then
+            time.sleep(STOP_CHECK_SECONDS)
+            if request.exists() and not (state.trainer_seen or state.reported):
+                state.stop_requested = True
+                print(f"[tuitrain] rank {state.rank}: stop requested; the script uses neither a Trainer nor "
+                      "tuitrain.report, so it gets SIGTERM", file=sys.stderr, flush=True)
+                os.kill(os.getpid(), signal.SIGTERM)
+                return
+
+    threading.Thread(target=watch, name="tuitrain-stop-watch", daemon=True).start()
+
+
+def boot() -> RankState | None:
+    """Make this interpreter a rank of the run named in its environment (no-op elsewhere)."""
+    if not is_rank(os.environ, getattr(sys, "orig_argv", sys.argv)):
+        return None
+    os.environ[HOOKED_ENV] = str(os.getpid())
+    from tuitrain.engine.rank_io import redirect_output_to_rank_log
+    from tuitrain.engine.watchdog import watch_supervisor
+    from tuitrain.script.trainer_hook import install
+
+    run_dir = Path(os.environ[RUN_DIR_ENV])
+    rank = redirect_output_to_rank_log(run_dir)
+    watch_supervisor(run_dir, rank)
+    state = start(run_dir, rank)
+    record_exit(state)
+    stop_by_sigterm(state)
+    install()
+    print(f"[tuitrain] rank {rank}/{state.world_size} pid {os.getpid()} run {state.run_id} "
+          f"script {os.environ[SCRIPT_ENV]}", flush=True)
+    return state

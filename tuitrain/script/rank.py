@@ -1,0 +1,66 @@
+"""This rank's part in a script-mode run: which run, which rank, and what the script has used of
+tuitrain so far (a Trainer, the report API). Set by `boot`; None outside a run."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tuitrain.runs.layout import RunPaths
+
+
+@dataclass
+class RankState:
+    paths: RunPaths
+    rank: int
+    world_size: int
+    trainer_seen: bool = False  # tuitrain's callbacks were added to a Trainer
+    reported: bool = False  # the script called tuitrain.report or tuitrain.saved
+    began: bool = False  # train_begin written (report API)
+    stop_requested: bool = False  # tuitrain stop reached this rank: a SIGTERM then ends the script cleanly
+    stop_seen: bool = False  # the stop request's control event is written
+    exit_code: int = 0
+    output_dir: str | None = None
+    _events: Any = field(default=None, repr=False)
+
+    @property
+    def run_id(self) -> str:
+        return self.paths.id
+
+    def event_log(self) -> Any:
+        """events.jsonl, written by rank 0 only (None elsewhere)."""
+        if self.rank != 0:
+            return None
+        if self._events is None:
+            from tuitrain.engine.events import EventLog
+
+            self._events = EventLog(self.paths.events)
+        return self._events
+
+    def note_output_dir(self, folder: Path) -> None:
+        """Rank 0 records where the script's checkpoints go, as its Trainer (or tuitrain.saved) says."""
+        text = str(folder)
+        if self.rank != 0 or text == self.output_dir:
+            return
+        from tuitrain.runs.record import update_record
+
+        try:
+            update_record(self.paths, output_dir=text)
+            self.output_dir = text
+        except (OSError, ValueError) as exc:
+            print(f"[tuitrain] could not record the output folder {text} in run.json: {exc}", flush=True)
+
+
+_current: RankState | None = None
+
+
+def current() -> RankState | None:
+    return _current
+
+
+def start(run_dir: Path, rank: int) -> RankState:
+    global _current
+    _current = RankState(RunPaths(run_dir), rank, int(os.environ.get("WORLD_SIZE", "1")))
+    return _current
