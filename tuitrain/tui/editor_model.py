@@ -372,12 +372,14 @@ class EditorModel:
         self._checks += 1
         return copy.deepcopy(self.data), self._checks
 
-    def check(self, data: dict[str, Any], number: int, runs_root: Path, hardware: Any = None) -> Check:
-        """Validate and plan a copy of the profile (blocking: run it in a worker)."""
+    def check(self, data: dict[str, Any], number: int, runs_root: Path, hardware: Any = None,
+              path: Path | None = None) -> Check:
+        """Validate and plan a copy of the profile (blocking: run it in a worker), as the file `path`
+        (default: where it is, or will be, saved)."""
         from tuitrain.profile import Profile, validate_profile
 
-        label = str(self.path) if self.path else "<new profile>"
-        planned = self.planned_path
+        label = str(path or self.path or "<new profile>")
+        planned = path or self.planned_path
         problems = validate_profile(data, label, planned.resolve().parent)
         if any(p.is_error for p in problems):
             return Check(number, problems)
@@ -450,36 +452,71 @@ class EditorModel:
             target = target.with_suffix(".toml")
         return target
 
-    def save(self, target: Path, new_path: bool = False) -> list[str]:
-        """Write the profile to `target` (blocking; atomic, a commented file backed up first).
-        Returns the writer's warnings; raises ProfileError or OSError. Call `saved` once it returns."""
+    @property
+    def own_name(self) -> str:
+        """The name the profile has from where it comes from: its file's stem, the template's, or
+        the name a new profile starts with."""
+        source = self.path or self.template
+        if source is not None:
+            return source.stem
+        return "from-accelerate" if self.accelerate_config is not None else "my-profile"
+
+    def rename_for(self, target: Path) -> str | None:
+        """Save As to another file: a [run] name that was the profile's own name (its file's stem, or
+        a new profile's starting name) becomes the new file's stem, so the new file's runs are listed
+        under its own name; a name the user chose is kept, and an unset one already follows the file.
+        Returns what to tell the user, or None when nothing changed."""
+        if self.path is not None and target.resolve() == self.path.resolve():
+            return None
+        run = self.data.get("run")
+        name = run.get("name") if isinstance(run, dict) else None
+        if name != self.own_name or name == target.stem:
+            return None
+        self.set(("run", "name"), target.stem)
+        return f"run.name set to {target.stem!r} (it was {name!r}, the old file's own name)"
+
+    def save(self, target: Path, new_path: bool = False, data: dict[str, Any] | None = None) -> list[str]:
+        """Write the profile (or `data`, a copy taken from it) to `target` (blocking; atomic, a commented
+        file backed up first). Returns the writer's warnings; raises ProfileError or OSError. Call
+        `saved` once it returns."""
         from tuitrain.profile import save_profile
 
         if new_path:
             target.parent.mkdir(parents=True, exist_ok=True)
-        return [str(w) for w in save_profile(copy.deepcopy(self.data), target)]
+        return [str(w) for w in save_profile(copy.deepcopy(self.data if data is None else data), target)]
 
-    def saved(self, target: Path) -> str:
-        """The profile is now `target`'s and unmodified; returns what to tell the user."""
+    def saved(self, target: Path, data: dict[str, Any] | None = None, check: Check | None = None) -> str:
+        """The profile is now `target`'s (no longer new, a template's copy or an import, and without
+        the comments the writer dropped); unmodified unless it changed since `data` was copied for
+        saving. `check`: the check of what was saved (the one the error pane shows), whose errors the
+        returned note counts. Returns what to tell the user."""
         self.path = target
-        self.dirty = False
-        errors = len(self.errors)
+        self.template = None
+        self.accelerate_config = None
+        self.imported_notes = []
+        self.has_comments = False
+        self.dirty = data is not None and data != self.data
+        errors = len([p for p in check.problems if p.is_error]) if check is not None else len(self.errors)
         return f"saved {target}" + (f" ({errors} error(s) left: it will not launch until fixed)" if errors else "")
 
     # ------------------------------------------------------------------------------ launching
-    def launch_refusal(self) -> str | None:
-        """Why the form cannot be launched as it is, or None."""
-        if self.errors:
-            return f"{len(self.errors)} error(s) to fix first: {self.errors[0]}"
+    def launch_refusal(self, check: Check | None = None) -> str | None:
+        """Why the form cannot be launched as it is (as `check` found it, default the latest check
+        taken), or None."""
+        errors = [p for p in check.problems if p.is_error] if check is not None else self.errors
+        if errors:
+            return f"{len(errors)} error(s) to fix first: {errors[0]}"
         return None
 
-    def launch(self, runs_root: Path, overrides: Collection[str] = (), hardware: Any = None) -> Path:
-        """Start a run of the profile as it is in the form, with the app's --set overrides (blocking).
-        Returns the run directory; raises ProfileError, StartError or OSError."""
+    def launch(self, runs_root: Path, overrides: Collection[str] = (), hardware: Any = None,
+               data: dict[str, Any] | None = None) -> Path:
+        """Start a run of the profile as it is in the form (or of `data`, a copy taken from it), with
+        the app's --set overrides (blocking). Returns the run directory; raises ProfileError,
+        StartError or OSError."""
         from tuitrain.profile import Profile, apply_overrides
         from tuitrain.runs.relaunch import launch
 
-        data = apply_overrides(copy.deepcopy(self.data), list(overrides))
+        data = apply_overrides(copy.deepcopy(self.data if data is None else data), list(overrides))
         paths = launch(Profile(path=self.planned_path, data=data), runs_root, cwd=self.cwd, hardware=hardware)
         return paths.root
 

@@ -569,7 +569,7 @@ class EditorScreen(Screen):
         if self.path is None:
             self.action_save_as()
             return
-        self.save_to(self.path)
+        self._save(self.path)
 
     def action_save_as(self) -> None:
         from tuitrain.tui.screens.prompt import PromptScreen
@@ -580,49 +580,73 @@ class EditorScreen(Screen):
 
         def chosen(answer: str | None) -> None:
             target = model.save_as_target(answer)
-            if target is not None:
-                self.save_to(target, new_path=True)
+            if target is None:
+                return
+            renamed = model.rename_for(target)
+            if renamed:
+                self.notify(renamed, title="Run name")
+            self._save(target, new_path=True)
 
         self.app.push_screen(PromptScreen("Save the profile as (a .toml path; relative to the working folder):",
                                           model.save_as_default()), chosen)
 
+    def _save(self, target: Path, new_path: bool = False) -> None:
+        """Save a copy taken now, and check that same copy as the saved file: the toast and the
+        error pane then say the same thing (one check, not a stale one beside a newer one)."""
+        if self._check_timer is not None:
+            self._check_timer.stop()
+            self._check_timer = None
+        self.save_to(target, new_path, *self.model.begin_check())
+
     @work(thread=True, exclusive=True, group="editor-save", exit_on_error=False)
-    def save_to(self, target: Path, new_path: bool = False) -> None:
+    def save_to(self, target: Path, new_path: bool, data: dict[str, Any], number: int) -> None:
         from tuitrain.profile import ProfileError
 
         try:
-            warnings = self.model.save(target, new_path)
+            warnings = self.model.save(target, new_path, data)
         except (ProfileError, OSError) as exc:
             self.app.call_from_thread(self.notify, str(exc), title="Not saved", severity="error", timeout=10)
+            self.app.call_from_thread(self.revalidate)
             return
-        self.app.call_from_thread(self._saved, target, warnings)
+        check = self.model.check(data, number, self.app.runs_root, self.app.hardware, path=target)
+        self.app.call_from_thread(self._saved, target, warnings, data, check, plan_text(check))
 
-    def _saved(self, target: Path, warnings: list[str]) -> None:
-        note = self.model.saved(target)
+    def _saved(self, target: Path, warnings: list[str], data: dict[str, Any], check: Check, plan: Text) -> None:
+        note = self.model.saved(target, data, check)
         self.query_one("#title", Static).update(self._title())
-        self.notify(note, title="Saved", severity="warning" if self.errors else "information")
+        notice = self.model.notice  # "new profile …" and the like are true no longer
+        self.query_one("#notice", Static).update(Text(notice))
+        self.query_one("#notice", Static).display = bool(notice)
+        self._checked(check, plan)
+        errors = any(p.is_error for p in check.problems)
+        self.notify(note, title="Saved", severity="warning" if errors else "information")
         for warning in warnings:
             self.notify(warning, title="Comments", severity="warning", timeout=12)
-        self.revalidate()
 
     # ------------------------------------------------------------------------------ launching
     def action_launch(self) -> None:
+        """Launch the form as it is now: checked again first (a check may be pending), then started."""
         if not self.loaded:
             return
-        refusal = self.model.launch_refusal()
-        if refusal:
-            self.notify(refusal, title="Not launched", severity="error", timeout=10)
-            return
-        self.launch()
+        if self._check_timer is not None:
+            self._check_timer.stop()
+            self._check_timer = None
+        self.launch(*self.model.begin_check())
 
     @work(thread=True, exclusive=True, group="editor-launch", exit_on_error=False)
-    def launch(self) -> None:
+    def launch(self, data: dict[str, Any], number: int) -> None:
         from tuitrain.profile import ProfileError
         from tuitrain.runs.start import StartError
         from tuitrain.tui.messages import RunStarted
 
+        check = self.model.check(data, number, self.app.runs_root, self.app.hardware)
+        self.app.call_from_thread(self._checked, check, plan_text(check))
+        refusal = self.model.launch_refusal(check)
+        if refusal:
+            self.app.call_from_thread(self.notify, refusal, title="Not launched", severity="error", timeout=10)
+            return
         try:
-            run_dir = self.model.launch(self.app.runs_root, self.app.launch_overrides, self.app.hardware)
+            run_dir = self.model.launch(self.app.runs_root, self.app.launch_overrides, self.app.hardware, data)
         except (ProfileError, StartError, OSError) as exc:
             self.app.call_from_thread(self.notify, str(exc), title="Not launched", severity="error", timeout=10)
             return
