@@ -150,3 +150,10 @@ def test_the_report_api_needs_no_ml_stack_and_does_nothing_outside_a_run(tmp_pat
     result = _python(code, env, tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "(False, False, False) []"
+
+
+def test_a_frozen_profile_keeps_the_scripts_folder(tmp_path):
+    from tuitrain.runs.start import freeze_paths
+
+    frozen = freeze_paths({"script": {"path": "train.py", "args": ["--x"]}}, tmp_path)
+    assert frozen["script"] == {"path": str(tmp_path / "train.py"), "args": ["--x"], "workdir": str(tmp_path)}

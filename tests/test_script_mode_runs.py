@@ -127,3 +127,34 @@ def test_a_script_that_raises_at_import_fails_in_one_line(tmp_path, runs_dir):
     log = (run_dir / "logs" / "rank-0.log").read_text()
     assert "Traceback (most recent call last)" in log and 'raises_at_import.py", line 7' in log  # a key away
     assert log.startswith("[tuitrain] rank 0/1 pid ")
+
+
+def log_of(run_dir: Path, rank: int) -> str:
+    path = run_dir / "logs" / f"rank-{rank}.log"
+    return path.read_text() if path.exists() else ""
+
+
+def test_a_plain_script_is_stopped_by_sigterm_and_ends_cleanly(tmp_path, runs_dir):
+    profile = script_profile(tmp_path / "proj", "plain_loop.py", [], 2)
+    run_dir = run_detached(profile, runs_dir)
+    for rank in (0, 1):
+        wait_for(lambda r=rank: "step 3" in log_of(run_dir, r), 60, f"rank {rank} at step 3")
+    assert cli("stop", run_dir.name, runs_dir=runs_dir).returncode == 0
+    rec = wait_until_ended(run_dir, 60)
+    assert rec["status"] == "stopped" and rec["exit_codes"] == {"launcher": 0, "0": 0, "1": 0}, rec
+    for rank in (0, 1):
+        assert f"rank {rank} finally: ended at step" in log_of(run_dir, rank)  # its own cleanup ran
+        assert "gets SIGTERM" in log_of(run_dir, rank)
+    assert rec["output_dir"] is None  # it never said where it saves: nothing is guessed
+
+
+def test_a_plain_scripts_dying_rank_tears_the_run_down_and_is_named(tmp_path, runs_dir):
+    profile = script_profile(tmp_path / "proj", "plain_loop.py", ["--fail_rank", "1", "--fail_at", "5"], 2)
+    result = cli("run", str(profile), runs_dir=runs_dir, timeout=90)
+    assert result.returncode == 1, result.stdout + result.stderr
+    run_dir = next(runs_dir.iterdir())
+    rec = record(run_dir)
+    assert rec["status"] == "failed" and rec["failed_rank"] == 1
+    assert rec["error"] == "plain_loop.py line 22: RuntimeError: rank 1 lost its data shard at step 5"
+    assert "Traceback" in log_of(run_dir, 1)
+    assert rec["exit_codes"]["0"] == "killed"  # the healthy rank was ended, by SIGTERM as before the hook

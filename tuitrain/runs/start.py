@@ -68,6 +68,9 @@ def freeze_paths(data: dict[str, Any], base_dir: Path) -> dict[str, Any]:
             candidate = base_dir / Path(value).expanduser()
             if rule == "always" or candidate.exists():
                 table[keys[-1]] = str(candidate.resolve())
+    script = frozen.get("script")
+    if isinstance(script, dict) and "workdir" not in script:
+        script["workdir"] = str(base_dir.resolve())  # a script runs in its profile's folder, not the frozen copy's
     return frozen
 
 
