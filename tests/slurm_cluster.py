@@ -20,6 +20,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 LOCK_DIR = Path("/run/lock") if Path("/run/lock").is_dir() else Path("/tmp")
 SLOTS = range(1, 100)
@@ -28,6 +29,7 @@ PACKAGES = {"/usr/sbin/munged": "munge", "/usr/sbin/slurmctld": "slurmctld", "/u
             "sbatch": "slurm-client", "squeue": "slurm-client"}
 NODE = "ttnode"
 PARTITION = "debug"
+TWO_NODES = "two"  # the partition of the namespace hosts' nodes (add_hosts)
 START_TIMEOUT = 60.0
 
 
@@ -63,6 +65,8 @@ class Cluster:
     slot: int
     lock_fd: int
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    namespace_nodes: dict[str, str] = field(default_factory=dict)  # name -> address: slurmds in network namespaces
+    ctld_address: str = "127.0.0.1"
 
     @property
     def conf(self) -> Path:
@@ -84,7 +88,7 @@ class Cluster:
                               env={**os.environ, **self.env()})
 
     def log(self, name: str) -> str:
-        path = self.folder / f"{name}.log"
+        path = self.folder / (f"slurmd-{NODE}.log" if name == "slurmd" else f"{name}.log")  # slurmd-node1.log
         return path.read_text(errors="replace")[-2000:] if path.exists() else ""
 
     # -- building ---------------------------------------------------------------------------------------------
@@ -96,11 +100,18 @@ class Cluster:
         key.chmod(0o600)
         for name in ("state", "spool"):
             (self.folder / name).mkdir(mode=0o755)
+        self.conf.write_text(self.config_text())
+
+    def config_text(self) -> str:
         host = socket.gethostname()
         cpus = 2
-        self.conf.write_text("\n".join([
+        nodes = [f"NodeName={name} NodeAddr={address} NodeHostname={name} CPUs={cpus} State=UNKNOWN"
+                 for name, address in self.namespace_nodes.items()]
+        if self.namespace_nodes:
+            nodes.append(f"PartitionName={TWO_NODES} Nodes={','.join(self.namespace_nodes)} MaxTime=INFINITE State=UP")
+        return "\n".join([
             "ClusterName=tuitraintest",
-            f"SlurmctldHost={host}(127.0.0.1)",
+            f"SlurmctldHost={host}({self.ctld_address})",
             f"SlurmctldPort={self.ctld_port}",
             f"SlurmdPort={self.ctld_port + 1}",
             "AuthType=auth/munge",
@@ -109,11 +120,11 @@ class Cluster:
             "SlurmUser=root",
             "SlurmdUser=root",
             f"StateSaveLocation={self.folder / 'state'}",
-            f"SlurmdSpoolDir={self.folder / 'spool'}",
+            f"SlurmdSpoolDir={self.folder / 'spool' / '%n'}",  # %n: the node's name (several slurmds here)
             f"SlurmctldPidFile={self.folder / 'slurmctld.pid'}",
-            f"SlurmdPidFile={self.folder / 'slurmd.pid'}",
+            f"SlurmdPidFile={self.folder / 'slurmd-%n.pid'}",
             f"SlurmctldLogFile={self.folder / 'slurmctld.log'}",
-            f"SlurmdLogFile={self.folder / 'slurmd.log'}",
+            f"SlurmdLogFile={self.folder / 'slurmd-%n.log'}",
             "SlurmctldDebug=info",
             "SlurmdDebug=info",
             "ProctrackType=proctrack/linuxproc",
@@ -134,8 +145,9 @@ class Cluster:
             "MessageTimeout=10",
             f"NodeName={NODE} NodeAddr=127.0.0.1 NodeHostname={host} CPUs={cpus} State=UNKNOWN",
             f"PartitionName={PARTITION} Nodes={NODE} Default=YES MaxTime=INFINITE State=UP",
+            *nodes,
             "",
-        ]))
+        ])
 
     def _spawn(self, name: str, argv: list[str]) -> None:
         with open(self.folder / f"{name}.out", "ab") as out:
@@ -155,9 +167,10 @@ class Cluster:
         self._spawn("slurmd", ["/usr/sbin/slurmd", "-D", "-N", NODE, "-f", str(self.conf)])
         self._wait(self._node_idle, "slurmd", f"node {NODE} idle")
 
-    def _node_idle(self) -> bool:
-        out = self.client("sinfo", "-h", "-N", "-n", NODE, "-o", "%T", timeout=5).stdout.strip()
-        return out.startswith("idle")
+    def _node_idle(self, node: str = NODE) -> bool:
+        # scontrol's State, not sinfo's (which says `mixed` of the namespace nodes after their first job)
+        out = self.client("scontrol", "--oneliner", "show", "node", node, timeout=5).stdout.split()
+        return "State=IDLE" in out
 
     def _wait(self, ready: object, name: str, what: str) -> None:
         deadline = time.monotonic() + START_TIMEOUT
@@ -174,6 +187,54 @@ class Cluster:
             time.sleep(0.2)
         raise RuntimeError(f"{name} not {what} within {START_TIMEOUT:.0f} s: {self.log(name)[-800:]}")
 
+    def add_hosts(self, hosts: Any) -> None:
+        """Nodes node1 and node2 on the namespace hosts of tests/hosts.py (their own address and hostname, this
+        machine's file system: a shared one), in partition TWO_NODES. The controller then listens where they reach
+        it (the bridge's address), so it and this machine's slurmd restart with the new configuration."""
+        self.namespace_nodes = {name: hosts[name].address for name in ("node1", "node2")}
+        self.ctld_address = hosts.main_address
+        self._restart()
+        for name in self.namespace_nodes:
+            # nsenter, not `ip netns exec`: that mounts a sysfs of its own, without the cgroup tree slurmd needs
+            self._spawn(f"slurmd-{name}", ["nsenter", f"--net=/run/netns/{hosts[name].netns}", "unshare", "--uts",
+                                           "sh", "-c",
+                                           'hostname "$0" && exec /usr/sbin/slurmd -D -N "$0" -f "$1"', name,
+                                           str(self.conf)])
+        for name in (NODE, *self.namespace_nodes):
+            self._wait(lambda n=name: self._node_idle(n), "slurmd" if name == NODE else f"slurmd-{name}",
+                       f"node {name} idle")
+
+    def remove_hosts(self) -> None:
+        """Back to the one node here (before the namespace hosts go, taking the controller's address with them)."""
+        self.cancel_all()
+        for name in self.namespace_nodes:
+            self._stop(f"slurmd-{name}")
+        self.namespace_nodes = {}
+        self.ctld_address = "127.0.0.1"
+        self._restart()
+        self._wait(self._node_idle, "slurmd", f"node {NODE} idle")
+
+    def _restart(self) -> None:
+        """slurmctld and this machine's slurmd again, with the configuration as it now is."""
+        self.conf.write_text(self.config_text())
+        for name in ("slurmd", "slurmctld"):
+            self._stop(name)
+        self._spawn("slurmctld", ["/usr/sbin/slurmctld", "-D", "-i", "-f", str(self.conf)])
+        self._wait(lambda: self.client("scontrol", "ping", timeout=5).stdout.count("UP") > 0, "slurmctld",
+                   "answering scontrol ping")
+        self._spawn("slurmd", ["/usr/sbin/slurmd", "-D", "-N", NODE, "-f", str(self.conf)])
+
+    def _stop(self, name: str) -> None:
+        proc = self.processes.pop(name, None)
+        if proc is None or proc.poll() is not None:
+            return
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+
     # -- helpers for tests ------------------------------------------------------------------------------------
 
     def cancel_all(self) -> None:
@@ -183,7 +244,8 @@ class Cluster:
         """Until no job of this cluster is left running (the next test gets the whole node)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if not self.client("squeue", "-h", "-o", "%i", timeout=5).stdout.strip() and self._node_idle():
+            if not self.client("squeue", "-h", "-o", "%i", timeout=5).stdout.strip() and all(
+                    self._node_idle(n) for n in (NODE, *self.namespace_nodes)):
                 return
             time.sleep(0.3)
 
@@ -194,16 +256,8 @@ class Cluster:
             self.cancel_all()
         except (subprocess.TimeoutExpired, OSError):
             pass
-        for name in ("slurmd", "slurmctld", "munged"):
-            proc = self.processes.get(name)
-            if proc is None or proc.poll() is not None:
-                continue
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=10)
+        for name in (*(f"slurmd-{n}" for n in self.namespace_nodes), "slurmd", "slurmctld", "munged"):
+            self._stop(name)
         _kill_leftovers(self.slot)
         try:
             os.close(self.lock_fd)

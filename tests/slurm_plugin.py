@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from hosts import Hosts
 from slurm_cluster import Cluster, ensure_slurm, make_cluster
 
 
@@ -40,3 +41,25 @@ def slurm_cluster(slurm_session: Cluster) -> Iterator[Cluster]:
     yield slurm_session
     slurm_session.cancel_all()
     slurm_session.wait_idle()
+
+
+@pytest.fixture(scope="session")
+def slurm_two_nodes_session(slurm_session: Cluster, hosts: Hosts) -> Iterator[Cluster]:
+    """The cluster with two more nodes, node1 and node2, on the namespace hosts (tests/hosts.py): their own
+    addresses and hostnames, this machine's file system as the shared one (partition slurm_cluster.TWO_NODES)."""
+    try:
+        slurm_session.add_hosts(hosts)
+    except RuntimeError as exc:
+        pytest.skip(f"Slurm nodes on the namespace hosts could not be started: {str(exc).splitlines()[0]}")
+    try:
+        yield slurm_session
+    finally:
+        slurm_session.remove_hosts()
+
+
+@pytest.fixture
+def slurm_two_nodes(slurm_two_nodes_session: Cluster) -> Iterator[Cluster]:
+    slurm_two_nodes_session.wait_idle()
+    yield slurm_two_nodes_session
+    slurm_two_nodes_session.cancel_all()
+    slurm_two_nodes_session.wait_idle()

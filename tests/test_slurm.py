@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from conftest import FAST, TWO_RANKS, check_clean, cli, events, losses, record, wait_for, wait_until_ended
-from slurm_cluster import PARTITION, Cluster
+from slurm_cluster import PARTITION, TWO_NODES, Cluster
 
 QUIET = ["--set", "training.eval_steps=100000", "--set", "training.save_steps=100000"]  # a long run saves on request only
 
@@ -130,3 +130,22 @@ def test_missing_sbatch_is_one_line(runs_dir: Path, tmp_path: Path, monkeypatch)
     text = check_clean(cli("submit", "demo", runs_dir=runs_dir), "`sbatch` is not on PATH")
     assert len(text.strip().splitlines()) == 1, text
     assert list(runs_dir.iterdir()) == []
+
+
+def test_demo_across_two_nodes(slurm_two_nodes: Cluster, runs_dir: Path) -> None:
+    """One rank on each of two nodes (network namespaces with their own address and hostname): each node's agent
+    plans its machine_rank from SLURM_NODEID and meets the first node at its address, over net0."""
+    run, job = submit(runs_dir, *FAST, "--set", "distributed.strategy=ddp", "--set", "distributed.num_machines=2",
+                      "--set", "distributed.network_interface=net0", "--partition", TWO_NODES, "--time", "10")
+    ended = wait_until_ended(run, 180)
+    assert ended["status"] == "finished", (ended, (run / "logs" / "launcher.log").read_text()[-2000:],
+                                           (run / "logs" / "machine-1.log").read_text()[-2000:])
+    assert ended["num_machines"] == 2 and ended["num_processes"] == 2 and ended["slurm"]["host"] == "node1"
+    hosts = {json.loads(p.read_text())["rank"]: json.loads(p.read_text())["host"] for p in (run / "ranks").glob("*.json")}
+    assert hosts == {0: "node1", 1: "node2"}
+    assert slurm_two_nodes.namespace_nodes["node1"] in (run / "accelerate.yaml").read_text()  # main_process_ip
+    for rank in (0, 1):
+        assert "rank" in (run / "logs" / f"rank-{rank}.log").read_text()
+    assert "run finished" in (run / "logs" / "machine-1.log").read_text()
+    assert sorted(losses(run)) == list(range(1, 9))
+    assert wait_for(lambda: row_with(runs_dir, run, f"job {job} COMPLETED"), 30, "COMPLETED")

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from tuitrain.cli.errors import CliError
 from tuitrain.runs.layout import RunPaths
 from tuitrain.slurm.script import DEFAULT_WARNING_SECONDS, FIRST_NODE, JobOptions, ScriptError
+
+if TYPE_CHECKING:
+    from tuitrain.profile import Profile
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -23,17 +27,32 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="override a profile key for this job (repeatable)")
 
 
+def _load(ref: str, overrides: list[str]) -> Profile:
+    """The profile, with main_process_ip left to the job: Slurm picks the nodes and the agents find the first one's
+    address (tuitrain.slurm.agent); they pick the port too when none is set. Notes about either are not shown."""
+    from tuitrain.cli.launching import say_when_reading_training_args
+    from tuitrain.profile import load_profile, resolve_profile_path
+
+    say_when_reading_training_args()
+    profile = load_profile(resolve_profile_path(ref), [*overrides, f"distributed.main_process_ip={FIRST_NODE}"])
+    for note in profile.notes:
+        if getattr(note, "key", "") not in _LEFT_TO_THE_JOB:
+            print(note, file=sys.stderr)
+    return profile
+
+
+_LEFT_TO_THE_JOB = ("distributed.main_process_ip", "distributed.main_process_port")
+
+
 def options_of(args: argparse.Namespace) -> JobOptions:
     return JobOptions(partition=args.partition, time=args.time, account=args.account, warning_seconds=args.warning)
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
-    from tuitrain.cli.launching import _load
     from tuitrain.slurm.commands import SlurmError
     from tuitrain.slurm.submit import dry_run_script, submit
 
-    # Slurm picks the nodes: the main one is the job's first host, found by the agents (tuitrain.slurm.agent)
-    profile = _load(args.profile, [*args.set, f"distributed.main_process_ip={FIRST_NODE}"])
+    profile = _load(args.profile, args.set)
     try:
         if args.dry_run:
             sys.stdout.write(dry_run_script(profile, args.runs_root, options_of(args), python=args.python))

@@ -1,8 +1,8 @@
 """`python -m tuitrain.slurm.agent RUN_DIR`: one node's part of a Slurm job, started by the job's `srun`.
 
 It plans this node as `tuitrain run` plans a machine (tuitrain.launch.plan, with the node's own hardware probed
-here), with machine_rank = SLURM_NODEID, num_machines = the job's nodes and main_process_ip = the job's first host
-(`scontrol show hostnames $SLURM_JOB_NODELIST`), then supervises that `accelerate launch` with the ordinary
+here), with machine_rank = SLURM_NODEID, num_machines = the job's nodes and main_process_ip = the address of the job's
+first host (`scontrol show hostnames $SLURM_JOB_NODELIST`, then its NodeAddr), then supervises that `accelerate launch` with the ordinary
 supervisor. The run directory is on the cluster's shared filesystem, so nothing is mirrored: node 0 keeps the run
 directory itself (run.json, logs, events, control); node M > 0 keeps its record in nodes/machine-M/ and writes its
 ranks' logs into the run's logs/ (each rank's file is its own).
@@ -24,7 +24,7 @@ from tuitrain.atomic import write_text_atomic
 from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.record import FINAL_STATUSES, new_record, read_record, record_end, reserve_space, update_record, write_record
 from tuitrain.runs.supervisor import Supervisor, log, run_supervisor
-from tuitrain.slurm.commands import SlurmError, hostnames
+from tuitrain.slurm.commands import SlurmError, hostnames, node_address
 from tuitrain.slurm.script import WARNED_FILE
 from tuitrain.yaml_text import dump as dump_yaml
 
@@ -71,6 +71,7 @@ def plan_node(paths: RunPaths, node: int, nodes: int, main_host: str | None, job
     hardware."""
     from tuitrain.hardware import detect_hardware
     from tuitrain.launch import plan_launch
+    from tuitrain.launch.machines import interface_env
     from tuitrain.profile import Profile
     from tuitrain.runs.relaunch import launch_settings
 
@@ -88,7 +89,7 @@ def plan_node(paths: RunPaths, node: int, nodes: int, main_host: str | None, job
     plan = plan_launch(settings, hardware, paths.root, file=str(paths.profile))
     if plan.errors:
         raise AgentError("; ".join(str(p) for p in plan.errors))
-    env = dict(plan.env)
+    env = {**plan.env, **interface_env(dist.get("network_interface"))}  # as a listed machine gets it
     if os.environ.get("CUDA_VISIBLE_DEVICES") and plan.accelerator == "cuda":
         env.pop("CUDA_VISIBLE_DEVICES", None)  # keep Slurm's own selection
     return plan, env
@@ -100,6 +101,34 @@ class SlurmSupervisor(Supervisor):
     def __init__(self, paths: RunPaths, home: RunPaths) -> None:
         super().__init__(paths)
         self.home = home
+        self.published: dict[str, int] = {}  # node M > 0: rank record → the mtime it was copied home at
+
+    def tick(self) -> None:
+        self.publish_ranks()
+
+    def publish_ranks(self) -> None:
+        """Node M > 0: its ranks' records into the run's ranks/ (the viewers' list of ranks and hosts). They are
+        kept apart on the node, where its supervisor reads them: another node's ranks are no processes of its."""
+        if self.paths == self.home:
+            return
+        try:
+            found = list(self.paths.ranks.glob("rank-*.json"))
+        except OSError:
+            return
+        for path in found:
+            try:
+                stamp = path.stat().st_mtime_ns
+                if self.published.get(path.name) != stamp:
+                    self.home.ranks.mkdir(exist_ok=True)
+                    write_text_atomic(self.home.ranks / path.name, path.read_text(encoding="utf-8"))
+                    self.published[path.name] = stamp
+            except OSError as exc:
+                log(f"could not copy {path.name} into the run's ranks/: {exc}")
+
+    def finish(self, launcher_code: int) -> str:
+        status = super().finish(launcher_code)
+        self.publish_ranks()  # with their exit codes
+        return status
 
     def outcome(self, launcher_code: int, records: dict[int, dict[str, Any]], cause: Any) -> tuple[str, int | None, str | None]:
         status, rank, error = super().outcome(launcher_code, records, cause)
@@ -133,7 +162,7 @@ def main(run_dir: Path) -> int:
     _redirect_output(paths.launcher_log if node == 0 else home.logs / f"machine-{node}.log")
     log(f"Slurm job {job_id}: node {node} of {nodes} on {os.uname().nodename}")
     try:
-        main_host = hostnames(os.environ["SLURM_JOB_NODELIST"])[0] if nodes > 1 else None
+        main_host = node_address(hostnames(os.environ["SLURM_JOB_NODELIST"])[0]) if nodes > 1 else None
         plan, env = plan_node(paths, node, nodes, main_host, job_id)
     except (AgentError, SlurmError, OSError, KeyError, ValueError, IndexError) as exc:
         why = str(exc) if isinstance(exc, (AgentError, SlurmError)) else f"{type(exc).__name__}: {exc}"

@@ -76,6 +76,17 @@ def hostnames(nodelist: str) -> list[str]:
     return [line.strip() for line in result.stdout.splitlines() if line.strip()]
 
 
+def node_address(node: str) -> str:
+    """How Slurm reaches a node (its NodeAddr: an address, or a name that resolves), as the job's other nodes will."""
+    result = _run(["scontrol", "--oneliner", "show", "node", node], TIMEOUT)
+    if result.returncode != 0:
+        raise SlurmError(f"scontrol show node {node} failed: {said(result)}")
+    for field in result.stdout.split():
+        if field.startswith("NodeAddr="):
+            return field.split("=", 1)[1] or node
+    return node
+
+
 @dataclass(frozen=True)
 class JobState:
     """A job as Slurm knows it: state (PENDING, RUNNING, COMPLETED...) and reason; or why it could not be read."""
