@@ -132,6 +132,21 @@ def test_missing_sbatch_is_one_line(runs_dir: Path, tmp_path: Path, monkeypatch)
     assert list(runs_dir.iterdir()) == []
 
 
+def test_a_job_that_cannot_start_tuitrain_ends_its_run(slurm_cluster: Cluster, runs_dir: Path) -> None:
+    """No tuitrain where the job looks for it: the job fails before any agent writes a word; `logs --follow` still
+    ends, and the run is recorded failed, pointing at the job's own output."""
+    run, job = submit(runs_dir, *FAST, "--python", "/nonexistent/bin/python3")
+    follow = cli("logs", run.name, "--follow", runs_dir=runs_dir, timeout=60)
+    assert follow.returncode == 0, follow.stdout + follow.stderr
+    ended = record(run)
+    assert ended["status"] == "failed", ended
+    assert ended["error"] == (f"Slurm job {job} ended FAILED before tuitrain started on its nodes "
+                              f"(see logs/slurm-{job}.out)")
+    assert "/nonexistent/bin/python3" in (run / "logs" / f"slurm-{job}.out").read_text()
+    row = runs_row(runs_dir, run)
+    assert "failed" in row and f"job {job} FAILED" in row, row
+
+
 def test_demo_across_two_nodes(slurm_two_nodes: Cluster, runs_dir: Path) -> None:
     """One rank on each of two nodes (network namespaces with their own address and hostname): each node's agent
     plans its machine_rank from SLURM_NODEID and meets the first node at its address, over net0."""

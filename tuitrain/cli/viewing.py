@@ -206,6 +206,10 @@ def _has_ended(paths: RunPaths) -> tuple[bool, str | None]:
         record = load_record(paths)
     except RunRecordError as exc:
         return True, f"{exc}; its logs so far are above"
+    if record.get("slurm"):  # a Slurm job may end without its run recording it (cancelled, never started)
+        from tuitrain.slurm.state import refresh
+
+        record = refresh(paths, record)
     status = effective_status(record)
     if status == "lost":
         print(f"run {paths.id} is lost: its supervisor is gone without recording an end", file=sys.stderr)

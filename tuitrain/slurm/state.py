@@ -83,6 +83,23 @@ def settle(paths: RunPaths, record: dict[str, Any], state: JobState | None) -> d
         return {**record, **end}
 
 
+_asked: dict[str, float] = {}  # job id -> when `refresh` last asked Slurm about it (monotonic)
+REFRESH_SECONDS = 2.0
+
+
+def refresh(paths: RunPaths, record: dict[str, Any]) -> dict[str, Any]:
+    """For a viewer's loop (`logs --follow`): the record, settled from the job's state at most every
+    REFRESH_SECONDS, so a job that ended without its run recording an end ends the loop too."""
+    job = job_id(record)
+    if job is None or record.get("status") in FINAL_STATUSES:
+        return record
+    now = time.monotonic()
+    if now - _asked.get(job, -REFRESH_SECONDS) < REFRESH_SECONDS:
+        return record
+    _asked[job] = now
+    return settle(paths, record, query([record]).get(job))
+
+
 def label(record: Mapping[str, Any], state: JobState | None) -> dict[str, Any] | None:
     """What viewers show of the job: {"job_id", "state", "reason", "label", "problem"}; None for a local run."""
     job = job_id(record)
