@@ -158,3 +158,27 @@ def test_a_plain_scripts_dying_rank_tears_the_run_down_and_is_named(tmp_path, ru
     assert rec["error"] == "plain_loop.py line 22: RuntimeError: rank 1 lost its data shard at step 5"
     assert "Traceback" in log_of(run_dir, 1)
     assert rec["exit_codes"]["0"] == "killed"  # the healthy rank was ended, by SIGTERM as before the hook
+
+
+@needs_mrpc
+def test_the_hook_never_fails_the_users_trainer(tmp_path):
+    """Should tuitrain's callbacks fail to attach (here: events.jsonl cannot be opened), the hook says so
+    in the rank log and the script trains on, unhooked: the error never comes out of its Trainer(...)."""
+    import os
+    import subprocess
+    import sys
+
+    from tuitrain.launch.script import SITE_DIR
+
+    run_dir = tmp_path / "run"
+    for sub in ("logs", "control", "events.jsonl"):
+        (run_dir / sub).mkdir(parents=True)
+    shutil.copy(SCRIPTS / "mrpc_trainer.py", tmp_path / "mrpc_trainer.py")
+    env = {**os.environ, "PYTHONPATH": str(SITE_DIR), "TUITRAIN_SCRIPT": "mrpc_trainer.py", "TUITRAIN_RUN_DIR": str(run_dir),
+           "CUDA_VISIBLE_DEVICES": ""}
+    done = subprocess.run([sys.executable, "mrpc_trainer.py", *data_args(), "--max_steps", "2"], cwd=tmp_path, env=env,
+                          timeout=120)
+    log = (run_dir / "logs" / "rank-0.log").read_text()
+    assert done.returncode == 0, log[-3000:]
+    assert "[tuitrain] could not add tuitrain's callbacks to Trainer: IsADirectoryError" in log
+    assert "'train_runtime'" in log  # it trained to the end

@@ -51,7 +51,8 @@ def _started() -> float | None:
         return None
 
 
-def write_rank_record(paths: RunPaths, rank: int, exit_code: int | None) -> None:
+def write_rank_record(paths: RunPaths, rank: int, exit_code: int | None, **extra: object) -> None:
+    """`extra`: what else the rank tells its supervisor (script mode: the output_dir its Trainer uses)."""
     paths.ranks.mkdir(parents=True, exist_ok=True)
     write_json_atomic(
         paths.rank_record(rank),
@@ -65,5 +66,6 @@ def write_rank_record(paths: RunPaths, rank: int, exit_code: int | None) -> None
             "started": _started(),
             "exit_code": exit_code,
             "time": time.time(),
+            **extra,
         },
     )

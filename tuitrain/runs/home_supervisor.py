@@ -26,6 +26,7 @@ from tuitrain.remote.wire import BEAT_SECONDS, SILENCE_SECONDS, WireError, decod
 from tuitrain.runs.layout import CONTROL_EVALUATE, CONTROL_REQUESTS, CONTROL_SAVE, CONTROL_STOP, CONTROL_TERMINATE, RunPaths
 from tuitrain.runs.mirror import MirrorError, apply
 from tuitrain.runs.process_tree import identity
+from tuitrain.runs.ranks import read_rank_records
 from tuitrain.runs.record import record_end
 from tuitrain.runs.supervisor import Supervisor, log
 from tuitrain.yaml_text import dump as dump_yaml
@@ -191,6 +192,8 @@ class HomeSupervisor(Supervisor):
                 apply(self.paths, message)
             except (MirrorError, OSError) as exc:
                 log(f"machine {link.rank} ({link.host}): {exc}")
+            if message.get("path") == "ranks/rank-0.json":
+                self.adopt_output_dir(read_rank_records(self.paths))
         elif kind == "hello":
             link.hello = message
             log(f"machine {link.rank} ({link.host}): agent pid {message.get('pid')} in {message.get('node_dir')}")

@@ -190,6 +190,7 @@ class Supervisor:
                 self.first_dead_rank = rank
                 self.rank_death_time = now
                 log(f"rank {rank} (pid {rec['pid']}) ended ({describe_exit(rec['exit_code'])}); tearing down the others")
+        self.adopt_output_dir(records)
         if changed or now - self._scanned_at > SCAN_SECONDS:
             self.scan(now)
         if changed:
@@ -199,6 +200,13 @@ class Supervisor:
             processes.update({f"rank {r}": {"pid": info["pid"], "started": info["started"]}
                               for r, info in sorted(self.ranks.items())})
             self.update(pids=pids, processes=processes)
+
+    def adopt_output_dir(self, records: dict[int, dict[str, Any]]) -> None:
+        """A script-mode run's checkpoints folder is its Trainer's: rank 0 names it in its record."""
+        named = (records.get(0) or {}).get("output_dir")
+        if isinstance(named, str) and named and named != self.record.get("output_dir"):
+            log(f"output folder (named by rank 0): {named}")
+            self.update(output_dir=named)
 
     def poll_control(self) -> None:
         if not self.stop_requested and self.paths.control_request(CONTROL_STOP).exists():

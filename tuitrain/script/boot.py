@@ -107,7 +107,7 @@ def record_exit(state: RankState) -> None:
 
     def at_exit() -> None:
         try:
-            write_rank_record(state.paths, state.rank, state.exit_code)
+            write_rank_record(state.paths, state.rank, state.exit_code, **state.record_fields())
         except OSError:
             pass
 

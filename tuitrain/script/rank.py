@@ -39,18 +39,23 @@ class RankState:
             self._events = EventLog(self.paths.events)
         return self._events
 
+    def record_fields(self) -> dict[str, Any]:
+        """What this rank's record adds to the engine's (ranks/rank-K.json)."""
+        return {"output_dir": self.output_dir} if self.output_dir else {}
+
     def note_output_dir(self, folder: Path) -> None:
-        """Rank 0 records where the script's checkpoints go, as its Trainer (or tuitrain.saved) says."""
+        """Rank 0 names where the script's checkpoints go, as its Trainer (or tuitrain.saved) says: in its rank
+        record, which the supervisor reads (and a multi-machine run mirrors home) into run.json."""
         text = str(folder)
         if self.rank != 0 or text == self.output_dir:
             return
-        from tuitrain.runs.record import update_record
+        from tuitrain.engine.rank_io import write_rank_record
 
+        self.output_dir = text
         try:
-            update_record(self.paths, output_dir=text)
-            self.output_dir = text
-        except (OSError, ValueError) as exc:
-            print(f"[tuitrain] could not record the output folder {text} in run.json: {exc}", flush=True)
+            write_rank_record(self.paths, self.rank, None, **self.record_fields())
+        except OSError as exc:
+            print(f"[tuitrain] could not record the output folder {text}: {exc}", flush=True)
 
 
 _current: RankState | None = None

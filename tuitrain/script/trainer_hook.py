@@ -54,7 +54,11 @@ def patch_trainer(cls: type) -> None:
         original(self, *args, **kwargs)
         if not getattr(self, "_tuitrain_attached", False):  # a subclass's __init__ runs this once
             self._tuitrain_attached = True
-            attach(self)
+            try:
+                attach(self)
+            except Exception as exc:  # noqa: BLE001 — tuitrain must never be why the user's Trainer fails
+                print(f"[tuitrain] could not add tuitrain's callbacks to {type(self).__name__}: "
+                      f"{type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
 
     setattr(__init__, _MARK, True)
     cls.__init__ = __init__  # type: ignore[misc]
