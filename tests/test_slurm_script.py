@@ -107,3 +107,21 @@ def _sbatch_reads(text: str) -> str:
         else:
             out.append(ch)
     return "".join(out)
+
+
+def test_a_supervisor_on_a_compute_node_is_not_judged_from_here(runs_dir: Path) -> None:
+    """Seen from a login node, a Slurm run's supervisor pid names a process on another machine: no process here
+    with that pid is no sign that the run is lost (the job's state says). On its own host, a dead pid still is."""
+    import json
+    import os
+
+    for name, host in (("elsewhere", "compute-17"), ("here", os.uname().nodename)):
+        run = runs_dir / name
+        (run / "logs").mkdir(parents=True)
+        (run / "run.json").write_text(json.dumps({
+            "id": name, "profile": "demo", "status": "running", "created": 1.0, "started": 1.0,
+            "processes": {"supervisor": {"pid": 4_000_000, "started": 1.0}},  # above pid_max: never a live pid
+            "pids": {"supervisor": 4_000_000}, "slurm": {"job_id": None, "host": host}}))
+    listed = cli("runs", runs_dir=runs_dir)
+    rows = {line.split()[0]: line for line in listed.stdout.splitlines()[1:]}
+    assert " running " in rows["elsewhere"] and " lost " in rows["here"], listed.stdout
