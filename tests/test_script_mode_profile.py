@@ -157,3 +157,22 @@ def test_a_frozen_profile_keeps_the_scripts_folder(tmp_path):
 
     frozen = freeze_paths({"script": {"path": "train.py", "args": ["--x"]}}, tmp_path)
     assert frozen["script"] == {"path": str(tmp_path / "train.py"), "args": ["--x"], "workdir": str(tmp_path)}
+
+
+def test_several_machines_run_the_script_with_their_own_hook(tmp_path, runs_dir):
+    from tuitrain.launch.script import local_hook_path
+
+    folder = tmp_path / "proj"
+    write(folder, "train.py", "print('hi')\n")
+    profile = write(folder, "two.toml", '[script]\npath = "train.py"\nargs = ["--x"]\n' + CPU
+                    + '[distributed]\nstrategy = "ddp"\nmain_process_ip = "10.0.0.1"\nmain_process_port = 29555\n'
+                    '[[distributed.machines]]\nhost = "node1"\n[[distributed.machines]]\nhost = "node2"\n')
+    result = cli("plan", str(profile), "--json", runs_dir=runs_dir)
+    assert result.returncode == 0, result.stdout + result.stderr
+    machines = json.loads(result.stdout)["machines"]
+    assert [m["argv"][-2:] for m in machines] == [[str(folder / "train.py"), "--x"]] * 2
+    assert all(m["env"]["TUITRAIN_SCRIPT"] == str(folder / "train.py") and "tuitrain.engine" not in m["argv"]
+               for m in machines)
+    # each machine's agent swaps in its own tuitrain's hook folder, keeping the rest of PYTHONPATH
+    elsewhere = os.pathsep.join(["/opt/other/tuitrain/script/site", "/srv/lib"])
+    assert local_hook_path(elsewhere) == os.pathsep.join([str(SITE_DIR), "/srv/lib"])

@@ -93,6 +93,10 @@ def test_a_trainer_script_unchanged_gets_curves_save_now_stop_and_resume(tmp_pat
     begin = wait_for(lambda: [e for e in events(run_dir) if e["event"] == "train_begin"], 120, "train_begin")
     assert begin[0]["max_steps"] == 100000 and begin[0]["world_size"] == ranks
     assert json.loads((run_dir / "training_args.json").read_text())["save_steps"] == 100000  # the script's own
+    wait_for(lambda: max(losses(run_dir), default=0) >= 2 or record(run_dir)["status"] in FINAL, 120, "two logged steps")
+    assert cli("evaluate", run_dir.name, runs_dir=runs_dir).returncode == 0
+    evaluated = wait_for(lambda: [e for e in events(run_dir) if e["event"] == "evaluate"], 60, "the evaluate-now metrics")
+    assert evaluated[0]["eval_loss"] > 0 and not (run_dir / "control" / "evaluate-now").exists()
     stop_step, child = save_stop_resume(run_dir, runs_dir, profile, ranks, [*data_args(), "--output_dir", "out"])
     assert record(child)["status"] == "finished"
     assert [e["step"] for e in events(child) if e["event"] == "train_begin"] == [stop_step]  # the Trainer restored it

@@ -27,6 +27,7 @@ from tuitrain.launch.plan import (
     pasteable_command,
     profile_folder,
 )
+from tuitrain.launch.script import is_script, resolved_script, script_env, script_program
 from tuitrain.launch.threads import cpu_threads
 from tuitrain.profile import Problem
 from tuitrain.profile.implied import implied_notes
@@ -165,12 +166,13 @@ def node_dir(run_id: str, machine_rank: int) -> str:
 
 def plan_machines(settings: Mapping[str, Any], run_dir: Path, file: str = "profile", *,
                   processes_set: bool = True, local_python: str | None = None,
-                  local_cwd: str | None = None, ssh_config: str | None = None) -> MachinesPlan:
+                  local_cwd: str | None = None, ssh_config: str | None = None,
+                  resume_from: Path | None = None) -> MachinesPlan:
     """`settings`: a profile with defaults (tuitrain.profile.profile_with_defaults) that lists machines.
     `run_dir`: the home run directory; each machine keeps its part in `node_dir(run id, rank)` under its workdir.
     `processes_set`: whether the profile itself sets distributed.num_processes (else a machine with GPUs listed runs
     one process per GPU). `local_python` / `local_cwd`: the defaults of a machine's `python` and `workdir` (this
-    interpreter, this folder)."""
+    interpreter, this folder). `resume_from`: the checkpoint a [script] is told to resume from."""
     dist = settings["distributed"]
     counting = dist if processes_set else {k: v for k, v in dist.items() if k != "num_processes"}
     machines = listed_machines(dist)
@@ -211,7 +213,14 @@ def plan_machines(settings: Mapping[str, Any], run_dir: Path, file: str = "profi
             argv += ["--main_process_ip", str(ip)]
         if port is not None:
             argv += ["--main_process_port", str(port)]
-        argv += ["-m", ENGINE_MODULE, folder]
+        if is_script(settings):
+            # the same script path on every machine (as torchrun's), run in that machine's workdir; each
+            # machine's agent puts its own tuitrain's hook folder on PYTHONPATH (script_env's is this machine's)
+            script = resolved_script(settings["script"], profile_folder(file) or Path(cwd_default))
+            argv += script_program(script, resume_from)
+            env.update(script_env(script, None))
+        else:
+            argv += ["-m", ENGINE_MODULE, folder]
         plans.append(MachinePlan(
             host=str(machine.get("host")), machine_rank=rank, python=python,
             workdir=workdir, argv=argv, env=env,
@@ -224,6 +233,11 @@ def plan_machines(settings: Mapping[str, Any], run_dir: Path, file: str = "profi
         notes += implied_notes(settings)
         notes.append(f"{count} machine(s), {total} process(es) in all; the main machine (rank 0) is {plans[0].host}"
                      + (f", reached by the others at {ip}:{port}" if ip and port is not None else ""))
+    if is_script(settings) and plans:
+        script = settings["script"]
+        shown = f"module {script['module']}" if script.get("module") else resolved_script(script, Path(cwd_default))["path"]
+        notes.append(f"script mode: every machine runs {shown} in its workdir, with its own tuitrain's hook on "
+                     "PYTHONPATH (the script's path is the same on every machine)")
     notes.append("`tuitrain run` starts every machine over ssh (a tuitrain agent on each runs its command in its "
                  "workdir and sends its logs home); `tuitrain doctor` checks the machines first")
     return MachinesPlan(machines=plans, num_machines=count, num_processes=total, main_process_ip=ip,

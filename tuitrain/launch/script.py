@@ -56,6 +56,14 @@ def script_env(script: Mapping[str, Any], inherited_pythonpath: str | None) -> d
     return {"PYTHONPATH": os.pathsep.join(parts), SCRIPT_ENV: str(target)}
 
 
+def local_hook_path(pythonpath: str | None) -> str:
+    """A PYTHONPATH planned on another machine, with this machine's hook folder in place of that one's
+    (tuitrain may be installed elsewhere here)."""
+    tail = os.path.join("tuitrain", "script", "site")
+    kept = [p for p in (pythonpath or "").split(os.pathsep) if p and not p.rstrip(os.sep).endswith(tail)]
+    return os.pathsep.join([str(SITE_DIR), *kept])
+
+
 def script_note(script: Mapping[str, Any]) -> str:
     what = f"module {script['module']}" if script.get("module") else script["path"]
     return (f"script mode: each rank runs {what} in {script['workdir']}; tuitrain's hook (sitecustomize in "

@@ -21,12 +21,14 @@ from typing import IO, Any
 
 from tuitrain.atomic import write_text_atomic
 from tuitrain.hardware.host import physical_cores
+from tuitrain.launch.script import local_hook_path
 from tuitrain.launch.threads import cpu_threads
 from tuitrain.remote.wire import BEAT_SECONDS, SILENCE_SECONDS, WireError, decode, encode, encode_bytes, send
 from tuitrain.runs.layout import CONTROL_REQUESTS, CONTROL_TERMINATE, RunPaths
 from tuitrain.runs.mirror import NodeFiles, machine_gpus
 from tuitrain.runs.record import new_record, read_record, reserve_space, write_record
 from tuitrain.runs.supervisor import KILL_GRACE_SECONDS, Supervisor, log
+from tuitrain.script import SCRIPT_ENV
 
 SETUP_TIMEOUT = 30.0
 GPU_SECONDS = 2.0  # how often this machine's GPUs and host are sampled and sent home
@@ -211,6 +213,8 @@ def prepare(setup: dict[str, Any]) -> RunPaths:
     env = dict(given.get("env") or {})
     if "OMP_NUM_THREADS" not in env:  # the plan, made at home, did not know this machine's cores
         env.update(cpu_threads({"hardware": {}}, physical_cores(), int(setup.get("processes_here") or 1))[0])
+    if SCRIPT_ENV in env:  # a script's ranks load this machine's tuitrain hook, wherever tuitrain is installed here
+        env["PYTHONPATH"] = local_hook_path(env.get("PYTHONPATH"))
     given["env"] = env
     record = new_record(str(setup["run_id"]), str(setup.get("profile") or "profile"), cwd=str(workdir),
                         machine_rank=int(setup["machine_rank"]), home=setup.get("home"),

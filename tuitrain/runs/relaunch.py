@@ -81,12 +81,13 @@ def plan_profile(profile: Profile, run_dir: Path, hardware: Hardware | None = No
 
 
 def machines_planner(profile: Profile, settings: dict[str, Any], file: str,
-                     ssh_config: str | None = None) -> Callable[[Path], MachinesPlan]:
+                     ssh_config: str | None = None, resume_from: Path | None = None) -> Callable[[Path], MachinesPlan]:
     """Plans for a profile that lists [[distributed.machines]] (nothing of this machine's hardware is read)."""
     processes_set = "num_processes" in (profile.data.get("distributed") or {})
 
     def plan(run_dir: Path) -> MachinesPlan:
-        return plan_machines(settings, Path(run_dir), file, processes_set=processes_set, ssh_config=ssh_config)
+        return plan_machines(settings, Path(run_dir), file, processes_set=processes_set, ssh_config=ssh_config,
+                             resume_from=resume_from)
 
     return plan
 
@@ -167,7 +168,8 @@ def resume(parent: RunPaths, runs_root: Path, checkpoint: str | Path = "latest",
     profile = Profile(path=Path(record.get("profile_path") or parent.profile), data=loaded.data, notes=loaded.notes)
     if has_machines(profile.data):
         settings = profile_with_defaults(profile)
-        plan_for: Callable[[Path], Any] = machines_planner(profile, settings, str(parent.profile), ssh_config)
+        plan_for: Callable[[Path], Any] = machines_planner(profile, settings, str(parent.profile), ssh_config,
+                                                           resume_from=chosen.path)
         planned = plan_for(parent.root).num_processes
     else:
         settings, notes, hardware = _settings(profile, hardware)

@@ -16,6 +16,7 @@ class RankState:
     paths: RunPaths
     rank: int
     world_size: int
+    run_id: str = ""  # the run's id (on another machine the folder is machine-K, the id is in run.json)
     trainer_seen: bool = False  # tuitrain's callbacks were added to a Trainer
     reported: bool = False  # the script called tuitrain.report or tuitrain.saved
     began: bool = False  # train_begin written (report API)
@@ -24,10 +25,6 @@ class RankState:
     exit_code: int = 0
     output_dir: str | None = None
     _events: Any = field(default=None, repr=False)
-
-    @property
-    def run_id(self) -> str:
-        return self.paths.id
 
     def event_log(self) -> Any:
         """events.jsonl, written by rank 0 only (None elsewhere)."""
@@ -67,5 +64,15 @@ def current() -> RankState | None:
 
 def start(run_dir: Path, rank: int) -> RankState:
     global _current
-    _current = RankState(RunPaths(run_dir), rank, int(os.environ.get("WORLD_SIZE", "1")))
+    paths = RunPaths(run_dir)
+    _current = RankState(paths, rank, int(os.environ.get("WORLD_SIZE", "1")), run_id=run_id_of(paths))
     return _current
+
+
+def run_id_of(paths: RunPaths) -> str:
+    from tuitrain.atomic import read_json
+
+    try:
+        return str(read_json(paths.record)["id"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return paths.id
