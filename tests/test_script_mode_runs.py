@@ -131,6 +131,39 @@ def test_a_script_that_raises_at_import_fails_in_one_line(tmp_path, runs_dir):
     log = (run_dir / "logs" / "rank-0.log").read_text()
     assert "Traceback (most recent call last)" in log and 'raises_at_import.py", line 7' in log  # a key away
     assert log.startswith("[tuitrain] rank 0/1 pid ")
+    assert app_header_and_first_line(runs_dir) == (expected, "Traceback (most recent call last):")
+
+
+def app_header_and_first_line(runs_dir: Path) -> tuple[str, str]:
+    """The app opened on the one run: the error line of the monitor's header, and the log line it lands on."""
+    import asyncio
+    import time
+
+    from tuitrain.hardware import Hardware
+    from tuitrain.tui.app import TuitrainApp
+
+    app = TuitrainApp(runs_dir, cwd=runs_dir.parent, hardware=Hardware(), poll_interval=0.2, monitor_interval=0.1)
+    found: list[tuple[str, str]] = []
+
+    async def until(pilot, predicate, what: str) -> None:
+        deadline = time.monotonic() + 20
+        while not predicate():
+            assert time.monotonic() < deadline, f"timed out waiting for {what}"
+            await pilot.pause(0.05)
+
+    async def main() -> None:
+        async with app.run_test(size=(160, 30)) as pilot:
+            await until(pilot, lambda: app.polls > 0, "the runs")
+            await pilot.press("enter")
+            await until(pilot, lambda: type(app.screen).__name__ == "MonitorScreen", "the monitor")
+            monitor = app.screen
+            await until(pilot, lambda: monitor.active_view().current is not None, "the traceback")
+            header = monitor.query_one("#header").text.splitlines()
+            view = monitor.active_view()
+            found.append((header[-1], view.line_text(view.current).plain))
+
+    asyncio.run(main())
+    return found[0]
 
 
 def log_of(run_dir: Path, rank: int) -> str:
