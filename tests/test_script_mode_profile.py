@@ -119,8 +119,11 @@ def test_the_one_line_names_the_users_own_line(tmp_path):
     try:
         exec(compile(source.read_text(), str(source), "exec"), {})
     except ValueError as exc:
-        line = one_line(exc, exc.__traceback__, str(tmp_path) + os.sep)
-    assert line == "train.py line 3: ValueError: bad value"
+        raised = exc
+    assert one_line(raised, raised.__traceback__, str(tmp_path)) == "train.py line 3: ValueError: bad value"
+    # run from another folder: the script's own folder names it
+    assert one_line(raised, raised.__traceback__, "/elsewhere", str(tmp_path)) == "train.py line 3: ValueError: bad value"
+    assert one_line(raised, raised.__traceback__, "/elsewhere") == "ValueError: bad value"
 
 
 def _python(code: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:

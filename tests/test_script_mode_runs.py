@@ -219,3 +219,17 @@ def test_the_hook_never_fails_the_users_trainer(tmp_path):
     assert done.returncode == 0, log[-3000:]
     assert "[tuitrain] could not add tuitrain's callbacks to Trainer: IsADirectoryError" in log
     assert "'train_runtime'" in log  # it trained to the end
+
+
+def test_a_module_script_runs_as_python_m_and_fails_in_one_line(tmp_path, runs_dir):
+    folder = tmp_path / "proj"
+    folder.mkdir()
+    shutil.copy(SCRIPTS / "plain_loop.py", folder / "plain_loop.py")
+    profile = folder / "mod.toml"
+    profile.write_text('[script]\nmodule = "plain_loop"\nargs = ["--fail_rank", "0", "--fail_at", "2"]\n'
+                       '[hardware]\naccelerator = "cpu"\n')
+    result = cli("run", str(profile), runs_dir=runs_dir, cwd=tmp_path, timeout=90)
+    assert result.returncode == 1, result.stdout + result.stderr
+    rec = record(next(runs_dir.iterdir()))
+    assert rec["argv"][-6:] == ["-m", "plain_loop", "--fail_rank", "0", "--fail_at", "2"]
+    assert rec["error"] == "plain_loop.py line 22: RuntimeError: rank 0 lost its data shard at step 2"

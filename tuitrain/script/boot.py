@@ -53,16 +53,17 @@ def is_rank(environ: dict[str, str] | os._Environ[str], argv: Sequence[str]) -> 
     return not is_launcher(argv)
 
 
-def one_line(exc: BaseException, tb: TracebackType | None, workdir: str) -> str:
-    """`train.py line 3: ValueError: boom`: the error, and where in the user's own code it was raised."""
+def one_line(exc: BaseException, tb: TracebackType | None, *folders: str) -> str:
+    """`train.py line 3: ValueError: boom`: the error, and where in the user's own code (under one of
+    `folders`: the workdir, the script's folder) it was raised."""
     text = str(exc).strip()
     said = f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
-    frames = [f for f in traceback.extract_tb(tb) if f.filename.startswith(workdir) and "site-packages" not in f.filename]
-    if not frames:
-        return said[:300]
-    where = frames[-1]
-    name = os.path.relpath(where.filename, workdir)
-    return f"{name} line {where.lineno}: {said}"[:300]
+    roots = [os.path.join(os.path.abspath(f), "") for f in folders if f]
+    for frame in reversed(traceback.extract_tb(tb)):
+        root = next((r for r in roots if frame.filename.startswith(r)), None)
+        if root is not None and "site-packages" not in frame.filename:
+            return f"{os.path.relpath(frame.filename, root)} line {frame.lineno}: {said}"[:300]
+    return said[:300]
 
 
 def exit_status(code: Any) -> int:
@@ -87,7 +88,9 @@ def record_exit(state: RankState) -> None:
     by it), and an uncaught exception becomes the run's one-line error."""
     from tuitrain.engine.rank_io import write_rank_record
 
-    workdir = os.getcwd() + os.sep
+    workdir = os.getcwd()
+    script = os.environ.get(SCRIPT_ENV, "")
+    script_dir = os.path.dirname(os.path.abspath(script)) if os.sep in script else ""  # a module name has none
     previous = sys.excepthook
 
     def excepthook(kind: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
@@ -95,7 +98,7 @@ def record_exit(state: RankState) -> None:
         sys.stderr.flush()
         state.exit_code = 130 if issubclass(kind, KeyboardInterrupt) else 1
         try:
-            _report_error(state, one_line(exc, tb, workdir))
+            _report_error(state, one_line(exc, tb, workdir, script_dir))
         except OSError:
             pass
 
