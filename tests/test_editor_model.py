@@ -75,7 +75,7 @@ def test_editing_marks_the_profile_modified_and_removal_drops_empty_tables(tmp_p
 
 def test_a_flagged_key_is_checked_shown_beside_its_field_and_refuses_to_launch(profile, tmp_path):
     model = loaded(profile, tmp_path)
-    assert model.has_comments and "comments" in model.notice
+    assert model.has_comments and model.notice == ""  # saving keeps them: nothing to warn about
     check = checked(model, tmp_path / "runs")
     assert check.plan is None and model.command == ""
     assert [p.key for p in model.errors] == ["training.learning_rate"]
@@ -115,11 +115,14 @@ def test_save_as_names_a_toml_under_the_working_folder_and_saving_clears_modifie
     assert again.data == model.data and not again.has_comments
 
 
-def test_saving_a_commented_file_keeps_a_backup_and_says_so(profile, tmp_path):
+def test_saving_a_commented_file_keeps_its_comments(profile, tmp_path):
     model = loaded(profile, tmp_path)
     checked(model, tmp_path / "runs")
-    warnings = model.save(profile)
-    assert warnings and (profile.parent / "mine.toml.bak").exists()
+    before = profile.read_text()
+    model.set(("training", "max_steps"), 7)
+    assert model.save(profile) == []
+    assert profile.read_text() == before.replace("max_steps = 150\n", "max_steps = 7\n")
+    assert not (profile.parent / "mine.toml.bak").exists()
     assert "1 error(s) left: it will not launch until fixed" in model.saved(profile)
 
 

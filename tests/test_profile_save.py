@@ -1,4 +1,4 @@
-"""Writing profiles: atomic, permission-keeping, comment backups, clean failures."""
+"""Writing profiles: atomic, permission-keeping, comments kept, clean failures."""
 
 from __future__ import annotations
 
@@ -38,19 +38,16 @@ def test_save_keeps_permissions(tmp_path: Path) -> None:
     assert tomllib.loads(target.read_text()) == {"run": {"name": "b"}}
 
 
-def test_comments_are_backed_up_with_a_warning(tmp_path: Path) -> None:
+def test_comments_are_kept_so_no_backup_is_needed(tmp_path: Path) -> None:
     target = tmp_path / "demo.toml"
     target.write_text(DEMO_TEXT)
     data = load_profile(target).data
-    warnings = save_profile(data, target)
-    backup = tmp_path / "demo.toml.bak"
-    assert backup.read_text() == DEMO_TEXT
-    [warning] = warnings
-    assert warning.severity == "warning" and str(backup) in warning.message
-    # the saved file has no comments left, so a second save makes no new backup
-    backup.unlink()
     assert save_profile(data, target) == []
-    assert not backup.exists()
+    assert target.read_text() == DEMO_TEXT  # nothing changed: not a byte rewritten
+    data["training"]["max_steps"] = 20
+    assert save_profile(data, target) == []
+    assert target.read_text() == DEMO_TEXT.replace("max_steps = 150\n", "max_steps = 20\n")
+    assert not (tmp_path / "demo.toml.bak").exists()
 
 
 def test_hash_inside_strings_is_not_a_comment() -> None:

@@ -183,6 +183,9 @@ def test_a_plain_script_is_stopped_by_sigterm_and_ends_cleanly(tmp_path, runs_di
         assert f"rank {rank} finally: ended at step" in log_of(run_dir, rank)  # its own cleanup ran
         assert "gets SIGTERM" in log_of(run_dir, rank)
     assert rec["output_dir"] is None  # it never said where it saves: nothing is guessed
+    status = cli("status", run_dir.name, runs_dir=runs_dir).stdout
+    assert "None" not in status and "output     (none named" in status, status
+    assert cli("checkpoints", run_dir.name, runs_dir=runs_dir).stdout == "no checkpoints (the run names no output folder)\n"
 
 
 def test_a_plain_scripts_dying_rank_tears_the_run_down_and_is_named(tmp_path, runs_dir):

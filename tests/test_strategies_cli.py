@@ -114,7 +114,8 @@ def test_import_into_a_profile_replaces_distributed_and_validates(tmp_path: Path
     assert data["distributed"]["fsdp"]["transformer_layer_cls_to_wrap"] == ["BertLayer"]
     assert data["hardware"]["accelerator"] == "cuda" and data["hardware"]["mixed_precision"] == "bf16"
     assert data["model"] == tomllib.loads(builtin_profile_path().read_text())["model"]  # the rest is kept
-    assert (tmp_path / "mine.toml.bak").is_file()  # the comments the writer drops are kept there
+    assert target.read_text().startswith(builtin_profile_path().read_text().split("[run]")[0])  # comments kept
+    assert not (tmp_path / "mine.toml.bak").exists()  # so no backup
     assert "fsdp_backward_prefetch_policy" in result.stderr  # the renamed key is said
 
 

@@ -140,6 +140,11 @@ def _follow_once(paths: RunPaths, printer: _EventPrinter, out: TextIO) -> int | 
     return None
 
 
+def checkpoints_where(record: dict) -> str:
+    """'; checkpoints in DIR', or nothing for a run that names no output folder (a script that never made a Trainer)."""
+    return f"; checkpoints in {record['output_dir']}" if record.get("output_dir") else ""
+
+
 def report_end(paths: RunPaths, record: dict, out: TextIO) -> int:
     status = record["status"]
     line = f"run {paths.id} {status}"
@@ -155,10 +160,10 @@ def report_end(paths: RunPaths, record: dict, out: TextIO) -> int:
             print(f"  {tb}", file=out)
         print(f"full log: {log}", file=out, flush=True)
     elif status == "killed":
-        print(f"{line}: {record.get('error') or 'ended by stop --now'}; checkpoints in {record.get('output_dir')}", file=out, flush=True)
+        print(f"{line}: {record.get('error') or 'ended by stop --now'}{checkpoints_where(record)}", file=out, flush=True)
     elif status == "lost":
         why = record.get("error") or "its supervisor is gone without recording an end (killed, or the machine restarted)"
-        print(f"{line}: {why}; checkpoints in {record.get('output_dir')}", file=out, flush=True)
+        print(f"{line}: {why}{checkpoints_where(record)}", file=out, flush=True)
     else:
-        print(line + f"; checkpoints in {record.get('output_dir')}", file=out, flush=True)
+        print(line + checkpoints_where(record), file=out, flush=True)
     return EXIT_CODES.get(status, 1)

@@ -94,7 +94,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"machine {machine['machine_rank']}  {machine['host']}   {machine['num_processes']} process(es)   "
               f"its files there: {machine['node_dir']}")
     print(f"duration   {duration(summary.get('duration'))}   started {age(summary.get('started'))}")
-    print(f"output     {summary.get('output_dir')}")
+    print(f"output     {summary.get('output_dir') or '(none named: the script made no Trainer and reported no checkpoint)'}")
     if summary.get("parent"):
         print(f"resumed    from {summary['parent']} at {summary.get('resume_from')}")
     if summary.get("exit_codes"):
@@ -245,7 +245,8 @@ def cmd_checkpoints(args: argparse.Namespace) -> int:
         print_json([c.to_dict() for c in checkpoints])
         return 0
     if not checkpoints:
-        print(f"no checkpoints in {record.get('output_dir')}")
+        where = f"in {record['output_dir']}" if record.get("output_dir") else "(the run names no output folder)"
+        print(f"no checkpoints {where}")
         return 0
     rows = []
     for c in checkpoints:

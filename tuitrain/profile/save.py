@@ -1,5 +1,5 @@
-"""Writing profiles: atomically, keeping the old file's permissions, and a .bak of a file whose
-comments the TOML writer would drop."""
+"""Writing profiles: atomically, keeping the old file's permissions, its comments, key order and layout
+(round-trip editing, toml_edit), and a .bak only when the file had to be rewritten and had comments."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import datetime as _dt
 import os
 import shutil
 import stat
+import tomllib
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -72,14 +73,48 @@ def _fail(label: str, message: str, fix: str | None = None) -> ProfileError:
     return ProfileError([Problem(label, "", message, fix)])
 
 
+def _fresh_text(data: dict[str, Any]) -> str:
+    """A new file's text: readable sections ([table], [[list of tables]]); tomli-w's if that would not
+    read back to `data`."""
+    from . import toml_edit
+
+    try:
+        text = toml_edit.render(data)
+        if toml_edit.same(tomllib.loads(text), data):
+            return text
+    except Exception:  # noqa: BLE001 - any failure of the layout writer falls back to the plain one
+        pass
+    return tomli_w.dumps(data)
+
+
+def _edited_text(old_text: str, data: dict[str, Any]) -> str | None:
+    """`old_text` edited in place to hold `data` (comments, order and layout kept), or None when that
+    cannot be done exactly (the old text does not parse, or the edit would not read back to `data`)."""
+    from . import toml_edit
+
+    try:
+        old = tomllib.loads(old_text)
+        text = toml_edit.edit(old_text, old, data)
+        if toml_edit.same(tomllib.loads(text), data):
+            return text
+    except Exception:  # noqa: BLE001 - any failure of the round-trip editor falls back to rewriting the file
+        pass
+    return None
+
+
 def save_profile(data: dict[str, Any], path: Path) -> list[Problem]:
     """Write `data` as TOML to `path`, atomically.
 
+    An existing file is edited in place: changed values keep their place and comments, new keys go
+    at the end of their table, removed keys go with their own comment lines, and the rest of the
+    text is kept as it was. A new file is written with [sections] and [[lists of tables]]. Whatever
+    is written is first read back and must give `data` exactly; when editing in place cannot manage
+    that, the file is rewritten whole (comments lost), a file with comments is first copied to
+    `<name>.toml.bak`, and a warning says so. Returns those warnings.
+
     The text goes to a temporary file in the same folder, is flushed and fsynced, then replaces
     the target; the old file's permissions are kept. On any failure the temporary file is
-    removed, the old file is untouched, and a ProfileError says why. If the old file has
-    comments (which the writer cannot keep), it is first copied to `<name>.toml.bak` and a
-    warning says so. Returns those warnings.
+    removed, the old file is untouched, and a ProfileError says why.
     """
     path = Path(path)
     label = str(path)
@@ -87,7 +122,7 @@ def save_profile(data: dict[str, Any], path: Path) -> list[Problem]:
     if bad:
         raise ProfileError([Problem(label, key, message) for key, message in bad])
     try:
-        text = tomli_w.dumps(data)
+        tomli_w.dumps(data)  # the fallback writer must manage it too; it names what TOML cannot hold
     except (TypeError, ValueError) as exc:
         raise _fail(label, f"cannot write as TOML: {exc}") from None
 
@@ -106,7 +141,9 @@ def save_profile(data: dict[str, Any], path: Path) -> list[Problem]:
             old_text = target.read_text(encoding="utf-8", errors="replace")
         except OSError as exc:
             raise _fail(label, f"cannot read the existing file: {exc.strerror or exc}") from None
-        if has_comments(old_text) and old_text != text:
+        edited = _edited_text(old_text, data)
+        text = edited if edited is not None else _fresh_text(data)
+        if edited is None and has_comments(old_text) and old_text != text:
             bak = backup_path(target)
             try:
                 shutil.copy2(target, bak)
@@ -115,9 +152,11 @@ def save_profile(data: dict[str, Any], path: Path) -> list[Problem]:
                        if isinstance(exc, PermissionError) else f"cannot save: {exc.strerror or exc}")
                 raise _fail(label, f"{why} (while keeping a backup at {bak})",
                             "the file has comments that saving would drop") from None
-            warnings.append(Problem(label, "", "comments are not kept when saving; "
+            warnings.append(Problem(label, "", "this file could not be edited in place, so its comments are not kept; "
                                     f"the previous file, comments included, is at {bak}",
                                     severity="warning"))
+    else:
+        text = _fresh_text(data)
 
     try:
         write_text_atomic(target, text, mode)

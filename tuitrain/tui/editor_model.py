@@ -81,7 +81,7 @@ def _in_schema_order(machine: dict[str, Any]) -> None:
 @dataclass
 class Loaded:
     """What reading the profile gave: its data, the installed TrainingArguments' fields, whether the
-    file has comments (saving cannot keep them), and what an accelerate import left out."""
+    file has comments (saving keeps them), and what an accelerate import left out."""
 
     data: dict[str, Any]
     training_specs: dict[str, Any] | None
@@ -191,8 +191,6 @@ class EditorModel:
                       "demo: ctrl+s saves it as a new file")
             if self.imported_notes:
                 notice += "\n" + "\n".join(self.imported_notes)
-        if self.has_comments:
-            notice = "this file has comments: saving cannot keep them, so the old file is kept as a .bak backup"
         return notice
 
     # ------------------------------------------------------------------------------ editing
@@ -476,8 +474,8 @@ class EditorModel:
         return f"run.name set to {target.stem!r} (it was {name!r}, the old file's own name)"
 
     def save(self, target: Path, new_path: bool = False, data: dict[str, Any] | None = None) -> list[str]:
-        """Write the profile (or `data`, a copy taken from it) to `target` (blocking; atomic, a commented
-        file backed up first). Returns the writer's warnings; raises ProfileError or OSError. Call
+        """Write the profile (or `data`, a copy taken from it) to `target` (blocking; atomic, the file's
+        comments and layout kept). Returns the writer's warnings; raises ProfileError or OSError. Call
         `saved` once it returns."""
         from tuitrain.profile import save_profile
 
@@ -486,10 +484,9 @@ class EditorModel:
         return [str(w) for w in save_profile(copy.deepcopy(self.data if data is None else data), target)]
 
     def saved(self, target: Path, data: dict[str, Any] | None = None, check: Check | None = None) -> str:
-        """The profile is now `target`'s (no longer new, a template's copy or an import, and without
-        the comments the writer dropped); unmodified unless it changed since `data` was copied for
-        saving. `check`: the check of what was saved (the one the error pane shows), whose errors the
-        returned note counts. Returns what to tell the user."""
+        """The profile is now `target`'s (no longer new, a template's copy or an import); unmodified
+        unless it changed since `data` was copied for saving. `check`: the check of what was saved (the
+        one the error pane shows), whose errors the returned note counts. Returns what to tell the user."""
         self.path = target
         self.template = None
         self.accelerate_config = None

@@ -4,7 +4,7 @@ field, and a live preview of what would run (command line, environment, accelera
 The screen draws an `EditorModel` (tuitrain/tui/editor_model.py: the profile as written, its
 checks, its plan, whether it changed, where it saves) and runs the model's blocking steps in
 workers: every change is validated and planned by the profile and launch layers, saving goes
-through `save_profile` (atomic; a file with comments is backed up first and the app says so).
+through `save_profile` (atomic; a hand-edited file keeps its comments, key order and layout).
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ class EditorScreen(Screen):
     check_delay = 0.2  # seconds of quiet after a change before the profile is checked again
     HELP_TITLE = "Profile editor"
     BINDINGS = [
-        Binding("ctrl+s", "save", "Save", tooltip="Save the profile (atomically; a backup keeps any comments)"),
+        Binding("ctrl+s", "save", "Save", tooltip="Save the profile (atomically, keeping its comments and layout)"),
         Binding("ctrl+o", "save_as", "Save as", tooltip="Save the profile under another name"),
         Binding("ctrl+r", "launch", "Launch", tooltip="Launch this profile as it is in the form"),
         Binding("ctrl+y", "copy_command", "Copy command", tooltip="Copy the accelerate command line"),
