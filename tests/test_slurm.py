@@ -164,3 +164,18 @@ def test_demo_across_two_nodes(slurm_two_nodes: Cluster, runs_dir: Path) -> None
     assert "run finished" in (run / "logs" / "machine-1.log").read_text()
     assert sorted(losses(run)) == list(range(1, 9))
     assert wait_for(lambda: row_with(runs_dir, run, f"job {job} COMPLETED"), 30, "COMPLETED")
+
+
+def test_a_script_runs_in_its_own_folder_under_slurm(slurm_cluster: Cluster, runs_dir: Path, tmp_path: Path) -> None:
+    """Script mode in a job: the script starts in its profile's folder, wherever `submit` was typed."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "where.py").write_text('import os\nprint("working in", os.getcwd(), flush=True)\n')
+    profile = project / "train.toml"
+    profile.write_text('[script]\npath = "where.py"\n\n[hardware]\naccelerator = "cpu"\n')
+    result = cli("submit", str(profile), runs_dir=runs_dir, cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    run = runs_dir / result.stdout.strip()
+    ended = wait_until_ended(run, 120)
+    assert ended["status"] == "finished", ended
+    assert f"working in {project}\n" in (run / "logs" / "rank-0.log").read_text()

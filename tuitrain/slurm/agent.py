@@ -173,6 +173,8 @@ def main(run_dir: Path) -> int:
     slurm = dict(read_record(paths).get("slurm") or {})
     slurm.update(job_id=job_id or slurm.get("job_id"), host=os.uname().nodename, nodes=nodes)
     fields = {**plan.record_fields(), "env": env, "slurm": slurm}
+    if plan.cwd:  # a [script] runs in its workdir, as it does when tuitrain runs it locally
+        fields["cwd"] = plan.cwd
     if node == 0:
         fields["status"] = "starting"
     update_record(paths, **fields)
