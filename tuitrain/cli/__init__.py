@@ -99,6 +99,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run")
     p.add_argument("--json", action="store_true")
 
+    p = command("export", _lazy("tuitrain.cli.exporting", "cmd_export"),
+                "write one of a run's checkpoints as a full model folder (a LoRA adapter merged into its base)")
+    p.add_argument("run")
+    p.add_argument("out", help="the folder to write (new or empty)")
+    p.add_argument("--checkpoint", default="latest", help="latest (newest complete), checkpoint-N, or a path")
+
     p = command("save", controlling.cmd_save, "ask a running run to save a checkpoint at the next step end")
     p.add_argument("run")
 
@@ -175,7 +181,7 @@ def _open_app(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
 
 # The commands that read or write the runs root (plan, validate, gpus and profile do not need one).
-RUNS_ROOT_COMMANDS = frozenset({"run", "resume", "submit", "runs", "status", "logs", "checkpoints", "save", "evaluate", "stop"})
+RUNS_ROOT_COMMANDS = frozenset({"run", "resume", "submit", "runs", "status", "logs", "checkpoints", "export", "save", "evaluate", "stop"})
 
 
 def main(argv: Sequence[str] | None = None) -> int:

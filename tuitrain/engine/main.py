@@ -132,7 +132,8 @@ def build_trainer(paths: RunPaths, record: dict[str, Any], profile: dict[str, An
     # Trainer seeds only in its __init__, after a from-scratch model has drawn its weights: seed
     # here so two runs of one profile start from the same weights.
     set_seed(profile["run"]["seed"])
-    model = build_model(model_spec, tokenizer)
+    model = build_lora_model(model_spec, tokenizer, output_dir, record.get("resume_from"), args.local_process_index == 0) \
+        if model_spec.get("lora") else build_model(model_spec, tokenizer)
     events = EventLog(paths.events) if rank == 0 else None
     callbacks: list[Any] = [CheckpointMarkerCallback(record["id"], world_size), ControlCallback(paths, events, world_size)]
     if events is not None:
@@ -151,6 +152,19 @@ def build_trainer(paths: RunPaths, record: dict[str, Any], profile: dict[str, An
         class_weights=model_spec.get("class_weights"),
         report_perplexity="perplexity" in metrics_spec["names"],
     )
+
+
+def build_lora_model(model_spec: dict[str, Any], tokenizer: Any, output_dir: str, resume_from: str | None,
+                     is_local_main: bool) -> Any:
+    from tuitrain.engine.lora import LORA_BASE, apply_lora, base_folder, import_peft, save_base
+    from tuitrain.engine.model import build_model
+
+    import_peft()  # before anything is built: a missing peft is one line
+    from_scratch = not model_spec.get("name_or_path")
+    model = build_model(model_spec, tokenizer, base=base_folder(output_dir, resume_from) if from_scratch else None)
+    if is_local_main:
+        save_base(model, Path(output_dir) / LORA_BASE, from_scratch, resuming=bool(resume_from))
+    return apply_lora(model, model_spec["lora"], model_spec["task"])
 
 
 def _report_error(paths: RunPaths, rank: int, message: str) -> None:

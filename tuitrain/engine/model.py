@@ -2,18 +2,35 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from tuitrain.engine.errors import EngineError, first_line, not_loadable
 
+_AUTO_CLASSES = {
+    "sequence-classification": "AutoModelForSequenceClassification",
+    "causal-lm": "AutoModelForCausalLM",
+}
 
-def build_model(model: dict[str, Any], tokenizer: Any) -> Any:
-    from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification
 
+def auto_class(task: str) -> Any:
+    import transformers
+
+    return getattr(transformers, _AUTO_CLASSES[task])
+
+
+def build_model(model: dict[str, Any], tokenizer: Any, base: Path | None = None) -> Any:
+    """`base`: a folder holding the from-scratch base model a LoRA run kept (a resume loads it
+    rather than drawing new weights)."""
     classify = model["task"] == "sequence-classification"
-    auto = AutoModelForSequenceClassification if classify else AutoModelForCausalLM
+    auto = auto_class(model["task"])
     extra = {"num_labels": model["num_labels"]} if classify else {}
-    if model.get("name_or_path"):
+    if base is not None:
+        if not (base / "config.json").is_file():
+            raise EngineError(f"[model.lora]: the checkpoint to resume from has no base model beside it ({base} is missing); "
+                              "resume from a checkpoint of a run with the same [model.lora]")
+        loaded = auto.from_pretrained(str(base))
+    elif model.get("name_or_path"):
         source = model["name_or_path"]
         try:
             loaded = auto.from_pretrained(source, trust_remote_code=model.get("trust_remote_code", False), **extra)

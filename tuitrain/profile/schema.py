@@ -127,6 +127,16 @@ DEEPSPEED_KEYS: dict[str, KeySpec] = {
     "zero3_save_16bit_model": KeySpec("bool", False, doc="stage 3: also save a gathered 16-bit model"),
 }
 
+# [model.lora]: LoRA adapters through peft (peft's LoraConfig names: r, lora_alpha, lora_dropout, target_modules).
+LORA_KEYS: dict[str, KeySpec] = {
+    "r": KeySpec("int", 8, min=1, doc="the adapters' rank"),
+    "alpha": KeySpec("float", 16.0, min=0, min_exclusive=True, doc="scaling: the update is multiplied by alpha / r"),
+    "dropout": KeySpec("float", 0.0, min=0, max=0.99, doc="dropout on the adapters' input"),
+    "target_modules": KeySpec("list[str]", example='target_modules = ["c_attn"]',
+                              doc="the layers to adapt, by name (absent: peft's default for the model type); "
+                                  "checked against the model's layers when a rank starts"),
+}
+
 # [[distributed.machines]]: one table per machine, the first being the main machine (rank 0).
 MACHINE_KEYS: dict[str, KeySpec] = {
     "host": KeySpec("str", example='host = "node1"',
@@ -210,6 +220,8 @@ SCHEMA: dict[str, Section] = {
             },
             doc="a tokenizer trained on the training text",
         ),
+        "lora": TableSpec(keys=LORA_KEYS, doc="train LoRA adapters (peft) instead of the whole model: "
+                          "checkpoints hold the adapter; `tuitrain export` merges it into a full model"),
     },
     "data": {
         "generate": KeySpec("str", choices=GENERATORS, doc="a built-in generated data set"),

@@ -521,6 +521,9 @@ def _rules_model(file: str, data: Mapping[str, Any], base_dir: Path | None,
     if tokenizer and train_tok is not None:
         out.append(Problem(file, "model.train_tokenizer",
                            "both model.tokenizer and [model.train_tokenizer] are given", "keep one"))
+    lora = model.get("lora")
+    if isinstance(lora, dict):
+        out.extend(_lora_problems(file, lora))
     weights = _get(model, "class_weights", "list")
     if weights is not None:
         if task == "causal-lm":
@@ -532,6 +535,21 @@ def _rules_model(file: str, data: Mapping[str, Any], base_dir: Path | None,
                 out.append(Problem(file, "model.class_weights",
                                    f"{len(weights)} weights for {labels} labels (model.num_labels)",
                                    f"give exactly {labels} weights, one per label"))
+    return out
+
+
+def _lora_problems(file: str, lora: Mapping[str, Any]) -> list[Problem]:
+    """[model.lora] beyond its keys' types and ranges: peft installed, some layer to adapt (whether the
+    names are the model's own is checked when a rank has built the model)."""
+    out: list[Problem] = []
+    if distribution_version("peft") is None:
+        out.append(Problem(file, "model.lora", "LoRA adapters need the peft package, which is not installed here",
+                           "pip install 'tuitrain[peft]' (or remove [model.lora] to train the whole model)"))
+    targets = lora.get("target_modules")
+    if isinstance(targets, list) and not targets:
+        out.append(Problem(file, "model.lora.target_modules", "is empty: no layer would be adapted",
+                           'name the layers, e.g. target_modules = ["query", "value"], or remove the key '
+                           "for peft's default for the model type"))
     return out
 
 
