@@ -196,6 +196,12 @@ class TuitrainApp(App[int]):
         else:
             self.push_screen(screen)
 
+    def open_compare(self, runs: list[tuple[Path, str]]) -> None:
+        """The compare screen on (run directory, profile) pairs."""
+        from tuitrain.tui.screens.compare import CompareScreen
+
+        self.push_screen(CompareScreen(runs))
+
     def open_editor(self, path: Path | None, accelerate_config: Path | None = None) -> None:
         from tuitrain.tui.screens.editor import EditorScreen
 

@@ -52,6 +52,9 @@ class HomeScreen(Screen):
         Binding("enter", "open_run", "Open", tooltip="Open the selected run's monitor", show=False),
         Binding("R", "resume_run", "Resume", tooltip="Resume the selected run from its latest complete checkpoint"),
         Binding("s", "stop_run", "Stop", tooltip="Ask the selected run to save a checkpoint and stop"),
+        Binding("space", "mark_run", "Mark", show=False, tooltip="Mark the highlighted run for compare (again: unmark)"),
+        Binding("C", "compare", "Compare",
+                tooltip="Overlay the marked runs' curves (none marked: the highlighted run)"),
         Binding("a", "import_accelerate", "Import accelerate config", show=False,
                 tooltip="A new profile from accelerate's default config (what `accelerate config` wrote)"),
         # Textual's own Tab, which the help lists once among the keys of every screen
@@ -66,6 +69,7 @@ class HomeScreen(Screen):
         self._rows: list[RunRow] = []
         self._ready = False
         self._profiles_stamp: object = None
+        self.marked: list[str] = []  # run ids marked for compare, in the order marked
 
     def compose(self) -> ComposeResult:
         yield Static(f"tuitrain · runs in {self.app.show_path(self.app.runs_root)}", classes="title-bar", id="title")
@@ -152,7 +156,7 @@ class HomeScreen(Screen):
         if row.status == "failed" and row.failed_rank is not None:
             status.append(f" r{row.failed_rank}", style="red")
         cells = {
-            "RUN": row.id,
+            "RUN": Text("✓ " + row.id, style="bold") if row.id in self.marked else row.id,
             "STATUS": status,
             "STEP": step_text(row.step, row.max_steps, 5),
             "LOSS": number(row.loss),
@@ -168,6 +172,7 @@ class HomeScreen(Screen):
         self._ensure_columns()
         table = self.query_one("#runs", DataTable)
         ids = [r.id for r in rows]
+        self.marked = [i for i in self.marked if i in ids]
         self.query_one("#runs-title", TextLine).set(runs_title(len(rows) if self.app.polls else None))
         if self.app.polls:
             self.load_profiles(only_if_changed=True)
@@ -218,6 +223,30 @@ class HomeScreen(Screen):
     def _profile_selected(self, event: OptionList.OptionSelected) -> None:
         # Enter opens the profile; a run starts only from r (then the launch dialog's Enter)
         self.action_edit_profile()
+
+    def action_mark_run(self) -> None:
+        """Mark or unmark the highlighted run, then move down (as htop tags)."""
+        run_id = self.selected_run_id()
+        if run_id is None:
+            self.notify("no run to mark", severity="warning")
+            return
+        if run_id in self.marked:
+            self.marked.remove(run_id)
+        else:
+            self.marked.append(run_id)
+        row = next((r for r in self._rows if r.id == run_id), None)
+        table = self.query_one("#runs", DataTable)
+        if row is not None:
+            table.update_cell(run_id, "RUN", self._cells(row)["RUN"], update_width=True)
+        table.action_cursor_down()
+
+    def action_compare(self) -> None:
+        ids = list(self.marked) or [i for i in [self.selected_run_id()] if i is not None]
+        if not ids:
+            self.notify("no run to compare: mark runs with space", severity="warning")
+            return
+        profiles = {r.id: r.profile for r in self._rows}
+        self.app.open_compare([(self.app.runs_root / i, profiles.get(i, "?")) for i in ids])
 
     def action_open_run(self) -> None:
         run_dir = self.selected_run_dir()

@@ -1,0 +1,209 @@
+"""Compare runs: the curves of several runs overlaid, one colour a run, a metric picked from a list
+that typing filters; x as step, epoch or time; EMA smoothing; a log scale. Runs still going keep
+drawing (their events are read incrementally in a worker)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Input, OptionList, Static
+from textual.widgets.option_list import Option
+
+from tuitrain.humanize import duration, number
+from tuitrain.tui.actions import wait_or_cancel
+from tuitrain.tui.curves import SMOOTHINGS, X_AXES, RunCurves, ema, log10_values, matching, metric_order, x_values
+from tuitrain.tui.format import short_metric
+from tuitrain.tui.widgets.key_bar import KeyBar
+from tuitrain.tui.widgets.overlay_plot import Curve, OverlayPlot
+from tuitrain.tui.widgets.text_line import TextLine
+
+if TYPE_CHECKING:
+    from textual import getters
+
+    from tuitrain.tui.app import TuitrainApp
+
+RUN_STYLES = ("cyan", "magenta", "green", "yellow", "blue", "red", "bright_cyan", "bright_magenta")
+
+
+class ComparedRun:
+    """One run on the compare screen: its id, profile and curves."""
+
+    def __init__(self, run_dir: Path, profile: str) -> None:
+        from tuitrain.runs.layout import RunPaths
+
+        self.paths = RunPaths(run_dir)
+        self.id = self.paths.id
+        self.profile = profile
+        self.curves = RunCurves(self.paths.events)
+
+
+class CompareScreen(Screen):
+    if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
+        app = getters.app(TuitrainApp)
+
+    CSS_PATH = "compare.tcss"
+    HELP_TITLE = "Compare runs"
+    BINDINGS = [
+        Binding("escape", "back", "Back", tooltip="Leave the metric filter, or go back to the runs"),
+        Binding("slash", "filter", "Filter", tooltip="Type part of a metric's name to filter the list"),
+        Binding("x", "cycle_x", "X axis", tooltip="x as step, epoch or time since the run began"),
+        Binding("s", "cycle_smoothing", "Smooth", tooltip="Smoothing (EMA): 0, 0.6, 0.9"),
+        Binding("l", "toggle_log", "Log y", tooltip="Log scale for y (values ≤ 0 are left out)"),
+    ]
+
+    class Updated(Message):
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, CompareScreen.Updated)
+
+    def __init__(self, runs: list[tuple[Path, str]]) -> None:
+        """`runs`: (run directory, profile name) of each run to overlay, in legend order."""
+        super().__init__()
+        self.runs = [ComparedRun(Path(run_dir), profile) for run_dir, profile in runs]
+        self.metrics: list[str] = []  # every metric of any run, in picker order
+        self.shown: list[str] = []  # those the filter lets through
+        self.metric: str | None = None
+        self.x_axis = X_AXES[0]
+        self.smoothing = SMOOTHINGS[0]
+        self.log_y = False
+
+    def compose(self) -> ComposeResult:
+        names = ", ".join(run.id for run in self.runs)
+        yield Static(f"compare {len(self.runs)} run{'s' if len(self.runs) != 1 else ''} · {names}",
+                     classes="title-bar", id="title")
+        with Horizontal(id="compare-body"):
+            with Vertical(id="picker"):
+                yield Input(placeholder="filter metrics", id="metric-filter")
+                yield OptionList(id="metrics")
+            yield OverlayPlot(id="overlay")
+        yield TextLine("", id="compare-status")
+        yield KeyBar()
+
+    def on_mount(self) -> None:
+        self.query_one("#metrics", OptionList).focus()
+        self.update_status()
+        self.follow_runs()
+
+    @work(thread=True, exclusive=True, group="compare", exit_on_error=False)
+    def follow_runs(self) -> None:
+        first = True
+        while True:
+            changed = False
+            for run in self.runs:
+                changed |= run.curves.poll()
+            if changed or first:
+                self.post_message(self.Updated())
+            first = False
+            if not wait_or_cancel(self.app.monitor_interval):
+                return
+
+    def on_compare_screen_updated(self, _message: Updated) -> None:
+        metrics = metric_order({name for run in self.runs for name in run.curves.curves})
+        if metrics != self.metrics:
+            self.metrics = metrics
+            self.refilter()
+        self.draw()
+
+    # ------------------------------------------------------------------------------ the picker
+    def refilter(self) -> None:
+        """Fill the list with the metrics the filter lets through, keeping the metric in view."""
+        text = self.query_one("#metric-filter", Input).value
+        shown = matching(self.metrics, text)
+        options = self.query_one("#metrics", OptionList)
+        if shown != self.shown:
+            self.shown = shown
+            options.clear_options()
+            options.add_options([Option(short_metric(name) if name.startswith("eval_") else name, id=name)
+                                 for name in shown])
+        if not shown:
+            return
+        if self.metric not in shown:
+            self.metric = shown[0]
+            self.draw()
+        options.highlighted = shown.index(self.metric)
+
+    @on(Input.Changed, "#metric-filter")
+    def _filter_changed(self, _event: Input.Changed) -> None:
+        self.refilter()
+        self.update_status()
+
+    @on(Input.Submitted, "#metric-filter")
+    def _filter_submitted(self, _event: Input.Submitted) -> None:
+        self.query_one("#metrics", OptionList).focus()
+
+    @on(OptionList.OptionHighlighted, "#metrics")
+    def _metric_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        if event.option.id is not None and event.option.id != self.metric:
+            self.metric = event.option.id
+            self.draw()
+
+    # ------------------------------------------------------------------------------ the plot
+    def curves(self) -> list[Curve]:
+        """The metric of each run that has it, as the plot draws it (smoothed, log10)."""
+        out = []
+        for i, run in enumerate(self.runs):
+            curve = run.curves.curves.get(self.metric or "")
+            if curve is None or not len(curve):
+                continue
+            ys = ema(curve.values, self.smoothing)
+            if self.log_y:
+                ys = log10_values(ys)
+            xs = x_values(curve, self.x_axis, run.curves.begin)
+            label = f"{run.id} · {run.profile}"
+            out.append(Curve(label, xs, ys, RUN_STYLES[i % len(RUN_STYLES)], number(curve.values[-1])))
+        return out
+
+    def draw(self) -> None:
+        curves = self.curves()
+        missing = len(self.runs) - len(curves)
+        if self.metric is None:
+            empty = "no metrics yet"
+        elif not curves:
+            empty = f"no run has {self.metric}"
+        elif self.x_axis == "epoch":
+            empty = "no epochs in these events: x as step or time (x)"
+        else:
+            empty = "no values to draw (a log scale leaves out values ≤ 0)"
+        x_format = (lambda s: duration(s)) if self.x_axis == "time" else number
+        y_format = (lambda v: number(10 ** v, 3)) if self.log_y else (lambda v: number(v, 3))
+        self.query_one(OverlayPlot).show(curves, x_label=self.x_axis, x_format=x_format, y_format=y_format,
+                                         empty=empty)
+        self.update_status(missing)
+
+    def update_status(self, missing: int = 0) -> None:
+        text = Text(no_wrap=True, overflow="ellipsis")
+        text.append(self.metric or "no metric", style="bold")
+        text.append(f" · x {self.x_axis} · smoothing {self.smoothing:g} · y {'log' if self.log_y else 'linear'}")
+        if missing:
+            text.append(f" · {missing} run{'s' if missing > 1 else ''} without it", style="yellow")
+        self.query_one("#compare-status", TextLine).set(text)
+
+    # ------------------------------------------------------------------------------ keys
+    def action_filter(self) -> None:
+        self.query_one("#metric-filter", Input).focus()
+
+    def action_cycle_x(self) -> None:
+        self.x_axis = X_AXES[(X_AXES.index(self.x_axis) + 1) % len(X_AXES)]
+        self.draw()
+
+    def action_cycle_smoothing(self) -> None:
+        self.smoothing = SMOOTHINGS[(SMOOTHINGS.index(self.smoothing) + 1) % len(SMOOTHINGS)]
+        self.draw()
+
+    def action_toggle_log(self) -> None:
+        self.log_y = not self.log_y
+        self.draw()
+
+    def action_back(self) -> None:
+        box = self.query_one("#metric-filter", Input)
+        if box.has_focus:
+            self.query_one("#metrics", OptionList).focus()
+            return
+        self.app.pop_screen()
