@@ -53,7 +53,7 @@ class CompareScreen(Screen):
     HELP_TITLE = "Compare runs"
     BINDINGS = [
         Binding("escape", "back", "Back", tooltip="Leave the metric filter, or go back to the runs"),
-        Binding("slash", "filter", "Filter", tooltip="Type part of a metric's name to filter the list"),
+        Binding("slash", "filter", "Filter", key_display="/", tooltip="Type part of a metric's name to filter the list"),
         Binding("x", "cycle_x", "X axis", tooltip="x as step, epoch or time since the run began"),
         Binding("s", "cycle_smoothing", "Smooth", tooltip="Smoothing (EMA): 0, 0.6, 0.9"),
         Binding("l", "toggle_log", "Log y", tooltip="Log scale for y (values ≤ 0 are left out)"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -12,12 +13,13 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.coordinate import Coordinate
 from textual.screen import ModalScreen, Screen
-from textual.widgets import DataTable, OptionList, Static
+from textual.widgets import DataTable, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from tuitrain.humanize import duration, number
 from tuitrain.tui.actions import resume_in_worker, run_request
 from tuitrain.tui.format import clock, short_metric, status_text, step_text
+from tuitrain.tui.run_table import SORTS, RunOrder, arrange, describe
 from tuitrain.tui.widgets.hardware_strip import HardwareStrip
 from tuitrain.tui.widgets.key_bar import KeyBar
 from tuitrain.tui.widgets.text_line import TextLine
@@ -33,11 +35,16 @@ WIDE_COLUMNS = ("RUN", "STATUS", "STEP", "LOSS", "BEST", "STARTED", "TIME")
 NARROW_COLUMNS = ("RUN", "STATUS", "STEP", "LOSS", "BEST", "TIME")
 
 
-def runs_title(count: int | None) -> str:
-    """The runs pane's title; `count` None while the runs root is not read yet (no "none yet" flash)."""
+def runs_title(count: int | None, order: RunOrder | None = None, shown: int | None = None) -> str:
+    """The runs pane's title; `count` None while the runs root is not read yet (no "none yet" flash);
+    with a filter, how many of them it shows, and the sort when it is not the default."""
     if count is None:
         return "Runs — reading…"
-    return f"Runs ({count})" if count else "Runs — none yet: highlight a profile and press r"
+    if not count:
+        return "Runs — none yet: highlight a profile and press r"
+    order = order or RunOrder()
+    counted = f"{shown} of {count}" if order.filter.strip() and shown is not None else str(count)
+    return f"Runs ({counted}){describe(order)}"
 
 
 class HomeScreen(Screen):
@@ -55,6 +62,11 @@ class HomeScreen(Screen):
         Binding("space", "mark_run", "Mark", show=False, tooltip="Mark the highlighted run for compare (again: unmark)"),
         Binding("C", "compare", "Compare",
                 tooltip="Overlay the marked runs' curves (none marked: the highlighted run)"),
+        Binding("slash", "filter_runs", "Filter", show=False, key_display="/",
+                tooltip="Filter the runs by id, profile or status as you type (enter keeps it, escape clears it)"),
+        Binding("o", "sort_runs", "Sort", show=False, tooltip="Sort the runs by the next column: started, status, profile, loss"),
+        Binding("O", "reverse_runs", "Reverse", show=False, tooltip="Reverse the runs' order"),
+        Binding("escape", "clear_filter", "Clear filter", show=False, tooltip="Clear the runs filter"),
         Binding("a", "import_accelerate", "Import accelerate config", show=False,
                 tooltip="A new profile from accelerate's default config (what `accelerate config` wrote)"),
         # Textual's own Tab, which the help lists once among the keys of every screen
@@ -70,6 +82,7 @@ class HomeScreen(Screen):
         self._ready = False
         self._profiles_stamp: object = None
         self.marked: list[str] = []  # run ids marked for compare, in the order marked
+        self.order = RunOrder()  # the table's sort and filter, kept across refreshes
 
     def compose(self) -> ComposeResult:
         yield Static(f"tuitrain · runs in {self.app.show_path(self.app.runs_root)}", classes="title-bar", id="title")
@@ -80,11 +93,13 @@ class HomeScreen(Screen):
                 yield OptionList(id="profiles")
             with Vertical(id="runs-pane"):
                 yield TextLine("Runs", classes="pane-title", id="runs-title")
+                yield Input(placeholder="filter runs: id, profile or status", id="runs-filter")
                 table: DataTable = DataTable(id="runs", cursor_type="row", zebra_stripes=False)
                 yield table
         yield KeyBar()
 
     def on_mount(self) -> None:
+        self.query_one("#runs-filter", Input).display = False
         self._ready = True
         self.call_after_refresh(self.load_profiles)
         self.call_after_refresh(self.offer_accelerate_config)
@@ -171,9 +186,11 @@ class HomeScreen(Screen):
             return  # a hidden Home catches up when shown (on_screen_resume)
         self._ensure_columns()
         table = self.query_one("#runs", DataTable)
+        self.marked = [i for i in self.marked if any(r.id == i for r in rows)]
+        count = len(rows) if self.app.polls else None
+        rows = arrange(rows, self.order)
         ids = [r.id for r in rows]
-        self.marked = [i for i in self.marked if i in ids]
-        self.query_one("#runs-title", TextLine).set(runs_title(len(rows) if self.app.polls else None))
+        self.query_one("#runs-title", TextLine).set(runs_title(count, self.order, len(rows)))
         if self.app.polls:
             self.load_profiles(only_if_changed=True)
         if ids != [r.id for r in self._rows]:
@@ -247,6 +264,42 @@ class HomeScreen(Screen):
             return
         profiles = {r.id: r.profile for r in self._rows}
         self.app.open_compare([(self.app.runs_root / i, profiles.get(i, "?")) for i in ids])
+
+    def _arrange(self, order: RunOrder) -> None:
+        self.order = order
+        self.runs_polled(self.app.rows)
+
+    def action_sort_runs(self) -> None:
+        self._arrange(dataclasses.replace(self.order, sort=SORTS[(SORTS.index(self.order.sort) + 1) % len(SORTS)]))
+
+    def action_reverse_runs(self) -> None:
+        self._arrange(dataclasses.replace(self.order, reverse=not self.order.reverse))
+
+    def action_filter_runs(self) -> None:
+        box = self.query_one("#runs-filter", Input)
+        box.display = True
+        box.value = self.order.filter
+        box.focus()
+
+    def action_clear_filter(self) -> None:
+        box = self.query_one("#runs-filter", Input)
+        if not box.display and not self.order.filter:
+            return
+        box.display = False
+        box.value = ""
+        self._arrange(dataclasses.replace(self.order, filter=""))
+        self.query_one("#runs", DataTable).focus()
+
+    @on(Input.Changed, "#runs-filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        if event.value != self.order.filter:
+            self._arrange(dataclasses.replace(self.order, filter=event.value))
+
+    @on(Input.Submitted, "#runs-filter")
+    def _filter_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.query_one("#runs-filter", Input).display = False
+        self.query_one("#runs", DataTable).focus()
 
     def action_open_run(self) -> None:
         run_dir = self.selected_run_dir()

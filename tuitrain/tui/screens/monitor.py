@@ -57,7 +57,7 @@ class MonitorScreen(Screen):
         Binding("o", "output_folder", "Output folder", show=False,
                 tooltip="Show the run's output folder (checkpoints, model) and copy its path"),
         Binding("R", "resume", "Resume", tooltip="A new run from the selected checkpoint (Checkpoints tab) or the latest"),
-        Binding("slash", "search", "Search", tooltip="Search the log in view"),
+        Binding("slash", "search", "Search", key_display="/", tooltip="Search the log in view"),
         Binding("n", "next_match", "Next", show=False, tooltip="Next match of the search"),
         Binding("N", "previous_match", "Previous", show=False, tooltip="Previous match of the search"),
         Binding("t", "traceback", "Traceback", tooltip="Jump to the first traceback of the log in view"),
