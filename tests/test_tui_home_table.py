@@ -15,12 +15,12 @@ OTHER = "20260101-003000-other"
 
 def copy_run(folder, source: str, run_id: str, profile: str, created: float) -> None:
     """Another ended run: `source`'s files under a new id, profile and time."""
-    runs = folder / "runs"
-    shutil.copytree(runs / source, runs / f".{run_id}")  # made aside, then moved in whole
-    record = json.loads((runs / f".{run_id}" / "run.json").read_text())
+    runs, aside = folder / "runs", folder / "aside" / run_id  # made aside, then moved in whole
+    shutil.copytree(runs / source, aside)
+    record = json.loads((aside / "run.json").read_text())
     record.update(id=run_id, profile=profile, created=created, started=created + 1, ended=created + 40)
-    (runs / f".{run_id}" / "run.json").write_text(json.dumps(record))
-    (runs / f".{run_id}").rename(runs / run_id)
+    (aside / "run.json").write_text(json.dumps(record))
+    aside.rename(runs / run_id)
 
 
 def shown_ids(app) -> list[str]:
