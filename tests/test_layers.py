@@ -2,7 +2,7 @@
 
 Every `import` and `from ... import` under tuitrain/ counts, at module level, inside functions and
 under `if TYPE_CHECKING:` alike (a type-only import is still an arrow between layers). A layer is
-the first folder under tuitrain/ (profile, hardware, launch, runs, engine, tui, cli); the small
+the first folder under tuitrain/ (profile, hardware, launch, remote, runs, slurm, engine, script, tui, cli); the small
 top-level modules (atomic, humanize, installed, yaml_text) are helpers that import no layer.
 Starting a process (`python -m tuitrain.engine`, `-m tuitrain.runs.supervisor`) is not an import.
 """
@@ -18,7 +18,7 @@ from typing import Iterator
 PACKAGE = Path(__file__).resolve().parents[1] / "tuitrain"
 
 HELPERS = frozenset({"atomic", "humanize", "installed", "yaml_text", "package"})  # package: tuitrain/__init__.py
-LAYERS = ("profile", "hardware", "launch", "remote", "runs", "engine", "tui", "cli")
+LAYERS = ("profile", "hardware", "launch", "remote", "runs", "slurm", "engine", "script", "tui", "cli")
 
 # layer -> the other layers (and helpers) it may import; its own modules always.
 ALLOWED: dict[str, frozenset[str]] = {
@@ -29,17 +29,28 @@ ALLOWED: dict[str, frozenset[str]] = {
     # remote: the SSH transport to other machines (standard library only), below runs' supervisor
     "remote": HELPERS,
     "runs": HELPERS | {"profile", "launch", "hardware", "remote"},
+    # the scheduler: sbatch/squeue/sacct/scancel around the ordinary planner and supervisor
+    "slurm": HELPERS | {"profile", "hardware", "launch", "remote", "runs"},
     # what each rank loads: runs only for the run directory's contract (see ENGINE_RUNS), no psutil-heavy
     # watching, no planning, no hardware
     "engine": frozenset({"atomic", "profile", "runs"}),
+    # script mode's rank side (a user's own script): what the engine's ranks get, and the engine's callbacks
+    "script": frozenset({"atomic", "runs", "engine"}),
     "tui": HELPERS | {"profile", "hardware", "launch", "remote", "runs"},
     # tui only to open the app, and only inside a function (`tuitrain` with no command): see CLI_TUI
-    "cli": HELPERS | {"profile", "hardware", "launch", "remote", "runs", "tui"},
+    "cli": HELPERS | {"profile", "hardware", "launch", "remote", "runs", "slurm", "tui"},
     "main": frozenset({"cli"}),  # tuitrain/__main__.py
 }
-ENGINE_RUNS = frozenset({"tuitrain.runs.layout", "tuitrain.runs.exits", "tuitrain.runs.process_tree",
+ENGINE_RUNS = frozenset({"tuitrain.runs.layout", "tuitrain.runs.exits", "tuitrain.runs.process_tree", "tuitrain.runs.linetimes",
                          "tuitrain.runs.checkpoints"})
 CLI_TUI = frozenset({"tuitrain.tui.app"})
+# tuitrain/script/__init__.py holds only the names of script mode's environment variables: the planner that sets
+# them and the supervisors that pass them on may read them without importing any of the rank side
+SCRIPT_NAMES = frozenset({"tuitrain.script"})
+# A run's summary reads a Slurm run's job state (squeue/sacct), inside a function: the one arrow from runs upward
+RUNS_SLURM = frozenset({"tuitrain.slurm.state"})
+# `tuitrain.report` / `tuitrain.saved` at the package's top, for scripts: they load script mode's API when called
+PACKAGE_SCRIPT = frozenset({"tuitrain.script.api"})
 
 # Imports that break the picture today, each with its reason and what removes it. The test fails
 # when an entry is no longer needed, so the list only shrinks.
@@ -130,18 +141,21 @@ def test_every_module_has_a_layer() -> None:
 
 
 def test_helpers_import_no_layer() -> None:
-    assert [str(i) for i in cross_layer() if layer_of(i.importer) in HELPERS] == []
+    assert [str(i) for i in cross_layer() if layer_of(i.importer) in HELPERS
+            and not (layer_of(i.importer) == "package" and i.target in PACKAGE_SCRIPT and i.lazy)] == []
 
 
 def test_each_layer_imports_only_what_the_design_allows() -> None:
     broken = []
     for found in cross_layer():
         source, target = layer_of(found.importer), layer_of(found.target)
-        if source in HELPERS or (found.importer, found.target) in EXCEPTIONS:
+        if source in HELPERS or (found.importer, found.target) in EXCEPTIONS or found.target in SCRIPT_NAMES:
+            continue
+        if source == "runs" and found.target in RUNS_SLURM and found.lazy:
             continue
         if target not in ALLOWED[source]:
             broken.append(f"{found}  ({source} may not import {target})")
-        elif source == "engine" and target == "runs" and found.target not in ENGINE_RUNS:
+        elif source in ("engine", "script") and target == "runs" and found.target not in ENGINE_RUNS:
             broken.append(f"{found}  (a rank needs only {sorted(ENGINE_RUNS)} of runs)")
         elif source == "cli" and target == "tui" and not (found.target in CLI_TUI and found.lazy):
             broken.append(f"{found}  (the CLI opens the app only: tuitrain.tui.app, inside a function)")
@@ -165,7 +179,7 @@ def test_the_allowed_layers_form_no_cycle() -> None:
     """Read as a graph, the table above has an order: profile, hardware, launch, runs, then the
     engine beside tui and cli. (The CLI's lazy opening of the app is the one arrow between the
     front ends, and it runs one way.)"""
-    order = ["main", "cli", "tui", "engine", "runs", "remote", "launch", "hardware", "profile"]
+    order = ["main", "cli", "tui", "script", "engine", "slurm", "runs", "remote", "launch", "hardware", "profile"]
     for source, allowed in ALLOWED.items():
         for target in allowed - HELPERS:
             assert order.index(source) < order.index(target), f"{source} -> {target} points up"
