@@ -7,4 +7,6 @@ bash scripts/bootstrap.sh
 .venv/bin/ruff check tuitrain tests benchmarks
 .venv/bin/mypy tuitrain
 export HF_HUB_OFFLINE=1
-exec .venv/bin/python -m pytest "$@"
+# One worker per core, a test file per worker at a time (files keep their shared runs and hosts together);
+# `-n 0` after it runs everything in this process.
+exec .venv/bin/python -m pytest -n auto --dist loadfile "$@"
