@@ -108,10 +108,12 @@ def check_columns(dataset: Any, data: dict[str, Any], task: str, split: str) -> 
     import difflib
 
     wanted = {"text_column": data["text_column"]}
-    if task == "sequence-classification":
+    if task in ("sequence-classification", "token-classification"):
         wanted["label_column"] = data["label_column"]
-        if data.get("text_pair_column"):
-            wanted["text_pair_column"] = data["text_pair_column"]
+    if task == "seq2seq":
+        wanted["target_column"] = data["target_column"]
+    if task == "sequence-classification" and data.get("text_pair_column"):
+        wanted["text_pair_column"] = data["text_pair_column"]
     have = list(dataset.column_names)
     for key, column in wanted.items():
         if column not in have:
@@ -154,3 +156,98 @@ def tokenize_for_causal_lm(dataset: Any, tokenizer: Any, data: dict[str, Any]) -
 
     encoded = dataset.map(encode, batched=True, remove_columns=dataset.column_names)
     return encoded.map(group, batched=True)
+
+
+def training_texts(dataset: Any, data: dict[str, Any], task: str) -> list[str]:
+    """The text a tokenizer trained on the fly learns from: the words of a tagged sentence joined,
+    both sides of a seq2seq pair."""
+    if task == "token-classification":
+        return [" ".join(words_of(v)) for v in dataset[data["text_column"]]]
+    if task == "seq2seq":
+        return list(dataset[data["text_column"]]) + list(dataset[data["target_column"]])
+    return list(dataset[data["text_column"]])
+
+
+def words_of(value: Any) -> list[str]:
+    """A row's words (or tags): a list as is, a string (a CSV cell) split on white space."""
+    if isinstance(value, str):
+        return value.split()
+    return list(value)
+
+
+def tag_names(splits: list[Any], data: dict[str, Any], given: list[str] | None, generated: list[str] | None) -> list[str]:
+    """The tag names in class id order: model.labels, a generated set's, a ClassLabel feature's
+    (Hub data sets), else the tags found in the data, "O" first then sorted."""
+    if given:
+        return list(given)
+    if generated:
+        return list(generated)
+    column = data["label_column"]
+    inner: Any = getattr(splits[0].features[column], "feature", None)
+    if type(inner).__name__ == "ClassLabel":
+        return list(inner.names)
+    found: set[Any] = set()
+    for dataset in splits:
+        for row in dataset[column]:
+            found.update(words_of(row))
+    if any(isinstance(tag, int) for tag in found):
+        raise DataError(f"data.label_column = {column!r}: the tags are class ids, and nothing names them; "
+                        "set model.labels = [\"O\", \"B-...\", ...] (the name of each id, in order)")
+    return (["O"] if "O" in found else []) + sorted(found - {"O"})
+
+
+def tag_ids(dataset: Any, data: dict[str, Any], labels: list[str], split: str) -> list[list[int]]:
+    """Each row's tags as class ids, one per word; a tag not among the labels, or a row whose
+    tags and words differ in number, is one line naming the row."""
+    ids = {name: i for i, name in enumerate(labels)}
+    out: list[list[int]] = []
+    for row, (words, tags) in enumerate(zip(dataset[data["text_column"]], dataset[data["label_column"]], strict=True)):
+        words, tags = words_of(words), words_of(tags)
+        if len(words) != len(tags):
+            raise DataError(f"data.label_column = {data['label_column']!r}: {split} row {row} has {len(words)} words "
+                            f"and {len(tags)} tags; give one tag per word")
+        row_ids = []
+        for tag in tags:
+            if isinstance(tag, int):
+                if not 0 <= tag < len(labels):
+                    raise DataError(f"model.labels: {split} row {row} has tag id {tag}, but {len(labels)} labels are "
+                                    f"named; name every id in model.labels")
+                row_ids.append(tag)
+            elif tag in ids:
+                row_ids.append(ids[tag])
+            else:
+                raise DataError(f"model.labels: {split} row {row} has tag {tag!r}, which is not among the labels "
+                                f"({', '.join(labels)}); add it to model.labels")
+        out.append(row_ids)
+    return out
+
+
+def tokenize_for_token_classification(dataset: Any, tokenizer: Any, data: dict[str, Any], labels: list[str],
+                                      split: str) -> Any:
+    """Words to sub-tokens; each word's tag on its first sub-token, -100 (ignored by the loss and
+    the metrics) on the others and on special tokens."""
+    ids = tag_ids(dataset, data, labels, split)
+    words = [words_of(v) for v in dataset[data["text_column"]]]
+    encoded = tokenizer(words, is_split_into_words=True, truncation=True, max_length=data["max_length"])
+    aligned = []
+    for i, row_ids in enumerate(ids):
+        previous = None
+        row = []
+        for word in encoded.word_ids(i):
+            row.append(-100 if word is None or word == previous else row_ids[word])
+            previous = word
+        aligned.append(row)
+    import datasets
+
+    return datasets.Dataset.from_dict({**{k: encoded[k] for k in encoded.keys()}, "labels": aligned})
+
+
+def tokenize_for_seq2seq(dataset: Any, tokenizer: Any, data: dict[str, Any]) -> Any:
+    source, target = data["text_column"], data["target_column"]
+
+    def encode(batch: dict[str, list]) -> dict[str, list]:
+        encoded = tokenizer(batch[source], truncation=True, max_length=data["max_length"])
+        encoded["labels"] = tokenizer(text_target=batch[target], truncation=True, max_length=data["max_target_length"])["input_ids"]
+        return encoded
+
+    return dataset.map(encode, batched=True, remove_columns=dataset.column_names)

@@ -50,9 +50,10 @@ def check_strategy_took_effect(trainer: Any, strategy: str, world_size: int) -> 
 
 
 def training_arguments(profile: dict[str, Any], output_dir: str, world_size: int) -> Any:
-    from transformers import TrainingArguments
+    from tuitrain.engine.tasks import arguments_class, task_training_defaults
 
-    training = dict(profile["training"])
+    task = profile["model"]["task"]
+    training = {**task_training_defaults(task, profile["data"]), **profile["training"]}
     training.setdefault("report_to", "none")
     training.setdefault("disable_tqdm", False)
     # With several ranks, transformers scales the loss by the world size when it averages tokens
@@ -69,7 +70,7 @@ def training_arguments(profile: dict[str, Any], output_dir: str, world_size: int
     for key, (value, _why) in implied_training(profile).items():
         training.setdefault(key, value)
     logging = profile["logging"]
-    return TrainingArguments(
+    return arguments_class(task)(
         output_dir=output_dir,
         seed=profile["run"]["seed"],
         log_level=logging["log_level"],
@@ -90,17 +91,17 @@ def make_output_dir(path: Path) -> None:
 
 
 def build_trainer(paths: RunPaths, record: dict[str, Any], profile: dict[str, Any], rank: int, world_size: int) -> Any:
-    from transformers import DataCollatorWithPadding, EarlyStoppingCallback, default_data_collator, set_seed
+    from transformers import EarlyStoppingCallback, set_seed
 
+    from tuitrain.engine import tasks
     from tuitrain.engine.callbacks import CheckpointMarkerCallback, ControlCallback, EventsCallback
-    from tuitrain.engine.data import check_splits, raw_splits, tokenize_for_causal_lm, tokenize_for_classification
+    from tuitrain.engine.data import check_splits, raw_splits, training_texts
     from tuitrain.engine.events import EventLog
-    from tuitrain.engine.metrics import classification_metrics
     from tuitrain.engine.model import build_model
     from tuitrain.engine.tokenizer import build_tokenizer
-    from tuitrain.engine.trainer import EngineTrainer
 
     model_spec, data_spec, metrics_spec = profile["model"], profile["data"], profile["metrics"]
+    task = model_spec["task"]
     output_dir = record["output_dir"]
     try:
         args = training_arguments(profile, output_dir, world_size)
@@ -120,34 +121,36 @@ def build_trainer(paths: RunPaths, record: dict[str, Any], profile: dict[str, An
         check_splits(train_raw, eval_raw, data_spec, model_spec, getattr(args.eval_strategy, "value", str(args.eval_strategy)))
         tokenizer = build_tokenizer(
             model_spec,
-            train_raw[data_spec["text_column"]],
+            training_texts(train_raw, data_spec, task),
             Path(output_dir) / "tokenizer",
             is_main=args.local_process_index == 0,
         )
-        classify = model_spec["task"] == "sequence-classification"
-        tokenize = tokenize_for_classification if classify else tokenize_for_causal_lm
-        train_set = tokenize(train_raw, tokenizer, data_spec)
-        eval_set = tokenize(eval_raw, tokenizer, data_spec) if eval_raw is not None else None
+        labels = tasks.tag_names_for(model_spec, data_spec, [s for s in (train_raw, eval_raw) if s is not None])
+        train_set = tasks.tokenize_split(task, train_raw, tokenizer, data_spec, labels, "training")
+        eval_set = tasks.tokenize_split(task, eval_raw, tokenizer, data_spec, labels, "validation") if eval_raw is not None else None
 
     # Trainer seeds only in its __init__, after a from-scratch model has drawn its weights: seed
     # here so two runs of one profile start from the same weights.
     set_seed(profile["run"]["seed"])
-    model = build_lora_model(model_spec, tokenizer, output_dir, record.get("resume_from"), args.local_process_index == 0) \
-        if model_spec.get("lora") else build_model(model_spec, tokenizer)
+    if model_spec.get("lora"):
+        model = build_lora_model(model_spec, tokenizer, output_dir, record.get("resume_from"), args.local_process_index == 0,
+                                 labels)
+    else:
+        model = build_model(model_spec, tokenizer, labels=labels)
     events = EventLog(paths.events) if rank == 0 else None
     callbacks: list[Any] = [CheckpointMarkerCallback(record["id"], world_size), ControlCallback(paths, events, world_size)]
     if events is not None:
         callbacks.insert(1, EventsCallback(events, record["id"], world_size))
     if metrics_spec.get("early_stopping_patience"):
         callbacks.append(EarlyStoppingCallback(metrics_spec["early_stopping_patience"], metrics_spec["early_stopping_threshold"]))
-    return EngineTrainer(
+    return tasks.trainer_class(task)(
         model=model,
         args=args,
         train_dataset=train_set,
         eval_dataset=eval_set,
         processing_class=tokenizer,
-        data_collator=DataCollatorWithPadding(tokenizer) if classify else default_data_collator,
-        compute_metrics=classification_metrics(metrics_spec["names"], model_spec["num_labels"]) if classify else None,
+        data_collator=tasks.collator(task, tokenizer, model),
+        compute_metrics=tasks.compute_metrics(task, metrics_spec["names"], model_spec, tokenizer, labels),
         callbacks=callbacks,
         class_weights=model_spec.get("class_weights"),
         report_perplexity="perplexity" in metrics_spec["names"],
@@ -155,13 +158,14 @@ def build_trainer(paths: RunPaths, record: dict[str, Any], profile: dict[str, An
 
 
 def build_lora_model(model_spec: dict[str, Any], tokenizer: Any, output_dir: str, resume_from: str | None,
-                     is_local_main: bool) -> Any:
+                     is_local_main: bool, labels: list[str] | None = None) -> Any:
     from tuitrain.engine.lora import LORA_BASE, apply_lora, base_folder, import_peft, save_base
     from tuitrain.engine.model import build_model
 
     import_peft()  # before anything is built: a missing peft is one line
     from_scratch = not model_spec.get("name_or_path")
-    model = build_model(model_spec, tokenizer, base=base_folder(output_dir, resume_from) if from_scratch else None)
+    model = build_model(model_spec, tokenizer, base=base_folder(output_dir, resume_from) if from_scratch else None,
+                        labels=labels)
     if is_local_main:
         save_base(model, Path(output_dir) / LORA_BASE, from_scratch, resuming=bool(resume_from))
     return apply_lora(model, model_spec["lora"], model_spec["task"])

@@ -31,3 +31,32 @@ class LabelMetric(evaluate.Metric):
         if self.averaged:
             kwargs["average"] = average
         return {self.metric_name: float(self._score(references, predictions, **kwargs))}
+
+
+class TextMetric(evaluate.Metric):
+    """Generated text scored against one reference text each (ROUGE, BLEU)."""
+
+    description: str = ""
+
+    def _info(self) -> evaluate.MetricInfo:
+        return evaluate.MetricInfo(
+            description=self.description,
+            citation="",
+            inputs_description="predictions: list of str; references: list of str (one reference each)",
+            features=datasets.Features({"predictions": datasets.Value("string"), "references": datasets.Value("string")}),
+        )
+
+
+class TagMetric(evaluate.Metric):
+    """Tag sequences scored against reference tag sequences (entity-level scores)."""
+
+    description: str = ""
+
+    def _info(self) -> evaluate.MetricInfo:
+        return evaluate.MetricInfo(
+            description=self.description,
+            citation="",
+            inputs_description="predictions: list of list of str (tags); references: the same shape",
+            features=datasets.Features({"predictions": datasets.Sequence(datasets.Value("string")),
+                                        "references": datasets.Sequence(datasets.Value("string"))}),
+        )

@@ -10,6 +10,8 @@ from tuitrain.engine.errors import EngineError, first_line, not_loadable
 _AUTO_CLASSES = {
     "sequence-classification": "AutoModelForSequenceClassification",
     "causal-lm": "AutoModelForCausalLM",
+    "token-classification": "AutoModelForTokenClassification",
+    "seq2seq": "AutoModelForSeq2SeqLM",
 }
 
 
@@ -19,12 +21,20 @@ def auto_class(task: str) -> Any:
     return getattr(transformers, _AUTO_CLASSES[task])
 
 
-def build_model(model: dict[str, Any], tokenizer: Any, base: Path | None = None) -> Any:
+def label_arguments(model: dict[str, Any], labels: list[str] | None) -> dict[str, Any]:
+    """What a classifier's config needs: its number of labels (token classification: the tag names too)."""
+    if model["task"] == "sequence-classification":
+        return {"num_labels": model["num_labels"]}
+    if model["task"] == "token-classification" and labels:
+        return {"num_labels": len(labels), "id2label": dict(enumerate(labels)), "label2id": {n: i for i, n in enumerate(labels)}}
+    return {}
+
+
+def build_model(model: dict[str, Any], tokenizer: Any, base: Path | None = None, labels: list[str] | None = None) -> Any:
     """`base`: a folder holding the from-scratch base model a LoRA run kept (a resume loads it
-    rather than drawing new weights)."""
-    classify = model["task"] == "sequence-classification"
+    rather than drawing new weights). `labels`: the tag names of token classification."""
     auto = auto_class(model["task"])
-    extra = {"num_labels": model["num_labels"]} if classify else {}
+    extra = label_arguments(model, labels)
     if base is not None:
         if not (base / "config.json").is_file():
             raise EngineError(f"[model.lora]: the checkpoint to resume from has no base model beside it ({base} is missing); "
@@ -37,7 +47,13 @@ def build_model(model: dict[str, Any], tokenizer: Any, base: Path | None = None)
         except OSError as exc:
             raise EngineError(not_loadable("model.name_or_path", source, "model", exc)) from exc
     else:
-        loaded = _from_config(auto, dict(model["config"]), len(tokenizer), extra)
+        inline = dict(model["config"])
+        if model["task"] == "seq2seq":  # generation starts from and stops at the tokenizer's own ids
+            for key, token_id in (("pad_token_id", tokenizer.pad_token_id), ("eos_token_id", tokenizer.eos_token_id),
+                                  ("decoder_start_token_id", tokenizer.pad_token_id)):
+                if token_id is not None:
+                    inline.setdefault(key, token_id)
+        loaded = _from_config(auto, inline, len(tokenizer), extra)
     if loaded.config.pad_token_id is None and tokenizer.pad_token_id is not None:
         loaded.config.pad_token_id = tokenizer.pad_token_id
     return loaded

@@ -9,6 +9,9 @@ from tuitrain.engine.errors import EngineError, not_loadable
 
 _CLASSIFICATION_SPECIALS = {"pad_token": "[PAD]", "unk_token": "[UNK]", "cls_token": "[CLS]", "sep_token": "[SEP]", "mask_token": "[MASK]"}
 _CAUSAL_SPECIALS = {"pad_token": "<pad>", "unk_token": "<unk>", "eos_token": "<eos>", "bos_token": "<bos>"}
+# T5's order (pad 0, eos 1, unk 2), so a from-scratch T5 config's own token ids fit
+_SEQ2SEQ_SPECIALS = {"pad_token": "<pad>", "eos_token": "</s>", "unk_token": "<unk>"}
+_ENCODER_TASKS = ("sequence-classification", "token-classification")  # [CLS] text [SEP], as BERT
 
 
 def train_tokenizer(texts: Iterable[str], spec: dict[str, Any], task: str) -> Any:
@@ -16,7 +19,7 @@ def train_tokenizer(texts: Iterable[str], spec: dict[str, Any], task: str) -> An
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
     from transformers import PreTrainedTokenizerFast
 
-    specials = _CLASSIFICATION_SPECIALS if task == "sequence-classification" else _CAUSAL_SPECIALS
+    specials = _CLASSIFICATION_SPECIALS if task in _ENCODER_TASKS else _SEQ2SEQ_SPECIALS if task == "seq2seq" else _CAUSAL_SPECIALS
     special_list = list(specials.values())
     unk = specials["unk_token"]
     trainer: trainers.Trainer
@@ -30,7 +33,11 @@ def train_tokenizer(texts: Iterable[str], spec: dict[str, Any], task: str) -> An
         tokenizer.normalizer = normalizers.Lowercase()
     tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
     tokenizer.train_from_iterator(texts, trainer=trainer)
-    if task == "sequence-classification":
+    if task == "seq2seq":  # each sequence ends with </s>, as T5's and BART's tokenizers end theirs
+        eos = specials["eos_token"]
+        tokenizer.post_processor = processors.TemplateProcessing(single=f"$A {eos}", pair=f"$A {eos} $B:1 {eos}:1",
+                                                                 special_tokens=[(eos, tokenizer.token_to_id(eos))])
+    if task in _ENCODER_TASKS:
         cls, sep = specials["cls_token"], specials["sep_token"]
         tokenizer.post_processor = processors.TemplateProcessing(
             single=f"{cls} $A {sep}",

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from transformers import Trainer
+from transformers import Seq2SeqTrainer, Trainer
 
 
 def checkpoints_to_delete(written: list[Path], limit: int | None, best: str | None) -> list[Path]:
@@ -60,3 +60,8 @@ class EngineTrainer(Trainer):
         if self.report_perplexity and "eval_loss" in logs:
             logs["eval_perplexity"] = math.exp(min(logs["eval_loss"], 700.0))
         super().log(logs, *args, **kwargs)
+
+
+class EngineSeq2SeqTrainer(EngineTrainer, Seq2SeqTrainer):
+    """seq2seq: Seq2SeqTrainer's generation at evaluation (predict_with_generate), with EngineTrainer's
+    extras (its methods come first: EngineTrainer, Seq2SeqTrainer, Trainer)."""

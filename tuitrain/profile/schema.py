@@ -13,11 +13,41 @@ from typing import Any
 
 from .problems import Problem
 
-TASKS = ("sequence-classification", "causal-lm")
-GENERATORS = ("sentiment-words",)
+TASKS = ("sequence-classification", "causal-lm", "token-classification", "seq2seq")
+# Each built-in generated data set, and the tasks its columns serve.
+GENERATOR_TASKS: dict[str, tuple[str, ...]] = {
+    "sentiment-words": ("sequence-classification", "causal-lm"),
+    "word-tags": ("token-classification",),
+    "reverse-words": ("seq2seq",),
+}
+GENERATORS = tuple(GENERATOR_TASKS)
 DATA_FILE_FORMATS = {".csv": "csv", ".json": "json", ".jsonl": "json", ".parquet": "parquet"}
-METRICS = ("accuracy", "f1", "precision", "recall", "matthews_correlation", "perplexity")
-DEFAULT_METRICS = {"sequence-classification": ["accuracy"], "causal-lm": ["perplexity"]}
+# Each metric a profile may name, and the tasks it applies to.
+METRIC_TASKS: dict[str, tuple[str, ...]] = {
+    "accuracy": ("sequence-classification", "causal-lm"),
+    "f1": ("sequence-classification",),
+    "precision": ("sequence-classification",),
+    "recall": ("sequence-classification",),
+    "matthews_correlation": ("sequence-classification",),
+    "perplexity": ("causal-lm", "seq2seq"),
+    "seqeval": ("token-classification",),
+    "rouge": ("seq2seq",),
+    "bleu": ("seq2seq",),
+}
+METRICS = tuple(METRIC_TASKS)
+DEFAULT_METRICS = {"sequence-classification": ["accuracy"], "causal-lm": ["perplexity"],
+                   "token-classification": ["seqeval"], "seq2seq": ["rouge", "bleu"]}
+# The packages a metric's local evaluate module wraps (the `tasks` extra), by import name and pip name.
+METRIC_PACKAGES: dict[str, tuple[tuple[str, str], ...]] = {
+    "seqeval": (("seqeval", "seqeval"),),
+    "rouge": (("rouge_score", "rouge-score"),),
+    "bleu": (("sacrebleu", "sacrebleu"),),
+}
+# [data] defaults that depend on the task (the column names its usual data sets use).
+TASK_DATA_DEFAULTS: dict[str, dict[str, Any]] = {
+    "token-classification": {"text_column": "tokens", "label_column": "tags"},
+    "seq2seq": {"text_column": "source"},
+}
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical", "passive")
 RESUME_ARG = "--resume_from_checkpoint"
 # The sections [script] replaces: the script builds its own model, data and TrainingArguments.
@@ -209,6 +239,9 @@ SCHEMA: dict[str, Section] = {
         "name_or_path": KeySpec("str", "", doc="a local folder or a Hub model id"),
         "tokenizer": KeySpec("str", "", doc='tokenizer folder or Hub id ("" = same as name_or_path)'),
         "num_labels": KeySpec("int", 2, min=1),
+        "labels": KeySpec("list[str]", example='labels = ["O", "B-PER", "I-PER"]',
+                          doc="token-classification: the tag names in class id order (absent: the generated set's, "
+                              "or the tags found in the data, \"O\" first)"),
         "class_weights": KeySpec("list[float]", min=0, example="class_weights = [1.0, 2.0]"),
         "trust_remote_code": KeySpec("bool", False),
         "config": TableSpec(free=True, doc="a transformers config for a model trained from scratch"),
@@ -233,9 +266,13 @@ SCHEMA: dict[str, Section] = {
         "validation_file": KeySpec("str", example='validation_file = "data/validation.csv"'),
         "train_split": KeySpec("str", "train"),
         "validation_split": KeySpec("str", "validation"),
-        "text_column": KeySpec("str", "text"),
+        "text_column": KeySpec("str", "text", doc="the text (token-classification: the words, default \"tokens\"; "
+                               "seq2seq: the input, default \"source\")"),
         "text_pair_column": KeySpec("str"),
-        "label_column": KeySpec("str", "label"),
+        "label_column": KeySpec("str", "label", doc="the label (token-classification: the tags, one per word; "
+                                "default \"tags\")"),
+        "target_column": KeySpec("str", "target", doc="seq2seq: the text to generate"),
+        "max_target_length": KeySpec("int", 64, min=1, doc="seq2seq: target tokens kept (and generated at evaluation)"),
         "max_length": KeySpec("int", 128, min=1),
         "block_size": KeySpec("int", 128, min=1),
     },
@@ -327,6 +364,12 @@ class Profile:
         return "profile"
 
 
+def data_default(task: str, leaf: str) -> Any:
+    """A [data] key's default for a task."""
+    spec = SCHEMA["data"][leaf]
+    return TASK_DATA_DEFAULTS.get(task, {}).get(leaf, spec.default if isinstance(spec, KeySpec) else None)
+
+
 def section_defaults(section: str, task: str = "sequence-classification") -> dict[str, Any]:
     """Defaults of one section's plain keys (optional keys -> None; sub-tables are left out)."""
     out: dict[str, Any] = {}
@@ -335,6 +378,8 @@ def section_defaults(section: str, task: str = "sequence-classification") -> dic
             out[key] = copy.deepcopy(spec.default)
     if section == "metrics":
         out["names"] = list(DEFAULT_METRICS.get(task, ["accuracy"]))
+    if section == "data":
+        out.update(TASK_DATA_DEFAULTS.get(task, {}))
     return out
 
 

@@ -21,14 +21,20 @@ from .schema import (
     DATA_FILE_FORMATS,
     DEEPSPEED_KEYS,
     DEEPSPEED_PLUGIN_KEYS,
+    DEFAULT_METRICS,
     ENGINE_SECTIONS,
     FOREIGN_KEYS,
     FOREIGN_PREFIXES,
     FSDP_KEYS,
+    GENERATOR_TASKS,
+    METRIC_PACKAGES,
+    METRIC_TASKS,
     SCHEMA,
+    TASKS,
     KeySpec,
     TableListSpec,
     TableSpec,
+    data_default,
 )
 from .training_args import FieldSpec, applicable_migration, installed_model_types, training_args_failure, training_args_fields
 
@@ -68,6 +74,15 @@ TRAINING_RANGES: dict[str, tuple[float | None, bool, float | None]] = {
 TRAINING_EXAMPLES: dict[str, str] = {
     "max_steps": "1000", "num_train_epochs": "3", "eval_steps": "100", "save_steps": "100",
     "logging_steps": "10", "save_total_limit": "3", "learning_rate": "5e-05", "report_to": '"none"',
+}
+# Seq2SeqTrainingArguments' own keys (beyond TrainingArguments'), accepted with task = "seq2seq".
+SEQ2SEQ_TRAINING_FIELDS: dict[str, FieldSpec] = {
+    "predict_with_generate": FieldSpec("predict_with_generate", "bool", False,
+                                       help="generate at evaluation, so ROUGE and BLEU score generated text (tuitrain: on)"),
+    "generation_max_length": FieldSpec("generation_max_length", "optional-int", None,
+                                       help="the longest generated sequence (tuitrain: data.max_target_length)"),
+    "generation_num_beams": FieldSpec("generation_num_beams", "optional-int", None, help="beams at evaluation"),
+    "sortish_sampler": FieldSpec("sortish_sampler", "bool", False, help="batches of similar lengths"),
 }
 _KIND_WORDS = {
     "int": "a whole number (int)",
@@ -313,6 +328,17 @@ def _check_table_list(file: str, key: str, section: str, value: Any, spec: Table
 
 # --------------------------------------------------------------------------- [training]
 
+def _task(data: Mapping[str, Any]) -> str:
+    return _get(_table(data, "model"), "task", "str", "sequence-classification")
+
+
+def _task_fields(fields: Mapping[str, FieldSpec] | None, task: str) -> Mapping[str, FieldSpec] | None:
+    """The [training] keys of the task's arguments class (Seq2SeqTrainingArguments for seq2seq)."""
+    if fields is None or task != "seq2seq":
+        return fields
+    return {**SEQ2SEQ_TRAINING_FIELDS, **fields}
+
+
 def _check_training(file: str, training: dict[str, Any],
                     fields: Mapping[str, FieldSpec] | None) -> list[Problem]:
     out: list[Problem] = []
@@ -344,6 +370,10 @@ def _check_training(file: str, training: dict[str, Any],
                     out.append(p)
             continue
         spec = fields.get(leaf)
+        if spec is None and leaf in SEQ2SEQ_TRAINING_FIELDS:
+            out.append(Problem(file, key, 'a Seq2SeqTrainingArguments key, for model.task = "seq2seq" only',
+                               "remove it, or set model.task = \"seq2seq\""))
+            continue
         if spec is None:
             hint = did_you_mean(leaf, fields)
             spots = _elsewhere(leaf, "training", fields)
@@ -524,16 +554,27 @@ def _rules_model(file: str, data: Mapping[str, Any], base_dir: Path | None,
     lora = model.get("lora")
     if isinstance(lora, dict):
         out.extend(_lora_problems(file, lora))
+    names = _get(model, "labels", "list")
+    if names is not None and task != "token-classification":
+        out.append(Problem(file, "model.labels", f'used by task "token-classification" only; task is {toml_literal(task)}',
+                           "remove it (model.num_labels counts a classifier's labels)", severity="warning"))
+    elif names is not None and len(set(names)) != len(names):
+        twice = sorted({n for n in names if names.count(n) > 1})
+        out.append(Problem(file, "model.labels", f"names {', '.join(map(toml_literal, twice))} more than once",
+                           "list each tag once, in class id order"))
     weights = _get(model, "class_weights", "list")
     if weights is not None:
-        if task == "causal-lm":
-            out.append(Problem(file, "model.class_weights", "ignored for task \"causal-lm\"",
+        if task in ("causal-lm", "seq2seq"):
+            out.append(Problem(file, "model.class_weights", f"ignored for task {toml_literal(task)}",
                                "remove it", severity="warning"))
+        elif task == "token-classification" and names is None:
+            pass  # the tags are counted in the data, in the rank
         else:
-            labels = _get(model, "num_labels", "int", 2)
+            labels = len(names) if task == "token-classification" and names is not None else _get(model, "num_labels", "int", 2)
             if len(weights) != labels:
                 out.append(Problem(file, "model.class_weights",
-                                   f"{len(weights)} weights for {labels} labels (model.num_labels)",
+                                   f"{len(weights)} weights for {labels} labels "
+                                   f"({'model.labels' if task == 'token-classification' else 'model.num_labels'})",
                                    f"give exactly {labels} weights, one per label"))
     return out
 
@@ -562,6 +603,13 @@ def _rules_data(file: str, data: Mapping[str, Any], base_dir: Path | None) -> li
         out.append(Problem(file, "data", "no data source",
                            'set one of data.generate = "sentiment-words", data.dataset = "<Hub name>", '
                            'or data.train_file = "train.csv"'))
+    generated = _get(dat, "generate", "str")
+    serves = GENERATOR_TASKS.get(generated or "")
+    if serves and task in TASKS and task not in serves:
+        fits = [name for name, tasks in GENERATOR_TASKS.items() if task in tasks]
+        out.append(Problem(file, "data.generate", f"{toml_literal(generated)} makes data for task "
+                           f"{' or '.join(serves)}; model.task is {toml_literal(task)}",
+                           f"use data.generate = {toml_literal(fits[0])}" if fits else "give data files"))
     elif len(sources) > 1:
         out.append(Problem(file, "data", "more than one data source: "
                            + ", ".join(f"data.{s}" for s in sources), "keep one"))
@@ -646,11 +694,15 @@ def _rules_data_files(file: str, data: Mapping[str, Any], base_dir: Path | None)
     out: list[Problem] = []
     dat = _table(data, "data")
     model = _table(data, "model")
-    classify = _get(model, "task", "str", "sequence-classification") == "sequence-classification"
-    label = _get(dat, "label_column", "str", "label")
-    wanted = {"text_column": _get(dat, "text_column", "str", "text")}
-    if classify:
+    task = _get(model, "task", "str", "sequence-classification")
+    classify = task == "sequence-classification"
+    label = _get(dat, "label_column", "str", data_default(task, "label_column"))
+    wanted = {"text_column": _get(dat, "text_column", "str", data_default(task, "text_column"))}
+    if classify or task == "token-classification":
         wanted["label_column"] = label
+    if task == "seq2seq":
+        wanted["target_column"] = _get(dat, "target_column", "str", data_default(task, "target_column"))
+    if classify:
         pair = _get(dat, "text_pair_column", "str")
         if pair:
             wanted["text_pair_column"] = pair
@@ -754,16 +806,30 @@ def _rules_training(file: str, data: Mapping[str, Any],
 
 def _rules_metrics(file: str, data: Mapping[str, Any]) -> list[Problem]:
     out: list[Problem] = []
-    task = _get(_table(data, "model"), "task", "str", "sequence-classification")
-    names = _get(_table(data, "metrics"), "names", "list", [])
+    task = _task(data)
+    given = _get(_table(data, "metrics"), "names", "list")
+    names = given if given is not None else DEFAULT_METRICS.get(task, [])
     for i, name in enumerate(names):
+        key = f"metrics.names[{i}]" if given is not None else "metrics.names"
+        if not isinstance(name, str) or name not in METRIC_TASKS:
+            continue
         if task == "sequence-classification" and name == "perplexity":
-            out.append(Problem(file, f"metrics.names[{i}]", 'perplexity is a metric for task "causal-lm"',
+            out.append(Problem(file, key, 'perplexity is a metric for task "causal-lm"',
                                "remove it", severity="warning"))
-        elif task == "causal-lm" and name not in ("perplexity", "accuracy") and isinstance(name, str):
-            out.append(Problem(file, f"metrics.names[{i}]",
-                               f'{name} is a classification metric; task is "causal-lm"',
+        elif task == "causal-lm" and name not in ("perplexity", "accuracy"):
+            out.append(Problem(file, key, f'{name} is a classification metric; task is "causal-lm"',
                                'use names = ["perplexity"]', severity="warning"))
+        elif task in TASKS and task not in METRIC_TASKS[name]:
+            fits = [n for n, tasks in METRIC_TASKS.items() if task in tasks]
+            out.append(Problem(file, key, f"{name} is a metric for task {' or '.join(METRIC_TASKS[name])}; "
+                               f"task is {toml_literal(task)}", f"use names from {', '.join(fits)}", severity="warning"))
+        elif task in METRIC_TASKS[name]:
+            for module, pip_name in METRIC_PACKAGES.get(name, ()):
+                if distribution_version(pip_name) is None:
+                    default = "" if given is not None else f" (the default for task {toml_literal(task)})"
+                    out.append(Problem(file, key, f"{name}{default} is computed by the {pip_name} package "
+                                       f"({module}), which is not installed here",
+                                       "pip install 'tuitrain[tasks]'"))
     return out
 
 
@@ -1384,7 +1450,7 @@ def validate_profile(data: dict[str, Any], file: str, base_dir: Path | None,
                                f"write it as a [{section}] section"))
             continue
         if section == "training":
-            out.extend(_check_training(file, value, fields))
+            out.extend(_check_training(file, value, _task_fields(fields, _task(data))))
         else:
             out.extend(_check_table(file, section, section, value, SCHEMA[section], fields))
     out.extend(_rules_run(file, data))
