@@ -49,7 +49,7 @@ class MonitorScreen(Screen):
     CSS_PATH = "monitor.tcss"
     HELP_TITLE = "Run monitor"
     BINDINGS = [
-        Binding("escape", "back", "Back", tooltip="Close the search, or go back to the runs"),
+        Binding("escape", "back", "Back", tooltip="Close the search, clear the filter, or go back to the runs"),
         Binding("c", "save_now", "Save now", tooltip="Ask the run to save a checkpoint at the next step end"),
         Binding("e", "evaluate_now", "Evaluate", tooltip="Ask the run to evaluate at the next step end"),
         Binding("s", "stop", "Stop", tooltip="Ask the run to save a checkpoint and stop"),
@@ -58,6 +58,9 @@ class MonitorScreen(Screen):
                 tooltip="Show the run's output folder (checkpoints, model) and copy its path"),
         Binding("R", "resume", "Resume", tooltip="A new run from the selected checkpoint (Checkpoints tab) or the latest"),
         Binding("slash", "search", "Search", key_display="/", tooltip="Search the log in view"),
+        Binding("ampersand", "filter_lines", "Only matching", show=False, key_display="&",
+                tooltip="Show only the lines holding a term, as less's & (empty: every line; escape clears)"),
+        Binding("w", "wrap", "Wrap", show=False, tooltip="Wrap long lines, each row with its rank (or not)"),
         Binding("n", "next_match", "Next", show=False, tooltip="Next match of the search"),
         Binding("N", "previous_match", "Previous", show=False, tooltip="Previous match of the search"),
         Binding("t", "traceback", "Traceback", tooltip="Jump to the first traceback of the log in view"),
@@ -95,6 +98,7 @@ class MonitorScreen(Screen):
         self.machine_logs = [LogFile(self.run_watch.paths.logs / f"machine-{m.index}.log") for m in self.machines]
         self._rank_records_at = 0.0
         self.machine_samples: dict[int, dict[str, Any]] = {}  # machine rank → what its agent sampled there
+        self._log_views: list[LogView] = []  # read by the worker: the views whose filters it fills
         self._samples_changed = False
 
     # ------------------------------------------------------------------------------ layout
@@ -124,6 +128,7 @@ class MonitorScreen(Screen):
         yield KeyBar()
 
     def on_mount(self) -> None:
+        self._log_views = list(self.query(LogView))
         self._ready = True
         self.show_gpus()
         self.update_header()
@@ -143,6 +148,10 @@ class MonitorScreen(Screen):
             changed = self.run_watch.poll()
             if self.machines:
                 changed |= self.poll_machines()
+            for view in self._log_views:
+                filtered = view.filter
+                if filtered is not None:
+                    changed |= filtered.sync()
             if changed:
                 self.post_message(self.Updated())
             if not wait_or_cancel(self.app.monitor_interval):
@@ -309,15 +318,22 @@ class MonitorScreen(Screen):
         if view is None:
             self._set("#log-status", "")
             return
-        rows = view.scrollable_content_region.height  # the rows lines show in (less a scrollbar's)
-        if not rows:  # a tab just shown has no size until its first layout: ask again then
+        first, last = view.shown_lines()
+        if not view.scrollable_content_region.height or (view.wrap and view.line_count and last < first):
+            # a tab just shown has no size (and a wrapped view no rows) until its first layout: ask again then
             self.call_after_refresh(self.update_log_status)
             where = f"{view.line_count} lines"
         else:
-            where = log_range(view.scroll_offset.y, rows, view.line_count)
+            where = log_range(first, last - first + 1, view.line_count)
         mode = "following the end" if view.follow else "paused (End or f follows)"
         if view.id == "log-all" and self.run_watch.num_ranks > 1:
             mode += " · folded (z unfolds)" if self.fold else " · unfolded (z folds)"
+        filtered = view.filter
+        if filtered is not None:
+            waiting = " (filtering…)" if filtered.pending else ""
+            mode += f" · only lines with {filtered.term!r}{waiting} (escape: all)"
+        if view.wrap:
+            mode += " · wrapped"
         search = f" · /{self.term} (n next, N previous)" if self.term else ""
         self._set("#log-status", f"{self.log_owner(view.id)}{where} · {mode}{search}")
 
@@ -349,6 +365,8 @@ class MonitorScreen(Screen):
     def on_log_view_moved(self, message: LogView.Moved) -> None:
         view = self.active_view()
         self.update_log_status(throttle=view is not None and view.follow)
+        if view is not None and view.wrap:  # the rows in view are known once painted
+            self.call_after_refresh(self.update_log_status, view.follow)
 
     def action_follow(self) -> None:
         view = self.active_view()
@@ -396,6 +414,27 @@ class MonitorScreen(Screen):
     def action_search(self) -> None:
         self.search.open()
 
+    def action_filter_lines(self) -> None:
+        view = self.active_view()
+        if view is None:
+            self.notify("a filter works in a log tab", severity="warning")
+            return
+        self.search.open(filtering=True, value=view.filter.term if view.filter is not None else "")
+
+    def on_search_bar_filter_changed(self, message: SearchBar.FilterChanged) -> None:
+        view = self.active_view()
+        if view is None:
+            return
+        view.focus()
+        view.set_filter(message.term)
+        self.update_log_status()
+
+    def action_wrap(self) -> None:
+        wrap = not any(view.wrap for view in self._log_views)
+        for view in self._log_views:
+            view.set_wrap(wrap)
+        self.call_after_refresh(self.update_log_status)
+
     def on_search_bar_term_changed(self, message: SearchBar.TermChanged) -> None:
         view = self.active_view()
         if view is None:
@@ -430,10 +469,14 @@ class MonitorScreen(Screen):
 
     # ------------------------------------------------------------------------------ requests
     def action_back(self) -> None:
+        view = self.active_view()
         if self.search.close():
-            view = self.active_view()
             if view is not None:
                 view.focus()
+            return
+        if view is not None and view.filter is not None:
+            view.set_filter(None)
+            self.update_log_status()
             return
         self.app.pop_screen()
 

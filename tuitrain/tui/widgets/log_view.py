@@ -4,6 +4,11 @@ The source is a `LogFile` (one rank) or a `MergedLog` (every rank, each line pre
 rank in the rank's colour). Lines show what a terminal would: the text after the last carriage
 return (tqdm) with its ANSI colours. The view follows the tail until the user scrolls up, and
 follows again from the end (End / G).
+
+A filter (`set_filter`) shows only the lines holding a term (a `FilteredLog` over the source).
+Wrapped (`set_wrap`), a long line takes as many rows as it needs, each row with the line's rank
+prefix; the view still scrolls a line at a time (its scroll offset is the top line), and at the
+end it shows as many of the last lines as fit.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
 from textual.cache import LRUCache
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
@@ -23,6 +28,7 @@ from textual.widget import Widget
 
 from tuitrain.runs.logfile import display_text
 from tuitrain.tui.format import RANK_STYLES
+from tuitrain.tui.log_filter import FilteredLog
 
 
 class LineSource(Protocol):
@@ -64,7 +70,13 @@ class LogView(ScrollView, can_focus=True):
     def __init__(self, source: LineSource, ranks: bool = False, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.source = source
+        self.base_source = source  # the source without the filter
         self.ranks = ranks
+        self.wrap = False
+        self._wrapped: LRUCache[int, list[Strip]] = LRUCache(1024)
+        self._layout: list[Strip] = []  # wrapped: the rows in view, from the last paint
+        self._layout_lines = (0, -1)  # wrapped: the first and last line (partly) in view
+        self._wrap_width = 0
         self.line_count = 0
         self._generation = getattr(source, "generation", 0)
         self._cache: LRUCache[int, Strip] = LRUCache(1024)
@@ -93,7 +105,7 @@ class LogView(ScrollView, can_focus=True):
             if not self.source.cacheable(y):
                 self._cache.discard(y)
                 self._crops.discard(y)
-        self._set_virtual(Size(self._width, count))
+        self._set_virtual(Size(self._virtual_width, count))
         if self.follow and self.max_scroll_y > self.scroll_offset.y:
             self.scroll_end(animate=False, immediate=True, x_axis=False)  # repaints
         else:
@@ -102,8 +114,27 @@ class LogView(ScrollView, can_focus=True):
     def _has_partial_tail(self) -> bool:
         return self.line_count > 0 and not self.source.cacheable(self.line_count - 1)
 
+    @property
+    def filter(self) -> FilteredLog | None:
+        return self.source if isinstance(self.source, FilteredLog) else None
+
+    def set_filter(self, term: str | None) -> None:
+        """Show only the lines holding `term` (None: every line). The filter fills as a worker
+        calls its sync(); a first budget is judged here."""
+        if term:
+            filtered = FilteredLog(self.base_source, term)
+            filtered.sync(5_000)
+            self._show(filtered)
+        else:
+            self._show(self.base_source)
+
     def set_source(self, source: LineSource) -> None:
-        """Show another source (the merged log folded or not), keeping the follow state."""
+        """Show another source (the merged log folded or not), keeping the follow state and filter."""
+        self.base_source = source
+        current = self.filter
+        self.set_filter(current.term if current is not None else None)
+
+    def _show(self, source: LineSource) -> None:
         self.source = source
         self._generation = getattr(source, "generation", 0)
         self.line_count = 0
@@ -135,6 +166,76 @@ class LogView(ScrollView, can_focus=True):
     def _clear_caches(self) -> None:
         self._cache.clear()
         self._crops.clear()
+        self._wrapped.clear()
+
+    # ------------------------------------------------------------------------------ wrapping
+    @property
+    def _virtual_width(self) -> int:
+        return 0 if self.wrap else self._width
+
+    def set_wrap(self, wrap: bool) -> None:
+        """Wrap long lines (no sideways scrolling) or not."""
+        if wrap == self.wrap:
+            return
+        self.wrap = wrap
+        self._clear_caches()
+        self.scroll_to(x=0, animate=False, immediate=True)
+        self.virtual_size = Size(self._virtual_width, self.line_count)
+        if self.follow:
+            self.scroll_end(animate=False, immediate=True, x_axis=False)
+        self.refresh()
+
+    def _rows_of(self, index: int, width: int) -> list[Strip]:
+        """Line `index` wrapped to `width` cells, each row starting with the line's rank prefix."""
+        cached = self._wrapped.get(index)
+        if cached is not None:
+            return cached
+        prefix, body = self._parts(index)
+        inner = max(1, width - (prefix.cell_len if prefix is not None else 0))
+        rows = []
+        for piece in body.wrap(self.app.console, inner, overflow="fold", no_wrap=False) or [Text("")]:
+            row = Text.assemble(prefix, piece, end="") if prefix is not None else piece
+            segments = [seg for seg in row.render(self.app.console) if seg.text != "\n"]
+            rows.append(Strip(segments, row.cell_len).apply_style(self.line_style).crop_extend(0, width, self.line_style))
+        if self.source.cacheable(index):
+            self._wrapped[index] = rows
+        return rows
+
+    def _wrap_layout(self) -> None:
+        """The rows in view: from the top line down, or, following, the last lines that fit."""
+        width, height = self.size.width, self.size.height
+        if width != self._wrap_width:
+            self._wrap_width = width
+            self._wrapped.clear()
+        rows: list[Strip] = []
+        count = self.line_count
+        if not count or not height or not width:
+            self._layout, self._layout_lines = [], (0, -1)
+            return
+        if self.follow:
+            index = count - 1
+            while index >= 0 and len(rows) < height:
+                rows[:0] = self._rows_of(index, width)
+                index -= 1
+            self._layout, self._layout_lines = rows[-height:], (index + 1, count - 1)
+            return
+        index = top = min(self.scroll_offset.y, count - 1)
+        while index < count and len(rows) < height:
+            rows.extend(self._rows_of(index, width))
+            index += 1
+        self._layout, self._layout_lines = rows[:height], (top, index - 1)
+
+    def shown_lines(self) -> tuple[int, int]:
+        """The first and last line in view (a wrapped line partly in view counts)."""
+        if self.wrap:
+            return self._layout_lines
+        top = self.scroll_offset.y
+        return top, min(self.line_count, top + self.scrollable_content_region.height) - 1
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        if self.wrap:
+            self._wrap_layout()
+        return super().render_lines(crop)
 
     # ------------------------------------------------------------------------------ following
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
@@ -163,22 +264,30 @@ class LogView(ScrollView, can_focus=True):
             self._style = self.rich_style
         return self._style
 
-    def line_text(self, index: int) -> Text:
-        """One line as shown (rank prefix, ANSI colours, search matches)."""
+    def _parts(self, index: int) -> tuple[Text | None, Text]:
+        """One line as shown, as its rank prefix (None without one) and its text (ANSI colours,
+        search matches, the current match underlined)."""
         rank, raw = self.source.raw(index)
-        body = display_text(raw)
-        text = Text.from_ansi(body, end="") if "\x1b" in body else Text(body, end="")
-        text.no_wrap = True
+        shown = display_text(raw)
+        body = Text.from_ansi(shown, end="") if "\x1b" in shown else Text(shown, end="")
+        body.no_wrap = True
+        prefix = None
         if self.ranks and rank is not None:
             # one rank in its colour; a line several ranks printed alike ("0-7") stands out in reverse
             style = f"bold {RANK_STYLES[rank % len(RANK_STYLES)]}" if isinstance(rank, int) else "bold reverse"
             prefix = Text(f"{rank}│", style=style, end="")
-            text = Text.assemble(prefix, text, no_wrap=True, end="")
         if self.term:
-            text.highlight_words([self.term], style="reverse", case_sensitive=False)
+            body.highlight_words([self.term], style="reverse", case_sensitive=False)
         if index == self.current:
-            text.stylize("bold underline")
-        return text
+            body.stylize("bold underline")
+            if prefix is not None:
+                prefix.stylize("bold underline")
+        return prefix, body
+
+    def line_text(self, index: int) -> Text:
+        """One line as shown (rank prefix, ANSI colours, search matches)."""
+        prefix, body = self._parts(index)
+        return Text.assemble(prefix, body, no_wrap=True, end="") if prefix is not None else body
 
     def _strip(self, index: int) -> Strip:
         """The line rendered and styled (cached: a repaint of unchanged lines renders nothing)."""
@@ -190,15 +299,15 @@ class LogView(ScrollView, can_focus=True):
         strip = Strip([s for s in segments if s.text != "\n"], text.cell_len).apply_style(self.line_style)
         if strip.cell_length > self._width:
             self._width = strip.cell_length
-            if self._width > self.virtual_size.width:
+            if self._virtual_width > self.virtual_size.width:
                 self.call_later(self._widen)
         if self.source.cacheable(index):
             self._cache[index] = strip
         return strip
 
     def _widen(self) -> None:
-        if self._width > self.virtual_size.width:
-            self._set_virtual(Size(self._width, self.line_count))
+        if self._virtual_width > self.virtual_size.width:
+            self._set_virtual(Size(self._virtual_width, self.line_count))
 
     def _set_virtual(self, size: Size) -> None:
         """Grow the scrollable area. Widget.virtual_size asks for a new layout of the whole screen
@@ -220,6 +329,8 @@ class LogView(ScrollView, can_focus=True):
         index = scroll_y + y
         width = self.size.width
         style = self.line_style
+        if self.wrap:
+            return self._layout[y] if y < len(self._layout) else Strip.blank(width, style)
         if index >= self.line_count:
             return Strip.blank(width, style)
         if (scroll_x, width) != self._crop_key:
@@ -233,7 +344,9 @@ class LogView(ScrollView, can_focus=True):
         return cropped
 
     def visible_text(self) -> list[str]:
-        """The plain text of the lines in view (for tests and search)."""
+        """The plain text of the lines in view (the rows, wrapped; for tests and search)."""
+        if self.wrap:
+            return [strip.text.rstrip() for strip in self._layout]
         top = self.scroll_offset.y
         return [self.line_text(i).plain for i in range(top, min(self.line_count, top + self.size.height))]
 

@@ -1,7 +1,8 @@
 """Search in a log view: a box under the log (/ opens it, enter finds, escape closes), the term it
 keeps for n / N, and the finding itself, in a worker (a log may be millions of lines). A search
-wraps around as a pager does. It tells its screen when the term changed or a search ended
-(messages up); the screen says which log view it searches (method calls down)."""
+wraps around as a pager does. The same box, opened for a filter (& as in less), asks for the term
+whose lines alone the view shows. It tells its screen when the term or the filter changed or a
+search ended (messages up); the screen says which log view it searches (method calls down)."""
 
 from __future__ import annotations
 
@@ -20,19 +21,32 @@ class SearchBar(Input):
             super().__init__()
             self.term = term
 
+    class FilterChanged(Message):
+        """The user submitted a filter (None: every line)."""
+
+        def __init__(self, term: str | None) -> None:
+            super().__init__()
+            self.term = term
+
     class Done(Message):
         """A search ended (found, fell back to the end, or said it was not found)."""
 
+    SEARCH = "search the log in view (enter: find, escape: close)"
+    FILTER = "show only the lines holding… (enter: filter, empty: every line, escape: close)"
+
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(placeholder="search the log in view (enter: find, escape: close)", id=id)
+        super().__init__(placeholder=self.SEARCH, id=id)
         self.term: str | None = None
+        self.filtering = False  # opened for a filter, not a search
 
     def on_mount(self) -> None:
         self.display = False
 
-    def open(self) -> None:
+    def open(self, filtering: bool = False, value: str | None = None) -> None:
+        self.filtering = filtering
+        self.placeholder = self.FILTER if filtering else self.SEARCH
         self.display = True
-        self.value = self.term or ""
+        self.value = (value if filtering else self.term) or ""
         self.focus()
 
     def close(self) -> bool:
@@ -45,8 +59,11 @@ class SearchBar(Input):
     @on(Input.Submitted)
     def _submitted(self, event: Input.Submitted) -> None:
         event.stop()
-        self.term = event.value.strip() or None
         self.display = False
+        if self.filtering:
+            self.post_message(self.FilterChanged(event.value.strip() or None))
+            return
+        self.term = event.value.strip() or None
         self.post_message(self.TermChanged(self.term))
 
     def next(self, view: LogView) -> None:
