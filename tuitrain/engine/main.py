@@ -97,6 +97,7 @@ def build_trainer(paths: RunPaths, record: dict[str, Any], profile: dict[str, An
     from tuitrain.engine.callbacks import CheckpointMarkerCallback, ControlCallback, EventsCallback
     from tuitrain.engine.data import check_splits, raw_splits, training_texts
     from tuitrain.engine.events import EventLog
+    from tuitrain.engine.low_rank import check_optim_targets
     from tuitrain.engine.model import build_model
     from tuitrain.engine.tokenizer import build_tokenizer
 
@@ -137,6 +138,7 @@ def build_trainer(paths: RunPaths, record: dict[str, Any], profile: dict[str, An
                                  labels)
     else:
         model = build_model(model_spec, tokenizer, labels=labels)
+    check_optim_targets(model, str(getattr(args.optim, "value", args.optim)), args.optim_target_modules)
     events = EventLog(paths.events) if rank == 0 else None
     callbacks: list[Any] = [CheckpointMarkerCallback(record["id"], world_size), ControlCallback(paths, events, world_size)]
     if events is not None:
