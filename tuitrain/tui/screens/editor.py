@@ -198,10 +198,23 @@ class EditorScreen(Screen):
     async def _section_shown(self, event: TabbedContent.TabActivated) -> None:
         await self._populate(str(event.pane.id).removeprefix("sec-"))
 
-    def action_section(self, delta: int) -> None:
+    async def action_section(self, delta: int) -> None:
+        """Show the next (previous) section, with its first field focused (the old focus was in the
+        section now hidden: nothing would have it)."""
         tabs = self.query_one("#sections", TabbedContent)
         names = [f"sec-{s}" for s in SECTIONS]
-        tabs.active = names[(names.index(tabs.active) + delta) % len(names)]
+        target = names[(names.index(tabs.active) + delta) % len(names)]
+        tabs.active = target
+        await self._populate(target.removeprefix("sec-"))
+        self.call_after_refresh(self.focus_first_field, target.removeprefix("sec-"))
+
+    def focus_first_field(self, section: str) -> None:
+        """Focus the first thing that takes focus in a section's form (its first field's control)."""
+        form = self.query_one(f"#form-{section}", VerticalScroll)
+        first = next((w for w in form.query("*").results() if w.focusable and w is not form), None)
+        if first is not None:
+            first.focus()
+            form.scroll_home(animate=False)
 
     def _row(self, field: FieldDef, label: str | None = None, show_help: bool = True) -> FieldRow:
         row = FieldRow(field, self.model.get(field.path), label, show_help)

@@ -51,7 +51,9 @@ def show_value(kind: str, value: Any) -> str:
 
 class FieldRow(Vertical):
     DEFAULT_CSS = """
-    FieldRow { height: auto; padding: 0 1; }
+    FieldRow { height: auto; padding: 0 1 0 0; border-left: blank; }
+    FieldRow:focus-within { border-left: thick $accent; background: $accent 12%; }
+    FieldRow:focus-within .field-name { text-style: bold reverse; }
     FieldRow > Horizontal { height: auto; }
     FieldRow .field-name { width: 30; padding-top: 0; color: $text; }
     FieldRow .field-control { width: 1fr; }
