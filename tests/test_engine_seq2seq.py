@@ -79,6 +79,8 @@ def test_seq2seq_training_keys_belong_to_the_task() -> None:
 def test_t5_from_scratch_generates_at_evaluation_and_is_scored_on_what_it_generated(tmp_path, runs_dir):
     profile = tmp_path / "reverse.toml"
     profile.write_text(REVERSE)
+    plan = cli("plan", str(profile), runs_dir=runs_dir)
+    assert "training.predict_with_generate = True (not set in the profile)" in plan.stdout + plan.stderr
     result = cli("run", str(profile), runs_dir=runs_dir)
     assert result.returncode == 0, result.stdout + result.stderr
     run_dir = only_run(runs_dir)

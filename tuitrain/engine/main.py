@@ -50,10 +50,10 @@ def check_strategy_took_effect(trainer: Any, strategy: str, world_size: int) -> 
 
 
 def training_arguments(profile: dict[str, Any], output_dir: str, world_size: int) -> Any:
-    from tuitrain.engine.tasks import arguments_class, task_training_defaults
+    from tuitrain.engine.tasks import arguments_class
 
     task = profile["model"]["task"]
-    training = {**task_training_defaults(task, profile["data"]), **profile["training"]}
+    training = dict(profile["training"])
     training.setdefault("report_to", "none")
     training.setdefault("disable_tqdm", False)
     # With several ranks, transformers scales the loss by the world size when it averages tokens

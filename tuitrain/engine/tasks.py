@@ -68,10 +68,3 @@ def arguments_class(task: str) -> Any:
 
     return transformers.Seq2SeqTrainingArguments if task == SEQ2SEQ else transformers.TrainingArguments
 
-
-def task_training_defaults(task: str, data: dict[str, Any]) -> dict[str, Any]:
-    """[training] values a task needs unless the profile sets them: seq2seq generates at evaluation,
-    up to the targets' length, so ROUGE and BLEU score generated text."""
-    if task == SEQ2SEQ:
-        return {"predict_with_generate": True, "generation_max_length": data["max_target_length"]}
-    return {}

@@ -17,6 +17,12 @@ def implied_training(profile: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
         why = f"metrics.early_stopping_patience = {patience} stops on the best checkpoint"
         out["load_best_model_at_end"] = (True, why)
         out["metric_for_best_model"] = ("eval_loss", why)
+    model = profile.get("model") or {}
+    if model.get("task") == "seq2seq":  # Seq2SeqTrainingArguments: evaluation generates, and is scored on it
+        why = 'model.task = "seq2seq": evaluation generates text for ROUGE and BLEU to score'
+        out["predict_with_generate"] = (True, why)
+        length = (profile.get("data") or {}).get("max_target_length") or 64
+        out["generation_max_length"] = (length, "data.max_target_length: generated as long as the targets")
     return {key: found for key, found in out.items() if key not in training}
 
 
