@@ -112,6 +112,17 @@ def test_a_target_module_the_model_lacks_is_one_engine_line() -> None:
     assert trainable and all("lora_" in n for n in trainable)  # peft's default for gpt2: c_attn
 
 
+def test_a_resume_without_the_kept_base_is_one_engine_line(tmp_path) -> None:
+    from tuitrain.engine.errors import EngineError
+    from tuitrain.engine.lora import LORA_BASE, base_folder
+    from tuitrain.engine.model import build_model
+
+    kept = base_folder(str(tmp_path / "out"), str(tmp_path / "elsewhere" / "checkpoint-4"))
+    assert kept == tmp_path / "elsewhere" / LORA_BASE
+    with pytest.raises(EngineError, match=r"^\[model.lora\]: the checkpoint to resume from has no base model beside it"):
+        build_model({"task": "causal-lm", "config": {"model_type": "gpt2"}}, None, base=kept)
+
+
 @pytest.mark.slow
 def test_causal_lm_adapter_checkpoints_are_complete_and_resume_continues_the_step(tmp_path, runs_dir):
     profile = tmp_path / "clm_lora.toml"
@@ -193,3 +204,14 @@ def test_pretrained_classifier_adapter_exports_as_a_merged_model(tmp_path, runs_
     check_clean(again, "already exists and is not an empty folder")
     missing = cli("export", run_dir.name, str(tmp_path / "x"), "--checkpoint", "checkpoint-99", runs_dir=runs_dir)
     check_clean(missing, "no checkpoint 'checkpoint-99'")
+
+
+def test_export_refuses_a_run_of_the_users_own_script(tmp_path, runs_dir):
+    (tmp_path / "hello.py").write_text('print("hello")\n')
+    profile = tmp_path / "script.toml"
+    profile.write_text('[script]\npath = "hello.py"\n[hardware]\naccelerator = "cpu"\n')
+    result = cli("run", str(profile), runs_dir=runs_dir)
+    assert result.returncode == 0, result.stdout + result.stderr
+    refused = cli("export", only_run(runs_dir).name, str(tmp_path / "out"), runs_dir=runs_dir)
+    check_clean(refused, "ran your own script ([script]): its checkpoints are the script's own")
+    assert not (tmp_path / "out").exists()

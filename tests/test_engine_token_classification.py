@@ -130,6 +130,27 @@ def test_tagger_learns_the_generated_set(tmp_path, runs_dir):
     config = json.loads((Path(record(run_dir)["output_dir"]) / "checkpoint-30" / "config.json").read_text())
     assert config["id2label"] == {"0": "O", "1": "B-ANIMAL", "2": "I-ANIMAL", "3": "B-CITY", "4": "I-CITY"}
 
+    # export: the checkpoint without its training state, a tagger that loads and tags
+    import torch
+    from transformers import AutoModelForTokenClassification, AutoTokenizer
+
+    out = tmp_path / "tagger"
+    result = cli("export", run_dir.name, str(out), runs_dir=runs_dir)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "without the training state" in result.stdout and not (out / "optimizer.pt").exists()
+    model = AutoModelForTokenClassification.from_pretrained(str(out)).eval()
+    tokenizer = AutoTokenizer.from_pretrained(str(out))
+    words = ["the", "polar", "bear", "was", "in", "oslo"]
+    encoded = tokenizer(words, is_split_into_words=True, return_tensors="pt")
+    with torch.no_grad():
+        predicted = model(**encoded).logits.argmax(-1)[0].tolist()
+    first = {}
+    for position, word in enumerate(encoded.word_ids(0)):
+        if word is not None and word not in first:
+            first[word] = model.config.id2label[predicted[position]]
+    tags = [first[i] for i in range(len(words))]
+    assert sum(a == b for a, b in zip(tags, ["O", "B-ANIMAL", "I-ANIMAL", "O", "O", "B-CITY"], strict=True)) >= 4, tags
+
 
 @pytest.mark.slow
 def test_tagger_from_json_lines_files_with_lora(tmp_path, runs_dir):

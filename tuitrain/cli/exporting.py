@@ -18,9 +18,21 @@ from tuitrain.runs.relaunch import ResumeError, choose_checkpoint
 EXPORT_MODULE = "tuitrain.engine.export"
 
 
+def _ran_a_script(profile: Path) -> bool:
+    import tomllib
+
+    try:
+        return "script" in tomllib.loads(profile.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     paths = find_run(args.runs_root, args.run)
     record = load_record(paths)
+    if _ran_a_script(paths.profile):
+        raise CliError(f"run {paths.id} ran your own script ([script]): its checkpoints are the script's own; "
+                       "export them with the script's tools")
     if not record.get("output_dir"):
         raise CliError(f"run {paths.id} has no output folder; nothing to export")
     try:
