@@ -210,3 +210,17 @@ def test_a_profile_without_machines_gets_its_first(tmp_path):
     assert not model.errors and [m.host for m in check.plan.machines] == ["node1"]
     model.data["distributed"]["machines"] = "node1"
     assert "not a list" in model.add_machine()
+
+
+def test_text_needs_no_quotes_and_quotes_typed_still_work():
+    from tuitrain.tui.fields import reads_back_bare
+    from tuitrain.tui.widgets.field_row import show_value
+
+    assert parse_value("str", '"none"') == "none" and parse_value("str", "'my run'") == "my run"
+    assert parse_value("str", 'say "hi"') == 'say "hi"' and parse_value("str", '"') == '"'
+    assert parse_value("literal", "none") == "none" and parse_value("literal", '"none"') == "none"
+    assert show_value("literal", "none") == "none" and show_value("literal", "bert") == "bert"
+    # text that would read back as something else keeps its quotes
+    assert show_value("literal", "10") == '"10"' and show_value("literal", "true") == '"true"'
+    assert show_value("literal", "") == '""' and not reads_back_bare(" x")
+    assert show_value("literal", ["a", 1]) == '["a", 1]'

@@ -71,3 +71,58 @@ def test_the_focused_field_stands_out_and_switching_sections_focuses_a_field(bas
                     what="the first section's first field")
 
     run(script, app, size=(120, 40))
+
+
+# ------------------------------------------------------------------------------ 2. bare text, list widgets
+
+def test_text_is_typed_bare_and_lists_are_edited_an_item_a_row(base):
+    from textual.widgets import Button, Input, Select
+
+    from test_editor_model import DEMO
+    from tuitrain.tui.widgets.list_editor import ListEditor
+
+    (base / "profiles").mkdir()
+    path = base / "profiles" / "mine.toml"
+    path.write_text(DEMO)
+    app = make_app(base)
+
+    async def script(pilot):
+        editor = await open_editor(pilot, path)
+        report = (await show_field(pilot, editor, "training.report_to")).query_one(Input)  # any TOML value
+        assert report.value == "none"  # not '"none"'
+        report.focus()
+        report.value = ""
+        await pilot.press(*"tensorboard")
+        await until(pilot, lambda: editor.data["training"].get("report_to") == "tensorboard", what="bare text")
+        name = (await show_field(pilot, editor, "run.name")).query_one(Input)
+        name.value = '"quoted name"'  # quotes typed out of habit still work
+        await until(pilot, lambda: editor.data["run"]["name"] == "quoted name", what="the quotes dropped")
+
+        names = (await show_field(pilot, editor, "metrics.names")).query_one(ListEditor)
+        picks = list(names.query(Select).results())
+        assert [p.value for p in picks] == ["accuracy", "f1"]  # picked from the metrics there are
+        names.query(".list-remove").last(Button).press()
+        await until(pilot, lambda: editor.data["metrics"].get("names") == ["accuracy"], what="f1 removed")
+        names.query_one(".list-add", Button).press()
+        added = await until(pilot, lambda: len(names.query(Select)) == 2 and names.query(Select).last(), what="an item")
+        assert app.focused is added
+        added.value = "f1"
+        await until(pilot, lambda: editor.data["metrics"].get("names") == ["accuracy", "f1"], what="f1 back")
+
+        weights = (await show_field(pilot, editor, "model.class_weights")).query_one(ListEditor)
+        assert not weights.query(".list-item")
+        for typed in ("1", "2.5"):
+            weights.query_one(".list-add", Button).press()
+            await until(pilot, lambda: isinstance(app.focused, Input) and app.focused.value == "" and
+                        app.focused in weights.query(Input).results(), what="a new item focused")
+            await pilot.press(*typed)
+        await until(pilot, lambda: editor.data["model"].get("class_weights") == [1, 2.5], what="the weights")
+        await pilot.press("ctrl+s")
+        await until(pilot, lambda: not editor.dirty, what="the save")
+
+    run(script, app, size=(120, 40))
+    import tomllib
+
+    saved = tomllib.loads(path.read_text())
+    assert saved["training"]["report_to"] == "tensorboard" and saved["run"]["name"] == "quoted name"
+    assert saved["metrics"]["names"] == ["accuracy", "f1"] and saved["model"]["class_weights"] == [1, 2.5]

@@ -30,7 +30,7 @@ def parse_value(kind: str, text: str) -> Any:
     if text == "":
         return REMOVE
     if kind == "str":
-        return text
+        return unquoted(text)
     if kind == "int":
         try:
             return int(text)
@@ -52,3 +52,26 @@ def parse_value(kind: str, text: str) -> Any:
     except tomllib.TOMLDecodeError:
         pass
     return text
+
+
+def unquoted(text: str) -> str:
+    """Text typed with TOML quotes ("none", 'none') is the text inside them; any other text is itself."""
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+        try:
+            parsed = tomllib.loads("v = " + text)
+        except tomllib.TOMLDecodeError:
+            return text
+        if isinstance(parsed.get("v"), str) and len(parsed) == 1:
+            return parsed["v"]
+    return text
+
+
+def reads_back_bare(text: str) -> bool:
+    """Whether `text`, shown without quotes in a field that takes any TOML value, is read back as that
+    same text (none, wandb, bert: yes; 10, true, [a], "" or text with outer spaces: they need quotes)."""
+    return text != "" and parse_value("literal", text) == text and unquoted(text) == text
+
+
+def list_item_kind(kind: str) -> str | None:
+    """"str" for a "list[str]" field, "float" for "list[float]"; None for any other kind."""
+    return {"list[str]": "str", "list[float]": "float"}.get(kind)

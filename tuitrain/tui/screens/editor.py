@@ -60,7 +60,7 @@ def field_for(path: tuple[str, ...], spec: KeySpec) -> FieldDef:
         kind = "choice"
     elif spec.kind == "bool":
         kind = "bool"
-    elif spec.kind in ("int", "float", "str"):
+    elif spec.kind in ("int", "float", "str", "list[str]", "list[float]"):
         kind = spec.kind
     else:
         kind = "literal"

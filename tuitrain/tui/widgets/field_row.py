@@ -4,8 +4,11 @@ of self-explanatory keys), and the validator's words about it underneath.
 
 kind: "choice" (a Select of `choices`; blank = the default), "bool" (a Select of true/false),
 "int" / "float" (an Input that accepts numbers only), "str" (an Input), "literal" (an Input
-holding a TOML value: lists, tables, anything else). An empty value removes the key (the
-default applies), which is how a profile that names only what it changes stays small.
+holding a TOML value: lists, tables, anything else; text in it needs no quotes), "list[str]" /
+"list[float]" (a ListEditor: an item a row, picked from `choices` where there are some; a value that
+is not a list falls back to a "literal" Input, so it can be seen and fixed). An empty value (an
+emptied list) removes the key (the default applies), which is how a profile that names only what it
+changes stays small.
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ from textual.message import Message
 from textual.widgets import Input, Label, Select, Static
 
 from tuitrain.profile.validate import toml_literal
-from tuitrain.tui.fields import REMOVE, FieldDef, parse_value
+from tuitrain.tui.fields import REMOVE, FieldDef, list_item_kind, parse_value, reads_back_bare
+from tuitrain.tui.widgets.list_editor import ListEditor
 
 __all__ = ["REMOVE", "FieldDef", "FieldRow", "help_line", "parse_value", "show_default", "show_value"]
 
@@ -44,8 +48,8 @@ def show_value(kind: str, value: Any) -> str:
         return value
     if kind in ("int", "float") and isinstance(value, (int, float)) and not isinstance(value, bool):
         return repr(value) if isinstance(value, float) else str(value)
-    if isinstance(value, str) and kind != "literal":
-        return value
+    if isinstance(value, str) and (kind != "literal" or reads_back_bare(value)):
+        return value  # text without TOML quotes, wherever it reads back the same
     return toml_literal(value)
 
 
@@ -93,10 +97,13 @@ class FieldRow(Vertical):
     def help_text(self) -> str:
         return help_line(self.field)
 
-    def _control(self, f: FieldDef) -> Select[Any] | Input:
+    def _control(self, f: FieldDef) -> Select[Any] | Input | ListEditor:
         tooltip = None if self.show_help else (f.doc or None)
         placeholder = (f"default: {show_default(f.default)}" if f.default not in (None, "")
                        else (tooltip or "not set"))
+        item_kind = list_item_kind(f.kind)
+        if item_kind and (self.initial is None or isinstance(self.initial, list)):
+            return ListEditor(item_kind, self.initial or [], f.choices, classes="field-control", tooltip=tooltip)
         if f.kind in ("choice", "bool"):
             choices = (True, False) if f.kind == "bool" else (f.choices or ())
             options = [(show_default(c), c) for c in choices]
@@ -124,6 +131,11 @@ class FieldRow(Vertical):
         event.stop()
         if not self._quiet:
             self.post_message(self.Changed(self, parse_value(self.field.kind, event.value)))
+
+    @on(ListEditor.Changed)
+    def _list_changed(self, event: ListEditor.Changed) -> None:
+        event.stop()
+        self.post_message(self.Changed(self, event.values or REMOVE))
 
     @on(Select.Changed)
     def _select_changed(self, event: Select.Changed) -> None:
