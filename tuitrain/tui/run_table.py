@@ -32,20 +32,15 @@ class RunOrder:
         return "↓" if down else "↑"
 
 
-def _started(row: RunRow) -> float:
-    return row.started or row.created or 0.0
-
-
 def _key(row: RunRow, sort: str) -> tuple[Any, ...]:
-    # each key sorts "best first" ascending; ties newest first (the negated start)
+    # each key sorts "first" ascending; the sort is stable, so ties keep the watcher's order (newest first)
     if sort == "status":
-        rank = STATUS_ORDER.index(row.status) if row.status in STATUS_ORDER else len(STATUS_ORDER)
-        return (rank, -_started(row), row.id)
+        return (STATUS_ORDER.index(row.status) if row.status in STATUS_ORDER else len(STATUS_ORDER),)
     if sort == "profile":
-        return (row.profile.lower(), -_started(row), row.id)
+        return (row.profile.lower(),)
     if sort == "loss":
-        return (row.loss is None, row.loss if row.loss is not None else 0.0, -_started(row), row.id)
-    return (-_started(row), row.id)
+        return (row.loss is None, row.loss if row.loss is not None else 0.0)
+    return (-(row.created or row.started or 0.0),)
 
 
 def matches(row: RunRow, text: str) -> bool:
@@ -57,7 +52,9 @@ def matches(row: RunRow, text: str) -> bool:
 def arrange(rows: Sequence[RunRow], order: RunOrder) -> list[RunRow]:
     """The rows the table shows, in the order it shows them."""
     kept = [r for r in rows if matches(r, order.filter)] if order.filter.strip() else list(rows)
-    kept.sort(key=lambda r: _key(r, order.sort), reverse=order.reverse)
+    kept.sort(key=lambda r: _key(r, order.sort))
+    if order.reverse:  # the whole order turned over, ties too (as the eye reads it)
+        kept.reverse()
     return kept
 
 
