@@ -14,7 +14,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Input, OptionList, Static
+from textual.widgets import Input, OptionList
 from textual.widgets.option_list import Option
 
 from tuitrain.humanize import duration, number
@@ -76,8 +76,8 @@ class CompareScreen(Screen):
 
     def compose(self) -> ComposeResult:
         names = ", ".join(run.id for run in self.runs)
-        yield Static(f"compare {len(self.runs)} run{'s' if len(self.runs) != 1 else ''} · {names}",
-                     classes="title-bar", id="title")
+        yield TextLine(f"compare {len(self.runs)} run{'s' if len(self.runs) != 1 else ''} · {names}",
+                       classes="title-bar", id="title")
         with Horizontal(id="compare-body"):
             with Vertical(id="picker"):
                 yield Input(placeholder="filter metrics", id="metric-filter")

@@ -35,6 +35,30 @@ WIDE_COLUMNS = ("RUN", "STATUS", "STEP", "LOSS", "BEST", "STARTED", "TIME")
 NARROW_COLUMNS = ("RUN", "STATUS", "STEP", "LOSS", "BEST", "TIME")
 
 
+SHRINKABLE = (("RUN", 12), ("BEST", 10))  # the columns that give way, first to last, and how far
+
+
+def _cell_len(cell: object) -> int:
+    return cell.cell_len if isinstance(cell, Text) else len(str(cell))
+
+
+def column_widths(columns: tuple[str, ...], cells: list[dict[str, object]], room: int) -> tuple[int | None, ...]:
+    """Widths that fit the table's `room`: every column as wide as its widest cell (None: left to
+    the table) unless they do not all fit; then RUN, then BEST, are cut (with an ellipsis), so STATUS
+    and TIME always show whole."""
+    natural = {c: max([len(c), *(_cell_len(cell[c]) for cell in cells)]) for c in columns}
+    # a cell is padded by one on each side; the last one's right padding may fall off the edge
+    over = sum(w + 2 for w in natural.values()) - 1 - room
+    fixed: dict[str, int | None] = dict.fromkeys(columns)
+    for name, least in SHRINKABLE:
+        if over > 0 and name in natural:
+            cut = min(over, max(0, natural[name] - least))
+            if cut:
+                fixed[name] = natural[name] - cut
+                over -= cut
+    return tuple(fixed[c] for c in columns)
+
+
 def runs_title(count: int | None, order: RunOrder | None = None, shown: int | None = None) -> str:
     """The runs pane's title; `count` None while the runs root is not read yet (no "none yet" flash);
     with a filter, how many of them it shows, and the sort when it is not the default."""
@@ -78,6 +102,7 @@ class HomeScreen(Screen):
         super().__init__()
         self.profiles: list[ProfileEntry] = []
         self._columns: tuple[str, ...] = ()
+        self._widths: tuple[int | None, ...] = ()
         self._rows: list[RunRow] = []
         self._ready = False
         self._profiles_stamp: object = None
@@ -85,7 +110,7 @@ class HomeScreen(Screen):
         self.order = RunOrder()  # the table's sort and filter, kept across refreshes
 
     def compose(self) -> ComposeResult:
-        yield Static(f"tuitrain · runs in {self.app.show_path(self.app.runs_root)}", classes="title-bar", id="title")
+        yield TextLine(f"tuitrain · runs in {self.app.show_path(self.app.runs_root)}", classes="title-bar", id="title")
         yield HardwareStrip(self.app.hardware_line, id="hardware")
         with Horizontal(id="home-body"):
             with Vertical(id="profiles-pane"):
@@ -144,51 +169,66 @@ class HomeScreen(Screen):
         self.hardware_sampled(self.app.hardware_line)
 
     # ------------------------------------------------------------------------------ runs
-    def _ensure_columns(self) -> None:
-        columns = NARROW_COLUMNS if self.has_class("-narrow") or self.app.size.width < 100 else WIDE_COLUMNS
-        if columns == self._columns:
+    def _wanted_columns(self) -> tuple[str, ...]:
+        return NARROW_COLUMNS if self.has_class("-narrow") or self.app.size.width < 100 else WIDE_COLUMNS
+
+    def _room(self) -> int:
+        """The cells' room in the runs table (less a scrollbar's); before its first layout, the
+        screen's width less the profiles pane's."""
+        table = self.query_one("#runs", DataTable)
+        if table.size.width:
+            return table.scrollable_content_region.width
+        return self.app.size.width - (0 if self._wanted_columns() == NARROW_COLUMNS else 29)
+
+    def _ensure_columns(self, widths: tuple[int | None, ...] | None = None) -> None:
+        columns = self._wanted_columns()
+        widths = widths if widths is not None and len(widths) == len(columns) else (None,) * len(columns)
+        if (columns, widths) == (self._columns, self._widths):
             return
         table = self.query_one("#runs", DataTable)
         table.clear(columns=True)
-        for name in columns:
-            table.add_column(name, key=name)
-        self._columns = columns
+        for name, width in zip(columns, widths, strict=True):
+            table.add_column(name, key=name, width=width)
+        self._columns, self._widths = columns, widths
         self._rows = []
 
     def on_resize(self) -> None:
         if not self._ready:
             return
-        before = self._columns
-        self._ensure_columns()
-        if self._columns != before:
-            self.runs_polled(self.app.rows)
+        self.runs_polled(self.app.rows)  # the columns' widths follow the table's
 
     def _cells(self, row: RunRow) -> dict[str, object]:
+        cells = self._all_cells(row)
+        return {k: cells[k] for k in self._columns}
+
+    def _all_cells(self, row: RunRow) -> dict[str, object]:
         now = self.app.clock()
         end = row.ended or (now if not row.final and row.status != "lost" else None)
         best = f"{short_metric(row.best_metric)} {number(row.best)}" if row.best is not None else "-"
         status = status_text(row.status)
         if row.status == "failed" and row.failed_rank is not None:
             status.append(f" r{row.failed_rank}", style="red")
-        cells = {
-            "RUN": Text("✓ " + row.id, style="bold") if row.id in self.marked else row.id,
+        marked = row.id in self.marked
+        return {
+            "RUN": Text(("✓ " if marked else "") + row.id, style="bold" if marked else "", no_wrap=True,
+                        overflow="ellipsis", end=""),
             "STATUS": status,
             "STEP": step_text(row.step, row.max_steps, 5),
             "LOSS": number(row.loss),
-            "BEST": best,
+            "BEST": Text(best, no_wrap=True, overflow="ellipsis", end=""),
             "STARTED": clock(row.started or row.created),
             "TIME": duration(end - row.started) if row.started and end else "-",
         }
-        return {k: cells[k] for k in self._columns}
 
     def runs_polled(self, rows: list[RunRow]) -> None:
         if not self._ready or not self.shown:
             return  # a hidden Home catches up when shown (on_screen_resume)
-        self._ensure_columns()
         table = self.query_one("#runs", DataTable)
         self.marked = [i for i in self.marked if any(r.id == i for r in rows)]
         count = len(rows) if self.app.polls else None
         rows = arrange(rows, self.order)
+        columns = self._wanted_columns()
+        self._ensure_columns(column_widths(columns, [self._all_cells(r) for r in rows], self._room()))
         ids = [r.id for r in rows]
         self.query_one("#runs-title", TextLine).set(runs_title(count, self.order, len(rows)))
         if self.app.polls:

@@ -104,7 +104,7 @@ class MonitorScreen(Screen):
     # ------------------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
         w = self.run_watch
-        yield Static(f"run {w.paths.id} · profile {w.record.get('profile')}", classes="title-bar", id="title")
+        yield TextLine(f"run {w.paths.id} · profile {w.record.get('profile')}", classes="title-bar", id="title")
         yield TextLine("", id="header")
         with TabbedContent(id="tabs"):
             with TabPane("All ranks", id="tab-all"):

@@ -1,5 +1,8 @@
 """One line of keys for the screen in view (what Textual's Footer shows, at a fraction of its cost
-to build: one widget, not one a key). A click on a key runs its action."""
+to build: one widget, not one a key). A click on a key runs its action.
+
+The app's own keys (quit, help) always show, at the end of the screen's: where the line is too
+narrow, the screen's last keys give way whole (an ellipsis says so; the palette lists them all)."""
 
 from __future__ import annotations
 
@@ -30,18 +33,33 @@ class KeyBar(Widget):
         return out
 
     def render(self) -> Text:
-        text = Text(no_wrap=True, overflow="ellipsis", end="")
-        self._spans = []
         key_style: Style = self.get_component_rich_style("keybar--key")
+        width = self.size.width or 10_000
+        chunks: list[tuple[object, str, str, str]] = []
         for node, binding in self._shown_keys():
             key = binding.key_display or self.app.get_key_display(binding)
+            chunks.append((node, binding.action, f" {key} ", f"{binding.description} "))
+        screen_keys = [c for c in chunks if c[0] is not self.app]
+        app_keys = [c for c in chunks if c[0] is self.app]
+        room = width - sum(len(k) + len(d) for _, _, k, d in app_keys)
+        kept: list[tuple[object, str, str, str]] = []
+        for chunk in screen_keys:
+            size = len(chunk[2]) + len(chunk[3])
+            if size > room - (2 if len(kept) + 1 < len(screen_keys) else 0):  # keep room for the ellipsis
+                break
+            kept.append(chunk)
+            room -= size
+        text = Text(no_wrap=True, overflow="ellipsis", end="")
+        self._spans = []
+        for position, (node, action, key, description) in enumerate([*kept, *app_keys]):
+            if position == len(kept) and len(kept) < len(screen_keys):
+                text.append("… ")
             start = text.cell_len
-            text.append(f" {key} ", style=key_style)
-            text.append(f"{binding.description} ")
-            self._spans.append((start, text.cell_len, node, binding.action))
+            text.append(key, style=key_style)
+            text.append(description)
+            self._spans.append((start, text.cell_len, node, action))
         palette = " ^p palette "
-        width = self.size.width
-        if width and text.cell_len + len(palette) <= width:
+        if self.size.width and text.cell_len + len(palette) <= width:
             text.append(" " * (width - text.cell_len - len(palette)))
             text.append(palette, style=key_style)
         return text

@@ -2,7 +2,9 @@
 
 Static.update() asks for a new layout (its size might change), which repaints the whole screen;
 for lines updated every second or faster (progress header, log status, hardware strip) that
-would be most of what the app paints. Give a TextLine its height in CSS."""
+would be most of what the app paints. Give a TextLine its height in CSS.
+
+A line longer than the widget ends in an ellipsis, never cut mid-word without a sign."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from textual.widget import Widget
 
 class TextLine(Widget):
     DEFAULT_CSS = """
-    TextLine { height: 1; }
+    TextLine { height: 1; text-wrap: nowrap; text-overflow: ellipsis; }
     """
 
     def __init__(self, text: Text | str = "", *, id: str | None = None, classes: str | None = None) -> None:
@@ -35,5 +37,8 @@ class TextLine(Widget):
     def text(self) -> str:
         return self._text.plain if isinstance(self._text, Text) else self._text
 
-    def render(self) -> Text | str:
-        return self._text
+    def render(self) -> Text:
+        text = Text(self._text, end="") if isinstance(self._text, str) else self._text.copy()
+        text.no_wrap = True
+        text.overflow = "ellipsis"
+        return text
