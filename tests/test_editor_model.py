@@ -224,3 +224,41 @@ def test_text_needs_no_quotes_and_quotes_typed_still_work():
     assert show_value("literal", "10") == '"10"' and show_value("literal", "true") == '"true"'
     assert show_value("literal", "") == '""' and not reads_back_bare(" x")
     assert show_value("literal", ["a", 1]) == '["a", 1]'
+
+
+def test_keys_the_chosen_model_or_data_ignore_say_which_key_makes_them_so(tmp_path):
+    model = loaded(None, tmp_path)
+    assert model.ignored_keys() == {}  # the demo: a model from scratch on generated data
+    model.set(("model", "name_or_path"), "bert-base-uncased")
+    model.set(("data", "train_file"), "train.csv")  # next to data.generate
+    ignored = model.ignored_keys()
+    assert "model.name_or_path is set" in ignored["model.config"]
+    assert "model.name_or_path is set" in ignored["model.train_tokenizer"]
+    assert ignored["data.train_file"] == "ignored: data.generate is set (generated data)"
+    model.set(("model", "tokenizer"), "other-tokenizer")
+    assert "model.tokenizer is set" in model.ignored_keys()["model.train_tokenizer"]
+    model.set(("data", "generate"), REMOVE)
+    ignored = model.ignored_keys()
+    assert ignored["data.num_train"] == ignored["data.num_validation"] == (
+        "ignored: used with data.generate only, which is not set")
+    assert "data.train_file" not in ignored
+
+
+def test_a_new_profile_starts_from_a_model_folder_or_data_files(tmp_path):
+    (tmp_path / "my-model").mkdir()
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "train.csv").write_text("text,label\na,0\nb,1\n")
+    model = loaded(None, tmp_path)
+    assert model.brand_new
+    model.start_from_model("my-model")
+    assert model.data["model"] == {"task": "sequence-classification", "num_labels": 2,
+                                   "name_or_path": str(tmp_path / "my-model")}
+    model.start_from_model("bert-base-uncased")  # not a folder here: a Hub id, kept as typed
+    assert model.data["model"]["name_or_path"] == "bert-base-uncased"
+    model.start_from_data("data/train.csv", "data/valid.csv")
+    data = model.data["data"]
+    assert data["train_file"] == str(tmp_path / "data" / "train.csv") and data["validation_file"] == "data/valid.csv"
+    assert not {"generate", "num_train", "num_validation"} & set(data) and model.ignored_keys() == {}
+    model.start_from_data("data/train.csv")
+    assert "validation_file" not in model.data["data"]
+    assert not loaded(BUILTIN_DIR / "demo.toml", tmp_path).brand_new  # a template's copy is no new profile

@@ -126,3 +126,75 @@ def test_text_is_typed_bare_and_lists_are_edited_an_item_a_row(base):
     saved = tomllib.loads(path.read_text())
     assert saved["training"]["report_to"] == "tensorboard" and saved["run"]["name"] == "quoted name"
     assert saved["metrics"]["names"] == ["accuracy", "f1"] and saved["model"]["class_weights"] == [1, 2.5]
+
+
+# ------------------------------------------------------------------------------ 3. starting points, ignored keys
+
+def test_a_section_is_removed_whole_and_ignored_keys_say_why(base):
+    from textual.widgets import Button, Input, Select
+
+    app = make_app(base)
+
+    async def script(pilot):
+        editor = await open_editor(pilot, None)
+        name = (await show_field(pilot, editor, "model.name_or_path")).query_one(Input)
+        assert not editor.query_one("#ignored-model-config").display
+        name.value = "bert-base-uncased"
+        note = editor.query_one("#ignored-model-config")
+        await until(pilot, lambda: note.display and "model.name_or_path is set" in str(note.content),
+                    what="[model.config] said to be ignored")
+        assert "model.name_or_path is set" in str(editor.query_one("#ignored-model-train_tokenizer").content)
+        editor.query_one("#remove-model-config", Button).press()
+        await until(pilot, lambda: "config" not in editor.data["model"] and not editor.query("#remove-model-config"),
+                    what="[model.config] removed")
+        assert "model.config.model_type" not in editor.rows  # its rows went with it
+        editor.query_one("#remove-model-train_tokenizer", Button).press()
+        await until(pilot, lambda: "train_tokenizer" not in editor.data["model"], what="[model.train_tokenizer] removed")
+        await until(pilot, lambda: (notes := editor.query("#ignored-model-train_tokenizer")) and not notes.first().display
+                   , what="the form rebuilt, no note left")
+
+        generate = (await show_field(pilot, editor, "data.generate")).query_one(Select)
+        assert editor.rows["data.num_train"].note == ""
+        generate.value = Select.NULL
+        await until(pilot, lambda: "data.generate" in editor.rows["data.num_train"].note, what="num_train ignored")
+        assert editor.rows["data.num_train"].query_one(".field-note").display
+
+    run(script, app, size=(120, 40))
+
+
+def test_a_new_profile_starts_from_a_model_folder_and_data_files(base):
+    from textual.widgets import Input
+
+    (base / "models" / "tiny").mkdir(parents=True)
+    (base / "data").mkdir()
+    for name in ("train.csv", "valid.csv"):
+        (base / "data" / name).write_text("text,label\na,0\nb,1\n")
+    app = make_app(base)
+
+    async def answer(pilot, text: str) -> None:
+        await until(pilot, lambda: type(app.screen).__name__ == "PromptScreen", what="the question")
+        app.screen.query_one(Input).value = text
+        await pilot.press("enter")
+
+    async def script(pilot):
+        editor = await open_editor(pilot, None)
+        assert editor.query_one("#start-bar").display
+        await pilot.click("#start-model")
+        await answer(pilot, "models/tiny")
+        await until(pilot, lambda: editor.data["model"].get("name_or_path") == str(base / "models" / "tiny"),
+                    what="the model folder")
+        assert "config" not in editor.data["model"] and "train_tokenizer" not in editor.data["model"]
+        row = await until(pilot, lambda: editor.rows.get("model.name_or_path"), what="the model form")
+        await until(pilot, lambda: row.is_mounted and row.query(Input), what="the model form rebuilt")
+        assert row.query_one(Input).value == str(base / "models" / "tiny")
+        await pilot.click("#start-data")
+        await answer(pilot, "data/train.csv")
+        await answer(pilot, "data/valid.csv")
+        await until(pilot, lambda: editor.data["data"].get("validation_file") == str(base / "data" / "valid.csv"),
+                    what="the data files")
+        assert editor.data["data"]["train_file"] == str(base / "data" / "train.csv")
+        assert not {"generate", "num_train", "num_validation"} & set(editor.data["data"])
+        await until(pilot, lambda: not any(p.key.startswith(("data", "model.config")) for p in editor.errors)
+                    and editor.model.checks_begun > 1, what="the check of the new sources")
+
+    run(script, app, size=(120, 40))

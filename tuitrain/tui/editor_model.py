@@ -180,6 +180,11 @@ class EditorModel:
         self.loaded = True
 
     @property
+    def brand_new(self) -> bool:
+        """A new profile starting from the demo (not a template's copy, an import, or a saved file)."""
+        return self.path is None and self.template is None and self.accelerate_config is None
+
+    @property
     def notice(self) -> str:
         """What the editor says above the form about where this profile comes from ("" for nothing)."""
         notice = ""
@@ -222,6 +227,60 @@ class EditorModel:
         else:
             set_path(self.data, path, value)
         self.dirty = True
+
+    # ------------------------------------------------------------------------------ what is ignored
+    def ignored_keys(self) -> dict[str, str]:
+        """The keys (and tables) set in the profile that the chosen model or data source makes the
+        engine ignore, by dotted key, each with why (naming the key that makes it so)."""
+        model: dict[str, Any] = self.data["model"] if isinstance(self.data.get("model"), dict) else {}
+        data: dict[str, Any] = self.data["data"] if isinstance(self.data.get("data"), dict) else {}
+        out: dict[str, str] = {}
+        name, tokenizer = model.get("name_or_path"), model.get("tokenizer")
+        if name and "config" in model:
+            out["model.config"] = ("ignored: model.name_or_path is set, so that pretrained model is loaded, "
+                                   "not one built from this config; remove this section")
+        if (tokenizer or name) and "train_tokenizer" in model:
+            which = "model.tokenizer" if tokenizer else "model.name_or_path"
+            out["model.train_tokenizer"] = (f"ignored: {which} is set, so its tokenizer is used, not one trained "
+                                            "on the text; remove this section")
+        keys: tuple[str, ...]
+        if data.get("generate"):
+            why, keys = "data.generate is set (generated data)", (
+                "dataset", "dataset_config", "train_file", "validation_file", "train_split", "validation_split")
+        elif data.get("train_file"):
+            why, keys = "data.train_file is set", ("dataset", "dataset_config", "train_split", "validation_split")
+        elif not data.get("dataset"):
+            why, keys = "they are data.dataset's, which is not set", ("train_split", "validation_split")
+        else:
+            why, keys = "", ()
+        out.update((f"data.{key}", f"ignored: {why}") for key in keys if key in data)
+        if not data.get("generate"):
+            out.update((f"data.{key}", "ignored: used with data.generate only, which is not set")
+                       for key in ("num_train", "num_validation") if key in data)
+        return out
+
+    # ------------------------------------------------------------------------------ starting points
+    def _typed_path(self, text: str) -> str:
+        """A path typed relative to the working folder, as an absolute path (the profile may be saved
+        anywhere); text naming nothing here is kept as typed (a Hub id, a file still to come)."""
+        path = Path(text).expanduser()
+        full = path if path.is_absolute() else self.cwd / path
+        return str(full.resolve()) if full.exists() else text
+
+    def start_from_model(self, folder: str) -> None:
+        """A new profile fine-tuning a pretrained model: model.name_or_path is `folder` (a folder, or
+        a Hub id), and the demo's from-scratch model and trained tokenizer go."""
+        for key in ("config", "train_tokenizer", "tokenizer"):
+            self.set(("model", key), REMOVE)
+        self.set(("model", "name_or_path"), self._typed_path(folder.strip()))
+
+    def start_from_data(self, train: str, validation: str | None = None) -> None:
+        """A new profile on data files: data.train_file (and validation_file) are these, and the
+        demo's generated data set (generate, num_train, num_validation) goes."""
+        for key in ("generate", "num_train", "num_validation", "dataset", "dataset_config"):
+            self.set(("data", key), REMOVE)
+        self.set(("data", "train_file"), self._typed_path(train.strip()))
+        self.set(("data", "validation_file"), self._typed_path(validation.strip()) if validation else REMOVE)
 
     # ------------------------------------------------------------------------------ GPUs
     # [hardware] gpus lists physical GPUs in the order they become cuda:0, cuda:1, …: the picker

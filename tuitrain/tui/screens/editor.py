@@ -144,6 +144,12 @@ class EditorScreen(Screen):
     def compose(self) -> ComposeResult:
         yield Static(self._title(), classes="title-bar", id="title")
         yield Static("", id="notice", classes="hint")
+        with Horizontal(id="start-bar"):
+            yield Static("or start from", classes="start-label")
+            yield Button("a pretrained model folder…", id="start-model", compact=True,
+                         tooltip="Fine-tune a model folder (or Hub id): its tokenizer, no [model.config]")
+            yield Button("data files…", id="start-data", compact=True,
+                         tooltip="Train on your train (and validation) files instead of generated data")
         with Horizontal(id="editor-body"):
             with TabbedContent(id="sections"):
                 for section in SECTIONS:
@@ -181,6 +187,7 @@ class EditorScreen(Screen):
         notice = model.notice
         self.query_one("#notice", Static).update(Text(notice))  # plain text: "[distributed]" is no markup
         self.query_one("#notice", Static).display = bool(notice)
+        self.query_one("#start-bar").display = model.brand_new
         await self._populate(self.query_one("#sections", TabbedContent).active.removeprefix("sec-"))
         self.query_one("#sections Tabs").focus()
         self.revalidate()
@@ -193,6 +200,31 @@ class EditorScreen(Screen):
         await self.query_one(f"#form-{section}", VerticalScroll).mount_all(self._section_rows(section))
         self._plugin_rows_follow_the_json()
         self._apply_problems()
+        self._show_ignored()
+
+    async def _rebuild(self, *sections: str) -> None:
+        """Build again the forms of `sections` already built (tables were removed or added)."""
+        for section in sections:
+            if section not in self.populated:
+                continue
+            form = self.query_one(f"#form-{section}", VerticalScroll)
+            self._forget_rows(form)
+            await form.remove_children()
+            await form.mount_all(self._section_rows(section))
+        self._plugin_rows_follow_the_json()
+        self._apply_problems()
+        self._show_ignored()
+
+    def _show_ignored(self) -> None:
+        """Beside each key (or table) that the chosen model or data source makes the engine ignore, why."""
+        ignored = self.model.ignored_keys()
+        for key, row in self.rows.items():
+            if row.is_mounted:
+                row.set_note(ignored.get(key))
+        for note in self.query(".ignored-note").results(Static):
+            words = ignored.get(str(note.id).removeprefix("ignored-").replace("-", "."), "")
+            note.update(words)
+            note.set_class(not words, "-empty")
 
     @on(TabbedContent.TabActivated, "#sections")
     async def _section_shown(self, event: TabbedContent.TabActivated) -> None:
@@ -254,7 +286,13 @@ class EditorScreen(Screen):
 
     def _table_rows(self, section: str, key: str, spec: TableSpec) -> list[Any]:
         table = self.model.get((section, key))
-        out: list[Any] = [Static(f"[{section}.{key}]  {spec.doc}", classes="subtable", markup=False)]
+        head = Static(f"[{section}.{key}]  {spec.doc}", classes="subtable", markup=False)
+        out: list[Any] = [head]
+        if table is not None:
+            out = [Horizontal(head, Button(f"remove [{section}.{key}]", id=f"remove-{section}-{key}", compact=True,
+                                           tooltip="Remove this section from the profile (its defaults apply)"),
+                              classes="table-head")]
+        out.append(Static("", id=f"ignored-{section}-{key}", classes="ignored-note -empty", markup=False))
         if spec.keys:
             for sub, sub_spec in spec.keys.items():
                 out.append(self._row(field_for((section, key, sub), sub_spec), f"{sub}"))
@@ -311,6 +349,51 @@ class EditorScreen(Screen):
         self.model.set(("distributed", str(event.button.id).removeprefix("drop-")), REMOVE)
         self._modified()
         await self._strategy_changed()
+
+    @on(Button.Pressed, ".table-head Button")
+    async def _remove_table(self, event: Button.Pressed) -> None:
+        """Remove a whole sub-table ([model.config], [model.train_tokenizer], …)."""
+        section, key = str(event.button.id).removeprefix("remove-").split("-", 1)
+        self.model.set((section, key), REMOVE)
+        self._modified()
+        await self._rebuild(section)
+        self.focus_first_field(section)
+
+    # ------------------------------------------------------------------------------ starting points
+    @on(Button.Pressed, "#start-model")
+    def _start_from_model(self) -> None:
+        from tuitrain.tui.screens.prompt import PromptScreen
+
+        async def chosen(answer: str | None) -> None:
+            if answer:
+                self.model.start_from_model(answer)
+                await self._started("model", f"model.name_or_path = {self.model.get(('model', 'name_or_path'))}")
+
+        self.app.push_screen(PromptScreen("The pretrained model: a folder (relative to the working folder) or a "
+                                          "Hub id. Its tokenizer is used; [model.config] and "
+                                          "[model.train_tokenizer] are dropped:"), chosen)
+
+    @on(Button.Pressed, "#start-data")
+    def _start_from_data(self) -> None:
+        from tuitrain.tui.screens.prompt import PromptScreen
+
+        def train_chosen(train: str | None) -> None:
+            async def validation_chosen(validation: str | None) -> None:
+                self.model.start_from_data(train or "", validation)
+                await self._started("data", f"data.train_file = {self.model.get(('data', 'train_file'))}")
+
+            if train:
+                self.app.push_screen(PromptScreen("The validation file (empty: none):"), validation_chosen)
+
+        self.app.push_screen(PromptScreen("The training file (.csv, .json, .jsonl or .parquet; relative to the "
+                                          "working folder). The generated data set is dropped:"), train_chosen)
+
+    async def _started(self, section: str, what: str) -> None:
+        self._modified()
+        await self._rebuild("model", "data")
+        self.query_one("#sections", TabbedContent).active = f"sec-{section}"
+        await self._populate(section)
+        self.notify(what, title="Starting point")
 
     def _forget_rows(self, box: Any) -> None:
         """The rows inside `box` are about to go: they leave `self.rows` too."""
@@ -491,6 +574,7 @@ class EditorScreen(Screen):
         changes pause (`check_delay` after the last one)."""
         self.query_one("#title", Static).update(self._title())
         self._show_gpus()
+        self._show_ignored()
         self._recheck_soon()
 
     def _recheck_soon(self) -> None:
@@ -630,6 +714,7 @@ class EditorScreen(Screen):
         notice = self.model.notice  # "new profile …" and the like are true no longer
         self.query_one("#notice", Static).update(Text(notice))
         self.query_one("#notice", Static).display = bool(notice)
+        self.query_one("#start-bar").display = self.model.brand_new
         self._checked(check, plan)
         errors = any(p.is_error for p in check.problems)
         self.notify(note, title="Saved", severity="warning" if errors else "information")

@@ -64,6 +64,8 @@ class FieldRow(Vertical):
     FieldRow .field-help { color: $text-muted; height: auto; padding-left: 2; }
     FieldRow .field-error { color: $text-error; height: auto; padding-left: 30; }
     FieldRow .field-error.-empty { display: none; }
+    FieldRow .field-note { color: $text-warning; height: auto; padding-left: 30; }
+    FieldRow .field-note.-empty { display: none; }
     FieldRow.-invalid .field-name { color: $text-error; text-style: bold; }
     """
 
@@ -83,6 +85,7 @@ class FieldRow(Vertical):
         self.show_help = show_help
         self._quiet = True
         self._error = ""
+        self._note = ""
 
     def compose(self) -> ComposeResult:
         f = self.field
@@ -91,6 +94,7 @@ class FieldRow(Vertical):
             yield self._control(f)
         if self.show_help and self.help_text:
             yield Static(self.help_text, classes="field-help", markup=False)
+        yield Static(self._note, classes="field-note" + ("" if self._note else " -empty"), markup=False)
         yield Static(self._error, classes="field-error" + ("" if self._error else " -empty"), markup=False)
 
     @property
@@ -155,3 +159,14 @@ class FieldRow(Vertical):
     @property
     def error(self) -> str:
         return self._error
+
+    def set_note(self, note: str | None) -> None:
+        """A word about this key that is no error (e.g. that the chosen model ignores it)."""
+        self._note = note or ""
+        for line in self.query(".field-note").results(Static):
+            line.update(self._note)
+            line.set_class(not self._note, "-empty")
+
+    @property
+    def note(self) -> str:
+        return self._note
