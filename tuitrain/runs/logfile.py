@@ -5,7 +5,11 @@ line starts; `LogFile.line(i)` reads one line with `os.pread`. Nothing ever hold
 memory is 8 bytes a line for the index, whatever the log's size.
 
 What a terminal would show of a line is `display_text`: tqdm redraws a bar with carriage returns,
-so only the text after the line's last `\\r` is kept (ANSI colours are left for the viewer).
+so only the text after the line's last `\\r` is kept (ANSI colours are left for the viewer). A
+nested bar (the Trainer's evaluation bar under the training bar) is drawn one row down and ends
+with a cursor-up, so that the next newline comes back to the same row: a line ending in a
+cursor-up goes on into the next line (one line of the index), and the newest drawing shows, as a
+training bar's carriage returns do.
 
 `MergedLog` shows several ranks' logs as one, in the order their lines were written: each rank
 notes when it wrote its lines in logs/rank-K.times (runs.linetimes), and lines merge by (time,
@@ -30,6 +34,7 @@ MAX_LINE_BYTES = 64 * 1024  # a longer line is read from its end (the part a ter
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f]")
 _ESCAPE = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-Z\\-_])")  # CSI, OSC, two-byte
 TRACEBACK = b"Traceback (most recent call last)"
+UP = b"\x1b[A"  # cursor up
 
 
 def display_text(raw: bytes) -> str:
@@ -49,6 +54,8 @@ def _shown(text: str) -> str:
         text = text.rstrip("\r")
     if "\x1b[A" in text:  # cursor up (tqdm's nested bars): what follows is drawn afresh
         text = text.replace("\x1b[A", "\r")
+    if "\n" in text:  # a line that went on past a cursor-up: the next drawing of the same row
+        text = text.replace("\n", "\r")
     if "\r" in text:
         parts = text.split("\r")
         shown = parts[-1]
@@ -71,6 +78,7 @@ class LogFile:
         self.path = Path(path)
         self._starts = array("Q", [0])  # start offset of every line, and of the partial tail
         self._scanned = 0  # bytes looked at so far (the partial tail included)
+        self._carry = b""  # the last bytes indexed (a cursor-up may straddle two reads)
         self._fd: int | None = None
         self._inode: int | None = None
         self.generation = 0  # bumped when the file was truncated or replaced
@@ -140,8 +148,8 @@ class LogFile:
             data = os.pread(fd, last - first, first)
         except OSError:
             return [b""] * (end - start)
-        out = data.split(b"\n")[: end - start]
-        return out + [b""] * (end - start - len(out))
+        starts = self._starts
+        return [data[starts[i] - first:starts[i + 1] - 1 - first] for i in range(start, end)]
 
     @property
     def count(self) -> int:
@@ -178,6 +186,7 @@ class LogFile:
             self.close()
             self._starts = array("Q", [0])
             self._scanned = 0
+            self._carry = b""
             self.generation += 1
             self.times.reset()
             reset = True
@@ -205,10 +214,22 @@ class LogFile:
         return self._starts[index + 1]
 
     def _index(self, data: bytes, base: int) -> None:
-        parts = data.split(b"\n")
-        if len(parts) > 1:
-            # start of the line after each newline: base + cumulative lengths + newlines so far
-            self._starts.extend(map(add, accumulate(map(len, parts[:-1])), count(base + 1)))
+        carry, self._carry = self._carry, (self._carry + data[-len(UP):])[-len(UP):]
+        if UP not in data and UP not in carry + data[:len(UP)]:
+            parts = data.split(b"\n")
+            if len(parts) > 1:
+                # start of the line after each newline: base + cumulative lengths + newlines so far
+                self._starts.extend(map(add, accumulate(map(len, parts[:-1])), count(base + 1)))
+            return
+        # a newline right after a cursor-up comes back to the row drawn: no new line there
+        starts = []
+        at = data.find(b"\n")
+        while at >= 0:
+            before = data[at - len(UP):at] if at >= len(UP) else (carry + data[:at])[-len(UP):]
+            if before != UP:
+                starts.append(base + at + 1)
+            at = data.find(b"\n", at + 1)
+        self._starts.extend(starts)
 
     def find(self, needle: bytes, start_line: int = 0, backwards: bool = False, ignore_case: bool = True) -> int | None:
         """The first line at or after `start_line` (or at or before, backwards) holding `needle`.
