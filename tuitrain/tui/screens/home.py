@@ -224,6 +224,7 @@ class HomeScreen(Screen):
         if not self._ready or not self.shown:
             return  # a hidden Home catches up when shown (on_screen_resume)
         table = self.query_one("#runs", DataTable)
+        selected = self.selected_run_id()  # before new column widths rebuild the table
         self.marked = [i for i in self.marked if any(r.id == i for r in rows)]
         count = len(rows) if self.app.polls else None
         rows = arrange(rows, self.order)
@@ -234,7 +235,6 @@ class HomeScreen(Screen):
         if self.app.polls:
             self.load_profiles(only_if_changed=True)
         if ids != [r.id for r in self._rows]:
-            selected = self.selected_run_id()
             table.clear()
             for row in rows:
                 table.add_row(*self._cells(row).values(), key=row.id)
