@@ -130,3 +130,23 @@ def test_the_filter_judges_complete_lines_once_and_the_unsettled_end_each_time(t
     log.update()
     filtered.sync()
     assert filtered.count == 4 and filtered.find(b"LINE 6") == 2 and filtered.find(b"line", 3, backwards=True) == 3
+
+
+def test_a_search_in_a_wrapped_view_shows_the_match_below_long_lines(base):  # noqa: F811
+    app = make_app(base)
+    words = " ".join(f"word{i:03d}" for i in range(60))
+    lines = [f"LONG {words}" for _ in range(12)] + ["THE TARGET LINE"] + [f"short {i}" for i in range(40)]
+    with open(base / "runs" / FINISHED / "logs" / "rank-1.log", "ab") as handle:
+        handle.write(("\n".join(lines) + "\n").encode())
+
+    async def script(pilot):
+        monitor = await open_run(pilot, app, FINISHED)
+        view = monitor.active_view()
+        await until(pilot, lambda: any("short 39" in line for line in shown(view)), what="the lines written")
+        await pilot.press("w")
+        await until(pilot, lambda: view.wrap, what="wrapped")
+        await pilot.press("home", "slash", *"target line", "enter")
+        await until(pilot, lambda: view.current is not None, what="the match")
+        await until(pilot, lambda: any("THE TARGET LINE" in row for row in view.visible_text()), what="the match in view")
+
+    run(script, app)

@@ -159,7 +159,8 @@ class LogView(ScrollView, can_focus=True):
             return
         self._clear_caches()
         self.follow = False
-        target = max(0, index - max(1, self.size.height // 3))
+        # wrapped, the lines above may take several rows each: the line goes near the top
+        target = max(0, index - (1 if self.wrap else max(1, self.size.height // 3)))
         self.scroll_to(y=target, animate=False, immediate=True)
         self.refresh()
 
