@@ -50,7 +50,10 @@ class FilteredLog:
         return self.hits[index] if index < hits else self.tail[index - hits]
 
     def raw(self, index: int) -> tuple[int | str | None, bytes]:
-        return self.source.raw(self.source_index(index))
+        try:
+            return self.source.raw(self.source_index(index))
+        except IndexError:  # the unsettled end shrank under a view that has not caught up yet
+            return None, b""
 
     def cacheable(self, index: int) -> bool:
         return index < len(self.hits) and self.source.cacheable(self.hits[index])
