@@ -150,3 +150,23 @@ def test_a_search_in_a_wrapped_view_shows_the_match_below_long_lines(base):  # n
         await until(pilot, lambda: any("THE TARGET LINE" in row for row in view.visible_text()), what="the match in view")
 
     run(script, app)
+
+
+def test_a_view_behind_a_shrunk_tail_reads_an_empty_line_not_an_error(tmp_path):
+    """The worker syncs while the screen paints: a view that counted a tail line just dropped reads it empty."""
+    from tuitrain.runs.logfile import LogFile
+    from tuitrain.tui.log_filter import FilteredLog
+
+    path = tmp_path / "rank-0.log"
+    path.write_bytes(b"a hit\n\r 10% hit")
+    log = LogFile(path)
+    log.update()
+    filtered = FilteredLog(log, "hit")
+    filtered.sync()
+    counted = filtered.count
+    assert counted == 2
+    with open(path, "ab") as handle:
+        handle.write(b"\rgone")
+    log.update()
+    filtered.sync()
+    assert filtered.count == 1 and filtered.raw(counted - 1) == (None, b"")
