@@ -262,3 +262,21 @@ def test_a_new_profile_starts_from_a_model_folder_or_data_files(tmp_path):
     model.start_from_data("data/train.csv")
     assert "validation_file" not in model.data["data"]
     assert not loaded(BUILTIN_DIR / "demo.toml", tmp_path).brand_new  # a template's copy is no new profile
+
+
+def test_overrides_between_two_profiles_read_back_as_the_new_one():
+    from tuitrain.profile import apply_overrides
+    from tuitrain.tui.editor_model import overrides_between
+
+    old = {"run": {"name": "a", "seed": 1}, "training": {"learning_rate": 0.001, "report_to": "none"},
+           "model": {"config": {"model_type": "bert"}}, "logging": {"log_level": "info"}}
+    new = {"run": {"name": "10", "seed": 1}, "training": {"learning_rate": 1.0, "max_steps": 5},
+           "model": {"config": {"model_type": "gpt2"}, "lora": {"r": 4, "target_modules": ["c_attn"]}},
+           "metrics": {"names": ["accuracy", "f1"]}}
+    sets = overrides_between(old, new)
+    assert 'run.name="10"' in sets and "training.report_to=" in sets and "training.learning_rate=1.0" in sets
+    assert "model.config.model_type=gpt2" in sets and "logging.log_level=" in sets
+    result = apply_overrides(old, sets)
+    assert result == {**new, "logging": {}}  # a section emptied key by key stays, empty: the same profile
+    assert overrides_between(new, new) == []
+    assert isinstance(result["training"]["learning_rate"], float)

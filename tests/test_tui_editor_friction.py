@@ -198,3 +198,54 @@ def test_a_new_profile_starts_from_a_model_folder_and_data_files(base):
                     and editor.model.checks_begun > 1, what="the check of the new sources")
 
     run(script, app, size=(120, 40))
+
+
+# ------------------------------------------------------------------------------ 4. copying commands
+
+def test_ctrl_y_copies_a_tuitrain_run_that_runs_as_is_and_ctrl_g_the_accelerate_command(base):
+    import shlex
+
+    from textual.widgets import Input
+
+    from test_editor_model import DEMO
+    from tuitrain.profile import apply_overrides
+    from tuitrain.profile.load import parse_toml
+
+    (base / "profiles").mkdir()
+    path = base / "profiles" / "mine.toml"
+    path.write_text(DEMO)
+    app = make_app(base)
+    copied: dict[str, str] = {}
+
+    async def script(pilot):
+        editor = await open_editor(pilot, None)
+        await pilot.press("ctrl+y")
+        await until(pilot, lambda: any("save the profile first" in n.message for n in app._notifications),
+                    what="the refusal of a profile with no file")
+        assert app.clipboard == ""
+        await pilot.press("escape")
+
+        editor = await open_editor(pilot, path)
+        await pilot.press("ctrl+y")
+        await until(pilot, lambda: app.clipboard, what="the copy")
+        assert app.clipboard == "tuitrain run profiles/mine.toml"
+        (await show_field(pilot, editor, "run.name")).query_one(Input).value = "my run"
+        (await show_field(pilot, editor, "training.max_steps")).query_one(Input).value = "12"
+        editor.rows["training.report_to"].query_one(Input).value = ""
+        await until(pilot, lambda: "report_to" not in editor.data["training"], what="the edits")
+        await pilot.press("ctrl+y")
+        await until(pilot, lambda: app.clipboard != "tuitrain run profiles/mine.toml", what="the copy")
+        copied["run"] = app.clipboard
+        copied["data"] = editor.data
+        await pilot.press("ctrl+g")
+        await until(pilot, lambda: "accelerate launch" in app.clipboard, what="the accelerate command")
+        assert app.clipboard == editor.command
+
+    run(script, app, size=(120, 40), notifications=True)
+    args = shlex.split(copied["run"])
+    assert args[:3] == ["tuitrain", "run", "profiles/mine.toml"]
+    assert args[3:] == ["--set", "run.name=my run", "--set", "training.max_steps=12", "--set", "training.report_to="]
+    # what the CLI would read: the saved file with these --set is the form, nothing placeholder in it
+    sets = [args[i + 1] for i in range(3, len(args), 2)]
+    assert apply_overrides(parse_toml(path.read_text(), str(path)), sets) == copied["data"]
+    assert "<new-run>" not in copied["run"]

@@ -129,6 +129,7 @@ class EditorModel:
         if self.path is not None and self.path.resolve().parent == BUILTIN_DIR.resolve():
             self.template, self.path = self.path, None
         self.data: dict[str, Any] = {}
+        self.on_disk: dict[str, Any] | None = None  # the profile as its file holds it (None: no file yet)
         self.training_specs: dict[str, Any] | None = None
         self.has_comments = False
         self.imported_notes: list[str] = []
@@ -174,6 +175,7 @@ class EditorModel:
     def take(self, loaded: Loaded) -> None:
         """The read profile becomes the one being edited."""
         self.data = loaded.data
+        self.on_disk = copy.deepcopy(loaded.data) if self.path is not None else None
         self.training_specs = loaded.training_specs
         self.has_comments = loaded.has_comments
         self.imported_notes = loaded.imported_notes
@@ -547,6 +549,7 @@ class EditorModel:
         unless it changed since `data` was copied for saving. `check`: the check of what was saved (the
         one the error pane shows), whose errors the returned note counts. Returns what to tell the user."""
         self.path = target
+        self.on_disk = copy.deepcopy(self.data if data is None else data)
         self.template = None
         self.accelerate_config = None
         self.imported_notes = []
@@ -577,7 +580,66 @@ class EditorModel:
         return paths.root
 
     def copy_command_note(self) -> str:
-        """What copying the command line says (the caller has checked there is one)."""
+        """What copying the accelerate command line says (the caller has checked there is one)."""
         errors = len(self.errors)
-        return ("command copied (through the terminal's clipboard, OSC 52)"
+        return ("accelerate command copied (through the terminal's clipboard, OSC 52); it names a run directory "
+                "still to be made (<new-run>): `tuitrain run` (ctrl+y) makes one and starts it there"
                 + (f"; the checks report {errors} error(s): it would not start as it is" if errors else ""))
+
+    def run_command(self, runs_root: Path, overrides: Sequence[str] = ()) -> tuple[str, str]:
+        """`tuitrain run PROFILE` as it would start this form's run from the working folder: the saved
+        file, with --set for each change not saved yet (and the app's own --set), and --runs-dir when
+        the app's runs root is not ./runs. Returns (command, what to tell the user); no command for a
+        profile with no file yet (it says to save first)."""
+        import os
+        import shlex
+
+        if self.path is None or self.on_disk is None:
+            return "", "save the profile first (ctrl+s): `tuitrain run` needs its file"
+        path = self.path.resolve()
+        shown = os.path.relpath(path, self.cwd.resolve()) if path.is_relative_to(self.cwd.resolve()) else str(path)
+        args = ["tuitrain", "run", shown]
+        if Path(runs_root).resolve() != (self.cwd / "runs").resolve():
+            args += ["--runs-dir", str(runs_root)]
+        changes = overrides_between(self.on_disk, self.data)
+        for change in [*changes, *overrides]:
+            args += ["--set", change]
+        note = "command copied (through the terminal's clipboard, OSC 52)"
+        if changes:
+            note += f"; the {len(changes)} unsaved change(s) as --set (ctrl+s saves them into the file)"
+        errors = len(self.errors)
+        if errors:
+            note += f"; the checks report {errors} error(s): it would not start as it is"
+        return shlex.join(args), note
+
+
+def override_value(value: Any) -> str:
+    """A value as `--set key=VALUE` reads it back: text bare where it reads back the same, else TOML."""
+    from tuitrain.profile.validate import toml_literal
+    from tuitrain.tui.fields import reads_back_bare
+
+    if isinstance(value, str) and reads_back_bare(value):
+        return value
+    if isinstance(value, float):
+        return repr(value)
+    return toml_literal(value)
+
+
+def overrides_between(old: dict[str, Any], new: dict[str, Any], prefix: tuple[str, ...] = ()) -> list[str]:
+    """The `--set` overrides that turn `old` into `new`: a changed or added key as key=value, a removed
+    one as key= (nothing after '=' removes it); a whole section is spelled key by key."""
+    out: list[str] = []
+    for key, value in new.items():
+        path = (*prefix, key)
+        before = old.get(key)
+        if isinstance(value, dict) and (isinstance(before, dict) or not prefix):
+            out += overrides_between(before if isinstance(before, dict) else {}, value, path)
+        elif key not in old or before != value or type(before) is not type(value):
+            out.append(f"{'.'.join(path)}={override_value(value)}")
+    for key, value in old.items():
+        if key not in new:
+            if not prefix and isinstance(value, dict):
+                out += overrides_between(value, {}, (key,))
+            else:
+                out.append(f"{'.'.join((*prefix, key))}=")
+    return out

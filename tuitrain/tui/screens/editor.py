@@ -96,7 +96,10 @@ class EditorScreen(Screen):
         Binding("ctrl+s", "save", "Save", tooltip="Save the profile (atomically, keeping its comments and layout)"),
         Binding("ctrl+o", "save_as", "Save as", tooltip="Save the profile under another name"),
         Binding("ctrl+r", "launch", "Launch", tooltip="Launch this profile as it is in the form"),
-        Binding("ctrl+y", "copy_command", "Copy command", tooltip="Copy the accelerate command line"),
+        Binding("ctrl+y", "copy_command", "Copy run command",
+                tooltip="Copy `tuitrain run PROFILE` (unsaved changes as --set), to start this run from a shell"),
+        Binding("ctrl+g", "copy_accelerate", "Copy accelerate command", show=False,
+                tooltip="Copy the accelerate launch command line of the preview"),
         Binding("escape", "back", "Back", tooltip="Back to the home screen (asks when there are unsaved changes)"),
         Binding("ctrl+pagedown", "section(1)", "Next section", show=False, tooltip="Next section (ctrl+pagedown)"),
         Binding("ctrl+pageup", "section(-1)", "Previous section", show=False, tooltip="Previous section (ctrl+pageup)"),
@@ -751,6 +754,17 @@ class EditorScreen(Screen):
         self.app.post_message(RunStarted(str(run_dir)))
 
     def action_copy_command(self) -> None:
+        """Copy `tuitrain run PROFILE [--set …]`: it runs as is from the working folder."""
+        if not self.loaded:
+            return
+        command, note = self.model.run_command(self.app.runs_root, self.app.launch_overrides)
+        if not command:
+            self.notify(note, severity="warning")
+            return
+        self.app.copy_to_clipboard(command)
+        self.notify(note, severity="warning" if self.errors else "information")
+
+    def action_copy_accelerate(self) -> None:
         if not self.command:
             self.notify("no command yet: fix the errors first", severity="warning")
             return
@@ -783,7 +797,7 @@ def plan_text(check: Check) -> Text:
     if getattr(plan, "machines", None) is not None:
         return machines_plan_text(check)
     text = Text()
-    text.append("command (ctrl+y copies)\n", style="bold")
+    text.append("accelerate command (ctrl+g copies it; ctrl+y copies `tuitrain run`)\n", style="bold")
     text.append(check.command + "\n\n")
     text.append("environment\n", style="bold")
     text.append("\n".join(f"{k}={v}" for k, v in sorted(plan.env.items())) + "\n\n")
@@ -803,7 +817,7 @@ def machines_plan_text(check: Check) -> Text:
     text = Text()
     where = f"; the main machine is reached at {plan.main_process_ip}:{plan.main_process_port}" if plan.main_process_ip else ""
     text.append(f"{plan.num_machines} machine(s), {plan.num_processes} process(es) in all{where}\n", style="bold")
-    text.append("commands (ctrl+y copies them all)\n\n", style="dim")
+    text.append("commands (ctrl+g copies them all; ctrl+y copies `tuitrain run`)\n\n", style="dim")
     for machine in plan.machines:
         main = " · main machine" if machine.machine_rank == 0 else ""
         text.append(f"machine {machine.machine_rank}: {machine.host}{main}\n", style="bold")
