@@ -34,6 +34,7 @@ class TuitrainApp(App[int]):
     BINDINGS = [
         Binding("q", "quit", "Quit", priority=False),
         Binding("question_mark", "help", "Help"),
+        Binding("g", "gpus", "GPUs", show=False, tooltip="Every process on every GPU of this machine"),
     ]
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
 
@@ -212,6 +213,12 @@ class TuitrainApp(App[int]):
 
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.screen))
+
+    def action_gpus(self) -> None:
+        from tuitrain.tui.screens.gpus import GpusScreen
+
+        if not isinstance(self.screen, GpusScreen):
+            self.push_screen(GpusScreen())
 
     async def action_quit(self) -> None:
         """Quit (runs go on); asks first when an editor holds unsaved changes."""

@@ -12,6 +12,7 @@ from textual.widgets import Static
 GLOBAL_KEYS = (
     ("ctrl+p", "command palette: every action by name"),
     ("?", "this help"),
+    ("g", "GPUs: every process on every GPU of this machine"),
     ("q", "quit (runs go on)"),
     ("tab / shift+tab", "move between panes"),
 )
