@@ -119,8 +119,9 @@ def test_bf16_on_ampere_and_hopper_is_fine():
 def test_bf16_unknown_compute_capability_warns():
     table = load_table(FIXTURES / "eight_h100.json")
     table["devices"][0]["compute_capability"] = {"error": "NOT_SUPPORTED"}
-    (p,) = check(settings(hardware={"gpus": [0], "mixed_precision": "bf16"}), box("", table=table))
+    busy, p = check(settings(hardware={"gpus": [0], "mixed_precision": "bf16"}), box("", table=table))
     assert p.severity == "warning" and "does not say" in p.message
+    assert busy.key == "hardware.gpus" and "93% busy" in busy.message  # its 31 GiB rank computes: taken
 
 
 def test_fp16_and_bf16_on_the_cpu():
@@ -195,3 +196,36 @@ def test_every_recorded_box_gives_problems_not_exceptions(name, precision):
     if hardware.gpus:  # two processes on every GPU of the box: enough GPUs except on one-GPU boxes
         too_many = [p for p in problems if p.key == "distributed.num_processes" and p.is_error]
         assert bool(too_many) == (len(hardware.gpus) < 2)
+
+
+def busy_box(util: int = 95, pid: int = 4100077) -> dict[str, Any]:
+    """four_gpu_mixed with its RTX 4090 (GPU 2) computing at `util`% for a process holding 1 GiB of its 24."""
+    table = load_table(FIXTURES / "four_gpu_mixed.json")
+    table["devices"][2]["utilization"] = {"gpu": util, "memory": 3}
+    table["devices"][2]["memory"]["used"] = 2**30
+    table["devices"][2]["compute_processes"] = [{"pid": pid, "used_memory": 2**30}]
+    return table
+
+
+def test_a_gpu_busy_computing_with_little_memory_used_warns_too():
+    """Issue 13: busy by utilisation, not only by memory."""
+    (p,) = check(settings(hardware={"gpus": [2]}), box("four_gpu_mixed", table=busy_box()))
+    assert p.severity == "warning" and p.key == "hardware.gpus"
+    assert p.message.startswith("GPU 2 (NVIDIA GeForce RTX 4090) is 95% busy with other users' processes: pid 4100077")
+    assert "full" not in p.message and "0, 3" in p.fix  # GPU 1 is full and busy: no room there
+    assert check(settings(hardware={"gpus": [2]}), box("four_gpu_mixed", table=busy_box(util=49))) == []
+
+
+def test_one_rule_says_why_a_gpu_is_taken():
+    from tuitrain.hardware.devices import GpuProcess
+    from tuitrain.hardware.preflight import busy_reasons
+    from tuitrain.runs.owners import RankOwner
+
+    gpus = box("four_gpu_mixed").gpus
+    assert busy_reasons(gpus[1]) == ["96% full", "97% busy"] and busy_reasons(gpus[2]) == []
+    busy = box("four_gpu_mixed", table=busy_box()).gpus[2]
+    assert busy_reasons(busy) == ["95% busy"]
+    # a run resumed on its own GPU is not kept off it by its own ranks; anyone else's process counts
+    own = dataclasses.replace(busy, processes=(GpuProcess(7, 2**30, owner=RankOwner("r1", 0)),))
+    assert busy_reasons(own, run_id="r1") == [] and busy_reasons(own, run_id="r2") == ["95% busy"]
+    assert busy_reasons(own) == ["95% busy"]  # a new run owns nothing yet

@@ -2,7 +2,8 @@
 
 Each problem names the profile key to change and how. The checks: the accelerator asked for is
 there; the selected GPUs exist, answer (not lost) and are not MIG cards selected whole; none is
-already near-full of other users' processes (a warning naming them and their users);
+already taken, near-full of memory or busy computing (one rule, `busy_reasons`, which the editor's
+GPU picker shows too: a warning naming the processes and their users);
 ``num_processes`` fits the selected GPUs (and MPS runs one process); bf16 needs compute
 capability 8.0; fp16 does not run on the CPU and bf16 there is slow without native support.
 """
@@ -18,6 +19,7 @@ from tuitrain.hardware.probe import Hardware
 from tuitrain.profile import Problem
 
 NEAR_FULL = 0.90  # a GPU this full (memory used / total) is "near-full"
+BUSY_UTILIZATION = 50  # a GPU this busy (% of the time a kernel ran) with processes of others is "busy"
 BF16_MIN_CC = (8, 0)
 
 
@@ -70,13 +72,30 @@ def _describe_process(proc: GpuProcess) -> str:
     return f"pid {proc.pid}{what} ({who}, {_gib(proc.used_memory)})"
 
 
-def _near_full(file: str, gpu: GpuInfo, me: str, room: list[str], near_full: float) -> Problem | None:
+def busy_reasons(gpu: GpuInfo, near_full: float = NEAR_FULL, busy: int = BUSY_UTILIZATION,
+                 run_id: str | None = None) -> list[str]:
+    """Why `gpu` is taken for a run, as words ("96% full", "97% busy"); [] when it has room. Memory counts
+    whoever holds it. Utilisation is the whole GPU's (NVML gives no share per process here), so it counts
+    unless every process on the GPU is a rank of `run_id` itself (a run resumed on its own GPUs)."""
+    reasons = []
     fraction = gpu.memory_fraction
-    if fraction is NA or fraction < near_full:
+    if fraction is not NA and fraction >= near_full:
+        reasons.append(f"{fraction:.0%} full")
+    ours = run_id is not None and bool(gpu.processes) and all(
+        p.owner is not None and p.owner.run_id == run_id for p in gpu.processes)
+    if gpu.utilization is not NA and gpu.utilization >= busy and not ours:
+        reasons.append(f"{gpu.utilization}% busy")
+    return reasons
+
+
+def _taken(file: str, gpu: GpuInfo, me: str, room: list[str], near_full: float, busy: int) -> Problem | None:
+    reasons = busy_reasons(gpu, near_full, busy)
+    if not reasons:
         return None
     others = [p for p in gpu.processes if p.user is NA or p.user != me]
     mine = [p for p in gpu.processes if p.user is not NA and p.user == me]
-    full = f"{_gpu_name(gpu)} is {fraction:.0%} full ({_gib(gpu.memory_used)} of {_gib(gpu.memory_total)})"
+    memory = f" ({_gib(gpu.memory_used)} of {_gib(gpu.memory_total)})" if reasons[0].endswith("full") else ""
+    full = f"{_gpu_name(gpu)} is {reasons[0]}{memory}" + "".join(f" and {r}" for r in reasons[1:])
     if others:
         shown = ", ".join(_describe_process(p) for p in sorted(others, key=lambda p: -(p.used_memory or 0))[:5])
         more = f" and {len(others) - 5} more" if len(others) > 5 else ""
@@ -85,8 +104,8 @@ def _near_full(file: str, gpu: GpuInfo, me: str, room: list[str], near_full: flo
         message = f"{full} with your own processes: " + ", ".join(_describe_process(p) for p in mine[:5])
     else:
         message = f"{full}, by processes NVML does not list (another container, or no permission)"
-    fix = (f"select GPUs with room in hardware.gpus ({', '.join(room)} below {near_full:.0%})" if room
-           else "wait for the memory to be freed, or ask its owners (`tuitrain gpus` lists them)")
+    fix = (f"select GPUs with room in hardware.gpus ({', '.join(room)}: below {near_full:.0%} full and "
+           f"{busy}% busy)" if room else "wait for the GPU to be freed, or ask its owners (`tuitrain gpus` lists them)")
     return Problem(file, "hardware.gpus", message, fix, "warning")
 
 
@@ -162,7 +181,8 @@ def _bf16(file: str, key: str, selected: list[GpuInfo], hardware: Hardware) -> l
     return []
 
 
-def _cuda_checks(file: str, settings: Mapping[str, Any], hardware: Hardware, near_full: float) -> list[Problem]:
+def _cuda_checks(file: str, settings: Mapping[str, Any], hardware: Hardware, near_full: float,
+                 busy: int = BUSY_UTILIZATION) -> list[Problem]:
     selection: Sequence[Any] | None = (settings.get("hardware") or {}).get("gpus")
     processes = int((settings.get("distributed") or {}).get("num_processes") or 1)
     if not hardware.gpus:
@@ -177,9 +197,9 @@ def _cuda_checks(file: str, settings: Mapping[str, Any], hardware: Hardware, nea
     problems += _process_count(file, processes, listed, selected, migs, complete=len(selected) == listed)
     chosen = {g.index for g in selected}
     room = [str(g.index) for g in hardware.gpus if g.index not in chosen and not g.lost
-            and g.memory_fraction is not NA and g.memory_fraction < near_full]
+            and g.memory_fraction is not NA and not busy_reasons(g, near_full, busy)]
     for gpu in {g.index: g for g in selected}.values():
-        problem = _near_full(file, gpu, hardware.user, room, near_full)
+        problem = _taken(file, gpu, hardware.user, room, near_full, busy)
         if problem:
             problems.append(problem)
     for precision, key in _precision_asks(settings):
@@ -202,7 +222,8 @@ def _listed_gpus_absent(file: str, hw: Mapping[str, Any], hardware: Hardware, ac
 
 
 def check(profile_settings: Mapping[str, Any], hardware: Hardware, file: str = "profile",
-          accelerator: str | None = None, near_full: float = NEAR_FULL) -> list[Problem]:
+          accelerator: str | None = None, near_full: float = NEAR_FULL,
+          busy: int = BUSY_UTILIZATION) -> list[Problem]:
     """Every hardware problem of a launch. `profile_settings`: the profile with defaults
     (tuitrain.profile.profile_with_defaults); `accelerator`: the planner's choice (None: decided
     here the way the planner does, `resolve_accelerator`)."""
@@ -215,7 +236,7 @@ def check(profile_settings: Mapping[str, Any], hardware: Hardware, file: str = "
     if listed is not None:
         problems.append(listed)
     if accelerator == "cuda":
-        problems += _cuda_checks(file, profile_settings, hardware, near_full)
+        problems += _cuda_checks(file, profile_settings, hardware, near_full, busy)
     elif accelerator == "mps":
         if not hardware.mps:
             problems.append(Problem(file, "hardware.accelerator", "asks for Apple MPS, which this machine does not have",

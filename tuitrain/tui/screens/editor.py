@@ -24,7 +24,7 @@ from tuitrain.profile.schema import SCHEMA, KeySpec, TableSpec
 from tuitrain.tui.editor_model import Check, EditorModel, Loaded, LoadError, machine_path
 from tuitrain.tui.fields import REMOVE, FieldDef, parse_value
 from tuitrain.tui.widgets.field_row import FieldRow
-from tuitrain.tui.widgets.gpu_picker import GpuList, GpuPicker, cuda_labels
+from tuitrain.tui.widgets.gpu_picker import GpuList, GpuPicker, busy_note, cuda_labels
 from tuitrain.tui.widgets.key_bar import KeyBar
 from tuitrain.tui.widgets.machine_card import MachineCard
 
@@ -507,10 +507,12 @@ class EditorScreen(Screen):
         return GpuPicker(items, self.model.gpu_mapping_lines(gpus))
 
     def _gpu_prompts(self, gpus: tuple[Any, ...]) -> list[str]:
-        """Each GPU's line in the picker, a ticked one with the cuda:N it becomes."""
+        """Each GPU's line in the picker, a ticked one with the cuda:N it becomes (and a warning when taken)."""
         labels = cuda_labels(self.model.ticked_gpus(gpus))
-        return [f"{self._gpu_prompt(g)}  {labels[g.index]}" if g.index in labels else self._gpu_prompt(g)
-                for g in gpus]
+        view = getattr(self.app, "hardware_view", None)
+        live = {g.index: g for g in view.snapshot.gpus} if view else {}
+        return [f"{self._gpu_prompt(g)}{busy_note(live.get(g.index, g))}  {labels[g.index]}" if g.index in labels
+                else self._gpu_prompt(g) for g in gpus]
 
     def _show_gpus(self) -> None:
         """The picker shows the GPUs' order (cuda:N labels, the mapping) and live figures as they are now."""

@@ -16,6 +16,9 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import Label, SelectionList, Static
 
+from tuitrain.hardware.devices import GpuInfo
+from tuitrain.hardware.preflight import busy_reasons
+
 HOW = ("gpus: tick them in the order they become cuda:0, cuda:1, … (none ticked = all visible); "
        "shift+up / shift+down move the highlighted GPU earlier / later")
 
@@ -23,6 +26,13 @@ HOW = ("gpus: tick them in the order they become cuda:0, cuda:1, … (none ticke
 def cuda_labels(ticked: Sequence[int | None]) -> dict[int, str]:
     """'→ cuda:N' for each ticked physical GPU (its place in the list)."""
     return {physical: f"→ cuda:{n}" for n, physical in enumerate(ticked) if physical is not None}
+
+
+def busy_note(gpu: GpuInfo) -> str:
+    """'  ⚠ taken: 95% busy' beside a ticked GPU that the launch's preflight warns about (one rule,
+    hardware.preflight.busy_reasons: near-full of memory, or busy computing); '' when it has room."""
+    reasons = busy_reasons(gpu)
+    return f"  ⚠ taken: {', '.join(reasons)}" if reasons else ""
 
 
 class GpuList(SelectionList[int]):
