@@ -152,6 +152,7 @@ class RunRow:
     failed_rank: int | None
     checkpoints: int
     parent: str | None = None
+    job: str | None = None  # a Slurm run's job state as viewers show it: "RUNNING", "PENDING (Resources)", "?"
 
     @property
     def final(self) -> bool:
@@ -178,15 +179,23 @@ class _Watched:
         self.final_when_seen: bool | None = None
         self.status: str | None = None
         self.saves = 0
+        self.job: str | None = None  # a Slurm run's job state label
 
 
 class RunsWatcher:
-    """Polls a runs root; `poll()` -> (rows newest first, changes since the last poll)."""
+    """Polls a runs root; `poll()` -> (rows newest first, changes since the last poll).
 
-    def __init__(self, root: Path) -> None:
+    Slurm runs get their job's state as `tuitrain runs` reads it (tuitrain.slurm.state): one squeue for every
+    run that needs it, at most every `job_seconds`, and a job that ended without its run recording an end is
+    recorded here as there."""
+
+    def __init__(self, root: Path, job_seconds: float = 1.0) -> None:
         self.root = Path(root)
         self._runs: dict[str, _Watched] = {}
         self._first = True
+        self.job_seconds = job_seconds
+        self._jobs: dict[str, Any] = {}  # job id -> JobState of the last query
+        self._jobs_at: float | None = None  # monotonic time of the last query
 
     def poll(self) -> tuple[list[RunRow], list[Change]]:
         changes: list[Change] = []
@@ -213,13 +222,38 @@ class RunsWatcher:
                     if watched.record is None:  # never read: listed as unreadable, not hidden
                         watched.record = {"status": UNREADABLE}
             watched.events.poll()
-            changes.extend(self._changes(watched))
         for gone in set(self._runs) - seen:
             del self._runs[gone]
+        self._settle_jobs()
+        for watched in self._runs.values():
+            changes.extend(self._changes(watched))
         self._first = False
         rows = [self._row(w) for w in self._runs.values() if w.record is not None]
         rows.sort(key=lambda r: (r.created or 0, r.id), reverse=True)
         return rows, changes
+
+    def _settle_jobs(self) -> None:
+        """The Slurm runs' job states (one query for all), each run settled from its job's (settle's write
+        changes run.json's mtime: the record is read again at the next poll, as any change is)."""
+        slurm = [w for w in self._runs.values() if w.record and w.record.get("slurm")]
+        if not slurm:
+            return
+        import time as _time
+
+        from tuitrain.slurm import state as slurm_state
+
+        now = _time.monotonic()
+        if self._jobs_at is None or now - self._jobs_at >= self.job_seconds:
+            self._jobs = slurm_state.query(w.record for w in slurm if w.record is not None)
+            self._jobs_at = now
+        for watched in slurm:
+            record = watched.record or {}
+            job = self._jobs.get(slurm_state.job_id(record) or "")
+            kept = (record.get("slurm") or {}).get("state")
+            if job is not None and job.final and not kept and record.get("status") != UNREADABLE:
+                watched.record = record = slurm_state.settle(watched.paths, record, job)
+            shown = slurm_state.label(record, job)
+            watched.job = shown["label"] if shown else None
 
     def _status(self, watched: _Watched) -> str:
         return effective_status(watched.record or {})
@@ -266,6 +300,7 @@ class RunsWatcher:
             failed_rank=record.get("failed_rank"),
             checkpoints=len(p["checkpoints"]),
             parent=record.get("parent"),
+            job=watched.job,
         )
 
 

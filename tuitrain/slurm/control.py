@@ -27,8 +27,16 @@ def _state(job: str) -> JobState:
     return job_states([job])[job]
 
 
-def stop_job(paths: RunPaths, now: bool, timeout: float | None, say: Callable[[str], None]) -> dict[str, Any]:
-    """Stop a Slurm run (graceful, or `now`); returns its record once it has ended."""
+def _sleep(seconds: float) -> bool:
+    time.sleep(seconds)
+    return True
+
+
+def stop_job(paths: RunPaths, now: bool, timeout: float | None, say: Callable[[str], None],
+             pause: Callable[[float], bool] = _sleep) -> dict[str, Any]:
+    """Stop a Slurm run (graceful, or `now`); returns its record once it has ended. `pause(seconds)` waits
+    between looks; when it returns False (the app is closing) the wait is given up and the record returned as it
+    is: the stop request stays, only the scancel after the timeout is left undone."""
     record = read_record(paths)
     job = job_id(record)
     if job is None:
@@ -52,15 +60,17 @@ def stop_job(paths: RunPaths, now: bool, timeout: float | None, say: Callable[[s
         else:
             say(f"asked run {paths.id} (Slurm job {job}) to save a checkpoint and stop; scancel if it has not "
                 f"ended within {wait:.0f} s")
-        ended = _wait_for_end(paths, job, wait)
+        ended = _wait_for_end(paths, job, wait, pause)
         if ended is not None:
             return ended
+        if not pause(0):
+            return read_record(paths)
         say(f"run {paths.id} has not ended within {wait:.0f} s: ending its processes and cancelling Slurm job {job}")
         paths.control_request(CONTROL_TERMINATE).touch()  # its supervisor ends every process and records it
-        _wait_for_end(paths, job, NOW_TIMEOUT)
+        _wait_for_end(paths, job, NOW_TIMEOUT, pause)
         if not _state(job).final:
             scancel(job)
-        ended = _wait_for_end(paths, job, NOW_TIMEOUT) or read_record(paths)
+        ended = _wait_for_end(paths, job, NOW_TIMEOUT, pause) or read_record(paths)
         if not now and ended["status"] in FINAL_STATUSES:
             ended = record_end(paths, error=f"`tuitrain stop` did not end it within {wait:.0f} s: its processes were "
                                             f"ended and Slurm job {job} cancelled (nothing more was saved)")
@@ -69,8 +79,10 @@ def stop_job(paths: RunPaths, now: bool, timeout: float | None, say: Callable[[s
         raise ControlError(str(exc)) from None
 
 
-def _wait_for_end(paths: RunPaths, job: str, timeout: float) -> dict[str, Any] | None:
-    """The record once the run has ended (recorded by its supervisor, or from the job's final state)."""
+def _wait_for_end(paths: RunPaths, job: str, timeout: float,
+                  pause: Callable[[float], bool] = _sleep) -> dict[str, Any] | None:
+    """The record once the run has ended (recorded by its supervisor, or from the job's final state); None when
+    it has not within `timeout`, or `pause` gave up."""
     deadline = time.monotonic() + timeout
     while True:
         record = read_record(paths)
@@ -79,6 +91,5 @@ def _wait_for_end(paths: RunPaths, job: str, timeout: float) -> dict[str, Any] |
         state = _state(job)
         if state.final:
             return settle(paths, record, state)
-        if time.monotonic() >= deadline:
+        if time.monotonic() >= deadline or not pause(POLL_SECONDS):
             return None
-        time.sleep(POLL_SECONDS)

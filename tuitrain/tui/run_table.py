@@ -44,8 +44,8 @@ def _key(row: RunRow, sort: str) -> tuple[Any, ...]:
 
 
 def matches(row: RunRow, text: str) -> bool:
-    """Every word of `text` is in the run's id, profile or status (case-insensitive)."""
-    haystack = f"{row.id} {row.profile} {row.status}".lower()
+    """Every word of `text` is in the run's id, profile or status, or a Slurm run's job state (case-insensitive)."""
+    haystack = f"{row.id} {row.profile} {row.status} {row.job or ''}".lower()
     return all(word in haystack for word in text.lower().split())
 
 

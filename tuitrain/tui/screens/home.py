@@ -208,6 +208,8 @@ class HomeScreen(Screen):
         status = status_text(row.status)
         if row.status == "failed" and row.failed_rank is not None:
             status.append(f" r{row.failed_rank}", style="red")
+        if row.job:  # a Slurm run: its job's state beside tuitrain's own
+            status.append(f" · {row.job}", style="dim" if row.final else "")
         marked = row.id in self.marked
         return {
             "RUN": Text(("✓ " if marked else "") + row.id, style="bold" if marked else "", no_wrap=True,
