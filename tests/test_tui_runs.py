@@ -114,6 +114,8 @@ def test_save_now_stop_then_resume_from_the_checkpoints_tab(tmp_path):
             # earlier checkpoint overwrites nothing and is allowed.
             table.move_cursor(row=1)
             await pilot.press("R")
+            await until(pilot, lambda: type(app.screen).__name__ == "ResumeScreen", 10, "the resume dialog")
+            await pilot.press("enter")  # the app's own overrides, as the dialog offers them
             await until(pilot, lambda: type(app.screen).__name__ == "MonitorScreen" and app.screen is not monitor,
                         120, "the resumed run's monitor")
             resumed = app.screen

@@ -18,7 +18,7 @@ from tuitrain.humanize import duration, number
 from tuitrain.runs.live import RunWatch
 from tuitrain.runs.logfile import TRACEBACK
 from tuitrain.runs.record import FINAL_STATUSES
-from tuitrain.tui.actions import resume_in_worker, run_request, wait_or_cancel
+from tuitrain.tui.actions import run_request, wait_or_cancel
 from tuitrain.tui.format import bar, short_metric, status_text
 from tuitrain.tui.machines import Machine, machine_of_rank, machines_line, run_machines, this_host
 from tuitrain.tui.widgets.checkpoints import CheckpointList
@@ -56,7 +56,8 @@ class MonitorScreen(Screen):
         Binding("k", "kill", "Kill", tooltip="End every process of the run now (asks first)"),
         Binding("o", "output_folder", "Output folder", show=False,
                 tooltip="Show the run's output folder (checkpoints, model) and copy its path"),
-        Binding("R", "resume", "Resume", tooltip="A new run from the selected checkpoint (Checkpoints tab) or the latest"),
+        Binding("R", "resume", "Resume", tooltip="A new run from the selected checkpoint (Checkpoints tab) or the latest, "
+                "with --set overrides (asks)"),
         Binding("slash", "search", "Search", key_display="/", tooltip="Search the log in view"),
         Binding("ampersand", "filter_lines", "Only matching", show=False, key_display="&",
                 tooltip="Show only the lines holding a term, as less's & (empty: every line; escape clears)"),
@@ -519,11 +520,13 @@ class MonitorScreen(Screen):
         self.notify(f"{out}{state}\ncopied to the clipboard", title="Output folder", timeout=8)
 
     def action_resume(self) -> None:
+        """The resume dialog: the selected checkpoint (Checkpoints tab) or the latest, and --set overrides."""
+        from tuitrain.tui.screens.resume import ResumeScreen
+
         if self.run_watch.status not in FINAL_STATUSES:
             self.notify(f"run {self.run_watch.paths.id} is still {self.run_watch.status}; stop it first (s)", severity="warning")
             return
         tabs = self.query_one("#tabs", TabbedContent)
         chosen = self.selected_checkpoint() if tabs.active == "tab-checkpoints" else None
         checkpoint = str(chosen) if chosen is not None else "latest"
-        self.run_worker(lambda: resume_in_worker(self.app, self.run_dir, checkpoint), thread=True, group="resume",
-                        exit_on_error=False)
+        self.app.push_screen(ResumeScreen(self.run_dir, checkpoint, self.app.launch_overrides))

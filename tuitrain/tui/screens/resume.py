@@ -1,0 +1,185 @@
+"""Resume a run from one of its checkpoints, with `--set` overrides: the checkpoint it continues
+from, the overrides checked as you type (the CLI's own parser and validator), then the same
+`resume()` that `tuitrain resume` calls, in a worker. Problems show here, one line each; nothing
+starts until they are gone."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Static
+
+from tuitrain.tui.messages import RunStarted
+
+if TYPE_CHECKING:
+    from textual import getters
+
+    from tuitrain.tui.app import TuitrainApp
+
+
+def split_overrides(text: str) -> list[str]:
+    """The overrides as a shell would split them (unbalanced quotes: on white space)."""
+    try:
+        return shlex.split(text)
+    except ValueError:
+        return text.split()
+
+
+def override_problems(profile: Path, overrides: Sequence[str]) -> list[str]:
+    """Each problem the CLI would refuse these overrides for, one line each ([] when none)."""
+    from tuitrain.profile import ProfileError, load_profile
+
+    try:
+        load_profile(profile, list(overrides))
+    except ProfileError as exc:
+        return [str(p) for p in exc.problems if getattr(p, "severity", "error") != "note"]
+    except OSError as exc:
+        return [f"{profile}: cannot be read ({exc.strerror or exc})"]
+    return []
+
+
+class ResumeScreen(ModalScreen[None]):
+    if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
+        app = getters.app(TuitrainApp)
+
+    DEFAULT_CSS = """
+    ResumeScreen { align: center middle; }
+    ResumeScreen > Vertical {
+        width: 90%; max-width: 110; height: auto; max-height: 90%;
+        border: thick $primary; background: $surface; padding: 0 1;
+    }
+    ResumeScreen #resume-title { text-style: bold; height: auto; }
+    ResumeScreen #checkpoint { height: auto; }
+    ResumeScreen #resume-problems { height: auto; color: $text-error; }
+    ResumeScreen .buttons { height: 3; align-horizontal: right; }
+    ResumeScreen Button { margin-left: 1; }
+    """
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, run_dir: Path, checkpoint: str, overrides: Sequence[str] = ()) -> None:
+        """`checkpoint`: `latest`, `checkpoint-N` or a path, as `tuitrain resume --checkpoint` takes."""
+        super().__init__()
+        self.run_dir = Path(run_dir)
+        self.checkpoint = checkpoint
+        self.initial = " ".join(shlex.quote(o) for o in overrides)
+        self.busy = False
+        self._checks = 0
+        self.problems: list[str] = []
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(f"Resume run {self.run_dir.name}", id="resume-title")
+            yield Static("finding the checkpoint…", id="checkpoint")
+            yield Static("Overrides, like --set (section.key=value, space separated):", classes="hint")
+            yield Input(self.initial, placeholder="training.max_steps=200 training.learning_rate=1e-4", id="resume-set")
+            yield Static("", id="resume-problems")
+            with Horizontal(classes="buttons"):
+                yield Button("Resume", variant="primary", id="resume")
+                yield Button("Cancel", id="cancel")
+
+    def on_mount(self) -> None:
+        self.query_one("#resume-set", Input).focus()
+        self._find_checkpoint()
+        self.check(self.initial)
+
+    def overrides(self) -> list[str]:
+        return split_overrides(self.query_one("#resume-set", Input).value)
+
+    @work(thread=True, group="resume-checkpoint", exit_on_error=False)
+    def _find_checkpoint(self) -> None:
+        from tuitrain.runs.layout import RunPaths
+        from tuitrain.runs.record import RunRecordError, read_record
+        from tuitrain.runs.relaunch import ResumeError, choose_checkpoint
+
+        try:
+            chosen = choose_checkpoint(read_record(RunPaths(self.run_dir)), self.checkpoint)
+        except (ResumeError, RunRecordError, OSError, KeyError) as exc:
+            self.app.call_from_thread(self._show_checkpoint, f"[red]{_escape(str(exc))}[/]")
+            return
+        self.app.call_from_thread(self._show_checkpoint,
+                                  f"from [b]{chosen.path.name}[/] (step {chosen.step}): the new run starts at step "
+                                  f"{chosen.step + 1}  [dim]{_escape(self.app.show_path(chosen.path))}[/]")
+
+    def _show_checkpoint(self, text: str) -> None:
+        self.query_one("#checkpoint", Static).update(text)
+
+    @on(Input.Changed, "#resume-set")
+    def _changed(self, event: Input.Changed) -> None:
+        self.check(event.value)
+
+    def check(self, value: str) -> None:
+        """Validate again in a worker; only the latest answer is shown."""
+        self._checks += 1
+        self._validate(split_overrides(value), self._checks)
+
+    @work(thread=True, group="resume-check", exit_on_error=False)
+    def _validate(self, overrides: list[str], number: int) -> None:
+        from tuitrain.runs.layout import RunPaths
+
+        problems = override_problems(RunPaths(self.run_dir).profile, overrides)
+        self.app.call_from_thread(self._show_problems, problems, number)
+
+    def _show_problems(self, problems: list[str], number: int) -> None:
+        if number != self._checks:
+            return
+        self.problems = problems
+        self.query_one("#resume-problems", Static).update(Text("\n".join(problems)))
+
+    @on(Input.Submitted, "#resume-set")
+    @on(Button.Pressed, "#resume")
+    def action_resume(self) -> None:
+        if not self.busy:
+            self.busy = True
+            self.query_one("#resume-problems", Static).update("starting…")
+            self.start(self.overrides())
+
+    @on(Button.Pressed, "#cancel")
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+    @work(thread=True, exclusive=True, group="resume", exit_on_error=False)
+    def start(self, overrides: list[str]) -> None:
+        """Checked once more as the CLI checks them, then `tuitrain resume`'s own function."""
+        from tuitrain.profile import ProfileError
+        from tuitrain.runs.layout import RunPaths
+        from tuitrain.runs.relaunch import ResumeError, resume
+        from tuitrain.runs.start import StartError
+
+        parent = RunPaths(self.run_dir)
+        problems = override_problems(parent.profile, overrides)
+        if problems:
+            self.app.call_from_thread(self._failed, problems)
+            return
+        try:
+            paths, chosen, _profile = resume(parent, self.app.runs_root, self.checkpoint, overrides, cwd=self.app.cwd)
+        except ProfileError as exc:
+            self.app.call_from_thread(self._failed, [str(p) for p in exc.problems])
+            return
+        except (ResumeError, StartError, OSError) as exc:
+            self.app.call_from_thread(self._failed, [str(exc)])
+            return
+        note = f"resuming {parent.id} from {chosen.path.name} (step {chosen.step}) as {paths.id}"
+        self.app.call_from_thread(self._started, str(paths.root), note)
+
+    def _failed(self, problems: list[str]) -> None:
+        self.busy = False
+        self.problems = problems
+        self.query_one("#resume-problems", Static).update(Text("not started:\n" + "\n".join(problems)))
+
+    def _started(self, run_dir: str, note: str) -> None:
+        self.dismiss(None)
+        self.app.post_message(RunStarted(run_dir, note))
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
