@@ -58,6 +58,7 @@ class MonitorScreen(Screen):
                 tooltip="Show the run's output folder (checkpoints, model) and copy its path"),
         Binding("R", "resume", "Resume", tooltip="A new run from the selected checkpoint (Checkpoints tab) or the latest, "
                 "with --set overrides (asks)"),
+        Binding("x", "export", "Export", tooltip="Export the best, the last or the selected checkpoint's model (asks)"),
         Binding("slash", "search", "Search", key_display="/", tooltip="Search the log in view"),
         Binding("ampersand", "filter_lines", "Only matching", show=False, key_display="&",
                 tooltip="Show only the lines holding a term, as less's & (empty: every line; escape clears)"),
@@ -530,3 +531,36 @@ class MonitorScreen(Screen):
         chosen = self.selected_checkpoint() if tabs.active == "tab-checkpoints" else None
         checkpoint = str(chosen) if chosen is not None else "latest"
         self.app.push_screen(ResumeScreen(self.run_dir, checkpoint, self.app.launch_overrides))
+
+    def action_export(self) -> None:
+        """The export dialog (best, last or selected checkpoint; a folder), then `tuitrain export` in a worker."""
+        from tuitrain.runs.checkpoints import latest_complete
+        from tuitrain.tui.screens.export import ExportChoice, ExportScreen
+        from tuitrain.tui.widgets.checkpoints import best_checkpoint
+
+        w = self.run_watch
+        complete = {c.path: c for c in w.checkpoints if c.complete}
+        last = latest_complete(list(complete.values()))
+        if w.output_dir is None or last is None:
+            self.notify(f"run {w.paths.id} has no complete checkpoint yet; nothing to export", severity="warning")
+            return
+        picked = [("best", best_checkpoint(w)), ("last", last.path), ("selected", self.selected_checkpoint())]
+        choices = [ExportChoice(kind, path, complete[path].step) for kind, path in picked if path is not None and path in complete]
+        self.app.push_screen(ExportScreen(w.paths.id, w.output_dir, choices), self._export)
+
+    def _export(self, request: object) -> None:
+        from tuitrain.tui.screens.export import ExportRequest, run_export
+
+        if not isinstance(request, ExportRequest):
+            return
+        runs_root, run_id = self.run_dir.parent, self.run_watch.paths.id
+        self.notify(f"{request.checkpoint.name} into {self.app.show_path(request.out)}…", title="Exporting")
+
+        def work() -> None:
+            done, line = run_export(runs_root, run_id, request)
+            if done:
+                self.app.call_from_thread(self.app.notify, line, title="Exported", timeout=15)
+            else:
+                self.app.call_from_thread(self.app.notify, line, title="Cannot export", severity="error", timeout=15)
+
+        self.run_worker(work, thread=True, group="export", exit_on_error=False)

@@ -23,13 +23,18 @@ if TYPE_CHECKING:
 COLUMNS = ("STEP", "BEST", "STATE", "WRITTEN", "SIZE", "METRICS")
 
 
-def checkpoint_rows(watch: RunWatch) -> list[tuple]:
-    """(path, cells…) a checkpoint, newest first; the best by the run's metric is starred."""
+def best_checkpoint(watch: RunWatch) -> Path | None:
+    """The checkpoint with the best value of the run's metric (None while none has it)."""
     metric, greater = watch.events.metric, watch.events.greater_is_better
     scored = [c for c in watch.checkpoints if isinstance(c.metrics.get(metric), (int, float))]
-    best = None
-    if scored:
-        best = (max if greater else min)(scored, key=lambda c: c.metrics[metric]).path
+    if not scored:
+        return None
+    return (max if greater else min)(scored, key=lambda c: c.metrics[metric]).path
+
+
+def checkpoint_rows(watch: RunWatch) -> list[tuple]:
+    """(path, cells…) a checkpoint, newest first; the best by the run's metric is starred."""
+    best = best_checkpoint(watch)
     rows = []
     for c in reversed(watch.checkpoints):
         shown = [(short_metric(k), v) for k, v in c.metrics.items() if k == "loss" or is_metric(k)]
