@@ -79,6 +79,12 @@ def build_parser() -> argparse.ArgumentParser:
                 "(--dry-run: print its sbatch script)")
     _add_submit_arguments(p)
 
+    p = command("preview", _lazy("tuitrain.cli.previewing", "cmd_preview"), "the training data as the engine will "
+                "tokenize it: the first rows as tokens, the label balance, token lengths and a suggested max_length")
+    p.add_argument("profile")
+    p.add_argument("--rows", type=int, default=5, help="how many rows to show (default 5)")
+    _set_option(p)
+
     p = command("validate", launching.cmd_validate, "list every problem in a profile, each with file, key and fix")
     p.add_argument("profile")
 

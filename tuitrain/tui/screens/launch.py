@@ -37,7 +37,9 @@ class LaunchScreen(ModalScreen[None]):
     LaunchScreen .buttons { height: 3; align-horizontal: right; }
     LaunchScreen Button { margin-left: 1; }
     """
-    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    BINDINGS = [Binding("escape", "cancel", "Cancel"),
+                Binding("ctrl+t", "preview_data", "Preview data",
+                        tooltip="The training data as the engine tokenizes it: rows, labels, token lengths")]
 
     def __init__(self, path: Path, overrides: Sequence[str] = ()) -> None:
         super().__init__()
@@ -55,6 +57,7 @@ class LaunchScreen(ModalScreen[None]):
                 yield Static("planning…", id="plan")
                 yield Static("", id="problems")
             with Horizontal(classes="buttons"):
+                yield Button("Preview data (^t)", id="preview-data")
                 yield Button("Launch", variant="primary", id="launch")
                 yield Button("Cancel", id="cancel")
 
@@ -118,6 +121,13 @@ class LaunchScreen(ModalScreen[None]):
     @on(Button.Pressed, "#cancel")
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+    @on(Button.Pressed, "#preview-data")
+    def action_preview_data(self) -> None:
+        """The training data with the overrides as typed (tuitrain preview PROFILE --set ...)."""
+        from tuitrain.tui.screens.data_preview import DataPreviewScreen
+
+        self.app.push_screen(DataPreviewScreen(self.path, self.overrides()))
 
     @work(thread=True, exclusive=True, group="launch", exit_on_error=False)
     def start(self) -> None:
