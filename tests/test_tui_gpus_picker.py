@@ -41,7 +41,7 @@ def test_a_ticked_gpu_busy_by_utilisation_with_little_memory_is_flagged(tmp_path
                                what="the GPU checklist")
         shown = await until(pilot, lambda: prompts(gpu_list) if "→ cuda:0" in prompts(gpu_list)[2] else None,
                             what="the ticked GPUs")
-        assert shown[2].startswith("GPU 2  NVIDIA GeForce RTX 4090  1.0 GiB/24.0 GiB in use, 95%")
+        assert shown[2].startswith("GPU 2  NVIDIA GeForce RTX 4090  1.0/24.0 GiB in use, 95%")
         assert shown[2].endswith("  ⚠ taken: 95% busy  → cuda:0")
         assert "⚠" not in shown[3] and shown[3].endswith("→ cuda:1")  # idle
         assert "⚠" not in shown[1]  # near-full and busy, but not ticked
@@ -51,5 +51,32 @@ def test_a_ticked_gpu_busy_by_utilisation_with_little_memory_is_flagged(tmp_path
                     what="GPU 1 flagged")
         await toggle(pilot, gpu_list, 2)  # unticked: no warning beside it
         await until(pilot, lambda: "⚠" not in prompts(gpu_list)[2], what="GPU 2's warning gone")
+
+    run(script, app, size=(140, 50))
+
+
+def test_a_lost_gpu_reads_lost_and_is_flagged_when_ticked(tmp_path, monkeypatch):
+    """Issue 13, defect 7: a GPU that fell off the bus read 'N/A/N/A GiB' and could be ticked without a word."""
+    from textual.widgets import TabbedContent
+
+    monkeypatch.setenv("TUITRAIN_NVML_TABLE", str(FIXTURES / "gpu_lost.json"))  # GPU 1 is lost after 3 samples
+    make_runs(tmp_path / "runs")
+    path = write_profile(tmp_path, "[0]")
+    app = make_app(tmp_path, hardware_line=None, hardware=None, hardware_interval=0.1)
+
+    async def script(pilot):
+        await until(pilot, lambda: app.hardware is not None and app.hardware_view is not None, what="a sample")
+        app.open_editor(path)
+        await until(pilot, lambda: type(app.screen).__name__ == "EditorScreen" and app.screen.loaded, what="the editor")
+        editor = app.screen
+        editor.query_one("#sections", TabbedContent).active = "sec-hardware"
+        gpu_list = await until(pilot, lambda: editor.query("#gpu-list").first() if editor.query("#gpu-list") else None,
+                               what="the GPU checklist")
+        await until(pilot, lambda: prompts(gpu_list)[1] == "GPU 1  NVIDIA GeForce RTX 3090  LOST", what="GPU 1 lost")
+        assert "N/A" not in prompts(gpu_list)[1]
+        gpu_list.focus()
+        await toggle(pilot, gpu_list, 1)
+        await until(pilot, lambda: prompts(gpu_list)[1].endswith("LOST  ⚠ lost: stopped answering (NVML), untick it  → cuda:1"),
+                    what="the lost GPU flagged once ticked")
 
     run(script, app, size=(140, 50))

@@ -521,16 +521,19 @@ class EditorScreen(Screen):
             picker.show(self._gpu_prompts(gpus), self.model.gpu_mapping_lines(gpus))
 
     def _gpu_prompt(self, gpu: Any) -> str:
-        """'GPU 1  NVIDIA RTX A6000  46.2/48.0 GiB in use, 97%': the live figures when sampled."""
+        """'GPU 1  NVIDIA RTX A6000  46.2/48.0 GiB in use, 97%': the live figures when sampled (memory as every
+        view shows it, humanize.gpu_memory: LOST for a GPU that stopped answering)."""
         from tuitrain.hardware.na import NA
-        from tuitrain.humanize import size
+        from tuitrain.humanize import gpu_memory, size
 
         view = getattr(self.app, "hardware_view", None)
         live = next((g for g in view.snapshot.gpus if g.index == gpu.index), None) if view else None
+        if live is not None and live.lost:
+            return f"GPU {gpu.index}  {gpu.name}  LOST"
         if live is None or live.memory_used is NA:
             return f"GPU {gpu.index}  {gpu.name}  {size(gpu.memory_total)}"
         busy = f", {live.utilization}%" if live.utilization is not NA else ""
-        return f"GPU {gpu.index}  {gpu.name}  {size(live.memory_used)}/{size(live.memory_total)} in use{busy}"
+        return f"GPU {gpu.index}  {gpu.name}  {gpu_memory(live.memory_used, live.memory_total)} in use{busy}"
 
     def hardware_sampled(self, _line: str) -> None:
         """Keep the GPU checklist's memory figures live."""
