@@ -96,7 +96,7 @@ def test_t5_from_scratch_generates_at_evaluation_and_is_scored_on_what_it_genera
     from rouge_score import rouge_scorer
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
-    from tuitrain.engine.generated import reverse_words
+    from tuitrain.profile.generated import reverse_words
 
     checkpoint = Path(record(run_dir)["output_dir"]) / "checkpoint-40"
     model = AutoModelForSeq2SeqLM.from_pretrained(str(checkpoint)).eval()

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from tuitrain.engine.errors import DataError, first_line, offline
-from tuitrain.engine.generated import GENERATORS
+from tuitrain.profile.generated import GENERATORS
 
 _FILE_BUILDERS = {".csv": "csv", ".json": "json", ".jsonl": "json", ".parquet": "parquet"}
 

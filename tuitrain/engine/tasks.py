@@ -16,7 +16,7 @@ def tag_names_for(model: dict[str, Any], data: dict[str, Any], splits: list[Any]
     """Token classification's tag names in class id order; None for the other tasks."""
     if model["task"] != TOKEN_CLASSIFICATION:
         return None
-    from tuitrain.engine.generated import GENERATED_LABELS
+    from tuitrain.profile.generated import GENERATED_LABELS
 
     return data_mod.tag_names(splits, data, model.get("labels"), GENERATED_LABELS.get(data.get("generate") or ""))
 

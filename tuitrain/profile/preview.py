@@ -4,7 +4,7 @@ a suggested `data.max_length`.
 
 Local CSV / JSON / JSON Lines files are read with the standard library and a pretrained
 tokenizer folder's tokenizer.json with the `tokenizers` library (what transformers' fast
-tokenizers run on); the built-in generated sets come from the engine's pure-Python generators.
+tokenizers run on); the built-in generated sets come from the same pure-Python generators (profile/generated.py).
 What only the ML stack can read (Hub data sets, Parquet, a tokenizer trained at launch, a Hub
 tokenizer) is said in one line each, and the rest is shown.
 """
@@ -87,7 +87,7 @@ def load_rows(settings: dict[str, Any], base_dir: Path) -> tuple[str, list[dict[
     """(what the data is, its training rows, why they cannot be read here)."""
     data = settings["data"]
     if data.get("generate"):
-        from tuitrain.engine.generated import GENERATORS  # pure Python: the engine's own rows, no ML stack
+        from tuitrain.profile.generated import GENERATORS  # pure Python: the rows the engine trains on
 
         name = data["generate"]
         columns = GENERATORS[name](data["num_train"], settings["run"]["seed"])

@@ -1,4 +1,5 @@
-"""Built-in generated data sets: no files, no downloads, a rule a tiny model can learn."""
+"""Built-in generated data sets a profile can name (data.generate): no files, no downloads, a rule a tiny model
+can learn. Pure Python: the engine trains on them, `tuitrain preview` shows them without the ML stack."""
 
 from __future__ import annotations
 
