@@ -4,10 +4,11 @@ lands in order, and the screen responds within 50 ms p95 (target).
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/tui_typing.py [--seconds 10] [--rate 30]
 
 The real app under Textual's Pilot (headless), the demo profile open in the editor, focus in `run.name`.
-Keys are posted to the app on a wall-clock schedule (one every 1/rate s), as a terminal sends them, without
-waiting for the app; a key's response time is from posting it until the field's value holds it. The editor
-re-checks the profile (validation, plan, port probe) 0.2 s after typing pauses, so a second pass types in
-bursts of 10 keys with 0.3 s pauses, letting each check run while the next keys arrive. Baseline: the same keys typed into a bare Textual app with one Input, in the same run.
+Keys are posted to the app on a wall-clock schedule (one every 1/rate s), as a terminal sends them,
+without waiting for the app; a key's response time is from posting it until the field's value holds it.
+The editor re-checks the profile (validation, plan, port probe) 0.2 s after typing pauses, so a second
+pass types in bursts of 10 keys with 0.3 s pauses, letting each check run while the next keys arrive.
+Baseline: the same keys typed into a bare Textual app with one Input, in the same run.
 """
 
 from __future__ import annotations
