@@ -180,3 +180,31 @@ def test_the_plot_keeps_a_one_point_spike_among_10000_and_leaves_gaps():
     gap = [i for i in range(first_dot, cols) if bottom[i] == " "]
     # 500 of 10,000 points are a gap: about 5 % of the columns on the bottom row are empty
     assert gap and abs(len(gap) - 0.05 * cols) <= 2
+
+
+def test_samples_and_tokens_per_second_are_curves_where_the_run_says_its_batch(tmp_path):
+    """Throughput as users compare it (issue 13): samples/s = steps/s × per-device batch × accumulation × processes
+    (training_args.json and run.json), tokens/s from the Trainer's num_input_tokens_seen; a run that says neither
+    (a script) has steps/s only."""
+    from tuitrain.tui.curves import RunCurves, samples_per_step
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    assert samples_per_step(run_dir) is None
+    (run_dir / "run.json").write_text(json.dumps({"num_processes": 2}))
+    (run_dir / "training_args.json").write_text(json.dumps({"per_device_train_batch_size": 16,
+                                                             "gradient_accumulation_steps": 4}))
+    assert samples_per_step(run_dir) == 128.0
+    events = [{"event": "train_begin", "time": 100.0, "step": 0},
+              {"event": "log", "time": 101.0, "step": 2, "loss": 1.0, "num_input_tokens_seen": 4000},
+              {"event": "log", "time": 103.0, "step": 6, "loss": 0.9, "num_input_tokens_seen": 12000}]
+    (run_dir / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    curves = RunCurves(run_dir / "events.jsonl", samples_per_step=samples_per_step(run_dir))
+    curves.poll()
+    assert list(curves.curves["steps/s"].values) == [2.0, 2.0]
+    assert list(curves.curves["samples/s"].values) == [256.0, 256.0]
+    assert list(curves.curves["tokens/s"].values) == [4000.0]  # between the two logs that counted tokens
+    assert "num_input_tokens_seen" not in curves.curves
+    bare = RunCurves(run_dir / "events.jsonl")
+    bare.poll()
+    assert "samples/s" not in bare.curves and "steps/s" in bare.curves

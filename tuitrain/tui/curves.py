@@ -1,6 +1,7 @@
 """Curves of a run for the compare screen: every numeric metric of its events.jsonl, each point
 with its step, epoch and time, read incrementally (as `live.EventsTail` reads), and the training
-throughput (steps/s between consecutive training logs). Smoothing and the axes are functions of
+throughput (steps/s between consecutive training logs; samples/s where the run's batch is known, from its
+training_args.json and record; tokens/s where the Trainer logs num_input_tokens_seen). Smoothing and the axes are functions of
 the data: nothing here draws."""
 
 from __future__ import annotations
@@ -18,11 +19,13 @@ from tuitrain.runs.tail import read_new_lines
 X_AXES = ("step", "epoch", "time")
 SMOOTHINGS = (0.0, 0.6, 0.9)
 THROUGHPUT = "steps/s"
+SAMPLES = "samples/s"
+TOKENS = "tokens/s"
 # the Trainer's end-of-training summary and the event's own fields are not curves
 NOT_CURVES = frozenset({"event", "time", "step", "epoch", "total_flos", "train_runtime", "train_loss",
-                        "train_samples_per_second", "train_steps_per_second"})
+                        "train_samples_per_second", "train_steps_per_second", "num_input_tokens_seen"})
 FIRST = ("loss", "eval_loss")
-LAST = ("learning_rate", "grad_norm", THROUGHPUT)
+LAST = ("learning_rate", "grad_norm", THROUGHPUT, SAMPLES, TOKENS)
 
 
 def _value(value: Any) -> float | None:
@@ -57,6 +60,21 @@ class Curve:
         return len(self.values)
 
 
+def samples_per_step(run_dir: Path) -> float | None:
+    """The samples one optimizer step takes across the run: per-device batch × gradient accumulation × processes,
+    from the run's training_args.json (written by rank 0) and run.json; None where either is missing (a script)."""
+    import json
+
+    try:
+        args = json.loads((run_dir / "training_args.json").read_text())
+        record = json.loads((run_dir / "run.json").read_text())
+        samples = (int(args["per_device_train_batch_size"]) * int(args.get("gradient_accumulation_steps") or 1)
+                   * int(record.get("num_processes") or 1))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return float(samples) if samples > 0 else None
+
+
 @dataclass
 class RunCurves:
     """A run's curves, followed from the last offset of its events.jsonl."""
@@ -67,6 +85,8 @@ class RunCurves:
     begin: float | None = None  # the time of its first event: time 0 on the time axis
     _epoch: float = math.nan
     _anchor: tuple[float, float] | None = None  # (time, step) of the last training log or train_begin
+    samples_per_step: float | None = None  # the run's global batch: samples/s beside steps/s
+    _tokens: tuple[float, float] | None = None  # (time, num_input_tokens_seen) of the last log that had it
 
     def poll(self) -> bool:
         """Fold in the complete lines appended since the last poll; True when there were any."""
@@ -102,8 +122,16 @@ class RunCurves:
                 self._add(key, step, time, value)
         if kind == "log" and "loss" in event:
             if self._anchor is not None and time > self._anchor[0] and step > self._anchor[1]:
-                self._add(THROUGHPUT, step, time, (step - self._anchor[1]) / (time - self._anchor[0]))
+                steps_per_second = (step - self._anchor[1]) / (time - self._anchor[0])
+                self._add(THROUGHPUT, step, time, steps_per_second)
+                if self.samples_per_step:
+                    self._add(SAMPLES, step, time, steps_per_second * self.samples_per_step)
             self._anchor = (time, step)
+        tokens = _value(event.get("num_input_tokens_seen")) if kind == "log" else None
+        if tokens is not None:
+            if self._tokens is not None and time > self._tokens[0] and tokens >= self._tokens[1]:
+                self._add(TOKENS, step, time, (tokens - self._tokens[1]) / (time - self._tokens[0]))
+            self._tokens = (time, tokens)
 
 
 def metric_order(names: Sequence[str] | set[str]) -> list[str]:

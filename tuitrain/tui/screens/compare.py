@@ -19,7 +19,17 @@ from textual.widgets.option_list import Option
 
 from tuitrain.humanize import duration, number
 from tuitrain.tui.actions import wait_or_cancel
-from tuitrain.tui.curves import SMOOTHINGS, X_AXES, RunCurves, ema, log10_values, matching, metric_order, x_values
+from tuitrain.tui.curves import (
+    SMOOTHINGS,
+    X_AXES,
+    RunCurves,
+    ema,
+    log10_values,
+    matching,
+    metric_order,
+    samples_per_step,
+    x_values,
+)
 from tuitrain.tui.format import short_metric
 from tuitrain.tui.widgets.key_bar import KeyBar
 from tuitrain.tui.widgets.overlay_plot import Curve, OverlayPlot
@@ -97,6 +107,8 @@ class CompareScreen(Screen):
         while True:
             changed = False
             for run in self.runs:
+                if run.curves.samples_per_step is None and not run.curves.curves:  # known before the first log
+                    run.curves.samples_per_step = samples_per_step(run.paths.root)
                 changed |= run.curves.poll()
             if changed or first:
                 self.post_message(self.Updated())
