@@ -116,7 +116,7 @@ class Cluster:
             f"SlurmdPort={self.ctld_port + 1}",
             "AuthType=auth/munge",
             "CredType=cred/munge",
-            f"AuthInfo=socket={self.munge_socket}",
+            f"AuthInfo=socket={self.munge_socket},cred_expire=10",  # a requeued job waits cred_expire + 1 s
             "SlurmUser=root",
             "SlurmdUser=root",
             f"StateSaveLocation={self.folder / 'state'}",

@@ -30,6 +30,8 @@ def test_dry_run_prints_the_script_and_makes_nothing(runs_dir: Path) -> None:
     srun = next(line for line in lines if line.startswith("srun "))
     assert "tuitrain.slurm.agent" in srun and "--ntasks-per-node=1" in srun
     assert "trap warned USR1" in lines
+    assert "trap terminated TERM" in lines  # Slurm's SIGTERM to the batch shell: it waits for the ranks to save
+    assert "#SBATCH --no-requeue" in lines  # --requeue asks for it
     assert subprocess.run(["bash", "-n"], input=script, text=True, check=False).returncode == 0
     assert list(runs_dir.iterdir()) == []  # nothing was made, nothing submitted
 

@@ -21,6 +21,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--account", default=None, help="the Slurm account to charge")
     p.add_argument("--warning", type=int, default=DEFAULT_WARNING_SECONDS, metavar="SECONDS",
                    help=f"save a checkpoint and stop this long before the time limit (default {DEFAULT_WARNING_SECONDS})")
+    p.add_argument("--requeue", action="store_true",
+                   help="let Slurm requeue the job (preemption, scontrol requeue): it saves a checkpoint at Slurm's "
+                        "SIGTERM and resumes from it when it runs again")
     p.add_argument("--python", default=None, help="the Python of tuitrain's environment on the nodes (default: this one)")
     p.add_argument("--dry-run", action="store_true", help="print the sbatch script; submit nothing")
     p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
@@ -45,7 +48,8 @@ _LEFT_TO_THE_JOB = ("distributed.main_process_ip", "distributed.main_process_por
 
 
 def options_of(args: argparse.Namespace) -> JobOptions:
-    return JobOptions(partition=args.partition, time=args.time, account=args.account, warning_seconds=args.warning)
+    return JobOptions(partition=args.partition, time=args.time, account=args.account, warning_seconds=args.warning,
+                      requeue=args.requeue)
 
 
 def cmd_submit(args: argparse.Namespace) -> int:

@@ -182,6 +182,10 @@ def _report_error(paths: RunPaths, rank: int, message: str) -> None:
 
 
 def main(run_dir: Path, rank: int) -> int:
+    from tuitrain.slurm import preemption
+
+    preemption.restore_term()
+    preemption.install(run_dir, rank)  # under Slurm, its SIGTERM saves a checkpoint and stops
     paths = RunPaths(run_dir)
     exit_code = 1
     try:

@@ -14,6 +14,9 @@ CONTROL_EVALUATE = "evaluate-now"
 CONTROL_STOP = "stop"
 CONTROL_TERMINATE = "terminate"
 CONTROL_REQUESTS = (CONTROL_SAVE, CONTROL_EVALUATE, CONTROL_STOP, CONTROL_TERMINATE)
+# no request: written by the supervisor before it ends processes itself, so a rank under Slurm (which takes SIGTERM
+# as Slurm's stop, tuitrain.slurm.preemption) knows this SIGTERM is tuitrain's and ends at once
+CONTROL_ENDING = "ending"
 
 
 def default_runs_root(cwd: Path | None = None) -> Path:

@@ -25,7 +25,7 @@ import psutil
 
 from tuitrain.runs.exit_waiter import ExitWaiter
 from tuitrain.runs.exits import describe_exit, full_disk, last_exception_line, root_cause
-from tuitrain.runs.layout import CONTROL_STOP, CONTROL_TERMINATE, SUPERVISOR_ENV, RunPaths
+from tuitrain.runs.layout import CONTROL_ENDING, CONTROL_STOP, CONTROL_TERMINATE, SUPERVISOR_ENV, RunPaths
 from tuitrain.runs.process_tree import descendants, end_processes, find, identity, running
 from tuitrain.runs.ranks import read_rank_records
 from tuitrain.runs.record import read_record, record_end, update_record
@@ -115,6 +115,13 @@ class Supervisor:
             log(f"could not write the stop request: {exc}")
 
     # -- launch ------------------------------------------------------------------------------
+    def launcher_env(self) -> dict[str, str]:
+        """What the launcher's environment gets beyond the plan's (a Slurm agent's: see tuitrain.slurm.agent)."""
+        return {}
+
+    def launcher_preexec(self) -> Callable[[], None] | None:
+        return die_with_parent()
+
     def launch_argv(self) -> tuple[list[str], int | None]:
         argv = list(self.record["argv"])
         port = self.record.get("main_process_port")
@@ -127,11 +134,11 @@ class Supervisor:
     def start(self) -> None:
         argv, port = self.launch_argv()
         me = identity(os.getpid()) or {"pid": os.getpid(), "started": None}
-        env = {**os.environ, **self.record["env"], "TUITRAIN_RUN_DIR": str(self.paths.root),
+        env = {**os.environ, **self.record["env"], **self.launcher_env(), "TUITRAIN_RUN_DIR": str(self.paths.root),
                SUPERVISOR_ENV: f"{me['pid']}:{me['started']}"}
         log(f"starting: {' '.join(argv)}")
         self.launcher = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, cwd=self.record.get("cwd") or None,
-                                         preexec_fn=die_with_parent())
+                                         preexec_fn=self.launcher_preexec())
         launcher = identity(self.launcher.pid)
         if launcher is not None:
             self.tracked[self.launcher.pid] = psutil.Process(self.launcher.pid)
@@ -219,9 +226,19 @@ class Supervisor:
             self.update(status="stopping")
             self.end_all(KILL_GRACE_SECONDS)
 
+    def mark_ending(self) -> None:
+        """Before tuitrain itself signals the run's processes: a rank that takes SIGTERM as a stop request (under
+        Slurm) ends at once when it finds this."""
+        try:
+            self.paths.control.mkdir(exist_ok=True)
+            self.paths.control_request(CONTROL_ENDING).touch()
+        except OSError as exc:
+            log(f"could not write control/{CONTROL_ENDING}: {exc}")
+
     def end_all(self, grace: float, spare_launcher: bool = False) -> None:
         """End every process of the run; `spare_launcher`: all but the launcher, which then exits
         by itself and says which rank failed first (ended at once, it would not)."""
+        self.mark_ending()
         self.scan(time.monotonic())
         launcher = self.launcher.pid if self.launcher is not None and spare_launcher else None
         killed = end_processes([p for p in self.tracked.values() if p.pid != launcher], grace=grace)
@@ -263,6 +280,7 @@ class Supervisor:
         self.scan(time.monotonic())
         if self.tracked:
             log(f"processes left after the launcher exited: {sorted(self.tracked)}; ending them")
+            self.mark_ending()
             end_processes(self.tracked.values(), grace=KILL_GRACE_SECONDS)
         records = read_rank_records(self.paths)
         cause = root_cause(self.paths.launcher_log) if launcher_code != 0 else None

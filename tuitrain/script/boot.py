@@ -168,7 +168,11 @@ def boot() -> RankState | None:
     watch_supervisor(run_dir, rank)
     state = start(run_dir, rank)
     record_exit(state)
+    from tuitrain.slurm import preemption
+
+    preemption.restore_term()
     stop_by_sigterm(state)
+    preemption.install(run_dir, rank, stopping=lambda: state.stop_requested)  # Slurm's SIGTERM: save, stop
     install()
     print(f"[tuitrain] rank {rank}/{state.world_size} pid {os.getpid()} run {state.run_id} "
           f"script {os.environ[SCRIPT_ENV]}", flush=True)

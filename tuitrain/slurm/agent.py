@@ -14,16 +14,18 @@ time-limit warning); rank 0 decides for every rank.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import time
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from tuitrain.atomic import write_text_atomic
-from tuitrain.runs.layout import RunPaths
+from tuitrain.runs.layout import CONTROL_ENDING, CONTROL_REQUESTS, RunPaths
 from tuitrain.runs.record import FINAL_STATUSES, new_record, read_record, record_end, reserve_space, update_record, write_record
 from tuitrain.runs.supervisor import Supervisor, log, run_supervisor
+from tuitrain.slurm import preemption
 from tuitrain.slurm.commands import SlurmError, hostnames, node_address
 from tuitrain.slurm.script import WARNED_FILE
 from tuitrain.yaml_text import dump as dump_yaml
@@ -86,7 +88,9 @@ def plan_node(paths: RunPaths, node: int, nodes: int, main_host: str | None, job
         dist["main_process_port"] = job_port(job_id)
     if os.environ.get("CUDA_VISIBLE_DEVICES") and settings["hardware"]["accelerator"] != "cpu":
         settings["hardware"]["gpus"] = None  # Slurm gave this job its GPUs: every one it sees is the run's
-    plan = plan_launch(settings, hardware, paths.root, file=str(paths.profile))
+    resume_from = read_record(paths).get("resume_from")
+    plan = plan_launch(settings, hardware, paths.root, file=str(paths.profile),
+                       resume_from=Path(resume_from) if resume_from else None)
     if plan.errors:
         raise AgentError("; ".join(str(p) for p in plan.errors))
     env = {**plan.env, **interface_env(dist.get("network_interface"))}  # as a listed machine gets it
@@ -96,12 +100,39 @@ def plan_node(paths: RunPaths, node: int, nodes: int, main_host: str | None, job
 
 
 class SlurmSupervisor(Supervisor):
-    """The ordinary supervisor, saying so when the stop came from Slurm's time-limit warning."""
+    """The ordinary supervisor, with a launcher that outlives Slurm's SIGTERM (tuitrain.slurm.preemption), saying
+    so when the stop came from Slurm (its time-limit warning, or its SIGTERM)."""
 
-    def __init__(self, paths: RunPaths, home: RunPaths) -> None:
+    def __init__(self, paths: RunPaths, home: RunPaths, requeue: bool = False) -> None:
         super().__init__(paths)
         self.home = home
+        self.requeue = requeue
+        self.slurm_term = False  # Slurm's SIGTERM reached this agent (preemption, requeue, scancel)
         self.published: dict[str, int] = {}  # node M > 0: rank record → the mtime it was copied home at
+
+    def launcher_env(self) -> dict[str, str]:
+        return preemption.launcher_env()
+
+    def launcher_preexec(self) -> Callable[[], None] | None:
+        """The launcher ignores SIGTERM (Slurm's reaches every process: the ranks save and stop, the launcher waits
+        for them) and gets SIGKILL, not SIGTERM, when this agent dies."""
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        parent = os.getpid()
+
+        def preexec() -> None:
+            preemption.ignore_term()
+            libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+            if os.getppid() != parent:
+                os._exit(1)
+
+        return preexec
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        if signum == signal.SIGTERM and not self.stop_requested:  # the cause, unless a stop was asked before
+            self.slurm_term = True
+        super()._on_signal(signum, frame)
 
     def tick(self) -> None:
         self.publish_ranks()
@@ -132,11 +163,40 @@ class SlurmSupervisor(Supervisor):
 
     def outcome(self, launcher_code: int, records: dict[int, dict[str, Any]], cause: Any) -> tuple[str, int | None, str | None]:
         status, rank, error = super().outcome(launcher_code, records, cause)
+        job = (self.record.get("slurm") or {}).get("job_id") or os.environ.get("SLURM_JOB_ID")
+        then = (f"if Slurm requeues job {job}, it resumes from it" if self.requeue
+                else f"`tuitrain resume {self.home.id}` submits a job that continues from it")
         if status == "stopped" and (self.home.root / WARNED_FILE).exists():
-            job = (self.record.get("slurm") or {}).get("job_id") or os.environ.get("SLURM_JOB_ID")
-            error = (f"stopped at Slurm's time-limit warning (job {job}) after saving a checkpoint; "
-                     f"`tuitrain resume {self.home.id}` submits a job that continues from it")
+            error = f"stopped at Slurm's time-limit warning (job {job}) after saving a checkpoint; {then}"
+        elif status == "stopped" and self.slurm_term:
+            error = (f"stopped at Slurm's SIGTERM (job {job}: preempted, requeued or scancel --signal=TERM) after "
+                     f"saving a checkpoint; {then}")
         return status, rank, error
+
+
+def restart_fields(record: dict[str, Any], restarts: int) -> dict[str, Any]:
+    """A requeued job's run starts again in its own directory, from the latest complete checkpoint of its output
+    folder (the one a graceful stop at Slurm's SIGTERM saved); its last end is cleared, kept in slurm.requeued."""
+    from tuitrain.runs.relaunch import ResumeError, choose_checkpoint
+
+    try:
+        checkpoint: str | None = str(choose_checkpoint(record, "latest").path) if record.get("output_dir") else None
+    except ResumeError:
+        checkpoint = record.get("resume_from")  # nothing saved yet: where the run itself began
+    slurm = dict(record.get("slurm") or {})
+    slurm["requeued"] = [*(slurm.get("requeued") or []),
+                         {"restart": restarts, "time": time.time(), "previous": record.get("status"),
+                          "error": record.get("error"), "resume_from": checkpoint}]
+    slurm.pop("state", None)
+    return {"status": "planned", "ended": None, "error": None, "exit_codes": None, "failed_rank": None,
+            "resume_from": checkpoint, "slurm": slurm}
+
+
+def clear_control(paths: RunPaths) -> None:
+    """The last attempt's requests (its stop above all) and marks do not reach the new one."""
+    for name in (*CONTROL_REQUESTS, CONTROL_ENDING):
+        paths.control_request(name).unlink(missing_ok=True)
+    (paths.root / WARNED_FILE).unlink(missing_ok=True)
 
 
 def _redirect_output(path: Path) -> None:
@@ -154,13 +214,26 @@ def main(run_dir: Path) -> int:
     nodes = int(os.environ.get("SLURM_JOB_NUM_NODES") or os.environ.get("SLURM_NNODES") or "1")
     job_id = os.environ.get("SLURM_JOB_ID", "")
     record = read_record(home)
-    if record.get("status") in FINAL_STATUSES:
+    restarts = int(os.environ.get("SLURM_RESTART_COUNT") or 0)
+    restart: dict[str, Any] = {}
+    if restarts and job_id and job_id == str((record.get("slurm") or {}).get("job_id")):
+        restart = restart_fields(record, restarts)  # every node finds the same checkpoint on the shared filesystem
+        record = {**record, **restart}
+        if node == 0:
+            write_record(home, record)
+    elif record.get("status") in FINAL_STATUSES:
         print(f"tuitrain: run {home.id} has already ended ({record['status']}); nothing to do", file=sys.stderr)
         return 1
     processes = int(record.get("num_processes") or 1) // max(nodes, 1)
     paths = prepare_node(home, node, processes, record)
+    if restart:
+        clear_control(paths)
     _redirect_output(paths.launcher_log if node == 0 else home.logs / f"machine-{node}.log")
     log(f"Slurm job {job_id}: node {node} of {nodes} on {os.uname().nodename}")
+    if restart:
+        log(f"Slurm requeued job {job_id} (restart {restarts}): " + (
+            f"resuming from {restart['resume_from']}" if restart.get("resume_from")
+            else "no complete checkpoint yet: starting from the beginning"))
     try:
         main_host = node_address(hostnames(os.environ["SLURM_JOB_NODELIST"])[0]) if nodes > 1 else None
         plan, env = plan_node(paths, node, nodes, main_host, job_id)
@@ -179,7 +252,7 @@ def main(run_dir: Path) -> int:
         fields["status"] = "starting"
     update_record(paths, **fields)
     reserve_space(paths)
-    status = run_supervisor(SlurmSupervisor(paths, home))
+    status = run_supervisor(SlurmSupervisor(paths, home, requeue=bool((record.get("slurm") or {}).get("requeue"))))
     return 0 if status in ("finished", "stopped") else 1
 
 

@@ -39,15 +39,17 @@ class JobOptions:
     time: str | None = None
     account: str | None = None
     warning_seconds: int = DEFAULT_WARNING_SECONDS
+    requeue: bool = False  # Slurm may requeue the job (preemption, `scontrol requeue`): it resumes from its checkpoint
 
     def to_dict(self) -> dict[str, Any]:
         return {"partition": self.partition, "time": self.time, "account": self.account,
-                "warning_seconds": self.warning_seconds}
+                "warning_seconds": self.warning_seconds, "requeue": self.requeue}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> JobOptions:
         return cls(partition=data.get("partition"), time=data.get("time"), account=data.get("account"),
-                   warning_seconds=int(data.get("warning_seconds") or DEFAULT_WARNING_SECONDS))
+                   warning_seconds=int(data.get("warning_seconds") or DEFAULT_WARNING_SECONDS),
+                   requeue=bool(data.get("requeue")))
 
 
 @dataclass(frozen=True)
@@ -149,6 +151,8 @@ def batch_script(*, run_dir: str, run_id: str, profile_name: str, python: str, w
         ("chdir", workdir),
     ]
     lines += [f"#SBATCH --{name}={directive_quote(str(value))}" for name, value in directives]
+    # requeued (preemption, `scontrol requeue`), the job's agents resume the run from its latest checkpoint
+    lines.append("#SBATCH --requeue" if options.requeue else "#SBATCH --no-requeue")
     srun = ["srun", f"--nodes={resources.nodes}", "--ntasks-per-node=1", "--kill-on-bad-exit=1",
             python, "-m", AGENT_MODULE, run_dir]
     lines += [
@@ -160,6 +164,13 @@ def batch_script(*, run_dir: str, run_id: str, profile_name: str, python: str, w
         f'  mkdir -p "$run_dir/control" && : > "$run_dir/control/{CONTROL_STOP}"',
         "}",
         f"trap warned {WARNING_SIGNAL}",
+        "# Slurm's SIGTERM (preemption, requeue, scancel) reaches every process of the job: the ranks save a checkpoint",
+        "# and stop (tuitrain.slurm.preemption); this shell waits for them, as its end would end the job",
+        "terminated() {",
+        '  echo "tuitrain: SIGTERM from Slurm: the run saves a checkpoint and stops" >&2',
+        f'  mkdir -p "$run_dir/control" && : > "$run_dir/control/{CONTROL_STOP}"',
+        "}",
+        "trap terminated TERM",
         shlex.join(srun) + " &",
         "agents=$!",
         "while true; do  # a trapped signal ends `wait` early: wait again until srun itself ends",
