@@ -36,13 +36,14 @@ ALLOWED: dict[str, frozenset[str]] = {
     "engine": frozenset({"atomic", "profile", "runs"}),
     # script mode's rank side (a user's own script): what the engine's ranks get, and the engine's callbacks
     "script": frozenset({"atomic", "runs", "engine"}),
-    "tui": HELPERS | {"profile", "hardware", "launch", "remote", "runs"},
+    # slurm: the app acts on a Slurm run as the CLI does (its stop cancels the job when it must)
+    "tui": HELPERS | {"profile", "hardware", "launch", "remote", "runs", "slurm"},
     # tui only to open the app, and only inside a function (`tuitrain` with no command): see CLI_TUI
     "cli": HELPERS | {"profile", "hardware", "launch", "remote", "runs", "slurm", "tui"},
     "main": frozenset({"cli"}),  # tuitrain/__main__.py
 }
 ENGINE_RUNS = frozenset({"tuitrain.runs.layout", "tuitrain.runs.exits", "tuitrain.runs.process_tree", "tuitrain.runs.linetimes",
-                         "tuitrain.runs.checkpoints"})
+                         "tuitrain.runs.preemption", "tuitrain.runs.checkpoints"})
 CLI_TUI = frozenset({"tuitrain.tui.app"})
 # tuitrain/script/__init__.py holds only the names of script mode's environment variables: the planner that sets
 # them and the supervisors that pass them on may read them without importing any of the rank side

@@ -182,7 +182,7 @@ def _report_error(paths: RunPaths, rank: int, message: str) -> None:
 
 
 def main(run_dir: Path, rank: int) -> int:
-    from tuitrain.slurm import preemption
+    from tuitrain.runs import preemption
 
     preemption.restore_term()
     preemption.install(run_dir, rank)  # under Slurm, its SIGTERM saves a checkpoint and stops

@@ -15,7 +15,7 @@ CONTROL_STOP = "stop"
 CONTROL_TERMINATE = "terminate"
 CONTROL_REQUESTS = (CONTROL_SAVE, CONTROL_EVALUATE, CONTROL_STOP, CONTROL_TERMINATE)
 # no request: written by the supervisor before it ends processes itself, so a rank under Slurm (which takes SIGTERM
-# as Slurm's stop, tuitrain.slurm.preemption) knows this SIGTERM is tuitrain's and ends at once
+# as Slurm's stop, tuitrain.runs.preemption) knows this SIGTERM is tuitrain's and ends at once
 CONTROL_ENDING = "ending"
 
 

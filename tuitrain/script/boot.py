@@ -168,7 +168,7 @@ def boot() -> RankState | None:
     watch_supervisor(run_dir, rank)
     state = start(run_dir, rank)
     record_exit(state)
-    from tuitrain.slurm import preemption
+    from tuitrain.runs import preemption
 
     preemption.restore_term()
     stop_by_sigterm(state)

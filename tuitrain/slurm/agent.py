@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from tuitrain.atomic import write_text_atomic
+from tuitrain.runs import preemption
 from tuitrain.runs.layout import CONTROL_ENDING, CONTROL_REQUESTS, RunPaths
 from tuitrain.runs.record import FINAL_STATUSES, new_record, read_record, record_end, reserve_space, update_record, write_record
 from tuitrain.runs.supervisor import Supervisor, log, run_supervisor
-from tuitrain.slurm import preemption
 from tuitrain.slurm.commands import SlurmError, hostnames, node_address
 from tuitrain.slurm.script import WARNED_FILE
 from tuitrain.yaml_text import dump as dump_yaml
@@ -100,7 +100,7 @@ def plan_node(paths: RunPaths, node: int, nodes: int, main_host: str | None, job
 
 
 class SlurmSupervisor(Supervisor):
-    """The ordinary supervisor, with a launcher that outlives Slurm's SIGTERM (tuitrain.slurm.preemption), saying
+    """The ordinary supervisor, with a launcher that outlives Slurm's SIGTERM (tuitrain.runs.preemption), saying
     so when the stop came from Slurm (its time-limit warning, or its SIGTERM)."""
 
     def __init__(self, paths: RunPaths, home: RunPaths, requeue: bool = False) -> None:

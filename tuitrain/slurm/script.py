@@ -165,7 +165,7 @@ def batch_script(*, run_dir: str, run_id: str, profile_name: str, python: str, w
         "}",
         f"trap warned {WARNING_SIGNAL}",
         "# Slurm's SIGTERM (preemption, requeue, scancel) reaches every process of the job: the ranks save a checkpoint",
-        "# and stop (tuitrain.slurm.preemption); this shell waits for them, as its end would end the job",
+        "# and stop (tuitrain.runs.preemption); this shell waits for them, as its end would end the job",
         "terminated() {",
         '  echo "tuitrain: SIGTERM from Slurm: the run saves a checkpoint and stops" >&2',
         f'  mkdir -p "$run_dir/control" && : > "$run_dir/control/{CONTROL_STOP}"',
