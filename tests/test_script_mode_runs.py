@@ -15,10 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FINAL, cli, events, losses, record, wait_for, wait_until_ended
+from conftest import FINAL, MRPC, cli, events, losses, record, wait_for, wait_until_ended
 
 SCRIPTS = Path(__file__).resolve().parent / "fixtures" / "scripts"
-MRPC = Path(__file__).resolve().parents[2] / "shared" / "data" / "mrpc"
 needs_mrpc = pytest.mark.skipif(not MRPC.is_dir(), reason="shared/data/mrpc is not beside this checkout")
 
 

