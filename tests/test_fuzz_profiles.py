@@ -139,8 +139,9 @@ def _well_formed(problems: list[Problem]) -> None:
     for problem in problems:
         assert isinstance(problem, Problem) and problem.severity in ("error", "warning", "note")
         line = str(problem)
-        # a traceback's own first line, not the word: a data file may hold "Traceback", and the message quotes it
-        assert "Traceback (most recent call last)" not in line and line.strip()
+        # no traceback's frame lines (a newline, then '  File "…", line N'), not the word: a data file may hold any
+        # text, "Traceback (most recent call last)" included, and a message rightly quotes it
+        assert line.strip() and '\n  File "' not in line, line
 
 
 # ------------------------------------------------------------------ the proofs
