@@ -25,7 +25,8 @@ from rich.console import Console
 
 from _common import QuietGate, machine_line
 from tuitrain.tui.curves import RunCurves, ema, log10_values, x_values
-from tuitrain.tui.widgets.overlay_plot import _DOTS, Curve, render_overlay
+from tuitrain.tui.widgets.overlay_plot import Curve, render_overlay
+from tuitrain.tui.widgets.plot import BRAILLE_DOTS
 
 STYLES = ("cyan", "magenta", "green", "yellow", "blue")
 SIZES = ((95, 37), (55, 21))
@@ -76,7 +77,7 @@ def naive_raster(curves: list[Curve], width: int, height: int) -> list[bytearray
                 n = max(abs(dx - px), abs(dy - py), 1)
                 for k in range(1, n + 1):
                     qx, qy = px + (dx - px) * k // n, py + (dy - py) * k // n
-                    cells[qy >> 2][qx >> 1] |= _DOTS[qy & 3][qx & 1]
+                    cells[qy >> 2][qx >> 1] |= BRAILLE_DOTS[qy & 3][qx & 1]
             previous = (dx, dy)
     return cells
 

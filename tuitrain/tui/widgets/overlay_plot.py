@@ -15,8 +15,7 @@ from rich.text import Text
 from textual.widget import Widget
 
 from tuitrain.humanize import number
-
-_DOTS = ((0x01, 0x08), (0x02, 0x10), (0x04, 0x20), (0x40, 0x80))  # [row][col] bits of a braille cell
+from tuitrain.tui.widgets.plot import BRAILLE_DOTS
 
 
 @dataclass(frozen=True)
@@ -103,7 +102,7 @@ def render_overlay(curves: Sequence[Curve], width: int, height: int, *, x_label:
     def plot(dx: int, dy: int, style: str) -> None:
         if 0 <= dy < dots_h:
             row, col = dy >> 2, dx >> 1
-            cells[row][col] |= _DOTS[dy & 3][dx & 1]
+            cells[row][col] |= BRAILLE_DOTS[dy & 3][dx & 1]
             owner[row][col] = style
 
     for curve in curves:

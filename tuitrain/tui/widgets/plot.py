@@ -12,7 +12,7 @@ from textual.widget import Widget
 
 from tuitrain.humanize import number
 
-_DOTS = ((0x01, 0x08), (0x02, 0x10), (0x04, 0x20), (0x40, 0x80))  # [row][col] bits of a braille cell
+BRAILLE_DOTS = ((0x01, 0x08), (0x02, 0x10), (0x04, 0x20), (0x40, 0x80))  # [row][col] bits of a braille cell
 
 
 @dataclass(frozen=True)
@@ -105,7 +105,7 @@ class LinePlot(Widget):
         def plot(dx: int, dy: int, style: str) -> None:
             if 0 <= dx < dots_w and 0 <= dy < dots_h:
                 row, col = dy // 4, dx // 2
-                cells[row][col] |= _DOTS[dy % 4][dx % 2]
+                cells[row][col] |= BRAILLE_DOTS[dy % 4][dx % 2]
                 owner[row][col] = style
 
         for line in self.lines:
