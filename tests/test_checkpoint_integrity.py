@@ -97,3 +97,18 @@ def test_checkpoints_written_by_another_run_are_not_listed_under_this_one(run_co
     marker["run"] = "20990101-000000-other"
     marker_file.write_text(json.dumps(marker))
     assert [c.step for c in run_checkpoints(record(run_copy))] == [4]
+
+
+def test_a_save_cut_short_on_one_rank_of_two_is_judged_against_the_runs_world(run_copy):
+    """A supervisor killed mid-save on a 2-rank run leaves rank 0's rng_state_0.pth and no
+    marker: counting rng files would call it a whole 1-process checkpoint (CI caught a resume
+    refused for that reason); the run's own listing knows it had 2 ranks."""
+    rec = record(run_copy)
+    rec["num_processes"] = 2
+    (run_copy / "run.json").write_text(json.dumps(rec))
+    (newest(run_copy) / MARKER).unlink()
+    (newest(run_copy) / "rng_state.pth").rename(newest(run_copy) / "rng_state_0.pth")
+    found = {c.step: c for c in run_checkpoints(rec)}
+    assert not found[8].complete and "rng_state_1.pth" in found[8].why and found[8].world_size == 2
+    assert choose_checkpoint(rec).step == 4
+    assert inspect_checkpoint(newest(run_copy)).world_size == 1  # a bare folder is still judged by its contents

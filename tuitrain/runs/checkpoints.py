@@ -174,14 +174,17 @@ def _marker_problems(marker: dict[str, Any], sizes: dict[str, int]) -> list[str]
     return problems
 
 
-def inspect_checkpoint(path: Path) -> Checkpoint:
+def inspect_checkpoint(path: Path, world_size: int | None = None) -> Checkpoint:
+    """`world_size`: the world of the run that wrote it, when known; a checkpoint without a marker
+    is judged against it (a save cut short by a kill may hold rank 0's rng_state_0.pth alone)."""
     match = _CHECKPOINT.match(path.name)
     step = int(match.group(1)) if match else -1
     sizes = files_with_sizes(path) if path.is_dir() else {}
     names = {name.split("/", 1)[0] for name in sizes}
     state = _state(path)
     marker = _marker(path)
-    world_size = (marker or {}).get("world_size") or (len([n for n in names if n.startswith("rng_state")]) or None)
+    counted = len([n for n in names if n.startswith("rng_state")])
+    world_size = (marker or {}).get("world_size") or (max(counted, world_size or 0) or None)
     # a script's own checkpoint (tuitrain.saved) holds what that script resumes from, not the Trainer's files
     own = (marker or {}).get("kind") == "saved"
     problems = [] if own else _required_problems(names, state, world_size)
@@ -202,12 +205,12 @@ def inspect_checkpoint(path: Path) -> Checkpoint:
     )
 
 
-def list_checkpoints(output_dir: Path, run: str | None = None) -> list[Checkpoint]:
+def list_checkpoints(output_dir: Path, run: str | None = None, world_size: int | None = None) -> list[Checkpoint]:
     """Every checkpoint in `output_dir`; with `run`, only those that run wrote (and those no run
-    claims: a save cut short before its marker)."""
+    claims: a save cut short before its marker, judged against the run's `world_size`)."""
     if not output_dir.is_dir():
         return []
-    found = [inspect_checkpoint(p) for p in output_dir.iterdir() if p.is_dir() and _CHECKPOINT.match(p.name)]
+    found = [inspect_checkpoint(p, world_size) for p in output_dir.iterdir() if p.is_dir() and _CHECKPOINT.match(p.name)]
     if run is not None:
         found = [c for c in found if c.run in (None, run)]
     return sorted(found, key=lambda c: c.step)
@@ -216,7 +219,15 @@ def list_checkpoints(output_dir: Path, run: str | None = None) -> list[Checkpoin
 def run_checkpoints(record: dict[str, Any]) -> list[Checkpoint]:
     """The checkpoints a run wrote (a resumed run can share an output folder with its parent)."""
     out = record.get("output_dir")
-    return list_checkpoints(Path(out), run=record.get("id")) if out else []
+    return list_checkpoints(Path(out), run=record.get("id"), world_size=run_world_size(record)) if out else []
+
+
+def run_world_size(record: dict[str, Any]) -> int | None:
+    """How many ranks the run trained with (run.json's num_processes counts every machine's)."""
+    try:
+        return int(record["num_processes"])
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def latest_complete(checkpoints: list[Checkpoint]) -> Checkpoint | None:

@@ -340,7 +340,7 @@ class RunWatch:
         """Read what changed; True when anything did."""
         import time as _time
 
-        from tuitrain.runs.checkpoints import list_checkpoints
+        from tuitrain.runs.checkpoints import run_checkpoints
 
         now = _time.monotonic() if now is None else now
         changed = self.polls == 0
@@ -373,7 +373,7 @@ class RunWatch:
         running = status not in FINAL_STATUSES
         if self.output_dir is not None and (saves != self._saves_seen or
                                             (running and now - self._checkpoints_at > self.CHECKPOINT_EVERY)):
-            found = list_checkpoints(self.output_dir, run=self.record.get("id"))
+            found = run_checkpoints(self.record)
             self._saves_seen = saves
             self._checkpoints_at = now
             if [(c.step, c.complete, c.size_bytes) for c in found] != [(c.step, c.complete, c.size_bytes) for c in self.checkpoints]:
