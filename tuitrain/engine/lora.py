@@ -4,10 +4,16 @@ Checkpoints then hold the adapter (adapter_model.safetensors, adapter_config.jso
 base. A base trained from scratch ([model.config]) exists nowhere else, so the run keeps it once,
 in <output_dir>/lora-base/ (for a pretrained base, its config only: the labels a task added); a
 resume and `tuitrain export` rebuild the model from there and the checkpoint's adapter.
+
+QLoRA ([model.lora].quantize): the frozen base is loaded quantized by bitsandbytes (4-bit NF4 or
+FP4, or 8-bit) from a folder: the pretrained model, or the from-scratch base kept in lora-base/
+(saved in full precision first). The adapters train in full precision on top; `export` merges
+them into the full-precision base, as QLoRA's authors do.
 """
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +94,53 @@ def apply_lora(model: Any, lora: dict[str, Any], task: str) -> Any:
         raise EngineError(f"[model.lora]: peft refuses it: {first_line(exc)}; fix the [model.lora] keys it names") from exc
 
 
+# the heads a classification task adds: new, so trained in full (peft's modules_to_save), never quantized
+_HEADS = {"sequence-classification": ["classifier", "score"], "token-classification": ["classifier", "score"]}
+
+
+def import_bitsandbytes() -> Any:
+    try:
+        import bitsandbytes
+    except ImportError as exc:
+        raise EngineError(f"model.lora.quantize: the bitsandbytes package does not import here ({first_line(exc)}); "
+                          "pip install 'tuitrain[qlora]' in this environment") from exc
+    return bitsandbytes
+
+
+def quantization_config(lora: dict[str, Any], task: str, bf16: bool, fp16: bool) -> Any | None:
+    """transformers' BitsAndBytesConfig for [model.lora].quantize, or None for a full-precision base.
+    The 4-bit layers compute in the training's precision (bf16/fp16, else float32)."""
+    kind = lora.get("quantize")
+    if not kind:
+        return None
+    import torch
+    from transformers import BitsAndBytesConfig
+
+    import_bitsandbytes()
+    skip = _HEADS.get(task)  # None keeps transformers' own choice (a language model's output layer stays whole)
+    if kind == "int8":
+        return BitsAndBytesConfig(load_in_8bit=True, llm_int8_skip_modules=skip)
+    compute = torch.bfloat16 if bf16 else torch.float16 if fp16 else torch.float32
+    return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type=kind, bnb_4bit_compute_dtype=compute,
+                              bnb_4bit_use_double_quant=bool(lora.get("double_quant", True)),
+                              llm_int8_skip_modules=skip)
+
+
+def prepare_quantized(model: Any, gradient_checkpointing: bool) -> Any:
+    """peft's preparation of a quantized base for training: norms in float32, inputs that carry
+    gradients into the adapters, checkpointing only when the profile asks for it."""
+    peft = import_peft()
+    return peft.prepare_model_for_kbit_training(model, use_gradient_checkpointing=gradient_checkpointing)
+
+
+def quantized_layers(model: Any) -> int:
+    """How many layers bitsandbytes holds quantized (what the rank's log reports)."""
+    import bitsandbytes
+
+    kinds = (bitsandbytes.nn.Linear4bit, bitsandbytes.nn.Linear8bitLt)
+    return sum(1 for _name, module in model.named_modules() if isinstance(module, kinds))
+
+
 def save_base(model: Any, folder: Path, from_scratch: bool, resuming: bool) -> None:
     """Keep what the adapter is relative to: the weights of a base trained from scratch, else its
     config (a pretrained base is read again from model.name_or_path). A resume sharing its
@@ -98,7 +151,11 @@ def save_base(model: Any, folder: Path, from_scratch: bool, resuming: bool) -> N
     if from_scratch:
         model.save_pretrained(str(folder))
     else:
-        model.config.save_pretrained(str(folder))
+        config = copy.deepcopy(model.config)
+        for key in ("quantization_config", "_pre_quantization_dtype"):  # export loads the base whole
+            if hasattr(config, key):
+                delattr(config, key)
+        config.save_pretrained(str(folder))
 
 
 def base_folder(output_dir: str, resume_from: str | None) -> Path | None:

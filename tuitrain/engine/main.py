@@ -134,8 +134,7 @@ def build_trainer(paths: RunPaths, record: dict[str, Any], profile: dict[str, An
     # here so two runs of one profile start from the same weights.
     set_seed(profile["run"]["seed"])
     if model_spec.get("lora"):
-        model = build_lora_model(model_spec, tokenizer, output_dir, record.get("resume_from"), args.local_process_index == 0,
-                                 labels)
+        model = build_lora_model(model_spec, tokenizer, output_dir, record.get("resume_from"), args, labels)
     else:
         model = build_model(model_spec, tokenizer, labels=labels)
     check_optim_targets(model, str(getattr(args.optim, "value", args.optim)), args.optim_target_modules)
@@ -160,17 +159,39 @@ def build_trainer(paths: RunPaths, record: dict[str, Any], profile: dict[str, An
 
 
 def build_lora_model(model_spec: dict[str, Any], tokenizer: Any, output_dir: str, resume_from: str | None,
-                     is_local_main: bool, labels: list[str] | None = None) -> Any:
-    from tuitrain.engine.lora import LORA_BASE, apply_lora, base_folder, import_peft, save_base
+                     args: Any, labels: list[str] | None = None) -> Any:
+    """The base (quantized when [model.lora].quantize says so) with LoRA adapters on it."""
+    from tuitrain.engine.lora import (
+        LORA_BASE,
+        apply_lora,
+        base_folder,
+        import_peft,
+        prepare_quantized,
+        quantization_config,
+        quantized_layers,
+        save_base,
+    )
     from tuitrain.engine.model import build_model
 
     import_peft()  # before anything is built: a missing peft is one line
+    lora, task = model_spec["lora"], model_spec["task"]
+    quantization = quantization_config(lora, task, bool(args.bf16), bool(args.fp16))
+    # a quantized model is placed when loaded (the Trainer does not move it): on this rank's GPU
+    placed = {"quantization_config": quantization,
+              "device_map": {"": str(args.device)} if args.device.type != "cpu" else None} if quantization else None
     from_scratch = not model_spec.get("name_or_path")
-    model = build_model(model_spec, tokenizer, base=base_folder(output_dir, resume_from) if from_scratch else None,
-                        labels=labels)
-    if is_local_main:
-        save_base(model, Path(output_dir) / LORA_BASE, from_scratch, resuming=bool(resume_from))
-    return apply_lora(model, model_spec["lora"], model_spec["task"])
+    kept = base_folder(output_dir, resume_from) if from_scratch else None
+    with args.main_process_first(local=True, desc="keep the LoRA base"):  # a quantized base is read from it
+        model = build_model(model_spec, tokenizer, base=kept, labels=labels, quantized=None if from_scratch else placed)
+        if args.local_process_index == 0:
+            save_base(model, Path(output_dir) / LORA_BASE, from_scratch, resuming=bool(resume_from))
+    if quantization is not None:
+        if from_scratch:  # weights drawn here exist in full precision only: quantize them as saved
+            model = build_model(model_spec, tokenizer, base=kept or Path(output_dir) / LORA_BASE, labels=labels,
+                                quantized=placed)
+        print(f"[tuitrain] base quantized ({lora['quantize']}, bitsandbytes): {quantized_layers(model)} layers", flush=True)
+        model = prepare_quantized(model, bool(args.gradient_checkpointing))
+    return apply_lora(model, lora, task)
 
 
 def _report_error(paths: RunPaths, rank: int, message: str) -> None:

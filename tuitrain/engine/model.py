@@ -30,20 +30,24 @@ def label_arguments(model: dict[str, Any], labels: list[str] | None) -> dict[str
     return {}
 
 
-def build_model(model: dict[str, Any], tokenizer: Any, base: Path | None = None, labels: list[str] | None = None) -> Any:
+def build_model(model: dict[str, Any], tokenizer: Any, base: Path | None = None, labels: list[str] | None = None,
+                quantized: dict[str, Any] | None = None) -> Any:
     """`base`: a folder holding the from-scratch base model a LoRA run kept (a resume loads it
-    rather than drawing new weights). `labels`: the tag names of token classification."""
+    rather than drawing new weights). `labels`: the tag names of token classification.
+    `quantized`: from_pretrained's quantization_config and device_map, for a QLoRA base (a
+    pretrained one, or `base`)."""
     auto = auto_class(model["task"])
     extra = label_arguments(model, labels)
     if base is not None:
         if not (base / "config.json").is_file():
             raise EngineError(f"[model.lora]: the checkpoint to resume from has no base model beside it ({base} is missing); "
                               "resume from a checkpoint of a run with the same [model.lora]")
-        loaded = auto.from_pretrained(str(base))
+        loaded = _quantizing(auto.from_pretrained, str(base), **(quantized or {}))
     elif model.get("name_or_path"):
         source = model["name_or_path"]
         try:
-            loaded = auto.from_pretrained(source, trust_remote_code=model.get("trust_remote_code", False), **extra)
+            loaded = _quantizing(auto.from_pretrained, source, trust_remote_code=model.get("trust_remote_code", False),
+                                 **extra, **(quantized or {}))
         except OSError as exc:
             raise EngineError(not_loadable("model.name_or_path", source, "model", exc)) from exc
     else:
@@ -57,6 +61,18 @@ def build_model(model: dict[str, Any], tokenizer: Any, base: Path | None = None,
     if loaded.config.pad_token_id is None and tokenizer.pad_token_id is not None:
         loaded.config.pad_token_id = tokenizer.pad_token_id
     return loaded
+
+
+def _quantizing(load: Any, source: str, **kwargs: Any) -> Any:
+    """from_pretrained; with a quantization_config, bitsandbytes' refusal (no kernel for this device,
+    a layer it cannot pack) is one line naming model.lora.quantize."""
+    if kwargs.get("quantization_config") is None:
+        return load(source, **kwargs)
+    try:
+        return load(source, **kwargs)
+    except (ValueError, RuntimeError, NotImplementedError, ImportError) as exc:
+        raise EngineError(f"model.lora.quantize: bitsandbytes cannot quantize this model here: {first_line(exc)}; "
+                          "remove model.lora.quantize to train on a full-precision base") from exc
 
 
 def _from_config(auto: Any, inline: dict[str, Any], vocab: int, extra: dict[str, Any]) -> Any:

@@ -94,6 +94,7 @@ class TableListSpec:
 Section = dict[str, "KeySpec | TableSpec | TableListSpec"]
 
 STRATEGIES = ("single", "ddp", "fsdp", "deepspeed")
+QUANTIZE = ("nf4", "fp4", "int8")  # [model.lora].quantize: bitsandbytes' 4-bit types and its 8-bit
 MIXED_PRECISIONS = ("no", "fp16", "bf16")
 FSDP_SHARDING = ("full_shard", "shard_grad_op", "no_shard", "hybrid_shard", "hybrid_shard_zero2")
 FSDP_WRAP = ("transformer", "size", "none")
@@ -165,6 +166,11 @@ LORA_KEYS: dict[str, KeySpec] = {
     "target_modules": KeySpec("list[str]", example='target_modules = ["c_attn"]',
                               doc="the layers to adapt, by name (absent: peft's default for the model type); "
                                   "checked against the model's layers when a rank starts"),
+    "quantize": KeySpec("str", choices=QUANTIZE, example='quantize = "nf4"',
+                        doc="QLoRA: load the frozen base quantized through bitsandbytes (nf4, fp4: 4-bit; int8: "
+                            "8-bit); absent: full precision; needs tuitrain[qlora]"),
+    "double_quant": KeySpec("bool", True, doc="nf4/fp4: quantize the quantization constants too (QLoRA's "
+                            "double quantization, ~0.4 bit a weight saved)"),
 }
 
 # [[distributed.machines]]: one table per machine, the first being the main machine (rank 0).

@@ -29,6 +29,7 @@ from .schema import (
     GENERATOR_TASKS,
     METRIC_PACKAGES,
     METRIC_TASKS,
+    QUANTIZE,
     SCHEMA,
     TASKS,
     KeySpec,
@@ -553,7 +554,7 @@ def _rules_model(file: str, data: Mapping[str, Any], base_dir: Path | None,
                            "both model.tokenizer and [model.train_tokenizer] are given", "keep one"))
     lora = model.get("lora")
     if isinstance(lora, dict):
-        out.extend(_lora_problems(file, lora))
+        out.extend(_lora_problems(file, lora, _get(_table(data, "distributed"), "strategy", "str", "single")))
     names = _get(model, "labels", "list")
     if names is not None and task != "token-classification":
         out.append(Problem(file, "model.labels", f'used by task "token-classification" only; task is {toml_literal(task)}',
@@ -579,13 +580,25 @@ def _rules_model(file: str, data: Mapping[str, Any], base_dir: Path | None,
     return out
 
 
-def _lora_problems(file: str, lora: Mapping[str, Any]) -> list[Problem]:
-    """[model.lora] beyond its keys' types and ranges: peft installed, some layer to adapt (whether the
-    names are the model's own is checked when a rank has built the model)."""
+def _lora_problems(file: str, lora: Mapping[str, Any], strategy: str) -> list[Problem]:
+    """[model.lora] beyond its keys' types and ranges: peft (and for a quantized base bitsandbytes)
+    installed, a strategy that keeps whole weights, some layer to adapt (whether the names are the
+    model's own is checked when a rank has built the model)."""
     out: list[Problem] = []
     if distribution_version("peft") is None:
         out.append(Problem(file, "model.lora", "LoRA adapters need the peft package, which is not installed here",
                            "pip install 'tuitrain[peft]' (or remove [model.lora] to train the whole model)"))
+    quantize = lora.get("quantize")
+    if isinstance(quantize, str) and quantize in QUANTIZE:
+        if distribution_version("bitsandbytes") is None:
+            out.append(Problem(file, "model.lora.quantize", "a quantized base needs the bitsandbytes package, "
+                               "which is not installed here",
+                               "pip install 'tuitrain[qlora]' (or remove model.lora.quantize for a full-precision base)"))
+        if strategy in ("fsdp", "deepspeed"):
+            out.append(Problem(file, "model.lora.quantize", f"a quantized base is not offered with strategy "
+                               f"{toml_literal(strategy)} (it shards the weights that bitsandbytes packs)",
+                               'use distributed.strategy = "ddp" (each process holds the whole quantized base), '
+                               "or remove model.lora.quantize"))
     targets = lora.get("target_modules")
     if isinstance(targets, list) and not targets:
         out.append(Problem(file, "model.lora.target_modules", "is empty: no layer would be adapted",
