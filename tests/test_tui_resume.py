@@ -103,3 +103,24 @@ def test_a_bad_override_shows_its_line_and_starts_nothing(run_copy: Path):
     assert "training.max_steps" in shown[0] and "whole number" in shown[0], shown
     assert "unknown section [trainig]" in shown[1] and "did you mean [training]" in shown[1], shown
     assert sorted(p.name for p in run_copy.parent.iterdir()) == before  # no new run
+
+
+def test_home_R_opens_the_same_dialog_on_the_latest_checkpoint_and_escape_starts_nothing(run_copy: Path):
+    from tuitrain.tui.app import TuitrainApp
+
+    app = TuitrainApp(run_copy.parent, cwd=run_copy.parent.parent, poll_interval=0.3)
+
+    async def main() -> None:
+        async with app.run_test(size=(110, 32)) as pilot:
+            await until(pilot, lambda: app.screen.query_one("#runs").row_count == 1, 20, "the run listed")
+            await pilot.press("R")
+            await until(pilot, lambda: type(app.screen).__name__ == "ResumeScreen", 10, "the resume dialog")
+            dialog = app.screen
+            await until(pilot, lambda: "step" in str(dialog.query_one("#checkpoint").content), 20, "the checkpoint line")
+            shown = str(dialog.query_one("#checkpoint").content)
+            assert "checkpoint-8" in shown and "step 9" in shown, shown
+            await pilot.press("escape")
+            await until(pilot, lambda: type(app.screen).__name__ == "HomeScreen", 10, "Home again")
+
+    asyncio.run(main())
+    assert [p.name for p in run_copy.parent.iterdir()] == [run_copy.name]  # nothing was started

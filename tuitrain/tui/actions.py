@@ -74,20 +74,3 @@ def slurm_stop(app: Any, paths: Any, now: bool) -> None:
     why = f": {record['error']}" if record.get("error") else ""
     app.call_from_thread(app.notify, f"{paths.id} {record['status']}{why}", title=title)
     app.poke()
-
-
-def resume_in_worker(app: Any, run_dir: Path, checkpoint: str) -> None:
-    """Start a run that resumes `run_dir` from `checkpoint`, then open it (from a worker)."""
-    from tuitrain.profile import ProfileError
-    from tuitrain.runs.layout import RunPaths
-    from tuitrain.runs.relaunch import ResumeError, resume
-    from tuitrain.runs.start import StartError
-    from tuitrain.tui.messages import RunStarted
-
-    try:
-        paths, chosen, _profile = resume(RunPaths(Path(run_dir)), app.runs_root, checkpoint, app.launch_overrides, cwd=app.cwd)
-    except (ResumeError, StartError, ProfileError, OSError) as exc:
-        app.call_from_thread(app.notify, str(exc), title="Cannot resume", severity="error", timeout=10)
-        return
-    app.post_message(RunStarted(str(paths.root), f"resuming {Path(run_dir).name} from {chosen.path.name} "
-                                                  f"(step {chosen.step}) as {paths.id}"))

@@ -17,7 +17,7 @@ from textual.widgets import DataTable, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from tuitrain.humanize import duration, number
-from tuitrain.tui.actions import resume_in_worker, run_request
+from tuitrain.tui.actions import run_request
 from tuitrain.tui.format import clock, short_metric, status_text, step_text
 from tuitrain.tui.run_table import SORTS, RunOrder, arrange, describe
 from tuitrain.tui.widgets.hardware_strip import HardwareStrip
@@ -81,7 +81,8 @@ class HomeScreen(Screen):
         Binding("n", "new_profile", "New", tooltip="Create a profile in the editor"),
         Binding("e", "edit_profile", "Edit", tooltip="Edit the highlighted profile"),
         Binding("enter", "open_run", "Open", tooltip="Open the selected run's monitor", show=False),
-        Binding("R", "resume_run", "Resume", tooltip="Resume the selected run from its latest complete checkpoint"),
+        Binding("R", "resume_run", "Resume", tooltip="Resume the selected run from its latest complete checkpoint "
+                "(a dialog: the checkpoint, --set overrides)"),
         Binding("s", "stop_run", "Stop", tooltip="Ask the selected run to save a checkpoint and stop"),
         Binding("space", "mark_run", "Mark", show=False, tooltip="Mark the highlighted run for compare (again: unmark)"),
         Binding("C", "compare", "Compare",
@@ -398,17 +399,21 @@ class HomeScreen(Screen):
         self.request(run_dir, "stop")
 
     def action_resume_run(self) -> None:
+        """The resume dialog for the selected run from its latest complete checkpoint, as the monitor's R
+        (which can also pick another checkpoint)."""
+        from tuitrain.tui.screens.resume import ResumeScreen
+
         run_dir = self.selected_run_dir()
         if run_dir is None:
             self.notify("no run selected", severity="warning")
             return
-        self.resume(run_dir, "latest")
+        row = next((r for r in self._rows if r.id == run_dir.name), None)
+        if row is not None and not row.final:
+            self.notify(f"run {row.id} is still {row.status}; stop it first (s)", severity="warning")
+            return
+        self.app.push_screen(ResumeScreen(run_dir, "latest", self.app.launch_overrides))
 
     @work(thread=True, group="control", exit_on_error=False)
     def request(self, run_dir: Path, what: str) -> None:
         run_request(self.app, run_dir, what)
-
-    @work(thread=True, group="resume", exit_on_error=False)
-    def resume(self, run_dir: Path, checkpoint: str) -> None:
-        resume_in_worker(self.app, run_dir, checkpoint)
 
