@@ -270,3 +270,13 @@ def test_deepspeed_aliases_point_to_the_key(leaf: str, value: Any, fix: str) -> 
     data = demo(hardware={"accelerator": "cuda"}, distributed={"strategy": "deepspeed", "deepspeed": {leaf: value}})
     p = only(data)
     assert p.key == f"distributed.deepspeed.{leaf}" and (p.fix or "").startswith(fix)
+
+
+def test_a_quoted_key_holding_a_newline_or_an_escape_is_still_one_line() -> None:
+    data = demo_profile_data()
+    data["training"]["learning\nrate"] = 1
+    data["run"]["\x1b[2Jname"] = "x"
+    found = [str(p) for p in errors(data)]
+    assert any("training.learning\\nrate: unknown TrainingArguments key" in line for line in found), found
+    assert any("run.\\x1b[2Jname" in line for line in found), found
+    assert all("\n" not in line and "\x1b" not in line for line in found)

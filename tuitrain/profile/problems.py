@@ -13,6 +13,10 @@ from typing import Any, Iterable, Literal
 Severity = Literal["error", "warning", "note"]
 
 
+# control characters shown escaped, so a problem stays one line and cannot move a terminal's cursor
+_CONTROLS = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7f]} | {0x0a: "\\n", 0x0d: "\\r", 0x09: "\\t"}
+
+
 @dataclass(frozen=True)
 class Problem:
     """One finding about a profile.
@@ -52,7 +56,7 @@ class Problem:
         text = ": ".join(parts) + ": " + self.message
         if self.fix:
             text += "; " + self.fix
-        return text
+        return text.translate(_CONTROLS)  # a quoted TOML key or value may hold a newline or an escape
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
