@@ -9,6 +9,7 @@ from pathlib import Path
 
 from conftest import FAST, cli, losses, record, wait_for, wait_until_ended
 from slurm_cluster import Cluster
+from test_script_mode_runs import data_args, needs_mrpc, script_profile, toml_list
 
 LONG = ["--set", "training.eval_steps=100000", "--set", "training.save_steps=100000",
         "--set", "training.max_steps=100000"]  # saves on request only
@@ -69,6 +70,36 @@ def test_a_requeued_job_resumes_from_its_checkpoint(slurm_cluster: Cluster, runs
     assert record(run)["error"] is None  # a stop asked by tuitrain is no Slurm SIGTERM
     begins = [e["step"] for e in _events(run) if e["event"] == "train_begin"]
     assert begins[0] == 0 and begins[-1] == step, begins
+
+
+@needs_mrpc
+def test_a_trainer_script_saves_and_stops_at_slurms_sigterm_then_resumes(slurm_cluster: Cluster, runs_dir: Path,
+                                                                       tmp_path: Path) -> None:
+    """Script mode under Slurm: the user's own Trainer script, unchanged, gets the same save-then-stop
+    at the preemption signal as the engine (through the rank hook), and resume passes it the checkpoint."""
+    args = [*data_args(), "--output_dir", "out", "--max_steps", "100000", "--save_steps", "100000", "--step_sleep", "0.05"]
+    profile = script_profile(tmp_path / "proj", "mrpc_trainer.py", args, 1)
+    result = cli("submit", str(profile), "--time", "10", runs_dir=runs_dir)
+    assert result.returncode == 0, result.stdout + result.stderr
+    run = runs_dir / result.stdout.strip()
+    job = str(record(run)["slurm"]["job_id"])
+    wait_for(lambda: len(losses(run)) >= 2, 180, "the script's training to start")
+    assert slurm_cluster.client("scancel", "--signal=TERM", job, timeout=20).returncode == 0
+    ended = wait_until_ended(run, 90)
+    assert ended["status"] == "stopped" and "Slurm's SIGTERM" in (ended["error"] or ""), ended
+    assert "SIGTERM from Slurm" in (run / "logs" / "rank-0.log").read_text()
+    out = profile.parent / "out"
+    saved = sorted(int(p.name.split("-")[1]) for p in out.glob("checkpoint-*") if (p / "tuitrain.json").exists())
+    assert len(saved) == 1 and saved[0] == max(losses(run)), (saved, max(losses(run)))
+
+    shorter = toml_list([*data_args(), "--output_dir", "out", "--max_steps", str(saved[0] + 2)])
+    resumed = cli("resume", run.name, "--set", f"script.args={shorter}", runs_dir=runs_dir)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    child = runs_dir / resumed.stdout.strip()
+    assert record(child)["slurm"]["job_id"] not in (None, job)  # a new job
+    assert record(child)["resume_from"] == str(out / f"checkpoint-{saved[0]}")
+    assert wait_until_ended(child, 180)["status"] == "finished", record(child)
+    assert sorted(losses(child)) == [saved[0] + 1, saved[0] + 2]
 
 
 def _events(run: Path) -> list[dict]:
