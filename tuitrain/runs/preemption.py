@@ -5,8 +5,8 @@ it, then SIGKILL KillWait seconds later (for preemption: the partition's GraceTi
 kills every rank mid-step. So, under Slurm:
 
 - the agent's supervisor starts `accelerate launch` with SIGTERM ignored (`LAUNCHER_IGNORES_TERM` in its
-  environment says so, and torch's launcher is told not to handle it: TORCHELASTIC_SIGNALS_TO_HANDLE), so the
-  launcher neither dies nor tears the ranks down;
+  environment says so, and torch's elastic launcher, which several ranks go through, is told not to handle it), so
+  the launcher neither dies nor tears the ranks down;
 - each rank (the engine's, and script mode's) takes SIGTERM as a stop request: it writes the run's `control/stop`,
   which rank 0 honours for every rank at the next step end (a checkpoint, then the end), as `tuitrain stop` does;
 - tuitrain's own ending of processes (`stop --now`, a teardown after a rank died) is told apart by one rule: the
@@ -34,8 +34,13 @@ def under_slurm(env: dict[str, str] | os._Environ[str] = os.environ) -> bool:
 
 
 def launcher_env() -> dict[str, str]:
-    """What the launcher's environment gets under Slurm (its SIGTERM is ignored: see the module's note)."""
-    return {LAUNCHER_IGNORES_TERM: "1", "TORCHELASTIC_SIGNALS_TO_HANDLE": "SIGINT,SIGHUP,SIGQUIT"}
+    """What the launcher's environment gets under Slurm (its SIGTERM is ignored: see the module's note).
+
+    torch's elastic launcher takes the signals it handles from its `--signals_to_handle` option, whose default is
+    PET_SIGNALS_TO_HANDLE (SIGTERM included when unset), and writes them over TORCHELASTIC_SIGNALS_TO_HANDLE before
+    it reads that; older torch reads only the latter. Both leave SIGTERM out."""
+    handled = "SIGINT,SIGHUP,SIGQUIT"
+    return {LAUNCHER_IGNORES_TERM: "1", "PET_SIGNALS_TO_HANDLE": handled, "TORCHELASTIC_SIGNALS_TO_HANDLE": handled}
 
 
 def ignore_term() -> None:
