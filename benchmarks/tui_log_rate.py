@@ -3,7 +3,10 @@ and what watching costs it (target < 10% of a core over 60 s), beside a naive Te
 (Textual's own Log widget fed every new line by a thread) watching the same files.
 
 A writer process appends timestamped lines to logs/rank-0.log and logs/rank-1.log of a run
-directory (the run's record names the writer as its supervisor, so the run reads as running).
+directory (the run's record names the writer as its supervisor, so the run reads as running),
+through the same TimedLog a rank's output goes through, so logs/rank-K.times says when each line
+was written and the merged view interleaves by it; a second pass writes the logs without .times
+(older runs, bytes written below Python), which the view merges as they arrive.
 The app runs in a pseudo-terminal, opened on that run (the merged view of both ranks, following);
 every line it paints carries its write time, so latency = paint time - write time.
 CPU is the app process's user + system time (threads and any child processes included) over the
@@ -32,11 +35,21 @@ from _common import QuietGate, machine_line
 from tui_pty import PtyProgram
 
 RATE = 1000
+OURS = "tuitrain (merged view of 2 ranks, lines merged by their .times, as a run's ranks write them)"
 IDLE_SECONDS = 10.0
 WRITER = r"""
-import sys, time
-logs = [open(sys.argv[1] + f"/rank-{r}.log", "a", buffering=1) for r in range(2)]
-rate, seconds = int(sys.argv[2]), float(sys.argv[3])
+import os, sys, time
+from tuitrain.runs.linetimes import timed_stream
+rate, seconds, timed = int(sys.argv[2]), float(sys.argv[3]), sys.argv[4] == "timed"
+def rank_log(r):
+    path = sys.argv[1] + f"/rank-{r}.log"
+    if not timed:
+        return open(path, "a", buffering=1)
+    # as a rank writes: through TimedLog, which notes when each line was written in rank-K.times
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    times = os.open(path[:-4] + ".times", os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    return timed_stream(fd, times, sys.stdout)
+logs = [rank_log(r) for r in range(2)]
 start = time.time(); written = 0
 while True:
     now = time.time()
@@ -102,7 +115,7 @@ def app_cpu(proc: psutil.Process) -> float:
     return total
 
 
-def watch(argv: list[str], base: Path, seconds: float, open_run: bool) -> dict[str, float]:
+def watch(argv: list[str], base: Path, seconds: float, open_run: bool, timed: bool) -> dict[str, float]:
     samples: list[float] = []  # newest line of a paint: paint time - write time
     oldest: list[float] = []  # oldest line first shown by a paint: the bound on "shown within"
     seen = [0.0]
@@ -134,7 +147,8 @@ def watch(argv: list[str], base: Path, seconds: float, open_run: bool) -> dict[s
         time.sleep(IDLE_SECONDS)
         idle = (app_cpu(proc) - cpu0) / (time.monotonic() - wall0)
         children = len(proc.children(recursive=True))
-        writer = subprocess.Popen([sys.executable, "-c", WRITER, str(logs), str(RATE), str(seconds)])
+        writer = subprocess.Popen([sys.executable, "-c", WRITER, str(logs), str(RATE), str(seconds),
+                                   "timed" if timed else "plain"])
         cpu0 = app_cpu(proc)
         wall0 = time.monotonic()
         writer.wait()
@@ -157,16 +171,17 @@ def main() -> int:
     args = parser.parse_args()
     gate = QuietGate()
     results = {}
-    for name, argv, open_run in (
-        ("tuitrain (merged view of 2 ranks)", [sys.executable, "-m", "tuitrain"], True),
-        ("naive: Textual Log widget, a thread writing every line", [sys.executable, "-c", BASELINE], False),
+    for name, argv, open_run, timed in (
+        (OURS, [sys.executable, "-m", "tuitrain"], True, True),
+        ("tuitrain, logs without .times (merged by arrival)", [sys.executable, "-m", "tuitrain"], True, False),
+        ("naive: Textual Log widget, a thread writing every line", [sys.executable, "-c", BASELINE], False, False),
     ):
         base = Path(tempfile.mkdtemp(prefix="tuitrain-rate-"))
         run = make_run(base, writer_pid=psutil.Process().pid)
         if not open_run:
             argv = [*argv, str(run / "logs")]
         gate.wait()
-        results[name] = watch(argv, base, args.seconds, open_run)
+        results[name] = watch(argv, base, args.seconds, open_run, timed)
         shutil.rmtree(base, ignore_errors=True)
     print(machine_line())
     print(gate.summary())
@@ -177,7 +192,7 @@ def main() -> int:
               f"max {r['first_max']:.3f} s\n  CPU {r['cpu']:.1%} of a core (the same app idle, nothing written: "
               f"{r['idle']:.1%} over {IDLE_SECONDS:.0f} s; child processes: {r['children']});  "
               f"RSS at the end {r['rss']:.0f} MiB")
-    ours = results["tuitrain (merged view of 2 ranks)"]
+    ours = results[OURS]
     ok = ours["first_p95"] < 0.5 and ours["cpu"] < 0.10
     print("targets (a new line shown within 0.5 s at p95, CPU < 10% of a core):", "met" if ok else "NOT met")
     return 0 if ok else 1
