@@ -133,6 +133,18 @@ def prepare_quantized(model: Any, gradient_checkpointing: bool) -> Any:
     return peft.prepare_model_for_kbit_training(model, use_gradient_checkpointing=gradient_checkpointing)
 
 
+def keep_packing_for_training(model: Any) -> None:
+    """bitsandbytes repacks a 4-bit layer's weights in place for fast CPU inference at its first
+    forward in eval mode (on CPUs with AVX512-BF16), after which a training step fails ("a view of
+    a leaf Variable ... in-place operation"), and the repacking needs layers at least 64 wide. An
+    evaluation during training must leave the base as it trains: no repacking."""
+    import bitsandbytes
+
+    for module in model.modules():
+        if isinstance(module, bitsandbytes.nn.Linear4bit):
+            module.support_avx512bf16_for_cpu = False
+
+
 def quantized_layers(model: Any) -> int:
     """How many layers bitsandbytes holds quantized (what the rank's log reports)."""
     import bitsandbytes

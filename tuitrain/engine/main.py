@@ -166,6 +166,7 @@ def build_lora_model(model_spec: dict[str, Any], tokenizer: Any, output_dir: str
         apply_lora,
         base_folder,
         import_peft,
+        keep_packing_for_training,
         prepare_quantized,
         quantization_config,
         quantized_layers,
@@ -189,6 +190,7 @@ def build_lora_model(model_spec: dict[str, Any], tokenizer: Any, output_dir: str
         if from_scratch:  # weights drawn here exist in full precision only: quantize them as saved
             model = build_model(model_spec, tokenizer, base=kept or Path(output_dir) / LORA_BASE, labels=labels,
                                 quantized=placed)
+        keep_packing_for_training(model)
         print(f"[tuitrain] base quantized ({lora['quantize']}, bitsandbytes): {quantized_layers(model)} layers", flush=True)
         model = prepare_quantized(model, bool(args.gradient_checkpointing))
     return apply_lora(model, lora, task)

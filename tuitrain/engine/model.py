@@ -52,6 +52,11 @@ def build_model(model: dict[str, Any], tokenizer: Any, base: Path | None = None,
             raise EngineError(not_loadable("model.name_or_path", source, "model", exc)) from exc
     else:
         inline = dict(model["config"])
+        # the tokenizer's special ids, not the model type's defaults (gpt2's 50256 in a 128-token vocabulary):
+        # the Trainer aligns them at train start, but a LoRA base is saved before that
+        for key, token_id in (("bos_token_id", tokenizer.bos_token_id), ("eos_token_id", tokenizer.eos_token_id)):
+            if token_id is not None:
+                inline.setdefault(key, token_id)
         if model["task"] == "seq2seq":  # generation starts from and stops at the tokenizer's own ids
             for key, token_id in (("pad_token_id", tokenizer.pad_token_id), ("eos_token_id", tokenizer.eos_token_id),
                                   ("decoder_start_token_id", tokenizer.pad_token_id)):

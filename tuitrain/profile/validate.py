@@ -599,6 +599,11 @@ def _lora_problems(file: str, lora: Mapping[str, Any], strategy: str) -> list[Pr
                                f"{toml_literal(strategy)} (it shards the weights that bitsandbytes packs)",
                                'use distributed.strategy = "ddp" (each process holds the whole quantized base), '
                                "or remove model.lora.quantize"))
+    if "double_quant" in lora and quantize not in ("nf4", "fp4"):
+        out.append(Problem(file, "model.lora.double_quant",
+                           "applies to a 4-bit base only (quantize = \"nf4\" or \"fp4\"); "
+                           + (f"quantize is {toml_literal(quantize)}" if quantize else "quantize is not set"),
+                           "remove it", severity="warning"))
     targets = lora.get("target_modules")
     if isinstance(targets, list) and not targets:
         out.append(Problem(file, "model.lora.target_modules", "is empty: no layer would be adapted",

@@ -144,6 +144,35 @@ def choose_checkpoint(record: dict[str, Any], ref: str | Path = "latest") -> Che
     return checkpoint
 
 
+def _lora_base(data: dict[str, Any]) -> tuple[bool, str | None]:
+    lora = (data.get("model") or {}).get("lora")
+    return isinstance(lora, dict), (lora or {}).get("quantize") if isinstance(lora, dict) else None
+
+
+def _base_words(quantize: str | None) -> str:
+    return f"an {quantize} base" if quantize else "a full-precision base"
+
+
+def base_mismatch(parent_profile: Path, data: dict[str, Any], checkpoint: Checkpoint) -> str | None:
+    """Why `data` cannot continue `checkpoint`, written under the parent's frozen profile: an adapter
+    checkpoint needs the adapters ([model.lora]) and the very base they were trained on (its
+    quantization); None when it can."""
+    try:
+        before = load_profile(parent_profile).data
+    except Exception:  # noqa: BLE001 - an unreadable frozen profile: the load of the new one says why
+        return None
+    (had, was), (has, now) = _lora_base(before), _lora_base(data)
+    if had != has:
+        what = "LoRA adapters" if had else "a whole model"
+        fix = "keep [model.lora] as the run had it" if had else "remove [model.lora] (--set model.lora=)"
+        return f"{checkpoint.path.name} holds {what}, and this resume would train {'a whole model' if had else 'LoRA adapters'}; {fix}"
+    if had and was != now:
+        fix = f"--set model.lora.quantize={was}" if was else "--set model.lora.quantize="
+        return (f"model.lora.quantize: {checkpoint.path.name}'s adapters were trained on {_base_words(was)}, and this "
+                f"resume would load {_base_words(now)}; resume with the same base ({fix})")
+    return None
+
+
 def resume(parent: RunPaths, runs_root: Path, checkpoint: str | Path = "latest",
            overrides: Sequence[str] = (), cwd: Path | None = None,
            hardware: Hardware | None = None, ssh_config: str | None = None) -> tuple[RunPaths, Checkpoint, Profile]:
@@ -182,6 +211,9 @@ def resume(parent: RunPaths, runs_root: Path, checkpoint: str | Path = "latest",
             f"{chosen.path.name} was written by {chosen.world_size} process(es) and this resume would run {planned}: "
             "the Trainer restores per-rank state and data order for the world that saved it. "
             f"Resume with distributed.num_processes={chosen.world_size} (--set distributed.num_processes={chosen.world_size})")
+    mismatch = base_mismatch(parent.profile, profile.data, chosen)
+    if mismatch:
+        raise ResumeError(mismatch)
     lineage = Lineage(parent=parent.id, checkpoint=chosen.path)
     paths = start_run(profile, settings, plan_for, runs_root, lineage=lineage, cwd=cwd)
     return paths, chosen, profile
