@@ -66,6 +66,24 @@ class CheckpointMarkerCallback(TrainerCallback):
             })
 
 
+class StepsFromProfileCallback(TrainerCallback):
+    """A resume keeps the profile's logging, eval and save steps: the Trainer takes them from the
+    checkpoint's trainer_state.json (with a warning deep in the log), so `resume --set
+    training.save_steps=1000` was silently ignored while plan and the frozen profile said 1000."""
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        if state.global_step == 0:
+            return
+        before = (state.logging_steps, state.eval_steps, state.save_steps)
+        state.compute_steps(args, state.max_steps)
+        after = (state.logging_steps, state.eval_steps, state.save_steps)
+        if after != before and state.is_world_process_zero:
+            changed = ", ".join(f"{name} {old} -> {new}" for name, old, new
+                                in zip(("logging_steps", "eval_steps", "save_steps"), before, after, strict=True)
+                                if old != new)
+            print(f"[tuitrain] resume: the profile's steps, not the checkpoint's: {changed}", flush=True)
+
+
 class EventsCallback(TrainerCallback):
     """Rank 0 turns the Trainer's lifecycle into events.jsonl lines."""
 

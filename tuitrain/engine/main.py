@@ -94,7 +94,7 @@ def build_trainer(paths: RunPaths, record: dict[str, Any], profile: dict[str, An
     from transformers import EarlyStoppingCallback, set_seed
 
     from tuitrain.engine import tasks
-    from tuitrain.engine.callbacks import CheckpointMarkerCallback, ControlCallback, EventsCallback
+    from tuitrain.engine.callbacks import CheckpointMarkerCallback, ControlCallback, EventsCallback, StepsFromProfileCallback
     from tuitrain.engine.data import check_splits, raw_splits, training_texts
     from tuitrain.engine.events import EventLog
     from tuitrain.engine.low_rank import check_optim_targets
@@ -139,7 +139,8 @@ def build_trainer(paths: RunPaths, record: dict[str, Any], profile: dict[str, An
         model = build_model(model_spec, tokenizer, labels=labels)
     check_optim_targets(model, str(getattr(args.optim, "value", args.optim)), args.optim_target_modules)
     events = EventLog(paths.events) if rank == 0 else None
-    callbacks: list[Any] = [CheckpointMarkerCallback(record["id"], world_size), ControlCallback(paths, events, world_size)]
+    callbacks: list[Any] = [CheckpointMarkerCallback(record["id"], world_size), ControlCallback(paths, events, world_size),
+                            StepsFromProfileCallback()]
     if events is not None:
         callbacks.insert(1, EventsCallback(events, record["id"], world_size))
     if metrics_spec.get("early_stopping_patience"):
