@@ -54,7 +54,8 @@ def build_model(model: dict[str, Any], tokenizer: Any, base: Path | None = None,
         inline = dict(model["config"])
         # the tokenizer's special ids, not the model type's defaults (gpt2's 50256 in a 128-token vocabulary):
         # the Trainer aligns them at train start, but a LoRA base is saved before that
-        for key, token_id in (("bos_token_id", tokenizer.bos_token_id), ("eos_token_id", tokenizer.eos_token_id)):
+        for key in ("bos_token_id", "eos_token_id"):
+            token_id = getattr(tokenizer, key, None)
             if token_id is not None:
                 inline.setdefault(key, token_id)
         if model["task"] == "seq2seq":  # generation starts from and stops at the tokenizer's own ids
