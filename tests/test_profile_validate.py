@@ -105,6 +105,8 @@ def test_unknown_key_in_a_section() -> None:
 def test_key_in_the_wrong_section_points_to_its_home() -> None:
     p = only(demo(run={"mixed_precision": "bf16"}))
     assert "hardware.mixed_precision" in (p.fix or "")
+    p = only(demo(model={"quantize": "nf4"}))
+    assert p.key == "model.quantize" and p.fix == "did you mean model.lora.quantize?"
 
 
 def test_section_types_and_ranges() -> None:

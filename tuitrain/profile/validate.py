@@ -248,6 +248,8 @@ def _check_key(file: str, key: str, leaf: str, value: Any, spec: KeySpec) -> lis
 def _elsewhere(leaf: str, here: str, fields: Mapping[str, FieldSpec] | None) -> list[str]:
     """Dotted places where a key of this name does belong."""
     spots = [f"{sec}.{leaf}" for sec, keys in SCHEMA.items() if sec != here and leaf in keys]
+    spots += [f"{sec}.{sub}.{leaf}" for sec, keys in SCHEMA.items() for sub, spec in keys.items()
+              if isinstance(spec, TableSpec) and leaf in spec.keys]  # a [model.lora] key written in [model]
     if here != "training" and fields and leaf in fields:
         spots.append(f"training.{leaf}")
     return spots
