@@ -48,8 +48,10 @@ def quantized_line(run_dir: Path, rank: int) -> tuple[str, int]:
 def test_quantize_is_validated_one_line_per_mistake(monkeypatch) -> None:
     assert errors(with_lora({"r": 4, "quantize": "nf4"})) == []
     assert errors(with_lora({"r": 4, "quantize": "int8"}, "ddp")) == []
-    (wrong,) = errors(with_lora({"r": 4, "quantize": "int4"}))
-    assert wrong.startswith("p.toml: model.lora.quantize:") and "nf4" in wrong and "int8" in wrong
+    (wrong,) = errors(with_lora({"r": 4, "quantize": "4bit"}))
+    assert wrong == 'p.toml: model.lora.quantize: "4bit" is not one of "nf4", "fp4", "int8"; e.g. quantize = "nf4"', wrong
+    (close,) = errors(with_lora({"r": 4, "quantize": "int4"}))
+    assert close.endswith("did you mean 'int8'?")
     (sharded,) = errors(with_lora({"r": 4, "quantize": "nf4"}, "fsdp"))
     assert "not offered with strategy \"fsdp\"" in sharded and 'strategy = "ddp"' in sharded
     for lora in ({"r": 4, "quantize": "int8", "double_quant": True}, {"r": 4, "double_quant": False}):

@@ -164,7 +164,8 @@ def _choice_problem(file: str, key: str, value: Any, choices: tuple[Any, ...]) -
     many = len(choices) > 12
     hint = did_you_mean(str(value), [str(c) for c in choices], n=3 if many else 1) \
         if isinstance(value, str) else None
-    return Problem(file, key, f"{toml_literal(value)} is not one of {_choices_text(choices)}", hint)
+    example = f"e.g. {key.rsplit('.', 1)[-1]} = {toml_literal(choices[0])}" if choices else None
+    return Problem(file, key, f"{toml_literal(value)} is not one of {_choices_text(choices)}", hint or example)
 
 
 def _range_problem(file: str, key: str, leaf: str, value: Any,
