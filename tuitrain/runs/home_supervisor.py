@@ -57,6 +57,13 @@ class MachineLink:
     hello: dict[str, Any] | None = None
     end: dict[str, Any] | None = None
     closed: bool = False  # its ssh stdout ended
+    stderr_reader: threading.Thread | None = None
+
+    def said(self) -> str:
+        """All ssh wrote on stderr; call once ssh has ended (its reader may still be draining the pipe)."""
+        if self.stderr_reader is not None:
+            self.stderr_reader.join(timeout=2)
+        return self.stderr.decode(errors="replace")
 
     @property
     def host(self) -> str:
@@ -132,7 +139,8 @@ class HomeSupervisor(Supervisor):
             processes[f"ssh {link.host}"] = identity(proc.pid)
             assert proc.stdout is not None and proc.stderr is not None
             threading.Thread(target=_read_stdout, args=(link.rank, proc.stdout, self.inbox), daemon=True).start()
-            threading.Thread(target=_read_stderr, args=(proc.stderr, link.stderr), daemon=True).start()
+            link.stderr_reader = threading.Thread(target=_read_stderr, args=(proc.stderr, link.stderr), daemon=True)
+            link.stderr_reader.start()
             link.send(self.setup_message(machine))
         self.update(status="running", started=time.time(), processes=processes,
                     pids={"supervisor": os.getpid(), "ranks": {}})
@@ -177,8 +185,10 @@ class HomeSupervisor(Supervisor):
                     link.proc.wait(timeout=5)
                 except subprocess.TimeoutExpired:
                     ssh_kill(link.proc)
-                problem = ssh.classify(link.host, link.proc.returncode, link.stderr.decode(errors="replace"),
-                                       agent_argv(link.machine))
+                said = link.said()
+                log(f"machine {link.rank} ({link.host}): ssh ended with {link.proc.returncode}"
+                    + (f": {said.strip().splitlines()[-1]}" if said.strip() else " and said nothing"))
+                problem = ssh.classify(link.host, link.proc.returncode, said, agent_argv(link.machine))
                 why = str(problem) if problem else ""
                 if link.hello is not None and (problem is None or problem.kind in ("ssh", "exit")):
                     why = (f"{link.host}: its tuitrain agent (pid {link.hello.get('pid')}) ended without reporting "
