@@ -1,5 +1,6 @@
-"""TrainingArguments that other keys of a profile imply, when [training] leaves them unset: one place for the
-rule, read by the engine (which sets them) and by `plan` (which says so)."""
+"""What some keys of a profile imply beyond themselves: TrainingArguments other keys set when [training] leaves
+them unset (one place for the rule, read by the engine, which sets them, and by `plan`, which says so), and what
+[model.lora] trains and keeps."""
 
 from __future__ import annotations
 
@@ -27,6 +28,26 @@ def implied_training(profile: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
 
 
 def implied_notes(profile: Mapping[str, Any]) -> list[str]:
-    """One line per implied key, for `plan`."""
-    return [f"training.{key} = {value!r} (not set in the profile): {why}; set it in [training] to choose"
-            for key, (value, why) in implied_training(profile).items()]
+    """One line per implied key, and one for [model.lora], for `plan`."""
+    notes = [f"training.{key} = {value!r} (not set in the profile): {why}; set it in [training] to choose"
+             for key, (value, why) in implied_training(profile).items()]
+    lora = lora_note(profile)
+    return notes + ([lora] if lora else [])
+
+
+def lora_note(profile: Mapping[str, Any]) -> str | None:
+    """What [model.lora] trains and how its base is held, so `plan` says it before a launch."""
+    lora = (profile.get("model") or {}).get("lora")
+    if not isinstance(lora, dict):
+        return None
+    targets = lora.get("target_modules")
+    where = f"on {', '.join(map(str, targets))}" if targets else "on peft's default layers for the model type"
+    quantize = lora.get("quantize")
+    if quantize:
+        double = " with double quantization" if quantize in ("nf4", "fp4") and lora.get("double_quant", True) else ""
+        base = f"the base frozen and loaded quantized to {quantize}{double} (bitsandbytes)"
+    else:
+        base = "the base frozen in full precision"
+    return (f"model.lora: LoRA adapters r={lora.get('r', 8)}, alpha={lora.get('alpha', 16.0)} {where}, {base}; "
+            "checkpoints hold the adapter, `tuitrain export` merges it into a full-precision model")
+
