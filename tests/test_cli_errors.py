@@ -45,6 +45,14 @@ def test_every_problem_is_listed_at_once(tmp_path, runs_dir):
     assert "learning_rat" in text and "num_train_epochs" in text and "2 error(s)" in text
 
 
+def test_validate_checks_the_profile_with_the_overrides_a_launch_would_use(tmp_path, runs_dir):
+    path = demo_with(tmp_path, "max_steps = 150", "max_steps = 150")
+    assert cli("validate", str(path), runs_dir=runs_dir).returncode == 0
+    check_clean(cli("validate", str(path), "--set", "training.max_steps=-3", runs_dir=runs_dir), "training.max_steps")
+    check_clean(cli("validate", str(path), "--set", "training.learning_rat=1e-4", runs_dir=runs_dir),
+                "did you mean 'learning_rate'")
+
+
 def test_missing_data_file(runs_dir):
     check_clean(cli("run", "demo", "--set", "data.generate=", "--set", "data.train_file=/nowhere/train.csv", runs_dir=runs_dir),
                 "data.train_file", "/nowhere/train.csv")

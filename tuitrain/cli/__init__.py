@@ -87,6 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("validate", launching.cmd_validate, "list every problem in a profile, each with file, key and fix")
     p.add_argument("profile")
+    _set_option(p)
 
     p = command("runs", viewing.cmd_runs, "list the runs under the runs root")
     p.add_argument("--json", action="store_true")

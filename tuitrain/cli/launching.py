@@ -175,7 +175,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def cmd_validate(args: argparse.Namespace) -> int:
     say_when_reading_training_args()
     try:
-        profile = load_profile(resolve_profile_path(args.profile))
+        profile = load_profile(resolve_profile_path(args.profile), args.set)
     except ProfileError as exc:
         for problem in exc.problems:
             print(problem, file=sys.stderr)
