@@ -48,8 +48,9 @@ def module_found(name: str) -> bool:
 
 
 def port_in_use(port: int) -> bool:
-    """Something listens on the port here, or it cannot be bound (torchrun's store binds it on
-    every address)."""
+    """Something listens on the port here, or it cannot be bound as torch's store binds it: on every
+    address, with SO_REUSEADDR, so the previous run's connections still in TIME_WAIT (a requeued Slurm job
+    derives the same port) do not count."""
     import errno
     import socket
 
@@ -58,6 +59,7 @@ def port_in_use(port: int) -> bool:
         if probe.connect_ex(("127.0.0.1", port)) == 0:
             return True
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind(("", port))
         except OSError as exc:

@@ -87,6 +87,7 @@ if a.get("port"):
     free = not listening
     if free:
         b = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        b.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as torch's store binds: TIME_WAIT is no owner
         try:
             b.bind(("", port))
         except OSError:
