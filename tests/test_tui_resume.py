@@ -68,7 +68,11 @@ def test_resume_from_the_older_checkpoint_with_an_override(run_copy: Path):
             await pilot.press("enter")
             await until(pilot, lambda: type(app.screen).__name__ == "MonitorScreen" and app.screen is not monitor,
                         120, "the resumed run's monitor")
-            return app.screen.run_watch.paths.root
+            assert monitor not in app.screen_stack  # the resumed run took its parent's place, not a second layer
+            child = app.screen.run_watch.paths.root
+            await pilot.press("escape")
+            await until(pilot, lambda: type(app.screen).__name__ == "HomeScreen", 10, "home after one escape")
+            return child
 
     child = asyncio.run(main())
     rec = wait_until_ended(child, 300)

@@ -181,7 +181,8 @@ class TuitrainApp(App[int]):
         self.poke()
         if message.note:
             self.notify(message.note, title="Run started")
-        self.open_run(Path(message.run_dir), replace=False)
+        # a resume from a monitor takes that monitor's place: escape goes back to where it was opened from
+        self.open_run(Path(message.run_dir), replace=True)
 
     def open_run(self, run_dir: Path, replace: bool = False) -> None:
         from tuitrain.runs.record import RunRecordError
