@@ -82,6 +82,22 @@ def test_the_quantization_follows_the_profile_and_keeps_a_classifiers_new_head_w
     assert int8.load_in_8bit and not int8.load_in_4bit and "classifier" in int8.llm_int8_skip_modules
 
 
+def test_a_missing_optional_package_is_one_engine_line_naming_its_key_and_extra(monkeypatch) -> None:
+    import sys
+
+    from tuitrain.engine.errors import EngineError
+    from tuitrain.engine.lora import import_bitsandbytes, import_peft
+
+    monkeypatch.setitem(sys.modules, "bitsandbytes", None)  # None in sys.modules: its import raises ImportError
+    monkeypatch.setitem(sys.modules, "peft", None)
+    with pytest.raises(EngineError, match=r"^model\.lora\.quantize: the bitsandbytes package does not import here "
+                                          r"\(.*\); pip install 'tuitrain\[qlora\]' in this environment$"):
+        import_bitsandbytes()
+    with pytest.raises(EngineError, match=r"^\[model\.lora\]: the peft package does not import here "
+                                          r"\(.*\); pip install 'tuitrain\[peft\]' in this environment$"):
+        import_peft()
+
+
 @pytest.mark.slow
 def test_a_4bit_causal_lm_trains_its_adapters_resumes_and_exports_in_full_precision(tmp_path, runs_dir):
     profile = tmp_path / "clm_qlora.toml"

@@ -14,6 +14,7 @@ them into the full-precision base, as QLoRA's authors do.
 from __future__ import annotations
 
 import copy
+import importlib
 from pathlib import Path
 from typing import Any
 
@@ -70,13 +71,17 @@ def default_targets(model: Any) -> list[str]:
     return list(targets)
 
 
-def import_peft() -> Any:
+def _optional_package(name: str, key: str, extra: str) -> Any:
+    """An optional extra's package, or one engine line naming the profile key that needs it and the install."""
     try:
-        import peft
+        return importlib.import_module(name)
     except ImportError as exc:
-        raise EngineError(f"[model.lora]: the peft package does not import here ({first_line(exc)}); "
-                          "pip install 'tuitrain[peft]' in this environment") from exc
-    return peft
+        raise EngineError(f"{key}: the {name} package does not import here ({first_line(exc)}); "
+                          f"pip install 'tuitrain[{extra}]' in this environment") from exc
+
+
+def import_peft() -> Any:
+    return _optional_package("peft", "[model.lora]", "peft")
 
 
 def apply_lora(model: Any, lora: dict[str, Any], task: str) -> Any:
@@ -99,12 +104,7 @@ _HEADS = {"sequence-classification": ["classifier", "score"], "token-classificat
 
 
 def import_bitsandbytes() -> Any:
-    try:
-        import bitsandbytes
-    except ImportError as exc:
-        raise EngineError(f"model.lora.quantize: the bitsandbytes package does not import here ({first_line(exc)}); "
-                          "pip install 'tuitrain[qlora]' in this environment") from exc
-    return bitsandbytes
+    return _optional_package("bitsandbytes", "model.lora.quantize", "qlora")
 
 
 def quantization_config(lora: dict[str, Any], task: str, bf16: bool, fp16: bool) -> Any | None:
