@@ -152,6 +152,13 @@ def test_parse_override_rejects_bad_forms(text: str) -> None:
     assert "section.key=value" in str(info.value)
 
 
+def test_an_override_naming_only_a_section_says_so_once() -> None:
+    with pytest.raises(ProfileError) as info:
+        parse_override("training=3")
+    assert str(info.value) == ("--set: 'training=3': names [training] but no key in it; expected section.key=value, "
+                               "e.g. training.max_steps=40 or run.name=my-run")
+
+
 def test_apply_overrides_returns_a_new_dict() -> None:
     data = {"training": {"max_steps": 10}, "model": {"config": {"model_type": "bert"}}}
     before = copy.deepcopy(data)

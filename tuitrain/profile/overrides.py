@@ -8,6 +8,7 @@ import tomllib
 from typing import Any, Mapping, Sequence
 
 from .problems import Problem, ProfileError
+from .schema import SCHEMA
 from .training_args import FieldSpec, applicable_migration
 from .validate import toml_literal
 
@@ -27,7 +28,9 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     raw_key, raw_value = text.split("=", 1)
     parts = [p.strip() for p in raw_key.strip().split(".")]
     if len(parts) < 2 or not all(parts):
-        raise ProfileError([Problem("--set", raw_key.strip(), f"{text!r}: the key needs a section", OVERRIDE_FORM)])
+        what = (f"names [{parts[0]}] but no key in it" if len(parts) == 1 and parts[0] in SCHEMA
+                else "the key needs a section")
+        raise ProfileError([Problem("--set", "", f"{text!r}: {what}", OVERRIDE_FORM)])
     value: Any
     if not raw_value.strip():
         return parts, REMOVE
