@@ -112,3 +112,4 @@ def test_a_two_node_job_saves_at_slurms_sigterm_and_resumes_when_requeued(slurm_
     assert complete_checkpoints(run)[-1] == max(losses(run)) > step  # the stop saved where it ended
     wait_for(lambda: job_state(slurm_two_nodes, job) == "COMPLETED", 30, "the job to complete again")
     wait_for(lambda: not leftovers(runs_dir), 30, "no process left on either host after the stop")
+    assert wait_for(lambda: ended_on_node_2(run), 30, "node 2's record of the stop")["status"] == "stopped"

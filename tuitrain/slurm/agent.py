@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 from tuitrain.atomic import write_text_atomic
 from tuitrain.runs import preemption
-from tuitrain.runs.layout import CONTROL_ENDING, CONTROL_REQUESTS, RunPaths
+from tuitrain.runs.layout import CONTROL_ENDING, CONTROL_REQUESTS, CONTROL_STOP, RunPaths
 from tuitrain.runs.record import FINAL_STATUSES, new_record, read_record, record_end, reserve_space, update_record, write_record
 from tuitrain.runs.supervisor import Supervisor, log, run_supervisor
 from tuitrain.slurm.commands import SlurmError, hostnames, node_address
@@ -163,6 +163,10 @@ class SlurmSupervisor(Supervisor):
 
     def outcome(self, launcher_code: int, records: dict[int, dict[str, Any]], cause: Any) -> tuple[str, int | None, str | None]:
         status, rank, error = super().outcome(launcher_code, records, cause)
+        if status == "finished" and self.paths != self.home and self.home.control_request(CONTROL_STOP).exists():
+            # node M > 0: `tuitrain stop` asked the run (its ranks heard it from rank 0). Read at the end, not
+            # polled: by now node 0 has cleared a requeued job's stale requests, or these ranks could not have met
+            status = "stopped"
         job = (self.record.get("slurm") or {}).get("job_id") or os.environ.get("SLURM_JOB_ID")
         then = (f"if Slurm requeues job {job}, it resumes from it" if self.requeue
                 else f"`tuitrain resume {self.home.id}` submits a job that continues from it")
