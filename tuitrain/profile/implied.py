@@ -50,4 +50,3 @@ def lora_note(profile: Mapping[str, Any]) -> str | None:
         base = "the base frozen in full precision"
     return (f"model.lora: LoRA adapters r={lora.get('r', 8)}, alpha={lora.get('alpha', 16.0)} {where}, {base}; "
             "checkpoints hold the adapter, `tuitrain export` merges it into a full-precision model")
-
