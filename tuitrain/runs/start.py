@@ -20,6 +20,7 @@ from tuitrain.launch.machines import MachinesPlan
 from tuitrain.profile import Profile
 from tuitrain.runs.checkpoints import list_checkpoints
 from tuitrain.runs.layout import RunPaths
+from tuitrain.runs.output_claim import claim_output_dir, holder_problem
 from tuitrain.runs.record import RunRecordError, new_record, read_record, record_end, reserve_space, write_record
 from tuitrain.runs.tail import read_tail
 from tuitrain.yaml_text import dump as dump_yaml
@@ -150,6 +151,9 @@ def start_run(
         # a [script]'s output folder is its Trainer's (or what tuitrain.saved names): its ranks record it
         output_dir = None if settings.get("script") else resolve_output_dir(settings, paths, cwd)
         if output_dir is not None:
+            taken = holder_problem(output_dir, paths)
+            if taken:
+                raise StartError(taken)
             guard_output_dir(output_dir, lineage)
         plan: LaunchPlan | MachinesPlan = plan_for(paths.root)
         if plan.errors:
@@ -172,6 +176,9 @@ def start_run(
         )
         write_record(paths, record)
         reserve_space(paths)
+        taken = claim_output_dir(output_dir, paths) if output_dir is not None else None
+        if taken:
+            raise StartError(taken)
     except BaseException:
         _discard(paths)
         raise

@@ -20,8 +20,9 @@ from tuitrain.atomic import write_text_atomic
 from tuitrain.profile import Profile, profile_with_defaults
 from tuitrain.runs.checkpoints import Checkpoint
 from tuitrain.runs.layout import RunPaths
+from tuitrain.runs.output_claim import claim_output_dir, holder_problem
 from tuitrain.runs.record import FINAL_STATUSES, new_record, read_record, update_record, write_record
-from tuitrain.runs.start import Lineage, freeze_paths, guard_output_dir, make_run_dir, resolve_output_dir
+from tuitrain.runs.start import Lineage, StartError, freeze_paths, guard_output_dir, make_run_dir, resolve_output_dir
 from tuitrain.slurm import commands
 from tuitrain.slurm.script import JobOptions, Resources, batch_script, job_resources
 
@@ -70,6 +71,9 @@ def submit(profile: Profile, runs_root: Path, options: JobOptions, *, python: st
     paths = make_run_dir(runs_root.resolve(), profile.name)
     try:
         output_dir = resolve_output_dir(settings, paths, cwd)
+        taken = holder_problem(output_dir, paths)
+        if taken:
+            raise StartError(taken)
         guard_output_dir(output_dir, lineage)
         paths.logs.mkdir()
         paths.control.mkdir()
@@ -91,6 +95,9 @@ def submit(profile: Profile, runs_root: Path, options: JobOptions, *, python: st
                    "gpus_per_node": resources.gpus_per_node},
         )
         write_record(paths, record)
+        taken = claim_output_dir(output_dir, paths)
+        if taken:
+            raise StartError(taken)
         try:
             job_id = commands.sbatch(script_path, cwd)
         except commands.SlurmError as exc:
