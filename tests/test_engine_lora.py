@@ -4,11 +4,13 @@ and `tuitrain export` merging the adapter into a full model folder."""
 from __future__ import annotations
 
 import json
+import stat
 from pathlib import Path
 
 import pytest
 
 from conftest import check_clean, cli, demo_profile_data, events, losses, minilm_dir, only_run, record
+from tuitrain.atomic import current_umask
 from tuitrain.profile import validate_profile
 from tuitrain.runs.checkpoints import inspect_checkpoint
 
@@ -164,6 +166,10 @@ def test_causal_lm_adapter_checkpoints_are_complete_and_resume_continues_the_ste
     changed = {n for n, t in base.items() if n in weights and not torch.equal(weights[n].detach(), t)}
     assert changed and all(n.endswith("attn.c_attn.weight") for n in changed), changed  # c_attn only, merged
     assert (out / "tokenizer.json").is_file()
+    # safetensors writes 0600 whatever the umask: the kept base and the export are readable as checkpoints are
+    mode = 0o666 & ~current_umask()
+    for written in (output / "lora-base" / "model.safetensors", out / "model.safetensors"):
+        assert stat.S_IMODE(written.stat().st_mode) == mode, (written, oct(written.stat().st_mode))
 
 
 @pytest.mark.slow

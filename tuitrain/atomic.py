@@ -52,3 +52,28 @@ def write_json_atomic(path: Path, data: Any) -> None:
 def read_json(path: Path) -> Any:
     with open(path, encoding="utf-8") as handle:
         return json.load(handle)
+
+
+def current_umask() -> int:
+    """The process's umask, read without changing it (os.umask would, for every thread)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def follow_umask(folder: Path) -> None:
+    """safetensors writes its files 0600 whatever the umask (safetensors#782): give every file of
+    a folder (a checkpoint, a kept LoRA base, an export) the mode the umask asks for, so a lab's shared workstation can read it."""
+    mode = 0o666 & ~current_umask()
+    for path in folder.rglob("*"):
+        if path.is_file():
+            try:
+                os.chmod(path, mode)
+            except OSError:
+                pass

@@ -3,42 +3,16 @@ and obey control requests from viewers."""
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import Any
 
 from transformers import TrainerCallback
 
-from tuitrain.atomic import write_json_atomic
+from tuitrain.atomic import follow_umask, write_json_atomic
 from tuitrain.engine.events import EventLog
 from tuitrain.runs.checkpoints import MARKER, files_with_sizes
 from tuitrain.runs.layout import CONTROL_EVALUATE, CONTROL_SAVE, CONTROL_STOP, RunPaths
-
-
-def current_umask() -> int:
-    """The process's umask, read without changing it (os.umask would, for every thread)."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("Umask:"):
-                return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def follow_umask(folder: Path) -> None:
-    """safetensors writes its files 0600 whatever the umask (safetensors#782): give every file of
-    a checkpoint the mode the umask asks for, so a lab's shared workstation can read it."""
-    mode = 0o666 & ~current_umask()
-    for path in folder.rglob("*"):
-        if path.is_file():
-            try:
-                os.chmod(path, mode)
-            except OSError:
-                pass
 
 
 class CheckpointMarkerCallback(TrainerCallback):

@@ -14,6 +14,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from tuitrain.atomic import follow_umask
 from tuitrain.engine.errors import EngineError, first_line
 from tuitrain.engine.lora import LORA_BASE, import_peft
 from tuitrain.engine.model import auto_class
@@ -68,6 +69,7 @@ def export(profile_path: Path, checkpoint: Path, out: Path) -> str:
     tokenizer = _tokenizer(checkpoint, model_spec)
     if tokenizer is not None:
         tokenizer.save_pretrained(str(out))
+    follow_umask(out)
     return how
 
 

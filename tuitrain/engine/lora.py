@@ -18,6 +18,7 @@ import importlib
 from pathlib import Path
 from typing import Any
 
+from tuitrain.atomic import follow_umask
 from tuitrain.engine.errors import EngineError, first_line
 
 LORA_BASE = "lora-base"  # in a run's output folder
@@ -162,6 +163,7 @@ def save_base(model: Any, folder: Path, from_scratch: bool, resuming: bool) -> N
     folder.mkdir(parents=True, exist_ok=True)
     if from_scratch:
         model.save_pretrained(str(folder))
+        follow_umask(folder)
     else:
         config = copy.deepcopy(model.config)
         for key in ("quantization_config", "_pre_quantization_dtype"):  # export loads the base whole
