@@ -11,7 +11,6 @@ from pathlib import Path
 
 from tuitrain.atomic import write_text_atomic
 from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.liveness import effective_status
 from tuitrain.runs.record import FINAL_STATUSES, RunRecordError, read_record
 
 CLAIM = ".tuitrain-run"
@@ -30,6 +29,8 @@ def claim_holder(output_dir: Path) -> RunPaths | None:
 def live_holder(output_dir: Path, me: RunPaths) -> tuple[RunPaths, str] | None:
     """(run, its status) when another run that still lives holds the folder; a run directory without its
     record yet is a run being started."""
+    from tuitrain.runs.liveness import effective_status  # psutil: only when a run is started, never for `plan`
+
     holder = claim_holder(output_dir)
     if holder is None or holder.root.resolve() == me.root.resolve() or not holder.root.is_dir():
         return None
