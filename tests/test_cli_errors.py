@@ -98,6 +98,20 @@ def test_resume_of_a_run_without_checkpoints(finished_run, tmp_path):
     check_clean(cli("resume", copy.name, runs_dir=runs), "no complete checkpoint", "nothing to resume")
 
 
+def test_a_resume_with_nothing_left_to_train_is_refused_in_one_line(finished_run, tmp_path):
+    runs = tmp_path / "runs"
+    copy = runs / finished_run.name
+    shutil.copytree(finished_run, copy)
+    rec = record(copy)
+    rec["output_dir"] = str(copy / "output")
+    (copy / "run.json").write_text(json.dumps(rec))
+    check_clean(cli("resume", copy.name, runs_dir=runs),  # finished at its max_steps = 8
+                "checkpoint-8 is at step 8 and training.max_steps is 8: nothing is left to train",
+                "--set training.max_steps=16")
+    check_clean(cli("resume", copy.name, "--set", "training.max_steps=5", runs_dir=runs), "training.max_steps is 5")
+    assert [p.name for p in runs.iterdir()] == [copy.name]  # no run was started
+
+
 def test_a_new_run_never_writes_over_another_runs_checkpoints(finished_run, tmp_path):
     output_dir = record(finished_run)["output_dir"]
     before = sorted(p.name for p in Path(output_dir).iterdir())

@@ -153,6 +153,18 @@ def _base_words(quantize: str | None) -> str:
     return f"an {quantize} base" if quantize else "a full-precision base"
 
 
+def nothing_left(data: dict[str, Any], checkpoint: Checkpoint) -> str | None:
+    """Why a resume from `checkpoint` would train nothing (the Trainer would start and end a run of 0 steps):
+    the profile's training.max_steps (overrides applied) is not past the checkpoint's step. A [script] takes its
+    steps from its own arguments, which tuitrain does not read."""
+    max_steps = (data.get("training") or {}).get("max_steps")
+    if data.get("script") or not isinstance(max_steps, int) or isinstance(max_steps, bool) or max_steps <= 0 \
+            or max_steps > checkpoint.step:
+        return None
+    return (f"{checkpoint.path.name} is at step {checkpoint.step} and training.max_steps is {max_steps}: nothing is "
+            f"left to train; resume with more steps, e.g. --set training.max_steps={checkpoint.step * 2}")
+
+
 def base_mismatch(parent_profile: Path, data: dict[str, Any], checkpoint: Checkpoint) -> str | None:
     """Why `data` cannot continue `checkpoint`, written under the parent's frozen profile: an adapter
     checkpoint needs the adapters ([model.lora]) and the very base they were trained on (its
@@ -211,7 +223,7 @@ def resume(parent: RunPaths, runs_root: Path, checkpoint: str | Path = "latest",
             f"{chosen.path.name} was written by {chosen.world_size} process(es) and this resume would run {planned}: "
             "the Trainer restores per-rank state and data order for the world that saved it. "
             f"Resume with distributed.num_processes={chosen.world_size} (--set distributed.num_processes={chosen.world_size})")
-    mismatch = base_mismatch(parent.profile, profile.data, chosen)
+    mismatch = base_mismatch(parent.profile, profile.data, chosen) or nothing_left(profile.data, chosen)
     if mismatch:
         raise ResumeError(mismatch)
     lineage = Lineage(parent=parent.id, checkpoint=chosen.path)

@@ -138,7 +138,7 @@ def resume_job(parent: RunPaths, runs_root: Path, checkpoint: str = "latest", ov
                python: str | None = None, cwd: Path | None = None) -> tuple[Submitted, Checkpoint, Profile]:
     """`tuitrain resume` of a Slurm run: a new job, with its parent's options, continuing from a checkpoint."""
     from tuitrain.profile import load_profile
-    from tuitrain.runs.relaunch import ResumeError, base_mismatch, choose_checkpoint
+    from tuitrain.runs.relaunch import ResumeError, base_mismatch, choose_checkpoint, nothing_left
     from tuitrain.slurm.state import query, settle
 
     record = read_record(parent)
@@ -157,7 +157,7 @@ def resume_job(parent: RunPaths, runs_root: Path, checkpoint: str = "latest", ov
             f"{chosen.path.name} was written by {chosen.world_size} process(es) and this job would run "
             f"{resources.total_processes}: the Trainer restores per-rank state for the world that saved it. Resume with "
             f"--set distributed.num_processes={chosen.world_size // resources.nodes}")
-    mismatch = base_mismatch(parent.profile, profile.data, chosen)
+    mismatch = base_mismatch(parent.profile, profile.data, chosen) or nothing_left(profile.data, chosen)
     if mismatch:
         raise ResumeError(mismatch)
     done = submit(profile, runs_root, parent_options(record), python=python, cwd=cwd,
