@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from tuitrain.cli.errors import CliError
 from tuitrain.runs.layout import RunPaths
-from tuitrain.slurm.script import DEFAULT_WARNING_SECONDS, FIRST_NODE, JobOptions, ScriptError
+from tuitrain.slurm.script import DEFAULT_WARNING_SECONDS, JobOptions, ScriptError
 
 if TYPE_CHECKING:
     from tuitrain.profile import Profile
@@ -31,25 +31,43 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _load(ref: str, overrides: list[str]) -> Profile:
-    """The profile, with main_process_ip left to the job: Slurm picks the nodes and the agents find the first one's
-    address (tuitrain.slurm.agent); they pick the port too when none is set. Notes about either are not shown."""
+    """The profile as the job runs it (tuitrain.slurm.submit.load_job_profile), its notes said."""
     from tuitrain.cli.launching import say_when_reading_training_args
-    from tuitrain.profile import load_profile, resolve_profile_path
+    from tuitrain.profile import resolve_profile_path
+    from tuitrain.slurm.submit import job_notes, load_job_profile
 
     say_when_reading_training_args()
-    profile = load_profile(resolve_profile_path(ref), [*overrides, f"distributed.main_process_ip={FIRST_NODE}"])
-    for note in profile.notes:
-        if getattr(note, "key", "") not in _LEFT_TO_THE_JOB:
-            print(note, file=sys.stderr)
+    profile = load_job_profile(resolve_profile_path(ref), overrides)
+    for note in job_notes(profile):
+        print(note, file=sys.stderr)
     return profile
-
-
-_LEFT_TO_THE_JOB = ("distributed.main_process_ip", "distributed.main_process_port")
 
 
 def options_of(args: argparse.Namespace) -> JobOptions:
     return JobOptions(partition=args.partition, time=args.time, account=args.account, warning_seconds=args.warning,
                       requeue=args.requeue)
+
+
+class _Refusing(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise CliError(f"Slurm options: {message}")
+
+
+def options_from_text(text: str) -> JobOptions:
+    """`--partition P --time T --account A --warning S --requeue` as typed in the app's launch dialog: the very
+    flags `tuitrain submit` takes; a mistake is one line."""
+    import shlex
+
+    parser = _Refusing(prog="submit", add_help=False)
+    add_arguments(parser)
+    try:
+        words = shlex.split(text)
+    except ValueError as exc:
+        raise CliError(f"Slurm options: {exc}") from None
+    if any(word in ("--set", "--dry-run", "--python") or word.startswith(("--set=", "--python=")) for word in words):
+        raise CliError("Slurm options: --partition, --time, --account, --warning and --requeue only here "
+                       "(overrides go in the field above)")
+    return options_of(parser.parse_args(["PROFILE", *words]))
 
 
 def cmd_submit(args: argparse.Namespace) -> int:

@@ -24,7 +24,7 @@ from tuitrain.runs.output_claim import claim_output_dir, holder_problem
 from tuitrain.runs.record import FINAL_STATUSES, new_record, read_record, update_record, write_record
 from tuitrain.runs.start import Lineage, StartError, freeze_paths, guard_output_dir, make_run_dir, resolve_output_dir
 from tuitrain.slurm import commands
-from tuitrain.slurm.script import JobOptions, Resources, batch_script, job_resources
+from tuitrain.slurm.script import FIRST_NODE, JobOptions, Resources, batch_script, job_resources
 
 SCRIPT_NAME = "slurm.sbatch"
 
@@ -163,3 +163,19 @@ def resume_job(parent: RunPaths, runs_root: Path, checkpoint: str = "latest", ov
     done = submit(profile, runs_root, parent_options(record), python=python, cwd=cwd,
                   lineage=Lineage(parent=parent.id, checkpoint=chosen.path))
     return done, chosen, profile
+
+
+def load_job_profile(path: Path, overrides: Sequence[str] = ()) -> Profile:
+    """A profile as a job runs it: main_process_ip is left to the job (Slurm picks the nodes; the agents find
+    the first one's address, and pick the port when none is set)."""
+    from tuitrain.profile import load_profile
+
+    return load_profile(path, [*overrides, f"distributed.main_process_ip={FIRST_NODE}"])
+
+
+def job_notes(profile: Profile) -> list[str]:
+    """The profile's notes, less those about what is left to the job."""
+    return [str(note) for note in profile.notes if getattr(note, "key", "") not in LEFT_TO_THE_JOB]
+
+
+LEFT_TO_THE_JOB = ("distributed.main_process_ip", "distributed.main_process_port")

@@ -1,4 +1,5 @@
-"""Launch a profile: what will run (checked as you type overrides), then start it detached."""
+"""Launch a profile: what will run (checked as you type overrides), then start it detached here, or submit it to
+Slurm as `tuitrain submit` does."""
 
 from __future__ import annotations
 
@@ -39,7 +40,9 @@ class LaunchScreen(ModalScreen[None]):
     """
     BINDINGS = [Binding("escape", "cancel", "Cancel"),
                 Binding("ctrl+t", "preview_data", "Preview data",
-                        tooltip="The training data as the engine tokenizes it: rows, labels, token lengths")]
+                        tooltip="The training data as the engine tokenizes it: rows, labels, token lengths"),
+                Binding("ctrl+b", "submit", "Submit to Slurm",
+                        tooltip="Submit it as a Slurm batch job (tuitrain submit) with the Slurm options below")]
 
     def __init__(self, path: Path, overrides: Sequence[str] = ()) -> None:
         super().__init__()
@@ -53,11 +56,14 @@ class LaunchScreen(ModalScreen[None]):
             yield Static(f"Launch {self.path.stem}  [dim]{self._where()}[/]", id="launch-title")
             yield Static("Overrides, like --set (section.key=value, space separated):", classes="hint")
             yield Input(self.initial, placeholder="training.max_steps=40 training.logging_steps=5", id="overrides")
+            yield Static("Slurm options, for Submit (as `tuitrain submit` takes them):", classes="hint")
+            yield Input("", placeholder="--partition gpu --time 2:00:00 --account lab --requeue", id="sbatch")
             with VerticalScroll(id="plan-box"):
                 yield Static("planning…", id="plan")
                 yield Static("", id="problems")
             with Horizontal(classes="buttons"):
-                yield Button("Preview data (^t)", id="preview-data")
+                yield Button("Preview (^t)", id="preview-data")
+                yield Button("Slurm submit (^b)", id="submit")
                 yield Button("Launch", variant="primary", id="launch")
                 yield Button("Cancel", id="cancel")
 
@@ -145,8 +151,45 @@ class LaunchScreen(ModalScreen[None]):
             return
         self.app.call_from_thread(self._started, str(paths.root))
 
+    @on(Input.Submitted, "#sbatch")
+    @on(Button.Pressed, "#submit")
+    def action_submit(self) -> None:
+        if not self.busy:
+            self.busy = True
+            self.query_one("#plan", Static).update("submitting…")
+            self.submit_job(self.query_one("#sbatch", Input).value)
+
+    @work(thread=True, exclusive=True, group="launch", exit_on_error=False)
+    def submit_job(self, options_text: str) -> None:
+        """`tuitrain submit PROFILE --set … OPTIONS`, through its own functions."""
+        from tuitrain.cli.errors import CliError
+        from tuitrain.cli.submit import options_from_text
+        from tuitrain.profile import ProfileError
+        from tuitrain.runs.start import StartError
+        from tuitrain.slurm.commands import SlurmError
+        from tuitrain.slurm.script import ScriptError
+        from tuitrain.slurm.submit import load_job_profile, submit
+
+        try:
+            options = options_from_text(options_text)
+            profile = load_job_profile(self.path, self.overrides())
+            done = submit(profile, self.app.runs_root, options, cwd=self.app.cwd)
+        except ProfileError as exc:
+            self.app.call_from_thread(self._failed, [str(p) for p in exc.problems])
+            return
+        except (CliError, ScriptError, SlurmError, StartError, OSError) as exc:
+            self.app.call_from_thread(self._failed, [str(exc)])
+            return
+        note = f"submitted {done.paths.id} as Slurm job {done.job_id}"
+        self.app.call_from_thread(self._submitted, str(done.paths.root), note)
+
+    def _submitted(self, run_dir: str, note: str) -> None:
+        self.dismiss(None)
+        self.app.post_message(RunStarted(run_dir, note))
+
     def _failed(self, problems: list[str]) -> None:
         self.busy = False
+        self._previews += 1  # a plan still on its way would hide why nothing started
         self.query_one("#plan", Static).update("not started:")
         self.query_one("#problems", Static).update("\n".join(problems))
 
