@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING
 
 from tuitrain.cli.errors import CliError
 from tuitrain.runs.layout import RunPaths
-from tuitrain.slurm.script import DEFAULT_WARNING_SECONDS, JobOptions, ScriptError
+from tuitrain.slurm.options import add_job_options, job_options
+from tuitrain.slurm.script import JobOptions, ScriptError
 
 if TYPE_CHECKING:
     from tuitrain.profile import Profile
@@ -16,14 +17,7 @@ if TYPE_CHECKING:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("profile")
-    p.add_argument("--partition", default=None, help="the Slurm partition (default: the cluster's default)")
-    p.add_argument("--time", default=None, help="the job's time limit: minutes, H:M:S or D-H:M:S")
-    p.add_argument("--account", default=None, help="the Slurm account to charge")
-    p.add_argument("--warning", type=int, default=DEFAULT_WARNING_SECONDS, metavar="SECONDS",
-                   help=f"save a checkpoint and stop this long before the time limit (default {DEFAULT_WARNING_SECONDS})")
-    p.add_argument("--requeue", action="store_true",
-                   help="let Slurm requeue the job (preemption, scontrol requeue): it saves a checkpoint at Slurm's "
-                        "SIGTERM and resumes from it when it runs again")
+    add_job_options(p)
     p.add_argument("--python", default=None, help="the Python of tuitrain's environment on the nodes (default: this one)")
     p.add_argument("--dry-run", action="store_true", help="print the sbatch script; submit nothing")
     p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
@@ -44,30 +38,7 @@ def _load(ref: str, overrides: list[str]) -> Profile:
 
 
 def options_of(args: argparse.Namespace) -> JobOptions:
-    return JobOptions(partition=args.partition, time=args.time, account=args.account, warning_seconds=args.warning,
-                      requeue=args.requeue)
-
-
-class _Refusing(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise CliError(f"Slurm options: {message}")
-
-
-def options_from_text(text: str) -> JobOptions:
-    """`--partition P --time T --account A --warning S --requeue` as typed in the app's launch dialog: the very
-    flags `tuitrain submit` takes; a mistake is one line."""
-    import shlex
-
-    parser = _Refusing(prog="submit", add_help=False)
-    add_arguments(parser)
-    try:
-        words = shlex.split(text)
-    except ValueError as exc:
-        raise CliError(f"Slurm options: {exc}") from None
-    if any(word in ("--set", "--dry-run", "--python") or word.startswith(("--set=", "--python=")) for word in words):
-        raise CliError("Slurm options: --partition, --time, --account, --warning and --requeue only here "
-                       "(overrides go in the field above)")
-    return options_of(parser.parse_args(["PROFILE", *words]))
+    return job_options(args)
 
 
 def cmd_submit(args: argparse.Namespace) -> int:

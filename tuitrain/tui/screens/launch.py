@@ -162,11 +162,10 @@ class LaunchScreen(ModalScreen[None]):
     @work(thread=True, exclusive=True, group="launch", exit_on_error=False)
     def submit_job(self, options_text: str) -> None:
         """`tuitrain submit PROFILE --set … OPTIONS`, through its own functions."""
-        from tuitrain.cli.errors import CliError
-        from tuitrain.cli.submit import options_from_text
         from tuitrain.profile import ProfileError
         from tuitrain.runs.start import StartError
         from tuitrain.slurm.commands import SlurmError
+        from tuitrain.slurm.options import options_from_text
         from tuitrain.slurm.script import ScriptError
         from tuitrain.slurm.submit import load_job_profile, submit
 
@@ -177,7 +176,7 @@ class LaunchScreen(ModalScreen[None]):
         except ProfileError as exc:
             self.app.call_from_thread(self._failed, [str(p) for p in exc.problems])
             return
-        except (CliError, ScriptError, SlurmError, StartError, OSError) as exc:
+        except (ScriptError, SlurmError, StartError, OSError) as exc:
             self.app.call_from_thread(self._failed, [str(exc)])
             return
         note = f"submitted {done.paths.id} as Slurm job {done.job_id}"
