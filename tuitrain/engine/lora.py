@@ -20,8 +20,8 @@ from typing import Any
 
 from tuitrain.atomic import follow_umask
 from tuitrain.engine.errors import EngineError, first_line
+from tuitrain.runs.checkpoints import LORA_BASE
 
-LORA_BASE = "lora-base"  # in a run's output folder
 _TASK_TYPES = {
     "causal-lm": "CAUSAL_LM",
     "sequence-classification": "SEQ_CLS",

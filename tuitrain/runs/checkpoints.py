@@ -26,6 +26,7 @@ _WEIGHTS = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.j
 _OPTIMIZER = ("optimizer.pt", "optimizer.bin")
 _SHARDED = ("global_step", "optimizer_0", "pytorch_model_fsdp")
 MARKER = "tuitrain.json"
+LORA_BASE = "lora-base"  # in an output folder: the from-scratch base a LoRA run's adapters are relative to
 
 
 @dataclass(frozen=True)
@@ -141,6 +142,17 @@ def _content_problems(path: Path, sizes: dict[str, int]) -> list[str]:
     return problems
 
 
+def _base_problems(path: Path, names: set[str]) -> list[str]:
+    """An adapter checkpoint is only as whole as the base it adapts: a from-scratch base kept once in the
+    output folder's lora-base/ (tuitrain.engine.lora), which resume and export load."""
+    base = path.parent / LORA_BASE
+    if "adapter_config.json" not in names or not base.is_dir():
+        return []
+    sizes = files_with_sizes(base)
+    problems = [] if "config.json" in sizes else [f"{LORA_BASE}/config.json is missing (the adapter's base)"]
+    return problems + [f"{LORA_BASE}/{p} (the adapter's base)" for p in _content_problems(base, sizes)]
+
+
 def _required_problems(names: set[str], state: dict[str, Any] | None, world_size: int | None) -> list[str]:
     """What the Trainer needs to resume exactly (not merely to load weights)."""
     missing = []
@@ -191,7 +203,9 @@ def inspect_checkpoint(path: Path, world_size: int | None = None) -> Checkpoint:
     verified = marker is not None and isinstance(marker.get("files"), dict)
     if verified:
         problems += _marker_problems(marker, sizes)  # type: ignore[arg-type]
-    problems += [p for p in _content_problems(path, sizes) if p not in problems]
+    named = {p.split(" ", 1)[0] for p in problems}  # a file the marker's sizes already fault is said once
+    problems += [p for p in _content_problems(path, sizes) if p.split(" ", 1)[0] not in named]
+    problems += _base_problems(path, names)
     return Checkpoint(
         step=step,
         path=path,
