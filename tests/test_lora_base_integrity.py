@@ -48,8 +48,8 @@ def test_a_truncated_or_missing_base_makes_its_adapter_checkpoints_incomplete(tm
     for folder in (first, second):
         checkpoint = inspect_checkpoint(folder)
         assert not checkpoint.complete
-        assert checkpoint.missing == (f"lora-base/model.safetensors is truncated (3000 of {whole} bytes) "
-                                      "(the adapter's base)",)
+        assert checkpoint.missing == ((f"lora-base/model.safetensors is truncated (3000 of {whole} bytes) "
+                                       "(the adapter's base)"),)
 
     (base / "model.safetensors").unlink()
     (base / "config.json").unlink()
