@@ -1,6 +1,7 @@
 """A run's checkpoints: one row each, newest first (step, the best by the run's metric, complete or
 why not, when written, size, metrics), and a hint while there are none. The monitor hands it the
-run's watch; it keeps the selected row across refreshes and says which checkpoint is selected."""
+run's watch; the cursor follows the newest checkpoint until the user moves it, then keeps that row across
+refreshes, and it says which checkpoint is selected."""
 
 from __future__ import annotations
 
@@ -69,12 +70,15 @@ class CheckpointList(Vertical):
         self._rows = rows
         table = self.query_one(DataTable)
         selected = self.selected()
+        on_newest = table.cursor_row == 0  # untouched, or put back on top: it follows new checkpoints, as tail -f
         table.clear()
         for key, *cells in rows:
             table.add_row(*cells, key=key)
         keys = [r[0] for r in rows]
-        if selected is not None and str(selected) in keys:
+        if not on_newest and selected is not None and str(selected) in keys:
             table.move_cursor(row=keys.index(str(selected)), animate=False)
+        else:
+            table.move_cursor(row=0, animate=False)
         empty = self.query_one("#checkpoints-empty", Static)
         empty.update("" if rows else f"no checkpoints yet in {output_dir}")
         empty.display = not rows
