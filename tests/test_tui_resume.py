@@ -128,3 +128,24 @@ def test_home_R_opens_the_same_dialog_on_the_latest_checkpoint_and_escape_starts
 
     asyncio.run(main())
     assert [p.name for p in run_copy.parent.iterdir()] == [run_copy.name]  # nothing was started
+
+
+def test_the_dialog_says_as_you_type_what_resume_would_refuse_against_the_checkpoint(run_copy: Path):
+    """The run finished at its max_steps = 8: from checkpoint-8 there is nothing left to train until the overrides
+    ask for more steps; LoRA adapters on a checkpoint of a whole model are refused the same way."""
+    app = app_on(run_copy)
+
+    async def main() -> None:
+        async with app.run_test(size=(110, 32)) as pilot:
+            _monitor, dialog = await open_resume_dialog(pilot, row=0)
+            problems = dialog.query_one("#resume-problems")
+            await until(pilot, lambda: "nothing is left to train" in str(problems.content), 20, "the refusal, untyped")
+            assert "checkpoint-8 is at step 8 and training.max_steps is 8" in str(problems.content)
+            dialog.query_one("#resume-set").value = "training.max_steps=12"
+            await until(pilot, lambda: dialog.problems == [] and not str(problems.content), 20, "no problem left")
+            dialog.query_one("#resume-set").value = "training.max_steps=12 model.lora.quantize=nf4"
+            await until(pilot, lambda: "would train LoRA adapters" in str(problems.content), 20, "another model refused")
+            assert type(app.screen).__name__ == "ResumeScreen"
+
+    asyncio.run(main())
+    assert [p.name for p in run_copy.parent.iterdir()] == [run_copy.name]  # nothing was started

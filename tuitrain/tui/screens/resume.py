@@ -22,6 +22,7 @@ from tuitrain.tui.messages import RunStarted
 if TYPE_CHECKING:
     from textual import getters
 
+    from tuitrain.runs.checkpoints import Checkpoint
     from tuitrain.tui.app import TuitrainApp
 
 
@@ -33,17 +34,23 @@ def split_overrides(text: str) -> list[str]:
         return text.split()
 
 
-def override_problems(profile: Path, overrides: Sequence[str]) -> list[str]:
-    """Each problem the CLI would refuse these overrides for, one line each ([] when none)."""
+def override_problems(profile: Path, overrides: Sequence[str], checkpoint: Checkpoint | None = None) -> list[str]:
+    """Each problem the CLI would refuse these overrides for, one line each ([] when none); with the
+    `checkpoint` to resume from, also what `tuitrain resume` refuses against it (another base, nothing left
+    to train)."""
     from tuitrain.profile import ProfileError, load_profile
+    from tuitrain.runs.relaunch import base_mismatch, nothing_left
 
     try:
-        load_profile(profile, list(overrides))
+        loaded = load_profile(profile, list(overrides))
     except ProfileError as exc:
         return [str(p) for p in exc.problems if getattr(p, "severity", "error") != "note"]
     except OSError as exc:
         return [f"{profile}: cannot be read ({exc.strerror or exc})"]
-    return []
+    if checkpoint is None:
+        return []
+    against = base_mismatch(profile, loaded.data, checkpoint) or nothing_left(loaded.data, checkpoint)
+    return [against] if against else []
 
 
 class ResumeScreen(ModalScreen[None]):
@@ -73,6 +80,7 @@ class ResumeScreen(ModalScreen[None]):
         self.busy = False
         self._checks = 0
         self.problems: list[str] = []
+        self.chosen: Checkpoint | None = None  # the checkpoint found, once found
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -106,10 +114,13 @@ class ResumeScreen(ModalScreen[None]):
             return
         self.app.call_from_thread(self._show_checkpoint,
                                   f"from [b]{chosen.path.name}[/] (step {chosen.step}): the new run starts at step "
-                                  f"{chosen.step + 1}  [dim]{_escape(self.app.show_path(chosen.path))}[/]")
+                                  f"{chosen.step + 1}  [dim]{_escape(self.app.show_path(chosen.path))}[/]", chosen)
 
-    def _show_checkpoint(self, text: str) -> None:
+    def _show_checkpoint(self, text: str, chosen: Checkpoint | None = None) -> None:
         self.query_one("#checkpoint", Static).update(text)
+        if chosen is not None:
+            self.chosen = chosen
+            self.check(self.query_one("#resume-set", Input).value)  # again, against it
 
     @on(Input.Changed, "#resume-set")
     def _changed(self, event: Input.Changed) -> None:
@@ -118,13 +129,13 @@ class ResumeScreen(ModalScreen[None]):
     def check(self, value: str) -> None:
         """Validate again in a worker; only the latest answer is shown."""
         self._checks += 1
-        self._validate(split_overrides(value), self._checks)
+        self._validate(split_overrides(value), self._checks, self.chosen)
 
     @work(thread=True, group="resume-check", exit_on_error=False)
-    def _validate(self, overrides: list[str], number: int) -> None:
+    def _validate(self, overrides: list[str], number: int, chosen: Checkpoint | None) -> None:
         from tuitrain.runs.layout import RunPaths
 
-        problems = override_problems(RunPaths(self.run_dir).profile, overrides)
+        problems = override_problems(RunPaths(self.run_dir).profile, overrides, chosen)
         self.app.call_from_thread(self._show_problems, problems, number)
 
     def _show_problems(self, problems: list[str], number: int) -> None:
