@@ -68,8 +68,9 @@ def current_umask() -> int:
 
 
 def follow_umask(folder: Path) -> None:
-    """safetensors writes its files 0600 whatever the umask (safetensors#782): give every file of
-    a folder (a checkpoint, a kept LoRA base, an export) the mode the umask asks for, so a lab's shared workstation can read it."""
+    """safetensors writes its files 0600 whatever the umask (safetensors#782): give every file of a folder
+    (a checkpoint, a kept LoRA base, an export) the mode the umask asks for, so a lab's shared workstation can
+    read it."""
     mode = 0o666 & ~current_umask()
     for path in folder.rglob("*"):
         if path.is_file():

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from tuitrain.cli.errors import CliError
 from tuitrain.runs.layout import RunPaths
 from tuitrain.slurm.options import add_job_options, job_options
-from tuitrain.slurm.script import JobOptions, ScriptError
+from tuitrain.slurm.script import ScriptError
 
 if TYPE_CHECKING:
     from tuitrain.profile import Profile
@@ -37,10 +37,6 @@ def _load(ref: str, overrides: list[str]) -> Profile:
     return profile
 
 
-def options_of(args: argparse.Namespace) -> JobOptions:
-    return job_options(args)
-
-
 def cmd_submit(args: argparse.Namespace) -> int:
     from tuitrain.slurm.commands import SlurmError
     from tuitrain.slurm.submit import dry_run_script, submit
@@ -48,9 +44,9 @@ def cmd_submit(args: argparse.Namespace) -> int:
     profile = _load(args.profile, args.set)
     try:
         if args.dry_run:
-            sys.stdout.write(dry_run_script(profile, args.runs_root, options_of(args), python=args.python))
+            sys.stdout.write(dry_run_script(profile, args.runs_root, job_options(args), python=args.python))
             return 0
-        done = submit(profile, args.runs_root, options_of(args), python=args.python)
+        done = submit(profile, args.runs_root, job_options(args), python=args.python)
     except (ScriptError, SlurmError) as exc:
         raise CliError(str(exc)) from None
     print(f"run {done.paths.id} submitted as Slurm job {done.job_id}; `tuitrain status {done.paths.id}` shows it",

@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from tuitrain.profile.schema import LORA_KEYS
+
 
 def implied_training(profile: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
     """key → (value, why) for each TrainingArguments key the profile implies and [training] does not set."""
@@ -43,10 +45,13 @@ def lora_note(profile: Mapping[str, Any]) -> str | None:
     targets = lora.get("target_modules")
     where = f"on {', '.join(map(str, targets))}" if targets else "on peft's default layers for the model type"
     quantize = lora.get("quantize")
+    default = {key: spec.default for key, spec in LORA_KEYS.items()}
     if quantize:
-        double = " with double quantization" if quantize in ("nf4", "fp4") and lora.get("double_quant", True) else ""
+        doubled = quantize in ("nf4", "fp4") and lora.get("double_quant", default["double_quant"])
+        double = " with double quantization" if doubled else ""
         base = f"the base frozen and loaded quantized to {quantize}{double} (bitsandbytes)"
     else:
         base = "the base frozen in full precision"
-    return (f"model.lora: LoRA adapters r={lora.get('r', 8)}, alpha={lora.get('alpha', 16.0)} {where}, {base}; "
+    return (f"model.lora: LoRA adapters r={lora.get('r', default['r'])}, alpha={lora.get('alpha', default['alpha'])} "
+            f"{where}, {base}; "
             "checkpoints hold the adapter, `tuitrain export` merges it into a full-precision model")

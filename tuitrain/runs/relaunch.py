@@ -165,6 +165,12 @@ def nothing_left(data: dict[str, Any], checkpoint: Checkpoint) -> str | None:
             f"left to train; resume with more steps, e.g. --set training.max_steps={checkpoint.step * 2}")
 
 
+def checkpoint_refusal(parent_profile: Path, data: dict[str, Any], checkpoint: Checkpoint) -> str | None:
+    """Why a resume with `data` cannot continue `checkpoint` (another base, or nothing left to train); None
+    when it can. The CLI, Slurm's resume and the app's dialog all ask this."""
+    return base_mismatch(parent_profile, data, checkpoint) or nothing_left(data, checkpoint)
+
+
 def base_mismatch(parent_profile: Path, data: dict[str, Any], checkpoint: Checkpoint) -> str | None:
     """Why `data` cannot continue `checkpoint`, written under the parent's frozen profile: an adapter
     checkpoint needs the adapters ([model.lora]) and the very base they were trained on (its
@@ -223,7 +229,7 @@ def resume(parent: RunPaths, runs_root: Path, checkpoint: str | Path = "latest",
             f"{chosen.path.name} was written by {chosen.world_size} process(es) and this resume would run {planned}: "
             "the Trainer restores per-rank state and data order for the world that saved it. "
             f"Resume with distributed.num_processes={chosen.world_size} (--set distributed.num_processes={chosen.world_size})")
-    mismatch = base_mismatch(parent.profile, profile.data, chosen) or nothing_left(profile.data, chosen)
+    mismatch = checkpoint_refusal(parent.profile, profile.data, chosen)
     if mismatch:
         raise ResumeError(mismatch)
     lineage = Lineage(parent=parent.id, checkpoint=chosen.path)

@@ -138,7 +138,7 @@ def resume_job(parent: RunPaths, runs_root: Path, checkpoint: str = "latest", ov
                python: str | None = None, cwd: Path | None = None) -> tuple[Submitted, Checkpoint, Profile]:
     """`tuitrain resume` of a Slurm run: a new job, with its parent's options, continuing from a checkpoint."""
     from tuitrain.profile import load_profile
-    from tuitrain.runs.relaunch import ResumeError, base_mismatch, choose_checkpoint, nothing_left
+    from tuitrain.runs.relaunch import ResumeError, checkpoint_refusal, choose_checkpoint
     from tuitrain.slurm.state import query, settle
 
     record = read_record(parent)
@@ -157,12 +157,15 @@ def resume_job(parent: RunPaths, runs_root: Path, checkpoint: str = "latest", ov
             f"{chosen.path.name} was written by {chosen.world_size} process(es) and this job would run "
             f"{resources.total_processes}: the Trainer restores per-rank state for the world that saved it. Resume with "
             f"--set distributed.num_processes={chosen.world_size // resources.nodes}")
-    mismatch = base_mismatch(parent.profile, profile.data, chosen) or nothing_left(profile.data, chosen)
+    mismatch = checkpoint_refusal(parent.profile, profile.data, chosen)
     if mismatch:
         raise ResumeError(mismatch)
     done = submit(profile, runs_root, parent_options(record), python=python, cwd=cwd,
                   lineage=Lineage(parent=parent.id, checkpoint=chosen.path))
     return done, chosen, profile
+
+
+LEFT_TO_THE_JOB = ("distributed.main_process_ip", "distributed.main_process_port")  # the agents set them
 
 
 def load_job_profile(path: Path, overrides: Sequence[str] = ()) -> Profile:
@@ -176,6 +179,3 @@ def load_job_profile(path: Path, overrides: Sequence[str] = ()) -> Profile:
 def job_notes(profile: Profile) -> list[str]:
     """The profile's notes, less those about what is left to the job."""
     return [str(note) for note in profile.notes if getattr(note, "key", "") not in LEFT_TO_THE_JOB]
-
-
-LEFT_TO_THE_JOB = ("distributed.main_process_ip", "distributed.main_process_port")

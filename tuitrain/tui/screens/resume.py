@@ -39,7 +39,7 @@ def override_problems(profile: Path, overrides: Sequence[str], checkpoint: Check
     `checkpoint` to resume from, also what `tuitrain resume` refuses against it (another base, nothing left
     to train)."""
     from tuitrain.profile import ProfileError, load_profile
-    from tuitrain.runs.relaunch import base_mismatch, nothing_left
+    from tuitrain.runs.relaunch import checkpoint_refusal
 
     try:
         loaded = load_profile(profile, list(overrides))
@@ -49,7 +49,7 @@ def override_problems(profile: Path, overrides: Sequence[str], checkpoint: Check
         return [f"{profile}: cannot be read ({exc.strerror or exc})"]
     if checkpoint is None:
         return []
-    against = base_mismatch(profile, loaded.data, checkpoint) or nothing_left(loaded.data, checkpoint)
+    against = checkpoint_refusal(profile, loaded.data, checkpoint)
     return [against] if against else []
 
 
