@@ -62,7 +62,8 @@ class GpuInfo:
     memory_total: int | NaType = NA  # bytes
     pci_bus_id: str | NaType = NA
     compute_capability: tuple[int, int] | NaType = NA
-    memory_used: int | NaType = NA  # bytes
+    memory_used: int | NaType = NA  # bytes, as nvidia-smi counts them: without the driver's reserve (see read_memory)
+    memory_reserved: int | NaType = NA  # bytes the driver keeps for itself (part of total, not of used); NA before NVML v2
     utilization: int | NaType = NA  # percent of time a kernel ran
     memory_utilization: int | NaType = NA
     temperature: int | NaType = NA  # °C
@@ -182,11 +183,24 @@ def _processes(session: NvmlSession, index: int, identify: Identify) -> tuple[Gp
     return tuple(merged.values())
 
 
+def read_memory(session: NvmlSession, index: int) -> Any:
+    """GPU `index`'s memory as nvidia-smi and nvitop show it: NVML's version 2 call, whose `used` leaves out
+    the memory the driver reserves for itself (~480 MiB on an H100, which version 1 counts as used, so an idle
+    GPU read 0.5 GiB used). A driver or pynvml without version 2 answers version 1, asked from then on."""
+    version = getattr(session.lib, "nvmlMemory_v2", None)
+    if version is not None and index not in session.memory_v1_only:
+        memory = session.device_call(index, "nvmlDeviceGetMemoryInfo", version)
+        if memory is not NA or index in session.lost:
+            return memory
+        session.memory_v1_only.add(index)
+    return session.device_call(index, "nvmlDeviceGetMemoryInfo")
+
+
 def read_dynamic(session: NvmlSession, static: GpuInfo, identify: Identify) -> GpuInfo:
     """`static` with this moment's memory, utilisation, temperature, power and processes."""
     index = static.index
     call = session.device_call
-    memory = call(index, "nvmlDeviceGetMemoryInfo")
+    memory = read_memory(session, index)
     rates = call(index, "nvmlDeviceGetUtilizationRates")
     temperature = call(index, "nvmlDeviceGetTemperature", session.constant("NVML_TEMPERATURE_GPU", 0))
     power = _number(call(index, "nvmlDeviceGetPowerUsage"), 1000.0)
@@ -195,6 +209,7 @@ def read_dynamic(session: NvmlSession, static: GpuInfo, identify: Identify) -> G
         static,
         memory_total=memory.total if memory is not NA else static.memory_total,
         memory_used=memory.used if memory is not NA else NA,
+        memory_reserved=_number(getattr(memory, "reserved", None)),
         utilization=rates.gpu if rates is not NA else NA,
         memory_utilization=rates.memory if rates is not NA else NA,
         temperature=temperature,

@@ -81,6 +81,7 @@ class NvmlSession:
         self.lost: set[int] = set()
         self._error = error_class(lib) if lib is not None else _NoError
         self._handles: dict[int, Any] = {}
+        self.memory_v1_only: set[int] = set()  # GPUs whose driver refused the version 2 memory call (devices.read_memory)
 
     @classmethod
     def open(cls, lib: Any = None) -> "NvmlSession":

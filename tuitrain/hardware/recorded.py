@@ -9,7 +9,7 @@ Table format (see tests/fixtures/nvml/README.md)::
 
     {"description": "...", "init_error": null | "LIBRARY_NOT_FOUND", "driver_version": "550.54.15",
      "devices": [{"name": ..., "uuid": ..., "pci_bus_id": ..., "compute_capability": [8, 6],
-                  "memory": {"total": B, "used": B}, "utilization": {"gpu": %, "memory": %},
+                  "memory": {"total": B, "used": B, "reserved": B}, "utilization": {"gpu": %, "memory": %},
                   "temperature": C, "power_usage": mW, "power_limit": mW, "num_cores": N,
                   "max_sm_clock": MHz, "mig_mode": [current, pending],
                   "mig_devices": [{"uuid": ..., "name": ..., "memory": {...}}],
@@ -17,7 +17,10 @@ Table format (see tests/fixtures/nvml/README.md)::
                   "graphics_processes": [...], "lost_after": N, "handle_error": "GPU_IS_LOST"}]}
 
 Any field may be ``{"error": "NOT_SUPPORTED"}`` (any NVML_ERROR_* name) and a missing field
-raises NOT_SUPPORTED, as a driver does. ``lost_after: N``: after N calls of
+raises NOT_SUPPORTED, as a driver does. Memory says both of NVML's answers: with ``reserved``, the
+version 2 call answers ``used`` (nvidia-smi's figure) and ``reserved``, and version 1 counts the
+reserve as used (``used + reserved``); without it, the table is of a driver that has no version 2
+call (FUNCTION_NOT_FOUND), and version 1 answers ``used``. ``lost_after: N``: after N calls of
 nvmlDeviceGetMemoryInfo (one per sample) every call on that GPU raises GPU_IS_LOST.
 """
 
@@ -78,6 +81,7 @@ class RecordedNvml:
 
     NVML_TEMPERATURE_GPU = 0
     NVML_CLOCK_SM = 1
+    nvmlMemory_v2 = 0x2000028  # pynvml's: the version-2 struct's size | 2 << 24
 
     def __init__(self, table: Mapping[str, Any]) -> None:
         self.table = table
@@ -148,11 +152,16 @@ class RecordedNvml:
         return int(major), int(minor)
 
     def nvmlDeviceGetMemoryInfo(self, handle: _Handle, version: Any = None) -> SimpleNamespace:
+        memory = self._device(handle).get("memory")
+        if version and isinstance(memory, dict) and "reserved" not in memory:
+            raise error("FUNCTION_NOT_FOUND")  # a driver before version 2 (nvmlDeviceGetMemoryInfo_v2)
         if handle.mig is None and 0 <= handle.index < len(self.memory_reads):
-            self.memory_reads[handle.index] += 1
+            self.memory_reads[handle.index] += 1  # one per sample: the version the sampler settled on
         memory = self._field(handle, "memory")
-        total, used = int(memory["total"]), int(memory["used"])
-        return SimpleNamespace(total=total, used=used, free=total - used)
+        total, used, reserved = int(memory["total"]), int(memory["used"]), int(memory.get("reserved", 0))
+        if version:
+            return SimpleNamespace(version=version, total=total, reserved=reserved, used=used, free=total - reserved - used)
+        return SimpleNamespace(total=total, used=used + reserved, free=total - used - reserved)
 
     def nvmlDeviceGetUtilizationRates(self, handle: _Handle) -> SimpleNamespace:
         rates = self._field(handle, "utilization")
