@@ -17,7 +17,7 @@ import pytest
 
 from tuitrain.profile import builtin_profile_path
 
-pytest_plugins = ["hosts_plugin", "slurm_plugin"]  # `hosts` (hosts.py: sshd hosts), `slurm_cluster` (slurm_cluster.py)
+pytest_plugins = ["hosts_plugin", "slurm_plugin", "gpu_plugin"]  # sshd hosts, Slurm, the gpu markers
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 

@@ -63,6 +63,7 @@ def test_missing_model_folder(runs_dir):
                 "model.name_or_path", "/nowhere/bert")
 
 
+@pytest.mark.no_nvidia_driver
 def test_gpus_on_a_machine_without_them(runs_dir):
     check_clean(cli("run", "demo", "--set", "hardware.accelerator=cuda", runs_dir=runs_dir), "hardware.accelerator", "no NVIDIA GPU")
     assert list(runs_dir.iterdir()) == []

@@ -12,6 +12,8 @@ import os
 import pickle
 from pathlib import Path
 
+import pytest
+
 from tuitrain.hardware import GpuInfo, Hardware, detect_hardware
 from tuitrain.hardware.devices import discover, no_identity
 from tuitrain.hardware.na import NA, is_na, plain
@@ -44,6 +46,7 @@ def test_na_prints_as_na_is_falsy_and_nan_in_arithmetic():
 # ---------------------------------------------------------------------------- no driver
 
 
+@pytest.mark.no_nvidia_driver
 def test_real_pynvml_without_a_driver_is_a_normal_state():
     discovery = discover()  # the real pynvml: this machine has no NVIDIA driver
     assert not discovery.available and discovery.gpus == ()
@@ -63,6 +66,7 @@ def test_session_without_a_driver_answers_na_to_everything():
         assert session.system_call("nvmlSystemGetDriverVersion") is NA
 
 
+@pytest.mark.no_nvidia_driver
 def test_detect_hardware_on_this_machine():
     hardware = detect_hardware(environ={})
     assert isinstance(hardware, Hardware)

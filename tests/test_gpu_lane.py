@@ -1,0 +1,131 @@
+"""The GPU lane: what a GPU user's first day does, on a real CUDA GPU with its real driver.
+
+Every test here is marked `gpu` and runs wherever torch sees a CUDA GPU; elsewhere (CI, these CPU
+machines) they skip with one line (tests/gpu_plugin.py). The demo profile pins the CPU, so the
+other end-to-end tests never touch a GPU: these are the ones that must. Figures taken on a GPU
+machine go in docs/benchmarks.md ("The GPU lane").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import FAST, check_clean, cli, losses, record, wait_for, wait_until_ended
+from tuitrain.hardware.devices import discover, no_identity
+
+pytestmark = [pytest.mark.gpu, pytest.mark.slow]
+CUDA = ["--set", "hardware.accelerator=cuda", "--set", "hardware.gpus=[0]"]
+MiB = 2**20
+
+
+def finished(runs_dir: Path, *args: str) -> Path:
+    done = cli("run", "demo", *CUDA, *FAST, *args, runs_dir=runs_dir, timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (run_dir,) = [p for p in runs_dir.iterdir() if p.is_dir()]
+    rec = record(run_dir)
+    assert rec["status"] == "finished" and rec["accelerator"] == "cuda", rec
+    assert all(math.isfinite(loss) for loss in losses(run_dir).values()) and max(losses(run_dir)) == 8
+    return run_dir
+
+
+def test_the_demo_trains_on_the_gpu(runs_dir):
+    run_dir = finished(runs_dir)
+    assert record(run_dir)["env"]["CUDA_VISIBLE_DEVICES"] == "0"
+    listing = json.loads(cli("checkpoints", run_dir.name, "--json", runs_dir=runs_dir).stdout)
+    assert listing and all(c["complete"] for c in listing)
+
+
+@pytest.mark.parametrize("precision", ["bf16", "fp16"])
+def test_mixed_precision_trains_and_plan_says_it(runs_dir, precision):
+    run_dir = finished(runs_dir, "--set", f"hardware.mixed_precision={precision}")
+    assert f"mixed_precision: {precision}" in (run_dir / "accelerate.yaml").read_text()
+
+
+def test_resume_on_the_gpu_continues_the_steps(runs_dir):
+    parent = finished(runs_dir)
+    resumed = cli("resume", parent.name, "--set", "training.max_steps=12", runs_dir=runs_dir, timeout=900)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    child = next(p for p in runs_dir.iterdir() if p.is_dir() and p != parent)
+    assert record(child)["resume_from"].endswith("checkpoint-8") and record(child)["accelerator"] == "cuda"
+    assert sorted(losses(child)) == [9, 10, 11, 12]
+
+
+def test_fsdp_with_one_process_trains(runs_dir):
+    finished(runs_dir, "--set", "distributed.strategy=fsdp", "--set", "distributed.num_processes=1")
+
+
+def nvidia_smi() -> list[dict[str, float]]:
+    out = subprocess.run(["nvidia-smi", "--query-gpu=index,memory.used,memory.total,utilization.gpu",
+                          "--format=csv,noheader,nounits"], capture_output=True, text=True, check=True, timeout=60).stdout
+    keys = ("index", "used", "total", "util")
+    return [dict(zip(keys, map(float, line.split(",")), strict=True)) for line in out.strip().splitlines()]
+
+
+def test_nvml_reads_what_nvidia_smi_reads():
+    smi = nvidia_smi()
+    gpus = discover(None, no_identity).gpus
+    assert len(gpus) == len(smi)
+    for gpu, theirs in zip(gpus, smi, strict=True):
+        assert gpu.index == theirs["index"]
+        assert abs(gpu.memory_total / MiB - theirs["total"]) <= 1
+        # both are a moment apart on a GPU others may use: a small allowance, far below the 480 MiB reserve
+        assert abs(gpu.memory_used / MiB - theirs["used"]) <= max(64, 0.02 * theirs["total"]), (gpu, theirs)
+        assert abs(gpu.utilization - theirs["util"]) <= 50
+
+
+def test_the_ranks_process_is_named_with_its_run_and_rank(runs_dir):
+    started = cli("run", "demo", "--detach", *CUDA, "--set", "training.max_steps=100000", "--set", "training.logging_steps=1",
+                  "--set", "training.eval_strategy=no", "--set", "training.save_strategy=no", runs_dir=runs_dir)
+    assert started.returncode == 0, started.stderr
+    run_id = started.stdout.strip()
+    try:
+        wait_for(lambda: losses(runs_dir / run_id), 300, "a logged step on the GPU")
+        def named() -> str | None:
+            out = cli("gpus", runs_dir=runs_dir).stdout
+            return out if f"rank 0 of run {run_id}" in out else None
+
+        wait_for(named, 120, "the rank's process on the GPU, with its run and rank")
+        data = json.loads(cli("gpus", "--json", runs_dir=runs_dir).stdout)
+        procs = [p for g in data["gpus"] for p in g["processes"] if p["owner"]]
+        assert procs and procs[0]["used_memory"] > 0
+    finally:
+        cli("stop", run_id, "--now", runs_dir=runs_dir)
+        wait_until_ended(runs_dir / run_id)
+
+
+def test_the_app_shows_the_real_gpu(tmp_path):
+    from tuitrain.tui.app import TuitrainApp
+
+    app = TuitrainApp(tmp_path / "runs")
+
+    async def main() -> str:
+        async with app.run_test(size=(120, 40)) as pilot:
+            for _ in range(600):
+                await pilot.pause(0.1)
+                if "GPU0" in (app.hardware_line or ""):
+                    return str(app.hardware_line)
+        return str(app.hardware_line)
+
+    line = asyncio.run(main())
+    assert "GPU0" in line and "N/A" not in line, line
+
+
+@pytest.mark.parametrize(("sets", "key"), [
+    (["hardware.gpus=[0]", "distributed.strategy=ddp", "distributed.num_processes=2"], "distributed.num_processes"),
+    (["hardware.gpus=[99]"], "hardware.gpus"),
+    (["hardware.gpus=[0, 0]"], "hardware.gpus"),
+    (["hardware.accelerator=mps"], "hardware.accelerator"),
+], ids=["two-processes-one-gpu", "absent-gpu", "gpu-twice", "mps"])
+def test_impossible_choices_are_refused_in_one_line(runs_dir, sets, key):
+    args = [arg for s in sets for arg in ("--set", s)]
+    done = cli("run", "demo", "--detach", "--set", "hardware.accelerator=cuda", *args, runs_dir=runs_dir)
+    for started in [p for p in runs_dir.iterdir() if p.is_dir()]:  # a wrong start must not outlive the test
+        cli("stop", started.name, "--now", runs_dir=runs_dir)
+    check_clean(done, key)
+    assert not [p for p in runs_dir.iterdir() if p.is_dir()], "refused, yet a run directory was made"
