@@ -74,6 +74,7 @@ class EventsCallback(TrainerCallback):
                 max_steps=state.max_steps,
                 num_train_epochs=state.num_train_epochs,
                 world_size=self.world_size,
+                mixed_precision=args.mixed_precision,  # what the Trainer gave accelerate: the plan's, checked by tests
             )
 
     def on_log(self, args, state, control, logs=None, **kwargs):

@@ -12,7 +12,7 @@ from typing import Any
 from tuitrain.atomic import read_json, write_json_atomic
 from tuitrain.engine.errors import DataError, EngineError
 from tuitrain.engine.rank_io import write_rank_record
-from tuitrain.profile.implied import implied_training
+from tuitrain.profile.implied import implied_training, mixed_precision
 from tuitrain.runs.exits import EXIT_USER_ERROR
 from tuitrain.runs.layout import RunPaths
 
@@ -63,10 +63,9 @@ def training_arguments(profile: dict[str, Any], output_dir: str, world_size: int
     hardware = profile["hardware"]
     if hardware["accelerator"] == "cpu":
         training.setdefault("use_cpu", True)
-    if hardware["mixed_precision"] == "bf16":
-        training.setdefault("bf16", True)
-    elif hardware["mixed_precision"] == "fp16":
-        training.setdefault("fp16", True)
+    precision, _key = mixed_precision(profile)  # the one accelerate.yaml says too
+    if precision != "no":
+        training.setdefault(precision, True)
     for key, (value, _why) in implied_training(profile).items():
         training.setdefault(key, value)
     logging = profile["logging"]

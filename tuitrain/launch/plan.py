@@ -27,7 +27,8 @@ from tuitrain.launch.script import is_script, resolved_script, script_env, scrip
 from tuitrain.launch.threads import cpu_threads
 from tuitrain.profile import Problem
 from tuitrain.profile.accelerate_names import CPU_RANKS_MARK
-from tuitrain.profile.implied import implied_notes
+from tuitrain.profile.implied import implied_notes, mixed_precision
+from tuitrain.profile.validate import FSDP_ALONE_FIX, fsdp_world_of_one
 
 ENGINE_MODULE = "tuitrain.engine"
 MACHINES_NOT_BUILT = "running on several machines from one terminal is not built yet"
@@ -150,7 +151,7 @@ def accelerate_config(profile: Mapping[str, Any], accelerator: str, gpu_ids: lis
         "gpu_ids": gpu_ids if isinstance(gpu_ids, str) else (",".join(gpu_ids) or "all"),
         "machine_rank": dist["machine_rank"],
         "main_training_function": "main",
-        "mixed_precision": profile["hardware"]["mixed_precision"],
+        "mixed_precision": mixed_precision(profile)[0],  # the one the Trainer trains in: [training] may say it
         "num_machines": dist["num_machines"],
         "num_processes": dist["num_processes"] * dist["num_machines"],
         "rdzv_backend": dist["rdzv_backend"],
@@ -234,7 +235,8 @@ def _strategy_note(profile: Mapping[str, Any], accelerator: str, total: int) -> 
                 f"{fsdp.get('sharding_strategy', 'full_shard')}, wrap {fsdp.get('auto_wrap_policy', 'transformer')}")
         if fsdp.get("auto_wrap_policy", "transformer") == "transformer" and not fsdp.get("transformer_layer_cls_to_wrap"):
             text += " (layer class: the model's _no_split_modules, read by accelerate in each rank)"
-        return text
+        alone = fsdp_world_of_one(fsdp, total)
+        return f"{text}; {alone} ({FSDP_ALONE_FIX})" if alone else text
     ds = dist.get("deepspeed") or {}
     if ds.get("config_file"):
         return f"strategy deepspeed: {total} process(es), settings from {ds['config_file']}"

@@ -1,6 +1,7 @@
 """What some keys of a profile imply beyond themselves: TrainingArguments other keys set when [training] leaves
-them unset (one place for the rule, read by the engine, which sets them, and by `plan`, which says so), and what
-[model.lora] trains and keeps."""
+them unset (one place for the rule, read by the engine, which sets them, and by `plan`, which says so), the mixed
+precision a run trains in (`mixed_precision`: read by the engine, the accelerate config, `plan` and validation), and
+what [model.lora] trains and keeps."""
 
 from __future__ import annotations
 
@@ -8,6 +9,33 @@ from collections.abc import Mapping
 from typing import Any
 
 from tuitrain.profile.schema import LORA_KEYS
+
+PRECISION_FLAGS = ("bf16", "fp16")
+
+
+def mixed_precision(profile: Mapping[str, Any]) -> tuple[str, str]:
+    """(precision, the key that says it): the one mixed precision a run trains in, for the engine (TrainingArguments'
+    bf16 / fp16), the accelerate config (mixed_precision), `plan` and validation (fp16 on the CPU). It is
+    hardware.mixed_precision when that is "bf16" or "fp16"; else training.bf16 or training.fp16 when one is true
+    (the Trainer trains in it whatever accelerate is told, so accelerate is told the same); else "no". A profile
+    that says two different precisions (validation refuses it) is read by hardware.mixed_precision."""
+    mixed = (profile.get("hardware") or {}).get("mixed_precision")
+    if mixed in PRECISION_FLAGS:
+        return mixed, "hardware.mixed_precision"
+    training = profile.get("training") or {}
+    for flag in PRECISION_FLAGS:
+        if training.get(flag) is True:
+            return flag, f"training.{flag}"
+    return "no", "hardware.mixed_precision"
+
+
+def precision_note(profile: Mapping[str, Any]) -> str | None:
+    """The one line `plan` says when [training] sets the precision that hardware.mixed_precision leaves at "no"."""
+    precision, key = mixed_precision(profile)
+    if not key.startswith("training."):
+        return None
+    return (f"mixed precision {precision} from {key} = true (hardware.mixed_precision is \"no\"): the accelerate config "
+            f'and the Trainer both use {precision}; hardware.mixed_precision = "{precision}" says it in one place')
 
 
 def implied_training(profile: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
@@ -30,11 +58,10 @@ def implied_training(profile: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
 
 
 def implied_notes(profile: Mapping[str, Any]) -> list[str]:
-    """One line per implied key, and one for [model.lora], for `plan`."""
+    """One line per implied key, one for a precision [training] sets, and one for [model.lora], for `plan`."""
     notes = [f"training.{key} = {value!r} (not set in the profile): {why}; set it in [training] to choose"
              for key, (value, why) in implied_training(profile).items()]
-    lora = lora_note(profile)
-    return notes + ([lora] if lora else [])
+    return notes + [line for line in (precision_note(profile), lora_note(profile)) if line]
 
 
 def lora_note(profile: Mapping[str, Any]) -> str | None:

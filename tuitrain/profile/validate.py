@@ -16,6 +16,7 @@ from typing import Any, Iterable, Mapping
 from tuitrain.installed import distribution_version
 
 from .datafiles import Scan, scan_data_file
+from .implied import PRECISION_FLAGS, mixed_precision
 from .problems import Problem, Severity, did_you_mean
 from .schema import (
     DATA_FILE_FORMATS,
@@ -815,13 +816,31 @@ def _rules_training(file: str, data: Mapping[str, Any],
         out.append(Problem(file, "metrics.early_stopping_patience",
                            "early stopping needs evaluation, but training.eval_strategy is \"no\"",
                            'set training.eval_strategy = "steps" (or "epoch")'))
-    hardware = _table(data, "hardware")
-    mixed = _get(hardware, "mixed_precision", "str", "no")
-    for flag in ("fp16", "bf16"):
-        if _get(training, flag, "bool", False) and mixed not in ("no", flag):
+    out.extend(precision_problems(file, data))
+    return out
+
+
+def precision_problems(file: str, data: Mapping[str, Any]) -> list[Problem]:
+    """Two precisions said for one run, refused: training.bf16 / fp16 against a different hardware.mixed_precision
+    (a flag set to false against the same one: accelerate trains in it all the same), or both flags true. One that
+    agrees, or a flag with hardware.mixed_precision "no", is the run's precision (profile.implied.mixed_precision)."""
+    out: list[Problem] = []
+    training = _table(data, "training")
+    mixed = _get(_table(data, "hardware"), "mixed_precision", "str", "no")
+    flags = {flag: _get(training, flag, "bool") for flag in PRECISION_FLAGS}
+    for flag, value in flags.items():
+        if value is True and mixed not in ("no", flag):
             out.append(Problem(file, f"training.{flag}",
                                f"conflicts with hardware.mixed_precision = {toml_literal(mixed)}",
                                "set the precision once, in hardware.mixed_precision"))
+        elif value is False and mixed == flag:
+            out.append(Problem(file, f"training.{flag}",
+                               f"is false, but hardware.mixed_precision = {toml_literal(mixed)} trains the run in "
+                               f"{flag} all the same",
+                               f"remove training.{flag}, or set hardware.mixed_precision = \"no\""))
+    if all(flags.values()) and mixed == "no":
+        out.append(Problem(file, "training.fp16", "is true and so is training.bf16: a run trains in one precision",
+                           'set one precision, in hardware.mixed_precision ("bf16" or "fp16")'))
     return out
 
 
@@ -860,9 +879,12 @@ def _rules_hardware(file: str, data: Mapping[str, Any]) -> list[Problem]:
     dist = _table(data, "distributed")
     accelerator = _get(hardware, "accelerator", "str", "auto")
     processes = _get(dist, "num_processes", "int", 1)
-    if accelerator == "cpu" and _get(hardware, "mixed_precision", "str", "no") == "fp16":
-        out.append(Problem(file, "hardware.mixed_precision", "fp16 needs a GPU; accelerator is \"cpu\"",
-                           'use mixed_precision = "bf16" or "no" on the CPU'))
+    precision, said_by = mixed_precision(data)
+    if accelerator == "cpu" and precision == "fp16":
+        # one rule for hardware.mixed_precision and training.fp16: the key that makes the run fp16 is named
+        fix = ('use mixed_precision = "bf16" or "no" on the CPU' if said_by == "hardware.mixed_precision" else
+               'set training.fp16 = false (bf16 runs on the CPU: hardware.mixed_precision = "bf16")')
+        out.append(Problem(file, said_by, 'fp16 mixed precision does not run on the CPU; accelerator is "cpu"', fix))
     if accelerator == "mps" and processes > 1:
         out.append(Problem(file, "distributed.num_processes",
                            f"{processes} processes, but an Apple GPU (mps) runs one",
@@ -1110,6 +1132,38 @@ def mps_strategy_problem(file: str, strategy: str) -> Problem | None:
                    'set distributed.strategy = "single" on MPS, or hardware.accelerator = "cuda" on a GPU machine')
 
 
+FSDP_ALONE_FIX = ('set distributed.num_processes = 2 or more (one per GPU) to shard, '
+                  'or distributed.strategy = "single" to drop FSDP')
+
+
+def fsdp_world_of_one(fsdp: Mapping[str, Any], world: int) -> str | None:
+    """What FSDP does with the sharding asked in a world of one process (num_processes × num_machines), in one
+    line, or None (a larger world, or NO_SHARD asked). `validate` warns it for the num_processes a profile writes,
+    `plan` says it in its strategy note for the processes it will start: torch says it only in the rank's log."""
+    version = fsdp.get("version", FSDP_KEYS["version"].default)
+    sharding = fsdp.get("sharding_strategy", FSDP_KEYS["sharding_strategy"].default)
+    if world != 1 or (version != 2 and sharding == "no_shard"):
+        return None
+    if version == 2:
+        what = "FSDP2 shards over that one device, which splits nothing"
+    else:
+        what = f"FSDP cannot shard: {sharding} runs as NO_SHARD"
+    return f"with one process {what}: the whole model, gradients and optimizer state on one device, as without FSDP"
+
+
+def fsdp_world_problem(file: str, dist: Mapping[str, Any]) -> Problem | None:
+    """The warning of `fsdp_world_of_one` for a profile that writes num_processes = 1 on one machine (an unset one
+    is one per GPU at launch: `plan` says it then)."""
+    fsdp = dist.get("fsdp")
+    processes = _get(dist, "num_processes", "int")
+    if _get(dist, "strategy", "str") != "fsdp" or processes is None or listed_machines(dist):
+        return None
+    said = fsdp_world_of_one(fsdp if isinstance(fsdp, dict) else {}, processes * _get(dist, "num_machines", "int", 1))
+    if said is None:
+        return None
+    return Problem(file, "distributed.num_processes", said, FSDP_ALONE_FIX, severity="warning")
+
+
 def machines_port_problem(file: str, machines: int, port: Any, severity: Severity) -> Problem | None:
     """A run over several machines without main_process_port, or None. One message, two severities:
     `validate` warns (the file may be finished on the machine that launches it), the launch
@@ -1180,7 +1234,7 @@ def _rules_strategies(file: str, data: Mapping[str, Any], base_dir: Path | None,
     strategy = _get(dist, "strategy", "str", "single")
     accelerator = _get(hardware, "accelerator", "str", "auto")
     machines = machine_count(dist)
-    mixed = _get(hardware, "mixed_precision", "str", "no")
+    mixed = mixed_precision(data)[0]  # hardware.mixed_precision, or the training.bf16 / fp16 it leaves to
 
     # The strategy's own table is checked key by key (the other one is only "ignored", above).
     for sub, keys in (("fsdp", FSDP_KEYS), ("deepspeed", DEEPSPEED_KEYS)):
@@ -1204,11 +1258,8 @@ def _rules_strategies(file: str, data: Mapping[str, Any], base_dir: Path | None,
             out.append(Problem(file, f"training.{leaf}",
                                "would set up the strategy a second time: tuitrain passes it through the accelerate config",
                                f"remove it from [training]; {fix}"))
-    if accelerator == "cpu" and _get(training, "fp16", "bool", False):
-        out.append(Problem(file, "training.fp16", 'fp16 mixed precision does not run on the CPU; accelerator is "cpu"',
-                           'set training.fp16 = false (bf16 runs on the CPU: hardware.mixed_precision = "bf16")'))
     if _get(dist, "downcast_bf16", "bool", False) and mixed != "bf16":
-        out.append(Problem(file, "distributed.downcast_bf16", f"has no effect without bf16 (hardware.mixed_precision "
+        out.append(Problem(file, "distributed.downcast_bf16", f"has no effect without bf16 (the run's mixed precision "
                            f"is {toml_literal(mixed)}; and it only acts on TPUs)", "remove it", severity="warning"))
 
     optim = _get(training, "optim", "str")
@@ -1225,6 +1276,9 @@ def _rules_strategies(file: str, data: Mapping[str, Any], base_dir: Path | None,
     fsdp, deepspeed = dist.get("fsdp"), dist.get("deepspeed")
     if strategy == "fsdp":
         out.extend(_rules_fsdp(file, fsdp if isinstance(fsdp, dict) else {}, training))
+        alone = fsdp_world_problem(file, dist) if accelerator in ("auto", "cuda") else None  # else refused above
+        if alone is not None:
+            out.append(alone)
     if strategy == "deepspeed":
         out.extend(_rules_deepspeed(file, deepspeed if isinstance(deepspeed, dict) else {}, training, mixed, base_dir))
     return out
@@ -1335,7 +1389,7 @@ def _rules_deepspeed(file: str, ds: Mapping[str, Any], training: Mapping[str, An
             if isinstance(enabled, bool) and enabled != (mixed == precision):
                 out.append(Problem(file, "hardware.mixed_precision",
                                    f"{config_file} has {precision}.enabled = {toml_literal(enabled)} but "
-                                   f"hardware.mixed_precision is {toml_literal(mixed)}",
+                                   f"the run's mixed precision is {toml_literal(mixed)}",
                                    f'set hardware.mixed_precision = "{precision if enabled else "no"}", '
                                    f'or write "auto" for {precision}.enabled in {config_file}'))
     return out
