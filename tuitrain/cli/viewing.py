@@ -6,7 +6,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tuitrain.cli.errors import CliError
 from tuitrain.cli.output import age, print_json, table
@@ -20,6 +20,9 @@ from tuitrain.runs.logfile import display_text, plain_text
 from tuitrain.runs.record import FINAL_STATUSES, RunRecordError
 from tuitrain.runs.summary import run_summary
 from tuitrain.runs.tail import read_new_lines
+
+if TYPE_CHECKING:
+    from tuitrain.runs.warning_fold import WarningFold
 
 
 def _entry_summary(entry: RunEntry, job_states: dict | None = None) -> dict:
@@ -134,11 +137,15 @@ def cmd_logs(args: argparse.Namespace) -> int:
 
 
 def _print_log(paths: RunPaths, log: Path, follow: bool) -> int:
-    """One log, its whole lines as written (or as a terminal would show them, into a pipe)."""
+    """One log, its whole lines as written (or as a terminal would show them, into a pipe), a warning printed
+    again folded into one line (tui.log_filter.WarningFold, as the app's log view folds it)."""
+    from tuitrain.runs.warning_fold import WarningFold
+
     offset = 0
+    fold = WarningFold()
     while True:
         ended, problem = _has_ended(paths) if follow else (True, None)
-        offset = _print_new(log, offset, "", sys.stdout)
+        offset = _print_new(log, offset, sys.stdout, fold)
         if problem:
             raise CliError(problem)
         if ended:
@@ -160,9 +167,11 @@ def _rank_count(paths: RunPaths) -> int:
 
 def _print_merged(paths: RunPaths, follow: bool) -> int:
     """Every rank's whole lines in the order they were written (runs.logfile.MergedLog), each
-    prefixed with its rank when there are several."""
+    prefixed with its rank when there are several; a warning printed again folded into one line."""
     from tuitrain.runs.logfile import LogFile, MergedLog
+    from tuitrain.runs.warning_fold import WarningFold
 
+    fold = WarningFold()
     logs = [LogFile(paths.rank_log(rank)) for rank in range(_rank_count(paths))]
     merged = MergedLog(logs)
     prefix = len(logs) > 1
@@ -180,7 +189,9 @@ def _print_merged(paths: RunPaths, follow: bool) -> int:
                 rank, raw = merged.raw(index)
                 # a terminal gets what it would have shown of the line (its colours kept: after tqdm's
                 # last carriage return, so the prefix stays); a pipe or a file the same without codes
-                text = display_text(raw) if terminal else plain_text(raw)
+                text = _shown(fold, rank, raw, terminal)
+                if text is None:
+                    continue
                 out.append(f"[rank {rank}] {text}\n" if prefix else text + "\n")
             printed = len(merged.lines)
             if out:
@@ -223,16 +234,32 @@ def _is_terminal(out: Any) -> bool:
         return False
 
 
-def _print_new(log: Path, offset: int, prefix: str, out) -> int:
-    """Print whole lines after `offset`; return the new offset (a partial last line waits)."""
+def _shown(fold: WarningFold, rank: int | None, raw: bytes, terminal: bool, as_written: bool = False) -> str | None:
+    """A log line as `logs` prints it, None when `fold` (a WarningFold) leaves it out: into a pipe, what a
+    terminal would have shown without its codes; to a terminal, as written (`as_written`) or what it shows (tqdm's
+    last redraw, colours kept); a warning printed again, the one line that stands for it (dim on a terminal)."""
+    from tuitrain.runs.warning_fold import DIM
+
+    plain = plain_text(raw)
+    shown = fold.fold(rank, plain)
+    if shown is None:
+        return None
+    if shown is not plain:
+        return DIM.format(shown) if terminal else shown
+    if not terminal:
+        return plain
+    return raw.decode("utf-8", errors="replace") if as_written else display_text(raw)
+
+
+def _print_new(log: Path, offset: int, out: Any, fold: WarningFold) -> int:
+    """Print whole lines after `offset`, a warning printed again folded by `fold` (a WarningFold); return the new
+    offset (a partial last line waits)."""
     lines = read_new_lines(log, offset)
     if lines:
-        if _is_terminal(out):
-            text = b"".join(lines).decode("utf-8", errors="replace")
-            out.write("".join(prefix + line + "\n" for line in text.splitlines()) if prefix else text)
-        else:  # a pipe or a file: what a terminal would have shown, without its codes (tqdm's \r, colours)
-            whole = b"".join(lines).split(b"\n")[:-1]  # (read_new_lines also splits at each \r)
-            out.write("".join(prefix + plain_text(line) + "\n" for line in whole))
+        terminal = _is_terminal(out)
+        whole = b"".join(lines).split(b"\n")[:-1]  # (read_new_lines also splits at each \r)
+        shown = (_shown(fold, None, line, terminal, as_written=True) for line in whole)
+        out.write("".join(text + "\n" for text in shown if text is not None))
         out.flush()
     return offset + sum(len(line) for line in lines)
 

@@ -151,9 +151,7 @@ class MonitorScreen(Screen):
             if self.machines:
                 changed |= self.poll_machines()
             for view in self._log_views:
-                filtered = view.filter
-                if filtered is not None:
-                    changed |= filtered.sync()
+                changed |= view.sync()  # its repeated warnings folded, its filter filled
             if changed:
                 self.post_message(self.Updated())
             if not wait_or_cancel(self.app.monitor_interval):

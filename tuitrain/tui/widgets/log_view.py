@@ -5,7 +5,9 @@ rank in the rank's colour). Lines show what a terminal would: the text after the
 return (tqdm) with its ANSI colours. The view follows the tail until the user scrolls up, and
 follows again from the end (End / G).
 
-A filter (`set_filter`) shows only the lines holding a term (a `FilteredLog` over the source).
+A Python warning printed again (FSDP's on every save) shows as one short line, "… (same warning ×5) …": the view
+shows its source through a `FoldedWarnings`, which the monitor's worker brings up to date with `sync()`, as it
+does a filter. A filter (`set_filter`) shows only the lines holding a term (a `FilteredLog` over the folded source).
 Wrapped (`set_wrap`), a long line takes as many rows as it needs, each row with the line's rank
 prefix; the view still scrolls a line at a time (its scroll offset is the top line), and at the
 end it shows as many of the last lines as fit.
@@ -28,7 +30,7 @@ from textual.widget import Widget
 
 from tuitrain.runs.logfile import display_text
 from tuitrain.tui.format import RANK_STYLES
-from tuitrain.tui.log_filter import FilteredLog
+from tuitrain.tui.log_filter import FilteredLog, FoldedWarnings
 
 
 class LineSource(Protocol):
@@ -69,8 +71,9 @@ class LogView(ScrollView, can_focus=True):
 
     def __init__(self, source: LineSource, ranks: bool = False, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
-        self.source = source
-        self.base_source = source  # the source without the filter
+        self.base_source = FoldedWarnings(source)  # the source, its repeated warnings folded; without the filter
+        self.base_source.sync(5_000)
+        self.source: LineSource = self.base_source
         self.ranks = ranks
         self.wrap = False
         self._wrapped: LRUCache[int, list[Strip]] = LRUCache(1024)
@@ -111,6 +114,15 @@ class LogView(ScrollView, can_focus=True):
         else:
             self.refresh()
 
+    def sync(self) -> bool:
+        """Fold (and filter) the lines the source indexed since the last call: for the worker that polls the
+        logs, after each poll. True when what the view shows changed."""
+        changed = self.base_source.sync()
+        filtered = self.filter
+        if filtered is not None:
+            changed |= filtered.sync()
+        return changed
+
     def _has_partial_tail(self) -> bool:
         return self.line_count > 0 and not self.source.cacheable(self.line_count - 1)
 
@@ -130,7 +142,8 @@ class LogView(ScrollView, can_focus=True):
 
     def set_source(self, source: LineSource) -> None:
         """Show another source (the merged log folded or not), keeping the follow state and filter."""
-        self.base_source = source
+        self.base_source = FoldedWarnings(source)
+        self.base_source.sync(5_000)
         current = self.filter
         self.set_filter(current.term if current is not None else None)
 
