@@ -7,7 +7,7 @@ import errors included — lands in logs/rank-K.log.
 import sys
 from pathlib import Path
 
-from tuitrain.engine.rank_io import redirect_output_to_rank_log
+from tuitrain.engine.rank_io import exit_without_teardown, redirect_output_to_rank_log
 from tuitrain.engine.watchdog import watch_supervisor
 
 if len(sys.argv) != 2:
@@ -19,4 +19,4 @@ watch_supervisor(_run_dir, _rank)
 
 from tuitrain.engine.main import main  # noqa: E402  (after the redirect, on purpose)
 
-sys.exit(main(_run_dir, _rank))
+exit_without_teardown(main(_run_dir, _rank))
