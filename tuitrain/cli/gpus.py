@@ -16,8 +16,8 @@ import time
 from typing import Any
 
 from tuitrain.cli.output import print_json, table
-from tuitrain.hardware.devices import GpuInfo, attach_owners, discover
-from tuitrain.hardware.host import HostInfo, ProcessMeter, host_info
+from tuitrain.hardware.devices import GpuInfo
+from tuitrain.hardware.host import HostInfo
 from tuitrain.hardware.mapping import FASTEST_FIRST, PCI_BUS_ID, cuda_ordinals, pci_order
 from tuitrain.hardware.mps import mps_available
 from tuitrain.hardware.na import NA
@@ -25,7 +25,7 @@ from tuitrain.hardware.recorded import library_from_env
 from tuitrain.hardware.report import to_json
 from tuitrain.hardware.sampler import Sampler, Snapshot
 from tuitrain.humanize import gib, gpu_memory, percent
-from tuitrain.runs.owners import OwnerIndex, owner_lookup, read_owners
+from tuitrain.runs.owners import OwnerIndex
 
 WATCH_INTERVAL = 1.0
 
@@ -96,14 +96,22 @@ def render(snapshot: Snapshot, mps: bool) -> str:
     return "\n".join(lines)
 
 
-def snapshot_once(nvml: Any, runs_root: Any) -> Snapshot:
-    discovery = discover(nvml, ProcessMeter().identify)
-    if discovery.gpus and runs_root is not None:
-        owners = read_owners(runs_root)
-        if owners:
-            discovery = type(discovery)(discovery.available, discovery.reason, discovery.driver_version,
-                                        attach_owners(discovery.gpus, owner_lookup(owners)))
-    return Snapshot(time.time(), discovery, host_info())
+CPU_WINDOW = 0.1  # seconds between the two looks a CPU percentage is made of (the host's, each rank's)
+
+
+def snapshot_once(nvml: Any, runs_root: Any, window: float = CPU_WINDOW) -> Snapshot:
+    """One look at the machine, taken as `--watch` and the app take theirs: by the `Sampler`, so the text and
+    the JSON carry the same figures (each GPU process's owner, the live ranks with their CPU% and RSS, the
+    host's CPU%). A CPU percentage is the difference of two looks: while a run's ranks live, the sampler looks
+    twice, `window` apart; with none, once (`tuitrain gpus` stays quick, the host's CPU% unknown: N/A, null)."""
+    owners = OwnerIndex(runs_root).get if runs_root is not None else None
+    with Sampler(nvml, owners=owners) as sampler:
+        started = time.monotonic()
+        first = sampler.sample()
+        if not first.ranks:
+            return first
+        time.sleep(max(0.0, window - (time.monotonic() - started)))
+        return sampler.sample()
 
 
 def _watch(args: argparse.Namespace, nvml: Any, mps: bool) -> int:
