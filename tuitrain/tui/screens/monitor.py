@@ -120,7 +120,7 @@ class MonitorScreen(Screen):
                 with TabPane(machine.host, id=f"tab-machine-{position}"):
                     yield LogView(log, id=f"log-machine-{position}")
             with TabPane("Metrics", id="tab-metrics"):
-                yield MetricsPanel(id="metrics")
+                yield MetricsPanel(w.paths.profile, id="metrics")
             with TabPane("Checkpoints", id="tab-checkpoints"):
                 yield CheckpointList(id="checkpoint-list")
             with TabPane("GPUs", id="tab-gpus"):
@@ -273,7 +273,7 @@ class MonitorScreen(Screen):
         self.query_one(selector, TextLine).set(content)
 
     def update_metrics(self) -> None:
-        self.query_one(MetricsPanel).show(self.run_watch.events.series)
+        self.query_one(MetricsPanel).show(self.run_watch.events.series, live=self.run_watch.status not in FINAL_STATUSES)
 
     def update_checkpoints(self) -> None:
         self.query_one(CheckpointList).show(self.run_watch, self.app.show_path(self.run_watch.output_dir))

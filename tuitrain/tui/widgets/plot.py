@@ -63,6 +63,13 @@ class LinePlot(Widget):
         self.title = title
         self.lines: list[Line] = []
         self._signature: tuple = ()
+        self.note: str | None = None  # what to say instead of "waiting for values…" while there are none
+
+    def set_note(self, note: str | None) -> None:
+        """Say `note` (wrapped, under the title) while the plot has no values: why none will come, and what to do."""
+        if note != self.note:
+            self.note = note
+            self.refresh()
 
     def set_lines(self, lines: list[Line]) -> None:
         signature = tuple((line.label, len(line.values)) for line in lines)
@@ -84,6 +91,10 @@ class LinePlot(Widget):
         all_values = [v for line in self.lines for v in _finite(line.values)]
         all_steps = [s for line in self.lines if len(line.values) for s in (line.steps[0], line.steps[-1])]
         body_rows = height - 2
+        if not all_values and self.note:
+            out = Text(self.title, style="bold", end="")
+            out.append("\n" + self.note, style="dim")
+            return out
         if not all_values:
             out = Text(no_wrap=True, end="")
             out.append_text(legend)
