@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -31,11 +32,20 @@ if TYPE_CHECKING:
 
 SORT_NAMES = {"memory": "GPU memory", "pid": "pid", "user": "user"}
 COLUMNS = ("GPU", "pid", "user", "command", "GPU memory", "run / rank")
+# the columns that give way when the table is too narrow, first to last, and how far: the run and rank owning a
+# process, its pid and its memory always show whole
+SHRINKABLE = (("command", 12), ("user", 6))
+GPU_ROW_HEIGHT = 2  # a GPU's name, then its utilisation, temperature and power
+
+
+def _cut(text: str, style: str = "") -> Text:
+    """A cell that ends in an ellipsis where its column is too narrow."""
+    return Text(text, style, no_wrap=True, overflow="ellipsis", end="")
 
 
 def gpu_cells(gpu: GpuInfo) -> list[Text]:
-    """A GPU's own row: index, then name, utilisation, temperature and power, then its memory."""
-    figures = [str(gpu.name), f"util {percent(gpu.utilization).strip()}"]
+    """A GPU's own row, two lines high: index; name over utilisation, temperature and power; memory."""
+    figures = [f"util {percent(gpu.utilization).strip()}"]
     if gpu.temperature is not NA:
         figures.append(f"{gpu.temperature}°C")
     if gpu.power_draw is not NA:
@@ -44,7 +54,7 @@ def gpu_cells(gpu: GpuInfo) -> list[Text]:
     if gpu.lost:
         figures.append("LOST (fell off the bus)")
     style = "bold red" if gpu.lost else "bold"
-    return [Text(f"GPU {gpu.index}", style), Text(""), Text(""), Text(" · ".join(figures), style),
+    return [Text(f"GPU {gpu.index}", style), Text(""), Text(""), _cut(f"{gpu.name}\n" + " · ".join(figures), style),
             Text(gpu_memory(gpu.memory_used, gpu.memory_total, gpu.lost), style), Text("")]
 
 
@@ -52,8 +62,27 @@ def process_cells(row: GpuProcessRow, me: str) -> list[Text]:
     proc = row.process
     style = "" if proc.user == me else "dim"
     owner = proc.owner.describe() if proc.owner is not None else "-"
-    return [Text(""), Text(str(proc.pid), style), Text(str(proc.user), style), Text(str(proc.command), style),
+    return [Text(""), Text(str(proc.pid), style), _cut(str(proc.user), style), _cut(str(proc.command), style),
             Text(gib(proc.used_memory, unit=True), style), Text(owner, "cyan" if proc.owner is not None else style)]
+
+
+def _cell_width(cell: Text) -> int:
+    return max(cell_len(line) for line in cell.plain.split("\n"))
+
+
+def column_widths(rows: list[list[Text]], room: int) -> tuple[int, ...]:
+    """Widths that fit the table's `room`: every column as wide as its widest cell (or its name) unless they do not
+    all fit; then the command, then the user, are cut (with an ellipsis). Set, not left to the table, which
+    measures a cell of two lines by another rule."""
+    widths = [max([len(name), *(_cell_width(row[i]) for row in rows)]) for i, name in enumerate(COLUMNS)]
+    # a cell is padded by one on each side; the last one's right padding may fall off the edge
+    over = sum(w + 2 for w in widths) - 1 - room
+    for name, least in SHRINKABLE:
+        i = COLUMNS.index(name)
+        cut = min(over, max(0, widths[i] - least)) if over > 0 else 0
+        widths[i] -= cut
+        over -= cut
+    return tuple(widths)
 
 
 class GpusScreen(Screen):
@@ -75,18 +104,35 @@ class GpusScreen(Screen):
         self.sort = SORTS[0]
         self.me = current_user()
         self.rows: dict[str, GpuProcessRow] = {}  # row key → the process it shows
+        self._widths: tuple[int, ...] | None = None  # the columns' widths as last set
 
     def compose(self) -> ComposeResult:
         yield TextLine("GPUs on this machine: every process", classes="title-bar", id="gpus-title")
-        table: DataTable[Text] = DataTable(id="gpu-table", cursor_type="row", zebra_stripes=False)
-        table.add_columns(*COLUMNS)
-        yield table
+        yield DataTable(id="gpu-table", cursor_type="row", zebra_stripes=False)
         yield TextLine("", id="gpus-status")
         yield KeyBar()
 
     def on_mount(self) -> None:
+        self._ensure_columns(tuple(len(name) for name in COLUMNS))
         self.show(self.app.hardware_view)
         self.query_one(DataTable).focus()
+
+    def on_resize(self) -> None:
+        self.show(self.app.hardware_view)  # the columns' widths follow the table's
+
+    def _room(self) -> int:
+        """The cells' room in the table (less a scrollbar's); before its first layout, the screen's width."""
+        table = self.query_one(DataTable)
+        return table.scrollable_content_region.width if table.size.width else self.app.size.width
+
+    def _ensure_columns(self, widths: tuple[int, ...]) -> None:
+        if widths == self._widths:
+            return
+        table = self.query_one(DataTable)
+        table.clear(columns=True)
+        for name, width in zip(COLUMNS, widths, strict=True):
+            table.add_column(name, key=name, width=width)
+        self._widths = widths
 
     # ------------------------------------------------------------------------------ drawing
     def hardware_sampled(self, _line: str) -> None:
@@ -101,16 +147,20 @@ class GpusScreen(Screen):
             return
         gpus = view.snapshot.gpus
         selected = self._selected_key()
-        table.clear()
-        self.rows = {}
         by_gpu: dict[int, list[GpuProcessRow]] = {}
         for row in process_rows(gpus, self.sort):
             by_gpu.setdefault(row.gpu, []).append(row)
+        rows: list[tuple[str, list[Text], GpuProcessRow | None]] = []
         for gpu in sorted(gpus, key=lambda g: g.index):
-            table.add_row(*gpu_cells(gpu), key=f"gpu:{gpu.index}")
-            for row in by_gpu.get(gpu.index, []):
-                self.rows[row.key] = row
-                table.add_row(*process_cells(row, self.me), key=row.key)
+            rows.append((f"gpu:{gpu.index}", gpu_cells(gpu), None))
+            rows.extend((row.key, process_cells(row, self.me), row) for row in by_gpu.get(gpu.index, []))
+        self._ensure_columns(column_widths([cells for _, cells, _ in rows], self._room()))
+        table.clear()
+        self.rows = {}
+        for key, cells, process in rows:
+            if process is not None:
+                self.rows[key] = process
+            table.add_row(*cells, key=key, height=1 if process is not None else GPU_ROW_HEIGHT)
         if selected is not None and selected in table.rows:
             table.move_cursor(row=table.get_row_index(selected), animate=False)
         count = sum(len(g.processes) for g in gpus)

@@ -229,15 +229,17 @@ class MonitorScreen(Screen):
             machine = machine_of_rank(self.machines, rank) if isinstance(rank, int) else None
             where = f" on {machine.host}" if machine is not None else ""
             line1.append(f" (rank {rank}{where})" if rank is not None else " (launcher)", style="red")
-        line1.append(f"  step {step}/{total or '?'}")
+        # fields apart by a visible " · " (as the title bar's): a reader that drops the blanks where a style ends
+        # (a copied SVG screenshot, a screen reader) still sees "running · step", never "runningstep"
+        line1.append(f" · step {step}/{total or '?'}")
         if p.get("epoch") is not None:
-            line1.append(f"  epoch {number(p['epoch'], 3)}")
+            line1.append(f" · epoch {number(p['epoch'], 3)}")
         if p.get("loss") is not None:
-            line1.append(f"  loss {number(p['loss'])}")
+            line1.append(f" · loss {number(p['loss'])}")
         if w.events.best is not None:
-            line1.append(f"  best {short_metric(w.events.metric)} {number(w.events.best)} @{w.events.best_step}")
+            line1.append(f" · best {short_metric(w.events.metric)} {number(w.events.best)} @{w.events.best_step}")
         if record.get("parent"):
-            line1.append(f"  resumed from {record['parent']}", style="dim")
+            line1.append(f" · resumed from {record['parent']}", style="dim")
         fraction = step / total if total else None
         width = max(10, min(40, self.size.width - 44))
         line2 = Text(no_wrap=True, overflow="ellipsis")
