@@ -122,3 +122,19 @@ def test_the_overrides_it_names_are_ones_resume_takes(tmp_path):
     given = [overrides[0], f"data.validation_file={tmp_path / 'validation.csv'}"]
     assert override_problems(frozen, given) == []
     assert override_problems(frozen, overrides[:1])  # steps alone, with no validation data: refused
+
+
+def test_evaluate_now_on_a_live_run_without_validation_data_says_why_and_asks_nothing(base):  # noqa: F811
+    run_dir = base / "runs" / RUNNING
+    without_evaluation(run_dir, '[data]\ntrain_file = "train.csv"\n\n[training]\nmax_steps = 40\n')
+    app = make_app(base)
+
+    async def script(pilot):
+        monitor = await metrics_tab(pilot, app, RUNNING)
+        await until(pilot, lambda: "does not evaluate" in eval_plot_text(monitor), what="the plot saying so")
+        await pilot.press("e")
+        await until(pilot, lambda: any("no validation data" in n.message for n in app._notifications),
+                    what="the word that there is nothing to evaluate on")
+        assert not (run_dir / "control" / "evaluate-now").exists()  # the rank, which would refuse it, is not asked
+
+    run(script, app, notifications=True)

@@ -104,10 +104,11 @@ class ControlCallback(TrainerCallback):
     every rank saves, evaluates and stops at the same step (a rank that stops alone hangs the rest).
     """
 
-    def __init__(self, paths: RunPaths, events: EventLog | None, world_size: int) -> None:
+    def __init__(self, paths: RunPaths, events: EventLog | None, world_size: int, can_evaluate: bool = True) -> None:
         self.paths = paths
         self.events = events
         self.world_size = world_size
+        self.can_evaluate = can_evaluate  # False without validation data: the Trainer would raise, and the run die
         self._stop_seen = False
 
     def _requests(self) -> tuple[bool, bool, bool]:
@@ -131,7 +132,12 @@ class ControlCallback(TrainerCallback):
         if save:
             control.should_save = True
             self._consume(CONTROL_SAVE, state)
-        if evaluate:
+        if evaluate and not self.can_evaluate:
+            if state.is_world_process_zero:
+                print("[tuitrain] evaluate-now asked, but this run has no validation data: nothing evaluated, training "
+                      "goes on (resume with --set data.validation_file=FILE to evaluate)", flush=True)
+            self._consume(CONTROL_EVALUATE, state)
+        elif evaluate:
             control.should_evaluate = True
             self._consume(CONTROL_EVALUATE, state)
         if stop:

@@ -138,7 +138,8 @@ def build_trainer(paths: RunPaths, record: dict[str, Any], profile: dict[str, An
         model = build_model(model_spec, tokenizer, labels=labels)
     check_optim_targets(model, str(getattr(args.optim, "value", args.optim)), args.optim_target_modules)
     events = EventLog(paths.events) if rank == 0 else None
-    callbacks: list[Any] = [CheckpointMarkerCallback(record["id"], world_size), ControlCallback(paths, events, world_size),
+    callbacks: list[Any] = [CheckpointMarkerCallback(record["id"], world_size),
+                            ControlCallback(paths, events, world_size, can_evaluate=eval_set is not None),
                             StepsFromProfileCallback()]
     if events is not None:
         callbacks.insert(1, EventsCallback(events, record["id"], world_size))

@@ -486,6 +486,11 @@ class MonitorScreen(Screen):
         self._request("save")
 
     def action_evaluate_now(self) -> None:
+        unevaluated = self.query_one(MetricsPanel).no_evaluation
+        if unevaluated is not None and unevaluated.validation == "none":  # the rank would refuse it too (ControlCallback)
+            self.notify("this run has no validation data: nothing to evaluate on. Resume it (R) with "
+                        "data.validation_file=<file> and training.eval_strategy=steps to evaluate", severity="warning")
+            return
         self._request("evaluate")
 
     def action_stop(self) -> None:
