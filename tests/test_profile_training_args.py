@@ -1,5 +1,6 @@
 """The TrainingArguments table: made by a real subprocess (python -m tuitrain.engine.training_args_probe),
-cached per transformers install, announced while it is read, and its failure said in one line."""
+cached per transformers install, shipped as a snapshot, and its failure said in one line (the first
+command not waiting for it: tests/test_training_args_cold.py)."""
 
 from __future__ import annotations
 
@@ -9,22 +10,33 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from tuitrain.profile import FieldSpec, training_args_fields
-from tuitrain.profile.training_args import MIGRATIONS, _specs_from_table, applicable_migration, cache_path
+from tuitrain.profile.training_args import (
+    FILL_MODULE,
+    LOCK_NAME,
+    MIGRATIONS,
+    SNAPSHOT,
+    _specs_from_table,
+    applicable_migration,
+    cache_path,
+    failure_path,
+    usable_table,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 HAS_TRANSFORMERS = importlib.util.find_spec("transformers") is not None
 needs_transformers = pytest.mark.skipif(not HAS_TRANSFORMERS, reason="transformers is not installed")
 
-# Runs in a fresh interpreter with an empty cache folder: builds the table through the real
-# introspection subprocess, and proves that transformers never entered this process.
+# Runs in a fresh interpreter: reads the table (from the cache the probe filled) and proves that
+# transformers never entered this process.
 CHILD = """
 import json, os, sys
-os.umask(0o077)
 from tuitrain.profile import training_args_fields
 from tuitrain.profile.training_args import report_reading_to
 report_reading_to(lambda line: print("said: " + line, file=sys.stderr))
@@ -35,15 +47,30 @@ print(json.dumps({"heavy": heavy, "fields": {k: [v.type, v.default, list(v.choic
 """
 
 
+def _env(cache: Path, *front: Path) -> dict[str, str]:
+    return {**os.environ, "XDG_CACHE_HOME": str(cache), "HF_HUB_OFFLINE": "1",
+            "PYTHONPATH": os.pathsep.join([*map(str, front), str(REPO), os.environ.get("PYTHONPATH", "")])}
+
+
 @needs_transformers
 def test_table_from_a_real_subprocess_is_cached(tmp_path: Path) -> None:
-    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path),
-           "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, env=env,
-                          cwd=REPO, timeout=300)
-    assert done.returncode == 0, done.stderr
     version = importlib.metadata.version("transformers")
-    assert done.stderr.splitlines() == [f"said: reading TrainingArguments from transformers {version} (once per install)…"]
+    location = str(Path(importlib.util.find_spec("transformers").origin).resolve().parent)
+    env = _env(tmp_path)
+    # what the first command starts in the background: the probe, its table written atomically
+    fill = subprocess.run([sys.executable, "-m", FILL_MODULE, "--version", version, "--location", location],
+                          capture_output=True, text=True, env=env, cwd=REPO, timeout=600, umask=0o077)
+    assert fill.returncode == 0 and fill.stderr == "", fill.stderr
+    cache = tmp_path / "tuitrain" / cache_path(version, location).name
+    assert cache.name.startswith(f"training-args-{version}-")
+    table = json.loads(cache.read_text())
+    assert table["version"] == version and table["location"] == location and "learning_rate" in table["fields"]
+    assert "bert" in table["model_types"]
+    assert sorted(p.name for p in cache.parent.iterdir()) == sorted([cache.name, LOCK_NAME])  # no temp file left
+    assert cache.stat().st_mode & 0o777 == 0o600  # the umask decides, as for any new file
+
+    done = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
+    assert done.returncode == 0 and done.stderr == ""  # read from the cache: nothing to announce
     result = json.loads(done.stdout)
     assert result["heavy"] == []
     fields = result["fields"]
@@ -58,18 +85,12 @@ def test_table_from_a_real_subprocess_is_cached(tmp_path: Path) -> None:
     assert fields["report_to"][0] == "any" and set(fields["report_to"][3]) == {"str", "list"}
     assert "none" in fields["report_to"][2]
 
-    location = str(Path(importlib.util.find_spec("transformers").origin).resolve().parent)
-    cache = tmp_path / "tuitrain" / cache_path(version, location).name
-    assert cache.name.startswith(f"training-args-{version}-")
-    table = json.loads(cache.read_text())
-    assert table["version"] == version and table["location"] == location and "learning_rate" in table["fields"]
-    assert "bert" in table["model_types"]
-    assert [p.name for p in cache.parent.iterdir()] == [cache.name]  # no temp file left behind
-    assert cache.stat().st_mode & 0o777 == 0o600  # the umask decides, as for any new file
-
-    again = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
-    assert again.returncode == 0 and again.stderr == ""  # read from the cache: nothing to announce
-    assert json.loads(again.stdout)["fields"] == fields
+    # The snapshot shipped with tuitrain is some version's table, as the probe prints it (less the folder);
+    # where that is the installed version, it is the same table (else: remake it, see training_args_fill).
+    snapshot = json.loads(SNAPSHOT.read_text())
+    assert usable_table(snapshot) and "location" not in snapshot and _specs_from_table(snapshot)
+    if snapshot["version"] == version:
+        assert {**snapshot, "location": location} == table
 
 
 def test_another_install_of_the_same_version_has_its_own_table(tmp_path: Path, monkeypatch) -> None:
@@ -79,24 +100,34 @@ def test_another_install_of_the_same_version_has_its_own_table(tmp_path: Path, m
 
 
 @needs_transformers
-def test_a_failing_probe_is_named_not_silent(tmp_path: Path) -> None:
-    """transformers that cannot be imported: `validate` says it reads the table, then says in one
-    line what failed (the probe's own last line) instead of silently checking nothing."""
+def test_a_failing_probe_is_named_not_silent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """transformers that cannot be imported: the first `validate` checks with the snapshot (its probe
+    fails in the background and leaves its line); the next says in one line what failed (the probe's
+    own last line) instead of silently checking nothing."""
     broken = tmp_path / "site" / "transformers"
     broken.mkdir(parents=True)
     (broken / "__init__.py").write_text("raise ImportError('broken on purpose')\n")
-    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1",
-           "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), str(REPO), os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run([sys.executable, "-m", "tuitrain", "validate", "demo"], capture_output=True, text=True,
-                          env=env, cwd=tmp_path, timeout=300)
+    env = _env(tmp_path / "cache", tmp_path / "site")
+    argv = [sys.executable, "-m", "tuitrain", "validate", "demo"]
+    first = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert first.returncode == 0 and "TrainingArguments" not in first.stderr, first.stderr
     version = importlib.metadata.version("transformers")
-    lines = done.stderr.splitlines()
-    assert lines[0] == f"tuitrain: reading TrainingArguments from transformers {version} (once per install)…"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    failed = failure_path(version, str(broken.resolve()))
+    deadline = time.monotonic() + 300
+    while not failed.exists() and time.monotonic() < deadline:  # the background probe, failing
+        time.sleep(0.05)
+    assert failed.exists()
+
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
     failure = (f"TrainingArguments of transformers {version} could not be read: python -m "
                "tuitrain.engine.training_args_probe failed (exit 1): ImportError: broken on purpose")
     assert any(failure in line and "[training] keys were not checked" in line and "warning: training:" in line
-               for line in lines[1:]), done.stderr
-    assert not (tmp_path / "cache" / "tuitrain").exists() or not any((tmp_path / "cache" / "tuitrain").iterdir())
+               for line in done.stderr.splitlines()), done.stderr
+    assert not list(failed.parent.glob("training-args-*.json"))
+    retries = [p for p in psutil.process_iter(["cmdline"]) if FILL_MODULE in (p.info["cmdline"] or [])
+               and str(broken.resolve()) in (p.info["cmdline"] or [])]
+    psutil.wait_procs(retries, timeout=300)  # the second command's retry, failing again: ended before tmp_path goes
 
 
 @needs_transformers

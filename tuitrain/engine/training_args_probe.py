@@ -1,10 +1,11 @@
 """Print the installed transformers' TrainingArguments fields (and model types) as one JSON table.
 
 Run as `python -m tuitrain.engine.training_args_probe` by `tuitrain/profile/training_args.py`, which
-caches the table per transformers install: the CLI and the app never import transformers
-themselves (it takes seconds). The table: {"version", "location", "fields": {name: {kinds,
-optional, default, choices, help}}, "model_types"}. A failure exits non-zero with the reason as the
-last line on stderr.
+caches the table per transformers install (filled in the background by
+`python -m tuitrain.profile.training_args_fill`; until then the snapshot of this table shipped with
+tuitrain stands in): the CLI and the app never import transformers themselves (it takes seconds).
+The table: {"version", "location", "fields": {name: {kinds, optional, default, choices, help}},
+"model_types"}. A failure exits non-zero with the reason as the last line on stderr.
 """
 
 from __future__ import annotations

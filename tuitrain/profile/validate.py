@@ -10,6 +10,7 @@ import json
 import math
 import os
 import re
+from collections import ChainMap
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -341,7 +342,8 @@ def _task_fields(fields: Mapping[str, FieldSpec] | None, task: str) -> Mapping[s
     """The [training] keys of the task's arguments class (Seq2SeqTrainingArguments for seq2seq)."""
     if fields is None or task != "seq2seq":
         return fields
-    return {**SEQ2SEQ_TRAINING_FIELDS, **fields}
+    # a view, not a copy: a copy would read every key, and with a cold cache wait for the installed table
+    return ChainMap(fields, SEQ2SEQ_TRAINING_FIELDS)  # type: ignore[arg-type]  # read-only here
 
 
 def _check_training(file: str, training: dict[str, Any],
