@@ -21,6 +21,22 @@ BASE = Path("/tmp/tuitrain-tui-snapshots")  # a fixed path: it shows in the laun
 SIZES = [(80, 24), (120, 40)]
 
 
+@pytest.fixture(autouse=True)
+def training_args_as_shipped(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The editor's help texts and choices come from the TrainingArguments table shipped with tuitrain, not from
+    the installed transformers: a screenshot must not change with the version a machine has (5.17 words
+    learning_rate's help otherwise than 5.24). The shipped table answers as the installed version's own, and a
+    cache folder that cannot be made keeps a background probe from starting."""
+    from tuitrain.profile import training_args
+
+    shipped = training_args.snapshot_table()
+    assert shipped is not None, "tuitrain/profile/training_args_snapshot.json is missing or damaged"
+    monkeypatch.setattr(training_args, "transformers_version", lambda: shipped["version"])
+    blocker = tmp_path / "no-cache-here"
+    blocker.write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
+
+
 @pytest.fixture
 def base() -> Iterator[Path]:
     """The fixed folder, held under an exclusive lock: two suites running at once on one machine
