@@ -28,6 +28,7 @@ def gpus(*args: str, table: str | None = None, runs: Path, timeout: float = 30) 
                           capture_output=True, text=True, env=env, timeout=timeout)
 
 
+@pytest.mark.no_nvidia_driver
 def test_no_driver_is_a_normal_state(tmp_path):
     done = gpus(runs=tmp_path)
     assert done.returncode == 0, done.stderr
@@ -37,6 +38,7 @@ def test_no_driver_is_a_normal_state(tmp_path):
     assert done.stderr == ""
 
 
+@pytest.mark.no_nvidia_driver
 def test_no_driver_json(tmp_path):
     done = gpus("--json", runs=tmp_path)
     data = json.loads(done.stdout)
@@ -125,6 +127,7 @@ def test_watch_refreshes_until_interrupted(tmp_path):
     assert "Traceback" not in err
 
 
+@pytest.mark.no_nvidia_driver
 def test_watch_text_mode(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "tuitrain", "gpus", "--watch", "--runs-dir", str(tmp_path)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
