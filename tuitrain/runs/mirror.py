@@ -9,7 +9,10 @@ run as it reads a local one. Which files travel, and where they land, is decided
     logs/launcher.log    → logs/machine-M.log    (each machine's accelerate launch and agent)
     events.jsonl         → events.jsonl          (whole lines only: several machines append to it)
     ranks/rank-K.json    → ranks/rank-K.json     (replaced whole when it changes)
-    (sampled, no file)   → machines/machine-M-gpus.json  (the machine's GPUs, host CPU and RAM, every few s)
+    machines/machine-M-samples.json → the same   (the machine's whole-run samples, tuitrain.runs.samples; replaced
+                                                  whole when it changes)
+    (sampled, no file)   → machines/machine-M-gpus.json  (the machine's latest GPUs, host CPU and RAM sample, sent by
+                                                  its supervisor's sampling thread every samples.SAMPLE_SECONDS)
 """
 
 from __future__ import annotations
@@ -23,9 +26,10 @@ from typing import Any
 from tuitrain.atomic import write_text_atomic
 from tuitrain.remote.wire import CHUNK, data_of, encode_bytes
 from tuitrain.runs.layout import RunPaths
+from tuitrain.runs.samples import samples_path
 
 _HOME_PATH = re.compile(r"(logs/rank-\d+\.(log|times)|logs/machine-\d+\.log|events\.jsonl|ranks/rank-\d+\.json"
-                        r"|machines/machine-\d+-gpus\.json)\Z")
+                        r"|machines/machine-\d+-(gpus|samples)\.json)\Z")
 
 
 class MirrorError(Exception):
@@ -66,18 +70,20 @@ class NodeFiles:
                 if not chunk:
                     break
                 out.append(encode_bytes("append", home, chunk))
-        if self.paths.ranks.is_dir():
-            for local in sorted(self.paths.ranks.glob("rank-*.json")):
-                home = f"ranks/{local.name}"
-                try:
-                    info = local.stat()
-                    stamp = (info.st_mtime_ns, info.st_size)
-                    if self.stamps.get(home) == stamp or len(out) >= limit:
-                        continue
-                    out.append(encode_bytes("file", home, local.read_bytes()))
-                except OSError:
-                    continue  # being replaced: the next call sends it
-                self.stamps[home] = stamp
+        whole = [(p, f"ranks/{p.name}") for p in sorted(self.paths.ranks.glob("rank-*.json"))] \
+            if self.paths.ranks.is_dir() else []
+        samples = samples_path(self.paths.root, self.machine_rank)
+        whole.append((samples, f"machines/{samples.name}"))
+        for local, home in whole:
+            try:
+                info = local.stat()
+                stamp = (info.st_mtime_ns, info.st_size)
+                if self.stamps.get(home) == stamp or len(out) >= limit:
+                    continue
+                out.append(encode_bytes("file", home, local.read_bytes()))
+            except OSError:
+                continue  # not there yet, or being replaced: the next call sends it
+            self.stamps[home] = stamp
         return out
 
     def _read_new(self, local: Path, home: str) -> bytes:
@@ -110,7 +116,7 @@ def apply(paths: RunPaths, message: dict[str, Any]) -> None:
         finally:
             os.close(fd)
     else:
-        write_text_atomic(target, data.decode("utf-8", "replace"))  # a rank record: small JSON
+        write_text_atomic(target, data.decode("utf-8", "replace"))  # a rank record, a samples file: JSON
 
 
 def read_machine_samples(paths: RunPaths) -> dict[int, dict[str, Any]]:

@@ -26,12 +26,11 @@ from tuitrain.launch.threads import cpu_threads
 from tuitrain.remote.wire import BEAT_SECONDS, SILENCE_SECONDS, WireError, decode, encode, encode_bytes, send
 from tuitrain.runs.layout import CONTROL_REQUESTS, CONTROL_TERMINATE, RunPaths
 from tuitrain.runs.mirror import NodeFiles, machine_gpus
-from tuitrain.runs.record import new_record, read_record, reserve_space, write_record
+from tuitrain.runs.record import new_record, reserve_space, write_record
 from tuitrain.runs.supervisor import KILL_GRACE_SECONDS, Supervisor, log
 from tuitrain.script import SCRIPT_ENV
 
 SETUP_TIMEOUT = 30.0
-GPU_SECONDS = 2.0  # how often this machine's GPUs and host are sampled and sent home
 MIRROR_SECONDS = 0.2  # how often new bytes are sent home (the watch loop's period on a node)
 RECORD_KEYS = ("argv", "env", "num_processes", "num_machines", "main_process_port", "output_dir", "parent",
                "resume_from", "max_steps", "accelerator")
@@ -109,6 +108,7 @@ class NodeSupervisor(Supervisor):
         self.beat_at = 0.0
         self.link_lost: str | None = None
         self.poll_seconds = MIRROR_SECONDS
+        self.mps: bool | None = None
 
     def tick(self) -> None:
         now = time.monotonic()
@@ -133,6 +133,21 @@ class NodeSupervisor(Supervisor):
             self.update(status="stopping")
             self.end_all(KILL_GRACE_SECONDS)
 
+    def sampled(self, snapshot: Any) -> None:
+        """Each sample of this machine (the supervisor's sampling thread, every samples.SAMPLE_SECONDS) goes home as
+        machines/machine-M-gpus.json, as `tuitrain gpus --json` prints it; the whole-run samples file travels as
+        the mirror's other files do."""
+        import json
+
+        from tuitrain.hardware.report import to_json
+
+        if self.mps is None:
+            from tuitrain.hardware.mps import mps_available
+
+            self.mps = mps_available()
+        self.link.send(encode_bytes("file", machine_gpus(self.files.machine_rank),
+                                    json.dumps(to_json(snapshot, self.mps), default=str).encode()))
+
     def mirror(self) -> None:
         for message in self.files.changes():
             if not self.link.send(message):
@@ -154,37 +169,6 @@ class NodeSupervisor(Supervisor):
         record = self.record
         self.link.send(encode("end", status=record.get("status"), error=record.get("error"),
                               failed_rank=record.get("failed_rank"), exit_codes=record.get("exit_codes") or {}))
-
-
-def sample_machine(paths: RunPaths, link: HomeLink, machine_rank: int, stop: threading.Event) -> None:
-    """Send this machine's GPUs (with the run's ranks on them), CPU and RAM home every GPU_SECONDS, sampled by
-    tuitrain here (NVML, or the recorded table TUITRAIN_NVML_TABLE names; no driver is a normal state)."""
-    import json
-
-    from tuitrain.hardware.mps import mps_available
-    from tuitrain.hardware.recorded import library_from_env
-    from tuitrain.hardware.report import to_json
-    from tuitrain.hardware.sampler import Sampler
-    from tuitrain.runs.owners import owners_from_records
-    from tuitrain.runs.ranks import read_rank_records
-
-    run_id = str(read_record(paths).get("id"))
-
-    def owners() -> dict[int, Any]:
-        ranks = {str(r): rec.get("pid") for r, rec in read_rank_records(paths).items()}
-        return dict(owners_from_records([{"id": run_id, "rank_pids": ranks}]))
-
-    mps = mps_available()
-    target = machine_gpus(machine_rank)
-
-    def send_home(snapshot: Any) -> None:
-        link.send(encode_bytes("file", target, json.dumps(to_json(snapshot, mps), default=str).encode()))
-
-    try:
-        with Sampler(library_from_env(os.environ), owners=owners) as sampler:
-            sampler.run(GPU_SECONDS, stop, send_home)
-    except Exception as exc:  # noqa: BLE001 — figures are a nicety: the run goes on without them
-        log(f"GPU sampling stopped: {type(exc).__name__}: {exc}")
 
 
 def prepare(setup: dict[str, Any]) -> RunPaths:
@@ -252,11 +236,7 @@ def main() -> int:
     supervisor = NodeSupervisor(paths, link, machine_rank)
     from tuitrain.runs.supervisor import run_supervisor
 
-    stop_sampling = threading.Event()
-    threading.Thread(target=sample_machine, args=(paths, link, machine_rank, stop_sampling), name="gpus",
-                     daemon=True).start()
     status = run_supervisor(supervisor)
-    stop_sampling.set()
     supervisor.report_end()
     return 0 if status in ("finished", "stopped") else 1
 

@@ -86,6 +86,7 @@ class Supervisor:
         self._ranks_stamp: tuple[int, int] | None = None  # the ranks folder's (mtime_ns, size) when last read
         self.exits = ExitWaiter()
         self.poll_seconds = POLL_SECONDS
+        self.sampler: Any = None  # tuitrain.runs.samples.RunSampler, from start() to finish()
 
     # -- record ------------------------------------------------------------------------------
     def update(self, **fields: Any) -> None:
@@ -151,6 +152,35 @@ class Supervisor:
             pids={"supervisor": os.getpid(), "launcher": self.launcher.pid, "ranks": {}},
             processes={"supervisor": me, "launcher": launcher},
         )
+        self.start_sampling()
+
+    # -- samples -----------------------------------------------------------------------------
+    def start_sampling(self) -> None:
+        """This machine's GPUs, host and ranks, sampled in a thread for the whole run into
+        machines/machine-M-samples.json (tuitrain.runs.samples: the one sampling code of every machine of a run)."""
+        from tuitrain.runs.samples import RunSampler
+
+        try:
+            self.sampler = RunSampler(self.paths, self.record, self.rank_pids,
+                                      machine_rank=int(self.record.get("machine_rank") or 0),
+                                      on_snapshot=self.sampled, log=log)
+            self.sampler.start()
+        except Exception as exc:  # noqa: BLE001 — figures are a nicety: the run goes on without them
+            log(f"could not start sampling this machine: {type(exc).__name__}: {exc}")
+            self.sampler = None
+
+    def stop_sampling(self) -> None:
+        """The last sample and the file's last write, before run.json says the run ended."""
+        sampler, self.sampler = self.sampler, None
+        if sampler is not None:
+            sampler.stop()
+
+    def rank_pids(self) -> dict[int, int]:
+        """rank → pid of this machine's ranks (read by the sampling thread; one that ended reads as gone there)."""
+        return {rank: info["pid"] for rank, info in list(self.ranks.items()) if info.get("proc") is not None}
+
+    def sampled(self, snapshot: Any) -> None:
+        """Each sample of this machine, as taken (a node agent sends it home)."""
 
     # -- watch -------------------------------------------------------------------------------
     def scan(self, now: float) -> None:
@@ -291,6 +321,7 @@ class Supervisor:
                 code = cause.exit_code
             exit_codes[str(rank)] = code if code is not None else "killed"
         status, failed_rank, error = self.outcome(launcher_code, records, cause)
+        self.stop_sampling()
         self.record = record_end(self.paths, status=status, ended=time.time(), exit_codes=exit_codes,
                                  failed_rank=failed_rank, error=error)
         log(f"run {status} (launcher exit code {launcher_code})" + (f": {error}" if error else ""))
@@ -358,6 +389,10 @@ def run_supervisor(supervisor: Supervisor) -> str:
         log(error)
         try:
             supervisor.abort()
+        except Exception:  # noqa: BLE001
+            traceback.print_exc()
+        try:
+            supervisor.stop_sampling()
         except Exception:  # noqa: BLE001
             traceback.print_exc()
         try:
