@@ -74,8 +74,9 @@ def cmd_runs(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     paths = find_run(args.runs_root, args.run)
     summary = run_summary(paths, load_record(paths))
+    usage = _run_usage(paths, summary)
     if args.json:
-        print_json(summary)
+        print_json({**summary, "usage": usage})
         return 0
     p = summary["progress"]
     print(f"run        {summary['id']}  ({summary['run_dir']})")
@@ -105,6 +106,8 @@ def cmd_status(args: argparse.Namespace) -> int:
                                          for who, code in summary["exit_codes"].items()))
     complete = [c for c in summary.get("checkpoints", []) if c["complete"]]
     print(f"checkpoints {len(summary.get('checkpoints', []))} ({len(complete)} complete)")
+    for line in _usage_lines(usage):
+        print(line)
     for error in p["errors"]:
         print(f"error      rank {error['rank']}: {error['message']}")
     rank = summary.get("failed_rank")
@@ -116,6 +119,44 @@ def cmd_status(args: argparse.Namespace) -> int:
         for line in summary["traceback"]:
             print(f"  {line}")
     return 0
+
+
+def _run_usage(paths: RunPaths, summary: dict) -> dict | None:
+    """What the run's GPU/CPU samples say (tuitrain.runs.usage), as JSON data; None where it kept none."""
+    from dataclasses import asdict
+
+    from tuitrain.runs.usage import run_usage
+
+    found = run_usage(paths.root, summary)
+    if found is None:
+        return None
+    return {**asdict(found.usage), "hints": [asdict(h) for h in found.hints], "files": list(found.files)}
+
+
+def _pct(value: float | None) -> str:
+    return f"{value:.0f}%" if value is not None else "N/A"
+
+
+def _usage_lines(usage: dict | None) -> list[str]:
+    """`usage` GPU, rank and host lines over the training time, then one `hint` line per hint."""
+    if usage is None or not usage["samples"]:
+        return []
+    span = "of training" if usage["training"] else "before training began"
+    lines = [(f"usage      {usage['samples']} samples over {duration(usage['seconds'])} {span} "
+              f"({', '.join(usage['files'])})")]
+    for gpu in usage["gpus"]:
+        total = f"{gpu['memory_total'] / 1024:.1f}" if gpu["memory_total"] else "?"
+        peak = f"{gpu['memory_peak'] / 1024:.1f}" if gpu["memory_peak"] is not None else "N/A"
+        lines.append(f"  GPU {gpu['index']}    util {_pct(gpu['util_mean'])} mean, {_pct(gpu['util_peak'])} peak   "
+                     f"memory peak {peak}/{total} GiB   {gpu['name'] or ''}".rstrip())
+    for rank in usage["ranks"]:
+        rss = size(int(rank["rss_peak"] * 2**20)) if rank["rss_peak"] is not None else "N/A"
+        lines.append(f"  rank {rank['rank']}   CPU {_pct(rank['cpu_mean'])} of a core mean, {_pct(rank['cpu_peak'])} "
+                     f"peak   RSS peak {rss}")
+    for host in usage["hosts"]:
+        lines.append(f"  host     CPU {_pct(host['cpu_mean'])} of {host['cpu_count'] or '?'} cores mean")
+    lines += [f"hint       {hint['text']}" for hint in usage["hints"]]
+    return lines
 
 
 def _rank_logs(paths: RunPaths) -> list[tuple[str, Path]]:

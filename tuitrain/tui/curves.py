@@ -10,7 +10,7 @@ import math
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from tuitrain.runs.events import parse_event
 from tuitrain.runs.live import is_metric
@@ -21,11 +21,16 @@ SMOOTHINGS = (0.0, 0.6, 0.9)
 THROUGHPUT = "steps/s"
 SAMPLES = "samples/s"
 TOKENS = "tokens/s"
+# from the run's GPU/CPU samples (tuitrain.runs.samples), over its training time
+GPU_UTIL = "gpu util %"  # the mean of the run's GPUs
+GPU_MEMORY = "gpu memory GiB"  # the fullest of the run's GPUs (its peak in each bucket)
+RANK_CPU = "rank cpu %"  # the mean of the ranks' own processes, % of one core
+HARDWARE = (GPU_UTIL, GPU_MEMORY, RANK_CPU)
 # the Trainer's end-of-training summary and the event's own fields are not curves
 NOT_CURVES = frozenset({"event", "time", "step", "epoch", "total_flos", "train_runtime", "train_loss",
                         "train_samples_per_second", "train_steps_per_second", "num_input_tokens_seen"})
 FIRST = ("loss", "eval_loss")
-LAST = ("learning_rate", "grad_norm", THROUGHPUT, SAMPLES, TOKENS)
+LAST = ("learning_rate", "grad_norm", THROUGHPUT, SAMPLES, TOKENS, *HARDWARE)
 
 
 def _value(value: Any) -> float | None:
@@ -87,6 +92,10 @@ class RunCurves:
     _anchor: tuple[float, float] | None = None  # (time, step) of the last training log or train_begin
     samples_per_step: float | None = None  # the run's global batch: samples/s beside steps/s
     _tokens: tuple[float, float] | None = None  # (time, num_input_tokens_seen) of the last log that had it
+    samples_root: Path | None = None  # the run directory whose GPU/CPU samples become curves (HARDWARE)
+    _clock: list[tuple[float, float, float]] = field(default_factory=list)  # (time, step, epoch) of each log
+    _window: list[float | None] = field(default_factory=lambda: [None, None])  # train_begin, train_end times
+    _samples_seen: tuple[Any, ...] | None = None
 
     def poll(self) -> bool:
         """Fold in the complete lines appended since the last poll; True when there were any."""
@@ -96,7 +105,44 @@ class RunCurves:
             event = parse_event(line)
             if event is not None:
                 self.fold(event)
-        return bool(lines)
+        hardware = self.poll_samples(bool(lines))
+        return bool(lines) or hardware
+
+    def poll_samples(self, events_changed: bool) -> bool:
+        """The HARDWARE curves again when the run's samples files were replaced (or new logs move the steps)."""
+        if self.samples_root is None:
+            return False
+        from tuitrain.runs.samples import read_run_samples
+
+        samples = read_run_samples(self.samples_root)
+        seen = tuple((m, s.samples, s.last) for m, s in sorted(samples.items()))
+        if seen == self._samples_seen and not (events_changed and samples):
+            return False
+        self._samples_seen = seen
+        for name, (times, values) in hardware_series(samples, (self._window[0], self._window[1])).items():
+            curve = Curve()
+            for when, value in zip(times, values, strict=True):
+                step, epoch = self._step_at(when)
+                curve.add(step, epoch, when, value)
+            if len(curve):
+                self.curves[name] = curve
+        return bool(samples)
+
+    def _step_at(self, when: float) -> tuple[float, float]:
+        """The step (and epoch) at a time, between the training logs around it."""
+        import bisect
+
+        clock = self._clock
+        if not clock:
+            return 0.0, math.nan
+        at = bisect.bisect_left(clock, (when, -math.inf, -math.inf))
+        if at <= 0:
+            return clock[0][1], clock[0][2]
+        if at >= len(clock):
+            return clock[-1][1], clock[-1][2]
+        (t0, s0, e0), (t1, s1, e1) = clock[at - 1], clock[at]
+        share = (when - t0) / (t1 - t0) if t1 > t0 else 1.0
+        return s0 + (s1 - s0) * share, e0 + (e1 - e0) * share
 
     def _add(self, name: str, step: float, time: float, value: float) -> None:
         self.curves.setdefault(name, Curve()).add(step, self._epoch, time, value)
@@ -112,6 +158,13 @@ class RunCurves:
             self._epoch = epoch
         if kind == "train_begin":
             self._anchor = (time, step or 0.0)
+            if self._window[0] is None:
+                self._window[0] = time
+            self._clock.append((time, step or 0.0, self._epoch))
+        elif kind == "train_end":
+            self._window[1] = time
+        elif kind == "log" and step is not None and (not self._clock or time >= self._clock[-1][0]):
+            self._clock.append((time, step, self._epoch))
         if step is None or kind not in ("log", "evaluate"):
             return
         for key, raw in event.items():
@@ -132,6 +185,52 @@ class RunCurves:
             if self._tokens is not None and time > self._tokens[0] and tokens >= self._tokens[1]:
                 self._add(TOKENS, step, time, (tokens - self._tokens[1]) / (time - self._tokens[0]))
             self._tokens = (time, tokens)
+
+
+def hardware_series(samples: Mapping[int, Any], window: tuple[float | None, float | None]
+                    ) -> dict[str, tuple[list[float], list[float]]]:
+    """The HARDWARE curves of a run's samples (machine rank → runs.samples.MachineSamples) over its training time
+    (every bucket before train_begin is known): name → (times, values). The run's machines are put on the times of
+    the one with the most buckets, each read at its bucket nearest that time."""
+    import bisect
+
+    from tuitrain.runs.samples import in_window
+
+    machines = [m for _, m in sorted(samples.items()) if m.times]
+    if not machines:
+        return {}
+    main = max(machines, key=lambda m: len(m.times))
+    picked = in_window(main.times, window if window[0] is not None else None)
+    out: dict[str, tuple[list[float], list[float]]] = {}
+
+    def at(machine: Any, when: float) -> int:
+        i = bisect.bisect_left(machine.times, when)
+        if i >= len(machine.times) or (i > 0 and when - machine.times[i - 1] < machine.times[i] - when):
+            i -= 1
+        return i
+
+    for name in HARDWARE:
+        times: list[float] = []
+        values: list[float] = []
+        for i in picked:
+            when = main.times[i]
+            found: list[float] = []
+            for machine in machines:
+                j = i if machine is main else at(machine, when)
+                if name == GPU_UTIL:
+                    found += [v for g in machine.gpus if (v := machine.values(f"gpu.{g.index}.util")[j]) is not None]
+                elif name == GPU_MEMORY:
+                    found += [v / 1024 for g in machine.gpus
+                              if (v := machine.values(f"gpu.{g.index}.mem", "max")[j]) is not None]
+                else:
+                    found += [v for r in machine.rank_numbers()
+                              if (v := machine.values(f"rank.{r}.cpu")[j]) is not None]
+            if found:
+                times.append(when)
+                values.append(max(found) if name == GPU_MEMORY else sum(found) / len(found))
+        if values:
+            out[name] = (times, values)
+    return out
 
 
 def metric_order(names: Sequence[str] | set[str]) -> list[str]:

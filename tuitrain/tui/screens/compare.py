@@ -52,7 +52,7 @@ class ComparedRun:
         self.paths = RunPaths(run_dir)
         self.id = self.paths.id
         self.profile = profile
-        self.curves = RunCurves(self.paths.events)
+        self.curves = RunCurves(self.paths.events, samples_root=self.paths.root)
 
 
 class CompareScreen(Screen):

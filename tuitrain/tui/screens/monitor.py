@@ -290,7 +290,7 @@ class MonitorScreen(Screen):
         w = self.run_watch
         self._gpus_of = self.app.hardware_view
         panel = run_panel(self._gpus_of, w.record, w.paths.id, live=w.status not in FINAL_STATUSES,
-                          machines=self.machines, samples=self.machine_samples)
+                          machines=self.machines, samples=self.machine_samples, run_dir=w.paths.root)
         self._samples_changed = False
         self.query_one("#gpus", Static).update(panel)
 

@@ -13,10 +13,13 @@ from tuitrain.hardware.devices import GpuInfo
 from tuitrain.hardware.mapping import visible_gpus
 from tuitrain.hardware.na import NA, NaType
 from tuitrain.hardware.sampler import SampledView
-from tuitrain.humanize import gib, gpu_memory, percent, size
+from tuitrain.humanize import duration, gib, gpu_memory, percent, size
 from tuitrain.tui.format import bar
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from tuitrain.runs.samples import MachineSamples
     from tuitrain.tui.machines import Machine
 
 SPARKS = "▁▂▃▄▅▆▇█"
@@ -105,11 +108,102 @@ def remote_lines(out: Text, sample: Mapping[str, Any] | None, run_id: str, now: 
 
 def run_panel(view: SampledView | None, record: Mapping[str, Any], run_id: str, live: bool,
               machines: "Sequence[Machine]" = (), samples: Mapping[int, Mapping[str, Any]] | None = None,
-              now: float | None = None) -> Text:
+              now: float | None = None, run_dir: "Path | None" = None) -> Text:
     """The GPUs tab: the run's devices, its ranks, the host. A run on several machines shows what
     this machine runs of it (its devices, its ranks' figures) and names the ranks of the others,
     whose figures their agents sampled there (`samples`: machine rank → runs.mirror.read_machine_samples'
-    JSON), never from a local pid."""
+    JSON), never from a local pid. `run_dir`: the run's directory, whose samples (tuitrain.runs.samples) show what
+    the run used over its whole training, with the hints they call for; a finished run shows those in place of the
+    devices now."""
+    recorded = _recorded(run_dir, record, live) if run_dir is not None else None
+    if not live and recorded is not None:
+        out = recorded
+        if view is not None:
+            _host_lines(out, view, "this machine now")
+        return out
+    out = _live_panel(view, record, run_id, live, machines, samples, now)
+    if recorded is not None:
+        out.append("\n\n")
+        out.append_text(recorded)
+    return out
+
+
+def _cells(values: Sequence[float | None], width: int) -> list[float | None]:
+    """`values` squeezed into at most `width` cells, each the mean of its share (None: nothing read there)."""
+    if len(values) <= width:
+        return list(values)
+    out: list[float | None] = []
+    for cell in range(width):
+        chunk = [v for v in values[cell * len(values) // width:(cell + 1) * len(values) // width] if v is not None]
+        out.append(sum(chunk) / len(chunk) if chunk else None)
+    return out
+
+
+RECORDED_CELLS = 40
+
+
+def _recorded(run_dir: "Path", record: Mapping[str, Any], live: bool) -> Text | None:
+    """What the run's samples say over its training time (all of them before it trains), and the hints."""
+    from tuitrain.runs.samples import in_window, read_run_samples, training_window
+    from tuitrain.runs.usage import is_script, summarise, training_settings, usage_hints
+
+    samples = read_run_samples(run_dir)
+    out = Text()
+    if not samples:
+        if not live:
+            out.append("this run kept no GPU/CPU samples (runs started before tuitrain kept them keep none)\n",
+                       style="dim")
+            return out
+        return None
+    window = training_window(run_dir / "events.jsonl")
+    usage = summarise(samples, window)
+    span = "of training" if usage.training else "(before training began)"
+    out.append(f"{'so far' if live else 'while it ran'}: {usage.samples} samples over {duration(usage.seconds)} "
+               f"{span}, one every {usage.interval:.0f} s\n", style="bold")
+    for machine, data in sorted(samples.items()):
+        picked = in_window(data.times, window if usage.training else None)
+
+        def line(name: str, top: float, stat: str = "mean", data: "MachineSamples" = data,
+                 picked: list[int] = picked) -> str:
+            values = data.values(name, stat)
+            return spark(_cells([values[i] for i in picked], RECORDED_CELLS), top, RECORDED_CELLS)
+
+        if len(samples) > 1:
+            out.append(f"machine {machine} ({data.host})\n", style="bold")
+        for gpu in (g for g in usage.gpus if g.machine == machine):
+            out.append(f"GPU {gpu.index}  {gpu.name or '?'}\n")
+            out.append(f"  util   {_pct(gpu.util_mean)} mean {_pct(gpu.util_peak)} peak ")
+            out.append(line(f"gpu.{gpu.index}.util", 100), style="green")
+            total = gpu.memory_total or 0
+            peak = f"{gib(gpu.memory_peak * 2**20) if gpu.memory_peak is not None else 'N/A'}/" \
+                   f"{gib(total * 2**20) if total else '?'} GiB peak"
+            out.append(f"\n  memory {peak:>19} ")
+            out.append(line(f"gpu.{gpu.index}.mem", total, "max"), style="cyan")
+            out.append("\n")
+        for rank in (r for r in usage.ranks if r.machine == machine):
+            cores = 100.0 * max(1, data.cpu_count or 1)
+            rss = size(int(rank.rss_peak * 2**20)) if rank.rss_peak is not None else "N/A"
+            out.append(f"rank {rank.rank}  CPU {_pct(rank.cpu_mean)} mean {_pct(rank.cpu_peak)} peak of a core ")
+            out.append(line(f"rank.{rank.rank}.cpu", cores), style="green")
+            out.append(f"  RSS peak {rss}\n")
+        host = next(h for h in usage.hosts if h.machine == machine)
+        out.append(f"host  {host.cpu_count or '?'} cores {_pct(host.cpu_mean)} busy ")
+        out.append(line("host.cpu", 100), style="green")
+        if host.memory_peak is not None and host.memory_total:
+            out.append(f"  RAM peak {size(int(host.memory_peak * 2**20))}/{size(host.memory_total * 2**20)}")
+        out.append("\n")
+    for hint in usage_hints(usage, training_settings(run_dir), is_script(record)):
+        out.append(f"hint: {hint.text}\n", style="yellow")
+    return out
+
+
+def _pct(value: float | None) -> str:
+    return f"{value:3.0f}%" if value is not None else "N/A%"
+
+
+def _live_panel(view: SampledView | None, record: Mapping[str, Any], run_id: str, live: bool,
+                machines: "Sequence[Machine]", samples: Mapping[int, Mapping[str, Any]] | None,
+                now: float | None) -> Text:
     out = Text()
     if view is None:
         out.append("sampling the machine…", style="dim")

@@ -1,0 +1,170 @@
+"""Every run keeps its GPU/CPU samples (issue 28, item 8): machines/machine-M-samples.json, written by the
+supervisor's sampling thread, bounded in size; shown by the monitor's GPUs tab, as curves in Compare, and turned into
+hints (input-bound, GPU memory far from full) by one rule, tuitrain.runs.usage.usage_hints."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+
+from conftest import cli, record, wait_for, wait_until_ended
+from tuitrain.runs.samples import MAX_BUCKETS, SampleLog, parse, read_run_samples, samples_path
+from tuitrain.runs.usage import BUSY_RANK, IDLE_GPU, MIN_SECONDS, summarise, usage_hints
+
+NVML_TABLE = Path(__file__).parent / "fixtures" / "nvml" / "four_gpu_mixed.json"
+GPU = {"index": 0, "name": "NVIDIA H100 80GB HBM3", "memory_total": 81559}  # MiB
+META = {"machine_rank": 0, "host": "box", "run_id": "r", "cpu_count": 16, "memory_total": 257000, "gpus": [GPU],
+        "ranks": [0]}
+
+
+def machine(points: list[tuple[float, dict[str, float | None]]], max_buckets: int = MAX_BUCKETS):
+    log = SampleLog(2.0, max_buckets, meta=META)
+    for when, values in points:
+        log.add(when, values)
+    parsed = parse(json.loads(json.dumps(log.to_json())))
+    assert parsed is not None
+    return {0: parsed}
+
+
+def steady(util: float, cpu: float, memory: float, seconds: float = 60.0, start: float = 1000.0):
+    return [(start + t, {"gpu.0.util": util, "gpu.0.mem": memory, "rank.0.cpu": cpu, "host.cpu": 20.0})
+            for t in range(0, int(seconds), 2)]
+
+
+# ---------------------------------------------------------------------------------------------- the file
+def test_the_samples_stay_bounded_and_keep_means_and_peaks():
+    """A week at one sample every 2 s: at most MAX_BUCKETS buckets, a file of a few KiB a series; the whole-run
+    mean and a one-sample peak survive the merging."""
+    log = SampleLog(2.0, meta=META)
+    count = 7 * 24 * 1800
+    for i in range(count):
+        log.add(1000.0 + 2 * i, {"gpu.0.util": 40.0 if i % 2 else 60.0, "gpu.0.mem": 99999.0 if i == 123457 else 1000.0,
+                                 "rank.0.cpu": None if i < 10 else 100.0})
+    data = log.to_json()
+    text = json.dumps(data, separators=(",", ":"))
+    assert len(data["time"]) <= MAX_BUCKETS and sum(data["count"]) == data["samples"] == count
+    assert len(text) < 3 * 8 * 2 * MAX_BUCKETS + 2000, len(text)  # ~8 characters a figure, mean and max, 3 series
+    parsed = parse(json.loads(text))
+    assert parsed is not None
+    usage = summarise({0: parsed}, None)
+    assert abs((usage.gpus[0].util_mean or 0) - 50.0) < 0.5
+    assert usage.gpus[0].memory_peak == 99999 and usage.ranks[0].cpu_mean == 100.0
+    # a sampler started again in the same run directory (a requeued Slurm job) goes on with the same file
+    again = SampleLog.from_json(data)
+    again.add(1000.0 + 2 * count, {"gpu.0.util": 50.0})
+    assert again.samples == count + 1 and len(again.buckets) <= MAX_BUCKETS
+
+
+def test_a_damaged_or_foreign_file_is_left_out(tmp_path):
+    (tmp_path / "machines").mkdir()
+    samples_path(tmp_path, 0).write_text('{"format": 1, "time": [1')
+    samples_path(tmp_path, 1).write_text(json.dumps({"format": 99}))
+    log = SampleLog(2.0, meta={**META, "machine_rank": 2})
+    log.add(1.0, {"host.cpu": 5.0})
+    samples_path(tmp_path, 2).write_text(json.dumps(log.to_json()))
+    assert list(read_run_samples(tmp_path)) == [2]
+
+
+# ---------------------------------------------------------------------------------------------- the hints
+def test_input_bound_is_an_idle_gpu_beside_a_saturated_rank():
+    samples = machine(steady(util=7.0, cpu=98.0, memory=60000.0))
+    hints = usage_hints(summarise(samples, (1000.0, 1060.0)), {"dataloader_num_workers": 0,
+                                                               "dataloader_pin_memory": False})
+    assert [h.kind for h in hints] == ["input-bound"]
+    text = hints[0].text
+    assert "7 % busy" in text and "rank 0's CPU ran at 98 % of a core" in text and "100% of the training" in text
+    assert "training.dataloader_num_workers = " in text and "(now 0)" in text
+    assert "training.dataloader_pin_memory = true" in text
+    assert "tokenising" not in text  # a profile's run tokenises up front already
+    script = usage_hints(summarise(samples, (1000.0, 1060.0)), {}, script=True)
+    assert "tokenising the data set once" in script[0].text
+
+
+def test_no_hint_for_a_busy_gpu_an_idle_rank_a_short_run_or_the_setup_before_training():
+    assert usage_hints(summarise(machine(steady(util=95.0, cpu=100.0, memory=60000.0)), (1000.0, None))) == []
+    assert usage_hints(summarise(machine(steady(util=IDLE_GPU - 40, cpu=BUSY_RANK - 40, memory=60000.0)),
+                                 (1000.0, None))) == []
+    short = machine(steady(util=5.0, cpu=100.0, memory=60000.0, seconds=MIN_SECONDS - 4))
+    assert usage_hints(summarise(short, (1000.0, None))) == []
+    # 60 s of setup (GPU idle, rank at 100 % loading the model), then 60 s of busy training: no hint
+    phases = machine(steady(util=0.0, cpu=100.0, memory=60000.0) + steady(95.0, 100.0, 60000.0, start=1060.0))
+    assert usage_hints(summarise(phases, (1060.0, 1120.0))) == []
+    assert usage_hints(summarise(phases, None)) == []  # a run that never said train_begin: not judged
+
+
+def test_a_gpu_far_from_full_suggests_a_larger_batch():
+    hints = usage_hints(summarise(machine(steady(util=95.0, cpu=50.0, memory=9800.0)), (1000.0, None)),
+                        {"per_device_train_batch_size": 32})
+    assert [h.kind for h in hints] == ["memory"]
+    assert "peaked at 9.6 of 79.6 GiB (12%)" in hints[0].text
+    assert "training.per_device_train_batch_size = 64 (now 32)" in hints[0].text
+
+
+# ---------------------------------------------------------------------------------------------- a real run
+def test_a_real_run_keeps_its_samples_and_every_view_shows_them(runs_dir, monkeypatch):
+    """A real run on GPU 0 of a recorded machine (NVML answers from the table; the demo model trains on the CPU):
+    its supervisor samples it; once stopped, the file holds GPU, rank and host series over the training time, in a
+    bounded size; `tuitrain status` says so with the hint the samples call for (the table's GTX 1080 Ti holds
+    0.4 of 11 GiB); the monitor's GPUs tab shows them and Compare offers them as curves."""
+    monkeypatch.setenv("TUITRAIN_NVML_TABLE", str(NVML_TABLE))
+    started = cli("run", "demo", "--detach", "--set", "hardware.accelerator=cuda", "--set", "hardware.gpus=[0]",
+                  "--set", "training.max_steps=1000000", "--set", "training.eval_strategy=no",
+                  "--set", "training.save_strategy=no", "--set", "training.logging_steps=20", runs_dir=runs_dir)
+    assert started.returncode == 0, started.stderr
+    run_dir = runs_dir / started.stdout.strip().splitlines()[-1]
+    file = samples_path(run_dir, 0)
+
+    def trained_long_enough() -> bool:
+        begin = [json.loads(line)["time"] for line in (run_dir / "events.jsonl").read_text().splitlines()
+                 if '"train_begin"' in line] if (run_dir / "events.jsonl").exists() else []
+        found = read_run_samples(run_dir).get(0)
+        return bool(begin and found and found.last and found.last - begin[0] > MIN_SECONDS + 4)
+
+    wait_for(trained_long_enough, timeout=240, what="samples over more than MIN_SECONDS of training")
+    assert cli("stop", run_dir.name, runs_dir=runs_dir).returncode == 0
+    assert wait_until_ended(run_dir)["status"] == "stopped"
+    data = json.loads(file.read_text())
+    assert data["machine_rank"] == 0 and data["run_id"] == run_dir.name and data["ranks"] == [0]
+    assert [g["index"] for g in data["gpus"]] == [0] and data["gpus"][0]["name"] == "NVIDIA GeForce GTX 1080 Ti"
+    assert {"gpu.0.util", "gpu.0.mem", "rank.0.cpu", "rank.0.rss", "host.cpu", "host.mem"} <= set(data["series"])
+    assert data["samples"] >= 5 and len(data["time"]) <= MAX_BUCKETS
+    assert data["series"]["gpu.0.mem"]["max"][-1] == 412  # the table's 432013312 bytes
+    assert record(run_dir)["ended"] >= data["last"]  # written before run.json said the run ended
+    assert file.stat().st_size < 64 * 1024
+
+    status = cli("status", run_dir.name, runs_dir=runs_dir).stdout
+    assert "usage      " in status and "GPU 0    util 0% mean" in status and "rank 0   CPU" in status, status
+    assert "hint       GPU memory peaked at 0.4 of 11.0 GiB" in status, status
+    as_json = json.loads(cli("status", run_dir.name, "--json", runs_dir=runs_dir).stdout)
+    assert [h["kind"] for h in as_json["usage"]["hints"]] == ["memory"]
+
+    from test_tui_app import make_app, until
+    from test_tui_multinode import open_monitor
+    from tuitrain.tui.screens.compare import CompareScreen
+
+    app = make_app(runs_dir.parent)
+
+    async def main() -> None:
+        async with app.run_test(size=(140, 40)) as pilot:
+            monitor = await open_monitor(pilot, run_dir.name)
+            await pilot.press("u")
+            panel = monitor.query_one("#gpus")
+            await until(pilot, lambda: "while it ran" in str(panel.content), what="the run's samples")
+            text = str(panel.content)
+            assert "GPU 0  NVIDIA GeForce GTX 1080 Ti" in text and "0.4/11.0 GiB peak" in text, text
+            assert "rank 0  CPU" in text and "hint: GPU memory peaked" in text, text
+            await pilot.press("escape")
+            app.push_screen(CompareScreen([(run_dir, "demo")]))
+            await until(pilot, lambda: type(app.screen).__name__ == "CompareScreen", what="compare")
+            compare = app.screen
+            await until(pilot, lambda: "gpu util %" in compare.metrics, timeout=20, what="the GPU curves")
+            assert {"gpu memory GiB", "rank cpu %"} <= set(compare.metrics)
+            compare.metric = "gpu memory GiB"
+            compare.draw()
+            curve = compare.query_one("#overlay").curves[0]
+            assert set(curve.ys) == {412 / 1024}
+
+    asyncio.run(main())
+    assert os.environ.get("TUITRAIN_NVML_TABLE") == str(NVML_TABLE)
