@@ -147,7 +147,8 @@ def test_two_machines_train_as_one_and_every_log_comes_home(hosts: Any, tmp_path
     one, two = losses(only_run(local_runs)), losses(run)
     assert len(one) == len(two) == 8
     assert two == pytest.approx(one, rel=1e-4, abs=1e-5)
-    assert leftovers(tmp_path) == []
+    # the local run's end is recorded with its ranks; its launcher may still be exiting (reaped just after)
+    wait_for(lambda: not leftovers(tmp_path), 30, "no process left on any host")
 
 
 def test_a_rank_killed_on_the_other_machine_ends_the_run_on_both(hosts: Any, tmp_path: Path, runs_dir: Path) -> None:

@@ -138,7 +138,9 @@ def test_a_real_run_keeps_its_samples_and_every_view_shows_them(runs_dir, monkey
     assert "usage      " in status and "GPU 0    util 0% mean" in status and "rank 0   CPU" in status, status
     assert "hint       GPU memory peaked at 0.4 of 11.0 GiB" in status, status
     as_json = json.loads(cli("status", run_dir.name, "--json", runs_dir=runs_dir).stdout)
-    assert [h["kind"] for h in as_json["usage"]["hints"]] == ["memory"]
+    # "input-bound" joins it when the machine gives the rank a whole core (the table's GPU is idle): a matter of
+    # load here, tested on data above
+    assert "memory" in [h["kind"] for h in as_json["usage"]["hints"]]
 
     from test_tui_app import make_app, until
     from test_tui_multinode import open_monitor

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,9 +43,12 @@ class RootCause:
     rank: int | None
     exit_code: int | None
     pid: int | None
+    exit_codes: dict[int, int] = field(default_factory=dict)  # every failed rank torch's agent listed → its exit code
 
 
 _BLOCK = re.compile(r"Root Cause \(first observed failure\):(.*?)(?:\n=+|\Z)", re.S)
+_REPORT = re.compile(r"\nFailures:\n(.*?)(?:\n=+|\Z)", re.S)  # ChildFailedError's list; the root cause follows it
+_ENTRY = re.compile(r"\[\d+\]:\n(.*?)(?=\n\[\d+\]:|\n-+\n|\Z)", re.S)
 _CALLED = re.compile(r"CalledProcessError: Command .*? (?:died with <Signals\.\w+: (\d+)>|returned non-zero exit status (-?\d+))")
 _RANK = re.compile(r"rank\s*:\s*(\d+)")
 _EXIT = re.compile(r"exitcode\s*:\s*(-?\d+)(?:\s*\(pid:\s*(\d+)\))?")
@@ -61,10 +64,17 @@ def root_cause(launcher_log: Path) -> RootCause | None:
         return _simple_launcher_cause(text)
     block = blocks[-1]
     rank, exit_ = _RANK.search(block), _EXIT.search(block)
+    codes: dict[int, int] = {}
+    reports = _REPORT.findall(text)
+    for entry in _ENTRY.findall(reports[-1] + "\n" + block if reports else block):
+        found_rank, found_exit = _RANK.search(entry), _EXIT.search(entry)
+        if found_rank and found_exit:
+            codes[int(found_rank.group(1))] = int(found_exit.group(1))
     return RootCause(
         rank=int(rank.group(1)) if rank else None,
         exit_code=int(exit_.group(1)) if exit_ else None,
         pid=int(exit_.group(2)) if exit_ and exit_.group(2) else None,
+        exit_codes=codes,
     )
 
 

@@ -100,6 +100,8 @@ class HomeLink:
 
 
 class NodeSupervisor(Supervisor):
+    END_WITH_RANKS = False  # home judges the run from every machine's word
+
     def __init__(self, paths: RunPaths, link: HomeLink, machine_rank: int) -> None:
         super().__init__(paths)
         self.link = link

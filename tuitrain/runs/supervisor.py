@@ -37,6 +37,7 @@ TEARDOWN_AFTER_RANK_DEATH = 1.0  # the elastic agent usually does it first; we m
 KILL_GRACE_SECONDS = 5.0
 TEARDOWN_GRACE_SECONDS = 1.5  # after a rank died: its peers are only waiting for it
 LAUNCHER_GRACE_SECONDS = 3.0  # then the launcher has this long to exit by itself
+LAUNCHER_EXIT_SECONDS = 60.0  # after every rank finished, the launcher's own teardown may take this long
 
 
 def free_port() -> int:
@@ -71,6 +72,11 @@ def die_with_parent() -> Callable[[], None] | None:
 
 
 class Supervisor:
+    # Whether the run's end is recorded once every rank has exited 0, without waiting for accelerate launch's
+    # own exit (its interpreter's teardown: 1-3 s of torch's, after the outcome is known). A backend whose
+    # outcome needs more than its ranks (a node agent's home, a Slurm job's steps) keeps the launcher's word.
+    END_WITH_RANKS = True
+
     def __init__(self, paths: RunPaths) -> None:
         self.paths = paths
         self.record = read_record(paths)
@@ -86,6 +92,9 @@ class Supervisor:
         self._ranks_stamp: tuple[int, int] | None = None  # the ranks folder's (mtime_ns, size) when last read
         self.exits = ExitWaiter()
         self.poll_seconds = POLL_SECONDS
+        self.rank_exit_codes: dict[int, int | None] = {}  # as the rank records last said
+        self.first_dead_alone = False  # the first rank that died badly was the only dead one when seen
+        self.launcher_outlived_ranks = False  # the end was recorded before accelerate launch exited
         self.sampler: Any = None  # tuitrain.runs.samples.RunSampler, from start() to finish()
 
     # -- record ------------------------------------------------------------------------------
@@ -209,8 +218,11 @@ class Supervisor:
         now = time.monotonic()
         if not (self._ranks_changed() or exited or now - self._scanned_at > SCAN_SECONDS):
             return
-        records = read_rank_records(self.paths)
+        records = self.own_rank_records()
+        self.rank_exit_codes = {rank: rec["exit_code"] for rank, rec in records.items()}
         changed = False
+        first_now = False
+        dead_now = 0
         for rank, rec in records.items():
             known = self.ranks.get(rank)
             if known is None or known["pid"] != rec["pid"]:
@@ -223,10 +235,14 @@ class Supervisor:
             proc = self.ranks[rank]["proc"]
             gone = proc is None or not running(proc)
             died_badly = rec["exit_code"] not in (None, 0) or (rec["exit_code"] is None and gone)
+            dead_now += died_badly
             if died_badly and self.first_dead_rank is None and not self.terminating:
+                first_now = True
                 self.first_dead_rank = rank
                 self.rank_death_time = now
                 log(f"rank {rank} (pid {rec['pid']}) ended ({describe_exit(rec['exit_code'])}); tearing down the others")
+        if first_now:  # woken by its exit, it was seen dying alone: the first for certain; else torch's word decides
+            self.first_dead_alone = dead_now == 1
         self.adopt_output_dir(records)
         if changed or now - self._scanned_at > SCAN_SECONDS:
             self.scan(now)
@@ -237,6 +253,13 @@ class Supervisor:
             processes.update({f"rank {r}": {"pid": info["pid"], "started": info["started"]}
                               for r, info in sorted(self.ranks.items())})
             self.update(pids=pids, processes=processes)
+
+    def own_rank_records(self) -> dict[int, dict[str, Any]]:
+        """The records of this machine's ranks. A Slurm run's node 0 also finds the other nodes' in the run's ranks/
+        (copied there for viewers): their pids name no process of this machine, or another one, and reading one as
+        a rank of its own tore the run down as soon as that rank's process was gone before its record came home."""
+        machine = int(self.record.get("machine_rank") or 0)
+        return {rank: rec for rank, rec in read_rank_records(self.paths).items() if int(rec.get("node_rank") or 0) == machine}
 
     def adopt_output_dir(self, records: dict[int, dict[str, Any]]) -> None:
         """A script-mode run's checkpoints folder is its Trainer's: rank 0 names it in its record."""
@@ -293,6 +316,9 @@ class Supervisor:
             code = self.launcher.poll()
             if code is not None:
                 return code
+            if self.ranks_succeeded():
+                self.launcher_outlived_ranks = True
+                return 0  # what the launcher will say: accelerate launch exits with its ranks' code
             since = time.monotonic() - self.rank_death_time if self.rank_death_time else None
             if since is not None and since > TEARDOWN_AFTER_RANK_DEATH and not self.ranks_ended:
                 self.end_all(TEARDOWN_GRACE_SECONDS, spare_launcher=True)
@@ -304,28 +330,59 @@ class Supervisor:
             wait = 0.1 if self.rank_death_time is not None else self.poll_seconds
             exited = bool(self.exits.wait(wait)) or not self.exits.watching
 
+    def ranks_succeeded(self) -> bool:
+        """Every rank of this one-machine run has exited, each with code 0 in its record."""
+        expected = int(self.record.get("num_processes") or 0)
+        if not self.END_WITH_RANKS or int(self.record.get("num_machines") or 1) != 1 or expected < 1:
+            return False
+        if len(self.ranks) != expected or len(self.rank_exit_codes) != expected:
+            return False
+        if any(code != 0 for code in self.rank_exit_codes.values()):
+            return False
+        return all(info["proc"] is None or not running(info["proc"]) for info in self.ranks.values())
+
     # -- finish ------------------------------------------------------------------------------
     def finish(self, launcher_code: int) -> str:
         self.poll_ranks()
         self.scan(time.monotonic())
-        if self.tracked:
-            log(f"processes left after the launcher exited: {sorted(self.tracked)}; ending them")
+        exiting = self.launcher.pid if self.launcher is not None and self.launcher_outlived_ranks else None
+        left = {pid: proc for pid, proc in self.tracked.items() if pid != exiting}
+        if left:
+            log(f"processes left after the launcher exited: {sorted(left)}; ending them")
             self.mark_ending()
-            end_processes(self.tracked.values(), grace=KILL_GRACE_SECONDS)
+            end_processes(left.values(), grace=KILL_GRACE_SECONDS)
         records = read_rank_records(self.paths)
         cause = root_cause(self.paths.launcher_log) if launcher_code != 0 else None
         exit_codes: dict[str, Any] = {"launcher": launcher_code}
         for rank, rec in sorted(records.items()):
             code = rec["exit_code"]
-            if code is None and cause is not None and cause.rank == rank:
-                code = cause.exit_code
+            if code is None and cause is not None:  # killed: only torch's agent saw how it ended
+                code = cause.exit_codes.get(rank, cause.exit_code if cause.rank == rank else None)
             exit_codes[str(rank)] = code if code is not None else "killed"
         status, failed_rank, error = self.outcome(launcher_code, records, cause)
         self.stop_sampling()
         self.record = record_end(self.paths, status=status, ended=time.time(), exit_codes=exit_codes,
                                  failed_rank=failed_rank, error=error)
-        log(f"run {status} (launcher exit code {launcher_code})" + (f": {error}" if error else ""))
+        if exiting is None:
+            log(f"run {status} (launcher exit code {launcher_code})" + (f": {error}" if error else ""))
+        else:
+            log(f"run {status} (every rank exited 0; accelerate launch still exiting)")
+            self.await_launcher(exit_codes)
         return status
+
+    def await_launcher(self, exit_codes: dict[str, Any]) -> None:
+        """After the end is recorded: reap accelerate launch, ending it if its teardown hangs; a code other than
+        the ranks' 0 is logged and recorded."""
+        assert self.launcher is not None
+        try:
+            code = self.launcher.wait(timeout=LAUNCHER_EXIT_SECONDS)
+        except subprocess.TimeoutExpired:
+            log(f"accelerate launch (pid {self.launcher.pid}) did not exit {LAUNCHER_EXIT_SECONDS:.0f}s after its ranks; ending it")
+            end_processes([p for p in self.tracked.values() if p.pid == self.launcher.pid], grace=KILL_GRACE_SECONDS)
+            code = self.launcher.wait()
+        if code != 0:
+            log(f"accelerate launch exited with code {code} after every rank had exited 0")
+            self.update(exit_codes={**exit_codes, "launcher": code})
 
     def outcome(self, launcher_code: int, records: dict[int, dict[str, Any]], cause: Any) -> tuple[str, int | None, str | None]:
         """(status, failed rank, one-line cause) of a run whose launcher exited."""
@@ -335,7 +392,10 @@ class Supervisor:
             return "stopped", None, None
         if launcher_code == 0 and self.first_dead_rank is None:
             return "finished", None, None
-        rank = cause.rank if cause is not None and cause.rank is not None else self.first_dead_rank
+        if self.first_dead_rank is not None and self.first_dead_alone:
+            rank: int | None = self.first_dead_rank  # seen dying before any other: its peers failed after it
+        else:  # several found dead in one look: torch's agent ordered them by time
+            rank = cause.rank if cause is not None and cause.rank is not None else self.first_dead_rank
         if rank is None and launcher_code < 0:
             pid = self.launcher.pid if self.launcher else "?"
             return "failed", None, f"accelerate launch (pid {pid}) was {describe_exit(launcher_code)}"
@@ -350,8 +410,8 @@ class Supervisor:
         from tuitrain.runs.events import read_events
 
         code = rec["exit_code"] if rec else None
-        if code is None and cause is not None and cause.rank == rank:
-            code = cause.exit_code
+        if code is None and cause is not None:
+            code = cause.exit_codes.get(rank, cause.exit_code if cause.rank == rank else None)
         pid = rec["pid"] if rec else (cause.pid if cause is not None else None)
         errors = [e for e in read_events(self.paths.events) if e.get("event") == "error" and e.get("rank") == rank]
         where = f"rank {rank} (pid {pid})" if pid else f"rank {rank}"

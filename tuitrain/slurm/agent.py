@@ -103,6 +103,8 @@ class SlurmSupervisor(Supervisor):
     """The ordinary supervisor, with a launcher that outlives Slurm's SIGTERM (tuitrain.runs.preemption), saying
     so when the stop came from Slurm (its time-limit warning, or its SIGTERM)."""
 
+    END_WITH_RANKS = False  # a requeued or preempted job's outcome is the launcher's and Slurm's word
+
     def __init__(self, paths: RunPaths, home: RunPaths, requeue: bool = False) -> None:
         super().__init__(paths)
         self.home = home

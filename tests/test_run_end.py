@@ -1,0 +1,37 @@
+"""A run's end is recorded when its ranks have all exited 0, not after accelerate launch's own teardown (its
+interpreter holds torch: 1-3 s more). The launcher is still reaped, and a run that failed still waits for it
+(its log says which rank failed first)."""
+
+from __future__ import annotations
+
+import psutil
+import pytest
+
+from conftest import FAST, TWO_RANKS, cli, record
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.mark.parametrize("ranks", [[], TWO_RANKS], ids=["one-rank", "two-ranks"])
+def test_the_end_is_recorded_with_the_ranks_and_the_launcher_is_reaped(runs_dir, ranks):
+    done = cli("run", "demo", *FAST, *ranks, runs_dir=runs_dir, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (run_dir,) = list(runs_dir.iterdir())
+    rec = record(run_dir)
+    assert rec["status"] == "finished" and rec["exit_codes"]["launcher"] == 0
+    assert all(rec["exit_codes"][str(rank)] == 0 for rank in range(rec["num_processes"]))
+    launcher_log = (run_dir / "logs" / "launcher.log").read_text()
+    assert "every rank exited 0; accelerate launch still exiting" in launcher_log
+    supervisor = psutil.Process(rec["pids"]["supervisor"]) if psutil.pid_exists(rec["pids"]["supervisor"]) else None
+    if supervisor is not None:  # it outlives the record only to reap the launcher
+        supervisor.wait(timeout=120)
+    assert not psutil.pid_exists(rec["pids"]["launcher"]) or \
+        psutil.Process(rec["pids"]["launcher"]).status() == psutil.STATUS_ZOMBIE
+
+
+def test_a_failed_rank_still_waits_for_the_launchers_word(runs_dir):
+    done = cli("run", "demo", *FAST, "--set", "data.text_column=nope", runs_dir=runs_dir, timeout=600)
+    assert done.returncode != 0
+    (run_dir,) = list(runs_dir.iterdir())
+    assert record(run_dir)["status"] == "failed"
+    assert "accelerate launch still exiting" not in (run_dir / "logs" / "launcher.log").read_text()
