@@ -41,7 +41,7 @@ def main() -> int:
     parser.add_argument("--ranks", type=int, default=1)
     args = parser.parse_args()
     print(machine_line())
-    with tempfile.TemporaryDirectory(prefix="tuitrain-bench-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="tuitrain-bench-", ignore_cleanup_errors=True) as tmp:  # a run may still write
         runs = Path(tmp) / "runs"
         env = bench_env(TUITRAIN_RUNS_DIR=str(runs))
         extra = ["--set", "distributed.strategy=ddp", "--set", f"distributed.num_processes={args.ranks}"] \

@@ -35,3 +35,31 @@ def test_a_failed_rank_still_waits_for_the_launchers_word(runs_dir):
     (run_dir,) = list(runs_dir.iterdir())
     assert record(run_dir)["status"] == "failed"
     assert "accelerate launch still exiting" not in (run_dir / "logs" / "launcher.log").read_text()
+
+
+def test_a_run_whose_directory_is_removed_ends_every_process(runs_dir):
+    """`rm -rf runs/<id>` under a live run: nothing can show it or stop it any more, so it must not train on
+    unseen (holding its GPUs) for ever."""
+    import shutil
+
+    from conftest import losses, wait_for
+
+    started = cli("run", "demo", "--detach", "--set", "training.max_steps=100000", "--set", "training.logging_steps=1",
+                  "--set", "training.eval_strategy=no", "--set", "training.save_strategy=no", runs_dir=runs_dir)
+    assert started.returncode == 0, started.stderr
+    run_dir = runs_dir / started.stdout.strip()
+    wait_for(lambda: losses(run_dir), 300, "a logged step")
+    rec = record(run_dir)
+    pids = [rec["pids"]["supervisor"], rec["pids"]["launcher"], *rec["pids"]["ranks"].values()]
+    shutil.rmtree(run_dir)
+
+    def alive(pid: int) -> bool:
+        try:
+            return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return False
+
+    def gone() -> bool:
+        return not any(alive(pid) for pid in pids)
+
+    wait_for(gone, 120, "every process of the removed run to end")

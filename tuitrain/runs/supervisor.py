@@ -71,6 +71,10 @@ def die_with_parent() -> Callable[[], None] | None:
     return preexec
 
 
+class RunDirectoryGone(Exception):
+    """The run's directory was removed while the run went on: its processes are ended (run_supervisor's abort)."""
+
+
 class Supervisor:
     # Whether the run's end is recorded once every rank has exited 0, without waiting for accelerate launch's
     # own exit (its interpreter's teardown: 1-3 s of torch's, after the outcome is known). A backend whose
@@ -310,6 +314,8 @@ class Supervisor:
         assert self.launcher is not None
         exited = True
         while True:
+            if not self.paths.root.is_dir():  # removed under a live run: nobody could see it or stop it any more
+                raise RunDirectoryGone(f"the run directory {self.paths.root} was removed while the run went on")
             self.tick()
             self.poll_control()
             self.poll_ranks(exited)
