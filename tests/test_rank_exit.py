@@ -40,3 +40,33 @@ def test_the_fast_exit_keeps_what_an_exit_must_do(tmp_path: Path) -> None:
     assert (tmp_path / "atexit").read_text() == "ran"
     assert (tmp_path / "finalizer").read_text() == "ran"
     assert (tmp_path / "thread").read_text().splitlines()[-1] == "19999"  # joined, not cut off
+
+
+POOL = """
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from tuitrain.engine.rank_io import exit_without_teardown
+
+pool = ThreadPoolExecutor(max_workers=1)  # used and never shut down, as huggingface_hub's upload pool is
+pool.submit(print, "uploaded").result()
+exit_without_teardown(0)
+"""
+
+
+def test_an_idle_thread_pool_does_not_hold_the_exit(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-c", POOL], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout == "uploaded\n", done.stderr
+
+
+C_OUTPUT = """
+import ctypes
+from tuitrain.engine.rank_io import exit_without_teardown
+
+ctypes.CDLL(None).printf(b"from C, buffered\\n")  # a pipe: C's stdout is fully buffered
+exit_without_teardown(0)
+"""
+
+
+def test_what_c_code_printed_is_not_lost(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-c", C_OUTPUT], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "from C, buffered" in done.stdout, (done.stdout, done.stderr)

@@ -79,15 +79,21 @@ def exit_without_teardown(code: int) -> NoReturn:
     After `main` has written the rank record, Python's exit would collect every object the Trainer,
     torch and datasets built, which nothing reads: 3.4 s of a 20 s CPU demo run (benchmarks/run_phases.py),
     added to every run's wall time. What an ordinary exit does that matters still happens, in its order:
-    non-daemon threads are joined, the atexit handlers run (datasets' temporary cache files, weakref
-    finalizers, multiprocessing's children), and Python's buffered output is flushed."""
-    for thread in threading.enumerate():
-        if thread is not threading.main_thread() and not thread.daemon:
-            thread.join()
+    `threading._shutdown` (what Py_FinalizeEx calls: the threading atexits, which stop idle
+    ThreadPoolExecutor workers such as huggingface_hub's upload pool, then a join of the non-daemon
+    threads), the atexit handlers (datasets' temporary cache files, weakref finalizers, multiprocessing's
+    children), and the flush of Python's and C's buffered output (NCCL_DEBUG's lines go to C's stdout)."""
+    threading._shutdown()  # type: ignore[attr-defined]  # private, but the one call that does what an exit does
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except (OSError, ValueError):  # a closed or broken stream: nothing more can be said on it
             pass
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).fflush(None)  # every C stdio stream: fds 1 and 2 are a file, so fully buffered
+    except (OSError, AttributeError):
+        pass
     os._exit(code)
