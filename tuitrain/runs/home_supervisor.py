@@ -148,6 +148,7 @@ class HomeSupervisor(Supervisor):
     # -- watch -------------------------------------------------------------------------------
     def watch(self) -> int:
         while not all(link.done for link in self.links):
+            self.check_run_directory()  # removed at home: every machine's part ends (run_supervisor's abort)
             self.receive()
             now = time.monotonic()
             if now - self.beat_at >= BEAT_SECONDS:

@@ -37,6 +37,7 @@ TEARDOWN_AFTER_RANK_DEATH = 1.0  # the elastic agent usually does it first; we m
 KILL_GRACE_SECONDS = 5.0
 TEARDOWN_GRACE_SECONDS = 1.5  # after a rank died: its peers are only waiting for it
 LAUNCHER_GRACE_SECONDS = 3.0  # then the launcher has this long to exit by itself
+GONE_SECONDS = 2.0  # the run directory missing this long (two looks at least) ends the run
 LAUNCHER_EXIT_SECONDS = 60.0  # after every rank finished, the launcher's own teardown may take this long
 
 
@@ -98,6 +99,7 @@ class Supervisor:
         self.poll_seconds = POLL_SECONDS
         self.rank_exit_codes: dict[int, int | None] = {}  # as the rank records last said
         self.first_dead_alone = False  # the first rank that died badly was the only dead one when seen
+        self._gone_since: float | None = None  # when the run directory was first found missing
         self.launcher_outlived_ranks = False  # the end was recorded before accelerate launch exited
         self.sampler: Any = None  # tuitrain.runs.samples.RunSampler, from start() to finish()
 
@@ -314,8 +316,7 @@ class Supervisor:
         assert self.launcher is not None
         exited = True
         while True:
-            if not self.paths.root.is_dir():  # removed under a live run: nobody could see it or stop it any more
-                raise RunDirectoryGone(f"the run directory {self.paths.root} was removed while the run went on")
+            self.check_run_directory()
             self.tick()
             self.poll_control()
             self.poll_ranks(exited)
@@ -335,6 +336,23 @@ class Supervisor:
             # a rank's or the launcher's exit wakes this at once; while a teardown is under way, look often
             wait = 0.1 if self.rank_death_time is not None else self.poll_seconds
             exited = bool(self.exits.wait(wait)) or not self.exits.watching
+
+    def check_run_directory(self) -> None:
+        """Removed under a live run, nobody could see the run or stop it any more: it must not train on unseen.
+        Only "no such file", twice at least GONE_SECONDS apart, counts: a network filesystem's passing error
+        (ESTALE, EIO) must not end a run of days."""
+        try:
+            os.stat(self.paths.root)
+        except FileNotFoundError:
+            now = time.monotonic()
+            if self._gone_since is None:
+                self._gone_since = now
+            elif now - self._gone_since >= GONE_SECONDS:
+                raise RunDirectoryGone(f"the run directory {self.paths.root} was removed while the run went on") from None
+            return
+        except OSError:
+            pass
+        self._gone_since = None
 
     def ranks_succeeded(self) -> bool:
         """Every rank of this one-machine run has exited, each with code 0 in its record."""
