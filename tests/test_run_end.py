@@ -4,6 +4,8 @@ interpreter holds torch: 1-3 s more). The launcher is still reaped, and a run th
 
 from __future__ import annotations
 
+import json
+
 import psutil
 import pytest
 
@@ -20,6 +22,8 @@ def test_the_end_is_recorded_with_the_ranks_and_the_launcher_is_reaped(runs_dir,
     rec = record(run_dir)
     assert rec["status"] == "finished" and rec["exit_codes"]["launcher"] == 0
     assert all(rec["exit_codes"][str(rank)] == 0 for rank in range(rec["num_processes"]))
+    ranks = [json.loads((run_dir / "ranks" / f"rank-{rank}.json").read_text()) for rank in range(rec["num_processes"])]
+    assert [r["machine_rank"] for r in ranks] == [0] * rec["num_processes"]  # the supervisor's machine, said back
     launcher_log = (run_dir / "logs" / "launcher.log").read_text()
     # the end is recorded with the ranks, unless the launcher's teardown ended first (a race either may win)
     assert "every rank exited 0; accelerate launch still exiting" in launcher_log or \

@@ -15,6 +15,7 @@ from typing import NoReturn, cast
 from tuitrain.atomic import write_json_atomic
 from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.linetimes import timed_stream, times_path
+from tuitrain.script import MACHINE_RANK_ENV
 
 
 def global_rank() -> int:
@@ -62,6 +63,8 @@ def write_rank_record(paths: RunPaths, rank: int, exit_code: int | None, **extra
             "rank": rank,
             "local_rank": int(os.environ.get("LOCAL_RANK", "0")),
             "node_rank": int(os.environ.get("GROUP_RANK", os.environ.get("NODE_RANK", "0"))),
+            # the machine whose supervisor started it (a c10d rendezvous may number node_rank otherwise)
+            "machine_rank": int(os.environ.get(MACHINE_RANK_ENV) or os.environ.get("GROUP_RANK", os.environ.get("NODE_RANK", "0"))),
             "world_size": int(os.environ.get("WORLD_SIZE", "1")),
             "host": socket.gethostname(),
             "pid": os.getpid(),

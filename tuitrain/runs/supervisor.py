@@ -30,6 +30,7 @@ from tuitrain.runs.process_tree import descendants, end_processes, find, identit
 from tuitrain.runs.ranks import read_rank_records
 from tuitrain.runs.record import read_record, record_end, update_record
 from tuitrain.runs.tail import read_tail
+from tuitrain.script import MACHINE_RANK_ENV
 
 POLL_SECONDS = 0.5  # how often control requests and rank records are looked at (an exit wakes it at once)
 SCAN_SECONDS = 5.0  # how often the launcher's process tree is walked when nothing changes
@@ -151,7 +152,7 @@ class Supervisor:
         argv, port = self.launch_argv()
         me = identity(os.getpid()) or {"pid": os.getpid(), "started": None}
         env = {**os.environ, **self.record["env"], **self.launcher_env(), "TUITRAIN_RUN_DIR": str(self.paths.root),
-               SUPERVISOR_ENV: f"{me['pid']}:{me['started']}"}
+               SUPERVISOR_ENV: f"{me['pid']}:{me['started']}", MACHINE_RANK_ENV: str(self.machine_rank)}
         log(f"starting: {' '.join(argv)}")
         self.launcher = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, cwd=self.record.get("cwd") or None,
                                          preexec_fn=self.launcher_preexec())
@@ -264,8 +265,14 @@ class Supervisor:
         """The records of this machine's ranks. A Slurm run's node 0 also finds the other nodes' in the run's ranks/
         (copied there for viewers): their pids name no process of this machine, or another one, and reading one as
         a rank of its own tore the run down as soon as that rank's process was gone before its record came home."""
-        machine = int(self.record.get("machine_rank") or 0)
-        return {rank: rec for rank, rec in read_rank_records(self.paths).items() if int(rec.get("node_rank") or 0) == machine}
+        records = read_rank_records(self.paths).items()
+        return {rank: rec for rank, rec in records if int(rec.get("machine_rank", rec.get("node_rank")) or 0) == self.machine_rank}
+
+    @property
+    def machine_rank(self) -> int:
+        """This supervisor's machine, as its record says (0 for a local run). The ranks' records say it back
+        (MACHINE_RANK_ENV): torch's GROUP_RANK need not match it (a c10d rendezvous orders machines its own way)."""
+        return int(self.record.get("machine_rank") or 0)
 
     def adopt_output_dir(self, records: dict[int, dict[str, Any]]) -> None:
         """A script-mode run's checkpoints folder is its Trainer's: rank 0 names it in its record."""
