@@ -19,10 +19,11 @@ def mixed_precision(profile: Mapping[str, Any]) -> tuple[str, str]:
     hardware.mixed_precision when that is "bf16" or "fp16"; else training.bf16 or training.fp16 when one is true
     (the Trainer trains in it whatever accelerate is told, so accelerate is told the same); else "no". A profile
     that says two different precisions (validation refuses it) is read by hardware.mixed_precision."""
-    mixed = (profile.get("hardware") or {}).get("mixed_precision")
+    hardware, training = profile.get("hardware"), profile.get("training")
+    mixed = hardware.get("mixed_precision") if isinstance(hardware, Mapping) else None  # validation says what else is wrong
     if mixed in PRECISION_FLAGS:
         return mixed, "hardware.mixed_precision"
-    training = profile.get("training") or {}
+    training = training if isinstance(training, Mapping) else {}
     for flag in PRECISION_FLAGS:
         if training.get(flag) is True:
             return flag, f"training.{flag}"
