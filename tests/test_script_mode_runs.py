@@ -196,7 +196,8 @@ def test_a_plain_scripts_dying_rank_tears_the_run_down_and_is_named(tmp_path, ru
     assert rec["status"] == "failed" and rec["failed_rank"] == 1
     assert rec["error"] == "plain_loop.py line 22: RuntimeError: rank 1 lost its data shard at step 5"
     assert "Traceback" in log_of(run_dir, 1)
-    assert rec["exit_codes"]["0"] == "killed"  # the healthy rank was ended, by SIGTERM as before the hook
+    # the healthy rank was ended, by SIGTERM as before the hook: -15 where torch's agent lists it among the failures
+    assert rec["exit_codes"]["0"] in ("killed", -15)
 
 
 @needs_mrpc

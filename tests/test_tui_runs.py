@@ -84,8 +84,8 @@ def test_a_run_launched_from_the_app_leaves_no_zombie_under_it(tmp_path):
             monitor = await launch_demo(pilot)
             supervisor = monitor.run_watch.record["pids"]["supervisor"]
             await until(pilot, lambda: monitor.run_watch.status in ("finished", "failed"), 240, "the end of the run")
-            await until(pilot, lambda: not psutil.pid_exists(supervisor) or supervisor not in zombies(), 10,
-                        "the supervisor reaped")
+            # the supervisor outlives the recorded end a moment (it reaps accelerate launch); then the app reaps it
+            await until(pilot, lambda: not psutil.pid_exists(supervisor), 120, "the supervisor ended and reaped")
             assert zombies() == []
 
     asyncio.run(main())

@@ -116,12 +116,12 @@ def run_panel(view: SampledView | None, record: Mapping[str, Any], run_id: str, 
     the run used over its whole training, with the hints they call for; a finished run shows those in place of the
     devices now."""
     recorded = _recorded(run_dir, record, live) if run_dir is not None else None
-    if not live and recorded is not None:
+    if not live and recorded is not None and not recorded.plain.startswith(NO_SAMPLES):
         out = recorded
         if view is not None:
             _host_lines(out, view, "this machine now")
         return out
-    out = _live_panel(view, record, run_id, live, machines, samples, now)
+    out = _live_panel(view, record, run_id, live, machines, samples, now)  # what it runs on, and the host now
     if recorded is not None:
         out.append("\n\n")
         out.append_text(recorded)
@@ -140,6 +140,7 @@ def _cells(values: Sequence[float | None], width: int) -> list[float | None]:
 
 
 RECORDED_CELLS = 40
+NO_SAMPLES = "this run kept no GPU/CPU samples"
 
 
 def _recorded(run_dir: "Path", record: Mapping[str, Any], live: bool) -> Text | None:
@@ -151,8 +152,7 @@ def _recorded(run_dir: "Path", record: Mapping[str, Any], live: bool) -> Text | 
     out = Text()
     if not samples:
         if not live:
-            out.append("this run kept no GPU/CPU samples (runs started before tuitrain kept them keep none)\n",
-                       style="dim")
+            out.append(f"{NO_SAMPLES} (runs started before tuitrain kept them keep none)\n", style="dim")
             return out
         return None
     window = training_window(run_dir / "events.jsonl")
