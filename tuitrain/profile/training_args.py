@@ -300,9 +300,6 @@ def _fill_in_background(key: tuple[str, str | None]) -> None:
     install, where the cache folder can be written; it outlives this command."""
     with _lock:
         if key in _background:
-            child = _background[key]
-            if child is not None:
-                child.poll()  # reaped once it ends (a long-lived app keeps no zombie)
             return
         _background[key] = None
     version, location = key
@@ -318,6 +315,8 @@ def _fill_in_background(key: tuple[str, str | None]) -> None:
         return
     with _lock:
         _background[key] = child
+    # reaped as soon as it ends: a long-lived app (or a test looking for zombies under it) keeps none
+    threading.Thread(target=child.wait, name=f"reap {FILL_MODULE} {child.pid}", daemon=True).start()
 
 
 def _specs_from_table(table: dict[str, Any]) -> dict[str, FieldSpec]:
