@@ -69,11 +69,7 @@ class FilteredLog:
     def sync(self, budget: int | None = None) -> bool:
         """Judge the source's new lines (at most `budget`, else the filter's own); True when what
         the view shows changed."""
-        generation = getattr(self.source, "generation", 0)
-        if generation != self._source_generation:
-            self._source_generation = generation
-            self.generation += 1
-            self._reset()
+        _follow_source_generation(self)
         before = (len(self.hits), list(self.tail))
         end = self.source.count
         budget = budget or self.budget
@@ -165,11 +161,7 @@ class FoldedWarnings:
     def sync(self, budget: int | None = None) -> bool:
         """Fold the source's new lines (at most `budget`, else the fold's own); True when what the view shows
         changed."""
-        generation = getattr(self.source, "generation", 0)
-        if generation != self._source_generation:
-            self._source_generation = generation
-            self.generation += 1
-            self._reset()
+        _follow_source_generation(self)
         before = (len(self.shown), list(self.tail))
         end = self.source.count
         budget = budget or self.budget
@@ -231,3 +223,12 @@ class FoldedWarnings:
         """The source's line shown as line `index`."""
         shown = len(self.shown)
         return self.shown[index] if index < shown else self.tail[index - shown][0]
+
+
+def _follow_source_generation(view: "FilteredLog | FoldedWarnings") -> None:
+    """A source that started over (a truncated or replaced log) starts the derived view over too."""
+    generation = getattr(view.source, "generation", 0)
+    if generation != view._source_generation:
+        view._source_generation = generation
+        view.generation += 1
+        view._reset()
