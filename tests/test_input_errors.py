@@ -5,6 +5,7 @@ cannot build, output folders that cannot be written, and what a rank says when o
 from __future__ import annotations
 
 import copy
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -290,3 +291,96 @@ def test_e2e_a_hub_model_not_here_while_offline_fails_in_one_line(tmp_path: Path
     status = cli("status", run_dir.name, runs_dir=runs_dir)
     assert any(said in line for line in status.stdout.splitlines() if line.startswith("error")), status.stdout
     assert "Traceback" in (run_dir / "logs" / "rank-0.log").read_text()  # a key away
+
+
+# ------------------------------------------------------------------ issue 27: validate says what the rank would
+
+
+def jsonl(count: int, broken: int | None = None, bad_text: str = '{"text": "broken, "label": 1}') -> str:
+    lines = [json.dumps({"text": f"good film {i}", "label": i % 2}) for i in range(count)]
+    if broken is not None:
+        lines[broken - 1] = bad_text
+    return "\n".join(lines) + "\n"
+
+
+def test_a_broken_json_lines_line_is_named_as_an_editor_numbers_it(tmp_path: Path) -> None:
+    (tmp_path / "train.jsonl").write_text(jsonl(30, broken=18))
+    data = demo_profile_data(data={"generate": None, "train_file": "train.jsonl"}, training={"eval_strategy": "no"})
+    problem = only(problems_of(data, tmp_path))
+    assert problem.key == "data.train_file"
+    assert problem.message == f"{tmp_path / 'train.jsonl'}: line 18 is not JSON (Expecting ',' delimiter, column 20)"
+    assert problem.fix.startswith("fix that line: each line of a JSON Lines file is one JSON object")
+    (tmp_path / "train.jsonl").write_text(jsonl(5, broken=3, bad_text="[1, 2]"))
+    assert "line 3 holds a list, not a JSON object" in only(problems_of(data, tmp_path)).message
+
+
+def test_a_broken_json_document_is_named_at_its_line(tmp_path: Path) -> None:
+    (tmp_path / "train.json").write_text('[\n  {"text": "a", "label": 0},\n  {"text": "b" "label": 1}\n]\n')
+    data = demo_profile_data(data={"generate": None, "train_file": "train.json"}, training={"eval_strategy": "no"})
+    problem = only(problems_of(data, tmp_path))
+    assert "is not JSON (Expecting ',' delimiter, line 3 column" in problem.message
+    (tmp_path / "train.json").write_text(jsonl(4, broken=2))  # JSON Lines in a .json file: its line
+    assert "line 2 is not JSON" in only(problems_of(data, tmp_path)).message
+
+
+def test_the_rank_names_the_same_line_as_validate(tmp_path: Path) -> None:
+    from tuitrain.engine.data import DataError, _load_file
+
+    (tmp_path / "train.jsonl").write_text(jsonl(30, broken=18))
+    data = demo_profile_data(data={"generate": None, "train_file": "train.jsonl"}, training={"eval_strategy": "no"})
+    said = only(problems_of(data, tmp_path))
+    with pytest.raises(DataError) as caught:
+        _load_file("train.jsonl", "train_file", tmp_path)
+    assert str(caught.value) == f"data.train_file = 'train.jsonl': {said.message}; {said.fix}"
+    assert "row 17" not in str(caught.value)
+
+
+def test_a_csv_not_separated_by_commas_says_so(tmp_path: Path) -> None:
+    problem = only(problems_of(csv_profile(tmp_path, "text;label\ngood film;1\n", validation=None,
+                                           training={"eval_strategy": "no"}), tmp_path))
+    assert problem.key == "data.train_file" and "did you mean" not in str(problem)
+    assert problem.message == f'{tmp_path / "train.csv"} is separated by semicolons (;), not commas (its header reads ' \
+                              '"text;label")'
+    assert "save it with commas" in problem.fix and "sep=';'" in problem.fix
+    tabs = only(problems_of(csv_profile(tmp_path, "text\tlabel\ngood film\t1\n", validation=None,
+                                        training={"eval_strategy": "no"}), tmp_path))
+    assert "is separated by tabs, not commas" in tabs.message
+    one_column = csv_profile(tmp_path, "words\ngood;film\n", validation=None, training={"eval_strategy": "no"})
+    assert all("is not a column" in p.message for p in problems_of(one_column, tmp_path))  # no ';' in its header
+
+
+def test_the_rank_says_a_csv_is_not_separated_by_commas(tmp_path: Path) -> None:
+    import datasets
+
+    from tuitrain.engine.data import DataError, check_columns
+
+    semi = datasets.Dataset.from_dict({"text;label": ["good film;1"]})
+    data = {"text_column": "text", "label_column": "label", "train_file": str(tmp_path / "train.csv")}
+    with pytest.raises(DataError, match=r"^data.train_file = '.*train.csv': .*train.csv is separated by semicolons"):
+        check_columns(semi, data, "sequence-classification", "training")
+
+
+def test_a_file_as_the_model_or_tokenizer_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "train.csv").write_text("text,label\ngood,1\n")
+    data = demo_profile_data(model={"config": None, "train_tokenizer": None, "name_or_path": "train.csv"})
+    problem = only(problems_of(data, tmp_path))
+    assert problem.key == "model.name_or_path"
+    assert problem.message == f"{tmp_path / 'train.csv'} is a file, not a model folder"
+    assert "config.json" in problem.fix and "Hub id" in problem.fix
+    data = demo_profile_data(model={"train_tokenizer": None, "tokenizer": "train.csv"})
+    assert only(problems_of(data, tmp_path)).key == "model.tokenizer"
+    hub = demo_profile_data(model={"config": None, "train_tokenizer": None, "name_or_path": "bert-base-uncased"})
+    assert problems_of(hub, tmp_path) == []  # a Hub id is no path here
+
+
+def test_model_config_values_of_the_wrong_type_are_refused(tmp_path: Path) -> None:
+    data = demo_profile_data()
+    data["model"]["config"]["hidden_size"] = "32"
+    problem = only(problems_of(data, tmp_path))
+    assert problem.key == "model.config.hidden_size"
+    assert problem.message == 'expected a whole number (int), got the string "32"'
+    assert problem.fix == "write it without quotes: hidden_size = 32"
+    data["model"]["config"]["hidden_size"] = "abc"
+    assert only(problems_of(data, tmp_path)).fix == "e.g. hidden_size = 768"  # bert's default
+    data["model"]["config"]["hidden_size"] = 32.0
+    assert only(problems_of(data, tmp_path)).message == "expected a whole number (int), got the number 32"

@@ -282,3 +282,57 @@ def test_a_quoted_key_holding_a_newline_or_an_escape_is_still_one_line() -> None
     assert any("training.learning\\nrate: unknown TrainingArguments key" in line for line in found), found
     assert any("run.\\x1b[2Jname" in line for line in found), found
     assert all("\n" not in line and "\x1b" not in line for line in found)
+
+
+# ------------------------------------------------------------------ issue 27: a task name that is not one
+
+
+def pairs(**model: Any) -> dict[str, Any]:
+    """Sentence pairs with labels, read from a Hub data set (no file to scan)."""
+    return demo(model=model, data={"generate": None, "dataset": "glue", "dataset_config": "mrpc",
+                                   "text_column": "sentence1", "text_pair_column": "sentence2"})
+
+
+def test_a_task_name_suggests_the_task_the_data_fits() -> None:
+    problem = only(pairs(task="classification"))
+    assert problem.key == "model.task"
+    assert problem.fix == ("did you mean 'sequence-classification'? "
+                           "(the data is sentence pairs with labels (data.text_pair_column))")
+    tags = demo(model={"task": "classification", "labels": ["O", "B-X"], "num_labels": None},
+                data={"generate": "word-tags"})
+    assert "did you mean 'token-classification'?" in only(tags).fix
+    assert only(pairs(task="text-classification")).fix.startswith("did you mean 'sequence-classification'?")
+
+
+def test_a_task_typo_and_a_known_alias_keep_their_plain_hint() -> None:
+    assert only(pairs(task="token-clasification")).fix == "did you mean 'token-classification'?"
+    assert only(demo(model={"task": "summarization"})).fix == \
+        "did you mean 'seq2seq'? (tuitrain's name for \"summarization\")"
+
+
+# ------------------------------------------------------------------ issue 27: a folder where a profile is wanted
+
+
+def test_a_folder_lists_its_profiles(tmp_path: Path) -> None:
+    from tuitrain.profile import ProfileError, resolve_profile_path
+
+    (tmp_path / "b.toml").write_text("")
+    (tmp_path / "a.toml").write_text("")
+    with pytest.raises(ProfileError) as caught:
+        resolve_profile_path(".", cwd=tmp_path)
+    (problem,) = caught.value.problems
+    assert str(problem) == ".: is a folder, not a profile; profiles in it: a.toml, b.toml; give one of them"
+    (tmp_path / "sub" / "profiles").mkdir(parents=True)
+    (tmp_path / "sub" / "profiles" / "x.toml").write_text("")
+    with pytest.raises(ProfileError, match=r"^sub/: is a folder, not a profile; profiles in it: sub/profiles/x.toml"):
+        resolve_profile_path("sub/", cwd=tmp_path)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ProfileError, match="is a folder, not a profile, and holds no .toml file"):
+        resolve_profile_path("empty", cwd=tmp_path)
+
+
+def test_a_folder_named_like_a_known_profile_does_not_hide_it(tmp_path: Path) -> None:
+    from tuitrain.profile import resolve_profile_path
+
+    (tmp_path / "demo").mkdir()
+    assert resolve_profile_path("demo", cwd=tmp_path) == builtin_profile_path()

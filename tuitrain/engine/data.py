@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from tuitrain.engine.errors import DataError, first_line, offline
+from tuitrain.profile.datafiles import bad_json_line, not_commas, sniff_delimiter
 from tuitrain.profile.generated import GENERATORS
 
 _FILE_BUILDERS = {".csv": "csv", ".json": "json", ".jsonl": "json", ".parquet": "parquet"}
@@ -47,6 +48,9 @@ def _load_file(raw: str, leaf: str, base_dir: Path) -> Any:
         if "corresponds to no data" in str(exc) or (path.is_file() and not path.read_bytes().strip()):
             raise DataError(f"data.{leaf} = {raw!r}: {path} has no rows; give a file with a header line and "
                             "at least one row") from exc
+        bad = bad_json_line(path) if builder == "json" else None
+        if bad is not None:  # the loader counts rows from 0 ("row 17"): name the line as an editor does
+            raise DataError(f"data.{leaf} = {raw!r}: {path}: {bad}; {bad.fix}") from exc
         raise DataError(f"data.{leaf} = {raw!r}: {path} cannot be read as {builder} ({first_line(cause)}); "
                         f"fix the file, or give a {builder} file") from exc
     if len(loaded) == 0:
@@ -116,6 +120,11 @@ def check_columns(dataset: Any, data: dict[str, Any], task: str, split: str) -> 
         wanted["text_pair_column"] = data["text_pair_column"]
     have = list(dataset.column_names)
     for key, column in wanted.items():
+        sep = sniff_delimiter(have, have[0]) if column not in have and data.get("train_file") else None
+        if sep is not None:  # validation says it first; a file changed since is said here the same way
+            leaf = "validation_file" if split == "validation" else "train_file"
+            what, fix = not_commas(Path(data[leaf]), sep, have[0])
+            raise DataError(f"data.{leaf} = {data[leaf]!r}: {what}; {fix}")
         if column not in have:
             near = difflib.get_close_matches(column, have, n=1)
             hint = f"; did you mean {near[0]!r}?" if near else ""

@@ -45,8 +45,8 @@ def resolve_profile_path(ref: str, cwd: Path | None = None) -> Path:
     """A profile reference -> its file.
 
     An existing file is itself; a bare name ("demo", no .toml, no folder) is looked up as
-    ./profiles/<name>.toml, then as a built-in profile. Anything else is an error naming the
-    closest known profiles.
+    ./profiles/<name>.toml, then as a built-in profile. A folder is an error listing its .toml
+    files; anything else is an error naming the closest known profiles.
     """
     cwd = cwd or Path.cwd()
     given = Path(ref).expanduser()
@@ -57,15 +57,30 @@ def resolve_profile_path(ref: str, cwd: Path | None = None) -> Path:
         known = list_profiles(cwd)
         if ref in known:
             return known[ref]
+        if full.is_dir():  # "." or a folder named without a slash
+            raise ProfileError([folder_problem(full, ref)])
         hint = did_you_mean(ref, known) or (f"known profiles: {', '.join(known)}" if known else None)
         raise ProfileError([Problem(ref, "", "no such profile", hint)])
     raise ProfileError([missing_file_problem(full, ref)])
 
 
 
+def folder_problem(full: Path, label: str) -> Problem:
+    """A folder given where a profile is wanted: the .toml files in it (or in its profiles/) are the fix."""
+    for folder in (full, full / "profiles"):
+        known = _stems(folder)
+        if known:
+            shown = [str(Path(label) / f"{k}.toml") if folder == full else str(Path(label) / "profiles" / f"{k}.toml")
+                     for k in known]
+            listed = ", ".join(shown[:8]) + (f", … ({len(shown) - 8} more)" if len(shown) > 8 else "")
+            return Problem(label, "", f"is a folder, not a profile; profiles in it: {listed}", "give one of them")
+    return Problem(label, "", "is a folder, not a profile, and holds no .toml file",
+                   "give a profile file (e.g. profiles/my-run.toml), or a name such as demo")
+
+
 def missing_file_problem(full: Path, label: str) -> Problem:
     if full.is_dir():
-        return Problem(label, "", "is a folder, not a profile", "give a .toml file")
+        return folder_problem(full, label)
     if not full.parent.is_dir():
         return Problem(label, "", "no such profile", f"the folder {full.parent} does not exist")
     known = _stems(full.parent)

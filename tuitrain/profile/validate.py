@@ -11,14 +11,17 @@ import math
 import os
 import re
 from collections import ChainMap
+from dataclasses import replace
+from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from tuitrain.installed import distribution_version
 
-from .datafiles import Scan, scan_data_file
+from .datafiles import Scan, not_commas, scan_data_file
 from .implied import PRECISION_FLAGS, mixed_precision
-from .problems import Problem, Severity, did_you_mean
+from .model_config import accepts, config_keys, exact
+from .problems import Problem, Severity, close_matches, did_you_mean
 from .schema import (
     DATA_FILE_FORMATS,
     DEEPSPEED_KEYS,
@@ -500,6 +503,102 @@ def _heads_problem(file: str, config: Mapping[str, Any], model_type: str) -> Pro
                    f"set {heads_key} = {fits}, or {hidden_key} = {(hidden // heads + 1) * heads}")
 
 
+def _config_type_problems(file: str, config: Mapping[str, Any], model_type: str) -> list[Problem]:
+    """[model.config] values of a kind the model type's config refuses (transformers says it only in the rank:
+    "expected int, got str"); the kinds come from the shipped table (profile/model_config.py)."""
+    out: list[Problem] = []
+    keys = config_keys(model_type)
+    strict = exact(model_type)
+    for leaf, value in config.items():
+        spec = keys.get(leaf)
+        if spec is None or leaf == "model_type" or accepts(spec, value, strict):
+            continue
+        problem = _type_problem(file, f"model.config.{leaf}", value, spec.kinds, _config_example(leaf, spec.kinds,
+                                                                                                spec.default))
+        number = _number_text(value) if isinstance(value, str) else None
+        if number is not None and accepts(spec, number, strict):
+            problem = Problem(file, problem.key, problem.message, f"write it without quotes: {leaf} = {value.strip()}")
+        elif is_kind(value, "int") and accepts(spec, float(value), strict):
+            problem = Problem(file, problem.key, f"expected a float, got the whole number {value} (transformers "
+                              f"{model_type} configs take only a float here)", f"write it as {leaf} = {value}.0")
+        out.append(problem)
+    return out
+
+
+def _number_text(text: str) -> int | float | bool | None:
+    """The number or boolean a quoted TOML string spells ("32", "0.1", "true"), or None."""
+    word = text.strip()
+    if word in ("true", "false"):
+        return word == "true"
+    for kind in (int, float):
+        try:
+            return kind(word)
+        except ValueError:
+            continue
+    return None
+
+
+def _config_example(leaf: str, kinds: tuple[str, ...], default: Any) -> str:
+    if default is not None and any(is_kind(default, k) for k in kinds):
+        return f"{leaf} = {toml_literal(default)}"
+    samples = {"int": "1", "float": "0.1", "bool": "true", "str": '"..."', "list": "[...]", "dict": "{ }"}
+    return f"{leaf} = {samples.get(kinds[0], '...')}"
+
+
+# Task names from elsewhere (the Hub's pipeline tags, common shorthands) -> tuitrain's task.
+TASK_ALIASES = {
+    "text-classification": "sequence-classification", "sentiment-analysis": "sequence-classification",
+    "ner": "token-classification", "pos": "token-classification", "text-generation": "causal-lm",
+    "clm": "causal-lm", "language-modeling": "causal-lm", "summarization": "seq2seq", "translation": "seq2seq",
+    "text2text-generation": "seq2seq",
+}
+
+
+def data_tasks(data: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The tasks the profile's [data] and [model] keys point to, each with why: (task, reason)."""
+    dat, model = _table(data, "data"), _table(data, "model")
+    generated = _get(dat, "generate", "str")
+    if generated in GENERATOR_TASKS:
+        return [(task, f"data.generate = {toml_literal(generated)} makes data for it")
+                for task in GENERATOR_TASKS[generated]]
+    if "target_column" in dat:
+        return [("seq2seq", "data.target_column names target texts")]
+    if "text_pair_column" in dat:
+        return [("sequence-classification", "the data is sentence pairs with labels (data.text_pair_column)")]
+    if "labels" in model:
+        return [("token-classification", "model.labels names word tags")]
+    if "num_labels" in model:
+        return [("sequence-classification", "model.num_labels counts a classifier's labels")]
+    if "block_size" in dat:
+        return [("causal-lm", "data.block_size cuts text into blocks")]
+    return []
+
+
+def _task_fix(value: str, data: Mapping[str, Any]) -> str | None:
+    """The fix for a model.task that is no task: the task the data fits among the names close to it
+    ("classification" with sentence pairs: sequence-classification, not token-classification)."""
+    near = close_matches(value, TASKS, n=len(TASKS))
+    if near and SequenceMatcher(None, value.lower(), near[0]).ratio() >= 0.9:
+        return None  # a typo of one task name: did_you_mean says it
+    alias = TASK_ALIASES.get(value.strip().lower().replace("_", "-"))
+    fitting = data_tasks(data)
+    for task, why in fitting:
+        if task == alias or (alias is None and task in near):
+            return f"did you mean '{task}'? ({why})"
+    if alias is not None:
+        return f"did you mean '{alias}'? (tuitrain's name for {toml_literal(value)})"
+    if near:
+        return None
+    if fitting:
+        return f"e.g. task = {toml_literal(fitting[0][0])} ({fitting[0][1]})"
+    return None
+
+
+def _with_task_fix(problem: Problem, value: Any, data: Mapping[str, Any]) -> Problem:
+    fix = _task_fix(value, data) if isinstance(value, str) and value not in TASKS else None
+    return replace(problem, fix=fix) if fix else problem
+
+
 def _model_type_problem(file: str, model_type: str, known: frozenset[str] | None) -> Problem | None:
     if known is None or model_type in known:
         return None
@@ -531,6 +630,12 @@ def _rules_model(file: str, data: Mapping[str, Any], base_dir: Path | None,
         out.append(Problem(file, "model.name_or_path", f"no such folder: {_resolve(name, base_dir)}",
                            "relative paths start from the profile's folder"
                            + (f" ({base_dir})" if base_dir else "")))
+    for leaf, raw, what, holds in (("name_or_path", name, "model", "config.json"),
+                                   ("tokenizer", tokenizer, "tokenizer", "tokenizer_config.json")):
+        if raw and _is_file(_resolve(raw, base_dir)):  # the launch reads an existing path as that path
+            out.append(Problem(file, f"model.{leaf}", f"{_resolve(raw, base_dir)} is a file, not a {what} folder",
+                               f"give the folder save_pretrained wrote (it holds {holds}), "
+                               'or a Hub id such as "bert-base-uncased"'))
     if config is not None:
         model_type = config.get("model_type")
         if not isinstance(model_type, str) or not model_type:
@@ -541,6 +646,7 @@ def _rules_model(file: str, data: Mapping[str, Any], base_dir: Path | None,
             for found in (_model_type_problem(file, model_type, model_types), _heads_problem(file, config, model_type)):
                 if found is not None:
                     out.append(found)
+            out.extend(_config_type_problems(file, config, model_type))
         if not tokenizer and train_tok is None:
             out.append(Problem(file, "model.tokenizer",
                                "[model.config] builds a model from scratch, but no tokenizer is given",
@@ -673,13 +779,19 @@ def _rules_data(file: str, data: Mapping[str, Any], base_dir: Path | None) -> li
 def _file_problems(file: str, leaf: str, path: Path, scan: Scan) -> list[Problem]:
     key = f"data.{leaf}"
     if scan.unreadable:
-        return [Problem(file, key, f"{path}: {scan.unreadable}", "give a CSV, JSON or JSON Lines file in UTF-8")]
+        return [Problem(file, key, f"{path}: {scan.unreadable}", scan.fix or "give a CSV, JSON or JSON Lines file in UTF-8")]
     if scan.empty:
         return [Problem(file, key, f"{path} is empty", "give a file with a header line and at least one row")]
     if scan.rows == 0:
         shown = f"a header ({', '.join(scan.columns)}) but no rows" if scan.columns else "no records"
         return [Problem(file, key, f"{path} has {shown}", "add rows to it (one example per line)")]
     return []
+
+
+def delimiter_problem(file: str, key: str, path: Path, delimiter: str, header: str) -> Problem:
+    """A CSV separated by another character than the comma (the engine reads commas only)."""
+    what, fix = not_commas(path, delimiter, header)
+    return Problem(file, key, what, fix)
 
 
 def _column_problems(file: str, path: Path, scan: Scan, wanted: Mapping[str, str]) -> list[Problem]:
@@ -739,6 +851,8 @@ def _rules_data_files(file: str, data: Mapping[str, Any], base_dir: Path | None)
         if scan is None:
             continue
         found = _file_problems(file, leaf, path, scan)
+        if not found and scan.delimiter and any(c not in scan.columns for c in wanted.values()):
+            found = [delimiter_problem(file, f"data.{leaf}", path, scan.delimiter, scan.columns[0])]
         found = found or _column_problems(file, path, scan, wanted)
         if not found and classify:
             found = _label_problems(file, path, scan, label, _get(model, "num_labels", "int", 2))
@@ -1529,7 +1643,8 @@ def validate_profile(data: dict[str, Any], file: str, base_dir: Path | None,
         if section == "training":
             out.extend(_check_training(file, value, _task_fields(fields, _task(data))))
         else:
-            out.extend(_check_table(file, section, section, value, SCHEMA[section], fields))
+            found = _check_table(file, section, section, value, SCHEMA[section], fields)
+            out.extend(_with_task_fix(p, value.get("task"), data) if p.key == "model.task" else p for p in found)
     out.extend(_rules_run(file, data))
     if "script" in data:  # the script builds its own model, data and TrainingArguments
         out.extend(_rules_script(file, data, base_dir))
