@@ -149,3 +149,61 @@ def test_an_incomplete_checkpoint_is_reported_and_never_latest(finished_run, tmp
 def test_help_and_version(argv, runs_dir):
     result = cli(*argv, runs_dir=runs_dir)
     assert result.returncode == 0 and ("tuitrain" in result.stdout)
+
+
+# ------------------------------------------------------------------ issue 27: lists and ends a person can read
+
+
+def ended_run(runs_dir: Path, name: str = "demo", status: str = "finished", **fields: object) -> Path:
+    """A run directory that has ended (no training: only what the viewers read)."""
+    import time
+
+    run_id = "20200101-000000-demo"
+    run = runs_dir / run_id
+    (run / "logs").mkdir(parents=True)
+    (run / "control").mkdir()
+    (run / "logs" / "rank-0.log").write_text("rank 0 says hello\n")
+    record = {"id": run_id, "profile": name, "status": status, "created": time.time() - 60, "started": time.time() - 59,
+              "ended": time.time(), "num_processes": 2, "exit_codes": {}, "failed_rank": None, "error": None,
+              "output_dir": str(run / "output"),
+              "pids": {"supervisor": 4_000_001, "launcher": 4_000_002, "ranks": {"0": 4_000_003, "1": 4_000_004}},
+              **fields}
+    (run / "run.json").write_text(json.dumps(record))
+    return run
+
+
+def test_status_names_each_pid_by_its_role(runs_dir: Path) -> None:
+    run = ended_run(runs_dir)
+    result = cli("status", run.name, runs_dir=runs_dir)
+    assert result.returncode == 0, result.stderr
+    (line,) = [line for line in result.stdout.splitlines() if line.startswith("processes")]
+    assert line.endswith("pids supervisor 4000001, launcher 4000002, rank 0 4000003, rank 1 4000004"), line
+    assert "{" not in line
+
+
+def test_a_long_run_name_is_cut_in_the_list_of_runs(runs_dir: Path) -> None:
+    ended_run(runs_dir, name="x" * 300)
+    result = cli("runs", runs_dir=runs_dir)
+    assert result.returncode == 0, result.stderr
+    assert max(len(line) for line in result.stdout.splitlines()) < 120, result.stdout
+    assert "x" * 31 + "…" in result.stdout
+
+
+def test_a_failed_run_says_its_cause_on_stderr(runs_dir: Path) -> None:
+    import io
+
+    from tuitrain.cli.follow import follow_run
+    from tuitrain.runs.layout import RunPaths
+
+    cause = "data.train_file = 'x.csv': no rows; give a file with rows"
+    run = ended_run(runs_dir, status="failed", failed_rank=0, error=cause, exit_codes={"0": 3})
+    (run / "events.jsonl").write_text(json.dumps({"event": "error", "time": 1.0, "step": 0, "rank": 0,
+                                                  "message": cause}) + "\n")
+    out, err = io.StringIO(), io.StringIO()
+    assert follow_run(RunPaths(run), out=out, err=err, poll=0.01) == 1
+    assert cause not in out.getvalue() and f"{run.name} failed" not in out.getvalue()
+    assert f"rank 0 error: {cause}" in err.getvalue() and f"run {run.name} failed (rank 0): {cause}" in err.getvalue()
+    out, err = io.StringIO(), io.StringIO()
+    ended_run(runs_dir / "other")  # a finished run says so on stdout, and nothing on stderr
+    assert follow_run(RunPaths(runs_dir / "other" / run.name), out=out, err=err, poll=0.01) == 0
+    assert "finished" in out.getvalue() and err.getvalue() == ""

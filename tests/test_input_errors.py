@@ -285,8 +285,8 @@ def test_e2e_a_hub_model_not_here_while_offline_fails_in_one_line(tmp_path: Path
     result = cli("run", str(profile), runs_dir=runs_dir)
     assert result.returncode == 1, result.stdout + result.stderr
     said = "model.name_or_path = 'tuitrain-tests/no-such-model': not a local folder"
-    lines = [line for line in result.stdout.splitlines() if line.startswith("rank 0 error: ") and said in line]
-    assert len(lines) == 1 and "HF_HUB_OFFLINE=1" in lines[0], result.stdout
+    lines = [line for line in result.stderr.splitlines() if line.startswith("rank 0 error: ") and said in line]
+    assert len(lines) == 1 and "HF_HUB_OFFLINE=1" in lines[0], result.stderr  # the cause on stderr (issue 27)
     (run_dir,) = runs_dir.iterdir()
     status = cli("status", run_dir.name, runs_dir=runs_dir)
     assert any(said in line for line in status.stdout.splitlines() if line.startswith("error")), status.stdout
@@ -384,3 +384,5 @@ def test_model_config_values_of_the_wrong_type_are_refused(tmp_path: Path) -> No
     assert only(problems_of(data, tmp_path)).fix == "e.g. hidden_size = 768"  # bert's default
     data["model"]["config"]["hidden_size"] = 32.0
     assert only(problems_of(data, tmp_path)).message == "expected a whole number (int), got the number 32"
+    data["model"]["config"].update(hidden_size=32, hidden_dropout_prob=0, vocab_size=128, use_cache=False)
+    assert problems_of(data, tmp_path) == []  # a whole number is a dropout bert takes

@@ -44,10 +44,10 @@ def describe_event(event: dict, max_steps: int | None) -> str | None:
 
 class _EventPrinter:
     """Prints the events appended since the last call; the offset moves line by line, so an
-    interruption mid-way loses nothing and repeats nothing."""
+    interruption mid-way loses nothing and repeats nothing. A rank's error goes to `err`."""
 
-    def __init__(self, paths: RunPaths, out: TextIO) -> None:
-        self.paths, self.out = paths, out
+    def __init__(self, paths: RunPaths, out: TextIO, err: TextIO) -> None:
+        self.paths, self.out, self.err = paths, out, err
         self.offset = 0
         self.max_steps: int | None = None
 
@@ -67,7 +67,7 @@ class _EventPrinter:
             self.max_steps = event.get("max_steps")
         text = describe_event(event, self.max_steps)
         if text:
-            print(text, file=self.out, flush=True)
+            print(text, file=self.err if event.get("event") == "error" else self.out, flush=True)
 
 
 class _Interrupts:
@@ -112,9 +112,12 @@ def _ask_to_end(paths: RunPaths, nth: int, out: TextIO) -> None:
         print("\nkilling the run now", file=out, flush=True)
 
 
-def follow_run(paths: RunPaths, out: TextIO = sys.stdout, poll: float = 0.3) -> int:
-    """Print progress until the run ends; Ctrl-C asks for a graceful stop, a second one kills."""
-    printer = _EventPrinter(paths, out)
+def follow_run(paths: RunPaths, out: TextIO | None = None, poll: float = 0.3, err: TextIO | None = None) -> int:
+    """Print progress until the run ends; Ctrl-C asks for a graceful stop, a second one kills. Progress goes to
+    `out` (stdout), what went wrong (a rank's error, a failed or lost run's cause) to `err` (stderr)."""
+    out = out or sys.stdout
+    err = err or sys.stderr
+    printer = _EventPrinter(paths, out, err)
     print(f"run {paths.id}  (logs: {paths.logs})", file=out, flush=True)
     with _Interrupts() as interrupts:
         while True:
@@ -136,7 +139,7 @@ def _follow_once(paths: RunPaths, printer: _EventPrinter, out: TextIO) -> int | 
         return None
     status = effective_status(record)
     if status in FINAL_STATUSES:
-        return report_end(paths, {**record, "status": status}, out)
+        return report_end(paths, {**record, "status": status}, out, printer.err)
     return None
 
 
@@ -145,9 +148,12 @@ def checkpoints_where(record: dict) -> str:
     return f"; checkpoints in {record['output_dir']}" if record.get("output_dir") else ""
 
 
-def report_end(paths: RunPaths, record: dict, out: TextIO) -> int:
+def report_end(paths: RunPaths, record: dict, out: TextIO, err: TextIO | None = None) -> int:
+    """The run's last word: how it ended on `out`; for a failed or lost run, why, on `err` (default: `out`)."""
     status = record["status"]
     line = f"run {paths.id} {status}"
+    if status in ("failed", "lost"):
+        out = err or out
     if status == "failed":
         rank = record.get("failed_rank")
         line += f" (rank {rank})" if rank is not None else ""

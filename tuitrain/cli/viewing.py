@@ -33,12 +33,35 @@ def _entry_summary(entry: RunEntry, job_states: dict | None = None) -> dict:
             "reason": entry.reason, "error": entry.message, "created": entry.created}
 
 
+NAME_WIDTH = 32  # a profile name in a list of runs (`status` shows it whole)
+
+
+def clip(text: str, width: int = NAME_WIDTH) -> str:
+    """`text` on one line of at most `width` characters, cut with '…'."""
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
 def _runs_row(s: dict) -> list[str]:
     if s["status"] == UNREADABLE:
         return [s["id"], "?", UNREADABLE, "-", "-", age(s.get("created")), s["reason"]]
     p = s["progress"]
     step = f"{p['step']}/{p.get('max_steps') or '?'}"
-    return [s["id"], str(s.get("profile", "?")), effective_status(s), step, number(p.get("loss")), age(s.get("created")), ""]
+    return [s["id"], clip(str(s.get("profile", "?"))), effective_status(s), step, number(p.get("loss")),
+            age(s.get("created")), ""]
+
+
+def pids_text(pids: Any) -> str:
+    """A run's recorded pids for people: "supervisor 12, launcher 13, rank 0 14, rank 1 15" ('-' for none)."""
+    if not isinstance(pids, dict) or not pids:
+        return "-"
+    parts = []
+    for role, pid in pids.items():
+        if isinstance(pid, dict):  # "ranks": {"0": pid, ...}
+            parts += [f"{role.removesuffix('s')} {sub} {inner}" for sub, inner in pid.items()]
+        else:
+            parts.append(f"{role} {pid}")
+    return ", ".join(parts) or "-"
 
 
 def _job_label(s: dict) -> str:
@@ -93,7 +116,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"step       {p['step']}/{p.get('max_steps') or '?'}   epoch {number(p.get('epoch'), 3)}   loss {number(p.get('loss'))}")
     if p["eval"]:
         print("eval       " + "  ".join(f"{k[5:]} {number(v)}" for k, v in p["eval"].items() if not k.endswith(("runtime", "per_second"))))
-    print(f"processes  {summary.get('num_processes', '?')}   pids {summary.get('pids') or '-'}")
+    print(f"processes  {summary.get('num_processes', '?')}   pids {pids_text(summary.get('pids'))}")
     for machine in summary.get("machines") or []:  # a multi-machine run: which host runs which ranks
         print(f"machine {machine['machine_rank']}  {machine['host']}   {machine['num_processes']} process(es)   "
               f"its files there: {machine['node_dir']}")
