@@ -105,7 +105,7 @@ def test_text_is_typed_bare_and_lists_are_edited_an_item_a_row(base):
         await until(pilot, lambda: editor.data["metrics"].get("names") == ["accuracy"], what="f1 removed")
         names.query_one(".list-add", Button).press()
         added = await until(pilot, lambda: len(names.query(Select)) == 2 and names.query(Select).last(), what="an item")
-        assert app.focused is added
+        await until(pilot, lambda: app.focused is added, what="the new item focused")  # focused once it is mounted
         added.value = "f1"
         await until(pilot, lambda: editor.data["metrics"].get("names") == ["accuracy", "f1"], what="f1 back")
 

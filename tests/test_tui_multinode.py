@@ -33,8 +33,10 @@ def _write(path: Path, text: str) -> None:
 def make_multinode_run(root: Path, run_id: str = RUN, *, status: str = "running", per_machine: int = 2,
                        hosts: tuple[str, ...] = ("node1", "node2"), rank_hosts: dict[int, str] | None = None,
                        rank_pids: dict[int, int] | None = None, accelerator: str = "cpu", steps: int = 6,
-                       **extra: Any) -> Path:
-    """A run on len(hosts) machines with `per_machine` ranks each, as it lies at home."""
+                       rank_started: dict[int, float] | None = None, **extra: Any) -> Path:
+    """A run on len(hosts) machines with `per_machine` ranks each, as it lies at home. `hosts`: SSH destinations;
+    `rank_hosts`: the hostname a rank's record names (its machine's host by default); `rank_started`: a rank's
+    process start time (by default one no process has)."""
     run_dir = root / run_id
     total = per_machine * len(hosts)
     me = psutil.Process()
@@ -72,8 +74,9 @@ def make_multinode_run(root: Path, run_id: str = RUN, *, status: str = "running"
         host = (rank_hosts or {}).get(rank, hosts[machine])
         pid = (rank_pids or {}).get(rank, STRANGER - rank)
         _write(run_dir / "ranks" / f"rank-{rank}.json", json.dumps({
-            "rank": rank, "local_rank": rank % per_machine, "node_rank": machine, "world_size": total,
-            "host": host, "pid": pid, "started": T0 + 5, "exit_code": None, "time": T0 + 5}))
+            "rank": rank, "local_rank": rank % per_machine, "node_rank": machine, "machine_rank": machine,
+            "world_size": total, "host": host, "pid": pid, "started": (rank_started or {}).get(rank, T0 + 5),
+            "exit_code": None, "time": T0 + 5}))
         lines = [f"[tuitrain] rank {rank}/{total} pid {pid} run {run_id}", f"rank {rank} says hello from {host}"]
         lines += [f"{{'loss': '{0.7 - step / 100:.4f}', 'epoch': '{step / 10}'}}" for step in range(1, steps + 1)]
         _write(run_dir / "logs" / f"rank-{rank}.log", "\n".join(lines) + "\n")
@@ -199,8 +202,8 @@ def test_remote_ranks_pids_are_never_taken_for_local_processes(tmp_path, monkeyp
         await until(pilot, lambda: "this machine  " in str(panel.content), what="the panel")
         text = str(panel.content)
         assert "none of this run's ranks runs on this machine" in text
-        assert ("  node1: rank 0, rank 1\n    no figures from it yet\n  node2: rank 2, rank 3\n    no figures from it "
-                "yet\n") in text  # no agent sample arrived in this fabricated run
+        assert ("machine 0 · node1 · rank 0, rank 1\n    no figures from it yet\n\nmachine 1 · node2 · rank 2, rank 3\n"
+                "    no figures from it yet\n") in text  # no agent sample arrived in this fabricated run
         assert "tuitrain gpus --profile /srv/project/two.toml" in text
         assert f"pid {os.getppid()}" not in text and "cuda:" not in text  # no local figures for remote ranks
         assert all(usage.pid != os.getppid() for usage in app.hardware_view.snapshot.ranks)
@@ -229,11 +232,11 @@ def test_when_this_machine_is_one_of_them_its_ranks_and_gpus_are_shown(tmp_path,
         panel = monitor.query_one("#gpus")
         await until(pilot, lambda: f"rank 0  pid {os.getpid()}" in str(panel.content), what="rank 0's figures")
         text = str(panel.content)
-        assert "this machine is node1 (machine 0: rank 0, rank 1)" in text
+        assert "machine 0 · node1 (this machine) · rank 0, rank 1\n" in text
         assert f"cuda:0 = GPU 0  {names[0]}" in text and f"cuda:1 = GPU 1  {names[1]}" in text
         assert "GPU 2" not in text and "GPU 3" not in text  # node2's devices are node2's
         assert f"pid {os.getppid()}" not in text  # rank 3's pid lives on node2
-        assert "  node2: rank 2, rank 3\n" in text
+        assert "machine 1 · node2 · rank 2, rank 3\n" in text
 
     run_app(app, script)
 
@@ -332,7 +335,7 @@ def test_the_gpus_tab_shows_each_other_machine_as_its_agent_sampled_it(tmp_path)
         view = sampler.view()
     text = run_panel(view, {"accelerator": "cuda", "profile": "p"}, "r1", live=True, machines=machines,
                      samples=samples, now=1003.0).plain
-    assert "  node2: rank 2, rank 3\n    sampled 3 s ago\n" in text
+    assert "machine 1 · node2 · rank 2, rank 3\n    sampled 3 s ago\n" in text
     assert "GPU 0  NVIDIA H100  util  87%  memory 40.0/80.0 GiB  61°C  (rank 2 30.0 GiB)" in text
     assert "CPU  35% of 16 cores · RAM 8.0 GiB/64.0 GiB" in text
-    assert "  node3: rank 4, rank 5\n    no figures from it yet" in text
+    assert "machine 2 · node3 · rank 4, rank 5\n    no figures from it yet" in text

@@ -6,21 +6,21 @@ num_processes, env); ranks/rank-K.json say the host each rank really ran on (its
 pid that lives on THAT host. A pid of another machine means nothing here: it may even be a
 stranger's local process. So the sampler owns only the ranks of this machine (the rule is
 `runs.owners.rank_is_here`), and the monitor labels ranks and logs by machine.
+
+Machines are told apart by their index (machine_rank), never by hostname: containers and cloned VMs
+share one. Which of them is this one (`machine_is_here`): one whose rank is a live process here (its
+pid AND start time, as its record says), or whose SSH host is a loopback name; failing those, one whose
+ranks name this hostname when no other machine of the run names the same.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
-from tuitrain.runs.owners import rank_is_here, same_host, this_host
+from tuitrain.runs.owners import same_host, this_host
 
 LOOPBACK = {"localhost", "127.0.0.1", "::1"}
-
-
-def ranks_on_this_host(rank_host: Any, hostname: str) -> bool:
-    """A rank record's `host` names this machine (no host: a local run's older record)."""
-    return rank_is_here({"host": rank_host}, hostname)
 
 
 @dataclass(frozen=True)
@@ -47,23 +47,66 @@ def rank_list(ranks: tuple[int, ...] | list[int]) -> str:
     return ", ".join(f"rank {r}" for r in ranks)
 
 
+def short_name(hostname: str) -> str:
+    """`node1` of `Node1.cluster.local`: what runs.owners.same_host compares."""
+    return hostname.lower().split(".")[0]
+
+
+def rank_machine(rank_record: Mapping[str, Any]) -> int | None:
+    """The machine a rank record says it ran on: its machine_rank (the supervisor that started it), or for records
+    written before that, node_rank (torch's GROUP_RANK, which a c10d rendezvous may number otherwise)."""
+    for key in ("machine_rank", "node_rank"):
+        value = rank_record.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
+
+
+def rank_process_here(rank_record: Mapping[str, Any]) -> bool:
+    """The record's pid is a live process of this machine started when the record says (a pid alone may be anyone's
+    here, or another machine's)."""
+    from tuitrain.runs.process_tree import find
+
+    pid, started = rank_record.get("pid"), rank_record.get("started")
+    if not isinstance(pid, int) or isinstance(pid, bool) or not isinstance(started, (int, float)):
+        return False
+    return find(pid, float(started)) is not None
+
+
+def machine_is_here(host: str, records: list[Mapping[str, Any]], hostname: str, shared: set[str],
+                    live: Callable[[Mapping[str, Any]], bool] = rank_process_here) -> bool:
+    """Whether a machine (its SSH `host`, its ranks' `records`) is this one; `shared`: the hostnames (short_name)
+    that more than one machine of the run reports, which tell nothing."""
+    if any(live(record) for record in records):
+        return True
+    if host.rsplit("@", 1)[-1] in LOOPBACK:
+        return True
+    names = {str(r.get("host")) for r in records if r.get("host")}
+    if names:
+        return any(same_host(name, hostname) and short_name(name) not in shared for name in names)
+    return same_host(host.rsplit("@", 1)[-1], hostname) and short_name(hostname) not in shared
+
+
 def run_machines(record: Mapping[str, Any], rank_records: Mapping[int, Mapping[str, Any]] | None = None,
-                 hostname: str | None = None) -> list[Machine]:
-    """The machines of a multi-machine run, each with its global ranks (accelerate numbers machine
-    M's local rank L as the ranks of the machines before it + L); [] for a run on one machine.
-    Never raises on a damaged record: what cannot be read is left out."""
+                 hostname: str | None = None,
+                 live: Callable[[Mapping[str, Any]], bool] = rank_process_here) -> list[Machine]:
+    """The machines of a multi-machine run, each with its global ranks, in machine order; [] for a run on one
+    machine. A rank belongs to the machine its record names (`rank_machine`); a rank without a record to the one
+    accelerate's numbering gives (machine M's local rank L is the ranks of the machines before it + L).
+    Never raises on a damaged record: what cannot be read is left out. `live`: whether a rank record names a live
+    process of this machine (tests replace it)."""
     listed = record.get("machines")
     if not isinstance(listed, list) or not listed:
         return []
     hostname = hostname or this_host()
-    rank_records = rank_records or {}
+    rank_records = {r: rec for r, rec in (rank_records or {}).items() if isinstance(rec, Mapping)}
     entries = [m for m in listed if isinstance(m, Mapping)]
     try:
         total = int(record.get("num_processes") or 0)
     except (TypeError, ValueError):
         total = 0
     share = max(1, total // max(1, len(entries))) if total else 1
-    machines = []
+    planned: list[tuple[int, str, list[int], Mapping[str, Any], str | None]] = []
     start = 0
     for position, entry in enumerate(entries):
         try:
@@ -71,28 +114,31 @@ def run_machines(record: Mapping[str, Any], rank_records: Mapping[int, Mapping[s
         except (TypeError, ValueError):
             count = share
         index = entry.get("machine_rank", position)
-        index = index if isinstance(index, int) else position
+        index = index if isinstance(index, int) and not isinstance(index, bool) else position
         host = str(entry.get("host") or f"machine {index}")
-        ranks = tuple(range(start, start + max(0, count)))
+        ranks = list(range(start, start + max(0, count)))
         start += max(0, count)
-        seen_here = any(ranks_on_this_host(rank_records[r].get("host"), hostname) and rank_records[r].get("host")
-                        for r in ranks if isinstance(rank_records.get(r), Mapping))
-        ssh_host = host.rsplit("@", 1)[-1]
-        here = bool(seen_here) or ssh_host in LOOPBACK or same_host(ssh_host, hostname)
         env = entry.get("env") if isinstance(entry.get("env"), Mapping) else {}
         accelerator = entry.get("accelerator") or record.get("accelerator")
-        machines.append(Machine(index, host, ranks, here, env or {}, str(accelerator) if accelerator else None))
-    # a rank record's own machine number (node_rank) wins over the arithmetic
-    by_index = {m.index: m for m in machines}
-    moved: dict[int, int] = {}
-    for rank, rec in rank_records.items():
-        node = rec.get("node_rank") if isinstance(rec, Mapping) else None
-        if isinstance(node, int) and node in by_index and rank not in by_index[node].ranks:
-            moved[rank] = node
-    if moved:
-        machines = [Machine(m.index, m.host, tuple(sorted({r for r in m.ranks if r not in moved} |
-                                                         {r for r, n in moved.items() if n == m.index})),
-                            m.here, m.env, m.accelerator) for m in machines]
+        planned.append((index, host, ranks, env or {}, str(accelerator) if accelerator else None))
+    # a rank record's own machine wins over the arithmetic
+    indexes = {index for index, *_ in planned}
+    placed = {rank: machine for rank, rec in rank_records.items()
+              if (machine := rank_machine(rec)) is not None and machine in indexes}
+    for index, _, ranks, _, _ in planned:
+        ranks[:] = sorted({r for r in ranks if r not in placed} | {r for r, m in placed.items() if m == index})
+    names: dict[str, set[int]] = {}
+    for index, _, ranks, _, _ in planned:
+        for rank in ranks:
+            name = rank_records.get(rank, {}).get("host")
+            if name:
+                names.setdefault(short_name(str(name)), set()).add(index)
+    shared = {name for name, machines in names.items() if len(machines) > 1}
+    machines = []
+    for index, host, ranks, env, accelerator in planned:
+        records = [rank_records[r] for r in ranks if r in rank_records]
+        here = machine_is_here(host, records, hostname, shared, live)
+        machines.append(Machine(index, host, tuple(ranks), here, env, accelerator))
     return machines
 
 

@@ -27,6 +27,7 @@ from tuitrain.tui.widgets.field_row import FieldRow
 from tuitrain.tui.widgets.gpu_picker import GpuList, GpuPicker, busy_note, cuda_labels
 from tuitrain.tui.widgets.key_bar import KeyBar
 from tuitrain.tui.widgets.machine_card import MachineCard
+from tuitrain.tui.widgets.tabs import SteadyTabbedContent
 
 if TYPE_CHECKING:
     from textual import getters
@@ -96,13 +97,18 @@ class EditorScreen(Screen):
         Binding("ctrl+s", "save", "Save", tooltip="Save the profile (atomically, keeping its comments and layout)"),
         Binding("ctrl+o", "save_as", "Save as", tooltip="Save the profile under another name"),
         Binding("ctrl+r", "launch", "Launch", tooltip="Launch this profile as it is in the form"),
+        # the section keys before the rest: at 80 columns the key bar keeps its first keys (the tab bar's own
+        # left/right work once it has the focus; these work from any field)
+        # priority: a field that scrolls (the GPU list) binds these keys too, and would take them
+        Binding("ctrl+pagedown", "section(1)", "Next section", priority=True, tooltip="Next section (ctrl+pagedown; "
+                "ctrl+pageup: the previous one; left/right on the section tabs)"),
+        Binding("ctrl+pageup", "section(-1)", "Previous section", show=False, priority=True,
+                tooltip="Previous section (ctrl+pageup)"),
+        Binding("escape", "back", "Back", tooltip="Back to the home screen (asks when there are unsaved changes)"),
         Binding("ctrl+y", "copy_command", "Copy run command",
                 tooltip="Copy `tuitrain run PROFILE` (unsaved changes as --set), to start this run from a shell"),
         Binding("ctrl+g", "copy_accelerate", "Copy accelerate command", show=False,
                 tooltip="Copy the accelerate launch command line of the preview"),
-        Binding("escape", "back", "Back", tooltip="Back to the home screen (asks when there are unsaved changes)"),
-        Binding("ctrl+pagedown", "section(1)", "Next section", show=False, tooltip="Next section (ctrl+pagedown)"),
-        Binding("ctrl+pageup", "section(-1)", "Previous section", show=False, tooltip="Previous section (ctrl+pageup)"),
     ]
 
     def __init__(self, path: Path | None, accelerate_config: Path | None = None) -> None:
@@ -154,7 +160,7 @@ class EditorScreen(Screen):
             yield Button("data files…", id="start-data", compact=True,
                          tooltip="Train on your train (and validation) files instead of generated data")
         with Horizontal(id="editor-body"):
-            with TabbedContent(id="sections"):
+            with SteadyTabbedContent(id="sections"):
                 for section in SECTIONS:
                     with TabPane(section.capitalize(), id=f"sec-{section}"):
                         yield VerticalScroll(id=f"form-{section}")
@@ -244,7 +250,10 @@ class EditorScreen(Screen):
         self.call_after_refresh(self.focus_first_field, target.removeprefix("sec-"))
 
     def focus_first_field(self, section: str) -> None:
-        """Focus the first thing that takes focus in a section's form (its first field's control)."""
+        """Focus the first thing that takes focus in a section's form (its first field's control). Not when another
+        section is shown by now (keys typed fast): focusing a field of a hidden section would show it again."""
+        if self.query_one("#sections", TabbedContent).active != f"sec-{section}":
+            return
         form = self.query_one(f"#form-{section}", VerticalScroll)
         first = next((w for w in form.query("*").results() if w.focusable and w is not form), None)
         if first is not None:

@@ -18,6 +18,7 @@ from tuitrain.humanize import duration, number
 from tuitrain.runs.live import RunWatch
 from tuitrain.runs.logfile import TRACEBACK
 from tuitrain.runs.record import FINAL_STATUSES
+from tuitrain.slurm.state import job_id as slurm_job_id
 from tuitrain.tui.actions import run_request, wait_or_cancel
 from tuitrain.tui.format import bar, short_metric, status_text
 from tuitrain.tui.machines import Machine, machine_of_rank, machines_line, run_machines, this_host
@@ -26,6 +27,7 @@ from tuitrain.tui.widgets.key_bar import KeyBar
 from tuitrain.tui.widgets.log_view import LogView
 from tuitrain.tui.widgets.metrics import MetricsPanel
 from tuitrain.tui.widgets.search_bar import SearchBar
+from tuitrain.tui.widgets.tabs import SteadyTabbedContent
 from tuitrain.tui.widgets.text_line import TextLine
 
 if TYPE_CHECKING:
@@ -102,13 +104,14 @@ class MonitorScreen(Screen):
         self.machine_samples: dict[int, dict[str, Any]] = {}  # machine rank → what its agent sampled there
         self._log_views: list[LogView] = []  # read by the worker: the views whose filters it fills
         self._samples_changed = False
+        self.job: str | None = None  # a Slurm run's job state, as the app's runs watcher reads it ("RUNNING", …)
 
     # ------------------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
         w = self.run_watch
         yield TextLine(f"run {w.paths.id} · profile {w.record.get('profile')}", classes="title-bar", id="title")
         yield TextLine("", id="header")
-        with TabbedContent(id="tabs"):
+        with SteadyTabbedContent(id="tabs"):
             with TabPane("All ranks", id="tab-all"):
                 yield LogView(w.folded if self.fold else w.merged, ranks=True, id="log-all")
             for rank, log in enumerate(w.ranks):
@@ -132,6 +135,7 @@ class MonitorScreen(Screen):
     def on_mount(self) -> None:
         self._log_views = list(self.query(LogView))
         self._ready = True
+        self.runs_polled(getattr(self.app, "rows", None) or [])
         self.show_gpus()
         self.update_header()
         self.set_interval(1.0, self.update_header)
@@ -185,6 +189,15 @@ class MonitorScreen(Screen):
                 changed = True
         return changed
 
+    def runs_polled(self, rows: list[Any]) -> None:
+        """The app's runs watcher polled the runs root: a Slurm run's job state is read there (one squeue for every
+        run), never here."""
+        job = next((row.job for row in rows if row.id == self.run_watch.paths.id), None)
+        if job != self.job:
+            self.job = job
+            if self._ready:
+                self.update_header()
+
     def on_monitor_screen_updated(self, _message: Updated) -> None:
         view = self.active_view()
         if view is not None:  # hidden views catch up when shown
@@ -225,10 +238,10 @@ class MonitorScreen(Screen):
         step = p["step"]
         line1 = Text.assemble("● ", status_text(status), no_wrap=True, overflow="ellipsis")
         if status == "failed":
-            rank = record.get("failed_rank")
-            machine = machine_of_rank(self.machines, rank) if isinstance(rank, int) else None
-            where = f" on {machine.host}" if machine is not None else ""
-            line1.append(f" (rank {rank}{where})" if rank is not None else " (launcher)", style="red")
+            line1.append(f" ({self.failed_where()})", style="red")
+        job = slurm_job_id(record)
+        if job is not None:
+            line1.append(f" · Slurm job {job} {self.job or '?'}")
         # fields apart by a visible " · " (as the title bar's): a reader that drops the blanks where a style ends
         # (a copied SVG screenshot, a screen reader) still sees "running · step", never "runningstep"
         line1.append(f" · step {step}/{total or '?'}")
@@ -271,6 +284,17 @@ class MonitorScreen(Screen):
             header_line.set_class(len(lines) > 2, "with-cause")
         self._set("#header", header)
 
+    def failed_where(self) -> str:
+        """'rank 3 on node2', 'machine 1, node2' (its agent's error), or 'launcher'."""
+        record = self.run_watch.record
+        rank = record.get("failed_rank")
+        if rank is not None:
+            machine = machine_of_rank(self.machines, rank) if isinstance(rank, int) else None
+            return f"rank {rank}" + (f" on {machine.host}" if machine is not None else "")
+        error = str(record.get("error") or "")
+        machine = next((m for m in self.machines if error.startswith(f"{m.host}:")), None)
+        return f"machine {machine.index}, {machine.host}" if machine is not None else "launcher"
+
     def _set(self, selector: str, content: Text | str) -> None:
         self.query_one(selector, TextLine).set(content)
 
@@ -290,7 +314,8 @@ class MonitorScreen(Screen):
         w = self.run_watch
         self._gpus_of = self.app.hardware_view
         panel = run_panel(self._gpus_of, w.record, w.paths.id, live=w.status not in FINAL_STATUSES,
-                          machines=self.machines, samples=self.machine_samples, run_dir=w.paths.root)
+                          machines=self.machines, samples=self.machine_samples, run_dir=w.paths.root,
+                          now=self.app.clock())
         self._samples_changed = False
         self.query_one("#gpus", Static).update(panel)
 

@@ -208,27 +208,42 @@ def _live_panel(view: SampledView | None, record: Mapping[str, Any], run_id: str
     if view is None:
         out.append("sampling the machine…", style="dim")
         return out
-    snapshot = view.snapshot
-    here = next((m for m in machines if m.here), None)
     if machines:
-        from tuitrain.tui.machines import rank_list
+        _machine_cards(out, view, record, run_id, live, machines, samples, now)
+    else:
+        _device_lines(out, view, record, run_id, live)
+    _host_lines(out, view, "this machine" if machines else "host")
+    return out
 
-        record = {**record, "env": here.env if here else {}, "accelerator": here.accelerator if here else None}
-        elsewhere = [m for m in machines if not m.here]
-        if here is not None:
-            out.append(f"this machine is {here.host} (machine {here.index}: {rank_list(here.ranks)})\n", style="bold")
-        if elsewhere:
-            out.append("on other machines, sampled there by their tuitrain agent (also: tuitrain gpus --profile "
-                       f"{record.get('profile_path') or record.get('profile') or 'PROFILE'}):\n", style="dim")
-        clock = now if now is not None else time.time()
-        for machine in elsewhere:
-            out.append(f"  {machine.host}: {rank_list(machine.ranks)}\n", style="bold")
+
+def _machine_cards(out: Text, view: SampledView, record: Mapping[str, Any], run_id: str, live: bool,
+                   machines: "Sequence[Machine]", samples: Mapping[int, Mapping[str, Any]] | None,
+                   now: float | None) -> None:
+    """One card a machine, by machine index (hostnames may be one for all): this machine's figures as sampled here,
+    the others' as their agents sampled them there (machines/machine-M-gpus.json)."""
+    from tuitrain.tui.machines import rank_list
+
+    clock = now if now is not None else time.time()
+    for machine in sorted(machines, key=lambda m: m.index):
+        out.append(f"machine {machine.index} · {machine.label} · {rank_list(machine.ranks)}\n", style="bold")
+        if machine.here:
+            _device_lines(out, view, {**record, "env": machine.env, "accelerator": machine.accelerator}, run_id, live,
+                          machine.ranks)
+        else:
             remote_lines(out, (samples or {}).get(machine.index), run_id, clock)
-        if here is None:
-            out.append("\nnone of this run's ranks runs on this machine\n", style="yellow")
-            _host_lines(out, view, "this machine")
-            return out
         out.append("\n")
+    if not any(m.here for m in machines):
+        out.append("none of this run's ranks runs on this machine\n", style="yellow")
+    if not all(m.here for m in machines):
+        out.append("the other machines' figures are sampled there by their tuitrain agent (also: tuitrain gpus "
+                   f"--profile {record.get('profile_path') or record.get('profile') or 'PROFILE'})\n", style="dim")
+
+
+def _device_lines(out: Text, view: SampledView, record: Mapping[str, Any], run_id: str, live: bool,
+                  ranks_of: tuple[int, ...] | None = None) -> None:
+    """The run's devices here (its CUDA_VISIBLE_DEVICES), their processes, and its ranks here (only `ranks_of`, the
+    ranks of this machine, for a run on several: the sampler may take a rank of another machine for a pid here)."""
+    snapshot = view.snapshot
     env = record.get("env") or {}
     devices = run_gpus(record, snapshot.gpus)
     if record.get("accelerator") == "cuda":
@@ -257,9 +272,13 @@ def _live_panel(view: SampledView | None, record: Mapping[str, Any], run_id: str
         out.append("\n")
         for proc in sorted(gpu.processes, key=lambda p: p.pid):
             mine = proc.owner is not None and proc.owner.run_id == run_id
+            if mine and ranks_of is not None and proc.owner is not None and proc.owner.rank is not None \
+                    and proc.owner.rank not in ranks_of:
+                continue  # a rank of another machine, by a pid that is someone else's here
             who = proc.owner.describe() if proc.owner else f"pid {proc.pid} ({proc.user})"
             out.append(f"    {who}: {gib(proc.used_memory)} GiB\n", style="" if mine else "dim")
-    ranks = [r for r in snapshot.ranks if r.owner.run_id == run_id]
+    ranks = [r for r in snapshot.ranks if r.owner.run_id == run_id
+             and (ranks_of is None or int(r.owner.rank or 0) in ranks_of)]
     if ranks:
         out.append("\nranks\n", style="bold")
         for usage in ranks:
@@ -270,8 +289,6 @@ def _live_panel(view: SampledView | None, record: Mapping[str, Any], run_id: str
             out.append(f"   RSS {size(usage.rss) if not isinstance(usage.rss, NaType) else 'N/A'}\n")
     elif live:
         out.append("\nranks: not seen yet\n", style="dim")
-    _host_lines(out, view, "this machine" if machines else "host")
-    return out
 
 
 def _host_lines(out: Text, view: SampledView, label: str) -> None:

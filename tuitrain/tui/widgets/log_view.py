@@ -57,7 +57,7 @@ class LogView(ScrollView, can_focus=True):
     """
     BINDINGS = [
         Binding("end,G", "follow", "Follow", show=False),
-        Binding("home,g", "top", "Top", show=False),
+        Binding("home", "top", "Top", show=False),  # not `g`: the app's key for the GPUs screen
     ]
 
     class Moved(Message):
