@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import copy
 import importlib
+import sys
 from pathlib import Path
 from typing import Any
 
 from tuitrain.atomic import follow_umask
 from tuitrain.engine.errors import EngineError, first_line
+from tuitrain.engine.low_rank import LOW_RANK_PREFIXES
 from tuitrain.runs.checkpoints import LORA_BASE
 
 _TASK_TYPES = {
@@ -106,6 +108,28 @@ _HEADS = {"sequence-classification": ["classifier", "score"], "token-classificat
 
 def import_bitsandbytes() -> Any:
     return _optional_package("bitsandbytes", "model.lora.quantize", "qlora")
+
+
+# parts of training.optim names whose optimizers come from bitsandbytes (transformers' 8-bit, paged, Lion,
+# AdEMAMix and RMSprop ones); GaLore's package imports it whatever the optimizer (and APOLLO's is its kin)
+_BITSANDBYTES_OPTIMIZERS = ("bnb", "8bit", "paged", "lion", "ademamix", *LOW_RANK_PREFIXES)
+
+
+def needs_bitsandbytes(profile: dict[str, Any]) -> bool:
+    """Whether a rank of this profile loads bitsandbytes: a quantized base ([model.lora].quantize) or an
+    optimizer that comes with it (training.optim)."""
+    lora = profile.get("model", {}).get("lora") or {}
+    optim = str(profile.get("training", {}).get("optim") or "").lower()
+    return bool(lora.get("quantize")) or any(part in optim for part in _BITSANDBYTES_OPTIMIZERS)
+
+
+def keep_out_bitsandbytes(profile: dict[str, Any]) -> None:
+    """Before transformers loads: a rank that needs no bitsandbytes never imports it. transformers imports
+    peft whenever it is installed, and peft imports bitsandbytes, which loads its CPU kernels and logs
+    "Failed to load CPU gemm_4bit_forward …" in every rank. None in sys.modules makes an import of it fail
+    as a missing package does, which both read as "not installed"."""
+    if not needs_bitsandbytes(profile):
+        sys.modules.setdefault("bitsandbytes", None)  # type: ignore[arg-type]
 
 
 def quantization_config(lora: dict[str, Any], task: str, bf16: bool, fp16: bool) -> Any | None:

@@ -216,6 +216,9 @@ def main(run_dir: Path, rank: int) -> int:
         record = read_json(paths.record)
         profile = load_frozen_profile(paths)
         world_size = check_world(int(record["num_processes"]), rank)
+        from tuitrain.engine.lora import keep_out_bitsandbytes
+
+        keep_out_bitsandbytes(profile)  # before torch and transformers
         import torch
 
         # the thread count is part of the speed a user compares with a plain script: say it (plan says why)
