@@ -2,9 +2,10 @@
 
 Every `import` and `from ... import` under tuitrain/ counts, at module level, inside functions and
 under `if TYPE_CHECKING:` alike (a type-only import is still an arrow between layers). A layer is
-the first folder under tuitrain/ (profile, hardware, launch, remote, runs, slurm, engine, script, tui, cli); the small
+the first folder under tuitrain/ (profile, hardware, launch, remote, runs, slurm, backends, engine, script, tui,
+cli); the small
 top-level modules (atomic, humanize, installed, yaml_text) are helpers that import no layer.
-Starting a process (`python -m tuitrain.engine`, `-m tuitrain.runs.supervisor`) is not an import.
+Starting a process (`python -m tuitrain.engine`, `-m tuitrain.runs.supervise`) is not an import.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Iterator
 PACKAGE = Path(__file__).resolve().parents[1] / "tuitrain"
 
 HELPERS = frozenset({"atomic", "humanize", "installed", "yaml_text", "package"})  # package: tuitrain/__init__.py
-LAYERS = ("profile", "hardware", "launch", "remote", "runs", "slurm", "engine", "script", "tui", "cli")
+LAYERS = ("profile", "hardware", "launch", "remote", "runs", "slurm", "backends", "engine", "script", "tui", "cli")
 
 # layer -> the other layers (and helpers) it may import; its own modules always.
 ALLOWED: dict[str, frozenset[str]] = {
@@ -36,14 +37,16 @@ ALLOWED: dict[str, frozenset[str]] = {
     "engine": frozenset({"atomic", "profile", "runs"}),
     # script mode's rank side (a user's own script): what the engine's ranks get, and the engine's callbacks
     "script": frozenset({"atomic", "runs", "engine"}),
+    # how a run is carried (this machine, SSH machines, a Slurm job): one interface over the three, chosen once
+    "backends": HELPERS | {"profile", "hardware", "launch", "remote", "runs", "slurm"},
     # slurm: the app acts on a Slurm run as the CLI does (its stop cancels the job when it must)
-    "tui": HELPERS | {"profile", "hardware", "launch", "remote", "runs", "slurm"},
+    "tui": HELPERS | {"profile", "hardware", "launch", "remote", "runs", "slurm", "backends"},
     # tui only to open the app, and only inside a function (`tuitrain` with no command): see CLI_TUI
-    "cli": HELPERS | {"profile", "hardware", "launch", "remote", "runs", "slurm", "tui"},
+    "cli": HELPERS | {"profile", "hardware", "launch", "remote", "runs", "slurm", "backends", "tui"},
     "main": frozenset({"cli"}),  # tuitrain/__main__.py
 }
 ENGINE_RUNS = frozenset({"tuitrain.runs.layout", "tuitrain.runs.exits", "tuitrain.runs.process_tree", "tuitrain.runs.linetimes",
-                         "tuitrain.runs.preemption", "tuitrain.runs.checkpoints"})
+                         "tuitrain.runs.preemption", "tuitrain.runs.checkpoints", "tuitrain.runs.redirect"})
 CLI_TUI = frozenset({"tuitrain.tui.app"})
 # tuitrain/script/__init__.py holds only the names of script mode's environment variables: the planner that sets
 # them and the supervisors that pass them on may read them without importing any of the rank side
@@ -180,7 +183,7 @@ def test_the_allowed_layers_form_no_cycle() -> None:
     """Read as a graph, the table above has an order: profile, hardware, launch, runs, then the
     engine beside tui and cli. (The CLI's lazy opening of the app is the one arrow between the
     front ends, and it runs one way.)"""
-    order = ["main", "cli", "tui", "script", "engine", "slurm", "runs", "remote", "launch", "hardware", "profile"]
+    order = ["main", "cli", "tui", "backends", "script", "engine", "slurm", "runs", "remote", "launch", "hardware", "profile"]
     for source, allowed in ALLOWED.items():
         for target in allowed - HELPERS:
             assert order.index(source) < order.index(target), f"{source} -> {target} points up"

@@ -257,7 +257,7 @@ def test_no_port_is_an_error_of_the_plan() -> None:
 def test_the_one_machine_planner_refuses_listed_machines() -> None:
     settings = profile_with_defaults_of(two_machines())
     plan = plan_launch(settings, Hardware(), Path("/r"), "p.toml", machine=MachineFacts())
-    assert any("several machines from one terminal is not built yet" in p.message for p in plan.errors)
+    assert any("is planned machine by machine" in p.message for p in plan.errors)
 
 
 def test_interface_env() -> None:

@@ -85,8 +85,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rows", type=int, default=5, help="how many rows to show (default 5)")
     _set_option(p)
 
-    p = command("validate", launching.cmd_validate, "list every problem in a profile, each with file, key and fix")
+    p = command("validate", launching.cmd_validate, "list every problem in a profile, each with file, key and fix "
+                "(what `run` would refuse, checked on this machine: its GPUs, the output folder, the machines' plan)")
     p.add_argument("profile")
+    p.add_argument("--offline", action="store_true",
+                   help="check the profile alone, not against this machine (for a profile meant for another one)")
     _set_option(p)
 
     p = command("runs", viewing.cmd_runs, "list the runs under the runs root")

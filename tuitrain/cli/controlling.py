@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from tuitrain.runs.catalog import find_run, load_record
 from tuitrain.runs.control import request
@@ -16,19 +17,12 @@ def cmd_save(args: argparse.Namespace) -> int:
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
-    paths = find_run(args.runs_root, args.run)
-    if load_record(paths).get("slurm"):  # a Slurm job: stop, then scancel if it does not end
-        from tuitrain.cli.submit import stop_slurm
+    from tuitrain.backends import for_run
 
-        return stop_slurm(args, paths)
-    if args.now:
-        if request(paths, "terminate") == "ended":
-            print(f"run {paths.id} had lost its supervisor; its processes are ended and it is recorded as killed")
-        else:
-            print(f"ending every process of run {paths.id} now (killed if still there after a few seconds)")
-    else:
-        request(paths, "stop")
-        print(f"asked run {paths.id} to save a checkpoint and stop at the next step end")
+    paths = find_run(args.runs_root, args.run)
+    last = for_run(load_record(paths)).stop(paths, args.now, lambda line: print(line, file=sys.stderr, flush=True),
+                                            timeout=getattr(args, "timeout", None))
+    print(last)
     return 0
 
 

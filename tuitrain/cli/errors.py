@@ -16,9 +16,10 @@ def user_errors() -> tuple[type[BaseException], ...]:
     from tuitrain.runs.catalog import RunNotFound, RunsRootError
     from tuitrain.runs.control import ControlError
     from tuitrain.runs.record import RunRecordError
+    from tuitrain.runs.relaunch import ResumeError
     from tuitrain.runs.start import StartError
 
-    return (CliError, ProfileError, RunNotFound, RunsRootError, ControlError, RunRecordError, StartError)
+    return (CliError, ProfileError, RunNotFound, RunsRootError, ControlError, RunRecordError, StartError, ResumeError)
 
 
 def permission_line(exc: PermissionError) -> str:

@@ -14,6 +14,7 @@ from tuitrain.humanize import duration, number, size
 from tuitrain.runs.catalog import UNREADABLE, RunEntry, find_run, load_record, scan_runs
 from tuitrain.runs.checkpoints import run_checkpoints
 from tuitrain.runs.exits import EXIT_USER_ERROR, exit_name
+from tuitrain.runs.kind import run_kind
 from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.liveness import effective_status
 from tuitrain.runs.logfile import display_text, plain_text
@@ -73,7 +74,7 @@ def _job_label(s: dict) -> str:
 def cmd_runs(args: argparse.Namespace) -> int:
     entries = scan_runs(args.runs_root)
     job_states = None
-    if any(e.record is not None and e.record.get("slurm") for e in entries):
+    if any(e.record is not None and run_kind(e.record) == "slurm" for e in entries):
         from tuitrain.slurm.state import query  # one squeue for every Slurm run
 
         job_states = query(e.record for e in entries if e.record is not None)
@@ -281,7 +282,7 @@ def _has_ended(paths: RunPaths) -> tuple[bool, str | None]:
         record = load_record(paths)
     except RunRecordError as exc:
         return True, f"{exc}; its logs so far are above"
-    if record.get("slurm"):  # a Slurm job may end without its run recording it (cancelled, never started)
+    if run_kind(record) == "slurm":  # a Slurm job may end without its run recording it (cancelled, never started)
         from tuitrain.slurm.state import refresh
 
         record = refresh(paths, record)

@@ -31,7 +31,7 @@ from tuitrain.profile.implied import implied_notes, mixed_precision
 from tuitrain.profile.validate import FSDP_ALONE_FIX, fsdp_world_of_one
 
 ENGINE_MODULE = "tuitrain.engine"
-MACHINES_NOT_BUILT = "running on several machines from one terminal is not built yet"
+MACHINES_NOT_BUILT = "a profile that lists [[distributed.machines]] is planned machine by machine, not as one machine's run"
 
 
 def pasteable_command(env: dict[str, str], argv: list[str]) -> str:
@@ -253,9 +253,10 @@ def plan_launch(profile: dict[str, Any], hardware: Hardware, run_dir: Path, file
     dist = profile["distributed"]
     accelerator, notes, problems = choose_accelerator(profile, hardware, file)
     if dist.get("machines"):
-        # one machine's plan would start a wrong, local run: machines are planned by launch/machines.py
+        # one machine's plan would start a wrong, local run: machines are planned by launch/machines.py (the
+        # machines backend); this guards a caller that skipped the chooser (tuitrain.backends.for_profile)
         problems.append(Problem(file, "distributed.machines", MACHINES_NOT_BUILT,
-                                "start each machine with the command `tuitrain plan PROFILE` shows for it"))
+                                "plan and start it with `tuitrain plan PROFILE` / `tuitrain run PROFILE`"))
     total = dist["num_processes"] * dist["num_machines"]
     env: dict[str, str] = {"PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false"}
     if accelerator == "cuda":

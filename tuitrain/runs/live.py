@@ -20,6 +20,7 @@ from typing import Any
 
 from tuitrain.runs.catalog import UNREADABLE, load_record
 from tuitrain.runs.events import empty_progress, fold_progress, parse_event
+from tuitrain.runs.kind import run_kind
 from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.liveness import effective_status
 from tuitrain.runs.record import FINAL_STATUSES, RunRecordError, read_record
@@ -235,7 +236,7 @@ class RunsWatcher:
     def _settle_jobs(self) -> None:
         """The Slurm runs' job states (one query for all), each run settled from its job's (settle's write
         changes run.json's mtime: the record is read again at the next poll, as any change is)."""
-        slurm = [w for w in self._runs.values() if w.record and w.record.get("slurm")]
+        slurm = [w for w in self._runs.values() if w.record and run_kind(w.record) == "slurm"]
         if not slurm:
             return
         import time as _time

@@ -18,6 +18,7 @@ from tuitrain.launch.machines import MachinesPlan, has_machines, plan_machines
 from tuitrain.launch.script import is_script, resolved_script
 from tuitrain.profile import Profile, load_profile, profile_with_defaults
 from tuitrain.runs.checkpoints import Checkpoint, inspect_checkpoint, latest_complete, run_checkpoints
+from tuitrain.runs.kind import run_kind
 from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.record import FINAL_STATUSES, read_record
 from tuitrain.runs.start import Lineage, start_run
@@ -191,47 +192,82 @@ def base_mismatch(parent_profile: Path, data: dict[str, Any], checkpoint: Checkp
     return None
 
 
-def resume(parent: RunPaths, runs_root: Path, checkpoint: str | Path = "latest",
-           overrides: Sequence[str] = (), cwd: Path | None = None,
-           hardware: Hardware | None = None, ssh_config: str | None = None) -> tuple[RunPaths, Checkpoint, Profile]:
-    """`tuitrain resume RUN --checkpoint ...`, detached: a new run continuing `parent`.
+def not_ended_refusal(parent: RunPaths, record: dict[str, Any]) -> str | None:
+    """Why a run that has not ended cannot be resumed yet (`record` as its backend settled it); None once ended."""
+    if record["status"] in FINAL_STATUSES:
+        return None
+    if run_kind(record) == "slurm":
+        job = (record.get("slurm") or {}).get("job_id")
+        return f"run {parent.id} is still {record['status']} (Slurm job {job}); stop it first (`tuitrain stop {parent.id}`)"
+    from tuitrain.runs.liveness import live_processes, supervisor_gone  # psutil: not for `plan`
 
-    Returns the new run, the checkpoint it continues from, and the profile it runs (its `notes`
-    say what was migrated or defaulted)."""
-    from tuitrain.runs.liveness import live_processes, settle_lost, supervisor_gone  # psutil: not for `plan`
+    if supervisor_gone(record):
+        pids = ", ".join(str(p.pid) for p in live_processes(record).values())
+        return (f"run {parent.id} lost its supervisor but its processes ({pids}) still run; "
+                f"end them first (`tuitrain stop --now {parent.id}`)")
+    return f"run {parent.id} is still {record['status']}; stop it first (`tuitrain stop {parent.id}`)"
 
-    record = settle_lost(parent, read_record(parent))
-    if record["status"] not in FINAL_STATUSES:
-        if supervisor_gone(record):
-            pids = ", ".join(str(p.pid) for p in live_processes(record).values())
-            raise ResumeError(f"run {parent.id} lost its supervisor but its processes ({pids}) still run; "
-                              f"end them first (`tuitrain stop --now {parent.id}`)")
-        raise ResumeError(f"run {parent.id} is still {record['status']}; stop it first (`tuitrain stop {parent.id}`)")
+
+def resume_inputs(parent: RunPaths, record: dict[str, Any], checkpoint: str | Path = "latest",
+                  overrides: Sequence[str] = ()) -> tuple[Checkpoint, Profile]:
+    """What every backend's resume starts from, checked in one order: the parent has ended, it has an output
+    folder, the checkpoint asked for is complete; then the parent's frozen profile with the new overrides (named
+    by the parent's own profile path, so notes and the new run's record point at the user's file)."""
+    refusal = not_ended_refusal(parent, record)
+    if refusal:
+        raise ResumeError(refusal)
     if not record.get("output_dir"):
         raise ResumeError(f"run {parent.id} has no output folder; nothing to resume from")
     chosen = choose_checkpoint(record, checkpoint)
-    ssh_config = ssh_config or record.get("ssh_config")  # a multi-machine run resumes through the same ssh_config
     loaded = load_profile(parent.profile, overrides)
-    profile = Profile(path=Path(record.get("profile_path") or parent.profile), data=loaded.data, notes=loaded.notes)
+    return chosen, Profile(path=Path(record.get("profile_path") or parent.profile), data=loaded.data, notes=loaded.notes)
+
+
+def world_refusal(checkpoint: Checkpoint, processes: int, machines: int) -> str | None:
+    """Why a world of `processes` on `machines` cannot continue `checkpoint`: the Trainer restores per-rank state
+    and data order for the world that saved it."""
+    if not checkpoint.world_size or checkpoint.world_size == processes:
+        return None
+    each = max(1, checkpoint.world_size // max(1, machines))
+    return (f"{checkpoint.path.name} was written by {checkpoint.world_size} process(es) and this resume would run "
+            f"{processes}: the Trainer restores per-rank state and data order for the world that saved it. "
+            f"Resume with distributed.num_processes={each} (--set distributed.num_processes={each})")
+
+
+def check_resume(parent: RunPaths, profile: Profile, checkpoint: Checkpoint, processes: int, machines: int) -> None:
+    """The refusals every backend's resume makes once it knows the world it would run (ResumeError)."""
+    refusal = world_refusal(checkpoint, processes, machines) or checkpoint_refusal(parent.profile, profile.data, checkpoint)
+    if refusal:
+        raise ResumeError(refusal)
+
+
+def resume(parent: RunPaths, runs_root: Path, checkpoint: str | Path = "latest",
+           overrides: Sequence[str] = (), cwd: Path | None = None,
+           hardware: Hardware | None = None, ssh_config: str | None = None) -> tuple[RunPaths, Checkpoint, Profile]:
+    """`tuitrain resume RUN --checkpoint ...` of a run started from this machine (locally or on the machines it
+    lists), detached: a new run continuing `parent`.
+
+    Returns the new run, the checkpoint it continues from, and the profile it runs (its `notes`
+    say what was migrated or defaulted)."""
+    from tuitrain.runs.liveness import settle_lost  # psutil: not for `plan`
+
+    record = settle_lost(parent, read_record(parent))
+    chosen, profile = resume_inputs(parent, record, checkpoint, overrides)
+    ssh_config = ssh_config or record.get("ssh_config")  # a multi-machine run resumes through the same ssh_config
     if has_machines(profile.data):
         settings = profile_with_defaults(profile)
         plan_for: Callable[[Path], Any] = machines_planner(profile, settings, str(parent.profile), ssh_config,
                                                            resume_from=chosen.path)
-        planned = plan_for(parent.root).num_processes
+        planned = plan_for(parent.root)
+        processes, machines = planned.num_processes, planned.num_machines
     else:
         settings, notes, hardware = _settings(profile, hardware)
         # a script is told where to resume on its command line (script.resume_arg); the engine reads run.json
         plan_for = planner(settings, str(parent.profile), hardware, notes, resume_from=chosen.path)
         cwd = run_cwd(settings, cwd)
-        planned = settings["distributed"]["num_processes"] * settings["distributed"]["num_machines"]
-    if chosen.world_size and chosen.world_size != planned:
-        raise ResumeError(
-            f"{chosen.path.name} was written by {chosen.world_size} process(es) and this resume would run {planned}: "
-            "the Trainer restores per-rank state and data order for the world that saved it. "
-            f"Resume with distributed.num_processes={chosen.world_size} (--set distributed.num_processes={chosen.world_size})")
-    mismatch = checkpoint_refusal(parent.profile, profile.data, chosen)
-    if mismatch:
-        raise ResumeError(mismatch)
+        machines = settings["distributed"]["num_machines"]
+        processes = settings["distributed"]["num_processes"] * machines
+    check_resume(parent, profile, chosen, processes, machines)
     lineage = Lineage(parent=parent.id, checkpoint=chosen.path)
     paths = start_run(profile, settings, plan_for, runs_root, lineage=lineage, cwd=cwd)
     return paths, chosen, profile

@@ -10,7 +10,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import tomli_w
 
@@ -20,7 +20,7 @@ from tuitrain.launch.machines import MachinesPlan
 from tuitrain.profile import Profile
 from tuitrain.runs.checkpoints import list_checkpoints
 from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.output_claim import claim_output_dir, holder_problem
+from tuitrain.runs.output_claim import claim_output_dir, holder_problem, unusable_output_dir
 from tuitrain.runs.record import RunRecordError, new_record, read_record, record_end, reserve_space, write_record
 from tuitrain.runs.tail import read_tail
 from tuitrain.yaml_text import dump as dump_yaml
@@ -111,12 +111,19 @@ def resolve_output_dir(profile: dict[str, Any], paths: RunPaths, cwd: Path) -> P
     return out if out.is_absolute() else (cwd / out)
 
 
-def guard_output_dir(output_dir: Path, lineage: Lineage | None) -> None:
+def output_dir_refusal(output_dir: Path, lineage: Lineage | None = None) -> str | None:
+    """Why a run cannot write into `output_dir`, as its start refuses it and its plan says it first: a folder that
+    cannot be made or written here, or checkpoints it would overwrite. (A live run holding the folder is checked
+    as the run starts: `holder_problem`.)"""
+    return unusable_output_dir(output_dir) or overwrite_refusal(output_dir, lineage)
+
+
+def overwrite_refusal(output_dir: Path, lineage: Lineage | None) -> str | None:
     """A new run never writes over checkpoints it did not make; a resume never writes over
     checkpoints past the one it continues from."""
     existing = [c for c in list_checkpoints(output_dir)]
     if lineage is None and existing:
-        raise StartError(
+        return (
             f"{output_dir} already holds {existing[-1].path.name} (and {len(existing) - 1} more); a new run would "
             "overwrite them. Resume that run (`tuitrain resume RUN`), or set another run.output_dir "
             "(e.g. --set run.output_dir=outputs/new)"
@@ -125,48 +132,57 @@ def guard_output_dir(output_dir: Path, lineage: Lineage | None) -> None:
         start = int(lineage.checkpoint.name.rsplit("-", 1)[-1]) if lineage.checkpoint.name.startswith("checkpoint-") else -1
         later = [c for c in existing if c.complete and c.step > start]
         if later:
-            raise StartError(
+            return (
                 f"{output_dir} already holds {later[-1].path.name}, written after {lineage.checkpoint.name}; resuming "
                 "there would overwrite it. Resume from the latest checkpoint, or pass "
                 "--set run.output_dir=DIR to continue into a new folder"
             )
+    return None
 
 
-def start_run(
+@dataclass(frozen=True)
+class RunFiles:
+    """What a backend adds to a new run directory: the profile as its ranks read it, its own files (by name in the
+    run directory: accelerate.yaml, slurm.sbatch) and its fields of run.json (`new_record` keywords)."""
+
+    frozen: dict[str, Any]
+    files: dict[str, str]
+    record: dict[str, Any]
+
+
+def prepare_run(
     profile: Profile,
     settings: dict[str, Any],
-    plan_for: Any,
     runs_root: Path,
+    make_files: Callable[[RunPaths, dict[str, Any]], RunFiles],
     lineage: Lineage | None = None,
     cwd: Path | None = None,
 ) -> RunPaths:
-    """Create the run directory, freeze profile and accelerate config, start the supervisor.
-
-    `settings` is the profile with defaults; `plan_for(run_dir) -> LaunchPlan` plans against
-    the new directory. Returns once the supervisor is started; the run goes on without us.
-    """
+    """Every backend's first steps, in one order: a fresh run directory; its output folder checked (no live run
+    holds it, no checkpoints a new run would overwrite); the backend's files, made against the new directory by
+    `make_files(paths, frozen)` (`frozen`: the profile with its local paths made absolute; a StartError there is a
+    refusal); the frozen profile, the files and run.json written; space reserved; the output folder claimed. Any
+    failure removes the directory again. Starting what runs in it is the backend's."""
     cwd = cwd or Path.cwd()
     paths = make_run_dir(runs_root, profile.name)
     try:
         # a [script]'s output folder is its Trainer's (or what tuitrain.saved names): its ranks record it
         output_dir = None if settings.get("script") else resolve_output_dir(settings, paths, cwd)
         if output_dir is not None:
-            taken = holder_problem(output_dir, paths)
-            if taken:
-                raise StartError(taken)
-            guard_output_dir(output_dir, lineage)
-        plan: LaunchPlan | MachinesPlan = plan_for(paths.root)
-        if plan.errors:
-            raise StartError("\n".join(str(p) for p in plan.errors))
+            refusal = holder_problem(output_dir, paths) or output_dir_refusal(output_dir, lineage)
+            if refusal:
+                raise StartError(refusal)
+        base_dir = profile.path.parent if profile.path else cwd
+        made = make_files(paths, freeze_paths(profile.data, base_dir))
         paths.logs.mkdir()
         paths.control.mkdir()
-        base_dir = profile.path.parent if profile.path else cwd
-        write_text_atomic(paths.profile, tomli_w.dumps(freeze_paths(profile.data, base_dir)))
-        write_text_atomic(paths.accelerate_config, dump_yaml(plan.accelerate_config))
+        write_text_atomic(paths.profile, tomli_w.dumps(made.frozen))
+        for name, text in made.files.items():
+            write_text_atomic(paths.root / name, text)
         record = new_record(
             paths.id,
             profile.name,
-            **plan.record_fields(),
+            **made.record,
             output_dir=str(output_dir) if output_dir is not None else None,
             profile_path=str(profile.path) if profile.path else None,
             cwd=str(cwd),
@@ -180,8 +196,37 @@ def start_run(
         if taken:
             raise StartError(taken)
     except BaseException:
-        _discard(paths)
+        discard(paths)
         raise
+    return paths
+
+
+def plan_files(plan_for: Callable[[Path], LaunchPlan | MachinesPlan]) -> Callable[[RunPaths, dict[str, Any]], RunFiles]:
+    """`make_files` for a run this machine starts: the plan against the new directory (its errors refuse the
+    start), its accelerate config, its record fields."""
+
+    def make(paths: RunPaths, frozen: dict[str, Any]) -> RunFiles:
+        plan = plan_for(paths.root)
+        if plan.errors:
+            raise StartError("\n".join(str(p) for p in plan.errors))
+        return RunFiles(frozen=frozen, files={paths.accelerate_config.name: dump_yaml(plan.accelerate_config)},
+                        record=plan.record_fields())
+
+    return make
+
+
+def start_run(
+    profile: Profile,
+    settings: dict[str, Any],
+    plan_for: Callable[[Path], LaunchPlan | MachinesPlan],
+    runs_root: Path,
+    lineage: Lineage | None = None,
+    cwd: Path | None = None,
+) -> RunPaths:
+    """A run started from this machine (locally, or on the machines it lists): `prepare_run` with the plan's
+    files, then its supervisor, detached. `settings` is the profile with defaults; `plan_for(run_dir)` plans
+    against the new directory. Returns once the supervisor is started; the run goes on without us."""
+    paths = prepare_run(profile, settings, runs_root, plan_files(plan_for), lineage=lineage, cwd=cwd)
     supervisor = spawn_supervisor(paths)
     wait_for_supervisor(paths, supervisor)
     reap_when_done(supervisor)
@@ -224,7 +269,7 @@ def wait_for_supervisor(paths: RunPaths, proc: subprocess.Popen[bytes], timeout:
     raise StartError(error)
 
 
-def _discard(paths: RunPaths) -> None:
+def discard(paths: RunPaths) -> None:
     """Remove a run directory that never started (only files we wrote a moment ago)."""
     import shutil
 
@@ -234,7 +279,7 @@ def _discard(paths: RunPaths) -> None:
 def spawn_supervisor(paths: RunPaths) -> subprocess.Popen[bytes]:
     with open(paths.launcher_log, "ab") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "tuitrain.runs.supervisor", str(paths.root)],
+            [sys.executable, "-m", "tuitrain.runs.supervise", str(paths.root)],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,

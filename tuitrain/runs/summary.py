@@ -8,6 +8,7 @@ from typing import Any, Mapping
 
 from tuitrain.runs.checkpoints import run_checkpoints
 from tuitrain.runs.events import progress, read_events
+from tuitrain.runs.kind import run_kind
 from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.liveness import settle_lost, supervisor_gone
 from tuitrain.runs.tail import read_tail
@@ -38,7 +39,7 @@ def run_summary(paths: RunPaths, record: dict[str, Any], with_checkpoints: bool 
     """`job_states`: the Slurm job states already read for several runs (tuitrain.slurm.state.query); a Slurm run
     not in it has its job asked about here."""
     job = None
-    if record.get("slurm"):
+    if run_kind(record) == "slurm":
         from tuitrain.slurm import state as slurm_state
 
         states = job_states if job_states is not None else slurm_state.query([record])
@@ -46,7 +47,7 @@ def run_summary(paths: RunPaths, record: dict[str, Any], with_checkpoints: bool 
         record = slurm_state.settle(paths, record, job)
     record = settle_lost(paths, record)
     summary = dict(record)
-    if record.get("slurm"):
+    if run_kind(record) == "slurm":
         summary["slurm_state"] = slurm_state.label(record, job)
     summary["run_dir"] = str(paths.root)
     summary["progress"] = progress(read_events(paths.events))

@@ -1,4 +1,4 @@
-"""The detached supervisor: `python -m tuitrain.runs.supervisor RUN_DIR`.
+"""The detached supervisor, started as `python -m tuitrain.runs.supervise RUN_DIR`.
 
 Started in a session of its own by `tuitrain run`, so a closed terminal or a dropped SSH
 connection does not reach it. It starts `accelerate launch`, keeps run.json true, tears the
@@ -26,7 +26,7 @@ import psutil
 from tuitrain.runs.exit_waiter import ExitWaiter
 from tuitrain.runs.exits import describe_exit, full_disk, last_exception_line, root_cause
 from tuitrain.runs.layout import CONTROL_ENDING, CONTROL_STOP, CONTROL_TERMINATE, SUPERVISOR_ENV, RunPaths
-from tuitrain.runs.process_tree import descendants, end_processes, find, identity, running
+from tuitrain.runs.process_tree import KILL_GRACE_SECONDS, descendants, end_processes, find, identity, running
 from tuitrain.runs.ranks import read_rank_records
 from tuitrain.runs.record import read_record, record_end, update_record
 from tuitrain.runs.tail import read_tail
@@ -35,7 +35,6 @@ from tuitrain.script import MACHINE_RANK_ENV
 POLL_SECONDS = 0.5  # how often control requests and rank records are looked at (an exit wakes it at once)
 SCAN_SECONDS = 5.0  # how often the launcher's process tree is walked when nothing changes
 TEARDOWN_AFTER_RANK_DEATH = 1.0  # the elastic agent usually does it first; we make sure
-KILL_GRACE_SECONDS = 5.0
 TEARDOWN_GRACE_SECONDS = 1.5  # after a rank died: its peers are only waiting for it
 LAUNCHER_GRACE_SECONDS = 3.0  # then the launcher has this long to exit by itself
 GONE_SECONDS = 2.0  # the run directory missing this long (two looks at least) ends the run
@@ -55,9 +54,9 @@ def log(message: str) -> None:
         pass  # a full disk must not take the supervisor down with it
 
 
-def die_with_parent() -> Callable[[], None] | None:
-    """A preexec_fn asking Linux to SIGTERM the child when this process dies (PR_SET_PDEATHSIG);
-    None where that does not exist."""
+def die_with_parent(sig: int = signal.SIGTERM, first: Callable[[], None] | None = None) -> Callable[[], None] | None:
+    """A preexec_fn asking Linux to send the child `sig` when this process dies (PR_SET_PDEATHSIG), after
+    `first` (run in the child too); None where that does not exist."""
     if not sys.platform.startswith("linux"):
         return None
     import ctypes
@@ -66,7 +65,9 @@ def die_with_parent() -> Callable[[], None] | None:
     parent = os.getpid()
 
     def preexec() -> None:
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        if first is not None:
+            first()
+        libc.prctl(1, sig)  # PR_SET_PDEATHSIG
         if os.getppid() != parent:  # the parent died before the prctl took hold
             os._exit(1)
 
@@ -491,27 +492,3 @@ def run_supervisor(supervisor: Supervisor) -> str:
         except Exception:  # noqa: BLE001
             traceback.print_exc()
         return "failed"
-
-
-def supervise(run_dir: Path) -> int:
-    paths = RunPaths(run_dir)
-    try:
-        machines = bool(read_record(paths).get("machines"))
-        if machines:
-            from tuitrain.runs.home_supervisor import HomeSupervisor
-
-            supervisor: Supervisor = HomeSupervisor(paths)
-        else:
-            supervisor = Supervisor(paths)
-    except BaseException as exc:  # noqa: BLE001 — an unreadable record: say so where the run's viewers look
-        traceback.print_exc()
-        try:
-            record_end(paths, status="failed", ended=time.time(), error=f"the supervisor could not start: {exc}")
-        except Exception:  # noqa: BLE001
-            traceback.print_exc()
-        return 1
-    return 0 if run_supervisor(supervisor) in ("finished", "stopped") else 1
-
-
-if __name__ == "__main__":
-    sys.exit(supervise(Path(sys.argv[1])))

@@ -8,21 +8,16 @@ nodes Slurm gives it, writing into this same run directory (on the cluster's sha
 from __future__ import annotations
 
 import copy
-import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-import tomli_w
-
-from tuitrain.atomic import write_text_atomic
 from tuitrain.profile import Profile, profile_with_defaults
 from tuitrain.runs.checkpoints import Checkpoint
 from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.output_claim import claim_output_dir, holder_problem
-from tuitrain.runs.record import FINAL_STATUSES, new_record, read_record, update_record, write_record
-from tuitrain.runs.start import Lineage, StartError, freeze_paths, guard_output_dir, make_run_dir, resolve_output_dir
+from tuitrain.runs.record import read_record, update_record
+from tuitrain.runs.start import Lineage, RunFiles, discard, prepare_run
 from tuitrain.slurm import commands
 from tuitrain.slurm.script import FIRST_NODE, JobOptions, Resources, batch_script, job_resources
 
@@ -42,10 +37,10 @@ def job_settings(profile: Profile) -> tuple[dict[str, Any], Resources]:
     return settings, job_resources(settings, str(profile.path or "profile"))
 
 
-def frozen_data(profile: Profile, resources: Resources, base_dir: Path) -> dict[str, Any]:
-    """The profile as the nodes read it: local paths absolute, and the processes per node written out (so every
-    node plans the same world, whatever GPUs its machine shows)."""
-    data = copy.deepcopy(freeze_paths(profile.data, base_dir))
+def frozen_data(frozen: dict[str, Any], resources: Resources) -> dict[str, Any]:
+    """The profile as the nodes read it (local paths already absolute): the processes per node written out, so
+    every node plans the same world, whatever GPUs its machine shows."""
+    data = copy.deepcopy(frozen)
     dist = data.setdefault("distributed", {})
     dist["num_processes"] = resources.processes_per_node
     dist["num_machines"] = resources.nodes
@@ -63,52 +58,36 @@ def dry_run_script(profile: Profile, runs_root: Path, options: JobOptions, pytho
 
 def submit(profile: Profile, runs_root: Path, options: JobOptions, *, python: str | None = None,
            cwd: Path | None = None, lineage: Lineage | None = None) -> Submitted:
-    """Make the run directory, write the script, submit it; the run directory is removed again if sbatch refuses."""
+    """The run directory as every backend prepares it (tuitrain.runs.start.prepare_run) with the batch script in
+    it and a `planned` record, then sbatch; the run directory is removed again if sbatch refuses."""
     cwd = cwd or Path.cwd()
     settings, resources = job_settings(profile)
     batch_script(run_dir="/", run_id="-", profile_name=profile.name, python="python", workdir="/",
                  resources=resources, options=options)  # every option checked before anything is made
-    paths = make_run_dir(runs_root.resolve(), profile.name)
-    try:
-        output_dir = resolve_output_dir(settings, paths, cwd)
-        taken = holder_problem(output_dir, paths)
-        if taken:
-            raise StartError(taken)
-        guard_output_dir(output_dir, lineage)
-        paths.logs.mkdir()
-        paths.control.mkdir()
-        base_dir = profile.path.parent if profile.path else cwd
-        write_text_atomic(paths.profile, tomli_w.dumps(frozen_data(profile, resources, base_dir)))
+
+    def make_files(paths: RunPaths, frozen: dict[str, Any]) -> RunFiles:
         script = batch_script(run_dir=str(paths.root), run_id=paths.id, profile_name=profile.name,
                               python=python or sys.executable, workdir=str(cwd), resources=resources, options=options)
-        script_path = paths.root / SCRIPT_NAME
-        write_text_atomic(script_path, script)
-        record = new_record(
-            paths.id, profile.name, status="planned",
-            num_processes=resources.total_processes, num_machines=resources.nodes,
-            accelerator=settings["hardware"]["accelerator"], output_dir=str(output_dir),
-            profile_path=str(profile.path) if profile.path else None, cwd=str(cwd),
-            parent=lineage.parent if lineage else None,
-            resume_from=str(lineage.checkpoint) if lineage else None,
-            max_steps=settings["training"].get("max_steps"),
-            slurm={"job_id": None, "script": SCRIPT_NAME, **options.to_dict(), "nodes": resources.nodes,
-                   "gpus_per_node": resources.gpus_per_node},
-        )
-        write_record(paths, record)
-        taken = claim_output_dir(output_dir, paths)
-        if taken:
-            raise StartError(taken)
-        try:
-            job_id = commands.sbatch(script_path, cwd)
-        except commands.SlurmError as exc:
-            raise commands.SlurmError(f"{exc}{refusal_hint(str(exc), options, resources)}") from None
+        return RunFiles(frozen=frozen_data(frozen, resources), files={SCRIPT_NAME: script}, record={
+            "status": "planned", "num_processes": resources.total_processes, "num_machines": resources.nodes,
+            "accelerator": settings["hardware"]["accelerator"],
+            "slurm": {"job_id": None, "script": SCRIPT_NAME, **options.to_dict(), "nodes": resources.nodes,
+                      "gpus_per_node": resources.gpus_per_node}})
+
+    paths = prepare_run(profile, settings, runs_root.resolve(), make_files, lineage=lineage, cwd=cwd)
+    script_path = paths.root / SCRIPT_NAME
+    try:
+        job_id = commands.sbatch(script_path, cwd)
+    except commands.SlurmError as exc:
+        discard(paths)
+        raise commands.SlurmError(f"{exc}{refusal_hint(str(exc), options, resources)}") from None
     except BaseException:
-        shutil.rmtree(paths.root, ignore_errors=True)
+        discard(paths)
         raise
     slurm = dict(read_record(paths).get("slurm") or {})  # the job may already have started and written to it
     slurm["job_id"] = job_id
     update_record(paths, slurm=slurm)
-    return Submitted(paths, job_id, script)
+    return Submitted(paths, job_id, script_path.read_text(encoding="utf-8"))
 
 
 def refusal_hint(message: str, options: JobOptions, resources: Resources) -> str:
@@ -136,30 +115,16 @@ def parent_options(record: dict[str, Any]) -> JobOptions:
 
 def resume_job(parent: RunPaths, runs_root: Path, checkpoint: str = "latest", overrides: Sequence[str] = (),
                python: str | None = None, cwd: Path | None = None) -> tuple[Submitted, Checkpoint, Profile]:
-    """`tuitrain resume` of a Slurm run: a new job, with its parent's options, continuing from a checkpoint."""
-    from tuitrain.profile import load_profile
-    from tuitrain.runs.relaunch import ResumeError, checkpoint_refusal, choose_checkpoint
+    """`tuitrain resume` of a Slurm run: a new job, with its parent's options, continuing from a checkpoint (the
+    checks are every backend's: tuitrain.runs.relaunch.resume_inputs and check_resume)."""
+    from tuitrain.runs.relaunch import check_resume, resume_inputs
     from tuitrain.slurm.state import query, settle
 
     record = read_record(parent)
     record = settle(parent, record, query([record]).get(str((record.get("slurm") or {}).get("job_id"))))
-    if record["status"] not in FINAL_STATUSES:
-        raise ResumeError(f"run {parent.id} is still {record['status']} (Slurm job "
-                          f"{(record.get('slurm') or {}).get('job_id')}); stop it first (`tuitrain stop {parent.id}`)")
-    if not record.get("output_dir"):
-        raise ResumeError(f"run {parent.id} has no output folder; nothing to resume from")
-    chosen = choose_checkpoint(record, checkpoint)
-    loaded = load_profile(parent.profile, overrides)
-    profile = Profile(path=Path(record.get("profile_path") or parent.profile), data=loaded.data, notes=loaded.notes)
+    chosen, profile = resume_inputs(parent, record, checkpoint, overrides)
     _settings, resources = job_settings(profile)
-    if chosen.world_size and chosen.world_size != resources.total_processes:
-        raise ResumeError(
-            f"{chosen.path.name} was written by {chosen.world_size} process(es) and this job would run "
-            f"{resources.total_processes}: the Trainer restores per-rank state for the world that saved it. Resume with "
-            f"--set distributed.num_processes={chosen.world_size // resources.nodes}")
-    mismatch = checkpoint_refusal(parent.profile, profile.data, chosen)
-    if mismatch:
-        raise ResumeError(mismatch)
+    check_resume(parent, profile, chosen, resources.total_processes, resources.nodes)
     done = submit(profile, runs_root, parent_options(record), python=python, cwd=cwd,
                   lineage=Lineage(parent=parent.id, checkpoint=chosen.path))
     return done, chosen, profile

@@ -38,39 +38,28 @@ def wait_or_cancel(seconds: float, poke: threading.Event | None = None) -> bool:
 
 
 def run_request(app: Any, run_dir: Path, what: str) -> None:
-    """A control request from a worker, announced either way."""
+    """A control request from a worker, announced either way. A stop goes through the run's backend (a Slurm
+    job's is cancelled when it does not end in time), each of its steps said in a toast; quitting the app gives up
+    any wait (the request stays)."""
+    from tuitrain.backends import for_run
     from tuitrain.runs.control import ControlError, request
     from tuitrain.runs.layout import RunPaths
     from tuitrain.runs.record import RunRecordError, read_record
 
     paths = RunPaths(Path(run_dir))
-    try:
-        if what in ("stop", "terminate") and read_record(paths).get("slurm"):
-            slurm_stop(app, paths, now=what == "terminate")
-            return
-        request(paths, what)
-    except (ControlError, RunRecordError, OSError) as exc:
-        app.call_from_thread(app.notify, str(exc), title=f"Cannot {what}", severity="warning")
-        return
-    app.call_from_thread(app.notify, f"asked {Path(run_dir).name} to {REQUEST_WORDS[what]}", title=what.capitalize())
-    app.poke()
-
-
-def slurm_stop(app: Any, paths: Any, now: bool) -> None:
-    """A Slurm run stopped as `tuitrain stop` stops it (tuitrain.slurm.control.stop_job): the stop request, a
-    pending job cancelled at once, scancel after the timeout; each step said in a toast. Runs in a worker: quitting
-    the app gives up the wait (the request stays)."""
-    from tuitrain.slurm.control import stop_job
-
-    title = "Stop now" if now else "Stop"
+    title = {"terminate": "Stop now"}.get(what, what.capitalize())
 
     def say(line: str) -> None:
         app.call_from_thread(app.notify, line, title=title)
         app.poke()
 
-    record = stop_job(paths, now, None, say, pause=lambda seconds: wait_or_cancel(seconds))
-    if record.get("status") in ("planned", "starting", "running", "stopping"):
-        return  # the app is closing
-    why = f": {record['error']}" if record.get("error") else ""
-    app.call_from_thread(app.notify, f"{paths.id} {record['status']}{why}", title=title)
+    try:
+        if what in ("stop", "terminate"):
+            say(for_run(read_record(paths)).stop(paths, what == "terminate", say, pause=wait_or_cancel))
+            return
+        request(paths, what)
+    except (ControlError, RunRecordError, OSError) as exc:
+        app.call_from_thread(app.notify, str(exc), title=f"Cannot {what}", severity="warning")
+        return
+    app.call_from_thread(app.notify, f"asked {Path(run_dir).name} to {REQUEST_WORDS[what]}", title=title)
     app.poke()

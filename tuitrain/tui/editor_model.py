@@ -449,16 +449,12 @@ class EditorModel:
         return Check(number, problems + list(plan.problems), plan)
 
     def _plan(self, profile: Any, run_dir: Path, hardware: Any) -> Any:
-        """A LaunchPlan, or a MachinesPlan (one plan per machine) when the profile lists machines."""
-        from tuitrain.launch.machines import has_machines, plan_machines
-        from tuitrain.profile import profile_with_defaults
-        from tuitrain.runs.relaunch import plan_profile
+        """The profile's own backend's plan: a LaunchPlan, or a MachinesPlan (one plan per machine) when the
+        profile lists machines (their defaults from this form's folder)."""
+        from tuitrain.backends import for_profile
 
-        if not has_machines(profile.data):
-            return plan_profile(profile, run_dir, hardware)
-        processes_set = "num_processes" in (profile.data.get("distributed") or {})
-        return plan_machines(profile_with_defaults(profile), run_dir, str(profile.path),
-                             processes_set=processes_set, local_cwd=str(self.cwd))
+        backend = for_profile(profile.data, hardware=hardware, local_cwd=str(self.cwd))
+        return backend.plan(profile, run_dir.parent).plan
 
     @property
     def checks_begun(self) -> int:
@@ -572,12 +568,13 @@ class EditorModel:
         """Start a run of the profile as it is in the form (or of `data`, a copy taken from it), with
         the app's --set overrides (blocking). Returns the run directory; raises ProfileError,
         StartError or OSError."""
+        from tuitrain.backends import for_profile
         from tuitrain.profile import Profile, apply_overrides
-        from tuitrain.runs.relaunch import launch
 
         data = apply_overrides(copy.deepcopy(self.data if data is None else data), list(overrides))
-        paths = launch(Profile(path=self.planned_path, data=data), runs_root, cwd=self.cwd, hardware=hardware)
-        return paths.root
+        started = for_profile(data, hardware=hardware).start(Profile(path=self.planned_path, data=data), runs_root,
+                                                             cwd=self.cwd)
+        return started.paths.root
 
     def copy_command_note(self) -> str:
         """What copying the accelerate command line says (the caller has checked there is one)."""

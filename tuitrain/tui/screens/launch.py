@@ -96,19 +96,22 @@ class LaunchScreen(ModalScreen[None]):
 
     @work(thread=True, group="plan", exit_on_error=False)
     def _plan(self, overrides: list[str], number: int) -> None:
+        """The profile's own backend plans it, as `tuitrain plan` does: this machine's plan, or one per machine."""
+        from tuitrain.backends import for_profile
         from tuitrain.profile import ProfileError, load_profile
-        from tuitrain.runs.relaunch import plan_profile
+        from tuitrain.runs.start import StartError
 
         try:
             profile = load_profile(self.path, overrides)
-            plan = plan_profile(profile, self.app.runs_root / "<new-run>", self.app.hardware)
+            preview = for_profile(profile.data, hardware=self.app.hardware).plan(profile, self.app.runs_root)
         except ProfileError as exc:
             self.app.call_from_thread(self._show, "", [str(p) for p in exc.problems], number)
             return
-        text = (f"{plan.accelerator} · {plan.num_processes} process(es) · {plan.num_machines} machine(s)\n"
-                f"{plan.command_line()}")
-        notes = [str(p) for p in profile.notes] + [str(p) for p in plan.problems]
-        self.app.call_from_thread(self._show, text, notes, number)
+        except (StartError, OSError) as exc:
+            self.app.call_from_thread(self._show, "", [str(exc)], number)
+            return
+        notes = [str(p) for p in profile.notes] + [str(p) for p in preview.problems]
+        self.app.call_from_thread(self._show, f"{preview.summary}\n{preview.command}", notes, number)
 
     def _show(self, plan: str, problems: list[str], number: int) -> None:
         if number != self._previews:
@@ -137,19 +140,30 @@ class LaunchScreen(ModalScreen[None]):
 
     @work(thread=True, exclusive=True, group="launch", exit_on_error=False)
     def start(self) -> None:
-        from tuitrain.profile import ProfileError
-        from tuitrain.runs.relaunch import launch_file
+        """As `tuitrain run` starts it: the profile's backend checks the machines (the doctor, for several), then
+        starts the run."""
+        from tuitrain.backends import for_profile
+        from tuitrain.profile import ProfileError, load_profile
         from tuitrain.runs.start import StartError
 
+        def say(line: str) -> None:
+            self.app.call_from_thread(self.query_one("#plan", Static).update, line)
+
         try:
-            paths = launch_file(self.path, self.app.runs_root, self.overrides(), cwd=self.app.cwd)
+            profile = load_profile(self.path, self.overrides())
+            backend = for_profile(profile.data)
+            check = backend.check(profile, self.app.runs_root, 20.0, say)
+            if check.failed:
+                self.app.call_from_thread(self._failed, [*check.lines, f"{len(check.failed)} machine check(s) failed"])
+                return
+            started = backend.start(profile, self.app.runs_root, cwd=self.app.cwd)
         except ProfileError as exc:
             self.app.call_from_thread(self._failed, [str(p) for p in exc.problems])
             return
         except (StartError, OSError) as exc:
             self.app.call_from_thread(self._failed, [str(exc)])
             return
-        self.app.call_from_thread(self._started, str(paths.root))
+        self.app.call_from_thread(self._started, str(started.paths.root))
 
     @on(Input.Submitted, "#sbatch")
     @on(Button.Pressed, "#submit")
@@ -161,26 +175,23 @@ class LaunchScreen(ModalScreen[None]):
 
     @work(thread=True, exclusive=True, group="launch", exit_on_error=False)
     def submit_job(self, options_text: str) -> None:
-        """`tuitrain submit PROFILE --set … OPTIONS`, through its own functions."""
+        """`tuitrain submit PROFILE --set … OPTIONS`, through the same Slurm backend."""
+        from tuitrain.backends import for_profile
         from tuitrain.profile import ProfileError
         from tuitrain.runs.start import StartError
-        from tuitrain.slurm.commands import SlurmError
         from tuitrain.slurm.options import options_from_text
         from tuitrain.slurm.script import ScriptError
-        from tuitrain.slurm.submit import load_job_profile, submit
 
         try:
-            options = options_from_text(options_text)
-            profile = load_job_profile(self.path, self.overrides())
-            done = submit(profile, self.app.runs_root, options, cwd=self.app.cwd)
+            backend = for_profile(None, slurm=options_from_text(options_text))
+            started = backend.start(backend.load(self.path, self.overrides()), self.app.runs_root, cwd=self.app.cwd)
         except ProfileError as exc:
             self.app.call_from_thread(self._failed, [str(p) for p in exc.problems])
             return
-        except (ScriptError, SlurmError, StartError, OSError) as exc:
+        except (ScriptError, StartError, OSError) as exc:
             self.app.call_from_thread(self._failed, [str(exc)])
             return
-        note = f"submitted {done.paths.id} as Slurm job {done.job_id}"
-        self.app.call_from_thread(self._submitted, str(done.paths.root), note)
+        self.app.call_from_thread(self._submitted, str(started.paths.root), started.note)
 
     def _submitted(self, run_dir: str, note: str) -> None:
         self.dismiss(None)

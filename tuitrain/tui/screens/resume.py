@@ -1,6 +1,6 @@
 """Resume a run from one of its checkpoints, with `--set` overrides: the checkpoint it continues
-from, the overrides checked as you type (the CLI's own parser and validator), then the same
-`resume()` that `tuitrain resume` calls, in a worker. Problems show here, one line each; nothing
+from, the overrides checked as you type (the CLI's own parser and validator), then the run's own
+backend resumes it as `tuitrain resume` does, in a worker. Problems show here, one line each; nothing
 starts until they are gone."""
 
 from __future__ import annotations
@@ -158,10 +158,13 @@ class ResumeScreen(ModalScreen[None]):
 
     @work(thread=True, exclusive=True, group="resume", exit_on_error=False)
     def start(self, overrides: list[str]) -> None:
-        """Checked once more as the CLI checks them, then `tuitrain resume`'s own function."""
+        """Checked once more as the CLI checks them, then the run's own backend resumes it, as `tuitrain resume`
+        does (a Slurm run is submitted again; a run on several machines starts on them)."""
+        from tuitrain.backends import for_run
         from tuitrain.profile import ProfileError
         from tuitrain.runs.layout import RunPaths
-        from tuitrain.runs.relaunch import ResumeError, resume
+        from tuitrain.runs.record import RunRecordError, read_record
+        from tuitrain.runs.relaunch import ResumeError
         from tuitrain.runs.start import StartError
 
         parent = RunPaths(self.run_dir)
@@ -170,15 +173,15 @@ class ResumeScreen(ModalScreen[None]):
             self.app.call_from_thread(self._failed, problems)
             return
         try:
-            paths, chosen, _profile = resume(parent, self.app.runs_root, self.checkpoint, overrides, cwd=self.app.cwd)
+            resumed = for_run(read_record(parent)).resume(parent, self.app.runs_root, self.checkpoint, overrides,
+                                                          cwd=self.app.cwd)
         except ProfileError as exc:
             self.app.call_from_thread(self._failed, [str(p) for p in exc.problems])
             return
-        except (ResumeError, StartError, OSError) as exc:
+        except (ResumeError, StartError, RunRecordError, OSError) as exc:
             self.app.call_from_thread(self._failed, [str(exc)])
             return
-        note = f"resuming {parent.id} from {chosen.path.name} (step {chosen.step}) as {paths.id}"
-        self.app.call_from_thread(self._started, str(paths.root), note)
+        self.app.call_from_thread(self._started, str(resumed.paths.root), resumed.note)
 
     def _failed(self, problems: list[str]) -> None:
         self.busy = False

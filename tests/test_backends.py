@@ -1,0 +1,128 @@
+"""The backend seam (tuitrain.backends): one chooser from a profile or a run record, and the app going through it
+where it used to decide for itself — the launch dialog previews a multi-machine profile machine by machine, and
+the resume dialog resumes a Slurm run by submitting a job, as `tuitrain resume` does."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import re
+from pathlib import Path
+
+import pytest
+import tomli_w
+
+from conftest import DEMO_PROFILE, FAST, cli, losses, record, wait_until_ended
+from slurm_cluster import PARTITION, Cluster
+from test_tui_app import until
+from tuitrain.backends import for_profile, for_run
+
+TWO_MACHINES = {"strategy": "ddp", "num_processes": 1, "main_process_ip": "10.99.0.1", "main_process_port": 29555,
+                "machines": [{"host": "box-a"}, {"host": "box-b", "workdir": "/srv/work"}]}
+
+
+def two_machine_profile(folder: Path) -> Path:
+    data = copy.deepcopy(DEMO_PROFILE)
+    data["distributed"] = copy.deepcopy(TWO_MACHINES)
+    path = folder / "two.toml"
+    path.write_text(tomli_w.dumps(data))
+    return path
+
+
+def test_one_chooser_for_profiles_and_records() -> None:
+    from tuitrain.slurm.script import JobOptions
+
+    assert for_profile(DEMO_PROFILE).kind == "local"
+    assert for_profile({**DEMO_PROFILE, "distributed": TWO_MACHINES}).kind == "machines"
+    assert for_profile(DEMO_PROFILE, slurm=JobOptions(partition="debug")).kind == "slurm"  # the command decides
+    assert for_profile(None, slurm=JobOptions()).kind == "slurm"
+    with pytest.raises(ValueError):
+        for_profile(None)
+    assert for_run({"id": "r"}).kind == "local"
+    assert for_run({"id": "r", "machines": [{"host": "a"}, {"host": "b"}], "ssh_config": "/x"}).kind == "machines"
+    assert for_run({"id": "r", "slurm": {"job_id": "7"}}).kind == "slurm"
+
+
+# a decision on the record's keys: `if record.get("slurm")`, `bool(...get("machines"))`, `and x.get("slurm")`
+DECIDES_KIND = re.compile(r'(\bif |\bbool\(|\band |\bor )[\w.()]*record[\w.()]*\.get\("(slurm|machines)"\)(?!\s*or \{\})')
+
+
+def test_a_fourth_kind_would_be_chosen_in_one_place() -> None:
+    """Nothing outside the record's one reader (tuitrain.runs.kind) and the Slurm layer's own modules decides the
+    kind of a run from its record's keys: they ask run_kind, or the backend chosen by tuitrain.backends."""
+    package = Path(__file__).resolve().parents[1] / "tuitrain"
+    asking = [f"{path.relative_to(package)}:{n}: {line.strip()}" for path in sorted(package.rglob("*.py"))
+              if path != package / "runs" / "kind.py" and path.parent.name != "slurm"
+              for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if DECIDES_KIND.search(line)]
+    assert asking == []
+
+
+def test_plan_of_a_multi_machine_profile_is_one_plan_per_machine(tmp_path: Path) -> None:
+    profile = two_machine_profile(tmp_path)
+    result = cli("plan", str(profile), runs_dir=tmp_path / "runs")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "machine 0: box-a" in result.stdout and "machine 1: box-b" in result.stdout
+    assert "not built yet" not in result.stdout + result.stderr
+
+
+def test_the_launch_dialog_previews_a_multi_machine_profile_machine_by_machine(tmp_path: Path) -> None:
+    """It used to show the local planner's "… not built yet" error while its Launch button worked."""
+    from tuitrain.tui.app import TuitrainApp
+    from tuitrain.tui.screens.launch import LaunchScreen
+
+    profile = two_machine_profile(tmp_path)
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    app = TuitrainApp(runs, cwd=tmp_path, poll_interval=0.3, monitor_interval=0.2)
+
+    async def main() -> tuple[str, str]:
+        async with app.run_test(size=(120, 40)) as pilot:
+            app.push_screen(LaunchScreen(profile))
+            await until(pilot, lambda: type(app.screen).__name__ == "LaunchScreen" and app.screen.query("#plan"), 20,
+                        "the launch dialog")
+            plan = app.screen.query_one("#plan")
+            await until(pilot, lambda: "machine 1" in str(plan.content), 60, "the plan of every machine")
+            shown = str(plan.content)
+            app.screen.query_one("#overrides").value = "distributed.main_process_port=29556"
+            await until(pilot, lambda: "29556" in str(plan.content), 60, "the plan again with the override")
+            return shown, str(app.screen.query_one("#problems").content)
+
+    shown, problems = asyncio.run(main())
+    assert "# machine 0: box-a" in shown and "# machine 1: box-b, in /srv/work" in shown, shown
+    assert "2 process(es) in all · 2 machine(s)" in shown, shown
+    assert "not built yet" not in shown + problems, problems
+    assert list((tmp_path / "runs").iterdir()) == []  # a preview starts nothing
+
+
+def test_the_resume_dialog_submits_a_slurm_run_again(slurm_cluster: Cluster, tmp_path: Path) -> None:
+    """A Slurm run resumed from the app is a new job on the cluster, as `tuitrain resume` makes it; it used to
+    start as a local run on the login node."""
+    from tuitrain.tui.app import TuitrainApp
+    from tuitrain.tui.screens.resume import ResumeScreen
+
+    runs = tmp_path / "runs"
+    submitted = cli("submit", "demo", *FAST, "--partition", PARTITION, "--time", "10", runs_dir=runs)
+    assert submitted.returncode == 0, submitted.stdout + submitted.stderr
+    parent = runs / submitted.stdout.strip()
+    job = str(record(parent)["slurm"]["job_id"])
+    assert wait_until_ended(parent, 180)["status"] == "finished"
+    app = TuitrainApp(runs, cwd=tmp_path, poll_interval=0.3, monitor_interval=0.2)
+
+    async def main() -> Path:
+        async with app.run_test(size=(120, 40)) as pilot:
+            app.push_screen(ResumeScreen(parent, "latest", ["training.max_steps=11"]))
+            await until(pilot, lambda: type(app.screen).__name__ == "ResumeScreen" and app.screen.query("#resume-set"),
+                        20, "the resume dialog")
+            await until(pilot, lambda: app.screen.chosen is not None, 30, "the checkpoint")
+            await pilot.press("enter")
+            await until(pilot, lambda: type(app.screen).__name__ == "MonitorScreen", 90, "the resumed run's monitor")
+            return app.screen.run_watch.paths.root
+
+    child = asyncio.run(main())
+    child_record = record(child)
+    assert child_record["parent"] == parent.name and child_record["resume_from"].endswith("checkpoint-8")
+    assert child_record["slurm"]["job_id"] not in (None, job)  # a job of its own, with its parent's options
+    assert child_record["slurm"]["partition"] == PARTITION and child_record["slurm"]["time"] == "10"
+    done = wait_until_ended(child, 180)
+    assert done["status"] == "finished", done
+    assert min(losses(child)) == 9 and max(losses(child)) == 11

@@ -1,0 +1,47 @@
+"""What `run` refuses on this machine, `validate` says first, in the same words (issue 27): both ask the profile's
+backend for its plan (the GPUs, the output folder); `validate --offline` checks the profile alone, for a profile
+meant for another machine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import FAST, check_clean, cli
+
+NO_GPU = pytest.mark.no_nvidia_driver  # a machine without GPUs refuses these
+
+CASES = [
+    pytest.param(["run.output_dir=/proc/tuitrain-out"], "cannot use /proc/tuitrain-out as the output folder",
+                 id="an output folder that cannot be made"),
+    pytest.param(["hardware.accelerator=cuda"], "hardware.accelerator: asks for CUDA GPUs", id="cuda-without-gpus",
+                 marks=NO_GPU),
+    pytest.param(["hardware.accelerator=auto", "hardware.gpus=[3]"], "hardware.gpus: lists GPU(s) 3",
+                 id="auto-with-a-gpu-list", marks=NO_GPU),
+    pytest.param(["hardware.accelerator=auto", 'hardware.gpus=["abc"]'], "hardware.gpus", id="auto-with-a-bad-gpu-name",
+                 marks=NO_GPU),
+]
+
+
+@pytest.mark.parametrize(("sets", "needle"), CASES)
+def test_validate_says_what_run_refuses(sets: list[str], needle: str, tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    overrides = [arg for value in sets for arg in ("--set", value)]
+    key = sets[-1].split("=")[0]
+    validated = check_clean(cli("validate", "demo", *overrides, runs_dir=runs), needle, f"{key}: ")
+    started = check_clean(cli("run", "demo", "--detach", *FAST, *overrides, runs_dir=runs), needle)
+    refusal = next(line for line in started.splitlines() if needle in line).split(needle, 1)[1]
+    assert refusal in validated, (validated, started)  # the same words after the key
+    assert not runs.exists() or list(runs.iterdir()) == []  # nothing was started
+    offline = cli("validate", "demo", "--offline", *overrides, runs_dir=runs)
+    assert offline.returncode == 0 and "ok (the profile alone" in offline.stdout, offline.stdout + offline.stderr
+
+
+def test_a_folder_of_old_checkpoints_is_said_before_the_run(tmp_path: Path) -> None:
+    out = tmp_path / "out" / "checkpoint-4"
+    out.mkdir(parents=True)
+    (out / "model.safetensors").write_bytes(b"x")
+    sets = ["--set", f"run.output_dir={out.parent}"]
+    validated = check_clean(cli("validate", "demo", *sets, runs_dir=tmp_path / "runs"), "run.output_dir", "already holds")
+    assert "--set run.output_dir=outputs/new" in validated

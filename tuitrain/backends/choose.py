@@ -1,0 +1,53 @@
+"""The one place that picks a backend: from a profile (and the command's choice of Slurm), or from a run record.
+
+A fourth backend is one new module beside local, machines and slurm, and one branch here (and in
+tuitrain.runs.kind.run_kind for the record it writes)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Mapping
+
+from tuitrain.backends.base import Backend
+from tuitrain.launch.machines import has_machines
+from tuitrain.runs.kind import run_kind
+
+if TYPE_CHECKING:
+    from tuitrain.hardware import Hardware
+    from tuitrain.slurm.script import JobOptions
+
+
+def for_profile(data: Mapping[str, Any] | None, *, slurm: JobOptions | None = None, ssh_config: str | None = None,
+                hardware: Hardware | None = None, python: str | None = None, local_cwd: str | None = None) -> Backend:
+    """The backend that launches a profile (its raw data or with defaults): Slurm when the command submits it
+    (`tuitrain submit`, the launch dialog's ctrl+b, with its job options and the nodes' `python`; then `data` may
+    be None: the Slurm backend loads the profile its own way), the machines it lists over SSH (`local_cwd`: their
+    default workdir, else the current folder), else this machine."""
+    if slurm is not None:
+        from tuitrain.backends.slurm import SlurmBackend
+
+        return SlurmBackend(slurm, python)
+    if data is None:
+        raise ValueError("for_profile: the profile's data is needed unless it is submitted to Slurm")
+    if has_machines(data):
+        from tuitrain.backends.machines import MachinesBackend
+
+        return MachinesBackend(ssh_config, local_cwd)
+    from tuitrain.backends.local import LocalBackend
+
+    return LocalBackend(hardware)
+
+
+def for_run(record: Mapping[str, Any], *, ssh_config: str | None = None, hardware: Hardware | None = None) -> Backend:
+    """The backend of a run that exists (to resume or stop it): the one that started it."""
+    kind = run_kind(record)
+    if kind == "slurm":
+        from tuitrain.backends.slurm import SlurmBackend
+
+        return SlurmBackend()  # a resume is submitted with its parent's options
+    if kind == "machines":
+        from tuitrain.backends.machines import MachinesBackend
+
+        return MachinesBackend(ssh_config or record.get("ssh_config"))
+    from tuitrain.backends.local import LocalBackend
+
+    return LocalBackend(hardware)

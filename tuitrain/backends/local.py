@@ -1,0 +1,69 @@
+"""A run on this machine: planned against its hardware, started under a detached supervisor."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from tuitrain.backends.base import Check, Pause, Preview, Resumed, Say, Started
+from tuitrain.hardware import Hardware
+from tuitrain.profile import Problem, Profile, load_profile, profile_with_defaults
+from tuitrain.runs.kind import RunKind
+from tuitrain.runs.layout import RunPaths
+from tuitrain.runs.relaunch import launch, plan_profile, resume
+from tuitrain.runs.start import output_dir_refusal, resolve_output_dir
+
+OUTPUT_DIR_FIX = "set run.output_dir to a folder this machine can write (e.g. --set run.output_dir=outputs/NAME)"
+
+
+def stop_here(paths: RunPaths, now: bool) -> str:
+    """A stop asked through the run's control files (a run started from this machine, on it or on the machines
+    it lists: the home supervisor relays it)."""
+    from tuitrain.runs.control import request  # psutil: not for `plan`
+
+    if not now:
+        request(paths, "stop")
+        return f"asked run {paths.id} to save a checkpoint and stop at the next step end"
+    if request(paths, "terminate") == "ended":
+        return f"run {paths.id} had lost its supervisor; its processes are ended and it is recorded as killed"
+    return f"ending every process of run {paths.id} now (killed if still there after a few seconds)"
+
+
+class LocalBackend:
+    kind: RunKind = "local"
+
+    def __init__(self, hardware: Hardware | None = None) -> None:
+        self.hardware = hardware  # None: detected when first needed
+
+    def load(self, path: Path, overrides: Sequence[str] = ()) -> Profile:
+        return load_profile(path, overrides)
+
+    def plan(self, profile: Profile, runs_root: Path, cwd: Path | None = None) -> Preview:
+        new_run = RunPaths(runs_root / "<new-run>")
+        plan = plan_profile(profile, new_run.root, self.hardware)
+        settings = profile_with_defaults(profile)
+        output_dir = None if settings.get("script") else resolve_output_dir(settings, new_run, cwd or Path.cwd())
+        refusal = output_dir_refusal(output_dir) if output_dir is not None else None
+        problems = list(plan.problems)
+        if refusal:
+            problems.append(Problem(str(profile.path or "profile"), "run.output_dir", refusal, OUTPUT_DIR_FIX))
+        return Preview(kind=self.kind,
+                       summary=f"{plan.accelerator} · {plan.num_processes} process(es) · {plan.num_machines} machine(s)",
+                       commands=[plan.command_line()], notes=list(plan.notes), problems=problems, plan=plan)
+
+    def check(self, profile: Profile, runs_root: Path, timeout: float, say: Say) -> Check:
+        return Check()  # this machine's checks are the plan's (hardware.preflight)
+
+    def start(self, profile: Profile, runs_root: Path, cwd: Path | None = None) -> Started:
+        paths = launch(profile, runs_root, cwd=cwd, hardware=self.hardware)
+        return Started(paths, f"started run {paths.id}")
+
+    def resume(self, parent: RunPaths, runs_root: Path, checkpoint: str | Path = "latest",
+               overrides: Sequence[str] = (), cwd: Path | None = None) -> Resumed:
+        paths, chosen, profile = resume(parent, runs_root, checkpoint, overrides, cwd=cwd, hardware=self.hardware)
+        return Resumed(paths, chosen, profile,
+                       f"resuming {parent.id} from {chosen.path.name} (step {chosen.step}) as run {paths.id}")
+
+    def stop(self, paths: RunPaths, now: bool, say: Say, pause: Pause | None = None,
+             timeout: float | None = None) -> str:
+        return stop_here(paths, now)

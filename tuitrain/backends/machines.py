@@ -1,0 +1,121 @@
+"""A run on the machines a profile lists, started from here over SSH: planned at home without their hardware,
+checked by the doctor first, watched by a home supervisor that relays control to each machine's agent."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tuitrain.backends.base import Check, Pause, Preview, Resumed, Say, Started
+from tuitrain.backends.local import stop_here
+from tuitrain.launch.machines import MachinePlan, MachinesPlan, plan_machines
+from tuitrain.profile import Profile, load_profile, profile_with_defaults
+from tuitrain.runs.kind import RunKind
+from tuitrain.runs.layout import RunPaths
+from tuitrain.runs.relaunch import launch, resume
+
+
+def plan_profile_machines(profile: Profile, runs_root: Path, ssh_config: str | None = None,
+                          local_cwd: str | None = None) -> MachinesPlan:
+    """The profile's plan, one per machine, against `<new-run>` under `runs_root`."""
+    processes_set = "num_processes" in (profile.data.get("distributed") or {})
+    return plan_machines(profile_with_defaults(profile), runs_root / "<new-run>", str(profile.path),
+                         processes_set=processes_set, ssh_config=ssh_config, local_cwd=local_cwd)
+
+
+def machine_command(machine: MachinePlan) -> str:
+    return f"# machine {machine.machine_rank}: {machine.host}, in {machine.workdir}\n{machine.command_line()}"
+
+
+def profile_paths(profile: Profile) -> list[tuple[str, str]]:
+    """The profile's local paths a rank opens, as (key, absolute path): data files, a local model or tokenizer
+    folder, a DeepSpeed JSON. A Hub id (no such path here, not written as a path) is not one."""
+    base = Path(profile.path).expanduser().resolve().parent if profile.path else Path.cwd()
+    data = profile.data
+    out: list[tuple[str, str]] = []
+
+    def add(key: str, raw: object, hub_like: bool = False) -> None:
+        if not isinstance(raw, str) or not raw:
+            return
+        path = Path(raw).expanduser()
+        looks_local = raw.startswith(("/", "./", "../", "~")) or (base / path).exists()
+        if hub_like and not looks_local:
+            return  # a Hub id such as "bert-base-uncased"
+        out.append((key, str(path if path.is_absolute() else (base / path).resolve())))
+
+    for leaf in ("train_file", "validation_file"):
+        add(f"data.{leaf}", (data.get("data") or {}).get(leaf))
+    for leaf in ("name_or_path", "tokenizer"):
+        add(f"model.{leaf}", (data.get("model") or {}).get(leaf), hub_like=True)
+    dist = data.get("distributed") or {}
+    if dist.get("strategy") == "deepspeed":
+        add("distributed.deepspeed.config_file", (dist.get("deepspeed") or {}).get("config_file"))
+    return out
+
+
+def machine_gpus(machine: MachinePlan) -> tuple[int, ...] | None:
+    """The NVML indices a machine's plan uses: () for every GPU it has, None when it runs no CUDA ranks."""
+    if machine.accelerator != "cuda":
+        return None
+    listed = machine.env.get("CUDA_VISIBLE_DEVICES", "")
+    return tuple(int(g) for g in listed.split(",") if g.strip().isdigit())
+
+
+def doctor_report(profile: Profile, runs_root: Path, ssh_config: str | None, timeout: float) -> tuple[Any, MachinesPlan]:
+    """(the doctor's report, the machines plan) of a multi-machine profile: every machine reached over ssh."""
+    from tuitrain.remote.doctor import MachineSpec, doctor
+    from tuitrain.remote.ssh import SshOptions
+
+    plan = plan_profile_machines(profile, runs_root, ssh_config)
+    paths = tuple(profile_paths(profile))
+    specs = [MachineSpec(host=m.host, rank=m.machine_rank, python=m.python, workdir=m.workdir,
+                         interface=m.network_interface, paths=paths,
+                         address=plan.main_process_ip if m.machine_rank == 0 else None,
+                         port=plan.main_process_port if m.machine_rank == 0 else None,
+                         gpus=machine_gpus(m))
+             for m in plan.machines]
+    # connecting gets part of each machine's time, so an unreachable machine reads as such, not as a timeout
+    options = SshOptions(config=ssh_config, connect_timeout=max(1, min(10, int(timeout * 0.6))))
+    return doctor(specs, options, timeout=timeout), plan
+
+
+class MachinesBackend:
+    kind: RunKind = "machines"
+
+    def __init__(self, ssh_config: str | None = None, local_cwd: str | None = None) -> None:
+        self.ssh_config = ssh_config  # None: ssh's own (~/.ssh/config); a resume reuses its parent's
+        self.local_cwd = local_cwd  # a machine's default workdir in a plan (None: the current folder)
+
+    def load(self, path: Path, overrides: Sequence[str] = ()) -> Profile:
+        return load_profile(path, overrides)
+
+    def plan(self, profile: Profile, runs_root: Path, cwd: Path | None = None) -> Preview:
+        plan = plan_profile_machines(profile, runs_root, self.ssh_config, self.local_cwd)
+        accelerators = sorted({m.accelerator for m in plan.machines}) or ["cpu"]
+        return Preview(kind=self.kind,
+                       summary=f"{'/'.join(accelerators)} · {plan.num_processes} process(es) in all · "
+                               f"{plan.num_machines} machine(s)",
+                       commands=[machine_command(m) for m in plan.machines],
+                       notes=[*plan.notes, *(n for m in plan.machines for n in m.notes)],
+                       problems=list(plan.problems), plan=plan)
+
+    def check(self, profile: Profile, runs_root: Path, timeout: float, say: Say) -> Check:
+        say("checking the machines first (`tuitrain doctor`; --no-doctor skips this)")
+        report, plan = doctor_report(profile, runs_root, self.ssh_config, timeout)
+        failed = [check.line() for check in report.checks if check.ok is False] + [str(p) for p in plan.errors]
+        return Check(lines=[*report.lines(), *(str(p) for p in plan.errors)], failed=failed)
+
+    def start(self, profile: Profile, runs_root: Path, cwd: Path | None = None) -> Started:
+        paths = launch(profile, runs_root, cwd=cwd, ssh_config=self.ssh_config)
+        return Started(paths, f"started run {paths.id} on its machines")
+
+    def resume(self, parent: RunPaths, runs_root: Path, checkpoint: str | Path = "latest",
+               overrides: Sequence[str] = (), cwd: Path | None = None) -> Resumed:
+        paths, chosen, profile = resume(parent, runs_root, checkpoint, overrides, cwd=cwd, ssh_config=self.ssh_config)
+        return Resumed(paths, chosen, profile,
+                       f"resuming {parent.id} from {chosen.path.name} (step {chosen.step}) as run {paths.id}")
+
+    def stop(self, paths: RunPaths, now: bool, say: Say, pause: Pause | None = None,
+             timeout: float | None = None) -> str:
+        return stop_here(paths, now)

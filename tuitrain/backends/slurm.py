@@ -1,0 +1,82 @@
+"""A run submitted to Slurm as a batch job: nothing stays running here; the job's agents start it on the nodes
+Slurm gives it, in the same run directory (on the cluster's shared filesystem). Loaded only when used."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+
+from tuitrain.backends.base import Check, Pause, Preview, Resumed, Say, Started
+from tuitrain.profile import Profile
+from tuitrain.runs.control import ControlError
+from tuitrain.runs.kind import RunKind
+from tuitrain.runs.layout import RunPaths
+from tuitrain.runs.record import FINAL_STATUSES
+from tuitrain.runs.start import StartError
+from tuitrain.slurm.commands import SlurmError
+from tuitrain.slurm.script import JobOptions, ScriptError
+from tuitrain.slurm.submit import dry_run_script, job_notes, job_settings, load_job_profile, resume_job, submit
+
+
+class SlurmBackend:
+    kind: RunKind = "slurm"
+
+    def __init__(self, options: JobOptions | None = None, python: str | None = None) -> None:
+        self.options = options or JobOptions()  # a resume takes its parent's instead
+        self.python = python  # tuitrain's Python on the nodes (default: this one)
+
+    def load(self, path: Path, overrides: Sequence[str] = ()) -> Profile:
+        """The profile as the job runs it: main_process_ip is the job's first node; notes about what the job's
+        agents set themselves are left out."""
+        profile = load_job_profile(path, overrides)
+        return dataclasses.replace(profile, notes=[n for n in profile.notes if str(n) in job_notes(profile)])
+
+    def plan(self, profile: Profile, runs_root: Path, cwd: Path | None = None) -> Preview:
+        try:
+            _settings, resources = job_settings(profile)
+            script = dry_run_script(profile, runs_root, self.options, python=self.python)
+        except ScriptError as exc:
+            raise StartError(str(exc)) from None
+        return Preview(kind=self.kind,
+                       summary=f"Slurm job · {resources.nodes} node(s) × {resources.processes_per_node} process(es)",
+                       commands=[script], notes=job_notes(profile), problems=[])
+
+    def check(self, profile: Profile, runs_root: Path, timeout: float, say: Say) -> Check:
+        return Check()  # the nodes are Slurm's to give; each agent plans and checks its own
+
+    def start(self, profile: Profile, runs_root: Path, cwd: Path | None = None) -> Started:
+        try:
+            done = submit(profile, runs_root, self.options, python=self.python, cwd=cwd)
+        except (ScriptError, SlurmError) as exc:
+            raise StartError(str(exc)) from None
+        return Started(done.paths, f"submitted run {done.paths.id} as Slurm job {done.job_id}", done.job_id)
+
+    def resume(self, parent: RunPaths, runs_root: Path, checkpoint: str | Path = "latest",
+               overrides: Sequence[str] = (), cwd: Path | None = None) -> Resumed:
+        try:
+            done, chosen, profile = resume_job(parent, runs_root, str(checkpoint), overrides, python=self.python, cwd=cwd)
+        except (ScriptError, SlurmError) as exc:
+            raise StartError(str(exc)) from None
+        return Resumed(done.paths, chosen, profile,
+                       f"resuming {parent.id} from {chosen.path.name} (step {chosen.step}) as run {done.paths.id}, "
+                       f"Slurm job {done.job_id}", done.job_id)
+
+    def stop(self, paths: RunPaths, now: bool, say: Say, pause: Pause | None = None,
+             timeout: float | None = None) -> str:
+        """The graceful stop (or `now`), then scancel if the job does not end (tuitrain.slurm.control.stop_job)."""
+        from tuitrain.slurm.control import stop_job  # psutil: only when stopping
+
+        try:
+            if pause is None:
+                record = stop_job(paths, now, timeout, say)
+            else:
+                record = stop_job(paths, now, timeout, say, pause=pause)
+        except SlurmError as exc:
+            raise ControlError(str(exc)) from None
+        if record.get("status") not in FINAL_STATUSES:
+            return f"run {paths.id} {record.get('status')}: the stop request stays"  # the caller gave up the wait
+        why = f": {record['error']}" if record.get("error") else ""
+        return f"run {record['id']} {record['status']}{why}"
+
+
