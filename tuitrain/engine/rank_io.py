@@ -15,6 +15,7 @@ from typing import NoReturn, cast
 from tuitrain.atomic import write_json_atomic
 from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.linetimes import timed_stream, times_path
+from tuitrain.runs.redirect import redirect_output
 from tuitrain.script import MACHINE_RANK_ENV
 
 
@@ -27,12 +28,7 @@ def redirect_output_to_rank_log(run_dir: Path) -> int:
     paths = RunPaths(run_dir)
     rank = global_rank()
     paths.logs.mkdir(parents=True, exist_ok=True)
-    fd = os.open(paths.rank_log(rank), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)  # the umask decides
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    os.close(fd)
+    redirect_output(paths.rank_log(rank))
     for stream in (sys.stdout, sys.stderr):  # still sys.__stdout__ / __stderr__ for whoever writes there
         cast(io.TextIOWrapper, stream).reconfigure(line_buffering=True)  # typed TextIO; a TextIOWrapper at run time
     # Python's own output also notes when each line was written (logs/rank-K.times), so viewers

@@ -240,13 +240,20 @@ def classify(host: str, returncode: int | None, stderr: str, argv: Sequence[str]
 # -- running --------------------------------------------------------------------------------------------------
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def kill_group(proc: subprocess.Popen, wait: float = 0.0) -> None:
+    """SIGKILL an ssh client started by `start` (in a session of its own) with its whole process group, then
+    reap it for up to `wait` seconds."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         try:
             proc.kill()
         except ProcessLookupError:
+            pass
+    if wait > 0:
+        try:
+            proc.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
             pass
 
 
@@ -280,7 +287,7 @@ def run(host: str, argv: Sequence[str], timeout: float, options: SshOptions | No
     try:
         out, err = proc.communicate(input, timeout=timeout)
     except subprocess.TimeoutExpired:
-        _kill_group(proc)
+        kill_group(proc)
         try:
             out, err = proc.communicate(timeout=3)
         except subprocess.TimeoutExpired:  # something else holds the pipes: give up on the rest of the output

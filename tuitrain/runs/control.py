@@ -6,11 +6,10 @@ import time
 
 from tuitrain.runs.layout import CONTROL_EVALUATE, CONTROL_SAVE, CONTROL_STOP, CONTROL_TERMINATE, RunPaths
 from tuitrain.runs.liveness import live_processes, settle_lost, supervisor_gone
-from tuitrain.runs.process_tree import end_processes
+from tuitrain.runs.process_tree import KILL_GRACE_SECONDS, end_processes
 from tuitrain.runs.record import FINAL_STATUSES, read_record, record_end
 
 REQUESTS = {"save": CONTROL_SAVE, "evaluate": CONTROL_EVALUATE, "stop": CONTROL_STOP, "terminate": CONTROL_TERMINATE}
-KILL_GRACE_SECONDS = 5.0
 
 
 class ControlError(Exception):

@@ -27,7 +27,7 @@ from tuitrain.runs.layout import CONTROL_EVALUATE, CONTROL_REQUESTS, CONTROL_SAV
 from tuitrain.runs.mirror import MirrorError, apply
 from tuitrain.runs.process_tree import identity
 from tuitrain.runs.ranks import read_rank_records
-from tuitrain.runs.record import record_end
+from tuitrain.runs.record import INHERITED_KEYS, record_end
 from tuitrain.runs.supervisor import Supervisor, log
 from tuitrain.yaml_text import dump as dump_yaml
 
@@ -116,11 +116,8 @@ class HomeSupervisor(Supervisor):
     # -- start -------------------------------------------------------------------------------
     def setup_message(self, machine: dict[str, Any]) -> bytes:
         record = self.record
-        node_record = {"argv": machine["argv"], "env": machine["env"], "num_processes": record["num_processes"],
-                       "num_machines": record["num_machines"], "main_process_port": record.get("main_process_port"),
-                       "accelerator": machine["accelerator"]}
-        for key in ("output_dir", "parent", "resume_from", "max_steps"):
-            node_record[key] = record.get(key)
+        node_record = {**{key: record.get(key) for key in INHERITED_KEYS},
+                       "argv": machine["argv"], "env": machine["env"], "accelerator": machine["accelerator"]}
         files = {"profile.toml": self.paths.profile.read_text(encoding="utf-8"),
                  "accelerate.yaml": dump_yaml(machine["accelerate_config"])}
         return encode("setup", run_id=self.paths.id, profile=record.get("profile"), machine_rank=machine["machine_rank"],
@@ -319,11 +316,4 @@ def agent_argv(machine: dict[str, Any]) -> list[str]:
 
 
 def ssh_kill(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(proc.pid, 9)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        pass
+    ssh.kill_group(proc, wait=5)

@@ -85,3 +85,28 @@ class RunPaths:
     @property
     def default_output_dir(self) -> Path:
         return self.root / "output"
+
+    @property
+    def training_args(self) -> Path:
+        """TrainingArguments as the Trainer saw them (`to_dict()`), written by global rank 0."""
+        return self.root / "training_args.json"
+
+    def machine_log(self, machine_rank: int) -> Path:
+        """Machine M's launcher log at home (mirrored over SSH; a Slurm node M > 0's agent writes it directly)."""
+        return self.logs / f"machine-{machine_rank}.log"
+
+    @property
+    def machines(self) -> Path:
+        return self.root / "machines"
+
+    def machine_gpus(self, machine_rank: int) -> Path:
+        """Machine M's latest GPU and host sample (an SSH run's node agent sends it home every 2 s)."""
+        return self.machines / f"machine-{machine_rank}-gpus.json"
+
+    def machine_samples(self, machine_rank: int) -> Path:
+        """Machine M's whole-run GPU, host and rank figures (tuitrain.runs.samples)."""
+        return self.machines / f"machine-{machine_rank}-samples.json"
+
+    def node(self, machine_rank: int) -> RunPaths:
+        """A Slurm run's node M > 0 keeps its own record, control and ranks here (node 0 uses the run's own)."""
+        return self if machine_rank == 0 else RunPaths(self.root / "nodes" / f"machine-{machine_rank}")

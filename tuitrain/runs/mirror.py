@@ -32,17 +32,20 @@ _HOME_PATH = re.compile(r"(logs/rank-\d+\.(log|times)|logs/machine-\d+\.log|even
                         r"|machines/machine-\d+-(gpus|samples)\.json)\Z")
 
 
+HOME = RunPaths(Path())  # the home run directory's names, relative (what travels names its home path)
+
+
 class MirrorError(Exception):
     """A message that would write somewhere it must not."""
 
 
 def machine_log(machine_rank: int) -> str:
-    return f"logs/machine-{machine_rank}.log"
+    return str(HOME.machine_log(machine_rank))
 
 
 def machine_gpus(machine_rank: int) -> str:
     """Where a machine's latest GPU and host sample lands at home (tuitrain.hardware.report's JSON)."""
-    return f"machines/machine-{machine_rank}-gpus.json"
+    return str(HOME.machine_gpus(machine_rank))
 
 
 @dataclass

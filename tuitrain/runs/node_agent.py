@@ -26,14 +26,14 @@ from tuitrain.launch.threads import cpu_threads
 from tuitrain.remote.wire import BEAT_SECONDS, SILENCE_SECONDS, WireError, decode, encode, encode_bytes, send
 from tuitrain.runs.layout import CONTROL_REQUESTS, CONTROL_TERMINATE, RunPaths
 from tuitrain.runs.mirror import NodeFiles, machine_gpus
-from tuitrain.runs.record import new_record, reserve_space, write_record
+from tuitrain.runs.record import INHERITED_KEYS, new_record, reserve_space, write_record
+from tuitrain.runs.redirect import redirect_output
 from tuitrain.runs.supervisor import KILL_GRACE_SECONDS, Supervisor, log
 from tuitrain.script import SCRIPT_ENV
 
 SETUP_TIMEOUT = 30.0
 MIRROR_SECONDS = 0.2  # how often new bytes are sent home (the watch loop's period on a node)
-RECORD_KEYS = ("argv", "env", "num_processes", "num_machines", "main_process_port", "output_dir", "parent",
-               "resume_from", "max_steps", "accelerator")
+RECORD_KEYS = ("argv", "env", *INHERITED_KEYS)  # what this machine's record takes from the setup message
 
 
 class SetupError(Exception):
@@ -210,16 +210,6 @@ def prepare(setup: dict[str, Any]) -> RunPaths:
     return paths
 
 
-def _redirect_output(paths: RunPaths) -> None:
-    """From here on, what this process and its children print goes to logs/launcher.log, not into the wire."""
-    fd = os.open(paths.launcher_log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    os.close(fd)
-
-
 def main() -> int:
     outgoing = os.fdopen(os.dup(1), "wb", buffering=0)
     incoming = os.fdopen(os.dup(0), "rb")
@@ -231,7 +221,7 @@ def main() -> int:
         why = str(exc) if isinstance(exc, SetupError) else f"could not set up ({type(exc).__name__}: {exc})"
         link.send(encode("end", status="failed", error=why, failed_rank=None, exit_codes={}))
         return 1
-    _redirect_output(paths)
+    redirect_output(paths.launcher_log)  # what this process and its children print: not into the wire
     link.send(encode("hello", node_dir=str(paths.root), pid=os.getpid(), host=os.uname().nodename))
     link.listen()
     machine_rank = int(setup["machine_rank"])

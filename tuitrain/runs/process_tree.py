@@ -16,6 +16,7 @@ from typing import Any, Iterable
 import psutil
 
 START_TIME_TOLERANCE = 0.05  # seconds; /proc reports start times in clock ticks
+KILL_GRACE_SECONDS = 5.0  # between SIGTERM and SIGKILL when tuitrain ends a run's processes
 
 
 def identity(pid: int) -> dict[str, Any] | None:

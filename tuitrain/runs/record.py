@@ -23,6 +23,11 @@ def now() -> float:
     return time.time()
 
 
+# What the record of one machine's part of a run (an SSH machine's, a Slurm node's) takes from the run's own.
+INHERITED_KEYS = ("num_processes", "num_machines", "main_process_port", "output_dir", "parent", "resume_from", "max_steps",
+                  "accelerator")
+
+
 def new_record(run_id: str, profile_name: str, **fields: Any) -> dict[str, Any]:
     record: dict[str, Any] = {
         "id": run_id,

@@ -41,6 +41,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from tuitrain.runs.layout import RunPaths
+
 FORMAT = 1
 SAMPLE_SECONDS = 2.0  # how often a machine of a run is sampled (a node agent sends its latest home as often)
 WRITE_SECONDS = 10.0  # how often the samples file is replaced while the run goes on
@@ -49,7 +51,7 @@ MIB = 2**20
 
 
 def samples_path(root: Path, machine_rank: int) -> Path:
-    return root / "machines" / f"machine-{machine_rank}-samples.json"
+    return RunPaths(root).machine_samples(machine_rank)
 
 
 # ---------------------------------------------------------------------------------------------- the accumulator

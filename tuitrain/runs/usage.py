@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.samples import MachineSamples, in_window
 
 IDLE_GPU = 50.0  # % utilisation (mean over a bucket) under which the run's GPUs count as mostly idle
@@ -205,7 +206,7 @@ def usage_hints(usage: Usage, settings: Mapping[str, Any] | None = None, script:
 def training_settings(root: Path) -> dict[str, Any]:
     """The run's training arguments as rank 0 wrote them (training_args.json); {} where there are none."""
     try:
-        data = json.loads((Path(root) / "training_args.json").read_text(encoding="utf-8"))
+        data = json.loads(RunPaths(Path(root)).training_args.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}

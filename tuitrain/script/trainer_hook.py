@@ -39,7 +39,7 @@ def attach(trainer: Any) -> None:
         if output_dir:
             state.note_output_dir(Path(output_dir).absolute())
         try:
-            write_json_atomic(state.paths.root / "training_args.json", trainer.args.to_dict())
+            write_json_atomic(state.paths.training_args, trainer.args.to_dict())
         except (OSError, TypeError, ValueError):
             pass
 

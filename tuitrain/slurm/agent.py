@@ -24,8 +24,18 @@ from typing import Any, Callable
 from tuitrain.atomic import write_text_atomic
 from tuitrain.runs import preemption
 from tuitrain.runs.layout import CONTROL_ENDING, CONTROL_REQUESTS, CONTROL_STOP, RunPaths
-from tuitrain.runs.record import FINAL_STATUSES, new_record, read_record, record_end, reserve_space, update_record, write_record
-from tuitrain.runs.supervisor import Supervisor, log, run_supervisor
+from tuitrain.runs.record import (
+    FINAL_STATUSES,
+    INHERITED_KEYS,
+    new_record,
+    read_record,
+    record_end,
+    reserve_space,
+    update_record,
+    write_record,
+)
+from tuitrain.runs.redirect import redirect_output
+from tuitrain.runs.supervisor import Supervisor, die_with_parent, log, run_supervisor
 from tuitrain.slurm.commands import SlurmError, hostnames, node_address
 from tuitrain.slurm.script import WARNED_FILE
 from tuitrain.yaml_text import dump as dump_yaml
@@ -43,7 +53,7 @@ def job_port(job_id: str) -> int:
 
 
 def node_paths(home: RunPaths, node: int) -> RunPaths:
-    return home if node == 0 else RunPaths(home.root / "nodes" / f"machine-{node}")
+    return home.node(node)
 
 
 def prepare_node(home: RunPaths, node: int, processes: int, record: dict[str, Any]) -> RunPaths:
@@ -61,8 +71,7 @@ def prepare_node(home: RunPaths, node: int, processes: int, record: dict[str, An
             link.symlink_to(home.rank_log(rank))
     if not paths.events.is_symlink():
         paths.events.symlink_to(home.events)
-    keys = ("num_processes", "num_machines", "output_dir", "parent", "resume_from", "max_steps", "cwd", "accelerator",
-            "profile_path")
+    keys = (*INHERITED_KEYS, "cwd", "profile_path")  # the run directory is shared: the same cwd and profile
     write_record(paths, new_record(home.id, str(record.get("profile")), machine_rank=node, home=str(home.root),
                                    **{k: record.get(k) for k in keys}))
     return paths
@@ -118,18 +127,7 @@ class SlurmSupervisor(Supervisor):
     def launcher_preexec(self) -> Callable[[], None] | None:
         """The launcher ignores SIGTERM (Slurm's reaches every process: the ranks save and stop, the launcher waits
         for them) and gets SIGKILL, not SIGTERM, when this agent dies."""
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        parent = os.getpid()
-
-        def preexec() -> None:
-            preemption.ignore_term()
-            libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-            if os.getppid() != parent:
-                os._exit(1)
-
-        return preexec
+        return die_with_parent(signal.SIGKILL, first=preemption.ignore_term)
 
     def _on_signal(self, signum: int, frame: Any) -> None:
         if signum == signal.SIGTERM and not self.stop_requested:  # the cause, unless a stop was asked before
@@ -205,15 +203,6 @@ def clear_control(paths: RunPaths) -> None:
     (paths.root / WARNED_FILE).unlink(missing_ok=True)
 
 
-def _redirect_output(path: Path) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    os.close(fd)
-
-
 def main(run_dir: Path) -> int:
     home = RunPaths(run_dir)
     node = int(os.environ.get("SLURM_NODEID", "0"))
@@ -234,7 +223,7 @@ def main(run_dir: Path) -> int:
     paths = prepare_node(home, node, processes, record)
     if restart:
         clear_control(paths)
-    _redirect_output(paths.launcher_log if node == 0 else home.logs / f"machine-{node}.log")
+    redirect_output(paths.launcher_log if node == 0 else home.machine_log(node))
     log(f"Slurm job {job_id}: node {node} of {nodes} on {os.uname().nodename}")
     if restart:
         log(f"Slurm requeued job {job_id} (restart {restarts}): " + (
