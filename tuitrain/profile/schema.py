@@ -311,7 +311,8 @@ SCHEMA: dict[str, Section] = {
         "machine_rank": KeySpec("int", 0, min=0, max=65535, doc="this machine's rank, 0 to num_machines - 1 (0 hosts the rendezvous)"),
         "main_process_ip": KeySpec("str", doc="address of machine 0 (needed with num_machines > 1)",
                                    example='main_process_ip = "10.0.0.1"'),
-        "main_process_port": KeySpec("int", min=1, max=65535, doc="absent = pick a free port"),
+        "main_process_port": KeySpec("int", min=1, max=65535, doc="one machine: absent = a free port picked at launch; "
+                                     "several machines: required (they all meet there), e.g. 29500"),
         "rdzv_backend": KeySpec("str", "static", choices=("static", "c10d"),
                                 doc="static: fixed ranks; c10d: torch elastic rendezvous"),
         "same_network": KeySpec("bool", True, doc="all machines on one network (false: rendezvous through "

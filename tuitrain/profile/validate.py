@@ -1281,9 +1281,11 @@ def fsdp_world_problem(file: str, dist: Mapping[str, Any]) -> Problem | None:
 
 
 def machines_port_problem(file: str, machines: int, port: Any, severity: Severity) -> Problem | None:
-    """A run over several machines without main_process_port, or None. One message, two severities:
-    `validate` warns (the file may be finished on the machine that launches it), the launch
-    (tuitrain/launch/preflight.py) refuses."""
+    """A run over several machines without main_process_port, or None: the one rule (required; no machine can
+    pick a free port for all of them). One message, two severities: the profile alone warns (the editor's
+    field checks, `validate --offline`: the file may be finished on the machine that launches it); every plan
+    refuses (launch.preflight, launch.machines.plan_machines), and so `validate`, `plan`, the launch dialog, the
+    editor's plan and `run` do."""
     if machines <= 1 or port is not None:
         return None
     return Problem(file, "distributed.main_process_port",
