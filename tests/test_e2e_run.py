@@ -119,8 +119,9 @@ def test_a_failing_rank_shows_its_traceback(runs_dir):
     # check before launch can see), and the traceback is what there is to show.
     result = cli("run", "demo", *FAST, "--set", "model.config.type_vocab_size=0", runs_dir=runs_dir)
     assert result.returncode == 1, result.stdout + result.stderr
-    assert "failed (rank 0)" in result.stdout and "Traceback (most recent call last)" in result.stdout
-    error = next(line for line in result.stdout.splitlines() if line.startswith("  ") and "Error" in line.split(":")[0])
+    # the cause is on stderr (a `2>` keeps it), the progress on stdout
+    assert "failed (rank 0)" in result.stderr and "Traceback (most recent call last)" in result.stderr
+    error = next(line for line in result.stderr.splitlines() if line.startswith("  ") and "Error" in line.split(":")[0])
     (run_dir,) = list(runs_dir.iterdir())
     rec = record(run_dir)
     assert rec["status"] == "failed" and rec["failed_rank"] == 0

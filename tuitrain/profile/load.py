@@ -9,7 +9,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Collection, Mapping, Sequence
 
-from .lookup import missing_file_problem
+from .lookup import folder_problem, missing_file_problem
 from .overrides import apply_overrides, migrated_override, parse_override
 from .problems import Problem, ProfileError
 from .schema import Profile
@@ -194,7 +194,7 @@ def read_profile_text(path: Path, label: str) -> str:
     if not path.exists():
         raise ProfileError([missing_file_problem(path, label)])
     if path.is_dir():
-        raise ProfileError([Problem(label, "", "is a folder, not a profile", "give a .toml file")])
+        raise ProfileError([folder_problem(path, label)])
     try:
         raw = path.read_bytes()
     except OSError as exc:
