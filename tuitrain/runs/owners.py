@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterable, Mapping
 from tuitrain.hardware.devices import OwnerOf
 from tuitrain.hardware.host import nearest_owned, parent_pids
 from tuitrain.runs.catalog import list_runs
+from tuitrain.runs.process_tree import find
 from tuitrain.runs.ranks import read_rank_records
 from tuitrain.runs.record import FINAL_STATUSES
 
@@ -70,9 +71,14 @@ def same_host(a: str, b: str) -> bool:
 
 def rank_is_here(rank_record: Mapping[str, Any], hostname: str) -> bool:
     """A rank record names a process of this machine: its `host` is this one (a record without a host is a local
-    run's). A rank of another machine has a pid that means nothing here: the same number may be anyone's."""
+    run's) and, where it kept its start time, a live process here has that pid and start time. A rank of another
+    machine has a pid that means nothing here: the same number may be anyone's, and machines cloned from one image
+    (containers, VMs) share hostnames."""
     host = rank_record.get("host")
-    return not host or same_host(str(host), hostname)
+    if host and not same_host(str(host), hostname):
+        return False
+    started = rank_record.get("started")
+    return started is None or find(rank_record.get("pid"), started) is not None
 
 
 def read_owners(runs_root: Path, active_only: bool = True, hostname: str | None = None) -> dict[int, RankOwner]:
