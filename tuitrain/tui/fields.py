@@ -23,6 +23,22 @@ class FieldDef:
         return ".".join(self.path)
 
 
+NO_EXAMPLE: Any = object()
+
+
+def example_value(field: FieldDef) -> Any:
+    """The value in a key's example when its help is that example (a key without help is shown by its
+    schema example, a TOML line: 'train_file = "data/train.csv"' → "data/train.csv"); NO_EXAMPLE otherwise."""
+    name, equals, _value = field.doc.partition(" = ")
+    if not equals or name != field.path[-1]:
+        return NO_EXAMPLE
+    try:
+        parsed = tomllib.loads(field.doc)
+    except tomllib.TOMLDecodeError:
+        return NO_EXAMPLE
+    return parsed[name] if list(parsed) == [name] else NO_EXAMPLE
+
+
 def parse_value(kind: str, text: str) -> Any:
     """The value an Input's text stands for; text that does not parse stays text (the validator
     then says what is wrong, in its words)."""

@@ -61,6 +61,14 @@ def run_export(runs_root: Path, run_id: str, request: ExportRequest) -> tuple[bo
     return False, errors[0] if errors else (tail[-1] if tail else f"exit {result.returncode}")
 
 
+class Choice(RadioButton):
+    """A radio button whose mark says on or off without colour: ● chosen, ○ not (Textual draws ● in both)."""
+
+    @property
+    def BUTTON_INNER(self) -> str:  # type: ignore[override]  # the name ToggleButton draws its mark from
+        return "●" if self.value else "○"
+
+
 class ExportScreen(ModalScreen[ExportRequest | None]):
     if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
         app = getters.app(TuitrainApp)
@@ -94,7 +102,7 @@ class ExportScreen(ModalScreen[ExportRequest | None]):
             with RadioSet(id="export-which"):
                 for i, choice in enumerate(self.choices):
                     label = f"{self.LABELS[choice.kind]}: {choice.path.name} (step {choice.step})"
-                    yield RadioButton(label, value=i == 0, id=f"export-{choice.kind}")
+                    yield Choice(label, value=i == 0, id=f"export-{choice.kind}")
             yield Static("Into the folder (new or empty):", classes="hint")
             yield Input(self._prefilled, id="export-out")
             yield Static("", id="export-problem")
@@ -114,7 +122,7 @@ class ExportScreen(ModalScreen[ExportRequest | None]):
 
     def pick(self, kind: str) -> None:
         """Choose the checkpoint of `kind` (best, last, selected), as a click on its button does."""
-        self.query_one(f"#export-{kind}", RadioButton).value = True
+        self.query_one(f"#export-{kind}", Choice).value = True
 
     @on(Input.Submitted, "#export-out")
     @on(Button.Pressed, "#export")

@@ -22,7 +22,7 @@ from textual.message import Message
 from textual.widgets import Input, Label, Select, Static
 
 from tuitrain.profile.validate import toml_literal
-from tuitrain.tui.fields import REMOVE, FieldDef, list_item_kind, parse_value, reads_back_bare
+from tuitrain.tui.fields import NO_EXAMPLE, REMOVE, FieldDef, example_value, list_item_kind, parse_value, reads_back_bare
 from tuitrain.tui.widgets.list_editor import ListEditor
 
 __all__ = ["REMOVE", "FieldDef", "FieldRow", "help_line", "parse_value", "show_default", "show_value"]
@@ -34,11 +34,15 @@ def show_default(value: Any) -> str:
 
 
 def help_line(field: FieldDef) -> str:
-    """The line shown under a field: its help, then its default where it has one."""
+    """The line shown under a field: its help, then its default where it has one. A help that is the key's
+    example ('train_file = "data/train.csv"', which reads like the field's value) says it is one:
+    'e.g. data/train.csv', as it would be typed in the field."""
     default = f"default: {show_default(field.default)}" if field.default not in (None, "") else ""
-    if field.doc and default:
-        return f"{field.doc} ({default})"
-    return field.doc or default
+    example = example_value(field)
+    doc = f"e.g. {show_value(field.kind, example)}" if example is not NO_EXAMPLE else field.doc
+    if doc and default:
+        return f"{doc} ({default})"
+    return doc or default
 
 
 def show_value(kind: str, value: Any) -> str:

@@ -1,6 +1,7 @@
 """The editor's GPU picker for [hardware] gpus: a checklist of this machine's GPUs in NVML order
 (as nvidia-smi numbers them), each ticked one labelled with the cuda:N it becomes, keys to move the
 highlighted ticked GPU earlier or later in that order, and the physical → cuda:N mapping underneath.
+A ticked GPU's box holds a ✓ and an unticked one's is empty, so the two read apart without colour.
 The order lives in the profile: the screen keeps it (EditorModel.tick_gpus / move_gpu) and tells
 the picker what to show (`show`); the picker only reports ticks (SelectionList.SelectedChanged) and
 moves (GpuList.Move)."""
@@ -10,14 +11,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from rich.segment import Segment
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
+from textual.strip import Strip
 from textual.widgets import Label, SelectionList, Static
 
 from tuitrain.hardware.devices import GpuInfo
 from tuitrain.hardware.preflight import busy_reasons
+
+TICKED, UNTICKED = "✓", " "  # inside a GPU's box: Textual draws an X in both, told apart by colour only
 
 HOW = ("gpus: tick them in the order they become cuda:0, cuda:1, … (none ticked = all visible); "
        "shift+up / shift+down move the highlighted GPU earlier / later")
@@ -54,6 +59,17 @@ class GpuList(SelectionList[int]):
     def action_move(self, delta: int) -> None:
         if self.highlighted is not None:
             self.post_message(self.Move(self.get_option_at_index(self.highlighted).value, delta))
+
+    def render_line(self, y: int) -> Strip:
+        """Textual's line with its box's X made ✓ (ticked) or blank (not ticked)."""
+        line = super().render_line(y)
+        segments = list(line)
+        index = self.scroll_offset.y + y  # as SelectionList finds the option of a line (one line each)
+        if len(segments) < 3 or segments[1].text != "X" or not 0 <= index < self.option_count:
+            return line
+        inner = TICKED if self.get_option_at_index(index).value in self.selected else UNTICKED
+        segments[1] = Segment(inner, segments[1].style, segments[1].control)
+        return Strip(segments, line.cell_length)
 
 
 class GpuPicker(Vertical):
