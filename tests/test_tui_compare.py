@@ -58,7 +58,7 @@ def test_space_marks_runs_and_C_overlays_their_loss_one_colour_a_run(base):  # n
         await pilot.press("escape")
         await until(pilot, lambda: type(app.screen).__name__ == "HomeScreen", what="home again")
         marked = [str(table.get_row_at(i)[0]) for i in range(3)]
-        assert sorted(m for m in marked if m.startswith("✓")) == [f"✓ {FINISHED}", f"✓ {FAILED}"]
+        assert sorted(m for m in marked if m.startswith("✓")) == ["✓ 00:00 demo", "✓ 00:10 demo"]  # FINISHED, FAILED
         assert app.screen.marked == [FINISHED, FAILED]
 
     run(script, app)

@@ -28,8 +28,8 @@ def test_at_80x24_a_long_run_id_gives_way_and_status_and_time_show_whole(base): 
         await pilot.pause(0.3)
         rows = shown_rows(table)
         assert rows[0].split() == ["RUN", "STATUS", "STEP", "LOSS", "BEST", "TIME"]
-        long_row = next(r for r in rows if r.lstrip().startswith("20260101-003000-"))
-        assert "…" in long_row.split()[0] and long_row.split()[1] == "finished" and long_row.rstrip().endswith("39s")
+        long_row = next(r for r in rows if r.lstrip().startswith("00:30 bert"))  # its label: time and name
+        assert "…" in long_row.split()[1] and long_row.split()[2] == "finished" and long_row.rstrip().endswith("39s")
         failed = next(r for r in rows if "failed" in r)
         assert " failed r1 " in failed and failed.rstrip().endswith("39s")
         assert max(len(r.rstrip()) for r in rows) <= table.size.width

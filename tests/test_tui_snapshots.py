@@ -68,7 +68,7 @@ async def open_run(pilot, run_id: str) -> None:
     app = pilot.app
     await ready(pilot)
     table = app.screen.query_one("#runs")
-    ids = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
+    ids = [table.coordinate_to_cell_key((i, 0)).row_key.value for i in range(table.row_count)]
     table.move_cursor(row=ids.index(run_id))
     await pilot.press("enter")
     await until(pilot, lambda: type(app.screen).__name__ == "MonitorScreen" and app.screen._landed, what="monitor")

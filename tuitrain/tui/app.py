@@ -1,8 +1,9 @@
 """The Textual app: `tuitrain` with no command.
 
 The app polls the runs root in a worker (runs started anywhere appear and stay live), samples
-the machine for the hardware strip, announces runs that finish, fail or write a checkpoint, and
-hands screens their data (messages up, method calls down). Quitting never stops a run: runs are
+the machine for the hardware strip, announces runs that finish or fail, keeps the checkpoints written
+lately as news (Home marks their rows; a run's own monitor says them, once a poll), and hands screens
+their data (messages up, method calls down). Quitting never stops a run: runs are
 detached processes that only ever read control files.
 """
 
@@ -22,6 +23,7 @@ from textual.worker import Worker, WorkerState
 
 from tuitrain.tui.actions import wait_or_cancel
 from tuitrain.tui.messages import HardwareSampled, RunsPolled, RunStarted
+from tuitrain.tui.run_table import CheckpointNews, checkpoints_written
 
 if TYPE_CHECKING:
     from tuitrain.hardware.sampler import SampledView
@@ -68,6 +70,7 @@ class TuitrainApp(App[int]):
         self.hardware: Any = hardware
         self.hardware_line = hardware_line or "…"
         self._poke = threading.Event()
+        self.checkpoint_news = CheckpointNews()
 
     # ------------------------------------------------------------------------------ lifecycle
     def on_mount(self) -> None:
@@ -133,6 +136,8 @@ class TuitrainApp(App[int]):
     def on_runs_polled(self, message: RunsPolled) -> None:
         self.rows = message.rows
         self.polls += 1
+        self.checkpoint_news.add(message.changes, self.clock())
+        self.say_checkpoints([c for c in message.changes if c.kind == "checkpoint"])
         for change in message.changes:
             self.announce(change)
         self._to_screens("runs_polled", message.rows)
@@ -154,10 +159,22 @@ class TuitrainApp(App[int]):
                 except NoMatches:  # a screen being taken down while the app closes
                     pass
 
+    def say_checkpoints(self, saved: list["Change"]) -> None:
+        """A run's checkpoints of this poll, in one toast, on its own monitor only: elsewhere they are news
+        on Home (a mark on the run's row), and no toast covers another screen's table or another run's log."""
+        if not saved:
+            return
+        from tuitrain.tui.screens.monitor import MonitorScreen
+
+        screen = self.screen
+        if not isinstance(screen, MonitorScreen):
+            return
+        own = [c.detail for c in saved if c.run_id == screen.run_watch.paths.id]
+        if own:
+            self.notify(checkpoints_written(own), title="Checkpoint")
+
     def announce(self, change: "Change") -> None:
-        if change.kind == "checkpoint":
-            self.notify(f"{change.run_id}: {change.detail} written", title="Checkpoint")
-        elif change.kind == "finished":
+        if change.kind == "finished":
             self.notify(f"{change.run_id} finished", title="Run finished")
         elif change.kind == "stopped":
             self.notify(f"{change.run_id} stopped", title="Run stopped")

@@ -1,14 +1,17 @@
-"""How Home orders and filters its runs (htop-style): a sort column cycled by a key, reversed by
-another, and a filter text matched against each run's id, profile and status. Functions of rows
-only, so the order survives every refresh."""
+"""How Home shows its runs (htop-style): a sort column cycled by a key, reversed by another, a filter
+text matched against each run's id, profile and status, each run's short label (what tells it from the
+others) and the checkpoints written lately (a mark on their runs' rows, a count). Functions of rows only,
+so the order survives every refresh."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+import re
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 if TYPE_CHECKING:
-    from tuitrain.runs.live import RunRow
+    from tuitrain.runs.live import Change, RunRow
 
 SORTS = ("started", "status", "profile", "loss")
 # what needs looking at first: going, then ended badly, then ended well
@@ -43,9 +46,52 @@ def _key(row: RunRow, sort: str) -> tuple[Any, ...]:
     return (-(row.created or row.started or 0.0),)
 
 
+# what runs.start.make_run_dir names a run: YYYYMMDD-HHMMSS-<slug>[-n], in local time
+_RUN_ID = re.compile(r"^(\d{4})(\d{2})(\d{2})-(\d{2})(\d{2})(\d{2})-(.+)$")
+
+
+def _id_parts(run_id: str) -> tuple[tuple[str, ...], str] | None:
+    """((year, month, day, hour, minute, second), name) of a run id as tuitrain names runs; None otherwise."""
+    found = _RUN_ID.match(run_id)
+    return (found.groups()[:6], found.group(7)) if found else None
+
+
+def run_label(run_id: str, now: float, seconds: bool = False) -> str:
+    """The part of a run's id that tells it from the others: when it started and its name ('18:30 demo'),
+    with the date when that is not the day of `now` ('11-24 18:30 demo'; another year: '2025-11-24 …').
+    An id not named as tuitrain names runs is shown whole."""
+    parts = _id_parts(run_id)
+    if parts is None:
+        return run_id
+    (year, month, day, hour, minute, second), name = parts
+    today = time.strftime("%Y%m%d", time.localtime(now))
+    clock = f"{hour}:{minute}:{second}" if seconds else f"{hour}:{minute}"
+    if today == f"{year}{month}{day}":
+        return f"{clock} {name}"
+    if today[:4] == year:
+        return f"{month}-{day} {clock} {name}"
+    return f"{year}-{month}-{day} {clock} {name}"
+
+
+def run_labels(run_ids: Iterable[str], now: float) -> dict[str, str]:
+    """Each run's label (`run_label`); runs that would read alike (same minute, same name) get their seconds."""
+    ids = list(run_ids)
+    short = {i: run_label(i, now) for i in ids}
+    seen: dict[str, int] = {}
+    for label in short.values():
+        seen[label] = seen.get(label, 0) + 1
+    return {i: run_label(i, now, seconds=True) if seen[label] > 1 else label for i, label in short.items()}
+
+
 def matches(row: RunRow, text: str) -> bool:
-    """Every word of `text` is in the run's id, profile or status, or a Slurm run's job state (case-insensitive)."""
-    haystack = f"{row.id} {row.profile} {row.status} {row.job or ''}".lower()
+    """Every word of `text` is in the run's id, profile or status, or a Slurm run's job state, or the date
+    and time its label shows ('18:30', '11-24'; case-insensitive)."""
+    parts = _id_parts(row.id)
+    when = ""
+    if parts is not None:
+        year, month, day, hour, minute, second = parts[0]
+        when = f"{year}-{month}-{day} {hour}:{minute}:{second}"
+    haystack = f"{row.id} {row.profile} {row.status} {row.job or ''} {when}".lower()
     return all(word in haystack for word in text.lower().split())
 
 
@@ -66,3 +112,56 @@ def describe(order: RunOrder) -> str:
     if order.sort != "started" or order.reverse:
         parts.append(f"by {order.sort} {order.arrow()}")
     return "".join(f" · {p}" for p in parts)
+
+
+NEWS_SECONDS = 60.0  # how long a checkpoint is news: its run's row keeps a mark, the runs pane counts it
+
+
+def checkpoint_step(folder: str) -> str:
+    """'40' for 'checkpoint-40' (what the Trainer names a checkpoint's folder); any other name whole."""
+    head, _, step = folder.rpartition("-")
+    return step if head and step.isdigit() else folder
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
+def checkpoints_written(folders: Sequence[str]) -> str:
+    """A run's checkpoints of one poll, said once: 'checkpoint-40 written', '3 checkpoints written (the
+    newest checkpoint-40)'."""
+    if len(folders) == 1:
+        return f"{folders[0]} written"
+    return f"{plural(len(folders), 'checkpoint')} written (the newest {folders[-1]})"
+
+
+@dataclass
+class CheckpointNews:
+    """The checkpoints the app heard of lately (runs it saw live): each is news for NEWS_SECONDS, which
+    Home shows as a mark on its run's row and a count ('3 checkpoints of 2 runs'), not as a toast on
+    whatever screen is open."""
+
+    heard: list[tuple[float, str, str]] = field(default_factory=list)  # (when heard, run id, checkpoint folder)
+
+    def add(self, changes: Iterable[Change], now: float) -> None:
+        self.heard = [h for h in self.heard if now - h[0] < NEWS_SECONDS]
+        self.heard += [(now, c.run_id, c.detail) for c in changes if c.kind == "checkpoint"]
+
+    def fresh(self, now: float) -> list[tuple[str, str]]:
+        """(run id, checkpoint folder) of each checkpoint still news, oldest first."""
+        return [(run_id, folder) for when, run_id, folder in self.heard if now - when < NEWS_SECONDS]
+
+    def marks(self, now: float) -> dict[str, str]:
+        """Run id → the newest of its checkpoints still news."""
+        return dict(self.fresh(now))
+
+    def summary(self, now: float) -> str:
+        """'checkpoint-40 of 18:30 demo', '3 checkpoints of 2 runs'; '' when there is no news."""
+        fresh = self.fresh(now)
+        if not fresh:
+            return ""
+        runs = {run_id for run_id, _ in fresh}
+        if len(fresh) == 1:
+            run_id, folder = fresh[0]
+            return f"{folder} of {run_label(run_id, now)}"
+        return f"{plural(len(fresh), 'checkpoint')} of {plural(len(runs), 'run')}"

@@ -12,14 +12,16 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.coordinate import Coordinate
+from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Input, OptionList, Static
+from textual.widgets.data_table import ColumnKey
 from textual.widgets.option_list import Option
 
 from tuitrain.humanize import duration, number
 from tuitrain.tui.actions import run_request
 from tuitrain.tui.format import clock, short_metric, status_text, step_text
-from tuitrain.tui.run_table import SORTS, RunOrder, arrange, describe
+from tuitrain.tui.run_table import SORTS, RunOrder, arrange, checkpoint_step, describe, run_labels
 from tuitrain.tui.widgets.hardware_strip import HardwareStrip
 from tuitrain.tui.widgets.key_bar import KeyBar
 from tuitrain.tui.widgets.text_line import TextLine
@@ -59,16 +61,37 @@ def column_widths(columns: tuple[str, ...], cells: list[dict[str, object]], room
     return tuple(fixed[c] for c in columns)
 
 
-def runs_title(count: int | None, order: RunOrder | None = None, shown: int | None = None) -> str:
+def runs_title(count: int | None, order: RunOrder | None = None, shown: int | None = None, news: str = "") -> str:
     """The runs pane's title; `count` None while the runs root is not read yet (no "none yet" flash);
-    with a filter, how many of them it shows, and the sort when it is not the default."""
+    with a filter, how many of them it shows, the sort when it is not the default, and the checkpoints
+    written lately (`news`: '3 checkpoints of 2 runs')."""
     if count is None:
         return "Runs — reading…"
     if not count:
         return "Runs — none yet: highlight a profile and press r"
     order = order or RunOrder()
     counted = f"{shown} of {count}" if order.filter.strip() and shown is not None else str(count)
-    return f"Runs ({counted}){describe(order)}"
+    return f"Runs ({counted}){describe(order)}" + (f" · new: {news}" if news else "")
+
+
+def empty_runs_hint(count: int, order: RunOrder) -> str:
+    """What Enter on an empty runs table says: how runs come, or that the filter hides them."""
+    if count and order.filter.strip():
+        return f"no run matches /{order.filter.strip()} (of {count}): escape clears the filter"
+    return "no runs yet: highlight a profile and press r to start one"
+
+
+class RunsTable(DataTable):
+    """The runs table: Enter on it with no rows says why there are none (a DataTable would keep still)."""
+
+    class Empty(Message):
+        """Enter on the table while it has no rows."""
+
+    def action_select_cursor(self) -> None:
+        if self.row_count == 0:
+            self.post_message(self.Empty())
+            return
+        super().action_select_cursor()
 
 
 class HomeScreen(Screen):
@@ -108,6 +131,9 @@ class HomeScreen(Screen):
         self._ready = False
         self._profiles_stamp: object = None
         self.marked: list[str] = []  # run ids marked for compare, in the order marked
+        self.labels: dict[str, str] = {}  # run id → what the RUN column shows of it (run_table.run_labels)
+        self.saved: dict[str, str] = {}  # run id → its newest checkpoint still news (the app's CheckpointNews)
+        self._count = 0
         self.order = RunOrder()  # the table's sort and filter, kept across refreshes
 
     def compose(self) -> ComposeResult:
@@ -120,7 +146,7 @@ class HomeScreen(Screen):
             with Vertical(id="runs-pane"):
                 yield TextLine("Runs", classes="pane-title", id="runs-title")
                 yield Input(placeholder="filter runs: id, profile or status", id="runs-filter")
-                table: DataTable = DataTable(id="runs", cursor_type="row", zebra_stripes=False)
+                table: DataTable = RunsTable(id="runs", cursor_type="row", zebra_stripes=False)
                 yield table
         yield KeyBar()
 
@@ -211,9 +237,12 @@ class HomeScreen(Screen):
             status.append(f" r{row.failed_rank}", style="red")
         if row.job:  # a Slurm run: its job's state beside tuitrain's own
             status.append(f" · {row.job}", style="dim" if row.final else "")
+        if row.id in self.saved:  # a checkpoint written lately (news for run_table.NEWS_SECONDS)
+            status.append(f" · ckpt {checkpoint_step(self.saved[row.id])}", style="bold green")
         marked = row.id in self.marked
+        label = self.labels.get(row.id, row.id)
         return {
-            "RUN": Text(("✓ " if marked else "") + row.id, style="bold" if marked else "", no_wrap=True,
+            "RUN": Text(("✓ " if marked else "") + label, style="bold" if marked else "", no_wrap=True,
                         overflow="ellipsis", end=""),
             "STATUS": status,
             "STEP": step_text(row.step, row.max_steps, 5),
@@ -230,11 +259,17 @@ class HomeScreen(Screen):
         selected = self.selected_run_id()  # before new column widths rebuild the table
         self.marked = [i for i in self.marked if any(r.id == i for r in rows)]
         count = len(rows) if self.app.polls else None
+        self._count = len(rows)
+        now = self.app.clock()
+        self.labels = run_labels([r.id for r in rows], now)
+        saved = self.app.checkpoint_news.marks(now)
+        news_changed, self.saved = saved != self.saved, saved
         rows = arrange(rows, self.order)
         columns = self._wanted_columns()
         self._ensure_columns(column_widths(columns, [self._all_cells(r) for r in rows], self._room()))
         ids = [r.id for r in rows]
-        self.query_one("#runs-title", TextLine).set(runs_title(count, self.order, len(rows)))
+        self.query_one("#runs-title", TextLine).set(
+            runs_title(count, self.order, len(rows), self.app.checkpoint_news.summary(now)))
         if self.app.polls:
             self.load_profiles(only_if_changed=True)
         if ids != [r.id for r in self._rows]:
@@ -246,9 +281,11 @@ class HomeScreen(Screen):
         else:
             for old, row in zip(self._rows, rows, strict=True):
                 new = self._cells(row)
-                if old != row or not row.final:
+                if old != row or not row.final or news_changed:
                     for column, value in new.items():
-                        table.update_cell(row.id, column, value)
+                        # a column left to the table grows with its cells ("running" → "finished · COMPLETED")
+                        grows = _cell_len(value) > table.columns[ColumnKey(column)].content_width
+                        table.update_cell(row.id, column, value, update_width=grows)
         self._rows = list(rows)
 
     @property
@@ -278,6 +315,10 @@ class HomeScreen(Screen):
     @on(DataTable.RowSelected, "#runs")
     def _row_selected(self, event: DataTable.RowSelected) -> None:
         self.action_open_run()
+
+    @on(RunsTable.Empty)
+    def _no_run_to_open(self, event: RunsTable.Empty) -> None:
+        self.notify(empty_runs_hint(self._count, self.order), severity="warning")
 
     @on(OptionList.OptionSelected, "#profiles")
     def _profile_selected(self, event: OptionList.OptionSelected) -> None:
