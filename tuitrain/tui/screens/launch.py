@@ -42,7 +42,10 @@ class LaunchScreen(ModalScreen[None]):
                 Binding("ctrl+t", "preview_data", "Preview data",
                         tooltip="The training data as the engine tokenizes it: rows, labels, token lengths"),
                 Binding("ctrl+b", "submit", "Submit to Slurm",
-                        tooltip="Submit it as a Slurm batch job (tuitrain submit) with the Slurm options below")]
+                        tooltip="Submit it as a Slurm batch job (tuitrain submit) with the Slurm options below"),
+                Binding("ctrl+y", "copy_command", "Copy run command",
+                        tooltip="Copy `tuitrain run PROFILE --set …` with the overrides typed here (with Slurm "
+                                "options typed: `tuitrain submit …`)")]
 
     def __init__(self, path: Path, overrides: Sequence[str] = ()) -> None:
         super().__init__()
@@ -130,6 +133,20 @@ class LaunchScreen(ModalScreen[None]):
     @on(Button.Pressed, "#cancel")
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+    def action_copy_command(self) -> None:
+        """The command that does from a shell what Launch (or, with Slurm options typed, Submit) does here."""
+        from tuitrain.tui.run_command import tuitrain_command
+
+        text = self.query_one("#sbatch", Input).value
+        try:
+            options = shlex.split(text)
+        except ValueError:
+            options = text.split()
+        verb = "submit" if options else "run"
+        command = tuitrain_command(verb, self.path, self.app.runs_root, self.app.cwd, self.overrides(), options)
+        self.app.copy_to_clipboard(command)
+        self.notify(f"copied (through the terminal's clipboard, OSC 52): {command}", title="Command")
 
     @on(Button.Pressed, "#preview-data")
     def action_preview_data(self) -> None:

@@ -87,7 +87,7 @@ class ResumeScreen(ModalScreen[None]):
             yield Static(f"Resume run {self.run_dir.name}", id="resume-title")
             yield Static("finding the checkpoint…", id="checkpoint")
             yield Static("Overrides, like --set (section.key=value, space separated):", classes="hint")
-            yield Input(self.initial, placeholder="training.max_steps=200 training.learning_rate=1e-4", id="resume-set")
+            yield Input(self.initial, placeholder="section.key=value …", id="resume-set")
             yield Static("", id="resume-problems")
             with Horizontal(classes="buttons"):
                 yield Button("Resume", variant="primary", id="resume")
@@ -120,6 +120,8 @@ class ResumeScreen(ModalScreen[None]):
         self.query_one("#checkpoint", Static).update(text)
         if chosen is not None:
             self.chosen = chosen
+            # an example resume accepts: more steps than the checkpoint has (as nothing_left's fix suggests)
+            self.query_one("#resume-set", Input).placeholder = f"training.max_steps={chosen.step * 2}"
             self.check(self.query_one("#resume-set", Input).value)  # again, against it
 
     @on(Input.Changed, "#resume-set")
