@@ -1,6 +1,6 @@
 """Issue 21, defect 1: checkpoints said where they matter. A checkpoint used to make a toast on whatever screen
 was open (six stacked on the GPUs screen covered its table; a monitor showed other runs' toasts). Now Home
-marks the run's row and counts what is new ('3 checkpoints of 2 runs'); a run's own monitor says its own,
+marks a live run's row and counts what is new ('3 checkpoints of 2 runs'); a run's own monitor says its own,
 once a poll; every other screen stays clear."""
 
 from __future__ import annotations
@@ -70,6 +70,14 @@ def test_checkpoints_of_several_runs_cover_no_table_and_are_news_on_home(base): 
         await until(pilot, lambda: app.polls >= polls + 2, what="two more polls")
         assert checkpoint_toasts(app) == ["2 checkpoints written (the newest checkpoint-27)"]
         assert app.screen is monitor
+
+        await pilot.press("escape")
+        await until(pilot, lambda: type(app.screen).__name__ == "HomeScreen", what="Home again")
+        await until(pilot, lambda: status_of(app, RUNNING) == "running · ckpt 27", what="the newest mark")
+        assert app.screen.query_one("#runs-title").text.endswith(" · new: 6 checkpoints of 2 runs")
+        record.update(status="finished", ended=T0 + 3100)  # an ended run's status says enough: no mark
+        (runs / OTHER / "run.json").write_text(json.dumps(record))
+        await until(pilot, lambda: status_of(app, OTHER) == "finished", what="the ended run's mark gone")
 
     run(script, app, size=(120, 40), notifications=True)
 

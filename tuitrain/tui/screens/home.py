@@ -237,7 +237,7 @@ class HomeScreen(Screen):
             status.append(f" r{row.failed_rank}", style="red")
         if row.job:  # a Slurm run: its job's state beside tuitrain's own
             status.append(f" · {row.job}", style="dim" if row.final else "")
-        if row.id in self.saved:  # a checkpoint written lately (news for run_table.NEWS_SECONDS)
+        if row.id in self.saved and not row.final:  # a live run's checkpoint written lately (run_table.NEWS_SECONDS)
             status.append(f" · ckpt {checkpoint_step(self.saved[row.id])}", style="bold green")
         marked = row.id in self.marked
         label = self.labels.get(row.id, row.id)
