@@ -33,6 +33,7 @@ from tuitrain.tui.widgets.text_line import TextLine
 if TYPE_CHECKING:
     from textual import getters
 
+    from tuitrain.runs.lineage import Lineage
     from tuitrain.tui.app import TuitrainApp
 
 
@@ -88,6 +89,7 @@ class MonitorScreen(Screen):
         super().__init__()
         self.run_dir = Path(run_dir)
         self.run_watch = RunWatch(self.run_dir)
+        self.lineage: Lineage | None = None  # a resumed run's ancestors' curves, read by the first poll
         self._landed = False
         self._ready = False
         self._gpus_of: object = None
@@ -150,6 +152,9 @@ class MonitorScreen(Screen):
     # ------------------------------------------------------------------------------ data
     @work(thread=True, exclusive=True, group="monitor", exit_on_error=False)
     def follow_run(self) -> None:
+        from tuitrain.runs.lineage import read_lineage
+
+        self.lineage = read_lineage(self.run_watch.paths, self.run_watch.record)  # ancestors have ended: read once
         while True:
             changed = self.run_watch.poll()
             if self.machines:
@@ -299,7 +304,10 @@ class MonitorScreen(Screen):
         self.query_one(selector, TextLine).set(content)
 
     def update_metrics(self) -> None:
-        self.query_one(MetricsPanel).show(self.run_watch.events.series, live=self.run_watch.status not in FINAL_STATUSES)
+        lineage = self.lineage
+        series = lineage.joined(self.run_watch.events.series) if lineage is not None else self.run_watch.events.series
+        self.query_one(MetricsPanel).show(series, live=self.run_watch.status not in FINAL_STATUSES,
+                                          lineage=lineage.note() if lineage is not None else None)
 
     def update_checkpoints(self) -> None:
         self.query_one(CheckpointList).show(self.run_watch, self.app.show_path(self.run_watch.output_dir))

@@ -89,9 +89,11 @@ class MetricsPanel(Vertical):
         yield LinePlot("learning rate", id="plot-lr")
         yield LinePlot("eval metrics", id="plot-eval")
 
-    def show(self, series: Mapping[str, Any], live: bool = True) -> None:
+    def show(self, series: Mapping[str, Any], live: bool = True, lineage: str | None = None) -> None:
         """`series`: a run's series by name (each with .steps and .values), as RunWatch folds them; `live`:
-        the run still trains (it can be asked to evaluate now)."""
+        the run still trains (it can be asked to evaluate now); `lineage`: where the points before the run's
+        own come from, for a resumed run (tuitrain.runs.lineage)."""
+        self.query_one("#plot-loss", LinePlot).set_title(f"loss · {lineage}" if lineage else "loss")
         loss_lines = []
         if "loss" in series:
             loss_lines.append(Line("train", series["loss"].steps, series["loss"].values, "cyan"))

@@ -71,6 +71,11 @@ class LinePlot(Widget):
             self.note = note
             self.refresh()
 
+    def set_title(self, title: str) -> None:
+        if title != self.title:
+            self.title = title
+            self.refresh()
+
     def set_lines(self, lines: list[Line]) -> None:
         signature = tuple((line.label, len(line.values)) for line in lines)
         if signature != self._signature:
