@@ -386,3 +386,14 @@ def test_model_config_values_of_the_wrong_type_are_refused(tmp_path: Path) -> No
     assert only(problems_of(data, tmp_path)).message == "expected a whole number (int), got the number 32"
     data["model"]["config"].update(hidden_size=32, hidden_dropout_prob=0, vocab_size=128, use_cache=False)
     assert problems_of(data, tmp_path) == []  # a whole number is a dropout bert takes
+
+
+def test_a_rank_that_meets_a_file_as_its_model_says_it_is_a_file(tmp_path: Path) -> None:
+    """validate refuses a file as model.name_or_path first; a rank that meets one anyway (the file put there after
+    the check) says the same, not that a folder holds nothing loadable."""
+    from tuitrain.engine.errors import not_loadable
+
+    data = tmp_path / "train.csv"
+    data.write_text("text,label\n")
+    said = not_loadable("model.name_or_path", str(data), "model", OSError("not a directory"))
+    assert said.startswith(f"model.name_or_path: {data} is a file, not a model folder") and "holds no" not in said

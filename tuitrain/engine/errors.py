@@ -26,7 +26,11 @@ def offline() -> bool:
 
 def not_loadable(key: str, source: str, what: str, exc: BaseException) -> str:
     """Why a Hub id or folder named by `key` could not be loaded, and what to do."""
-    if Path(source).expanduser().exists():
+    path = Path(source).expanduser()
+    if path.is_file():  # validate refuses this first; a file put there after it is said the same way
+        return (f"{key}: {path} is a file, not a {what} folder; give the folder save_pretrained wrote, or a Hub id such "
+                'as "bert-base-uncased"')
+    if path.exists():
         return f"{key} = {source!r}: the folder holds no loadable {what} ({first_line(exc)}); give a folder saved with save_pretrained"
     if offline():
         return (f"{key} = {source!r}: not a local folder, and not in the Hugging Face cache while offline "
