@@ -19,6 +19,7 @@ from typing import Any, Iterable, Mapping
 from tuitrain.installed import distribution_version
 
 from .datafiles import Scan, not_commas, scan_data_file
+from .folders import unusable_folder
 from .implied import PRECISION_FLAGS, mixed_precision
 from .model_config import accepts, config_keys, exact
 from .problems import Problem, Severity, close_matches, did_you_mean
@@ -1580,20 +1581,8 @@ def output_dir_problem(file: str, raw: str, cwd: Path | None = None) -> Problem 
         return Problem(file, "run.output_dir", "contains a NUL character, which no path can", fix)
     path = Path(raw).expanduser()
     path = path if path.is_absolute() else (cwd or Path.cwd()) / path
-    try:
-        if path.exists() and not path.is_dir():
-            return Problem(file, "run.output_dir", f"{path} is a file, not a folder", fix)
-        existing = path
-        while not existing.exists():
-            existing = existing.parent
-        if not existing.is_dir():
-            return Problem(file, "run.output_dir", f"{path} cannot be created: {existing} is a file", fix)
-        if not os.access(existing, os.W_OK | os.X_OK):
-            return Problem(file, "run.output_dir", f"{path} cannot be written: {existing} is read-only "
-                           "(a read-only filesystem, or no write permission)", fix)
-    except OSError as exc:
-        return Problem(file, "run.output_dir", f"{path}: {exc.strerror or exc}", fix)
-    return None
+    refusal = unusable_folder(path)
+    return Problem(file, "run.output_dir", refusal, fix) if refusal else None
 
 
 def check_value(file: str, key: str, value: Any) -> list[Problem]:

@@ -53,28 +53,6 @@ def holder_problem(output_dir: Path, me: RunPaths) -> str | None:
             "run.output_dir (e.g. --set run.output_dir=outputs/new)")
 
 
-def unusable_output_dir(output_dir: Path) -> str | None:
-    """Why `output_dir` cannot be made or written here (a file in its way, a read-only or pseudo file system such
-    as /proc); None when it can. Probes with a temporary folder in the nearest folder that exists, removed again;
-    a start that cannot claim the folder says the same words (`claim_output_dir`)."""
-    import tempfile
-
-    existing = output_dir
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    try:
-        if not existing.is_dir():
-            raise NotADirectoryError(20, "Not a directory", str(existing))
-        Path(tempfile.mkdtemp(prefix=".tuitrain-probe-", dir=existing)).rmdir()
-    except OSError as exc:
-        return output_dir_words(output_dir, exc)
-    return None
-
-
-def output_dir_words(output_dir: Path, exc: OSError) -> str:
-    return f"cannot use {output_dir} as the output folder: {exc.strerror or exc}"
-
-
 def claim_output_dir(output_dir: Path, me: RunPaths) -> str | None:
     """Claim the folder for run `me` (its record written, just before it starts); returns why not when a live
     run holds it, checked again under a lock so that of two starts at once only one claims it."""
@@ -87,4 +65,4 @@ def claim_output_dir(output_dir: Path, me: RunPaths) -> str | None:
                 write_text_atomic(output_dir / CLAIM, json.dumps({"run_dir": str(me.root.resolve()), "run": me.id}))
             return problem
     except OSError as exc:
-        return output_dir_words(output_dir, exc)
+        return f"cannot use {output_dir} as the output folder: {exc.strerror or exc}"

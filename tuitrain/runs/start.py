@@ -18,9 +18,10 @@ from tuitrain.atomic import write_text_atomic
 from tuitrain.launch import LaunchPlan
 from tuitrain.launch.machines import MachinesPlan
 from tuitrain.profile import Profile
+from tuitrain.profile.folders import unusable_folder
 from tuitrain.runs.checkpoints import list_checkpoints
 from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.output_claim import claim_output_dir, holder_problem, unusable_output_dir
+from tuitrain.runs.output_claim import claim_output_dir, holder_problem
 from tuitrain.runs.record import RunRecordError, new_record, read_record, record_end, reserve_space, write_record
 from tuitrain.runs.tail import read_tail
 from tuitrain.yaml_text import dump as dump_yaml
@@ -115,7 +116,7 @@ def output_dir_refusal(output_dir: Path, lineage: Lineage | None = None) -> str 
     """Why a run cannot write into `output_dir`, as its start refuses it and its plan says it first: a folder that
     cannot be made or written here, or checkpoints it would overwrite. (A live run holding the folder is checked
     as the run starts: `holder_problem`.)"""
-    return unusable_output_dir(output_dir) or overwrite_refusal(output_dir, lineage)
+    return unusable_folder(output_dir) or overwrite_refusal(output_dir, lineage)
 
 
 def overwrite_refusal(output_dir: Path, lineage: Lineage | None) -> str | None:
