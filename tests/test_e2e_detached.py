@@ -25,13 +25,13 @@ def test_closing_the_terminal_leaves_the_run_going_and_sigterm_stops_it_graceful
     run_dir = wait_for(lambda: next(iter(runs_dir.iterdir()), None), 30, "the run directory")
     wait_for(lambda: losses(run_dir), 120, "a logged step")
     os.killpg(follower.pid, signal.SIGHUP)
-    follower.wait(timeout=10)
+    follower.wait(timeout=120)  # generous: the suite runs beside CPU-heavy work
     before = max(losses(run_dir))
-    wait_for(lambda: max(losses(run_dir)) >= before + 3, 60, "training to go on after the hang-up")
+    wait_for(lambda: max(losses(run_dir)) >= before + 3, 180, "training to go on after the hang-up")
     assert record(run_dir)["status"] == "running"
 
     os.kill(record(run_dir)["pids"]["supervisor"], signal.SIGTERM)
-    rec = wait_until_ended(run_dir, 60)
+    rec = wait_until_ended(run_dir, 180)
     assert rec["status"] == "stopped"
     saves = [e for e in events(run_dir) if e["event"] == "save"]
     assert saves and saves[-1]["step"] == events(run_dir)[-1]["step"]

@@ -16,6 +16,7 @@ from typing import Any, Iterator
 import psutil
 import pytest
 
+from conftest import patient
 from tuitrain.hardware.na import NA
 from tuitrain.hardware.recorded import RecordedNvml, load_table
 from tuitrain.hardware.sampler import Sampler
@@ -129,7 +130,7 @@ def test_gpu_processes_map_to_run_and_rank(tmp_path, sleeper):
 def test_a_child_of_a_rank_belongs_to_that_rank(tmp_path):
     rank = subprocess.Popen(["sh", "-c", "sleep 60 & wait"])
     try:
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + patient(5)
         while not psutil.Process(rank.pid).children() and time.monotonic() < deadline:
             time.sleep(0.01)
         (child,) = psutil.Process(rank.pid).children()

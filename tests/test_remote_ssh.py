@@ -15,6 +15,7 @@ from typing import Callable
 
 import pytest
 
+from conftest import patient
 from tuitrain.remote import SshOptions, classify, close_shared, remote_command, run, ssh_argv, start, with_env
 
 PYTHON = sys.executable  # the namespaces share the file system: the remote Python is this venv's
@@ -230,7 +231,7 @@ def test_connection_reuse_shares_one_connection(hosts, tmp_path: Path):
         elapsed = [r.elapsed for r in again]
     finally:
         close_shared("node1", shared)
-    deadline = time.monotonic() + 10  # the master acknowledges `-O exit`, then removes its socket
+    deadline = time.monotonic() + patient(10)  # the master acknowledges `-O exit`, then removes its socket
     while list(ctl.iterdir()) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert list(ctl.iterdir()) == []

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FINAL, MRPC, cli, events, losses, record, wait_for, wait_until_ended
+from conftest import FINAL, MRPC, cli, events, losses, patient, record, wait_for, wait_until_ended
 
 SCRIPTS = Path(__file__).resolve().parent / "fixtures" / "scripts"
 needs_mrpc = pytest.mark.skipif(not MRPC.is_dir(), reason="shared/data/mrpc is not beside this checkout")
@@ -145,7 +145,7 @@ def app_header_and_first_line(runs_dir: Path) -> tuple[str, str]:
     found: list[tuple[str, str]] = []
 
     async def until(pilot, predicate, what: str) -> None:
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + patient(20)
         while not predicate():
             assert time.monotonic() < deadline, f"timed out waiting for {what}"
             await pilot.pause(0.05)

@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 import pytest
 
+from conftest import patient
 from test_tui_fixtures import FAILED, FINISHED, FIXED_CLOCK, HARDWARE_LINE, RUNNING, fixed_time, make_runs
 
 fixed_time()
@@ -33,13 +34,14 @@ def make_app(base: Path, **kwargs: Any):
 
 
 async def until(pilot, predicate: Callable[[], Any], timeout: float = 10.0, what: str = "a condition") -> Any:
-    deadline = time.monotonic() + timeout
+    """Pause the app until `predicate` holds, within `timeout` times the suite's patience (conftest.patient)."""
+    deadline = time.monotonic() + patient(timeout)
     while time.monotonic() < deadline:
         value = predicate()
         if value:
             return value
         await pilot.pause(0.05)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+    raise AssertionError(f"timed out after {patient(timeout):.0f}s waiting for {what}")
 
 
 def run(script, app, size=(100, 30), notifications: bool = False) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FAST, events, record, wait_until_ended
+from conftest import FAST, events, patient, record, wait_until_ended
 from test_tui_app import until
 
 pytestmark = pytest.mark.slow
@@ -151,7 +151,7 @@ def test_in_a_real_terminal_launch_the_demo_and_quit_leaving_the_run_going(tmp_p
         return tm("capture-pane", "-p", "-t", "app")
 
     def wait_screen(text: str, timeout: float = 60) -> str:
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + patient(timeout)
         while time.monotonic() < deadline:
             shown = screen()
             if text in shown:
