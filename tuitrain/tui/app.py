@@ -16,12 +16,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from textual import work
-from textual.app import App, SystemCommand
+from textual.app import SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from tuitrain.tui.actions import wait_or_cancel
+from tuitrain.tui.app_api import TuitrainAppApi
 from tuitrain.tui.messages import HardwareSampled, RunsPolled, RunStarted
 from tuitrain.tui.run_table import CheckpointNews, checkpoints_written
 
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     from tuitrain.runs.live import Change, RunRow
 
 
-class TuitrainApp(App[int]):
+class TuitrainApp(TuitrainAppApi):
     TITLE = "tuitrain"
     CSS_PATH = "app.tcss"
     BINDINGS = [

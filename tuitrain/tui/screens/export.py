@@ -21,7 +21,7 @@ from textual.widgets import Button, Input, RadioButton, RadioSet, Static
 if TYPE_CHECKING:
     from textual import getters
 
-    from tuitrain.tui.app import TuitrainApp
+    from tuitrain.tui.app_api import TuitrainAppApi
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ class Choice(RadioButton):
 
 class ExportScreen(ModalScreen[ExportRequest | None]):
     if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
-        app = getters.app(TuitrainApp)
+        app = getters.app(TuitrainAppApi)
 
     DEFAULT_CSS = """
     ExportScreen { align: center middle; }

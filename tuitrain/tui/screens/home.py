@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from textual import getters
 
     from tuitrain.runs.live import RunRow
-    from tuitrain.tui.app import TuitrainApp
+    from tuitrain.tui.app_api import TuitrainAppApi
     from tuitrain.tui.profiles import ProfileEntry
 
 WIDE_COLUMNS = ("RUN", "STATUS", "STEP", "LOSS", "BEST", "STARTED", "TIME")
@@ -96,7 +96,7 @@ class RunsTable(DataTable):
 
 class HomeScreen(Screen):
     if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
-        app = getters.app(TuitrainApp)
+        app = getters.app(TuitrainAppApi)
 
     CSS_PATH = "home.tcss"
     BINDINGS = [

@@ -19,12 +19,12 @@ from tuitrain.tui.messages import RunStarted
 if TYPE_CHECKING:
     from textual import getters
 
-    from tuitrain.tui.app import TuitrainApp
+    from tuitrain.tui.app_api import TuitrainAppApi
 
 
 class LaunchScreen(ModalScreen[None]):
     if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
-        app = getters.app(TuitrainApp)
+        app = getters.app(TuitrainAppApi)
 
     DEFAULT_CSS = """
     LaunchScreen { align: center middle; }

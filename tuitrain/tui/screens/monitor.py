@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from textual import getters
 
     from tuitrain.runs.lineage import Lineage
-    from tuitrain.tui.app import TuitrainApp
+    from tuitrain.tui.app_api import TuitrainAppApi
 
 
 def log_range(top: int, height: int, count: int) -> str:
@@ -47,7 +47,7 @@ def log_range(top: int, height: int, count: int) -> str:
 
 class MonitorScreen(Screen):
     if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
-        app = getters.app(TuitrainApp)
+        app = getters.app(TuitrainAppApi)
 
     CSS_PATH = "monitor.tcss"
     HELP_TITLE = "Run monitor"

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from textual import getters
 
     from tuitrain.runs.checkpoints import Checkpoint
-    from tuitrain.tui.app import TuitrainApp
+    from tuitrain.tui.app_api import TuitrainAppApi
 
 
 def split_overrides(text: str) -> list[str]:
@@ -55,7 +55,7 @@ def override_problems(profile: Path, overrides: Sequence[str], checkpoint: Check
 
 class ResumeScreen(ModalScreen[None]):
     if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
-        app = getters.app(TuitrainApp)
+        app = getters.app(TuitrainAppApi)
 
     DEFAULT_CSS = """
     ResumeScreen { align: center middle; }
