@@ -106,6 +106,11 @@ def test_save_as_names_a_toml_under_the_working_folder_and_saving_clears_modifie
     target = model.save_as_target("profiles/sub/other")
     assert target == tmp_path / "profiles" / "sub" / "other.toml"
     assert model.save_as_target(str(tmp_path / "x.toml")) == tmp_path / "x.toml"
+    # a bare name goes where profiles are looked up by name; a path with a folder, ./ included, is a path
+    assert model.save_as_target("csvcopy") == model.save_as_target(" csvcopy.toml ") == tmp_path / "profiles" / "csvcopy.toml"
+    assert model.save_as_target("./csvcopy") == tmp_path / "csvcopy.toml"
+    assert model.save_as_outcome("sub/x") == f"writes {Path('sub', 'x.toml')} (makes the folder sub)"
+    assert model.save_as_outcome("") == "give a name (saved in profiles/) or a .toml path"
     model.set(("training", "max_steps"), 7)
     assert model.save(target, new_path=True) == []
     note = model.saved(target)
@@ -250,14 +255,18 @@ def test_a_new_profile_starts_from_a_model_folder_or_data_files(tmp_path):
     (tmp_path / "data" / "train.csv").write_text("text,label\na,0\nb,1\n")
     model = loaded(None, tmp_path)
     assert model.brand_new
+    # typed from the working folder, written from the profile's folder (./profiles, where it will be saved)
     model.start_from_model("my-model")
     assert model.data["model"] == {"task": "sequence-classification", "num_labels": 2,
-                                   "name_or_path": str(tmp_path / "my-model")}
+                                   "name_or_path": "../my-model"}
     model.start_from_model("bert-base-uncased")  # not a folder here: a Hub id, kept as typed
     assert model.data["model"]["name_or_path"] == "bert-base-uncased"
-    model.start_from_data("data/train.csv", "data/valid.csv")
+    model.start_from_model(str(tmp_path / "my-model"))  # absolute: kept as typed
+    assert model.data["model"]["name_or_path"] == str(tmp_path / "my-model")
+    model.start_from_data("data/train.csv", "data/valid.csv")  # a file still to come is a path too
     data = model.data["data"]
-    assert data["train_file"] == str(tmp_path / "data" / "train.csv") and data["validation_file"] == "data/valid.csv"
+    assert (data["train_file"], data["validation_file"]) == ("../data/train.csv", "../data/valid.csv")
+    assert model.folder_shown == "profiles/"
     assert not {"generate", "num_train", "num_validation"} & set(data) and model.ignored_keys() == {}
     model.start_from_data("data/train.csv")
     assert "validation_file" not in model.data["data"]

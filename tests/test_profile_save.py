@@ -110,3 +110,26 @@ def test_save_through_a_symlink_keeps_the_link(tmp_path: Path) -> None:
     save_profile({"run": {"name": "b"}}, link)
     assert link.is_symlink()
     assert tomllib.loads(real.read_text()) == {"run": {"name": "b"}}
+
+
+def test_a_profile_moved_to_another_folder_names_the_same_files(tmp_path: Path) -> None:
+    from tuitrain.profile.paths import moved_paths
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "train.csv").write_text("text,label\na,0\n")
+    (tmp_path / "models" / "tiny").mkdir(parents=True)
+    old, new = tmp_path / "profiles", tmp_path / "elsewhere" / "deep"
+    data = {"data": {"train_file": "../data/train.csv", "validation_file": str(tmp_path / "v.csv")},
+            "model": {"name_or_path": "../models/tiny", "tokenizer": "bert-base-uncased"},
+            "training": {"deepspeed": "ds.json"},
+            "script": {"path": "~/train.py"}}
+    moved = {".".join(key): (before, after) for key, before, after in moved_paths(data, old, new)}
+    assert moved == {"data.train_file": ("../data/train.csv", "../../data/train.csv"),
+                     "model.name_or_path": ("../models/tiny", "../../models/tiny"),
+                     "training.deepspeed": ("ds.json", "../../profiles/ds.json"),  # a file still to come: a path too
+                     "script.workdir": (None, "../../profiles")}  # a script still runs in its old folder
+    for key, (_before, after) in moved.items():  # each names the same file from the new folder
+        if key != "script.workdir":
+            section, leaf = key.split(".")
+            assert os.path.normpath(new / after) == os.path.normpath(old / data[section][leaf])
+    assert moved_paths(data, old, tmp_path / "profiles" / ".") == []  # the same folder: nothing moves

@@ -12,9 +12,12 @@ import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tuitrain.tui.fields import REMOVE
+
+if TYPE_CHECKING:
+    from tuitrain.profile.paths import Moved, Rule
 
 
 def get_path(data: dict[str, Any], path: tuple[str, ...]) -> Any:
@@ -49,6 +52,33 @@ def set_path(data: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
     node[path[-1]] = value
 
 
+def shown_path(path: Path, cwd: Path) -> str:
+    """A path as the user sees it: from the working folder when it is inside it, else absolute."""
+    full, here = Path(path).absolute(), Path(cwd).absolute()
+    return str(full.relative_to(here)) if full.is_relative_to(here) else str(full)
+
+
+def with_changes(data: dict[str, Any], changes: Sequence[Moved]) -> dict[str, Any]:
+    """A copy of `data` with each (key, old value, new value) change made."""
+    out = copy.deepcopy(data)
+    for key, _old, new in changes:
+        set_path(out, key, new)
+    return out
+
+
+def change_notes(changes: Sequence[Moved]) -> list[tuple[str, str]]:
+    """What to tell the user of Save As's changes, as (title, words): the run name, then the paths."""
+    notes = [("Run name", f"run.name set to {new!r} (it was {old!r}, the old file's own name)")
+             for key, old, new in changes if key == ("run", "name")]
+    paths = [f"{'.'.join(key)} = {new!r}" + (" (the script still runs in the old file's folder)" if old is None else "")
+             for key, old, new in changes if key != ("run", "name")]
+    if paths:
+        notes.append(("Paths", "relative paths rewritten from the new file's folder, naming the same files: "
+                      + "; ".join(paths)))
+    return notes
+
+
+SAVE_AS_QUESTION = "Save the profile as: a name (saved in profiles/, listed on Home) or a .toml path from the working folder"
 MACHINES = ("distributed", "machines")
 _MACHINE_PART = re.compile(r"machines\[(\d+)\]")
 
@@ -262,27 +292,44 @@ class EditorModel:
         return out
 
     # ------------------------------------------------------------------------------ starting points
-    def _typed_path(self, text: str) -> str:
-        """A path typed relative to the working folder, as an absolute path (the profile may be saved
-        anywhere); text naming nothing here is kept as typed (a Hub id, a file still to come)."""
-        path = Path(text).expanduser()
-        full = path if path.is_absolute() else self.cwd / path
-        return str(full.resolve()) if full.exists() else text
+    @property
+    def folder_shown(self) -> str:
+        """The folder the profile's relative paths start from, as the user sees it (from the working folder)."""
+        return shown_path(self.planned_path.parent, self.cwd) + "/"
+
+    def start_question(self, what: str) -> str:
+        """What a starting point asks: "model" (a model folder or Hub id) or "data" (the training file)."""
+        where = f"from the working folder, written from the profile's folder, {self.folder_shown}"
+        if what == "model":
+            return (f"The pretrained model: a folder ({where}) or a Hub id. Its tokenizer is used; [model.config] "
+                    "and [model.train_tokenizer] are dropped:")
+        return f"The training file (.csv, .json, .jsonl or .parquet; {where}). The generated data set is dropped:"
+
+    def _typed_path(self, text: str, rule: Rule) -> str:
+        """A path typed relative to the working folder, written relative to the profile's folder (where
+        the loader starts a relative path); an absolute path, or text that is no path (a Hub id, for a
+        `rule` of "if_exists"), is kept as typed."""
+        from tuitrain.profile.paths import is_relative_local, moved_path
+
+        if not is_relative_local(text, rule, self.cwd):
+            return text
+        return moved_path(text, self.cwd, self.planned_path.parent)
 
     def start_from_model(self, folder: str) -> None:
         """A new profile fine-tuning a pretrained model: model.name_or_path is `folder` (a folder, or
         a Hub id), and the demo's from-scratch model and trained tokenizer go."""
         for key in ("config", "train_tokenizer", "tokenizer"):
             self.set(("model", key), REMOVE)
-        self.set(("model", "name_or_path"), self._typed_path(folder.strip()))
+        self.set(("model", "name_or_path"), self._typed_path(folder.strip(), "if_exists"))
 
     def start_from_data(self, train: str, validation: str | None = None) -> None:
         """A new profile on data files: data.train_file (and validation_file) are these, and the
         demo's generated data set (generate, num_train, num_validation) goes."""
         for key in ("generate", "num_train", "num_validation", "dataset", "dataset_config"):
             self.set(("data", key), REMOVE)
-        self.set(("data", "train_file"), self._typed_path(train.strip()))
-        self.set(("data", "validation_file"), self._typed_path(validation.strip()) if validation else REMOVE)
+        self.set(("data", "train_file"), self._typed_path(train.strip(), "always"))
+        self.set(("data", "validation_file"),
+                 self._typed_path(validation.strip(), "always") if validation else REMOVE)
 
     # ------------------------------------------------------------------------------ GPUs
     # [hardware] gpus lists physical GPUs in the order they become cuda:0, cuda:1, …: the picker
@@ -497,15 +544,36 @@ class EditorModel:
         return str(self.path) if self.path else str(Path("profiles") / f"{name}.toml")
 
     def save_as_target(self, answer: str | None) -> Path | None:
-        """The file a save-as answer names (relative to the working folder, a .toml), or None."""
+        """The file a save-as answer names, or None: a bare name ("csvcopy", "csvcopy.toml": no folder)
+        goes in ./profiles, where profiles are looked up by name; a path is relative to the working
+        folder; either gets .toml."""
+        answer = (answer or "").strip()
         if not answer:
             return None
-        target = Path(answer).expanduser()
-        if not target.is_absolute():
-            target = self.cwd / target
+        if "/" not in answer and "\\" not in answer and not answer.startswith("~") and answer not in (".", ".."):
+            target = self.cwd / "profiles" / answer
+        else:
+            target = Path(answer).expanduser()
+            if not target.is_absolute():
+                target = self.cwd / target
         if target.suffix != ".toml":
             target = target.with_suffix(".toml")
         return target
+
+    def save_as_outcome(self, answer: str) -> str:
+        """What saving as `answer` would do, said before it is done ("writes profiles/csvcopy.toml")."""
+        target = self.save_as_target(answer)
+        if target is None:
+            return "give a name (saved in profiles/) or a .toml path"
+        where = shown_path(target, self.cwd)
+        if target.is_dir():
+            return f"{where} is a folder: give a file name"
+        if self.path is not None and target.resolve() == self.path.resolve():
+            return f"writes {where} (this profile's own file)"
+        if target.exists():
+            return f"overwrites {where}"
+        new_folder = "" if target.parent.is_dir() else f" (makes the folder {shown_path(target.parent, self.cwd)})"
+        return f"writes {where}{new_folder}"
 
     @property
     def own_name(self) -> str:
@@ -516,19 +584,22 @@ class EditorModel:
             return source.stem
         return "from-accelerate" if self.accelerate_config is not None else "my-profile"
 
-    def rename_for(self, target: Path) -> str | None:
-        """Save As to another file: a [run] name that was the profile's own name (its file's stem, or
-        a new profile's starting name) becomes the new file's stem, so the new file's runs are listed
-        under its own name; a name the user chose is kept, and an unset one already follows the file.
-        Returns what to tell the user, or None when nothing changed."""
+    def save_as_changes(self, target: Path) -> list[Moved]:
+        """What saving to another file changes so that the copy means the same from there, as
+        (key, old value, new value): a [run] name that was the profile's own name (its file's stem, or a
+        new profile's starting name) becomes the new file's stem, so the new file's runs are listed under
+        its own name (a name the user chose is kept); relative paths are rewritten from the new file's
+        folder, so they name the same files (tuitrain.profile.paths)."""
+        from tuitrain.profile.paths import moved_paths
+
         if self.path is not None and target.resolve() == self.path.resolve():
-            return None
+            return []
+        changes: list[Moved] = []
         run = self.data.get("run")
         name = run.get("name") if isinstance(run, dict) else None
-        if name != self.own_name or name == target.stem:
-            return None
-        self.set(("run", "name"), target.stem)
-        return f"run.name set to {target.stem!r} (it was {name!r}, the old file's own name)"
+        if name == self.own_name and name != target.stem:
+            changes.append((("run", "name"), name, target.stem))
+        return changes + moved_paths(self.data, self.planned_path.parent, target.parent)
 
     def save(self, target: Path, new_path: bool = False, data: dict[str, Any] | None = None) -> list[str]:
         """Write the profile (or `data`, a copy taken from it) to `target` (blocking; atomic, the file's
@@ -540,10 +611,16 @@ class EditorModel:
             target.parent.mkdir(parents=True, exist_ok=True)
         return [str(w) for w in save_profile(copy.deepcopy(self.data if data is None else data), target)]
 
-    def saved(self, target: Path, data: dict[str, Any] | None = None, check: Check | None = None) -> str:
+    def saved(self, target: Path, data: dict[str, Any] | None = None, check: Check | None = None,
+              changes: Sequence[Moved] = ()) -> str:
         """The profile is now `target`'s (no longer new, a template's copy or an import); unmodified
-        unless it changed since `data` was copied for saving. `check`: the check of what was saved (the
-        one the error pane shows), whose errors the returned note counts. Returns what to tell the user."""
+        unless it changed since `data` was copied for saving. `changes`: what Save As changed in that
+        copy (`save_as_changes`), made here too unless the key was edited since. `check`: the check of
+        what was saved (the one the error pane shows), whose errors the returned note counts. Returns
+        what to tell the user."""
+        for key, old, new in changes:
+            if get_path(self.data, key) == old:
+                set_path(self.data, key, new)
         self.path = target
         self.on_disk = copy.deepcopy(self.data if data is None else data)
         self.template = None
@@ -588,13 +665,11 @@ class EditorModel:
         file, with --set for each change not saved yet (and the app's own --set), and --runs-dir when
         the app's runs root is not ./runs. Returns (command, what to tell the user); no command for a
         profile with no file yet (it says to save first)."""
-        import os
         import shlex
 
         if self.path is None or self.on_disk is None:
             return "", "save the profile first (ctrl+s): `tuitrain run` needs its file"
-        path = self.path.resolve()
-        shown = os.path.relpath(path, self.cwd.resolve()) if path.is_relative_to(self.cwd.resolve()) else str(path)
+        shown = shown_path(self.path.resolve(), self.cwd.resolve())
         args = ["tuitrain", "run", shown]
         if Path(runs_root).resolve() != (self.cwd / "runs").resolve():
             args += ["--runs-dir", str(runs_root)]

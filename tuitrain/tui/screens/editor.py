@@ -21,7 +21,7 @@ from textual.screen import Screen
 from textual.widgets import Button, Input, Label, SelectionList, Static, TabbedContent, TabPane
 
 from tuitrain.profile.schema import SCHEMA, KeySpec, TableSpec
-from tuitrain.tui.editor_model import Check, EditorModel, Loaded, LoadError, machine_path
+from tuitrain.tui.editor_model import SAVE_AS_QUESTION, Check, EditorModel, Loaded, LoadError, change_notes, machine_path, with_changes
 from tuitrain.tui.fields import REMOVE, FieldDef, parse_value
 from tuitrain.tui.widgets.field_row import FieldRow
 from tuitrain.tui.widgets.gpu_picker import GpuList, GpuPicker, busy_note, cuda_labels
@@ -381,9 +381,7 @@ class EditorScreen(Screen):
                 self.model.start_from_model(answer)
                 await self._started("model", f"model.name_or_path = {self.model.get(('model', 'name_or_path'))}")
 
-        self.app.push_screen(PromptScreen("The pretrained model: a folder (relative to the working folder) or a "
-                                          "Hub id. Its tokenizer is used; [model.config] and "
-                                          "[model.train_tokenizer] are dropped:"), chosen)
+        self.app.push_screen(PromptScreen(self.model.start_question("model")), chosen)
 
     @on(Button.Pressed, "#start-data")
     def _start_from_data(self) -> None:
@@ -397,8 +395,7 @@ class EditorScreen(Screen):
             if train:
                 self.app.push_screen(PromptScreen("The validation file (empty: none):"), validation_chosen)
 
-        self.app.push_screen(PromptScreen("The training file (.csv, .json, .jsonl or .parquet; relative to the "
-                                          "working folder). The generated data set is dropped:"), train_chosen)
+        self.app.push_screen(PromptScreen(self.model.start_question("data")), train_chosen)
 
     async def _started(self, section: str, what: str) -> None:
         self._modified()
@@ -694,15 +691,10 @@ class EditorScreen(Screen):
 
         def chosen(answer: str | None) -> None:
             target = model.save_as_target(answer)
-            if target is None:
-                return
-            renamed = model.rename_for(target)
-            if renamed:
-                self.notify(renamed, title="Run name")
-            self._save(target, new_path=True)
+            if target is not None:
+                self._save(target, new_path=True)
 
-        self.app.push_screen(PromptScreen("Save the profile as (a .toml path; relative to the working folder):",
-                                          model.save_as_default()), chosen)
+        self.app.push_screen(PromptScreen(SAVE_AS_QUESTION, model.save_as_default(), model.save_as_outcome), chosen)
 
     def _save(self, target: Path, new_path: bool = False) -> None:
         """Save a copy taken now, and check that same copy as the saved file: the toast and the
@@ -710,10 +702,12 @@ class EditorScreen(Screen):
         if self._check_timer is not None:
             self._check_timer.stop()
             self._check_timer = None
-        self.save_to(target, new_path, *self.model.begin_check())
+        data, number = self.model.begin_check()
+        changes = self.model.save_as_changes(target) if new_path else []
+        self.save_to(target, new_path, with_changes(data, changes), number, changes)
 
     @work(thread=True, exclusive=True, group="editor-save", exit_on_error=False)
-    def save_to(self, target: Path, new_path: bool, data: dict[str, Any], number: int) -> None:
+    def save_to(self, target: Path, new_path: bool, data: dict[str, Any], number: int, changes: list[Any]) -> None:
         from tuitrain.profile import ProfileError
 
         try:
@@ -723,10 +717,13 @@ class EditorScreen(Screen):
             self.app.call_from_thread(self.revalidate)
             return
         check = self.model.check(data, number, self.app.runs_root, self.app.hardware, path=target)
-        self.app.call_from_thread(self._saved, target, warnings, data, check, plan_text(check))
+        self.app.call_from_thread(self._saved, target, warnings, data, check, plan_text(check),  # type: ignore[arg-type]
+                                  changes)
 
-    def _saved(self, target: Path, warnings: list[str], data: dict[str, Any], check: Check, plan: Text) -> None:
-        note = self.model.saved(target, data, check)
+    async def _saved(self, target: Path, warnings: list[str], data: dict[str, Any], check: Check, plan: Text,
+                     changes: list[Any]) -> None:
+        note = self.model.saved(target, data, check, changes)
+        await self._rebuild(*{key[0] for key, _old, _new in changes})  # the fields show what the file says
         self.query_one("#title", Static).update(self._title())
         notice = self.model.notice  # "new profile …" and the like are true no longer
         self.query_one("#notice", Static).update(Text(notice))
@@ -735,6 +732,8 @@ class EditorScreen(Screen):
         self._checked(check, plan)
         errors = any(p.is_error for p in check.problems)
         self.notify(note, title="Saved", severity="warning" if errors else "information")
+        for title, words in change_notes(changes):
+            self.notify(words, title=title, timeout=12)
         for warning in warnings:
             self.notify(warning, title="Comments", severity="warning", timeout=12)
 

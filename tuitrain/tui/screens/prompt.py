@@ -1,6 +1,9 @@
-"""Ask for one line of text (a file name, say)."""
+"""Ask for one line of text (a file name, say), optionally saying beneath it what the answer
+would do ("writes profiles/x.toml") as it is typed."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from textual import on
 from textual.app import ComposeResult
@@ -20,19 +23,27 @@ class PromptScreen(ModalScreen[str | None]):
     """
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
-    def __init__(self, question: str, value: str = "") -> None:
+    def __init__(self, question: str, value: str = "", describe: Callable[[str], str] | None = None) -> None:
         super().__init__()
         self.question = question
         self.value = value
+        self.describe = describe
 
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(self.question)
             yield Input(self.value, id="answer")
+            if self.describe is not None:
+                yield Static(self.describe(self.value), id="outcome", markup=False)
             yield Static("[dim]enter: ok · escape: cancel[/]")
 
     def on_mount(self) -> None:
         self.query_one("#answer", Input).focus()
+
+    @on(Input.Changed, "#answer")
+    def _typed(self, event: Input.Changed) -> None:
+        if self.describe is not None:
+            self.query_one("#outcome", Static).update(self.describe(event.value))
 
     @on(Input.Submitted, "#answer")
     def _submitted(self, event: Input.Submitted) -> None:
