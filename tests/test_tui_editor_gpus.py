@@ -146,3 +146,19 @@ def test_a_gpu_named_by_uuid_keeps_its_place_and_spelling(base):
         await until(pilot, lambda: editor.data["hardware"]["gpus"] == [uuid, 6], what="1 out, 6 in, the UUID first")
 
     run(script, app, size=(140, 50))
+
+
+def test_with_accelerator_cpu_the_picker_says_no_gpu_is_used(base):
+    """It used to show 'physical GPU 0 → cuda:0' for a profile whose ranks train on the CPU (issue 21, item 11)."""
+    from tuitrain.tui.editor_model import CPU_MAPPING
+
+    path = write_profile(base, "[0]")
+    path.write_text(path.read_text().replace('accelerator = "cuda"', 'accelerator = "cpu"'))
+    app = gpu_app(base)
+
+    async def script(pilot):
+        editor, gpu_list = await open_picker(pilot, path)
+        await until(pilot, lambda: CPU_MAPPING in mapping(editor), what="the CPU line")
+        assert "→ cuda:" not in mapping(editor) and labels(gpu_list) == {}
+
+    run(script, app, size=(140, 50))

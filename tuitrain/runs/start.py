@@ -19,6 +19,7 @@ from tuitrain.launch import LaunchPlan
 from tuitrain.launch.machines import MachinesPlan
 from tuitrain.profile import Profile
 from tuitrain.profile.folders import unusable_folder
+from tuitrain.profile.paths import PATH_KEYS
 from tuitrain.runs.checkpoints import list_checkpoints
 from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.output_claim import claim_output_dir, holder_problem
@@ -41,27 +42,11 @@ class Lineage:
     checkpoint: Path
 
 
-# Keys that name local files or folders. "always": a relative value is a path wherever it points;
-# "if_exists": it may also be a Hub id (only a folder that exists here is a path).
-_PATH_KEYS = (
-    (("data", "train_file"), "always"),
-    (("data", "validation_file"), "always"),
-    (("model", "name_or_path"), "if_exists"),
-    (("model", "tokenizer"), "if_exists"),
-    (("distributed", "deepspeed", "config_file"), "always"),
-    (("distributed", "deepspeed", "offload_optimizer_nvme_path"), "always"),
-    (("distributed", "deepspeed", "offload_param_nvme_path"), "always"),
-    (("training", "deepspeed"), "always"),
-    (("script", "path"), "always"),
-    (("script", "workdir"), "always"),
-)
-
-
 def freeze_paths(data: dict[str, Any], base_dir: Path) -> dict[str, Any]:
     """The frozen profile must read the same files from any folder (a resume runs it from the run
     directory): relative local paths become absolute."""
     frozen = copy.deepcopy(data)
-    for keys, rule in _PATH_KEYS:
+    for keys, rule in PATH_KEYS:  # the profile's path keys (profile.paths: the editor's Save As reads them too)
         table: Any = frozen  # a nested table, or None once a key is missing
         for key in keys[:-1]:
             table = table.get(key) if isinstance(table, dict) else None

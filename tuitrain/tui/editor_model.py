@@ -108,6 +108,10 @@ def _in_schema_order(machine: dict[str, Any]) -> None:
     machine.update(ordered)
 
 
+CPU_MAPPING = ('accelerator = "cpu": the ranks train on the CPU and see no GPU (CUDA_VISIBLE_DEVICES is empty); '
+               "gpus is not used")
+
+
 @dataclass
 class Loaded:
     """What reading the profile gave: its data, the installed TrainingArguments' fields, whether the
@@ -374,11 +378,18 @@ class EditorModel:
         self.set(("hardware", "gpus"), entries)
         return True
 
+    @property
+    def on_cpu(self) -> bool:
+        """The form asks for CPU ranks: no GPU becomes any cuda:N."""
+        return self.get(("hardware", "accelerator")) == "cpu"
+
     def gpu_mapping_lines(self, devices: Sequence[Any]) -> list[str]:
         """Which physical GPU becomes which cuda:N with the GPUs as they are ticked, as the planner
         maps them ("physical GPU 2 → cuda:0"); with none ticked, every GPU."""
         from tuitrain.hardware.mapping import map_devices
 
+        if self.on_cpu:
+            return [CPU_MAPPING]
         order = self.get(("hardware", "device_order")) or "PCI_BUS_ID"
         try:
             mapping = map_devices(devices, self.gpu_entries or None, order)

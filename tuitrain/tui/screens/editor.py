@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from textual import getters
     from textual.timer import Timer
 
-    from tuitrain.tui.app import TuitrainApp
+    from tuitrain.tui.app_api import TuitrainAppApi
 
 # [distributed] keys the machines section shows (not the strategy's fields, nor left over from one)
 MACHINES_SECTION_KEYS = ("network_interface", "machines")
@@ -88,7 +88,7 @@ def training_field(key: str, specs: dict[str, Any] | None) -> FieldDef:
 
 class EditorScreen(Screen):
     if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
-        app = getters.app(TuitrainApp)
+        app = getters.app(TuitrainAppApi)
 
     CSS_PATH = "editor.tcss"
     check_delay = 0.2  # seconds of quiet after a change before the profile is checked again
@@ -514,7 +514,7 @@ class EditorScreen(Screen):
 
     def _gpu_prompts(self, gpus: tuple[Any, ...]) -> list[str]:
         """Each GPU's line in the picker, a ticked one with the cuda:N it becomes (and a warning when taken)."""
-        labels = cuda_labels(self.model.ticked_gpus(gpus))
+        labels = cuda_labels(self.model.ticked_gpus(gpus)) if not self.model.on_cpu else {}
         view = getattr(self.app, "hardware_view", None)
         live = {g.index: g for g in view.snapshot.gpus} if view else {}
         return [f"{self._gpu_prompt(g)}{busy_note(live.get(g.index, g))}  {labels[g.index]}" if g.index in labels
