@@ -121,6 +121,21 @@ def test_mig_gpu_lists_its_instances_and_na_fields():
     assert proc.used_memory is NA and proc.kind == "compute"  # NVML: value not available
 
 
+def test_a_mig_instances_used_memory_is_read_every_sample():
+    """Issue 21, item 7: the GPUs screen shows each instance's memory as it is now, not as it was at the first look."""
+    from tuitrain.hardware.devices import read_dynamic, read_static
+
+    lib = recorded("mig_a100")
+    with NvmlSession.open(lib) as session:
+        static = read_static(session, 0)
+        first = read_dynamic(session, static, no_identity)
+        assert [m.memory_used for m in first.mig_devices] == [11 * 2**30, 0, 0]
+        lib.devices[0]["mig_devices"][1]["memory"] = {"total": 20937965568, "used": 5 * 2**30}
+        second = read_dynamic(session, static, no_identity)
+    assert [m.memory_used for m in second.mig_devices] == [11 * 2**30, 5 * 2**30, 0]
+    assert second.mig_devices[1].memory_total == 20937965568 and second.mig_devices[1].name.endswith("2g.20gb")
+
+
 def test_not_supported_fields_are_na_and_never_raise():
     lib = recorded("not_supported")
     with NvmlSession.open(lib) as session:
@@ -225,3 +240,14 @@ def test_no_driver_library_means_driver_not_found_without_pynvml(monkeypatch) ->
     monkeypatch.setattr(nvml, "driver_library_loadable", lambda: False)
     with NvmlSession.open() as session:
         assert (session.available, session.reason) == (False, "driver not found")
+
+
+def test_tuitrain_gpus_lists_a_mig_gpus_instances_under_it_with_their_memory():
+    """Issue 21, item 7: as the app's GPUs screen does, before the GPU's processes; memory used of total."""
+    from tuitrain.cli.gpus import process_rows
+
+    rows = process_rows(discover(recorded("mig_a100"), no_identity).gpus)
+    assert [(r[0], r[3], r[4], r[5]) for r in rows[:3]] == [
+        ("0", "└ MIG 3g.40gb", "11.0/39.2 GiB", "instance"), ("0", "└ MIG 2g.20gb", "0.0/19.5 GiB", "instance"),
+        ("0", "└ MIG 1g.10gb", "0.0/9.5 GiB", "instance")]
+    assert rows[3][:2] == ["0", "4100200"] and len(rows) == 4

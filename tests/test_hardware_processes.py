@@ -9,7 +9,7 @@ import sys
 
 from tuitrain.hardware.devices import GpuInfo, GpuProcess
 from tuitrain.hardware.na import NA
-from tuitrain.hardware.processes import process_rows, refusal, sort_processes, terminate
+from tuitrain.hardware.processes import command_line, process_rows, refusal, short_command, sort_processes, terminate
 from tuitrain.runs.owners import RankOwner
 
 GiB = 2**30
@@ -25,6 +25,22 @@ def test_only_my_own_process_outside_any_run_may_be_ended():
     assert rank is not None and "rank 3 of run r1" in rank and "stop the run with s" in rank
     launcher = refusal(GpuProcess(14, GiB, user="alice", owner=RankOwner("r1", None, "launcher")), "alice")
     assert launcher is not None and "launcher of run r1" in launcher
+
+
+def test_a_process_command_line_has_its_arguments_and_a_short_form_without_the_program_folder():
+    """Issue 21, item 7: the GPUs screen showed 'python' for every training process."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "--epochs", "3"])
+    try:
+        full = command_line(proc.pid)
+        assert full == f"{sys.executable} -c 'import time; time.sleep(60)' --epochs 3"
+        assert short_command(full) == f"{sys.executable.rsplit('/', 1)[1]} -c 'import time; time.sleep(60)' --epochs 3"
+    finally:
+        proc.kill()
+        proc.wait()
+    assert command_line(proc.pid) is NA  # gone
+    assert command_line(4100001) is NA  # another container's pid (above pid_max here)
+    assert short_command("python train.py") == "python train.py"
+    assert short_command("'/opt/my env/bin/python' x.py") == "'/opt/my env/bin/python' x.py"
 
 
 def test_sorting_by_memory_pid_and_user():

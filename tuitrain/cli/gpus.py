@@ -62,11 +62,12 @@ GPU_HEADERS = ["GPU", "PCI_BUS_ID", "FASTEST_FIRST*", "name", "bus id", "cc", "m
 def process_rows(gpus: tuple[GpuInfo, ...]) -> list[list[str]]:
     rows = []
     for gpu in pci_order(gpus):
+        for mig in gpu.mig_devices:  # a MIG-enabled GPU's instances first, as the app's GPUs screen lists them
+            rows.append([str(gpu.index), "-", "-", f"└ MIG {mig.profile}", gpu_memory(mig.memory_used, mig.memory_total),
+                         "instance", str(mig.uuid)])
         for proc in sorted(gpu.processes, key=lambda p: p.pid):
             rows.append([str(gpu.index), str(proc.pid), str(proc.user), str(proc.command),
                          gib(proc.used_memory, unit=True), proc.kind, proc.owner.describe() if proc.owner else "-"])
-        for mig in gpu.mig_devices:
-            rows.append([str(gpu.index), "-", "-", f"MIG {mig.name}", gib(mig.memory_total, unit=True), "instance", str(mig.uuid)])
     return rows
 
 

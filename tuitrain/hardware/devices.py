@@ -39,7 +39,16 @@ class MigDevice:
     index: int
     uuid: str | NaType = NA
     name: str | NaType = NA
-    memory_total: int | NaType = NA
+    memory_total: int | NaType = NA  # bytes
+    memory_used: int | NaType = NA  # bytes, read every sample (read_dynamic)
+
+    @property
+    def profile(self) -> str | NaType:
+        """The instance's MIG profile ('3g.40gb' of 'NVIDIA A100-SXM4-80GB MIG 3g.40gb'); its name when it has none."""
+        if self.name is NA:
+            return NA
+        before, mig, profile = str(self.name).rpartition("MIG ")
+        return profile if mig and profile else self.name
 
 
 @dataclass(frozen=True)
@@ -72,7 +81,7 @@ class GpuInfo:
     num_cores: int | NaType = NA
     max_sm_clock: int | NaType = NA  # MHz
     mig_enabled: bool | NaType = NA
-    mig_devices: tuple[MigDevice, ...] = ()
+    mig_devices: tuple[MigDevice, ...] = ()  # a MIG-enabled GPU's instances, each with its memory
     processes: tuple[GpuProcess, ...] = ()
     lost: bool = False
 
@@ -161,8 +170,20 @@ def _mig_devices(session: NvmlSession, index: int) -> tuple[MigDevice, ...]:
             uuid=text(session.device_call(index, "nvmlDeviceGetUUID", handle=handle)),
             name=text(session.device_call(index, "nvmlDeviceGetName", handle=handle)),
             memory_total=memory.total if memory is not NA else NA,
+            memory_used=memory.used if memory is not NA else NA,
         ))
     return tuple(found)
+
+
+def _mig_memory(session: NvmlSession, index: int, migs: tuple[MigDevice, ...]) -> tuple[MigDevice, ...]:
+    """`migs` with this moment's memory (an instance's used memory changes; its slot does not)."""
+    out = []
+    for mig in migs:
+        handle = session.device_call(index, "nvmlDeviceGetMigDeviceHandleByIndex", mig.index)
+        memory = session.device_call(index, "nvmlDeviceGetMemoryInfo", handle=handle) if handle is not NA else NA
+        out.append(dataclasses.replace(mig, memory_total=memory.total if memory is not NA else mig.memory_total,
+                                       memory_used=memory.used if memory is not NA else NA))
+    return tuple(out)
 
 
 def _processes(session: NvmlSession, index: int, identify: Identify) -> tuple[GpuProcess, ...]:
@@ -214,6 +235,7 @@ def read_dynamic(session: NvmlSession, static: GpuInfo, identify: Identify) -> G
         memory_utilization=rates.memory if rates is not NA else NA,
         temperature=temperature,
         power_draw=power,
+        mig_devices=_mig_memory(session, index, static.mig_devices),
         processes=processes,
         lost=index in session.lost,
     )

@@ -8,13 +8,14 @@ alone; another user's process is theirs; a process nobody can identify is left a
 
 from __future__ import annotations
 
+import shlex
 import signal
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
 from tuitrain.hardware.devices import GpuInfo, GpuProcess
-from tuitrain.hardware.na import NA
+from tuitrain.hardware.na import NA, NaType
 
 if TYPE_CHECKING:
     import psutil
@@ -48,6 +49,28 @@ def process_rows(gpus: tuple[GpuInfo, ...], by: str) -> list[GpuProcessRow]:
     """Each GPU's processes in NVML order of GPUs, sorted `by` within each GPU."""
     return [GpuProcessRow(gpu.index, proc) for gpu in sorted(gpus, key=lambda g: g.index)
             for proc in sort_processes(gpu.processes, by)]
+
+
+def command_line(pid: int) -> str | NaType:
+    """The command `pid` runs with its arguments, as `ps -f` shows it ('python train.py --config a.toml');
+    NA when it cannot be read (gone, in another container, not ours to read) or has none (a kernel thread).
+    Reads /proc: call it from a worker."""
+    import psutil
+
+    try:
+        words = psutil.Process(pid).cmdline()
+    except (psutil.Error, OSError, ValueError):
+        return NA
+    return shlex.join(words) if words else NA
+
+
+def short_command(command: str) -> str:
+    """A command line with its program's folder left out ('python train.py' of '/opt/venv/bin/python train.py'),
+    so that a narrow column shows its arguments; a quoted program (a path with spaces) is left whole."""
+    program, space, rest = command.partition(" ")
+    if program.startswith("'") or "/" not in program:
+        return command
+    return program.rsplit("/", 1)[1] + space + rest
 
 
 def refusal(process: GpuProcess, me: str) -> str | None:
