@@ -84,6 +84,7 @@ async def open_gpus(pilot, pid: int):
     await until(pilot, lambda: type(app.screen).__name__ == "GpusScreen", what="the GPUs screen")
     table = app.screen.query_one("#gpu-table", DataTable)
     await until(pilot, lambda: f"2:{pid}" in keys(table), what="the processes")
+    await until(pilot, lambda: cells(table, f"2:{pid}")[3] == "sleep 120", what="its command line read")
     return app.screen, table
 
 
@@ -102,13 +103,19 @@ def test_every_gpu_and_process_with_user_command_memory_and_owner(tmp_path, slee
         screen, table = await open_gpus(pilot, mine.pid)
         assert [k for k in keys(table) if k.startswith("gpu:")] == ["gpu:0", "gpu:1", "gpu:2", "gpu:3"]
         for index, device in enumerate(table_data["devices"]):
-            row = cells(table, f"gpu:{index}")
-            assert row[0] == f"GPU {index}" and row[3].startswith(device["name"])
-            assert f"util {device['utilization']['gpu']}%" in row[3] and f"{device['temperature']}°C" in row[3]
-            assert f"{device['power_usage'] // 1000}/{device['power_limit'] // 1000} W" in row[3]
-            assert row[4] == gpu_memory(device["memory"]["used"], device["memory"]["total"])
-        assert cells(table, f"2:{mine.pid}")[1:] == [str(mine.pid), me, "sleep", "2.0 GiB", "-"]
-        assert cells(table, f"2:{rank.pid}")[1:] == [str(rank.pid), me, "sleep", "10.0 GiB", f"rank 0 of run {RUN_ID}"]
+            row = [cell.split("\n") for cell in cells(table, f"gpu:{index}")]
+            assert row[0] == [f"GPU {index}", f"{device['temperature']}°C"] and row[3][0] == device["name"].removeprefix("NVIDIA ")
+            util, memory = device["utilization"]["gpu"], device["memory"]["used"] / device["memory"]["total"]
+            assert row[3][1].startswith("util ") and row[3][1].endswith(f" {util:>3}%")  # a bar, then its figure
+            assert row[4][0] == gpu_memory(device["memory"]["used"], device["memory"]["total"])
+            assert row[4][1].endswith(f" {memory * 100:>3.0f}%")
+            assert row[5][0] == f"{device['power_usage'] // 1000}/{device['power_limit'] // 1000} W"
+        # the command with its arguments, once a worker has read it; the run's short label beside the rank
+        await until(pilot, lambda: cells(table, f"2:{mine.pid}")[3] == "sleep 120", what="the command line")
+        assert cells(table, f"2:{mine.pid}")[1:] == [str(mine.pid), me, "sleep 120", "2.0 GiB", "-"]
+        rank_row = cells(table, f"2:{rank.pid}")
+        assert rank_row[1:5] == [str(rank.pid), me, "sleep 120", "10.0 GiB"]
+        assert rank_row[5].startswith("rank 0 · ") and rank_row[5].endswith("12:00 demo")
         assert cells(table, f"3:{stranger}")[2] not in (me, "N/A")
         assert cells(table, "1:4100001")[1:3] == ["4100001", "N/A"]  # another container's: no user to see
         # each GPU's processes sit under it
@@ -170,7 +177,7 @@ def test_killing_my_process_asks_then_ends_it_and_others_are_refused(tmp_path, s
         await select(pilot, table, f"2:{mine.pid}")
         await pilot.press("k")
         await until(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen", what="the question")
-        assert f"Kill pid {mine.pid} (sleep" in str(app.screen.query_one("#question").content)
+        assert f"Kill pid {mine.pid} (sleep 120, " in str(app.screen.query_one("#question").content)
         await pilot.press("n")
         await pilot.pause(0.2)
         assert mine.poll() is None  # "no" kills nothing

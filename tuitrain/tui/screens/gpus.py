@@ -1,12 +1,15 @@
-"""GPUs, machine-wide (as nvitop or htop show them): every GPU with its utilisation, memory,
-temperature and power, and under each its processes with user, command, GPU memory and the run and
-rank that owns it. The figures are the app's hardware sampler's (a worker); this screen only draws
-them. `o` sorts each GPU's processes, `k` ends one of the user's own processes (asks; SIGTERM, then
-SIGKILL after a grace, in a worker); a rank of a tuitrain run is stopped through its run instead."""
+"""GPUs, machine-wide (as nvitop or htop show them): every GPU with bars of its utilisation and memory (text that
+reads without colour), its utilisation's history, temperature and power; a MIG-enabled GPU's instances with their
+memory; and under each GPU its processes with user, command line, GPU memory and the run and rank that owns it. At
+80 columns the command, then the user, then (to a floor) the run and rank give way; the highlighted row is said
+whole on the line under the table. The figures are the app's hardware sampler's (a worker; command lines are read
+by one of this screen's); this screen only draws them. `o` sorts each GPU's processes, `k` ends one of the user's
+own processes (asks; SIGTERM, then SIGKILL after a grace, in a worker); a rank of a tuitrain run is stopped through
+its run instead."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 from rich.cells import cell_len
 from rich.text import Text
@@ -14,15 +17,19 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import DataTable
+from textual.widgets import DataTable, Static
 
-from tuitrain.hardware.devices import GpuInfo
+from tuitrain.hardware.devices import GpuInfo, GpuProcess, MigDevice, ProcessOwner
 from tuitrain.hardware.host import current_user
-from tuitrain.hardware.na import NA
-from tuitrain.hardware.processes import GRACE, SORTS, GpuProcessRow, process_rows, refusal, terminate
-from tuitrain.humanize import gib, gpu_memory, percent
+from tuitrain.hardware.na import NA, NaType
+from tuitrain.hardware.processes import GRACE, SORTS, GpuProcessRow, command_line, process_rows, refusal, short_command, terminate
+from tuitrain.hardware.sampler import GpuPoint
+from tuitrain.humanize import gib, gpu_memory
+from tuitrain.tui.run_table import run_labels
+from tuitrain.tui.widgets.gpu_panel import spark
 from tuitrain.tui.widgets.key_bar import KeyBar
 from tuitrain.tui.widgets.text_line import TextLine
+from tuitrain.tui.widgets.usage_bar import least_width, usage_bar
 
 if TYPE_CHECKING:
     from textual import getters
@@ -32,10 +39,12 @@ if TYPE_CHECKING:
 
 SORT_NAMES = {"memory": "GPU memory", "pid": "pid", "user": "user"}
 COLUMNS = ("GPU", "pid", "user", "command", "GPU memory", "run / rank")
-# the columns that give way when the table is too narrow, first to last, and how far: the run and rank owning a
-# process, its pid and its memory always show whole
-SHRINKABLE = (("command", 12), ("user", 6))
-GPU_ROW_HEIGHT = 2  # a GPU's name, then its utilisation, temperature and power
+# the columns that give way when the table is too narrow, first to last, and how far (with an ellipsis): the pid,
+# the memory and (to its floor) the run and rank owning a process always show; the command takes what is left over
+SHRINKABLE = (("command", 16), ("user", 4), ("run / rank", 20), ("command", 8))
+GPU_ROW_HEIGHT = 2  # a GPU's name, temperature, memory and power; then its utilisation and memory bars, and history
+UTIL = "util"  # the utilisation bar's label
+VENDOR = "NVIDIA "  # every GPU here is one: its name in the table goes without it (whole on the detail line)
 
 
 def _cut(text: str, style: str = "") -> Text:
@@ -43,46 +52,117 @@ def _cut(text: str, style: str = "") -> Text:
     return Text(text, style, no_wrap=True, overflow="ellipsis", end="")
 
 
-def gpu_cells(gpu: GpuInfo) -> list[Text]:
-    """A GPU's own row, two lines high: index; name over utilisation, temperature and power; memory."""
-    figures = [f"util {percent(gpu.utilization).strip()}"]
-    if gpu.temperature is not NA:
-        figures.append(f"{gpu.temperature}°C")
-    if gpu.power_draw is not NA:
-        limit = f"/{gpu.power_limit:.0f}" if gpu.power_limit is not NA else ""
-        figures.append(f"{gpu.power_draw:.0f}{limit} W")
-    if gpu.lost:
-        figures.append("LOST (fell off the bus)")
+def _lines(first: Text | str, second: Text | str, style: str = "") -> Text:
+    """A cell of two lines, each cut with an ellipsis where the column is too narrow."""
+    out = Text(style=style, no_wrap=True, overflow="ellipsis", end="")
+    out.append(first)
+    out.append("\n")
+    out.append(second)
+    return out
+
+
+def _power(gpu: GpuInfo) -> str:
+    if gpu.power_draw is NA:
+        return ""
+    limit = f"/{gpu.power_limit:.0f}" if gpu.power_limit is not NA else ""
+    return f"{gpu.power_draw:.0f}{limit} W"
+
+
+def gpu_cells(gpu: GpuInfo, history: Sequence[GpuPoint] = (), widths: Sequence[int] | None = None) -> list[Text]:
+    """A GPU's own row, two lines high: its index over its temperature; its name over a bar of its utilisation;
+    its memory over a bar of it; its power over its utilisation's history. The bars fill `widths` (each column's
+    width; None: the least they need, to measure the row by)."""
+    def width(column: str) -> int:
+        return widths[COLUMNS.index(column)] if widths is not None else 0
+
     style = "bold red" if gpu.lost else "bold"
-    return [Text(f"GPU {gpu.index}", style), Text(""), Text(""), _cut(f"{gpu.name}\n" + " · ".join(figures), style),
-            Text(gpu_memory(gpu.memory_used, gpu.memory_total, gpu.lost), style), Text("")]
+    temperature = f"{gpu.temperature}°C" if gpu.temperature is not NA else ""
+    name = str(gpu.name).removeprefix(VENDOR) + (" LOST (fell off the bus)" if gpu.lost else "")
+    util = gpu.utilization / 100 if gpu.utilization is not NA and not gpu.lost else None
+    memory = gpu.memory_fraction if not gpu.lost else None
+    util_bar = usage_bar(util, max(width("command"), least_width(UTIL)), UTIL)
+    memory_bar = usage_bar(memory, max(width("GPU memory"), least_width()))
+    past = [p.utilization for p in history]
+    trend = f"{UTIL} " + spark(past, 100, max(4, width("run / rank") - len(UTIL) - 1)) if past else ""
+    return [_lines(Text(f"GPU {gpu.index}", style), temperature), Text(""), Text(""),
+            _lines(Text(name, style), util_bar), _lines(gpu_memory(gpu.memory_used, gpu.memory_total, gpu.lost), memory_bar),
+            _lines(_power(gpu), Text(trend, "green"))]
 
 
-def process_cells(row: GpuProcessRow, me: str) -> list[Text]:
+def mig_cells(gpu: GpuInfo, mig: MigDevice) -> list[Text]:
+    """A MIG instance of a GPU, under it: its profile's name and its memory."""
+    return [Text(""), Text(""), Text(""), _cut(f"└ MIG {mig.profile}", "italic"),
+            Text(gpu_memory(mig.memory_used, mig.memory_total)), Text("")]
+
+
+def owner_text(owner: ProcessOwner, label: str) -> str:
+    """'rank 0 · 18:30 demo': the rank (or the role, for a launcher) and the run's short label."""
+    role = f"rank {owner.rank}" if owner.rank is not None else owner.describe().partition(" of run ")[0]
+    return f"{role} · {label}"
+
+
+def process_cells(row: GpuProcessRow, me: str, command: str = "", label: str = "") -> list[Text]:
+    """A process's row: its pid, user, `command` (with its arguments; default what the sampler saw), memory, and
+    the run (`label`: its short name, default its id) and rank owning it."""
     proc = row.process
     style = "" if proc.user == me else "dim"
-    owner = proc.owner.describe() if proc.owner is not None else "-"
-    return [Text(""), Text(str(proc.pid), style), _cut(str(proc.user), style), _cut(str(proc.command), style),
-            Text(gib(proc.used_memory, unit=True), style), Text(owner, "cyan" if proc.owner is not None else style)]
+    owner = owner_text(proc.owner, label or proc.owner.run_id) if proc.owner is not None else "-"
+    return [Text(""), Text(str(proc.pid), style), _cut(str(proc.user), style), _cut(command or str(proc.command), style),
+            Text(gib(proc.used_memory, unit=True), style), _cut(owner, "cyan" if proc.owner is not None else style)]
 
 
 def _cell_width(cell: Text) -> int:
     return max(cell_len(line) for line in cell.plain.split("\n"))
 
 
+def _spread(widths: list[int], spare: int) -> tuple[int, ...]:
+    """`spare` cells shared by the command and the memory columns so that the utilisation and memory bars under
+    them come out about as long (the command keeps at least its widest cell)."""
+    command, memory = COLUMNS.index("command"), COLUMNS.index("GPU memory")
+    both = widths[command] + widths[memory] + spare
+    label = least_width(UTIL) - least_width()  # what the utilisation bar's label takes
+    widths[command] = max(widths[command], (both + label) // 2)
+    widths[memory] = both - widths[command]
+    return tuple(widths)
+
+
 def column_widths(rows: list[list[Text]], room: int) -> tuple[int, ...]:
     """Widths that fit the table's `room`: every column as wide as its widest cell (or its name) unless they do not
-    all fit; then the command, then the user, are cut (with an ellipsis). Set, not left to the table, which
+    all fit; then the command, then the user, then the run and rank, are cut (with an ellipsis) down to their
+    floors. Room left over goes to the command and the memory (their bars grow with them). Set, not left to the table, which
     measures a cell of two lines by another rule."""
     widths = [max([len(name), *(_cell_width(row[i]) for row in rows)]) for i, name in enumerate(COLUMNS)]
-    # a cell is padded by one on each side; the last one's right padding may fall off the edge
-    over = sum(w + 2 for w in widths) - 1 - room
+    over = sum(w + 2 for w in widths) - room  # a cell is padded by one on each side
+    if over < 0:
+        return _spread(widths, -over)
     for name, least in SHRINKABLE:
         i = COLUMNS.index(name)
         cut = min(over, max(0, widths[i] - least)) if over > 0 else 0
         widths[i] -= cut
         over -= cut
     return tuple(widths)
+
+
+def gpu_detail(gpu: GpuInfo) -> str:
+    """What the line under the table says of a highlighted GPU."""
+    parts = [f"GPU {gpu.index}: {gpu.name}", f"{gpu.uuid}", f"bus {gpu.pci_bus_id}",
+             f"compute capability {gpu.compute_capability_text}"]
+    if gpu.mig_enabled:
+        parts.append(f"MIG on, {len(gpu.mig_devices)} instance(s)")
+    return " · ".join(parts)
+
+
+def mig_detail(gpu: GpuInfo, mig: MigDevice) -> str:
+    return (f"GPU {gpu.index}, MIG instance {mig.index}: {mig.name} · {mig.uuid} · "
+            f"{gpu_memory(mig.memory_used, mig.memory_total)}")
+
+
+def process_detail(row: GpuProcessRow, command: str) -> str:
+    """A highlighted process, whole: who runs it where, the run and rank owning it, and its full command."""
+    proc = row.process
+    owner = proc.owner.describe() if proc.owner is not None else "not a tuitrain run"
+    said = f"$ {command}" if command != str(NA) else "its command cannot be seen from here (another container, or gone)"
+    return f"pid {proc.pid} ({proc.user}) on GPU {row.gpu}, {gib(proc.used_memory, unit=True)} · {owner}\n{said}"
 
 
 class GpusScreen(Screen):
@@ -104,11 +184,15 @@ class GpusScreen(Screen):
         self.sort = SORTS[0]
         self.me = current_user()
         self.rows: dict[str, GpuProcessRow] = {}  # row key → the process it shows
+        self.details: dict[str, str] = {}  # row key → what the line under the table says of it
+        self.commands: dict[tuple[int, str], str | NaType] = {}  # (pid, name) → its command line, NA: unreadable
+        self._asked: set[tuple[int, str]] = set()  # command lines being read
         self._widths: tuple[int, ...] | None = None  # the columns' widths as last set
 
     def compose(self) -> ComposeResult:
         yield TextLine("GPUs on this machine: every process", classes="title-bar", id="gpus-title")
         yield DataTable(id="gpu-table", cursor_type="row", zebra_stripes=False)
+        yield Static("", id="gpus-detail", markup=False)
         yield TextLine("", id="gpus-status")
         yield KeyBar()
 
@@ -139,6 +223,13 @@ class GpusScreen(Screen):
         """A new sample from the app's sampler (a worker): draw it."""
         self.show(self.app.hardware_view)
 
+    def command_of(self, row: GpuProcessRow) -> str:
+        """A process's command with its arguments, once a worker has read it; until then (or where it cannot be
+        read) the name the sampler saw."""
+        proc = row.process
+        full = self.commands.get((proc.pid, str(proc.command)), NA)
+        return str(proc.command) if full is NA else str(full)
+
     def show(self, view: "SampledView | None") -> None:
         table = self.query_one(DataTable)
         status = self.query_one("#gpus-status", TextLine)
@@ -150,25 +241,68 @@ class GpusScreen(Screen):
         by_gpu: dict[int, list[GpuProcessRow]] = {}
         for row in process_rows(gpus, self.sort):
             by_gpu.setdefault(row.gpu, []).append(row)
-        rows: list[tuple[str, list[Text], GpuProcessRow | None]] = []
+        self._read_commands([row.process for rows in by_gpu.values() for row in rows])
+        labels = run_labels({row.process.owner.run_id for rows in by_gpu.values() for row in rows
+                             if row.process.owner is not None}, self.app.clock())
+        rows: list[tuple[str, list[Text], GpuProcessRow | GpuInfo | None]] = []
+        details: dict[str, str] = {}
         for gpu in sorted(gpus, key=lambda g: g.index):
-            rows.append((f"gpu:{gpu.index}", gpu_cells(gpu), None))
-            rows.extend((row.key, process_cells(row, self.me), row) for row in by_gpu.get(gpu.index, []))
-        self._ensure_columns(column_widths([cells for _, cells, _ in rows], self._room()))
+            rows.append((f"gpu:{gpu.index}", gpu_cells(gpu, view.gpu_history.get(gpu.index, ())), gpu))
+            details[f"gpu:{gpu.index}"] = gpu_detail(gpu)
+            for mig in gpu.mig_devices:
+                rows.append((f"mig:{gpu.index}:{mig.index}", mig_cells(gpu, mig), None))
+                details[f"mig:{gpu.index}:{mig.index}"] = mig_detail(gpu, mig)
+            for row in by_gpu.get(gpu.index, []):
+                command = self.command_of(row)
+                label = labels.get(row.process.owner.run_id, "") if row.process.owner is not None else ""
+                rows.append((row.key, process_cells(row, self.me, short_command(command), label), row))
+                details[row.key] = process_detail(row, command)
+        widths = column_widths([cells for _, cells, _ in rows], self._room())
+        self._ensure_columns(widths)
         table.clear()
         self.rows = {}
-        for key, cells, process in rows:
-            if process is not None:
-                self.rows[key] = process
-            table.add_row(*cells, key=key, height=1 if process is not None else GPU_ROW_HEIGHT)
+        self.details = details
+        for key, cells, shown in rows:
+            if isinstance(shown, GpuProcessRow):
+                self.rows[key] = shown
+            elif isinstance(shown, GpuInfo):  # its bars drawn to the columns' widths
+                cells = gpu_cells(shown, view.gpu_history.get(shown.index, ()), widths)
+            table.add_row(*cells, key=key, height=GPU_ROW_HEIGHT if isinstance(shown, GpuInfo) else 1)
         if selected is not None and selected in table.rows:
             table.move_cursor(row=table.get_row_index(selected), animate=False)
+        self._show_detail()
         count = sum(len(g.processes) for g in gpus)
         if not gpus:
             status.set(view.snapshot.discovery.status_line)
         else:
             status.set(f"{len(gpus)} GPU(s), {count} process(es) · sorted by {SORT_NAMES[self.sort]} (o) · "
                        "k kills one of your own · a run's rank: enter opens its run, s there stops it")
+
+    def _show_detail(self) -> None:
+        key = self._selected_key()
+        self.query_one("#gpus-detail", Static).update(self.details.get(key, "") if key is not None else "")
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._show_detail()
+
+    def _read_commands(self, processes: Sequence[GpuProcess]) -> None:
+        """Ask a worker for the command lines not read yet; forget those of processes gone."""
+        shown = {(p.pid, str(p.command)) for p in processes}
+        self.commands = {key: value for key, value in self.commands.items() if key in shown}
+        wanted = [key for key in shown if key not in self.commands and key not in self._asked]
+        if wanted:
+            self._asked.update(wanted)
+            self.read_commands(wanted)
+
+    @work(thread=True, group="gpu-commands", exit_on_error=False)
+    def read_commands(self, keys: list[tuple[int, str]]) -> None:
+        found = {key: command_line(key[0]) for key in keys}
+        self.app.call_from_thread(self._commands_read, found)
+
+    def _commands_read(self, found: dict[tuple[int, str], str | NaType]) -> None:
+        self._asked.difference_update(found)
+        self.commands.update(found)
+        self.show(self.app.hardware_view)
 
     def _selected_key(self) -> str | None:
         table = self.query_one(DataTable)
@@ -210,7 +344,7 @@ class GpusScreen(Screen):
                 self.end_process(proc.pid, str(proc.user))
 
         self.app.push_screen(ConfirmScreen(
-            f"Kill pid {proc.pid} ({proc.command}, {proc.user}) on GPU {row.gpu}, using "
+            f"Kill pid {proc.pid} ({self.command_of(row)}, {proc.user}) on GPU {row.gpu}, using "
             f"{gib(proc.used_memory, unit=True)}?\nSIGTERM now, SIGKILL after {GRACE:g} s if it is still there.",
             yes="Kill"), answered)
 
