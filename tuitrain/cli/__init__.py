@@ -99,6 +99,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run")
     p.add_argument("--json", action="store_true")
 
+    p = command("diff", _lazy("tuitrain.cli.diffing", "cmd_diff"), "what differs between two runs, the likeliest "
+                "causes first: data files, code, profile and TrainingArguments, then versions, GPUs and host")
+    p.add_argument("run_a", metavar="RUN_A")
+    p.add_argument("run_b", metavar="RUN_B")
+    p.add_argument("--json", action="store_true")
+
     p = command("logs", viewing.cmd_logs, "a rank's log, or every rank's merged with a rank prefix")
     p.add_argument("run")
     p.add_argument("--rank", type=int, default=None)
@@ -191,7 +197,8 @@ def _open_app(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
 
 # The commands that read or write the runs root (plan, validate, gpus and profile do not need one).
-RUNS_ROOT_COMMANDS = frozenset({"run", "resume", "submit", "runs", "status", "logs", "checkpoints", "export", "save", "evaluate", "stop"})
+RUNS_ROOT_COMMANDS = frozenset({"run", "resume", "submit", "runs", "status", "diff",
+                                "logs", "checkpoints", "export", "save", "evaluate", "stop"})
 
 
 def main(argv: Sequence[str] | None = None) -> int:

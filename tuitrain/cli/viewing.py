@@ -18,6 +18,7 @@ from tuitrain.runs.kind import run_kind
 from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.liveness import effective_status
 from tuitrain.runs.logfile import display_text, plain_text
+from tuitrain.runs.manifest import read_manifests
 from tuitrain.runs.record import FINAL_STATUSES, RunRecordError
 from tuitrain.runs.summary import run_summary
 from tuitrain.runs.tail import read_new_lines
@@ -99,8 +100,9 @@ def cmd_status(args: argparse.Namespace) -> int:
     paths = find_run(args.runs_root, args.run)
     summary = run_summary(paths, load_record(paths))
     usage = _run_usage(paths, summary)
+    manifests = read_manifests(paths.root)
     if args.json:
-        print_json({**summary, "usage": usage})
+        print_json({**summary, "usage": usage, "manifests": {str(rank): m for rank, m in manifests.items()}})
         return 0
     p = summary["progress"]
     print(f"run        {summary['id']}  ({summary['run_dir']})")
@@ -130,6 +132,8 @@ def cmd_status(args: argparse.Namespace) -> int:
                                          for who, code in summary["exit_codes"].items()))
     complete = [c for c in summary.get("checkpoints", []) if c["complete"]]
     print(f"checkpoints {len(summary.get('checkpoints', []))} ({len(complete)} complete)")
+    for line in _manifest_lines(paths, summary, manifests):
+        print(line)
     for line in _usage_lines(usage):
         print(line)
     for error in p["errors"]:
@@ -143,6 +147,16 @@ def cmd_status(args: argparse.Namespace) -> int:
         for line in summary["traceback"]:
             print(f"  {line}")
     return 0
+
+
+def _manifest_lines(paths: RunPaths, summary: dict, manifests: dict[int, dict]) -> list[str]:
+    """What the run ran on, short (machine 0's; other machines only where they differ): `--json` has it all."""
+    from tuitrain.runs.run_diff import RunFacts, machine_differences, short_manifest
+
+    lines = [f"{label:<10} {text}" for label, text in short_manifest(manifests)]
+    facts = RunFacts(paths.id, str(paths.root), summary, {}, None, manifests)
+    lines += [f"{'differs':<10} {d.line()[10:]}" for d in machine_differences(facts)]
+    return lines
 
 
 def _run_usage(paths: RunPaths, summary: dict) -> dict | None:

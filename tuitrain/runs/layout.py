@@ -107,6 +107,14 @@ class RunPaths:
         """Machine M's whole-run GPU, host and rank figures (tuitrain.runs.samples)."""
         return self.machines / f"machine-{machine_rank}-samples.json"
 
+    def machine_manifest(self, machine_rank: int) -> Path:
+        """What machine M ran on: versions, host, GPUs, data hashes, git state (tuitrain.runs.manifest)."""
+        return self.machines / f"machine-{machine_rank}-manifest.json"
+
+    def machine_git_diff(self, machine_rank: int, index: int) -> Path:
+        """The dirty diff of the manifest's `code[index]` repository on machine M (size-capped)."""
+        return self.machines / f"machine-{machine_rank}-git-{index}.diff"
+
     def node(self, machine_rank: int) -> RunPaths:
         """A Slurm run's node M > 0 keeps its own record, control and ranks here (node 0 uses the run's own)."""
         return self if machine_rank == 0 else RunPaths(self.root / "nodes" / f"machine-{machine_rank}")

@@ -11,6 +11,9 @@ run as it reads a local one. Which files travel, and where they land, is decided
     ranks/rank-K.json    → ranks/rank-K.json     (replaced whole when it changes)
     machines/machine-M-samples.json → the same   (the machine's whole-run samples, tuitrain.runs.samples; replaced
                                                   whole when it changes)
+    machines/machine-M-manifest.json → the same  (what the machine runs on, tuitrain.runs.manifest; replaced whole)
+    machines/machine-M-git-K.diff    → the same  (the dirty diff of the manifest's code[K]; written once, sent in
+                                                  chunks as the logs are)
     (sampled, no file)   → machines/machine-M-gpus.json  (the machine's latest GPUs, host CPU and RAM sample, sent by
                                                   its supervisor's sampling thread every samples.SAMPLE_SECONDS)
 """
@@ -29,7 +32,7 @@ from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.samples import samples_path
 
 _HOME_PATH = re.compile(r"(logs/rank-\d+\.(log|times)|logs/machine-\d+\.log|events\.jsonl|ranks/rank-\d+\.json"
-                        r"|machines/machine-\d+-(gpus|samples)\.json)\Z")
+                        r"|machines/machine-\d+-(gpus|samples|manifest)\.json|machines/machine-\d+-git-\d+\.diff)\Z")
 
 
 HOME = RunPaths(Path())  # the home run directory's names, relative (what travels names its home path)
@@ -62,6 +65,9 @@ class NodeFiles:
         if self.paths.logs.is_dir():
             files += [(p, f"logs/{p.name}") for p in sorted(self.paths.logs.glob("rank-*.log"))]
             files += [(p, f"logs/{p.name}") for p in sorted(self.paths.logs.glob("rank-*.times"))]
+        if self.paths.machines.is_dir():  # written once, before the manifest that names them; up to 1 MiB: chunked
+            files += [(p, f"machines/{p.name}")
+                      for p in sorted(self.paths.machines.glob(f"machine-{self.machine_rank}-git-*.diff"))]
         return files
 
     def changes(self, limit: int = 64) -> list[bytes]:
@@ -77,6 +83,8 @@ class NodeFiles:
             if self.paths.ranks.is_dir() else []
         samples = samples_path(self.paths.root, self.machine_rank)
         whole.append((samples, f"machines/{samples.name}"))
+        manifest = self.paths.machine_manifest(self.machine_rank)
+        whole.append((manifest, f"machines/{manifest.name}"))
         for local, home in whole:
             try:
                 info = local.stat()

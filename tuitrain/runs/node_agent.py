@@ -143,6 +143,7 @@ class NodeSupervisor(Supervisor):
 
         from tuitrain.hardware.report import to_json
 
+        super().sampled(snapshot)
         if self.mps is None:
             from tuitrain.hardware.mps import mps_available
 

@@ -104,6 +104,7 @@ class Supervisor:
         self._gone_since: float | None = None  # when the run directory was first found missing
         self.launcher_outlived_ranks = False  # the end was recorded before accelerate launch exited
         self.sampler: Any = None  # tuitrain.runs.samples.RunSampler, from start() to finish()
+        self.manifest: Any = None  # tuitrain.runs.manifest.ManifestWriter, from start() to finish()
 
     # -- record ------------------------------------------------------------------------------
     def update(self, **fields: Any) -> None:
@@ -170,6 +171,26 @@ class Supervisor:
             processes={"supervisor": me, "launcher": launcher},
         )
         self.start_sampling()
+        self.start_manifest()
+
+    # -- manifest ----------------------------------------------------------------------------
+    def start_manifest(self) -> None:
+        """What this machine runs on (versions, host, GPUs, data hashes, git), written in a thread into
+        machines/machine-M-manifest.json (tuitrain.runs.manifest): the launcher has started already."""
+        from tuitrain.runs.manifest import ManifestWriter
+
+        try:
+            self.manifest = ManifestWriter(self.paths, self.record, self.machine_rank, log=log)
+            self.manifest.start(expect_sample=self.sampler is not None)
+        except Exception as exc:  # noqa: BLE001 — a record of the run, never a reason to end it
+            log(f"could not start writing this machine's manifest: {type(exc).__name__}: {exc}")
+            self.manifest = None
+
+    def stop_manifest(self) -> None:
+        """Wait (bounded) for the manifest, so a run that ended has one."""
+        writer, self.manifest = self.manifest, None
+        if writer is not None:
+            writer.finish()
 
     # -- samples -----------------------------------------------------------------------------
     def start_sampling(self) -> None:
@@ -197,7 +218,11 @@ class Supervisor:
         return {rank: info["pid"] for rank, info in list(self.ranks.items()) if info.get("proc") is not None}
 
     def sampled(self, snapshot: Any) -> None:
-        """Each sample of this machine, as taken (a node agent sends it home)."""
+        """Each sample of this machine, as taken (the first one names the manifest's GPUs; a node agent also sends
+        each home)."""
+        writer = self.manifest
+        if writer is not None:
+            writer.offer(snapshot)
 
     # -- watch -------------------------------------------------------------------------------
     def scan(self, now: float) -> None:
@@ -393,6 +418,7 @@ class Supervisor:
             exit_codes[str(rank)] = code if code is not None else "killed"
         status, failed_rank, error = self.outcome(launcher_code, records, cause)
         self.stop_sampling()
+        self.stop_manifest()
         self.record = record_end(self.paths, status=status, ended=time.time(), exit_codes=exit_codes,
                                  failed_rank=failed_rank, error=error)
         if exiting is None:
