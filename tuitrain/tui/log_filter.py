@@ -15,14 +15,11 @@ logs`); `FoldedWarnings` is that fold as a line source over another one, synced 
 from __future__ import annotations
 
 from array import array
-from bisect import bisect_left
-from typing import TYPE_CHECKING
+from bisect import bisect_left, bisect_right
 
 from tuitrain.runs.logfile import plain_text
 from tuitrain.runs.warning_fold import DIM, WarningFold
-
-if TYPE_CHECKING:
-    from tuitrain.tui.widgets.log_view import LineSource
+from tuitrain.tui.line_source import LineSource
 
 
 class FilteredLog:
@@ -34,6 +31,7 @@ class FilteredLog:
         self.generation = 0
         self._source_generation = getattr(source, "generation", 0)
         self._reset()
+        self.catch_up = 0  # the source's lines when the view last started over (a search waits for them)
 
     def _reset(self) -> None:
         self.hits = array("q")  # source indexes of the complete lines that match
@@ -49,6 +47,10 @@ class FilteredLog:
     @property
     def count(self) -> int:
         return len(self.hits) + len(self.tail)
+
+    @property
+    def indexing(self) -> bool:
+        return _catching_up(self)
 
     def source_index(self, index: int) -> int:
         hits = len(self.hits)
@@ -104,24 +106,36 @@ class FilteredLog:
 
 class FoldedWarnings:
     """A line source with its repeated warnings folded (`WarningFold`): what a log view shows of a rank's log,
-    the launcher's, or the merged or folded ranks. `sync()` folds the source's new lines a budget at a time (the
-    monitor's worker calls it through `LogView.sync`); complete lines are folded once, the lines at the end that
-    may still change are folded again on each sync (on a copy of the fold)."""
+    the launcher's, or the merged or folded ranks. `sync()` folds the source's new lines (the monitor's worker
+    calls it through `LogView.sync`); complete lines are folded once, the lines at the end that may still change
+    are folded again on each sync (on a copy of the fold).
+
+    Only a line holding "Warning: ", and the next line of its rank, can change: the rest are found by the
+    source's own search over its bytes and passed over, so a log of millions of lines is folded in the time
+    its bytes take to search. What is kept is the lines folded away (sorted) and the replacements: memory
+    grows with the warnings, not with the log."""
+
+    NEEDLE = b"Warning: "
 
     def __init__(self, source: LineSource, budget: int = 50_000) -> None:
         self.source = source
-        self.budget = budget
+        self.budget = budget  # lines judged one by one (around warnings) per sync
         self.generation = 0
         self._source_generation = getattr(source, "generation", 0)
         self._reset()
+        self.catch_up = 0  # the source's lines when the view last started over (a search waits for them)
 
     def _reset(self) -> None:
-        self.shown = array("q")  # source index of each folded line shown
-        self.replaced: dict[int, bytes] = {}  # shown index → the line that stands for a repeated warning
+        self.removed = array("q")  # the source's judged lines folded away, in order
+        self._shifted = array("q")  # removed[j] - j: a shown index to the source's (bisect)
+        self.replaced: dict[int, bytes] = {}  # source index → the line that stands for a repeated warning
         self.tail: list[tuple[int, bytes | None]] = []  # the unsettled end: (source index, its replacement)
         self.judged = 0  # the source's lines folded for good
         self.scanned = 0  # the source's lines looked at (folded for good, or in the unsettled end)
         self.fold = WarningFold()
+        self._waiting: set[object] = set()  # ranks whose next line may be a warning's source line
+        self._clean_until = 0  # no line before it (from judged on) holds the needle
+        self._hit: int | None = None  # the next line known to hold it
 
     @property
     def pending(self) -> int:
@@ -129,70 +143,111 @@ class FoldedWarnings:
         return max(0, self.source.count - self.scanned)
 
     @property
+    def settled(self) -> int:
+        """Lines folded for good and shown."""
+        return self.judged - len(self.removed)
+
+    @property
     def count(self) -> int:
-        return len(self.shown) + len(self.tail)
+        return self.settled + len(self.tail)
+
+    @property
+    def indexing(self) -> bool:
+        return _catching_up(self)
 
     def raw(self, index: int) -> tuple[int | str | None, bytes]:
-        shown = len(self.shown)
-        if index < shown:
-            at, instead = self.shown[index], self.replaced.get(index)
+        if index < self.settled:
+            at = self.raw_index(index)
+            instead = self.replaced.get(at)
         else:
             try:
-                at, instead = self.tail[index - shown]
+                at, instead = self.tail[index - self.settled]
             except IndexError:  # the unsettled end shrank under a view that has not caught up yet
                 return None, b""
         rank, line = self.source.raw(at)
         return rank, line if instead is None else instead
 
     def cacheable(self, index: int) -> bool:
-        return index < len(self.shown) and self.source.cacheable(self.shown[index])
+        return index < self.settled and self.source.cacheable(self.raw_index(index))
 
-    def _judge(self, fold: WarningFold, index: int) -> tuple[bool, bytes | None]:
-        """(shown, its replacement) for the source's line `index`."""
+    def _judge(self, fold: WarningFold, index: int) -> tuple[object, bool, bytes | None]:
+        """(its rank, shown, its replacement) for the source's line `index`."""
         rank, raw = self.source.raw(index)
-        if b"Warning: " not in raw and not fold.expects(rank):
-            return True, None
+        if self.NEEDLE not in raw and not fold.expects(rank):
+            return rank, True, None
         text = plain_text(raw)
         shown = fold.fold(rank, text)
         if shown is None:
-            return False, None
-        return True, None if shown is text else DIM.format(shown).encode()
+            return rank, False, None
+        return rank, True, None if shown is text else DIM.format(shown).encode()
+
+    def _next_candidate(self, start: int, settled: int) -> int:
+        """The first line from `start` that holds the needle (`settled` when none before it)."""
+        if self._hit is not None and self._hit >= start:
+            return self._hit
+        hit = self.source.find(self.NEEDLE, max(start, self._clean_until), False, False)
+        if hit is not None and hit < settled:
+            self._hit = hit
+            return hit
+        self._hit = None
+        self._clean_until = settled
+        return settled
+
+    def _settled_end(self, end: int) -> int:
+        """The first of the source's lines that may still change (they stand at its end: a partial line, a
+        fold not closed yet, a few lines a rank)."""
+        settled = end
+        while settled > self.judged and not self.source.cacheable(settled - 1):
+            settled -= 1
+        return settled
 
     def sync(self, budget: int | None = None) -> bool:
-        """Fold the source's new lines (at most `budget`, else the fold's own); True when what the view shows
-        changed."""
+        """Fold the source's new lines (judging at most `budget` one by one, else the fold's own); True when what
+        the view shows changed."""
         _follow_source_generation(self)
-        before = (len(self.shown), list(self.tail))
+        before = (self.count, list(self.tail))
         end = self.source.count
         budget = budget or self.budget
-        stop = min(end, self.judged + budget)
-        i = self.judged
-        while i < stop and self.source.cacheable(i):
-            shown, instead = self._judge(self.fold, i)
-            if shown:
-                if instead is not None:
-                    self.replaced[len(self.shown)] = instead  # before the line counts: a reader never misses it
-                self.shown.append(i)
+        settled = self._settled_end(end)
+        i, judged = self.judged, 0
+        while i < settled and judged < budget:
+            if not self._waiting:
+                i = self._next_candidate(i, settled)
+                if i >= settled:
+                    break
+            rank, shown, instead = self._judge(self.fold, i)
+            judged += 1
+            if self.fold.expects(rank):
+                self._waiting.add(rank)
+            else:
+                self._waiting.discard(rank)
+            if not shown:
+                self._shifted.append(i - len(self.removed))
+                self.removed.append(i)
+            elif instead is not None:
+                self.replaced[i] = instead  # before the line counts: a reader never misses it
             i += 1
         self.judged = i
         tail: list[tuple[int, bytes | None]] = []
         self.scanned = i
-        if i < stop:  # stopped at a line that may still change: it and the rest are folded again next time
+        if i == settled and settled < end:  # the lines that may still change are folded again next time
             fold = self.fold.copy()
-            self.scanned = min(end, i + budget)
-            for j in range(i, self.scanned):
-                shown, instead = self._judge(fold, j)
+            self.scanned = end
+            for j in range(i, end):
+                _, shown, instead = self._judge(fold, j)
                 if shown:
                     tail.append((j, instead))
         self.tail = tail
-        return (len(self.shown), self.tail) != before
+        return (self.count, self.tail) != before
 
     def _index_of(self, at: int) -> int | None:
         """The shown line of the source's line `at` (None: folded away, or not folded yet)."""
         if at < self.judged:
-            index = bisect_left(self.shown, at)
-            return index if index < len(self.shown) and self.shown[index] == at else None
-        return next((len(self.shown) + k for k, (j, _) in enumerate(self.tail) if j == at), None)
+            folded = bisect_left(self.removed, at)
+            if folded < len(self.removed) and self.removed[folded] == at:
+                return None
+            return at - folded
+        return next((self.settled + k for k, (j, _) in enumerate(self.tail) if j == at), None)
 
     def find(self, needle: bytes, start: int = 0, backwards: bool = False, ignore_case: bool = True) -> int | None:
         """The first shown line at or after `start` (at or before, backwards) holding `needle`: the source's own
@@ -221,8 +276,10 @@ class FoldedWarnings:
 
     def raw_index(self, index: int) -> int:
         """The source's line shown as line `index`."""
-        shown = len(self.shown)
-        return self.shown[index] if index < shown else self.tail[index - shown][0]
+        settled = self.settled
+        if index < settled:
+            return index + bisect_right(self._shifted, index)
+        return self.tail[index - settled][0]
 
 
 def _follow_source_generation(view: "FilteredLog | FoldedWarnings") -> None:
@@ -232,3 +289,11 @@ def _follow_source_generation(view: "FilteredLog | FoldedWarnings") -> None:
         view._source_generation = generation
         view.generation += 1
         view._reset()
+        view.catch_up = view.source.count
+
+
+def _catching_up(view: "FilteredLog | FoldedWarnings") -> bool:
+    """Whether the view's source is still indexing, or the view has not caught up yet with what its source held
+    when it started over."""
+    return (bool(getattr(view.source, "indexing", False)) or getattr(view.source, "generation", 0) != view._source_generation
+            or view.scanned < view.catch_up)

@@ -15,8 +15,6 @@ end it shows as many of the last lines as fit.
 
 from __future__ import annotations
 
-from typing import Protocol
-
 from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
@@ -30,20 +28,8 @@ from textual.widget import Widget
 
 from tuitrain.runs.logfile import display_text
 from tuitrain.tui.format import RANK_STYLES
+from tuitrain.tui.line_source import LineSource
 from tuitrain.tui.log_filter import FilteredLog, FoldedWarnings
-
-
-class LineSource(Protocol):
-    generation: int
-
-    @property
-    def count(self) -> int: ...
-
-    def raw(self, index: int) -> tuple[int | str | None, bytes]: ...
-
-    def cacheable(self, index: int) -> bool: ...
-
-    def find(self, needle: bytes, start: int = 0, backwards: bool = False, ignore_case: bool = True) -> int | None: ...
 
 
 class LogView(ScrollView, can_focus=True):
