@@ -23,8 +23,8 @@ import os
 import re
 from array import array
 from bisect import bisect_left, bisect_right
-from itertools import accumulate, count, repeat
-from operator import add
+from collections import OrderedDict
+from itertools import repeat
 from pathlib import Path
 
 from tuitrain.runs.linetimes import LineTimes, times_path
@@ -35,6 +35,37 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f]")
 _ESCAPE = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-Z\\-_])")  # CSI, OSC, two-byte
 TRACEBACK = b"Traceback (most recent call last)"
 UP = b"\x1b[A"  # cursor up
+_NEWLINE = re.compile(rb"\n")
+_LINE_END = re.compile(rb"(?<!\x1b\[A)\n")  # a newline right after a cursor-up comes back to the row drawn
+
+
+def _line_starts(data: bytes, base: int) -> list[int]:
+    """Where each line after a line end in `data` starts (`data` begins at a line start, offset `base`)."""
+    pattern = _LINE_END if UP in data else _NEWLINE
+    return [base + m.end() for m in pattern.finditer(data)]
+
+
+def _count_line_ends(data: bytes, end: int) -> int:
+    """Line ends in `data[:end]` (which begins at a line start)."""
+    return data.count(b"\n", 0, end) - data.count(UP + b"\n", 0, end)
+
+
+def _last_line_end(data: bytes) -> int:
+    """The last line end in `data` (-1: none)."""
+    at = data.rfind(b"\n")
+    while at >= 0 and data[max(0, at - len(UP)):at] == UP:
+        at = data.rfind(b"\n", 0, at)
+    return at
+
+
+def _line_start_after(fd: int, offset: int) -> int:
+    """The first line start after `offset` (0: none found near it)."""
+    try:
+        data = os.pread(fd, 64 * 1024 + len(UP), offset - len(UP))
+    except OSError:
+        return 0
+    found = _LINE_END.search(data, len(UP))
+    return offset - len(UP) + found.end() if found else 0
 
 
 def display_text(raw: bytes) -> str:
@@ -67,28 +98,58 @@ def _shown(text: str) -> str:
     return _CONTROL.sub("", text)
 
 
+class _Index:
+    """Where a log's lines start. The log's end is dense (`starts`: every line from line `base` on, then the
+    partial tail); what lies before it may be counted only (`block_offsets` / `block_lines`: blocks of a few MB,
+    each starting at a line start, with the number of its first line), its lines found again when read. A big
+    log counts its newlines at bytes.count's speed and holds a few numbers per MB, not 8 bytes a line.
+
+    Arrays only grow; an index that changes otherwise is replaced as a whole (a reader takes one)."""
+
+    __slots__ = ("base", "block_lines", "block_offsets", "starts")
+
+    def __init__(self, starts: array[int], base: int = 0, block_offsets: array[int] | None = None,
+                 block_lines: array[int] | None = None) -> None:
+        self.starts = starts
+        self.base = base
+        self.block_offsets = block_offsets if block_offsets is not None else array("Q")
+        self.block_lines = block_lines if block_lines is not None else array("Q")
+
+
 class LogFile:
     """One log file: `line_count` complete lines, plus an unfinished last line (`has_partial`).
 
     `update()` is meant for one worker thread; `line()` may be called from another (the index
     only grows, and a reset replaces it as a whole).
+
+    A big log (over 2 × `TAIL_FIRST`) is read from its end first: the first `update()` indexes its last
+    `TAIL_FIRST` bytes (numbering lines from there, so its last line shows at once whatever its size), the
+    next one counts the lines before them, and the lines are numbered from the file's start again (a new
+    `generation`). `indexing` says the front is still to come.
     """
+
+    TAIL_FIRST = 8 * 1024 * 1024
+    BLOCK_CACHE = 16  # counted blocks whose line starts are kept (the ones read last)
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        self._starts = array("Q", [0])  # start offset of every line, and of the partial tail
+        self._idx = _Index(array("Q", [0]))
         self._scanned = 0  # bytes looked at so far (the partial tail included)
         self._carry = b""  # the last bytes indexed (a cursor-up may straddle two reads)
+        self._front = 0  # bytes before it not indexed yet (a big log's end is indexed first)
+        self._blocks: OrderedDict[tuple[int, int], array[int]] = OrderedDict()  # (index id, block) -> starts
+        self._clean: dict[tuple[bytes, bool], tuple[int, int]] = {}  # (needle, any case) -> bytes without it
         self._fd: int | None = None
         self._inode: int | None = None
-        self.generation = 0  # bumped when the file was truncated or replaced
+        self.generation = 0  # bumped when the file was truncated or replaced, or its front indexed
         self.times = LineTimes(times_path(self.path))  # when its lines were written, where the writer noted it
         self.mtime = 0.0  # the file's last write, as the last update saw it
 
     # ----------------------------------------------------------------------------- reading
     @property
     def line_count(self) -> int:
-        return len(self._starts) - 1
+        idx = self._idx
+        return idx.base + len(idx.starts) - 1
 
     @property
     def size(self) -> int:
@@ -96,7 +157,12 @@ class LogFile:
 
     @property
     def has_partial(self) -> bool:
-        return self._scanned > self._starts[-1]
+        return self._scanned > self._idx.starts[-1]
+
+    @property
+    def indexing(self) -> bool:
+        """Whether the lines before the indexed end are still to be counted (the next update does it)."""
+        return self._front > 0
 
     def _open(self) -> int | None:
         if self._fd is None:
@@ -126,21 +192,57 @@ class LogFile:
         except OSError:
             return b""
 
+    def _block_starts(self, idx: _Index, block: int) -> array[int]:
+        """The line starts of a counted block (found again by reading it; the last few are kept)."""
+        key = (id(idx), block)
+        found = self._blocks.get(key)
+        if found is not None:
+            self._blocks.move_to_end(key)
+            return found
+        begin = idx.block_offsets[block]
+        end = idx.block_offsets[block + 1] if block + 1 < len(idx.block_offsets) else idx.starts[0]
+        fd = self._open()
+        data = b""
+        if fd is not None:
+            try:
+                data = os.pread(fd, end - begin, begin)
+            except OSError:
+                data = b""
+        starts = array("Q", [begin])
+        starts.extend(_line_starts(data, begin))
+        del starts[-1:]  # the block's last newline starts the next block
+        self._blocks[key] = starts
+        while len(self._blocks) > self.BLOCK_CACHE:
+            self._blocks.popitem(last=False)
+        return starts
+
+    def _start(self, idx: _Index, index: int) -> int:
+        """Where line `index` starts (0 <= index <= line_count; line_count: the partial tail)."""
+        if index >= idx.base:
+            return idx.starts[index - idx.base]
+        block = bisect_right(idx.block_lines, index) - 1
+        starts = self._block_starts(idx, block)
+        at = index - idx.block_lines[block]
+        return starts[at] if at < len(starts) else idx.starts[0]  # a block the file no longer holds
+
     def line(self, index: int) -> bytes:
         """The raw bytes of line `index` (without its newline); the partial tail is line_count."""
-        starts = self._starts
-        if index < len(starts) - 1:
-            return self._read(starts[index], starts[index + 1] - 1)
-        if index == len(starts) - 1:
-            return self._read(starts[index], self._scanned)
+        idx = self._idx
+        last = idx.base + len(idx.starts) - 1
+        if 0 <= index < last:
+            return self._read(self._start(idx, index), self._start(idx, index + 1) - 1)
+        if index == last:
+            return self._read(idx.starts[-1], self._scanned)
         return b""
 
     def lines(self, start: int, end: int) -> list[bytes]:
         """Complete lines `start` to `end` (exclusive), read with one pread (no newlines)."""
-        end = min(end, self.line_count)
+        idx = self._idx
+        end = min(end, idx.base + len(idx.starts) - 1)
         if end <= start:
             return []
-        first, last = self._starts[start], self._starts[end]
+        bounds = [self._start(idx, i) for i in range(start, end + 1)]
+        first, last = bounds[0], bounds[-1]
         fd = self._open()
         if fd is None:
             return [b""] * (end - start)
@@ -148,13 +250,12 @@ class LogFile:
             data = os.pread(fd, last - first, first)
         except OSError:
             return [b""] * (end - start)
-        starts = self._starts
-        return [data[starts[i] - first:starts[i + 1] - 1 - first] for i in range(start, end)]
+        return [data[bounds[i] - first:bounds[i + 1] - 1 - first] for i in range(end - start)]
 
     @property
     def count(self) -> int:
         """Lines to show: the complete ones and the unfinished last one."""
-        return len(self._starts) - 1 + (1 if self._scanned > self._starts[-1] else 0)
+        return self.line_count + (1 if self.has_partial else 0)
 
     def raw(self, index: int) -> tuple[int | None, bytes]:
         return None, self.line(index)
@@ -166,16 +267,43 @@ class LogFile:
         return display_text(self.line(index))
 
     def line_start(self, index: int) -> int:
-        return self._starts[min(index, len(self._starts) - 1)]
+        idx = self._idx
+        return self._start(idx, max(0, min(index, idx.base + len(idx.starts) - 1)))
+
+    def line_end(self, index: int) -> int:
+        """The offset just past complete line `index`'s newline."""
+        return self._start(self._idx, index + 1)
 
     def line_at_offset(self, offset: int) -> int:
-        return max(0, bisect_right(self._starts, offset) - 1)
+        idx = self._idx
+        if offset >= idx.starts[0] or not idx.block_offsets:
+            return idx.base + max(0, bisect_right(idx.starts, offset) - 1)
+        block = max(0, bisect_right(idx.block_offsets, offset) - 1)
+        return idx.block_lines[block] + max(0, bisect_right(self._block_starts(idx, block), offset) - 1)
+
+    def _past_clean(self, key: tuple[bytes, bool], offset: int) -> int:
+        """`offset`, or past the bytes from it known not to hold the needle (a search done before)."""
+        clean = self._clean.get(key)
+        return clean[1] if clean is not None and clean[0] <= offset < clean[1] else offset
+
+    def _note_clean(self, key: tuple[bytes, bool], start: int, end: int) -> None:
+        """No match of the needle starts in bytes `start` to `end`: a later search passes over them (the
+        warnings fold searches every log view's lines for the same needle, the views of one log alike)."""
+        if end <= start:
+            return
+        clean = self._clean.pop(key, None)
+        if clean is not None and clean[0] <= end and start <= clean[1]:
+            start, end = min(start, clean[0]), max(end, clean[1])
+        self._clean[key] = clean = (start, end)
+        if len(self._clean) > 8:
+            self._clean = {key: clean}  # a few needles are searched again and again; forget the others
 
     # ----------------------------------------------------------------------------- watching
     def update(self) -> int:
         """Index the bytes written since the last call; returns how many lines were completed.
 
-        Returns -1 when the file was truncated or replaced (the index starts over).
+        Returns -1 when the file was truncated or replaced (the index starts over), or when the
+        lines before a big log's end were counted (the lines are numbered from the file's start).
         """
         try:
             st = os.stat(self.path)
@@ -184,8 +312,11 @@ class LogFile:
         reset = False
         if (self._inode is not None and st.st_ino != self._inode) or st.st_size < self._scanned:
             self.close()
-            self._starts = array("Q", [0])
+            self._idx = _Index(array("Q", [0]))
+            self._blocks.clear()
+            self._clean = {}
             self._scanned = 0
+            self._front = 0
             self._carry = b""
             self.generation += 1
             self.times.reset()
@@ -196,6 +327,13 @@ class LogFile:
             return 0
         before = self.line_count
         size = st.st_size
+        front_waits = bool(self._front)  # counted on the call after the one that indexed the end
+        if self._scanned == 0 and size > 2 * self.TAIL_FIRST:
+            tail = _line_start_after(fd, size - self.TAIL_FIRST)
+            if tail:
+                self._front = self._scanned = tail
+                self._idx = _Index(array("Q", [tail]))
+        starts = self._idx.starts
         while self._scanned < size:
             want = min(CHUNK, size - self._scanned)
             try:
@@ -204,32 +342,51 @@ class LogFile:
                 break
             if not data:
                 break
-            self._index(data, self._scanned)
+            self._index(starts, data, self._scanned)
             self._scanned += len(data)
+        if front_waits and not reset:
+            self._count_front(fd)
+            reset = not self._front
         self.times.update()  # after the log: its entries then cover the lines just read
         return -1 if reset else self.line_count - before
 
-    def line_end(self, index: int) -> int:
-        """The offset just past complete line `index`'s newline."""
-        return self._starts[index + 1]
+    def _count_front(self, fd: int) -> None:
+        """Count the lines before the indexed end, in blocks; then number every line from the file's start."""
+        offsets, lines = array("Q"), array("Q")
+        at, line, front = 0, 0, self._front
+        while at < front:
+            want = min(CHUNK, front - at)
+            try:
+                data = os.pread(fd, want, at)
+            except OSError:
+                return
+            if len(data) < want:
+                return  # the file shrank under us: the next update starts over
+            cut = _last_line_end(data) if at + want < front else len(data) - 1
+            while cut < 0:  # no line ends in the chunk: take more
+                want = min(2 * want, front - at)
+                try:
+                    data = os.pread(fd, want, at)
+                except OSError:
+                    return
+                cut = _last_line_end(data) if at + want < front else len(data) - 1
+            offsets.append(at)
+            lines.append(line)
+            line += _count_line_ends(data, cut + 1)
+            at += cut + 1
+        idx = self._idx
+        self._front = 0
+        self._idx = _Index(idx.starts, line, offsets, lines)
+        self.generation += 1
 
-    def _index(self, data: bytes, base: int) -> None:
+    def _index(self, starts: array[int], data: bytes, base: int) -> None:
         carry, self._carry = self._carry, (self._carry + data[-len(UP):])[-len(UP):]
         if UP not in data and UP not in carry + data[:len(UP)]:
-            parts = data.split(b"\n")
-            if len(parts) > 1:
-                # start of the line after each newline: base + cumulative lengths + newlines so far
-                self._starts.extend(map(add, accumulate(map(len, parts[:-1])), count(base + 1)))
+            starts.extend(base + m.end() for m in _NEWLINE.finditer(data))
             return
         # a newline right after a cursor-up comes back to the row drawn: no new line there
-        starts = []
-        at = data.find(b"\n")
-        while at >= 0:
-            before = data[at - len(UP):at] if at >= len(UP) else (carry + data[:at])[-len(UP):]
-            if before != UP:
-                starts.append(base + at + 1)
-            at = data.find(b"\n", at + 1)
-        self._starts.extend(starts)
+        joined = carry + data
+        starts.extend(base - len(carry) + m.end() for m in _LINE_END.finditer(joined, len(carry)))
 
     def find(self, needle: bytes, start_line: int = 0, backwards: bool = False, ignore_case: bool = True) -> int | None:
         """The first line at or after `start_line` (or at or before, backwards) holding `needle`.
@@ -241,25 +398,32 @@ class LogFile:
         total = self.line_count + (1 if self.has_partial else 0)
         if total == 0:
             return None
+        if ignore_case and needle.lower() == needle.upper():
+            ignore_case = False  # nothing to fold: the bytes are searched as they are
         if ignore_case:
             needle = needle.lower()
         fd = self._open()
         if fd is None:
             return None
         if not backwards:
-            offset = self.line_start(max(0, start_line))
+            key = (needle, ignore_case)
+            start = self.line_start(max(0, start_line))
+            offset = self._past_clean(key, start)
             end = self._scanned
             while offset < end:
                 want = min(CHUNK, end - offset)
                 data = os.pread(fd, want + len(needle) - 1, offset)
                 hit = (data.lower() if ignore_case else data).find(needle)
                 if hit >= 0:
+                    self._note_clean(key, start, offset + hit)
                     return self.line_at_offset(offset + hit)
                 offset += want
+            self._note_clean(key, start, end - len(needle) + 1)
             return None
         stop = self.line_start(min(start_line + 1, total)) if start_line + 1 < total else self._scanned
-        while stop > 0:
-            begin = max(0, stop - CHUNK)
+        front = self._front  # a big log's front not indexed yet holds no line to find
+        while stop > front:
+            begin = max(front, stop - CHUNK)
             data = os.pread(fd, min(stop + len(needle) - 1, self._scanned) - begin, begin)
             hit = (data.lower() if ignore_case else data).rfind(needle, 0, stop - begin + len(needle) - 1)
             if hit >= 0:
@@ -282,9 +446,11 @@ class MergedLog:
         self._reset()
 
     def _reset(self) -> None:
-        self.ranks = array("H")  # merged index -> rank
-        self.lines = array("I")  # merged index -> line of that rank's file
-        self.pos = [array("I") for _ in self.files]  # rank, line -> merged index
+        # one file is its own order: merged index = line, and nothing is held a line (a log of millions of lines
+        # merges at once)
+        self.ranks: array[int] | _Zeros = _Zeros() if len(self.files) == 1 else array("H")  # merged index -> rank
+        self.lines: array[int] | range = range(0) if len(self.files) == 1 else array("I")  # merged index -> line
+        self.pos: list[array[int] | range] = [range(0) if len(self.files) == 1 else array("I") for _ in self.files]
         self.known = [0] * len(self.files)
         self._latest = [0.0] * len(self.files)  # time of each rank's last placed line
         self._held: dict[int, int] = {}  # rank -> its line held back once (written after `now`)
@@ -293,14 +459,24 @@ class MergedLog:
     def count(self) -> int:
         return len(self.lines) + sum(1 for f in self.files if f.has_partial)
 
+    @property
+    def indexing(self) -> bool:
+        return any(f.indexing for f in self.files) or any(
+            f.generation != seen for f, seen in zip(self.files, self._seen_generations, strict=True))
+
     def _place(self, rank: int, upto: int) -> None:
         have = self.known[rank]
-        if upto > have:
-            start = len(self.lines)
-            self.lines.extend(range(have, upto))
-            self.ranks.extend(repeat(rank, upto - have))
-            self.pos[rank].extend(range(start, start + upto - have))
-            self.known[rank] = upto
+        if upto <= have:
+            return
+        lines, ranks, pos = self.lines, self.ranks, self.pos[rank]
+        if isinstance(lines, range):
+            self.lines = self.pos[0] = range(upto)
+        elif isinstance(ranks, array) and isinstance(pos, array):
+            start = len(lines)
+            lines.extend(range(have, upto))
+            ranks.extend(repeat(rank, upto - have))
+            pos.extend(range(start, start + upto - have))
+        self.known[rank] = upto
 
     def sync(self, now: float | None = None) -> None:
         """Place the lines the files indexed since the last call (after each `LogFile.update`).
@@ -417,6 +593,13 @@ class MergedLog:
         return max(hits) if backwards else min(hits)
 
 
+class _Zeros:
+    """The rank of every merged line of a single log."""
+
+    def __getitem__(self, index: int) -> int:
+        return 0
+
+
 class FoldedLog:
     """A `MergedLog` in which a line that several ranks print alike, close together, shows once,
     marked with the ranks that printed it ("0-7", "0,2,5"): eight ranks printing the same
@@ -456,6 +639,10 @@ class FoldedLog:
     @property
     def count(self) -> int:
         return len(self.first) + len(self.merged.partial_ranks())
+
+    @property
+    def indexing(self) -> bool:
+        return self.merged.indexing or self.merged.generation != self._merged_generation
 
     def sync(self) -> None:
         if self.merged.generation != self._merged_generation:

@@ -6,9 +6,12 @@ search ended (messages up); the screen says which log view it searches (method c
 
 from __future__ import annotations
 
+import time
+
 from textual import on, work
 from textual.message import Message
 from textual.widgets import Input
+from textual.worker import get_current_worker
 
 from tuitrain.tui.widgets.log_view import LogView
 
@@ -30,6 +33,8 @@ class SearchBar(Input):
 
     class Done(Message):
         """A search ended (found, fell back to the end, or said it was not found)."""
+
+    INDEXING_WAIT = 60.0  # seconds a search waits for the log's lines to be indexed
 
     SEARCH = "search the log in view (enter: find, escape: close)"
     FILTER = "show only the lines holding… (enter: filter, empty: every line, escape: close)"
@@ -84,6 +89,14 @@ class SearchBar(Input):
         """Go to the first line with `term` from `start`; `announce`: say when there is none (and wrap
         around); `fallback_end`: follow the end of the log instead."""
         needle = term.encode("utf-8")
+        worker = get_current_worker()
+        deadline = time.monotonic() + self.INDEXING_WAIT
+        # a big log's front is counted just after its end shows, a view catches up after its log started
+        # over: the search waits for them rather than say "not found" of a line not indexed yet
+        while view.source.indexing and not worker.is_cancelled and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if worker.is_cancelled:
+            return
         found = view.source.find(needle, max(0, start), backwards)
         if found is None and announce and start > 0:  # wrap around, as a pager does
             found = view.source.find(needle, max(0, view.source.count - 1) if backwards else 0, backwards)
