@@ -6,7 +6,7 @@ import argparse
 
 from tuitrain.cli.output import print_json
 from tuitrain.runs.catalog import find_run, load_record
-from tuitrain.runs.run_diff import compare_runs
+from tuitrain.runs.run_diff import NO_DIFFERENCE, compare_runs
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
@@ -17,7 +17,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
         return 0
     print(f"a  {a.id}\nb  {b.id}")
     if not found.differences:
-        print("no difference found in the profile, TrainingArguments, data files, code, versions or hardware")
+        print(NO_DIFFERENCE)
         return 0
     for line in found.lines():
         print(line)

@@ -24,6 +24,7 @@ RUN_OWN_ARGS = frozenset({"logging_dir"})
 ARG_ALIASES = {"seed": "run.seed"}
 VERSION_FIELDS = (("cuda", "torch CUDA"), ("hip", "torch HIP"), ("cudnn", "cuDNN"), ("nccl", "NCCL"))
 MISSING = "(absent)"
+NO_DIFFERENCE = "no difference found in the profile, TrainingArguments, data files, code, versions or hardware"
 
 
 @dataclass(frozen=True)

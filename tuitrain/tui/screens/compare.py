@@ -1,6 +1,7 @@
 """Compare runs: the curves of several runs overlaid, one colour a run, a metric picked from a list
 that typing filters; x as step, epoch or time; EMA smoothing; a log scale. Runs still going keep
-drawing (their events are read incrementally in a worker)."""
+drawing (their events are read incrementally in a worker). `d` shows, in a panel under the plot, what differs
+between the first two runs (tuitrain.runs.run_diff: the lines `tuitrain diff` prints)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Input, OptionList
+from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from tuitrain.humanize import duration, number
@@ -60,6 +61,13 @@ class CompareScreen(Screen):
         app = getters.app(TuitrainApp)
 
     CSS_PATH = "compare.tcss"
+    DEFAULT_CSS = """
+    CompareScreen #diff-panel {
+        display: none; height: auto; max-height: 50%; padding: 0 1; border-top: hkey $primary-muted;
+        overflow-y: auto;
+    }
+    CompareScreen #diff-panel.shown { display: block; }
+    """
     HELP_TITLE = "Compare runs"
     BINDINGS = [
         Binding("escape", "back", "Back", tooltip="Leave the metric filter, or go back to the runs"),
@@ -67,11 +75,20 @@ class CompareScreen(Screen):
         Binding("x", "cycle_x", "X axis", tooltip="x as step, epoch or time since the run began"),
         Binding("s", "cycle_smoothing", "Smooth", tooltip="Smoothing (EMA): 0, 0.6, 0.9"),
         Binding("l", "toggle_log", "Log y", tooltip="Log scale for y (values ≤ 0 are left out)"),
+        Binding("d", "toggle_diff", "Diff", tooltip="What differs between the first two runs: data, code, profile, "
+                "versions, GPUs (as `tuitrain diff` says it)"),
     ]
 
     class Updated(Message):
         def can_replace(self, message: Message) -> bool:
             return isinstance(message, CompareScreen.Updated)
+
+    class Diffed(Message):
+        """The diff of the first two runs, read in a worker: its lines, or why there are none."""
+
+        def __init__(self, lines: list[str]) -> None:
+            super().__init__()
+            self.lines = lines
 
     def __init__(self, runs: list[tuple[Path, str]]) -> None:
         """`runs`: (run directory, profile name) of each run to overlay, in legend order."""
@@ -93,6 +110,7 @@ class CompareScreen(Screen):
                 yield Input(placeholder="filter metrics", id="metric-filter")
                 yield OptionList(id="metrics")
             yield OverlayPlot(id="overlay")
+        yield Static("", id="diff-panel", markup=False)
         yield TextLine("", id="compare-status")
         yield KeyBar()
 
@@ -213,7 +231,44 @@ class CompareScreen(Screen):
         self.log_y = not self.log_y
         self.draw()
 
+    def action_toggle_diff(self) -> None:
+        panel = self.query_one("#diff-panel", Static)
+        if panel.has_class("shown"):
+            panel.remove_class("shown")
+            return
+        if len(self.runs) < 2:
+            self.notify("mark two runs on Home (space), then C, to see what differs between them", severity="warning")
+            return
+        panel.update(f"reading what differs between {self.runs[0].id} and {self.runs[1].id}…")
+        panel.add_class("shown")
+        self.read_diff()
+
+    @work(thread=True, exclusive=True, group="compare-diff", exit_on_error=False)
+    def read_diff(self) -> None:
+        from tuitrain.runs.record import RunRecordError, read_record
+        from tuitrain.runs.run_diff import NO_DIFFERENCE, compare_runs
+
+        a, b = self.runs[0].paths, self.runs[1].paths
+        try:
+            found = compare_runs(a, read_record(a), b, read_record(b))
+        except (RunRecordError, OSError) as exc:
+            self.post_message(self.Diffed([f"cannot compare them: {exc}"]))
+            return
+        lines = [f"a  {a.id} · {self.runs[0].profile}", f"b  {b.id} · {self.runs[1].profile}"]
+        if len(self.runs) > 2:
+            lines.append(f"(the first two of {len(self.runs)} runs)")
+        lines += found.lines() or [NO_DIFFERENCE]
+        self.post_message(self.Diffed(lines))
+
+    def on_compare_screen_diffed(self, message: Diffed) -> None:
+        self.query_one("#diff-panel", Static).update(Text("\n".join(message.lines), no_wrap=True,
+                                                          overflow="ellipsis"))
+
     def action_back(self) -> None:
+        panel = self.query_one("#diff-panel", Static)
+        if panel.has_class("shown"):
+            panel.remove_class("shown")
+            return
         box = self.query_one("#metric-filter", Input)
         if box.has_focus:
             self.query_one("#metrics", OptionList).focus()
