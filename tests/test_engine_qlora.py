@@ -58,10 +58,10 @@ def test_quantize_is_validated_one_line_per_mistake(monkeypatch) -> None:
         (ignored,) = [str(p) for p in validate_profile(with_lora(lora), "p.toml", None, training_fields=None,
                                                        model_types=None) if p.key == "model.lora.double_quant"]
         assert "warning" in ignored and "applies to a 4-bit base only" in ignored and "remove it" in ignored
-    import tuitrain.profile.validate as validate
+    import tuitrain.profile.rules.model as model_rules
 
-    real = validate.distribution_version
-    monkeypatch.setattr(validate, "distribution_version", lambda name: None if name == "bitsandbytes" else real(name))
+    real = model_rules.distribution_version
+    monkeypatch.setattr(model_rules, "distribution_version", lambda name: None if name == "bitsandbytes" else real(name))
     (missing,) = errors(with_lora({"r": 4, "quantize": "fp4"}))
     assert "bitsandbytes" in missing and "pip install 'tuitrain[qlora]'" in missing and "\n" not in missing
 

@@ -1,6 +1,6 @@
 """FSDP with one process (issue 28, item 4): torch runs it as NO_SHARD and says so only in the rank's log. `validate`
 warns it for a profile that writes num_processes = 1, and `plan` says it in its strategy note for the processes it
-starts, in one line, with one rule (profile.validate.fsdp_world_of_one)."""
+starts, in one line, with one rule (profile.rules.strategies.fsdp_world_of_one)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from conftest import cli, demo_profile_data
 from tuitrain.hardware import Hardware
 from tuitrain.launch import plan_launch
 from tuitrain.profile import Problem, Profile, profile_with_defaults, validate_profile
-from tuitrain.profile.validate import fsdp_world_of_one
+from tuitrain.profile.rules.strategies import fsdp_world_of_one
 
 NO_SHARD = ("with one process FSDP cannot shard: full_shard runs as NO_SHARD: the whole model, gradients and "
             "optimizer state on one device, as without FSDP")

@@ -35,8 +35,8 @@ from tuitrain.profile import (
 )
 from tuitrain.profile.accelerate_import import import_accelerate_config
 from tuitrain.profile.schema import SCHEMA, TableSpec
+from tuitrain.profile.shape import check_value
 from tuitrain.profile.training_args import training_args_fields
-from tuitrain.profile.validate import check_value
 from tuitrain.runs.relaunch import plan_profile
 
 # hypothesis keeps caches in ./.hypothesis by default: the tree stays clean

@@ -170,7 +170,7 @@ def test_the_heads_table_matches_transformers() -> None:
     really refuses those models with a hidden size the heads do not divide."""
     from transformers import AutoConfig, AutoModel
 
-    from tuitrain.profile.validate import DIVISIBLE_HEADS
+    from tuitrain.profile.rules.model import DIVISIBLE_HEADS
 
     for model_type, (hidden_names, head_names, hidden, heads) in DIVISIBLE_HEADS.items():
         config = AutoConfig.for_model(model_type)

@@ -56,7 +56,7 @@ def test_fsdp_or_deepspeed_with_mps(strategy: str) -> None:
     data = demo_profile_data(hardware={"accelerator": "mps"}, distributed={"strategy": strategy})
     p = one(validation(data), "distributed.strategy")
     assert strategy in p.message and "MPS" in p.message
-    # one rule (profile.validate.mps_strategy_problem): an error in `validate` and in the launch, same words
+    # one rule (profile.rules.strategies.mps_strategy_problem): an error in `validate` and in the launch, same words
     assert p in planned(data, MAC)  # (deepspeed's "not installed" here may stand beside it)
 
 
@@ -186,7 +186,7 @@ def test_rendezvous_port_already_in_use() -> None:
 def test_several_machines_need_a_fixed_port() -> None:
     data = demo_profile_data(hardware={"accelerator": "cuda"}, distributed={"strategy": "ddp", "num_machines": 2,
                                                                             "main_process_ip": "10.0.0.1"})
-    # one rule (profile.validate.machines_port_problem), two severities: `validate` (CLI and the
+    # one rule (profile.rules.machines.machines_port_problem), two severities: `validate` (CLI and the
     # editor's checks) warns, since the file may be finished on the machine that launches it; the
     # plan (`tuitrain plan` / `run`, the app's launch screen) refuses. Same words in both.
     warned = one(validation(data, severity="warning"), "distributed.main_process_port", "warning")

@@ -31,7 +31,7 @@ from tuitrain.launch.script import is_script, resolved_script, script_env, scrip
 from tuitrain.launch.threads import cpu_threads
 from tuitrain.profile import Problem
 from tuitrain.profile.implied import implied_notes
-from tuitrain.profile.validate import (
+from tuitrain.profile.rules.machines import (
     listed_machines,
     machine_gpus,
     machine_processes,

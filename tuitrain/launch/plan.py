@@ -28,7 +28,7 @@ from tuitrain.launch.threads import cpu_threads
 from tuitrain.profile import Problem
 from tuitrain.profile.accelerate_names import CPU_RANKS_MARK
 from tuitrain.profile.implied import implied_notes, mixed_precision
-from tuitrain.profile.validate import FSDP_ALONE_FIX, fsdp_world_of_one
+from tuitrain.profile.rules.strategies import FSDP_ALONE_FIX, fsdp_world_of_one
 
 ENGINE_MODULE = "tuitrain.engine"
 MACHINES_NOT_BUILT = "a profile that lists [[distributed.machines]] is planned machine by machine, not as one machine's run"

@@ -17,13 +17,8 @@ from typing import Any, Mapping
 
 from tuitrain.installed import distribution_version
 from tuitrain.profile import Problem
-from tuitrain.profile.validate import (
-    cpu_strategy_problem,
-    layerwise_problem,
-    low_rank_optimizer,
-    machines_port_problem,
-    mps_strategy_problem,
-)
+from tuitrain.profile.rules.machines import machines_port_problem
+from tuitrain.profile.rules.strategies import cpu_strategy_problem, layerwise_problem, low_rank_optimizer, mps_strategy_problem
 
 # strategy -> (module, pip name, what the install needs)
 STRATEGY_PACKAGES = {"deepspeed": ("deepspeed", "deepspeed", "it compiles CUDA ops at first use: a CUDA toolkit")}

@@ -38,7 +38,7 @@ from .accelerate_names import (
 )
 from .problems import Problem
 from .schema import DEEPSPEED_KEYS, FSDP_KEYS
-from .validate import check_value
+from .shape import check_value
 
 
 @dataclass

@@ -14,7 +14,8 @@ from .overrides import apply_overrides, migrated_override, parse_override
 from .problems import Problem, ProfileError
 from .schema import Profile
 from .training_args import FieldSpec, applicable_migration, training_args_fields
-from .validate import toml_literal, validate_profile
+from .validate import validate_profile
+from .values import toml_literal
 
 __all__ = ["key_locations", "load_profile", "locate", "migrate", "parse_toml", "read_profile_text"]
 

@@ -1,0 +1,38 @@
+"""[run]: a name that can name folders, an output folder that can hold checkpoints."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..folders import unusable_folder
+from ..problems import Problem
+from ..values import toml_literal
+from .common import table_of, value_of, value_or_default
+
+
+def rules_run(file: str, data: Mapping[str, Any]) -> list[Problem]:
+    out: list[Problem] = []
+    name = value_of(table_of(data, "run"), "name", "str")
+    if name is not None and (not name.strip() or name in (".", "..") or any(c in name for c in "/\\\0")):
+        out.append(Problem(file, "run.name", f"{toml_literal(name)} cannot name a run (it names folders)",
+                           'use letters, digits, "-" and "_", e.g. name = "my-run"'))
+    output_dir = value_or_default(table_of(data, "run"), "run.output_dir")
+    if output_dir:
+        problem = output_dir_problem(file, output_dir)
+        if problem is not None:
+            out.append(problem)
+    return out
+
+
+def output_dir_problem(file: str, raw: str, cwd: Path | None = None) -> Problem | None:
+    """Why run.output_dir cannot hold checkpoints (under a file, read-only, a file itself), or None.
+    A relative one starts from the folder `tuitrain run` is started in, as the launch reads it."""
+    fix = 'set run.output_dir to a folder you can write, or remove it (the run directory\'s output/)'
+    if "\0" in raw:
+        return Problem(file, "run.output_dir", "contains a NUL character, which no path can", fix)
+    path = Path(raw).expanduser()
+    path = path if path.is_absolute() else (cwd or Path.cwd()) / path
+    refusal = unusable_folder(path)
+    return Problem(file, "run.output_dir", refusal, fix) if refusal else None
+
