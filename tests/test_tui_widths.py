@@ -50,7 +50,7 @@ def test_the_gpus_screen_shows_the_run_and_rank_whole(tmp_path, h100_rank, width
     from textual.widgets import DataTable
 
     app = make_app(tmp_path, hardware_line=None, hardware=None, hardware_interval=0.1)
-    owner = f"rank 0 of run {RUN_ID}"
+    owner = "rank 0 · 11-24 19:30 bert-base-mrpc"  # the rank and its run's label: time and name (date: not today)
 
     async def script(pilot):
         await pilot.press("g")
@@ -67,10 +67,10 @@ def test_the_gpus_screen_shows_the_run_and_rank_whole(tmp_path, h100_rank, width
         name = next(i for i, r in enumerate(rows) if r.lstrip().startswith("GPU 0 "))
         assert "31.6/79.6 GiB" in rows[name], rows
         if width >= 120:  # the GPU's figures show whole too: its name over its utilisation, temperature and power
-            assert "NVIDIA H100 80GB HBM3 " in rows[name], rows
-            assert re.search(r" util \d+% · \d+°C · \d+/700 W ", rows[name + 1]), rows
+            assert "H100 80GB HBM3 " in rows[name] and "610/700 W" in rows[name], rows
+            assert re.search(r"^ +\d+°C +util [█▏▎▍▌▋▊▉·]+ +\d+% +[█▏▎▍▌▋▊▉·]+ +\d+% +util ", rows[name + 1]), rows
         else:  # they give way first, with an ellipsis
-            assert "NVIDIA H100" in rows[name] and "…" in rows[name] + rows[name + 1], rows
+            assert "H100 80GB HBM3" in rows[name] and "util" in rows[name + 1], rows
 
     run(script, app, size=(width, 40))
 
