@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from textual import getters
 
     from tuitrain.hardware.sampler import SampledView
-    from tuitrain.tui.app import TuitrainApp
+    from tuitrain.tui.app_api import TuitrainAppApi
 
 SORT_NAMES = {"memory": "GPU memory", "pid": "pid", "user": "user"}
 COLUMNS = ("GPU", "pid", "user", "command", "GPU memory", "run / rank")
@@ -167,7 +167,7 @@ def process_detail(row: GpuProcessRow, command: str) -> str:
 
 class GpusScreen(Screen):
     if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
-        app = getters.app(TuitrainApp)
+        app = getters.app(TuitrainAppApi)
 
     CSS_PATH = "gpus.tcss"
     HELP_TITLE = "GPUs"
