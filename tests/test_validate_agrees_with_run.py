@@ -13,7 +13,7 @@ from conftest import FAST, check_clean, cli
 NO_GPU = pytest.mark.no_nvidia_driver  # a machine without GPUs refuses these
 
 CASES = [
-    pytest.param(["run.output_dir=/proc/tuitrain-out"], "/proc/tuitrain-out cannot be created here",
+    pytest.param(["run.output_dir=/proc/tuitrain-out"], "/proc/tuitrain-out cannot be created: /proc takes no new folder",
                  id="an output folder that cannot be made"),
     pytest.param(["hardware.accelerator=cuda"], "hardware.accelerator: asks for CUDA GPUs", id="cuda-without-gpus",
                  marks=NO_GPU),
