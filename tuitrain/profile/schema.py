@@ -1,6 +1,6 @@
 """The shape of a profile: sections, keys, types, defaults, choices and ranges, as data.
 
-validate.py checks against these tables; `profile_with_defaults` fills them in. [training] is
+shape.py and rules/ check against these tables; `profile_with_defaults` fills them in. [training] is
 not described here: its keys are the installed TrainingArguments' (see training_args.py).
 """
 

@@ -596,7 +596,7 @@ def training_args_failure() -> str | None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Renamed and retired [training] keys. One table; load.py and validate.py both read it.
+# Renamed and retired [training] keys. One table; load.py and shape.py both read it.
 #   new: dotted destination ("training.eval_strategy", "model.tokenizer"), or None to drop.
 #   only_if_absent: migrate only when the installed TrainingArguments lacks the old key.
 

@@ -23,10 +23,8 @@ from .rules.strategies import rules_strategies
 from .rules.training import rules_training
 from .shape import shape_problems
 from .training_args import FieldSpec, installed_model_types, training_args_fields
-from .values import toml_literal
 
-# toml_literal: the editor's modules still import it from here (values.py holds it)
-__all__ = ["toml_literal", "validate_profile"]
+__all__ = ["validate_profile"]
 
 _AUTO: Any = object()
 

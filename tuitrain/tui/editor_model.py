@@ -698,7 +698,7 @@ class EditorModel:
 
 def override_value(value: Any) -> str:
     """A value as `--set key=VALUE` reads it back: text bare where it reads back the same, else TOML."""
-    from tuitrain.profile.validate import toml_literal
+    from tuitrain.profile.values import toml_literal
     from tuitrain.tui.fields import reads_back_bare
 
     if isinstance(value, str) and reads_back_bare(value):

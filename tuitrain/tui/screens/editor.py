@@ -423,7 +423,7 @@ class EditorScreen(Screen):
         """[[distributed.machines]]: a card a machine (the first is the main machine), each key of
         it a field; distributed.network_interface beside them; a button to add one."""
         from tuitrain.profile.schema import MACHINE_KEYS
-        from tuitrain.profile.validate import toml_literal
+        from tuitrain.profile.values import toml_literal
 
         section: dict[str, Any] = SCHEMA["distributed"]
         listed = self.model.machines

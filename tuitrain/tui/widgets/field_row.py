@@ -21,7 +21,7 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Input, Label, Select, Static
 
-from tuitrain.profile.validate import toml_literal
+from tuitrain.profile.values import toml_literal
 from tuitrain.tui.fields import NO_EXAMPLE, REMOVE, FieldDef, example_value, list_item_kind, parse_value, reads_back_bare
 from tuitrain.tui.widgets.list_editor import ListEditor
 
