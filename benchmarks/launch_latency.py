@@ -23,6 +23,12 @@ Breakdown, from timestamps the run itself leaves (time.time() on one machine):
   first step           train_begin -> first log event with a loss
 and, separately, subprocess wall times of `python -m accelerate.commands.launch --help`,
 `python -c "import tuitrain.engine.main, transformers"` and of the engine's full import.
+
+    .venv/bin/python benchmarks/launch_latency.py --against HEAD~1 [--rev HEAD] [--repeat 3]
+
+measures this tree (or --rev's) and REV's tuitrain (`git archive REV tuitrain`, first on PYTHONPATH: the CLI, the supervisor and
+the ranks all load it) in alternating rounds (ABBA) of the same run, and prints each one's median and the ratio
+this tree / REV: a change's cost to the launch, with the machine's load shared by both.
 """
 
 from __future__ import annotations
@@ -192,7 +198,14 @@ def main() -> int:
     parser.add_argument("--max-others", type=float, default=0.15,
                         help="a round during which other processes used more of the CPU than this is done again")
     parser.add_argument("--retries", type=int, default=1)
+    parser.add_argument("--against", default=None, metavar="REV",
+                        help="also measure the tuitrain of git revision REV, in alternating rounds, and print the ratio")
+    parser.add_argument("--rev", default=None, metavar="REV",
+                        help="with --against: measure revision REV's tuitrain instead of this working tree (which may "
+                             "hold other people's changes)")
     opts = parser.parse_args()
+    if opts.against:
+        return against(opts)
 
     tool = str(BIN / "tuitrain")
     env = bench_env(CUDA_VISIBLE_DEVICES="")
@@ -275,6 +288,67 @@ def main() -> int:
             if (read_json(run_dir / "run.json") or {}).get("status") not in FINAL:
                 subprocess.run([tool, "stop", run_dir.name, "--now", "--runs-dir", str(tmp / "runs")], env=env,
                                capture_output=True)
+                wait_final(run_dir, 30.0)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def against(opts: argparse.Namespace) -> int:
+    """This tree and REV's tuitrain, in alternating rounds (ABBA): each one's median and the ratio."""
+    tool = str(BIN / "tuitrain")
+    gate = QuietGate(max_wait=opts.quiet_wait)
+    tmp = Path(tempfile.mkdtemp(prefix="tuitrain-bench-against-"))
+    repo = Path(__file__).resolve().parents[1]
+    def unpack(revision: str) -> str:
+        folder = tmp / f"rev-{len(list(tmp.glob('rev-*')))}"
+        folder.mkdir()
+        archive = subprocess.run(["git", "-C", str(repo), "archive", revision, "tuitrain"], capture_output=True,
+                                 check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+        return str(folder)
+
+    try:
+        this = bench_env(CUDA_VISIBLE_DEVICES="", **({"PYTHONPATH": unpack(opts.rev)} if opts.rev else {}))
+        variants = {opts.rev or "this tree": this,
+                    opts.against: bench_env(CUDA_VISIBLE_DEVICES="", PYTHONPATH=unpack(opts.against))}
+        latency: dict[str, list[float]] = {name: [] for name in variants}
+        cpu: dict[str, list[float]] = {name: [] for name in variants}
+        supervisor: dict[str, list[float]] = {name: [] for name in variants}
+        manifests: dict[str, int] = {name: 0 for name in variants}
+        names = list(variants)
+        for n in range(opts.repeat):
+            for name in (names if n % 2 == 0 else names[::-1]):
+                work, runs_root = tmp / f"work-{n}-{len(latency[name])}-{names.index(name)}", tmp / "runs"
+                work.mkdir()
+                round_ = Round(tool, runs_root, work, variants[name])
+                gate.wait()
+                run = round_.launch()
+                status, _ = round_.finish(run, opts.stop_now)
+                latency[name].append(run["detected"] - run["t0"])
+                cpu[name].append(run["cpu"])
+                supervisor[name].append(run["started"] - run["created"])
+                manifests[name] += (run["dir"] / "machines" / "machine-0-manifest.json").is_file()
+                print(f"round {n + 1}/{opts.repeat} {name}: first loss after {latency[name][-1]:.2f} s, "
+                      f"run {status}, CPU {run['cpu']:.2f} s", flush=True)
+                shutil.rmtree(run["dir"], ignore_errors=True)
+        print()
+        print(f"launch_latency --against {opts.against}: demo, max_steps=30, logging_steps=1; median of {opts.repeat} "
+              "rounds each, alternating")
+        print(machine_line())
+        table = Table(["tuitrain", "first loss (s)", "min", "max", "supervisor (s)", "CPU (s)", "manifests"])
+        for name in names:
+            table.add([name, f"{median(latency[name]):.2f}", f"{min(latency[name]):.2f}", f"{max(latency[name]):.2f}",
+                       f"{median(supervisor[name]):.3f}", f"{median(cpu[name]):.2f}", f"{manifests[name]}/{opts.repeat}"])
+        print(table.render())
+        a, b = names
+        print(f"ratio {a} / {b}: first loss {median(latency[a]) / median(latency[b]):.3f}, "
+              f"supervisor {median(supervisor[a]) / median(supervisor[b]):.3f}, CPU {median(cpu[a]) / median(cpu[b]):.3f}")
+        print(gate.summary())
+        return 0
+    finally:
+        for run_dir in sorted((tmp / "runs").glob("*")) if (tmp / "runs").is_dir() else []:
+            if (read_json(run_dir / "run.json") or {}).get("status") not in FINAL:
+                subprocess.run([tool, "stop", run_dir.name, "--now", "--runs-dir", str(tmp / "runs")],
+                               env=bench_env(), capture_output=True)
                 wait_final(run_dir, 30.0)
         shutil.rmtree(tmp, ignore_errors=True)
 

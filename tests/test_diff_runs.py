@@ -61,3 +61,17 @@ def test_two_runs_differing_in_learning_rate_and_data_show_exactly_those_two_lin
     same = cli("diff", first, first, runs_dir=runs_dir)
     assert same.stdout.splitlines()[2:] == [
         "no difference found in the profile, TrainingArguments, data files, code, versions or hardware"]
+
+
+def test_a_resumed_run_names_its_parent_and_checkpoint_and_its_overrides_follow():
+    from tuitrain.runs.run_diff import RunFacts, diff_runs
+
+    profile = {"run": {"name": "demo", "seed": 42}, "training": {"max_steps": 40}}
+    parent = RunFacts("20260101-000000-demo", "/runs/20260101-000000-demo", {}, profile, None, {})
+    child = RunFacts("20260101-000500-demo", "/runs/20260101-000500-demo", {"parent": parent.id},
+                     {**profile, "training": {"max_steps": 60}}, None, {}, ancestors=((parent.id, 20),))
+    lines = [d.line() for d in diff_runs(parent, child)]
+    assert lines == [
+        (f"lineage   resumed  {child.id} resumed {parent.id} from checkpoint-20: the profile lines are its overrides "
+         f"({child.id} ← {parent.id} (checkpoint-20))"),
+        "profile   training.max_steps  40 → 60"]

@@ -154,3 +154,28 @@ def test_only_the_manifest_names_are_mirrored(path, tmp_path):
     apply(home, decode(encode_bytes("file", path, b"{}")))
     with pytest.raises(MirrorError):
         apply(home, decode(encode_bytes("file", path.replace("machines/", "machines/../"), b"{}")))
+
+
+def test_the_writer_names_the_gpus_the_run_uses_and_the_driver_from_a_gpu_sample(tmp_path):
+    """A run on GPUs 1 and 2 (PCI order) of a recorded machine: the manifest names those two and the driver, read
+    from the first sample the supervisor's sampler offers, in the writer's own thread."""
+    from tuitrain.hardware.recorded import RecordedNvml, load_table
+    from tuitrain.hardware.sampler import Sampler
+    from tuitrain.runs.manifest import ManifestWriter
+
+    paths = RunPaths(tmp_path / "run")
+    paths.root.mkdir()
+    paths.profile.write_text('[run]\nseed = 7\n')
+    record = {"id": "run", "accelerator": "cuda", "cwd": str(tmp_path),
+              "env": {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": "1,2"}}
+    table = Path(__file__).parent / "fixtures" / "nvml" / "four_gpu_mixed.json"
+    writer = ManifestWriter(paths, record, 0, log=pytest.fail, cache=tmp_path / "hashes.json")
+    writer.start()
+    with Sampler(RecordedNvml(load_table(str(table))), history=1) as sampler:
+        writer.offer(sampler.sample())
+    writer.finish(timeout=60)
+    written = read_manifests(paths.root)[0]
+    assert written["gpus"]["driver"] == "550.54.15" and written["gpus"]["note"] is None
+    assert [(g["index"], g["name"]) for g in written["gpus"]["devices"]] == \
+        [(1, "NVIDIA RTX A6000"), (2, "NVIDIA GeForce RTX 4090")]
+    assert written["seed"] == 7 and written["code"] == [] and written["data"] == []
