@@ -39,7 +39,7 @@ from tuitrain.tui.widgets.text_line import TextLine
 if TYPE_CHECKING:
     from textual import getters
 
-    from tuitrain.tui.app import TuitrainApp
+    from tuitrain.tui.app_api import TuitrainAppApi
 
 RUN_STYLES = ("cyan", "magenta", "green", "yellow", "blue", "red", "bright_cyan", "bright_magenta")
 
@@ -58,7 +58,7 @@ class ComparedRun:
 
 class CompareScreen(Screen):
     if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
-        app = getters.app(TuitrainApp)
+        app = getters.app(TuitrainAppApi)
 
     CSS_PATH = "compare.tcss"
     DEFAULT_CSS = """
