@@ -1,6 +1,9 @@
 """The installed transformers' TrainingArguments fields (and model types), known without importing
 transformers here, and without making the user wait for it.
 
+(Over 600 lines on purpose: the table's one rule — cache, shipped snapshot, background probe, the lock
+and the renamed keys — reads best in one place; each part is small and the callers need all of them.)
+
 `python -m tuitrain.engine.training_args_probe` imports transformers in a child interpreter and
 prints a JSON table (seconds: up to ~15 s on a GPU box). The table is cached per transformers install
 (its version and folder) under ``$XDG_CACHE_HOME/tuitrain/`` (default ``~/.cache/tuitrain/``) and

@@ -2,6 +2,9 @@
 filled in), where it came from and where it saves, whether it changed, the latest checks and plan,
 and the decisions the editor makes about them. No Textual here: the screen draws this model and
 runs its blocking methods (`read`, `check`, `save`, `launch`) in workers; tests drive it directly.
+
+(Over 600 lines: known debt, issue 25. It holds one model, but the machines list, the GPU order and
+Save As's path rewriting could each be a module of their own.)
 """
 
 from __future__ import annotations

@@ -5,6 +5,9 @@ The screen draws an `EditorModel` (tuitrain/tui/editor_model.py: the profile as 
 checks, its plan, whether it changed, where it saves) and runs the model's blocking steps in
 workers: every change is validated and planned by the profile and launch layers, saving goes
 through `save_profile` (atomic; a hand-edited file keeps its comments, key order and layout).
+
+(Over 600 lines: known debt, issue 25. One screen, but its section forms, the GPU picker's glue and
+the preview pane could be widgets of their own, as the machine cards already are.)
 """
 
 from __future__ import annotations
