@@ -185,3 +185,56 @@ def test_a_search_in_a_big_log_finds_a_line_of_its_front(base, monkeypatch):  # 
         assert not rank0.indexing and rank0.line(rank0.line_count - 1) == b"THE LAST LINE"
 
     run(script, app)
+
+
+class GrowingSource:
+    """A source of `count` lines that counts what the view asks of it."""
+
+    generation = 0
+    indexing = False
+
+    def __init__(self) -> None:
+        self.count = 3
+        self.asked = 0
+
+    def raw(self, index):
+        return None, b"line %d" % index
+
+    def cacheable(self, index):
+        self.asked += 1
+        return True
+
+    def find(self, needle, start=0, backwards=False, ignore_case=True):
+        return None
+
+
+def test_a_view_told_of_millions_of_new_lines_asks_only_about_its_old_end():
+    from textual.app import App
+
+    from tuitrain.tui.widgets.log_view import LogView
+
+    source = GrowingSource()
+
+    class One(App):
+        def compose(self):
+            yield LogView(source, id="log")
+
+    app = One()
+
+    async def main():
+        async with app.run_test(size=(80, 24)) as pilot:
+            view = app.query_one(LogView)
+            view.sync()
+            view.refresh_source()
+            await pilot.pause()
+            source.count = 5_000_000  # a big log's front counted: its lines numbered from the file's start
+            source.asked = 0
+            view.sync()  # as the monitor's worker does after each poll
+            view.refresh_source()
+            await pilot.pause()
+            assert view.line_count == 5_000_000 and source.asked < 10_000
+            assert view.visible_text()[-1] == "line 4999999"
+
+    import asyncio
+
+    asyncio.run(main())

@@ -90,7 +90,7 @@ class LogView(ScrollView, can_focus=True):
             return
         old = self.line_count
         self.line_count = count
-        for y in range(max(0, old - 4), count):
+        for y in range(max(0, old - 4), min(old, count)):  # lines past the old end were never cached
             if not self.source.cacheable(y):
                 self._cache.discard(y)
                 self._crops.discard(y)
