@@ -36,18 +36,21 @@ _ESCAPE = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-
 TRACEBACK = b"Traceback (most recent call last)"
 UP = b"\x1b[A"  # cursor up
 _NEWLINE = re.compile(rb"\n")
+_UP = re.compile(re.escape(UP))
 _LINE_END = re.compile(rb"(?<!\x1b\[A)\n")  # a newline right after a cursor-up comes back to the row drawn
 
 
 def _line_starts(data: bytes, base: int) -> list[int]:
     """Where each line after a line end in `data` starts (`data` begins at a line start, offset `base`)."""
-    pattern = _LINE_END if UP in data else _NEWLINE
+    pattern = _LINE_END if _UP.search(data) else _NEWLINE
     return [base + m.end() for m in pattern.finditer(data)]
 
 
 def _count_line_ends(data: bytes, end: int) -> int:
     """Line ends in `data[:end]` (which begins at a line start)."""
-    return data.count(b"\n", 0, end) - data.count(UP + b"\n", 0, end)
+    ends = data.count(b"\n", 0, end)
+    # the regex finds a cursor-up faster than bytes do where colour codes put an escape on every line
+    return ends - data.count(UP + b"\n", 0, end) if _UP.search(data, 0, end) else ends
 
 
 def _last_line_end(data: bytes) -> int:
@@ -381,7 +384,7 @@ class LogFile:
 
     def _index(self, starts: array[int], data: bytes, base: int) -> None:
         carry, self._carry = self._carry, (self._carry + data[-len(UP):])[-len(UP):]
-        if UP not in data and UP not in carry + data[:len(UP)]:
+        if not _UP.search(data) and UP not in carry + data[:len(UP)]:
             starts.extend(base + m.end() for m in _NEWLINE.finditer(data))
             return
         # a newline right after a cursor-up comes back to the row drawn: no new line there
