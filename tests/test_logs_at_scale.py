@@ -238,3 +238,30 @@ def test_a_view_told_of_millions_of_new_lines_asks_only_about_its_old_end():
     import asyncio
 
     asyncio.run(main())
+
+
+def test_line_times_read_in_bulk_match_them_read_one_by_one(tmp_path):
+    from tuitrain.runs.linetimes import LineTimes
+
+    class OneByOne(LineTimes):
+        def _take_all(self, data):
+            return False
+
+    for seed in range(200):
+        rnd = random.Random(seed)
+        path = tmp_path / f"rank-{seed}.times"
+        path.write_bytes(b"")
+        bulk, single = LineTimes(path), OneByOne(path)
+        offset, when = 0, 100.0
+        for _ in range(rnd.randint(1, 5)):
+            entries = []
+            for _ in range(rnd.randint(0, 20)):
+                kind = rnd.random()
+                offset = max(1, offset + (rnd.choice([1, 5, 80]) if kind > 0.05 else -rnd.randint(0, 50)))
+                when += rnd.choice([0.001, -0.01, 0.5])  # a clock set back: times never go back in the index
+                entries.append(b"damaged" if kind < 0.03 else b"%d" % offset if kind < 0.05 else b"%d %.6f" % (offset, when))
+            with open(path, "ab") as handle:
+                handle.write(b"".join(e + b"\n" for e in entries) + (b"123 4" if rnd.random() < 0.3 else b""))
+            bulk.update()
+            single.update()
+            assert list(bulk.offsets) == list(single.offsets) and list(bulk.times) == list(single.times), seed

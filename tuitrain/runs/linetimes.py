@@ -17,6 +17,8 @@ import os
 import time
 from array import array
 from bisect import bisect_left
+from itertools import accumulate
+from operator import lt
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -99,6 +101,8 @@ class LineTimes:
         if end < 0:
             return
         self._read += end + 1
+        if self._take_all(data[:end]):
+            return
         for line in data[:end].split(b"\n"):
             try:
                 offset_text, time_text = line.split()
@@ -109,6 +113,25 @@ class LineTimes:
                 continue
             self.offsets.append(offset)
             self.times.append(max(when, self.times[-1]) if self.times else when)
+
+    def _take_all(self, data: bytes) -> bool:
+        """Take entries that are all well formed and in order at once (8 ranks write 8,000 a second); False
+        leaves them to be read one by one (a damaged entry, one out of order)."""
+        fields = data.split()
+        if len(fields) != 2 * (data.count(b"\n") + 1):
+            return False
+        try:
+            offsets = list(map(int, fields[0::2]))
+            times = list(map(float, fields[1::2]))
+        except ValueError:
+            return False
+        if (self.offsets and offsets[0] <= self.offsets[-1]) or not all(map(lt, offsets, offsets[1:])):
+            return False
+        self.offsets.extend(offsets)
+        if self.times:
+            times[0] = max(times[0], self.times[-1])
+        self.times.extend(accumulate(times, max))  # times never go back
+        return True
 
     def time_at(self, end: int) -> float | None:
         """When the bytes before offset `end` had all been written (None: no entry covers them yet)."""

@@ -23,7 +23,7 @@ import os
 import re
 from array import array
 from bisect import bisect_left, bisect_right
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from itertools import repeat
 from pathlib import Path
 
@@ -474,6 +474,10 @@ class MergedLog:
         lines, ranks, pos = self.lines, self.ranks, self.pos[rank]
         if isinstance(lines, range):
             self.lines = self.pos[0] = range(upto)
+        elif upto - have == 1 and isinstance(ranks, array) and isinstance(pos, array):  # the usual: a line at a time
+            pos.append(len(lines))
+            lines.append(have)
+            ranks.append(rank)
         elif isinstance(ranks, array) and isinstance(pos, array):
             start = len(lines)
             lines.extend(range(have, upto))
@@ -528,8 +532,11 @@ class MergedLog:
         offsets, times = f.times.offsets, f.times.times
         latest = self._latest[rank]
         out = []
+        idx = f._idx  # the live end's line starts, looked up here (an entry a line, thousands a second)
+        starts, base, dense = idx.starts, idx.base, idx.starts[0]
         for j in range(bisect_left(offsets, f.line_end(have)), len(offsets)):
-            upto = min(total, f.line_at_offset(offsets[j]))
+            offset = offsets[j]
+            upto = min(total, base + bisect_right(starts, offset) - 1 if offset >= dense else f.line_at_offset(offset))
             if upto > have:
                 latest = max(latest, times[j])
                 out.append((latest, rank, upto))
@@ -631,7 +638,7 @@ class FoldedLog:
         self.masks = array("Q")  # folded index -> ranks that printed it (bit mask)
         self.folded_at = array("I")  # merged index -> folded index
         self._open: dict[bytes, list[int]] = {}  # line -> folded indexes of its open groups, oldest first
-        self._opened = 0  # groups in _open (an upper bound between clean-ups)
+        self._opened: deque[tuple[int, bytes]] = deque()  # (group, line) as groups opened: the oldest go first
         self._done = 0  # merged lines folded so far
 
     @property
@@ -656,12 +663,15 @@ class FoldedLog:
         everyone = (1 << len(merged.files)) - 1
         end = min(len(merged.lines), self._done + self.budget)
         # each rank's new lines in one read: a merged stretch holds a run of lines from each rank
-        spans: dict[int, tuple[int, int]] = {}
-        for index in range(self._done, end):
-            rank, number = merged.ranks[index], merged.lines[index]
-            low, high = spans.get(rank, (number, number))
-            spans[rank] = (min(low, number), max(high, number + 1))
-        texts = {rank: (low, merged.files[rank].lines(low, high)) for rank, (low, high) in spans.items()}
+        lows: dict[int, int] = {}
+        highs: dict[int, int] = {}
+        ranks, numbers = merged.ranks, merged.lines
+        for index in range(self._done, end):  # a rank's lines stand in order: its first and last give the span
+            rank = ranks[index]
+            if rank not in lows:
+                lows[rank] = numbers[index]
+            highs[rank] = numbers[index]
+        texts = {rank: (low, merged.files[rank].lines(low, highs[rank] + 1)) for rank, low in lows.items()}
         for index in range(self._done, end):
             rank = merged.ranks[index]
             low, lines = texts[rank]
@@ -687,11 +697,16 @@ class FoldedLog:
             self.folded_at.append(group)
             if len(merged.files) > 1 and bit:
                 self._open.setdefault(line, []).append(group)
-                self._opened += 1
-            if self._opened > 2 * self.window:  # forget groups too old to take another line
+                self._opened.append((group, line))
+            if len(self._opened) > 2 * self.window:  # forget groups too old to take another line
                 oldest = index - self.window
-                self._open = {k: kept for k, gs in self._open.items() if (kept := [g for g in gs if self.first[g] >= oldest])}
-                self._opened = sum(map(len, self._open.values()))
+                while self._opened and self.first[self._opened[0][0]] < oldest:
+                    old, old_line = self._opened.popleft()
+                    kept = self._open.get(old_line)
+                    if kept is not None and old in kept:
+                        kept.remove(old)
+                        if not kept:
+                            del self._open[old_line]
         self._done = end
 
     def ranks_of(self, index: int) -> list[int]:

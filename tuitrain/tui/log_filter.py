@@ -231,9 +231,14 @@ class FoldedWarnings:
         tail: list[tuple[int, bytes | None]] = []
         self.scanned = i
         if i == settled and settled < end:  # the lines that may still change are folded again next time
-            fold = self.fold.copy()
             self.scanned = end
-            for j in range(i, end):
+            start = i
+            if not self._waiting:  # the lines before the first that holds the needle show as they are
+                hit = self.source.find(self.NEEDLE, i, False, False)
+                start = end if hit is None else min(max(hit, i), end)
+            tail = [(j, None) for j in range(i, start)]
+            fold = self.fold.copy()
+            for j in range(start, end):
                 _, shown, instead = self._judge(fold, j)
                 if shown:
                     tail.append((j, instead))
