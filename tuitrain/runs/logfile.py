@@ -513,15 +513,24 @@ class MergedLog:
             chunks += self._timed_chunks(rank, f)
         chunks.sort()
         held: set[int] = set()
+        lines, ranks, known, latest = self.lines, self.ranks, self.known, self._latest
         for when, rank, upto in chunks:
             if rank in held:
                 continue
-            if now is not None and when > now and self._held.get(rank) != self.known[rank]:
-                self._held[rank] = self.known[rank]
+            have = known[rank]
+            if now is not None and when > now and self._held.get(rank) != have:
+                self._held[rank] = have
                 held.add(rank)
                 continue
-            self._place(rank, upto)
-            self._latest[rank] = when
+            pos = self.pos[rank]
+            if upto == have + 1 and isinstance(lines, array) and isinstance(ranks, array) and isinstance(pos, array):
+                pos.append(len(lines))  # the usual: one line (the _place of several ranks' logs, inlined)
+                lines.append(have)
+                ranks.append(rank)
+                known[rank] = upto
+            else:
+                self._place(rank, upto)
+            latest[rank] = when
 
     def _timed_chunks(self, rank: int, f: LogFile) -> list[tuple[float, int, int]]:
         """(time, rank, lines written by then) for the rank's lines not placed yet; lines no
@@ -672,41 +681,47 @@ class FoldedLog:
                 lows[rank] = numbers[index]
             highs[rank] = numbers[index]
         texts = {rank: (low, merged.files[rank].lines(low, highs[rank] + 1)) for rank, low in lows.items()}
+        # thousands of lines a second: the loop works on local names
+        first, masks, folded_at, open_groups, opened = self.first, self.masks, self.folded_at, self._open, self._opened
+        window, max_ranks, several = self.window, self.MAX_RANKS, len(merged.files) > 1
         for index in range(self._done, end):
-            rank = merged.ranks[index]
+            rank = ranks[index]
             low, lines = texts[rank]
-            line = lines[merged.lines[index] - low]
+            line = lines[numbers[index] - low]
             if len(line) > MAX_LINE_BYTES:
                 line = line[-MAX_LINE_BYTES:]
-            bit = 1 << rank if rank < self.MAX_RANKS else 0
-            groups = self._open.get(line)
+            bit = 1 << rank if rank < max_ranks else 0
+            groups = open_groups.get(line)
             if groups and bit:
                 # the oldest open group of this line that this rank has not printed yet
-                while groups and index - self.first[groups[0]] > self.window:
+                while groups and index - first[groups[0]] > window:
                     groups.pop(0)
-                group = next((g for g in groups if not self.masks[g] & bit), None)
+                group = next((g for g in groups if not masks[g] & bit), None)
                 if group is not None:
-                    self.masks[group] |= bit
-                    self.folded_at.append(group)
-                    if self.masks[group] == everyone:
+                    masks[group] |= bit
+                    folded_at.append(group)
+                    if masks[group] == everyone:
                         groups.remove(group)
                     continue
-            group = len(self.first)
-            self.first.append(index)
-            self.masks.append(bit)
-            self.folded_at.append(group)
-            if len(merged.files) > 1 and bit:
-                self._open.setdefault(line, []).append(group)
-                self._opened.append((group, line))
-            if len(self._opened) > 2 * self.window:  # forget groups too old to take another line
-                oldest = index - self.window
-                while self._opened and self.first[self._opened[0][0]] < oldest:
-                    old, old_line = self._opened.popleft()
-                    kept = self._open.get(old_line)
+            group = len(first)
+            first.append(index)
+            masks.append(bit)
+            folded_at.append(group)
+            if several and bit:
+                if groups is None:
+                    open_groups[line] = [group]
+                else:
+                    groups.append(group)
+                opened.append((group, line))
+            if len(opened) > 2 * window:  # forget groups too old to take another line
+                oldest = index - window
+                while opened and first[opened[0][0]] < oldest:
+                    old, old_line = opened.popleft()
+                    kept = open_groups.get(old_line)
                     if kept is not None and old in kept:
                         kept.remove(old)
                         if not kept:
-                            del self._open[old_line]
+                            del open_groups[old_line]
         self._done = end
 
     def ranks_of(self, index: int) -> list[int]:
