@@ -133,8 +133,8 @@ def test_a_failing_rank_shows_its_traceback(runs_dir):
 def test_a_data_column_typo_is_one_clear_line(runs_dir):
     result = cli("run", "demo", *FAST, "--set", "data.text_column=txt", runs_dir=runs_dir)
     assert result.returncode == 1
-    assert "data.text_column = 'txt': the training data has no such column" in result.stdout
-    assert "did you mean 'text'?" in result.stdout
+    assert "data.text_column = 'txt': the training data has no such column" in result.stderr  # the cause: stderr
+    assert "did you mean 'text'?" in result.stderr
 
 
 def test_stop_now_terminates_at_once(runs_dir):

@@ -218,8 +218,11 @@ def test_when_this_machine_is_one_of_them_its_ranks_and_gpus_are_shown(tmp_path,
     sampled here, with the GPUs machine 0's CUDA_VISIBLE_DEVICES names; node2's are not."""
     monkeypatch.setenv("TUITRAIN_NVML_TABLE", str(NVML_TABLE))
     here = socket.gethostname()
+    import psutil
+
+    # rank 0 is this process, as its record says (pid and start time: a rank record names a process by both)
     make_multinode_run(tmp_path / "runs", rank_hosts={0: here, 1: here}, rank_pids={0: os.getpid(), 3: os.getppid()},
-                       accelerator="cuda")
+                       rank_started={0: psutil.Process().create_time()}, accelerator="cuda")
     names = [d["name"] for d in json.loads(NVML_TABLE.read_text())["devices"]]
     app = make_app(tmp_path, hardware_line=None, hardware=None, hardware_interval=0.1)
 

@@ -103,8 +103,8 @@ class EditorScreen(Screen):
         # the section keys before the rest: at 80 columns the key bar keeps its first keys (the tab bar's own
         # left/right work once it has the focus; these work from any field)
         # priority: a field that scrolls (the GPU list) binds these keys too, and would take them
-        Binding("ctrl+pagedown", "section(1)", "Next section", priority=True, tooltip="Next section (ctrl+pagedown; "
-                "ctrl+pageup: the previous one; left/right on the section tabs)"),
+        Binding("ctrl+pagedown", "section(1)", "Next section", priority=True, tooltip="Next section (ctrl+pagedown); "
+                "ctrl+pageup goes back, as left/right do on the section tabs"),
         Binding("ctrl+pageup", "section(-1)", "Previous section", show=False, priority=True,
                 tooltip="Previous section (ctrl+pageup)"),
         Binding("escape", "back", "Back", tooltip="Back to the home screen (asks when there are unsaved changes)"),
