@@ -250,6 +250,26 @@ def test_no_import_cycle_crosses_layers() -> None:
     assert crossing == []
 
 
+def _module_graph() -> dict[str, set[str]]:
+    """module -> the modules it imports by name, without the arrows a package's __init__ adds by re-exporting its
+    modules (importing `tuitrain.profile.load` runs `tuitrain/profile/__init__.py`, which imports `load` back:
+    Python's own package pattern, not a circle between two modules)."""
+    graph: dict[str, set[str]] = {module_name(p): set() for p in PACKAGE.rglob("*.py")}
+    for found in imports():
+        if found.target in graph:
+            graph[found.importer].add(found.target)
+    for module in graph:
+        if PACKAGE.parent.joinpath(*module.split("."), "__init__.py").is_file():
+            graph[module] = set()
+    return graph
+
+
+def test_no_two_modules_import_each_other_even_through_others() -> None:
+    """No import circle anywhere (issue 25): a screen types the app by tui.app_api, the supervisor is chosen in
+    runs.supervise, a log view and its filters share tui.line_source."""
+    assert [sorted(c) for c in _components(_module_graph()) if len(c) > 1] == []
+
+
 def test_a_cycle_across_layers_would_be_seen() -> None:
     graph = {"tuitrain.hardware.a": {"tuitrain.runs.b"}, "tuitrain.runs.b": {"tuitrain.hardware.a"}, "tuitrain.x": set()}
     assert sorted(map(sorted, _components(graph))) == [["tuitrain.hardware.a", "tuitrain.runs.b"], ["tuitrain.x"]]
