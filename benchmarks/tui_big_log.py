@@ -112,7 +112,12 @@ def ours(base: Path, lines: int, tree: Path | None = None, patience: float = 60.
         program.send("/")
         time.sleep(0.3)
         target = f"step {lines // 2 - 1:07d}"
-        program.send("\x7f" * 12 + target)
+        for _ in range(len(target)):  # the box opens with the last term: erased a key at a time
+            program.send("\x7f")
+            time.sleep(0.02)
+        program.forget()
+        program.send(target)
+        program.wait_for(target, patience, since_start=False)  # typed into the box
         time.sleep(0.2)
         program.forget()
         program.send("\r")
