@@ -298,3 +298,15 @@ def test_when_the_installed_table_cannot_be_read_the_snapshot_refuses(fake_insta
     [problem] = load("training.optim=brand_new_optim")
     assert 'training.optim: "brand_new_optim" is not one of' in problem
     assert ta.training_args_fields() is None and "ImportError: x" in (ta.training_args_failure() or "")
+
+
+def test_the_background_probe_waits_longer_than_a_command_would(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nobody waits for the niced background fill: under load importing transformers may take minutes, and a
+    timeout there leaves a failure every later command reads (it failed so beside two busy loops)."""
+    import tuitrain.profile.training_args_fill as fill
+
+    seen: dict[str, float] = {}
+    monkeypatch.setattr(fill, "fill_cache", lambda version, location, timeout=120.0: seen.update(timeout=timeout))
+    monkeypatch.setattr(fill.os, "nice", lambda n: 0)
+    assert fill.main(["--version", "9.9.9"]) == 0
+    assert seen["timeout"] == fill.BACKGROUND_TIMEOUT and fill.BACKGROUND_TIMEOUT > 120

@@ -206,17 +206,18 @@ def _keep(version: str, location: str | None, table: dict[str, Any]) -> None:
             old.unlink()
 
 
-def fill_cache(version: str, location: str | None) -> dict[str, Any]:
+def fill_cache(version: str, location: str | None, timeout: float = 120.0) -> dict[str, Any]:
     """The installed table, from the cache or else from the probe (then cached). One probe at a time:
     a second caller waits for the first and reads what it wrote. TrainingArgsProbeError when the
-    probe fails (its line is kept beside the cache for the next commands, `failure_path`)."""
+    probe fails or takes longer than `timeout` (its line is kept beside the cache for the next commands,
+    `failure_path`)."""
     path = cache_path(version, location)
     with _probe_lock(path.parent):
         table = _read_table(path)
         if table is not None:
             return table
         try:
-            table = introspect_training_args()
+            table = introspect_training_args(timeout=timeout)
             if table.get("version") != version:
                 raise TrainingArgsProbeError(f"python -m {PROBE_MODULE} found transformers {table.get('version')}, "
                                              f"not {version}")

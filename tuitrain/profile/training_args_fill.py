@@ -18,6 +18,8 @@ import sys
 from tuitrain.atomic import write_text_atomic
 from tuitrain.profile.training_args import SNAPSHOT, TrainingArgsProbeError, fill_cache, introspect_training_args
 
+BACKGROUND_TIMEOUT = 600.0
+
 
 def write_snapshot() -> int:
     """The installed transformers' table, less its folder, as the snapshot shipped with tuitrain."""
@@ -45,7 +47,9 @@ def main(argv: list[str] | None = None) -> int:
             os.nice(10)
         except OSError:
             pass
-        fill_cache(args.version, args.location or None)
+        # nobody waits for this niced background probe: a busy machine may take minutes to import transformers,
+        # and a timeout here would leave a failure for every later command to read
+        fill_cache(args.version, args.location or None, timeout=BACKGROUND_TIMEOUT)
     except TrainingArgsProbeError as exc:
         print(exc, file=sys.stderr)
         return 1
