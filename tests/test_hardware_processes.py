@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 
+from conftest import wait_for
 from tuitrain.hardware.devices import GpuInfo, GpuProcess
 from tuitrain.hardware.na import NA
 from tuitrain.hardware.processes import command_line, process_rows, refusal, short_command, sort_processes, terminate
@@ -30,9 +31,11 @@ def test_only_my_own_process_outside_any_run_may_be_ended():
 def test_a_process_command_line_has_its_arguments_and_a_short_form_without_the_program_folder():
     """Issue 21, item 7: the GPUs screen showed 'python' for every training process."""
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "--epochs", "3"])
+    expected = f"{sys.executable} -c 'import time; time.sleep(60)' --epochs 3"
     try:
-        full = command_line(proc.pid)
-        assert full == f"{sys.executable} -c 'import time; time.sleep(60)' --epochs 3"
+        # between fork and exec the child has no command line yet (NA): wait for the exec, as a busy machine delays it
+        full = wait_for(lambda: command_line(proc.pid) if command_line(proc.pid) == expected else None, 30, "the exec")
+        assert full == expected
         assert short_command(full) == f"{sys.executable.rsplit('/', 1)[1]} -c 'import time; time.sleep(60)' --epochs 3"
     finally:
         proc.kill()
