@@ -59,6 +59,11 @@ class Resumed:
     job_id: str | None = None
 
 
+def resume_note(parent: RunPaths, checkpoint: Checkpoint, paths: RunPaths) -> str:
+    """What every backend says of a resume it started (Slurm adds its job)."""
+    return f"resuming {parent.id} from {checkpoint.path.name} (step {checkpoint.step}) as run {paths.id}"
+
+
 @dataclass(frozen=True)
 class Check:
     """The checks a backend makes of the machines before starting (the doctor's, for several machines)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from tuitrain.backends.base import Check, Pause, Preview, Resumed, Say, Started
+from tuitrain.backends.base import Check, Pause, Preview, Resumed, Say, Started, resume_note
 from tuitrain.hardware import Hardware
 from tuitrain.profile import Problem, Profile, load_profile, profile_with_defaults
 from tuitrain.runs.kind import RunKind
@@ -61,8 +61,7 @@ class LocalBackend:
     def resume(self, parent: RunPaths, runs_root: Path, checkpoint: str | Path = "latest",
                overrides: Sequence[str] = (), cwd: Path | None = None) -> Resumed:
         paths, chosen, profile = resume(parent, runs_root, checkpoint, overrides, cwd=cwd, hardware=self.hardware)
-        return Resumed(paths, chosen, profile,
-                       f"resuming {parent.id} from {chosen.path.name} (step {chosen.step}) as run {paths.id}")
+        return Resumed(paths, chosen, profile, resume_note(parent, chosen, paths))
 
     def stop(self, paths: RunPaths, now: bool, say: Say, pause: Pause | None = None,
              timeout: float | None = None) -> str:

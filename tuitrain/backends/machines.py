@@ -7,13 +7,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tuitrain.backends.base import Check, Pause, Preview, Resumed, Say, Started
+from tuitrain.backends.base import Check, Pause, Preview, Resumed, Say, Started, resume_note
 from tuitrain.backends.local import stop_here
 from tuitrain.launch.machines import MachinePlan, MachinesPlan, plan_machines
 from tuitrain.profile import Profile, load_profile, profile_with_defaults
 from tuitrain.runs.kind import RunKind
 from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.relaunch import launch, resume
+from tuitrain.runs.relaunch import launch_on_machines, resume_on_machines
 
 
 def plan_profile_machines(profile: Profile, runs_root: Path, ssh_config: str | None = None,
@@ -107,14 +107,14 @@ class MachinesBackend:
         return Check(lines=[*report.lines(), *(str(p) for p in plan.errors)], failed=failed)
 
     def start(self, profile: Profile, runs_root: Path, cwd: Path | None = None) -> Started:
-        paths = launch(profile, runs_root, cwd=cwd, ssh_config=self.ssh_config)
+        paths = launch_on_machines(profile, runs_root, cwd=cwd, ssh_config=self.ssh_config)
         return Started(paths, f"started run {paths.id} on its machines")
 
     def resume(self, parent: RunPaths, runs_root: Path, checkpoint: str | Path = "latest",
                overrides: Sequence[str] = (), cwd: Path | None = None) -> Resumed:
-        paths, chosen, profile = resume(parent, runs_root, checkpoint, overrides, cwd=cwd, ssh_config=self.ssh_config)
-        return Resumed(paths, chosen, profile,
-                       f"resuming {parent.id} from {chosen.path.name} (step {chosen.step}) as run {paths.id}")
+        paths, chosen, profile = resume_on_machines(parent, runs_root, checkpoint, overrides, cwd=cwd,
+                                                    ssh_config=self.ssh_config)
+        return Resumed(paths, chosen, profile, resume_note(parent, chosen, paths))
 
     def stop(self, paths: RunPaths, now: bool, say: Say, pause: Pause | None = None,
              timeout: float | None = None) -> str:

@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
-from tuitrain.backends.base import Check, Pause, Preview, Resumed, Say, Started
+from tuitrain.backends.base import Check, Pause, Preview, Resumed, Say, Started, resume_note
 from tuitrain.profile import Profile
 from tuitrain.runs.control import ControlError
 from tuitrain.runs.kind import RunKind
@@ -58,9 +58,8 @@ class SlurmBackend:
             done, chosen, profile = resume_job(parent, runs_root, str(checkpoint), overrides, python=self.python, cwd=cwd)
         except (ScriptError, SlurmError) as exc:
             raise StartError(str(exc)) from None
-        return Resumed(done.paths, chosen, profile,
-                       f"resuming {parent.id} from {chosen.path.name} (step {chosen.step}) as run {done.paths.id}, "
-                       f"Slurm job {done.job_id}", done.job_id)
+        return Resumed(done.paths, chosen, profile, f"{resume_note(parent, chosen, done.paths)}, Slurm job {done.job_id}",
+                       done.job_id)
 
     def stop(self, paths: RunPaths, now: bool, say: Say, pause: Pause | None = None,
              timeout: float | None = None) -> str:

@@ -143,19 +143,20 @@ def machines_gpus(args: argparse.Namespace) -> int:
     reached gets its one-line reason."""
     from concurrent.futures import ThreadPoolExecutor
 
+    from tuitrain.backends import for_profile
+    from tuitrain.backends.machines import plan_profile_machines
     from tuitrain.cli.errors import CliError
-    from tuitrain.launch.machines import has_machines, plan_machines
-    from tuitrain.profile import load_profile, profile_with_defaults, resolve_profile_path
+    from tuitrain.profile import load_profile, resolve_profile_path
     from tuitrain.remote.ssh import SshOptions, run
 
     if getattr(args, "watch", False):
         raise CliError("--watch shows this machine only; for every machine of a profile, run `tuitrain gpus "
                        "--profile P` again (or `watch -n 2 tuitrain gpus --profile P`)")
     profile = load_profile(resolve_profile_path(args.profile))
-    if not has_machines(profile.data):
+    if for_profile(profile.data).kind != "machines":
         raise CliError(f"{profile.path}: no [[distributed.machines]]; `tuitrain gpus` without --profile shows this "
                        "machine's GPUs")
-    plan = plan_machines(profile_with_defaults(profile), args.runs_root / "<new-run>", str(profile.path))
+    plan = plan_profile_machines(profile, args.runs_root)
     config = os.path.abspath(os.path.expanduser(args.ssh_config)) if args.ssh_config else None
     options = SshOptions(config=config)
     asked = ["--json"] if args.json else []

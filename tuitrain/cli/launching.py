@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any, Mapping, Sequence
 
 from tuitrain.backends import Backend, for_profile, for_run
 from tuitrain.cli.errors import CliError
@@ -92,6 +93,21 @@ def cmd_resume(args: argparse.Namespace) -> int:
     return follow_run(resumed.paths)
 
 
+def _print_parts(env: Mapping[str, str], config: Mapping[str, Any], notes: Sequence[object], head: str) -> None:
+    """A plan's environment, accelerate config and notes, each under a heading that starts with `head` ("\n" for
+    this machine's plan, an indent for one machine of several); their lines two spaces further in."""
+    inner = head.lstrip("\n") + "  "
+    print(f"{head}environment:")
+    for key, value in sorted(env.items()):
+        print(f"{inner}{key}={value}")
+    print(f"{head}accelerate config (accelerate.yaml):")
+    print(inner + dump_yaml(dict(config)).rstrip().replace("\n", "\n" + inner))
+    if notes:
+        print(f"{head}notes:")
+        for note in notes:
+            print(f"{inner}{note}")
+
+
 def _print_machines_plan(plan: MachinesPlan) -> None:
     port = plan.main_process_port if plan.main_process_port is not None else "(no main_process_port)"
     where = f"   main: {plan.main_process_ip}:{port}" if plan.main_process_ip else ""
@@ -102,15 +118,7 @@ def _print_machines_plan(plan: MachinesPlan) -> None:
         print(f"  folder: {machine.workdir}")
         print(f"  python: {machine.python}")
         print("  command:\n    " + machine.command_line())
-        print("  environment:")
-        for key, value in sorted(machine.env.items()):
-            print(f"    {key}={value}")
-        print("  accelerate config (accelerate.yaml):")
-        print("    " + dump_yaml(machine.accelerate_config).rstrip().replace("\n", "\n    "))
-        if machine.notes:
-            print("  notes:")
-            for note in machine.notes:
-                print(f"    {note}")
+        _print_parts(machine.env, machine.accelerate_config, machine.notes, head="  ")
     if plan.notes:
         print("\nnotes:")
         for note in plan.notes:
@@ -120,15 +128,7 @@ def _print_machines_plan(plan: MachinesPlan) -> None:
 def _print_launch_plan(plan: LaunchPlan) -> None:
     print(f"accelerator: {plan.accelerator}   processes: {plan.num_processes}   machines: {plan.num_machines}")
     print("\ncommand:\n  " + plan.command_line())
-    print("\nenvironment:")
-    for key, value in sorted(plan.env.items()):
-        print(f"  {key}={value}")
-    print("\naccelerate config (accelerate.yaml):")
-    print("  " + dump_yaml(plan.accelerate_config).rstrip().replace("\n", "\n  "))
-    if plan.notes:
-        print("\nnotes:")
-        for note in plan.notes:
-            print(f"  {note}")
+    _print_parts(plan.env, plan.accelerate_config, plan.notes, head="\n")
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -174,10 +174,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     from tuitrain.backends.machines import doctor_report
-    from tuitrain.launch.machines import has_machines
 
     profile = _load(args.profile, args.set)
-    if not has_machines(profile.data):
+    if for_profile(profile.data).kind != "machines":
         raise CliError(f"{profile.path}: no [[distributed.machines]] to check; the doctor checks the machines of a "
                        "multi-machine profile (this machine's checks run with `tuitrain plan`)")
     report, plan = doctor_report(profile, args.runs_root, _ssh_config(args), args.timeout)

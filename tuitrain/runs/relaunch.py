@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 
 from tuitrain.hardware import Hardware, detect_hardware
 from tuitrain.launch import LaunchPlan, plan_launch
-from tuitrain.launch.machines import MachinesPlan, has_machines, plan_machines
+from tuitrain.launch.machines import MachinesPlan, plan_machines
 from tuitrain.launch.script import is_script, resolved_script
 from tuitrain.profile import Profile, load_profile, profile_with_defaults
 from tuitrain.runs.checkpoints import Checkpoint, inspect_checkpoint, latest_complete, run_checkpoints
@@ -93,22 +93,21 @@ def machines_planner(profile: Profile, settings: dict[str, Any], file: str,
     return plan
 
 
-def launch(profile: Profile, runs_root: Path, cwd: Path | None = None, hardware: Hardware | None = None,
-           ssh_config: str | None = None) -> RunPaths:
-    """Start a run of an already loaded (and validated) profile; returns once it is started.
-    A profile that lists machines starts on every one of them (over ssh, with `ssh_config` if given)."""
-    if has_machines(profile.data):
-        settings = profile_with_defaults(profile)
-        plan_for: Callable[[Path], Any] = machines_planner(profile, settings, str(profile.path), ssh_config)
-        return start_run(profile, settings, plan_for, runs_root, cwd=cwd)
+def launch(profile: Profile, runs_root: Path, cwd: Path | None = None, hardware: Hardware | None = None) -> RunPaths:
+    """Start a run of an already loaded (and validated) profile on this machine; returns once it is started.
+    (Which machines a profile runs on is tuitrain.backends' to decide: this is the local backend's start.)"""
     settings, notes, hardware = _settings(profile, hardware)
     return start_run(profile, settings, planner(settings, str(profile.path), hardware, notes), runs_root,
                      cwd=run_cwd(settings, cwd))
 
 
-def launch_file(path: Path, runs_root: Path, overrides: Sequence[str] = (), cwd: Path | None = None) -> RunPaths:
-    """`tuitrain run PATH --set ...`, detached."""
-    return launch(load_profile(path, overrides), runs_root, cwd=cwd)
+def launch_on_machines(profile: Profile, runs_root: Path, cwd: Path | None = None,
+                       ssh_config: str | None = None) -> RunPaths:
+    """Start a run on every machine the profile lists (over ssh, with `ssh_config` if given): the machines
+    backend's start."""
+    settings = profile_with_defaults(profile)
+    return start_run(profile, settings, machines_planner(profile, settings, str(profile.path), ssh_config), runs_root,
+                     cwd=cwd)
 
 
 def resumable_checkpoints(record: dict[str, Any]) -> list[Checkpoint]:
@@ -241,33 +240,53 @@ def check_resume(parent: RunPaths, profile: Profile, checkpoint: Checkpoint, pro
         raise ResumeError(refusal)
 
 
-def resume(parent: RunPaths, runs_root: Path, checkpoint: str | Path = "latest",
-           overrides: Sequence[str] = (), cwd: Path | None = None,
-           hardware: Hardware | None = None, ssh_config: str | None = None) -> tuple[RunPaths, Checkpoint, Profile]:
-    """`tuitrain resume RUN --checkpoint ...` of a run started from this machine (locally or on the machines it
-    lists), detached: a new run continuing `parent`.
+# What a backend's resume plans, once the checkpoint and profile are known: the settings, the planner, where the
+# processes start, and the world (processes in all, machines) the checkpoint must have been written by.
+ResumePlan = tuple[dict[str, Any], Callable[[Path], Any], "Path | None", int, int]
 
-    Returns the new run, the checkpoint it continues from, and the profile it runs (its `notes`
-    say what was migrated or defaulted)."""
+
+def _resume(parent: RunPaths, runs_root: Path, checkpoint: str | Path, overrides: Sequence[str],
+            plan: Callable[[dict[str, Any], Profile, Checkpoint], ResumePlan]) -> tuple[RunPaths, Checkpoint, Profile]:
+    """Every resume started from this machine: the parent settled, the shared checks, the backend's plan, then
+    start_run with the lineage."""
     from tuitrain.runs.liveness import settle_lost  # psutil: not for `plan`
 
     record = settle_lost(parent, read_record(parent))
     chosen, profile = resume_inputs(parent, record, checkpoint, overrides)
-    ssh_config = ssh_config or record.get("ssh_config")  # a multi-machine run resumes through the same ssh_config
-    if has_machines(profile.data):
-        settings = profile_with_defaults(profile)
-        plan_for: Callable[[Path], Any] = machines_planner(profile, settings, str(parent.profile), ssh_config,
-                                                           resume_from=chosen.path)
-        planned = plan_for(parent.root)
-        processes, machines = planned.num_processes, planned.num_machines
-    else:
-        settings, notes, hardware = _settings(profile, hardware)
-        # a script is told where to resume on its command line (script.resume_arg); the engine reads run.json
-        plan_for = planner(settings, str(parent.profile), hardware, notes, resume_from=chosen.path)
-        cwd = run_cwd(settings, cwd)
-        machines = settings["distributed"]["num_machines"]
-        processes = settings["distributed"]["num_processes"] * machines
+    settings, plan_for, cwd, processes, machines = plan(record, profile, chosen)
     check_resume(parent, profile, chosen, processes, machines)
     lineage = Lineage(parent=parent.id, checkpoint=chosen.path)
-    paths = start_run(profile, settings, plan_for, runs_root, lineage=lineage, cwd=cwd)
-    return paths, chosen, profile
+    return start_run(profile, settings, plan_for, runs_root, lineage=lineage, cwd=cwd), chosen, profile
+
+
+def resume(parent: RunPaths, runs_root: Path, checkpoint: str | Path = "latest", overrides: Sequence[str] = (),
+           cwd: Path | None = None, hardware: Hardware | None = None) -> tuple[RunPaths, Checkpoint, Profile]:
+    """`tuitrain resume RUN --checkpoint ...` of a run on this machine, detached: a new run continuing `parent`.
+
+    Returns the new run, the checkpoint it continues from, and the profile it runs (its `notes`
+    say what was migrated or defaulted)."""
+
+    def plan(_record: dict[str, Any], profile: Profile, chosen: Checkpoint) -> ResumePlan:
+        settings, notes, found = _settings(profile, hardware)
+        # a script is told where to resume on its command line (script.resume_arg); the engine reads run.json
+        plan_for = planner(settings, str(parent.profile), found, notes, resume_from=chosen.path)
+        machines = settings["distributed"]["num_machines"]
+        return settings, plan_for, run_cwd(settings, cwd), settings["distributed"]["num_processes"] * machines, machines
+
+    return _resume(parent, runs_root, checkpoint, overrides, plan)
+
+
+def resume_on_machines(parent: RunPaths, runs_root: Path, checkpoint: str | Path = "latest",
+                       overrides: Sequence[str] = (), cwd: Path | None = None,
+                       ssh_config: str | None = None) -> tuple[RunPaths, Checkpoint, Profile]:
+    """The same for a run on several machines: its machines planned again, through the parent's ssh_config
+    unless another is given."""
+
+    def plan(record: dict[str, Any], profile: Profile, chosen: Checkpoint) -> ResumePlan:
+        settings = profile_with_defaults(profile)
+        plan_for = machines_planner(profile, settings, str(parent.profile), ssh_config or record.get("ssh_config"),
+                                    resume_from=chosen.path)
+        planned = plan_for(parent.root)
+        return settings, plan_for, cwd, planned.num_processes, planned.num_machines
+
+    return _resume(parent, runs_root, checkpoint, overrides, plan)
