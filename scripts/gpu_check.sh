@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Issue 28's checks on a machine with a CUDA GPU, in one go, each step bounded in time and logged to OUTDIR:
+# the machine, the first `plan` after install (cold TrainingArguments cache), the GPU lane, the tests that say
+# what they need of the driver, and the speed against the plain script (benchmarks/real_model_speed.py --gpu).
+# tuitrain must already be installed the way users install it (`pip install .`, not editable).
+#
+#     bash scripts/gpu_check.sh OUTDIR [--tokenizer DIR] [--rounds N]
+#
+# Results go in docs/benchmarks.md ("A GPU user's first day"); the speed step needs ../shared/data/mrpc.
+set -uo pipefail
+out=${1:?usage: bash scripts/gpu_check.sh OUTDIR [benchmark options]}
+shift
+cd "$(dirname "$0")/.."
+mkdir -p "$out"
+py=${PYTHON:-python3}
+export HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false
+scratch=$(mktemp -d)
+
+{
+  nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total --format=csv
+  "$py" -c "import sys, torch, transformers, accelerate; print(sys.version.split()[0], 'torch', torch.__version__, 'transformers', transformers.__version__, 'accelerate', accelerate.__version__)"
+  "$py" -m pip check 2>&1 | tail -5
+  echo "tuitrain: $(command -v tuitrain)"
+  # The first command after install: the TrainingArguments cache is cold on a fresh machine.
+  TIMEFORMAT="first plan after install: %R s wall"
+  time (cd "$scratch" && TUITRAIN_RUNS_DIR="$scratch/runs" timeout 120 tuitrain plan demo --set hardware.accelerator=cuda >/dev/null; echo "exit $?")
+  (cd "$scratch" && timeout 60 tuitrain gpus)
+} 2>&1 | tee "$out/machine.txt"
+
+echo "== the GPU lane" | tee "$out/lane.txt"
+timeout 300 "$py" -m pytest -q -p no:cacheprovider -n 6 -rs --durations=15 tests/test_gpu_lane.py 2>&1 | tee -a "$out/lane.txt"
+
+echo "== tests that say what they need of the driver, and the snapshots" | tee "$out/driver.txt"
+timeout 150 "$py" -m pytest -q -p no:cacheprovider -n 6 -rs tests/test_hardware_discovery.py tests/test_hardware_cli.py \
+  tests/test_cli_errors.py::test_gpus_on_a_machine_without_them tests/test_tui_snapshots.py 2>&1 | tee -a "$out/driver.txt"
+
+echo "== speed against the plain script" | tee "$out/speed.txt"
+timeout 330 "$py" benchmarks/real_model_speed.py --gpu --only tuitrain plain "$@" 2>&1 | tee -a "$out/speed.txt"
+rm -rf "$scratch"
