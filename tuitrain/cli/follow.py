@@ -112,7 +112,7 @@ def _ask_to_end(paths: RunPaths, nth: int, out: TextIO) -> None:
         print("\nkilling the run now", file=out, flush=True)
 
 
-def follow_run(paths: RunPaths, out: TextIO | None = None, poll: float = 0.3, err: TextIO | None = None) -> int:
+def follow_run(paths: RunPaths, out: TextIO | None = None, poll: float = 0.1, err: TextIO | None = None) -> int:
     """Print progress until the run ends; Ctrl-C asks for a graceful stop, a second one kills. Progress goes to
     `out` (stdout), what went wrong (a rank's error, a failed or lost run's cause) to `err` (stderr)."""
     out = out or sys.stdout
