@@ -221,7 +221,7 @@ def main() -> int:
         print(f"needs {MRPC} (the shared MRPC CSVs) beside this checkout")
         return 2
     print(machine_line())
-    model = args.tokenizer or minilm_dir()
+    model = args.tokenizer.resolve() if args.tokenizer else minilm_dir()  # the profile is written elsewhere
     gate = QuietGate(threshold=0.15, max_wait=60, budget=600)
     results: dict[str, list[dict]] = {name: [] for name in args.only}
     with tempfile.TemporaryDirectory(prefix="tuitrain-bench16-") as tmp:
@@ -273,11 +273,12 @@ def main() -> int:
     for name, runs in results.items():
         phases = {phase: median([r["phases"][phase] for r in runs]) for phase in runs[0]["phases"]}
         print(f"{name} phases (median s): " + ", ".join(f"{phase} {seconds:.2f}" for phase, seconds in phases.items()))
-    if base:
-        walls = [r["wall"] / b["wall"] for r, b in zip(results.get("tuitrain", []), base, strict=False)]
-        if walls:
-            print(f"tuitrain wall time / plain: median {median(walls):.3f}, "
-                  f"extra {median([r['wall'] - b['wall'] for r, b in zip(results['tuitrain'], base, strict=False)]):.1f} s")
+    for other in ("plain", "accelerate"):  # against `python script.py`, and against the script under `accelerate launch`
+        pairs = list(zip(results.get("tuitrain", []), results.get(other, []), strict=False))
+        if pairs:
+            print(f"tuitrain / {other}: wall time median {median([r['wall'] / b['wall'] for r, b in pairs]):.3f} "
+                  f"(extra {median([r['wall'] - b['wall'] for r, b in pairs]):.1f} s), training time median "
+                  f"{median([r['phases']['training'] / b['phases']['training'] for r, b in pairs]):.3f}")
     print(gate.summary())
     places = 2 if args.gpu else 4  # bf16 on a GPU: equal to its noise, not bit for bit
     agree = len({f"{v:.{places}f}" for v in last.values()}) == 1
