@@ -54,6 +54,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-doctor", action="store_true",
                    help="several machines: start without checking them first with `tuitrain doctor`")
     _set_option(p)
+    _arguments_from("tuitrain.cli.queueing", "add_run_arguments", p)
+
+    p = command("queue", _lazy("tuitrain.cli.queueing", "cmd_queue"), "this machine's queued runs, in order, with what each waits for")
+    _arguments_from("tuitrain.cli.queueing", "add_queue_arguments", p)
+
+    p = command("cancel", _lazy("tuitrain.cli.queueing", "cmd_cancel"), "drop a queued run from the queue")
+    _arguments_from("tuitrain.cli.queueing", "add_cancel_arguments", p)
 
     p = command("resume", launching.cmd_resume, "start a new run that continues a run from one of its checkpoints")
     p.add_argument("run")
@@ -111,6 +118,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--launcher", action="store_true", help="the supervisor's and accelerate launch's own log")
     p.add_argument("--follow", "-f", action="store_true")
 
+    p = command("stacks", _lazy("tuitrain.cli.stacks", "cmd_stacks"), "every rank's Python stack (all threads), "
+                "kept in the run directory, and a digest of where the ranks are: the one elsewhere first")
+    _arguments_from("tuitrain.cli.stacks", "add_arguments", p)
+
     p = command("checkpoints", viewing.cmd_checkpoints, "a run's checkpoints: step, complete or not, metrics, size")
     p.add_argument("run")
     p.add_argument("--json", action="store_true")
@@ -148,9 +159,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_submit_arguments(p: argparse.ArgumentParser) -> None:
-    from tuitrain.cli.submit import add_arguments
+    _arguments_from("tuitrain.cli.submit", "add_arguments", p)
 
-    add_arguments(p)
+
+def _arguments_from(module: str, adder: str, p: argparse.ArgumentParser) -> None:
+    """A command's arguments, added by the module that handles it (it keeps heavy imports inside its handlers)."""
+    import importlib
+
+    getattr(importlib.import_module(module), adder)(p)
 
 
 class _LazyModule:
@@ -197,7 +213,7 @@ def _open_app(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
 
 # The commands that read or write the runs root (plan, validate, gpus and profile do not need one).
-RUNS_ROOT_COMMANDS = frozenset({"run", "resume", "submit", "runs", "status", "diff",
+RUNS_ROOT_COMMANDS = frozenset({"run", "resume", "submit", "runs", "status", "diff", "queue", "cancel", "stacks",
                                 "logs", "checkpoints", "export", "save", "evaluate", "stop"})
 
 
