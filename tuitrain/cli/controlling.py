@@ -7,6 +7,7 @@ import sys
 
 from tuitrain.runs.catalog import find_run, load_record
 from tuitrain.runs.control import request
+from tuitrain.runs.layout import RunPaths
 
 
 def cmd_save(args: argparse.Namespace) -> int:
@@ -23,7 +24,18 @@ def cmd_stop(args: argparse.Namespace) -> int:
     last = for_run(load_record(paths)).stop(paths, args.now, lambda line: print(line, file=sys.stderr, flush=True),
                                             timeout=getattr(args, "timeout", None))
     print(last)
+    if not args.now:
+        for line in stop_blockers(paths):
+            print(line, file=sys.stderr)
     return 0
+
+
+def stop_blockers(paths: RunPaths) -> list[str]:
+    """Why a graceful stop of this run may wait for ever, and what ends it instead (nothing when it can stop)."""
+    from tuitrain.runs.hang import stop_waits_for
+
+    lines = stop_waits_for(paths, load_record(paths))
+    return [*lines, f"`tuitrain stop --now {paths.id}` ends every process of the run now"] if lines else []
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:

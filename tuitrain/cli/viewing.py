@@ -14,6 +14,7 @@ from tuitrain.humanize import duration, number, size
 from tuitrain.runs.catalog import UNREADABLE, RunEntry, find_run, load_record, scan_runs
 from tuitrain.runs.checkpoints import run_checkpoints
 from tuitrain.runs.exits import EXIT_USER_ERROR, exit_name
+from tuitrain.runs.hang import status_label
 from tuitrain.runs.kind import run_kind
 from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.liveness import effective_status
@@ -49,7 +50,7 @@ def _runs_row(s: dict) -> list[str]:
         return [s["id"], "?", UNREADABLE, "-", "-", age(s.get("created")), s["reason"]]
     p = s["progress"]
     step = f"{p['step']}/{p.get('max_steps') or '?'}"
-    return [s["id"], clip(str(s.get("profile", "?"))), effective_status(s), step, number(p.get("loss")),
+    return [s["id"], clip(str(s.get("profile", "?"))), status_label(s), step, number(p.get("loss")),
             age(s.get("created")), ""]
 
 
@@ -108,9 +109,18 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"run        {summary['id']}  ({summary['run_dir']})")
     print(f"profile    {summary.get('profile', '?')}")
     failed_rank = f"  (rank {summary['failed_rank']} failed)" if summary.get("failed_rank") is not None else ""
-    print(f"status     {effective_status(summary)}{failed_rank}")
+    print(f"status     {status_label(summary)}{failed_rank}")
     if summary.get("error"):
         print(f"why        {summary['error']}")
+    for line in summary.get("hang_lines") or []:
+        print(f"hang       {line}")
+    if summary.get("status") == "stopping":
+        from tuitrain.cli.controlling import stop_blockers
+
+        for line in stop_blockers(paths):
+            print(f"stop waits {line}")
+    if summary.get("stacks_digest"):
+        print("stacks     " + "; ".join(summary["stacks_digest"]) + f"   (tuitrain stacks {summary['id']})")
     if summary.get("slurm_state"):
         job = summary["slurm_state"]
         where = (summary.get("slurm") or {}).get("partition")

@@ -7,7 +7,7 @@ import errors included — lands in logs/rank-K.log.
 import sys
 from pathlib import Path
 
-from tuitrain.engine.rank_io import exit_without_teardown, redirect_output_to_rank_log
+from tuitrain.engine.rank_io import exit_without_teardown, redirect_output_to_rank_log, register_stacks_dump, start_heartbeat
 from tuitrain.engine.watchdog import watch_supervisor
 
 if len(sys.argv) != 2:
@@ -16,6 +16,8 @@ if len(sys.argv) != 2:
 _run_dir = Path(sys.argv[1])
 _rank = redirect_output_to_rank_log(_run_dir)
 watch_supervisor(_run_dir, _rank)
+register_stacks_dump(_run_dir, _rank)
+start_heartbeat(_run_dir, _rank).beat("starting", None)
 
 from tuitrain.engine.main import main  # noqa: E402  (after the redirect, on purpose)
 

@@ -5,14 +5,27 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from transformers import TrainerCallback
 
 from tuitrain.atomic import follow_umask, write_json_atomic
 from tuitrain.engine.events import EventLog
 from tuitrain.runs.checkpoints import MARKER, files_with_sizes
-from tuitrain.runs.layout import CONTROL_EVALUATE, CONTROL_SAVE, CONTROL_STOP, RunPaths
+from tuitrain.runs.layout import (
+    CONTROL_EVALUATE,
+    CONTROL_SAVE,
+    CONTROL_STOP,
+    PHASE_BETWEEN,
+    PHASE_EVALUATING,
+    PHASE_FINISHING,
+    PHASE_SAVING,
+    PHASE_STEP,
+    RunPaths,
+)
+
+if TYPE_CHECKING:
+    from tuitrain.engine.rank_io import Heartbeat
 
 
 class CheckpointMarkerCallback(TrainerCallback):
@@ -157,3 +170,34 @@ class ControlCallback(TrainerCallback):
             pass
         if self.events is not None:
             self.events.write("control", state.global_step, request=name)
+
+
+class HeartbeatCallback(TrainerCallback):
+    """Every rank's progress into its heartbeat (tuitrain.engine.rank_io.Heartbeat). Added last, so at a step's end
+    it sees what the Trainer and the control requests decided: an evaluation or a save starts then (the Trainer has
+    no callback before either), and a long one is judged as one (tuitrain.runs.hang), never as a stuck step."""
+
+    def __init__(self, heartbeat: Heartbeat) -> None:
+        self.heartbeat = heartbeat
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        self.heartbeat.beat(PHASE_STEP, state.global_step + 1)  # the step it is in
+
+    def on_step_end(self, args, state, control, **kwargs):
+        self.heartbeat.beat(PHASE_BETWEEN, state.global_step)
+        if control.should_evaluate:
+            self.heartbeat.beat(PHASE_EVALUATING, state.global_step)
+        elif control.should_save:
+            self.heartbeat.beat(PHASE_SAVING, state.global_step)
+
+    def on_prediction_step(self, args, state, control, **kwargs):
+        self.heartbeat.beat(PHASE_EVALUATING, state.global_step)  # an evaluation moves batch by batch
+
+    def on_evaluate(self, args, state, control, **kwargs):
+        self.heartbeat.beat(PHASE_SAVING if control.should_save else PHASE_BETWEEN, state.global_step)
+
+    def on_save(self, args, state, control, **kwargs):
+        self.heartbeat.beat(PHASE_BETWEEN, state.global_step)
+
+    def on_train_end(self, args, state, control, **kwargs):
+        self.heartbeat.beat(PHASE_FINISHING, state.global_step)

@@ -93,11 +93,18 @@ def build_trainer(paths: RunPaths, record: dict[str, Any], profile: dict[str, An
     from transformers import EarlyStoppingCallback, set_seed
 
     from tuitrain.engine import tasks
-    from tuitrain.engine.callbacks import CheckpointMarkerCallback, ControlCallback, EventsCallback, StepsFromProfileCallback
+    from tuitrain.engine.callbacks import (
+        CheckpointMarkerCallback,
+        ControlCallback,
+        EventsCallback,
+        HeartbeatCallback,
+        StepsFromProfileCallback,
+    )
     from tuitrain.engine.data import check_splits, raw_splits, training_texts
     from tuitrain.engine.events import EventLog
     from tuitrain.engine.low_rank import check_optim_targets
     from tuitrain.engine.model import build_model
+    from tuitrain.engine.rank_io import start_heartbeat
     from tuitrain.engine.tokenizer import build_tokenizer
 
     model_spec, data_spec, metrics_spec = profile["model"], profile["data"], profile["metrics"]
@@ -145,6 +152,7 @@ def build_trainer(paths: RunPaths, record: dict[str, Any], profile: dict[str, An
         callbacks.insert(1, EventsCallback(events, record["id"], world_size))
     if metrics_spec.get("early_stopping_patience"):
         callbacks.append(EarlyStoppingCallback(metrics_spec["early_stopping_patience"], metrics_spec["early_stopping_threshold"]))
+    callbacks.append(HeartbeatCallback(start_heartbeat(paths.root, rank)))  # last: it reads the step's decisions
     return tasks.trainer_class(task)(
         model=model,
         args=args,

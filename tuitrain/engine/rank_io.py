@@ -13,7 +13,15 @@ from pathlib import Path
 from typing import NoReturn, cast
 
 from tuitrain.atomic import write_json_atomic
-from tuitrain.runs.layout import RunPaths
+from tuitrain.runs.layout import (
+    PHASE_BETWEEN,
+    PHASE_EVALUATING,
+    PHASE_FINISHING,
+    PHASE_SAVING,
+    PHASE_STARTING,
+    STACKS_SIGNAL,
+    RunPaths,
+)
 from tuitrain.runs.linetimes import timed_stream, times_path
 from tuitrain.runs.redirect import redirect_output
 from tuitrain.script import MACHINE_RANK_ENV
@@ -96,3 +104,100 @@ def exit_without_teardown(code: int) -> NoReturn:
     except (OSError, AttributeError):
         pass
     os._exit(code)
+
+
+HEARTBEAT_SECONDS = 1.0  # a moving rank's heartbeat file is rewritten at most this often (a slow phase: at once)
+STEP_TIMES_KEPT = 20
+URGENT_PHASES = (PHASE_STARTING, PHASE_EVALUATING, PHASE_SAVING, PHASE_FINISHING)
+
+
+class Heartbeat:
+    """This rank's progress in heartbeats/rank-K.json: step, phase, when it last moved, and its recent step time.
+
+    `beat` only notes the state (a few attribute writes: it is called on every step); a daemon thread writes the
+    file atomically when the state changed, at most once a HEARTBEAT_SECONDS, at once for a slow phase. A rank that
+    stops moving leaves its last beat as it was: its age is how long it has not moved (tuitrain.runs.hang)."""
+
+    def __init__(self, paths: RunPaths, rank: int, interval: float = HEARTBEAT_SECONDS) -> None:
+        self.path = paths.heartbeat(rank)
+        self.rank = rank
+        self.interval = interval
+        self._state: dict[str, object] = {}
+        self._changed = 0
+        self._written = 0
+        self._wake = threading.Event()
+        self._phase = ""
+        self._since = 0.0
+        self._last_end: float | None = None  # the previous step's end, while no slow phase came between
+        self._step_times: list[float] = []
+        self._slow: dict[str, float] = {}  # phase -> its longest stretch so far
+        paths.heartbeats.mkdir(parents=True, exist_ok=True)
+        threading.Thread(target=self._write_loop, name="tuitrain-heartbeat", daemon=True).start()
+
+    def beat(self, phase: str, step: int | None) -> None:
+        now = time.time()
+        if phase != self._phase:
+            if self._phase in URGENT_PHASES:
+                self._slow[self._phase] = max(self._slow.get(self._phase, 0.0), now - self._since)
+                self._last_end = None  # a step time across an evaluation or a save is no step time
+            self._phase, self._since = phase, now
+        if phase == PHASE_BETWEEN:  # a step just ended
+            if self._last_end is not None:
+                self._step_times = [*self._step_times[-(STEP_TIMES_KEPT - 1):], now - self._last_end]
+            self._last_end = now
+        times = sorted(self._step_times)
+        self._state = {"rank": self.rank, "pid": os.getpid(), "step": step, "phase": phase, "time": now,
+                       "since": self._since, "step_seconds": times[len(times) // 2] if times else None,
+                       "slow_seconds": dict(self._slow)}
+        self._changed += 1
+        if phase in URGENT_PHASES:
+            self._wake.set()
+
+    def flush(self) -> None:
+        """Write the latest state now (the rank's last word before it ends)."""
+        self._write()
+
+    def _write(self) -> None:
+        changed, state = self._changed, self._state
+        if changed == self._written or not state:
+            return
+        try:
+            write_json_atomic(self.path, state)
+            self._written = changed
+        except OSError:
+            pass  # a full disk: the run's own files matter more; the next beat tries again
+
+    def _write_loop(self) -> None:
+        while True:
+            self._wake.wait(self.interval)
+            self._wake.clear()
+            self._write()
+            time.sleep(self.interval / 10)  # a burst of slow-phase changes is still a few writes
+
+
+_heartbeat: Heartbeat | None = None
+
+
+def start_heartbeat(run_dir: Path, rank: int) -> Heartbeat:
+    """This process's heartbeat (one a rank: started once, by the engine at start-up or by script mode when the
+    script first shows its progress)."""
+    global _heartbeat
+    if _heartbeat is None:
+        _heartbeat = Heartbeat(RunPaths(run_dir), rank)
+    return _heartbeat
+
+
+def register_stacks_dump(run_dir: Path, rank: int) -> None:
+    """On STACKS_SIGNAL, Python writes every thread's stack into stacks/rank-K.txt (faulthandler, from its C signal
+    handler: it answers even while the main thread waits in a collective). `tuitrain stacks` empties the file,
+    signals, and reads it back."""
+    import faulthandler
+    import signal
+
+    paths = RunPaths(run_dir)
+    try:
+        paths.stacks.mkdir(parents=True, exist_ok=True)
+        out = open(paths.rank_stacks(rank), "a", encoding="utf-8")  # faulthandler writes to it on every signal: kept open
+        faulthandler.register(getattr(signal, STACKS_SIGNAL), file=out, all_threads=True, chain=False)
+    except (OSError, AttributeError, ValueError, RuntimeError) as exc:
+        print(f"[tuitrain] rank {rank}: stacks on demand unavailable ({exc})", file=sys.stderr, flush=True)

@@ -239,6 +239,13 @@ SCHEMA: dict[str, Section] = {
         "name": KeySpec("str", doc="run name (default: the profile file's stem)", example='name = "my-run"'),
         "output_dir": KeySpec("str", "", doc='checkpoints folder ("" = the run directory\'s output/)'),
         "seed": KeySpec("int", 42, min=0),
+        "hang_after": KeySpec("float", min=0, min_exclusive=True, example="hang_after = 300",
+                              doc="seconds a training step may go without progress before the run is marked hung? "
+                                  "(absent: learned, 10x the recent step time, at least 60; evaluation, saving "
+                                  "and start-up get at least 600)"),
+        "on_hang": KeySpec("str", "notify", choices=("notify", "stop", "kill"),
+                           doc="a hung run: notify marks it and takes its stacks; stop saves if the ranks can still "
+                               "agree, else ends it as failed (hung); kill ends it at once"),
     },
     "model": {
         "task": KeySpec("str", "sequence-classification", choices=TASKS),

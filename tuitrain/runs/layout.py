@@ -17,6 +17,16 @@ CONTROL_REQUESTS = (CONTROL_SAVE, CONTROL_EVALUATE, CONTROL_STOP, CONTROL_TERMIN
 # no request: written by the supervisor before it ends processes itself, so a rank under Slurm (which takes SIGTERM
 # as Slurm's stop, tuitrain.runs.preemption) knows this SIGTERM is tuitrain's and ends at once
 CONTROL_ENDING = "ending"
+# what a rank's heartbeat says it is doing (heartbeats/rank-K.json): the slow phases (start-up, evaluating, saving,
+# after training) are judged apart from training steps by tuitrain.runs.hang
+PHASE_STARTING = "starting"  # from the rank's start to its first training step: model, data, process group
+PHASE_STEP = "step"
+PHASE_BETWEEN = "between steps"  # after a step's end: control, logging, the next batch
+PHASE_EVALUATING = "evaluating"
+PHASE_SAVING = "saving"
+PHASE_FINISHING = "after training"
+# a rank dumps every thread's Python stack into its stacks file on this signal (faulthandler, tuitrain.runs.stacks)
+STACKS_SIGNAL = "SIGUSR2"
 
 
 def default_runs_root(cwd: Path | None = None) -> Path:
@@ -75,6 +85,26 @@ class RunPaths:
 
     def rank_record(self, rank: int) -> Path:
         return self.ranks / f"rank-{rank}.json"
+
+    @property
+    def heartbeats(self) -> Path:
+        """One small JSON per rank: its step, what it is doing and since when (tuitrain.runs.heartbeat)."""
+        return self.root / "heartbeats"
+
+    def heartbeat(self, rank: int) -> Path:
+        return self.heartbeats / f"rank-{rank}.json"
+
+    @property
+    def stacks(self) -> Path:
+        """Each rank's latest Python stacks (all threads) and their digest (tuitrain.runs.stacks)."""
+        return self.root / "stacks"
+
+    def rank_stacks(self, rank: int) -> Path:
+        return self.stacks / f"rank-{rank}.txt"
+
+    @property
+    def stacks_digest(self) -> Path:
+        return self.stacks / "digest.json"
 
     @property
     def space_reserve(self) -> Path:

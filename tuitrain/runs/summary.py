@@ -34,6 +34,23 @@ def supervisor_lost(record: dict[str, Any]) -> bool:
     return supervisor_gone(record)
 
 
+def hang_summary(paths: RunPaths, record: dict[str, Any]) -> dict[str, Any]:
+    """`hang`: the verdict on a live run (tuitrain.runs.hang; None once it ended), with `hang_lines` to show and the
+    digest of the stacks taken since it stopped moving (`stacks_digest`)."""
+    from tuitrain.runs.hang import describe, run_hang
+    from tuitrain.runs.stacks import read_digest
+
+    hang = run_hang(paths, record) if not supervisor_gone(record) else None
+    out: dict[str, Any] = {"hang": hang.to_dict() if hang is not None else None}
+    if hang is not None and (hang.hung or hang.stragglers):
+        out["hang_lines"] = describe(hang, time.time())
+    if hang is not None and hang.hung:
+        digest = read_digest(paths)
+        if digest is not None and float(digest.get("time") or 0) >= (hang.since or 0):
+            out["stacks_digest"] = digest["lines"]
+    return out
+
+
 def run_summary(paths: RunPaths, record: dict[str, Any], with_checkpoints: bool = True,
                 job_states: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """`job_states`: the Slurm job states already read for several runs (tuitrain.slurm.state.query); a Slurm run
@@ -56,6 +73,7 @@ def run_summary(paths: RunPaths, record: dict[str, Any], with_checkpoints: bool 
     end = record.get("ended") or time.time()
     summary["duration"] = end - record["started"] if record.get("started") else None
     summary["supervisor_lost"] = supervisor_lost(record)
+    summary.update(hang_summary(paths, record))
     if with_checkpoints and record.get("output_dir"):
         summary["checkpoints"] = [c.to_dict() for c in run_checkpoints(record)]
     if record.get("status") == "failed":

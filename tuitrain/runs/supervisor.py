@@ -39,6 +39,8 @@ TEARDOWN_GRACE_SECONDS = 1.5  # after a rank died: its peers are only waiting fo
 LAUNCHER_GRACE_SECONDS = 3.0  # then the launcher has this long to exit by itself
 GONE_SECONDS = 2.0  # the run directory missing this long (two looks at least) ends the run
 LAUNCHER_EXIT_SECONDS = 60.0  # after every rank finished, the launcher's own teardown may take this long
+HANG_CHECK_SECONDS = 2.0  # how often the ranks' heartbeats are judged (tuitrain.runs.hang)
+HANG_STOP_FLOOR = 10.0  # on_hang = "stop": the ranks get at least this long (and a step's limit) to stop themselves
 
 
 def free_port() -> int:
@@ -105,6 +107,15 @@ class Supervisor:
         self.launcher_outlived_ranks = False  # the end was recorded before accelerate launch exited
         self.sampler: Any = None  # tuitrain.runs.samples.RunSampler, from start() to finish()
         self.manifest: Any = None  # tuitrain.runs.manifest.ManifestWriter, from start() to finish()
+        from tuitrain.runs.hang import hang_settings
+
+        self.hang_after, self.on_hang = hang_settings(paths)
+        self._hang_checked_at = 0.0
+        self.hang_seen: float | None = None  # when the hang now acted on began (None: the run moves)
+        self.hang_cause: str | None = None  # what it says of that hang: its ranks and the digest of their stacks
+        self.hang_stop_deadline: float | None = None  # on_hang = "stop": when a stop the ranks could not agree on ends
+        self.hang_error: str | None = None  # the run was ended for a hang: its recorded cause
+        self._stop_wait = 0.0
 
     # -- record ------------------------------------------------------------------------------
     def update(self, **fields: Any) -> None:
@@ -127,6 +138,9 @@ class Supervisor:
 
     def _on_signal(self, signum: int, _frame: Any) -> None:
         log(f"received {signal.Signals(signum).name}: asking the ranks to save a checkpoint and stop")
+        self.request_stop()
+
+    def request_stop(self) -> None:
         try:
             self.paths.control.mkdir(exist_ok=True)
             self.paths.control_request(CONTROL_STOP).touch()
@@ -337,6 +351,72 @@ class Supervisor:
         if killed:
             log(f"killed after {grace:.1f}s grace: {sorted(killed)}")
 
+    # -- hangs -------------------------------------------------------------------------------
+    def rank_states(self) -> dict[int, str]:
+        states = {}
+        for rank, info in list(self.ranks.items()):
+            try:
+                states[rank] = info["proc"].status() if info.get("proc") is not None else ""
+            except psutil.Error:
+                continue
+        return states
+
+    def watch_hang(self) -> None:
+        """Judge the heartbeats every HANG_CHECK_SECONDS; on a new hang take the stacks once, then do `[run] on_hang`."""
+        from tuitrain.runs.hang import describe, run_hang
+
+        now = time.monotonic()
+        if self.terminating or self.hang_error or now - self._hang_checked_at < HANG_CHECK_SECONDS:
+            return
+        self._hang_checked_at = now
+        try:
+            verdict = run_hang(self.paths, self.record, states=self.rank_states())
+        except Exception as exc:  # noqa: BLE001 — a judgement, never a reason to end the run
+            log(f"could not judge the heartbeats: {type(exc).__name__}: {exc}")
+            return
+        if verdict is None or not verdict.hung:
+            if self.hang_seen is not None:
+                log("the ranks move again: no longer hung")
+            self.hang_seen, self.hang_stop_deadline = None, None
+            return
+        if self.hang_stop_deadline is not None and now >= self.hang_stop_deadline:
+            self.end_hung(f"asked to stop, the ranks did not within {self._stop_wait:.0f}s")
+            return
+        if self.hang_seen is not None:
+            return  # this hang was acted on
+        self.hang_seen = verdict.since
+        said = describe(verdict, time.time())
+        log(f"{said[0]} (on_hang = {self.on_hang}); taking every rank's stacks")
+        self.hang_cause = self.hang_stacks(said[0].removeprefix("hung? "))
+        self.update(hang={"since": verdict.since, "ranks": [s.rank for s in verdict.stalled], "cause": self.hang_cause})
+        if self.on_hang == "kill":
+            self.end_hung("on_hang = \"kill\"")
+        elif self.on_hang == "stop":
+            self._stop_wait = max(HANG_STOP_FLOOR, verdict.limit or 0.0)
+            self.hang_stop_deadline = now + self._stop_wait
+            log(f"on_hang = \"stop\": asking the ranks to save and stop; ended as hung if they cannot within "
+                f"{self._stop_wait:.0f}s")
+            self.request_stop()
+
+    def hang_stacks(self, stalled: str) -> str:
+        """Take every rank's stacks once (stacks/), and say the hang in one line with their digest."""
+        from tuitrain.runs.stacks import digest_text, take_stacks, write_digest
+
+        try:
+            digest = digest_text(write_digest(self.paths, take_stacks(self.paths, self.record)))
+        except Exception as exc:  # noqa: BLE001 — the hang is still said, without where the ranks are
+            log(f"could not take the stacks: {type(exc).__name__}: {exc}")
+            digest = ""
+        log(f"stacks: {digest or '(none)'}")
+        return f"hung: {stalled}" + (f"; {digest}" if digest else "")
+
+    def end_hung(self, why: str) -> None:
+        self.hang_error = self.hang_cause or "hung"
+        self.terminating = True
+        log(f"{why}: ending every process of the run as hung")
+        self.update(status="stopping")
+        self.end_all(KILL_GRACE_SECONDS)
+
     def tick(self) -> None:
         """Called once per poll; a node agent mirrors its files and talks to home here."""
 
@@ -353,6 +433,7 @@ class Supervisor:
             self.tick()
             self.poll_control()
             self.poll_ranks(exited)
+            self.watch_hang()
             code = self.launcher.poll()
             if code is not None:
                 return code
@@ -444,6 +525,8 @@ class Supervisor:
 
     def outcome(self, launcher_code: int, records: dict[int, dict[str, Any]], cause: Any) -> tuple[str, int | None, str | None]:
         """(status, failed rank, one-line cause) of a run whose launcher exited."""
+        if self.hang_error:
+            return "failed", None, self.hang_error
         if self.terminating:
             return "killed", None, "ended by `tuitrain stop --now`: every process was terminated, nothing was saved"
         if self.stop_requested and launcher_code == 0:

@@ -66,6 +66,14 @@ def _take_requests(state: RankState, step: int) -> tuple[bool, bool, bool]:
     return CONTROL_SAVE in names, CONTROL_EVALUATE in names, stop
 
 
+def _beat(state: RankState, step: int) -> None:
+    """A report is a step's end: the rank's heartbeat moves (tuitrain.runs.hang reads it)."""
+    from tuitrain.engine.rank_io import start_heartbeat
+    from tuitrain.runs.layout import PHASE_BETWEEN
+
+    start_heartbeat(state.paths.root, state.rank).beat(PHASE_BETWEEN, step)
+
+
 def report(step: int, **metrics: Any) -> Requests:
     """Record this step's metrics (rank 0's: `eval_*` ones as an evaluation, the others as a log
     line; `max_steps=N` sets the run's total) and return what the run asks for now. Call it on every
@@ -74,6 +82,7 @@ def report(step: int, **metrics: Any) -> Requests:
     if state is None:
         return NOTHING
     state.reported = True
+    _beat(state, step)
     max_steps = metrics.pop("max_steps", None)
     flags = (False, False, False)
     if state.rank == 0:

@@ -159,13 +159,14 @@ def boot() -> RankState | None:
     if not is_rank(os.environ, getattr(sys, "orig_argv", sys.argv)):
         return None
     os.environ[HOOKED_ENV] = str(os.getpid())
-    from tuitrain.engine.rank_io import redirect_output_to_rank_log
+    from tuitrain.engine.rank_io import redirect_output_to_rank_log, register_stacks_dump
     from tuitrain.engine.watchdog import watch_supervisor
     from tuitrain.script.trainer_hook import install
 
     run_dir = Path(os.environ[RUN_DIR_ENV])
     rank = redirect_output_to_rank_log(run_dir)
     watch_supervisor(run_dir, rank)
+    register_stacks_dump(run_dir, rank)  # no heartbeat yet: only a Trainer or tuitrain.report shows progress
     state = start(run_dir, rank)
     record_exit(state)
     from tuitrain.runs import preemption

@@ -26,7 +26,8 @@ def attach(trainer: Any) -> None:
     if state is None:
         return
     from tuitrain.atomic import write_json_atomic
-    from tuitrain.engine.callbacks import CheckpointMarkerCallback, ControlCallback, EventsCallback
+    from tuitrain.engine.callbacks import CheckpointMarkerCallback, ControlCallback, EventsCallback, HeartbeatCallback
+    from tuitrain.engine.rank_io import start_heartbeat
 
     state.trainer_seen = True
     events = state.event_log()
@@ -34,6 +35,7 @@ def attach(trainer: Any) -> None:
     if events is not None:
         trainer.add_callback(EventsCallback(events, state.run_id, state.world_size))
     trainer.add_callback(ControlCallback(state.paths, events, state.world_size))
+    trainer.add_callback(HeartbeatCallback(start_heartbeat(state.paths.root, state.rank)))  # last: it reads decisions
     if state.rank == 0:
         output_dir = getattr(trainer.args, "output_dir", None)
         if output_dir:

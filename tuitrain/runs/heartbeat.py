@@ -1,0 +1,52 @@
+"""Reading the ranks' heartbeats (heartbeats/rank-K.json, written by tuitrain.engine.rank_io.Heartbeat)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tuitrain.atomic import read_json
+from tuitrain.runs.layout import RunPaths
+
+
+@dataclass(frozen=True)
+class Beat:
+    """One rank's last heartbeat: `time` is when it last moved, `since` when its phase began."""
+
+    rank: int
+    phase: str
+    time: float
+    since: float
+    step: int | None = None
+    step_seconds: float | None = None  # the median of its recent step times (None before two steps ended)
+    slow_seconds: dict[str, float] = field(default_factory=dict)  # slow phase -> its longest stretch so far
+    pid: int | None = None
+
+
+def beat_from(data: Any) -> Beat | None:
+    """A Beat from a heartbeat file's JSON, or None when it is not one."""
+    try:
+        slow = data.get("slow_seconds") or {}
+        return Beat(rank=int(data["rank"]), phase=str(data["phase"]), time=float(data["time"]),
+                    since=float(data.get("since") or data["time"]),
+                    step=None if data.get("step") is None else int(data["step"]),
+                    step_seconds=None if data.get("step_seconds") is None else float(data["step_seconds"]),
+                    slow_seconds={str(k): float(v) for k, v in slow.items()},
+                    pid=None if data.get("pid") is None else int(data["pid"]))
+    except (AttributeError, KeyError, TypeError, ValueError):
+        return None
+
+
+def read_beats(paths: RunPaths) -> dict[int, Beat]:
+    """rank -> its last heartbeat (a rank that never beat is absent)."""
+    beats: dict[int, Beat] = {}
+    if not paths.heartbeats.is_dir():
+        return beats
+    for file in paths.heartbeats.glob("rank-*.json"):
+        try:
+            beat = beat_from(read_json(file))
+        except (OSError, ValueError):
+            continue  # replaced as we read it: the next look reads it
+        if beat is not None:
+            beats[beat.rank] = beat
+    return beats

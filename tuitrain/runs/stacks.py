@@ -1,0 +1,234 @@
+"""Every rank's Python stacks, all threads, and a digest of where each group of ranks is (issue 26).
+
+Taken with `py-spy dump` where it is installed (it needs nothing of the rank), else by the signal on which each
+rank's faulthandler writes stacks/rank-K.txt (tuitrain.engine.rank_io.register_stacks_dump). A stopped rank
+(SIGSTOP) answers no signal: it is named as stopped. The digest is one line a group of ranks at the same place,
+the ranks that are elsewhere first: "rank 1: in your script, train.py line 88 `time.sleep(…)`; rank 0: waiting in
+broadcast (collective.py:21 → distributed_c10d.py:2400)"."""
+
+from __future__ import annotations
+
+import linecache
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sysconfig
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from tuitrain.atomic import write_json_atomic
+from tuitrain.runs.layout import STACKS_SIGNAL, RunPaths
+
+ANSWER_SECONDS = 5.0  # how long the ranks have to write their stacks
+SETTLED_SECONDS = 0.3  # a stacks file that has not grown for this long is complete
+PY_SPY_SECONDS = 10.0
+TUITRAIN_DIR = str(Path(__file__).resolve().parents[1])
+_FAULTHANDLER_THREAD = re.compile(r"^(Current thread|Thread) (0x[0-9a-fA-F]+)")
+_FAULTHANDLER_FRAME = re.compile(r'^\s+File "(.*)", line (\d+) in (.*)$')
+_PY_SPY_THREAD = re.compile(r"^Thread (\S+) (.*)$")
+_PY_SPY_FRAME = re.compile(r"^\s+(\S.*?) \((.+):(\d+)\)$")
+
+
+@dataclass(frozen=True)
+class Frame:
+    file: str
+    line: int
+    func: str
+
+
+@dataclass(frozen=True)
+class Thread:
+    name: str
+    frames: tuple[Frame, ...]  # the innermost first, as both tools print them
+    current: bool = False  # the thread that took the signal (faulthandler's "Current thread")
+
+
+@dataclass(frozen=True)
+class RankStacks:
+    rank: int
+    pid: int | None
+    how: str  # "py-spy", "faulthandler", or "" when none could be taken
+    text: str = ""
+    state: str | None = None  # the process's status when it explains a missing stack (stopped)
+    threads: tuple[Thread, ...] = field(default=())
+
+
+def parse_stacks(text: str) -> tuple[Thread, ...]:
+    """The threads of a faulthandler or `py-spy dump` text."""
+    threads: list[Thread] = []
+    name, current, frames = None, False, []  # type: ignore[var-annotated]
+    for line in text.splitlines():
+        head = _FAULTHANDLER_THREAD.match(line) or _PY_SPY_THREAD.match(line)
+        if head:
+            if name is not None:
+                threads.append(Thread(name, tuple(frames), current))
+            name, current, frames = head.group(0).split(" (")[0], line.startswith("Current thread"), []
+            continue
+        frame = _FAULTHANDLER_FRAME.match(line)
+        if frame:
+            frames.append(Frame(frame.group(1), int(frame.group(2)), frame.group(3)))
+            continue
+        frame = _PY_SPY_FRAME.match(line)
+        if frame and name is not None:
+            frames.append(Frame(frame.group(2), int(frame.group(3)), frame.group(1)))
+    if name is not None:
+        threads.append(Thread(name, tuple(frames), current))
+    return tuple(threads)
+
+
+def main_thread(threads: Sequence[Thread]) -> Thread | None:
+    """The thread running the program (its outermost frame is a module's code), else the one that took the signal."""
+    running = [t for t in threads if t.frames and t.frames[-1].func == "<module>"]
+    for group in (running, [t for t in threads if t.current], list(threads)):
+        if group:
+            return next((t for t in group if t.current), group[0])
+    return None
+
+
+def _stdlib() -> str:
+    return os.path.join(sysconfig.get_paths()["stdlib"], "")
+
+
+def is_yours(file: str) -> bool:
+    """A frame of the user's own code: not a library, not Python's, not tuitrain's."""
+    if file.startswith("<") or "site-packages" in file or "dist-packages" in file:
+        return False
+    return not (file.startswith(_stdlib()) or file.startswith(os.path.join(TUITRAIN_DIR, "")))
+
+
+def source_line(frame: Frame) -> str:
+    """The frame's line of code with a call's arguments elided: `time.sleep(…)`."""
+    text = linecache.getline(frame.file, frame.line).split("#")[0].strip()
+    if "(" in text:
+        text = text[: text.index("(")] + "(…)"
+    return text[:60]
+
+
+def describe_thread(thread: Thread) -> str:
+    frames = thread.frames
+    if not frames:
+        return "no Python frame"
+    collective = [i for i, f in enumerate(frames) if "/torch/distributed/" in f.file]
+    if collective:
+        named = [i for i in collective if frames[i].file.endswith("distributed_c10d.py") and frames[i].func != "wrapper"]
+        at = named[0] if named else collective[0]
+        caller = next((f for f in frames[at + 1:] if "/torch/" not in f.file), None)
+        via = f"{os.path.basename(caller.file)}:{caller.line} → " if caller else ""
+        return f"waiting in {frames[at].func} ({via}{os.path.basename(frames[at].file)}:{frames[at].line})"
+    backward = next((i for i, f in enumerate(frames) if f.func == "_engine_run_backward"), None)
+    if backward is not None:
+        caller = next((f for f in frames[backward + 1:] if "/torch/" not in f.file), None)
+        via = f"{os.path.basename(caller.file)}:{caller.line} → " if caller else ""
+        return f"in backward, where DDP all-reduces the gradients ({via}graph.py:{frames[backward].line})"
+    yours = next((f for f in frames if is_yours(f.file)), None)
+    if yours is not None:
+        code = source_line(yours)
+        return f"in your script, {os.path.basename(yours.file)} line {yours.line}" + (f" `{code}`" if code else "")
+    return f"in {frames[0].func} ({os.path.basename(frames[0].file)}:{frames[0].line})"
+
+
+def describe_rank(stacks: RankStacks) -> str:
+    main = main_thread(stacks.threads)
+    if main is not None:
+        return describe_thread(main)
+    if stacks.state == "stopped":
+        return (f"stopped (SIGSTOP): no stack, it answers no signal until continued (kill -CONT {stacks.pid})")
+    return f"no stack: it did not answer {STACKS_SIGNAL} within {ANSWER_SECONDS:.0f}s" if stacks.pid else "not running here"
+
+
+def digest(where: Mapping[int, str]) -> list[str]:
+    """One line a group of ranks at the same place; the smaller groups first (the ranks that are elsewhere), and a
+    rank in its own code before one that waits for the others."""
+    groups: dict[str, list[int]] = {}
+    for rank, text in sorted(where.items()):
+        groups.setdefault(text, []).append(rank)
+    ordered = sorted(groups.items(), key=lambda g: (len(g[1]), g[0].startswith("waiting in"), g[1][0]))
+    return [f"rank{'s' if len(ranks) > 1 else ''} {', '.join(map(str, ranks))}: {text}" for text, ranks in ordered]
+
+
+# -- taking them -----------------------------------------------------------------------------------------------------
+
+def _py_spy(pid: int) -> str | None:
+    spy = shutil.which("py-spy")
+    if spy is None:
+        return None
+    try:
+        done = subprocess.run([spy, "dump", "--pid", str(pid)], capture_output=True, text=True, timeout=PY_SPY_SECONDS)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout if done.returncode == 0 and done.stdout.strip() else None
+
+
+def _settled(paths: Sequence[Path], deadline: float) -> None:
+    """Wait until every file has content and has stopped growing, or the deadline."""
+    sizes: dict[Path, int] = {}
+    still = time.monotonic()
+    while time.monotonic() < deadline:
+        now = {p: (p.stat().st_size if p.exists() else 0) for p in paths}
+        if now != sizes:
+            sizes, still = now, time.monotonic()
+        elif all(now.values()) and time.monotonic() - still >= SETTLED_SECONDS:
+            return
+        time.sleep(0.05)
+
+
+def take_stacks(paths: RunPaths, record: Mapping[str, Any], timeout: float = ANSWER_SECONDS) -> dict[int, RankStacks]:
+    """Every live rank's stacks on this machine, each also in stacks/rank-K.txt."""
+    from tuitrain.runs.liveness import live_processes
+
+    procs = {int(role[5:]): proc for role, proc in live_processes(dict(record)).items()
+             if role.startswith("rank ") and role[5:].isdigit()}
+    paths.stacks.mkdir(parents=True, exist_ok=True)
+    taken: dict[int, RankStacks] = {}
+    signalled: dict[int, Any] = {}
+    for rank, proc in sorted(procs.items()):
+        spied = _py_spy(proc.pid)
+        if spied is not None:
+            paths.rank_stacks(rank).write_text(spied, encoding="utf-8")
+            taken[rank] = RankStacks(rank, proc.pid, "py-spy", spied, threads=parse_stacks(spied))
+            continue
+        try:
+            state = proc.status()
+            if state == "stopped":  # the signal would wait for a SIGCONT, and dump then
+                taken[rank] = RankStacks(rank, proc.pid, "", state=state)
+                continue
+            os.truncate(paths.rank_stacks(rank), 0)  # the rank's faulthandler appends: the file is this dump alone
+            os.kill(proc.pid, getattr(signal, STACKS_SIGNAL))
+            signalled[rank] = proc
+        except (OSError, Exception) as exc:  # noqa: BLE001 — psutil.Error: gone meanwhile
+            taken[rank] = RankStacks(rank, proc.pid, "", text=str(exc))
+    _settled([paths.rank_stacks(r) for r in signalled], time.monotonic() + timeout)
+    for rank, proc in signalled.items():
+        try:
+            text = paths.rank_stacks(rank).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            text = ""
+        taken[rank] = RankStacks(rank, proc.pid, "faulthandler" if text else "", text, threads=parse_stacks(text))
+    return dict(sorted(taken.items()))
+
+
+def write_digest(paths: RunPaths, taken: Mapping[int, RankStacks]) -> dict[str, Any]:
+    """The digest of `taken`, also kept in stacks/digest.json (what `status` shows of a hung run)."""
+    where = {rank: describe_rank(s) for rank, s in taken.items()}
+    data = {"time": time.time(), "lines": digest(where), "ranks": {str(r): w for r, w in where.items()},
+            "how": {str(r): s.how for r, s in taken.items()}}
+    write_json_atomic(paths.stacks_digest, data)
+    return data
+
+
+def read_digest(paths: RunPaths) -> dict[str, Any] | None:
+    from tuitrain.atomic import read_json
+
+    try:
+        data = read_json(paths.stacks_digest)
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("lines"), list) else None
+
+
+def digest_text(data: Mapping[str, Any]) -> str:
+    return "; ".join(str(line) for line in data.get("lines") or [])
