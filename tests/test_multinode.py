@@ -10,6 +10,7 @@ import os
 import signal
 import sys
 import time
+from importlib.metadata import version as package_version
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ import pytest
 from conftest import FAST, FINAL, cli, only_run, wait_for
 from machine_profiles import free_port, write_profile
 from tuitrain.hardware.host import physical_cores
+from tuitrain.runs.manifest import read_manifests
 
 LONG = ["--set", "training.max_steps=400", "--set", "training.logging_steps=1", "--set", "training.eval_strategy=no",
         "--set", "training.save_steps=1000"]
@@ -128,6 +130,10 @@ def test_two_machines_train_as_one_and_every_log_comes_home(hosts: Any, tmp_path
     assert len(samples[0]["gpus"]) == 4 and samples[0]["nvml"]["available"] is True
     assert samples[1]["gpus"] == [] and samples[1]["nvml"]["available"] is False
     assert all(sample["host"]["cpu_count"] == os.cpu_count() for sample in samples.values())
+    # what each machine ran on came home (issue 24): a manifest per machine, written there by its agent
+    manifests = read_manifests(run)
+    assert {m: facts["host"]["name"] for m, facts in manifests.items()} == {0: "node1", 1: "node2"}, manifests
+    assert {facts["packages"].get("torch") for facts in manifests.values()} == {package_version("torch")}
     status = cli("status", run.name, runs_dir=runs_dir)
     assert status.returncode == 0 and "finished" in status.stdout, status.stdout + status.stderr
     assert "machine 1  node2   1 process(es)" in status.stdout and "launcher node2 0" in status.stdout
