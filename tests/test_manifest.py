@@ -179,3 +179,17 @@ def test_the_writer_names_the_gpus_the_run_uses_and_the_driver_from_a_gpu_sample
     assert [(g["index"], g["name"]) for g in written["gpus"]["devices"]] == \
         [(1, "NVIDIA RTX A6000"), (2, "NVIDIA GeForce RTX 4090")]
     assert written["seed"] == 7 and written["code"] == [] and written["data"] == []
+
+
+def test_cudnn_and_nccl_are_read_from_conda_meta_where_no_wheel_has_them(tmp_path):
+    """conda's torch takes cuDNN and NCCL from conda packages: their versions are in conda-meta, not in pip's metadata."""
+    from tuitrain.runs.manifest import conda_version
+
+    meta = tmp_path / "conda-meta"
+    meta.mkdir()
+    (meta / "cudnn-9.1.0.70-cuda12_0.json").write_text(json.dumps({"name": "cudnn", "version": "9.1.0.70"}))
+    (meta / "nccl-2.20.5.1-h6103f9b_0.json").write_text(json.dumps({"name": "nccl", "version": "2.20.5.1"}))
+    (meta / "cudnn-frontend-1.0-0.json").write_text(json.dumps({"name": "cudnn-frontend", "version": "1.0"}))
+    (meta / "nccl-9-broken.json").write_text("{not json")
+    assert conda_version("cudnn", tmp_path) == "9.1.0.70" and conda_version("nccl", tmp_path) == "2.20.5.1"
+    assert conda_version("cudnn", tmp_path / "not-conda") is None

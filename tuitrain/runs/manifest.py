@@ -101,8 +101,22 @@ def torch_build() -> dict[str, str | None] | None:
         fields = {}
     wheels = package_versions((*CUDNN_WHEELS, *NCCL_WHEELS))
     return {"cuda": fields.get("cuda"), "hip": fields.get("hip"), "git_version": fields.get("git_version"),
-            "cudnn": next((wheels[w] for w in CUDNN_WHEELS if w in wheels), None),
-            "nccl": next((wheels[w] for w in NCCL_WHEELS if w in wheels), None)}
+            "cudnn": next((wheels[w] for w in CUDNN_WHEELS if w in wheels), None) or conda_version("cudnn"),
+            "nccl": next((wheels[w] for w in NCCL_WHEELS if w in wheels), None) or conda_version("nccl")}
+
+
+def conda_version(name: str, prefix: Path | None = None) -> str | None:
+    """A conda package's version from the environment's conda-meta/NAME-VERSION-BUILD.json (conda's torch takes
+    cuDNN and NCCL from conda packages, not from pip wheels); None outside conda or where it is not installed."""
+    meta = (prefix or Path(sys.prefix)) / "conda-meta"
+    for path in sorted(meta.glob(f"{name}-[0-9]*.json")) if meta.is_dir() else []:
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(record, dict) and record.get("name") == name and isinstance(record.get("version"), str):
+            return record["version"]
+    return None
 
 
 def _os_name() -> str:
