@@ -1,13 +1,12 @@
 """Several machines: a profile with [[distributed.machines]] → one MachinePlan per machine.
 
 Pure: the same profile gives the same plans, with nothing probed (the machines are elsewhere; what only they can
-tell is checked by `tuitrain doctor`, tuitrain/remote/doctor.py). Each machine runs `accelerate launch` with its own
-`--machine_rank`, and every machine the same `--num_machines`, `--main_process_ip` and `--main_process_port`.
-
-How each machine's devices are read from the profile: `hardware.accelerator` is the same everywhere; with `auto`, a
-machine whose GPUs are listed (its own `gpus`, else `hardware.gpus`) runs on them with CUDA, `gpus = []` hides every
-GPU (CPU ranks), and a machine with no GPUs listed is planned for CUDA on all of its GPUs (a note says so). Listed GPU
-indices are NVML's (nvidia-smi's), so they go out under CUDA_DEVICE_ORDER=PCI_BUS_ID in the order given.
+tell is checked by `tuitrain doctor`, tuitrain/remote/doctor.py). Each machine's part is the one planner's answer for
+it (tuitrain/launch/planner.py, with no hardware: how its devices are read from the profile is
+launch.devices.devices_elsewhere's); this module adds what only several machines need: which machines and how many
+processes each (profile.rules.machines), where each keeps its part of the run (`node_dir`), the rendezvous port they
+must share (`machines_port_problem`) and the run's notes. Every machine runs `accelerate launch` with its own
+`--machine_rank`, and the same `--num_machines`, `--main_process_ip` and `--main_process_port`.
 """
 
 from __future__ import annotations
@@ -19,16 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tuitrain.launch.plan import (
-    ENGINE_MODULE,
-    _strategy_note,
-    accelerate_config,
-    deepspeed_json_path,
-    pasteable_command,
-    profile_folder,
-)
-from tuitrain.launch.script import is_script, resolved_script, script_env, script_program
-from tuitrain.launch.threads import cpu_threads
+from tuitrain.launch.planner import MachineRole, pasteable_command, plan_machine, strategy_note
+from tuitrain.launch.planner import interface_env as interface_env  # the rule is the planner's; named here too
+from tuitrain.launch.script import is_script, resolved_script
 from tuitrain.profile import Problem
 from tuitrain.profile.implied import implied_notes
 from tuitrain.profile.rules.machines import (
@@ -37,8 +29,6 @@ from tuitrain.profile.rules.machines import (
     machine_processes,
     machines_port_problem,
 )
-
-LAUNCH_MODULE = "accelerate.commands.launch"
 
 
 @dataclass(frozen=True)
@@ -129,35 +119,6 @@ def has_machines(settings: Mapping[str, Any]) -> bool:
     return isinstance(dist, Mapping) and bool(listed_machines(dist))
 
 
-def interface_env(name: str | None) -> dict[str, str]:
-    """GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME for one exact interface (NCCL matches prefixes unless given '=')."""
-    if not name:
-        return {}
-    return {"GLOO_SOCKET_IFNAME": name, "NCCL_SOCKET_IFNAME": f"={name}"}
-
-
-def _devices(settings: Mapping[str, Any], machine: Mapping[str, Any]) -> tuple[str, dict[str, str], list[str]]:
-    """(accelerator, device environment, notes) of one machine."""
-    hardware = settings["hardware"]
-    asked = hardware["accelerator"]
-    gpus = machine_gpus(machine, hardware)
-    if asked == "cpu" or (asked == "auto" and gpus == []):
-        why = "hardware.gpus = [] hides every GPU" if asked == "auto" else "accelerator cpu"
-        return "cpu", {"CUDA_VISIBLE_DEVICES": ""}, [f"CPU ranks ({why})"]
-    if asked == "mps":
-        env = {"PYTORCH_ENABLE_MPS_FALLBACK": "1"} if hardware.get("mps_fallback") else {}
-        return "mps", env, []
-    if gpus:
-        names = ", ".join(str(g) for g in gpus)
-        notes = [f"GPUs {names} (NVML numbers, as nvidia-smi shows them) → cuda:0…cuda:{len(gpus) - 1}"]
-        return "cuda", {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": ",".join(str(g) for g in gpus)}, notes
-    notes = ["every GPU of the machine"]
-    if asked == "auto":
-        notes = [("accelerator auto → cuda, every GPU of the machine (its GPUs are not known here: list them with "
-                  "gpus = [...] or set hardware.accelerator)")]
-    return "cuda", {"CUDA_DEVICE_ORDER": hardware["device_order"]}, notes
-
-
 def node_dir(run_id: str, machine_rank: int) -> str:
     """Where a machine keeps its part of a run, under its workdir: distinct per machine even where the
     machines share a file system (as home folders on NFS do)."""
@@ -185,51 +146,30 @@ def plan_machines(settings: Mapping[str, Any], run_dir: Path, file: str = "profi
     no_port = machines_port_problem(file, count, port, "error")
     if no_port is not None:
         problems.append(no_port)
-    ds_json = deepspeed_json_path(settings, profile_folder(file))
     plans: list[MachinePlan] = []
     total = 0
     for rank, machine in enumerate(machines):
         processes = machine_processes(machine, counting, settings["hardware"]) or 1
         total += processes
-        accelerator, device_env, notes = _devices(settings, machine)
         interface = machine.get("network_interface") or dist.get("network_interface")
-        thread_env, thread_note = cpu_threads(settings, 0, processes)  # the machine's cores are not known here
-        env = {"PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false", **device_env, **interface_env(interface),
-               **thread_env}
-        notes.append(thread_note)
-        if interface:
-            notes.append(f"network interface {interface}: GLOO_SOCKET_IFNAME={interface}, NCCL_SOCKET_IFNAME=={interface} "
-                         "(the '=' asks NCCL for this name exactly, not every name it begins)")
-        mine = {**settings, "distributed": {**dist, "machine_rank": rank, "num_machines": count,
-                                            "num_processes": processes}}
         python = machine.get("python") or python_default
         workdir = machine.get("workdir") or cwd_default
         folder = node_dir(Path(run_dir).name, rank)
         if workdir.startswith("/"):
             folder = f"{workdir.rstrip('/')}/{folder}"  # absolute where it can be: `ps` then shows which run it is
-        argv = [python, "-m", LAUNCH_MODULE, "--config_file", f"{folder}/accelerate.yaml",
-                "--machine_rank", str(rank), "--num_machines", str(count)]
-        if ip:
-            argv += ["--main_process_ip", str(ip)]
-        if port is not None:
-            argv += ["--main_process_port", str(port)]
-        if is_script(settings):
-            # the same script path on every machine (as torchrun's), run in that machine's workdir; each
-            # machine's agent puts its own tuitrain's hook folder on PYTHONPATH (script_env's is this machine's)
-            script = resolved_script(settings["script"], profile_folder(file) or Path(cwd_default))
-            argv += script_program(script, resume_from)
-            env.update(script_env(script, None))
-        else:
-            argv += ["-m", ENGINE_MODULE, folder]
+        # a script's path is the same on every machine (as torchrun's), from here; it runs in each one's workdir
+        role = MachineRole(folder=folder, rank=rank, machines=count, processes=processes, main_ip=ip, port=port,
+                           gpus=machine_gpus(machine, settings["hardware"]), interface=interface, python=python,
+                           relative_to=cwd_default)
+        part = plan_machine(settings, role, None, file, resume_from=resume_from)
+        notes = [*part.device_notes, part.thread_note, *([part.interface_note] if part.interface_note else [])]
         plans.append(MachinePlan(
-            host=str(machine.get("host")), machine_rank=rank, python=python,
-            workdir=workdir, argv=argv, env=env,
-            accelerate_config=accelerate_config(mine, accelerator, "all", ds_json),
-            num_processes=processes, accelerator=accelerator, node_dir=folder, network_interface=interface,
-            notes=notes))
+            host=str(machine.get("host")), machine_rank=rank, python=python, workdir=workdir, argv=part.argv,
+            env=part.env, accelerate_config=part.accelerate_config, num_processes=processes,
+            accelerator=part.accelerator, node_dir=folder, network_interface=interface, notes=notes))
     notes = []
     if plans:
-        notes.append(_strategy_note(settings, plans[0].accelerator, total))
+        notes.append(strategy_note(settings, plans[0].accelerator, total))
         notes += implied_notes(settings)
         notes.append(f"{count} machine(s), {total} process(es) in all; the main machine (rank 0) is {plans[0].host}"
                      + (f", reached by the others at {ip}:{port}" if ip and port is not None else ""))

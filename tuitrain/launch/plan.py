@@ -1,44 +1,38 @@
 """Profile (with defaults) + Hardware → LaunchPlan: the `accelerate launch` command line, its
-environment and the accelerate config it passes with --config_file.
+environment and the accelerate config it passes with --config_file, for a run on this machine.
 
-The accelerate config is a plain mapping (importing accelerate's config classes loads torch);
-tests prove that accelerate's own loader and `accelerate launch` accept what we write. Planning
-is pure given the machine facts (`machine`); when they are not given they are probed once
-(tuitrain/launch/preflight.py). `export_accelerate_config` plans the config alone, with no
+The machine's part is the one planner's (tuitrain/launch/planner.py: `plan_machine` with this machine's hardware);
+this module adds what a run of its own says: the strategy and the keys the engine implies, the refusal of a
+profile that lists machines, and that accelerate's default config is never used. A Slurm node plans the same way,
+for its own role (tuitrain.slurm.agent.plan_node). `export_accelerate_config` plans the config alone, with no
 machine at all (a cluster's config written on a laptop).
 """
 
 from __future__ import annotations
 
-import os
 import shlex
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
 from tuitrain.hardware import Hardware
-from tuitrain.hardware.mapping import map_devices
-from tuitrain.hardware.preflight import check as hardware_preflight
+from tuitrain.launch.accelerate_config import accelerate_config
 from tuitrain.launch.accelerate_default_config import default_config_path
-from tuitrain.launch.accelerate_export import deepspeed_section, fsdp_section
-from tuitrain.launch.preflight import MachineFacts, machine_problems, probe_machine
-from tuitrain.launch.script import is_script, resolved_script, script_env, script_note, script_program
-from tuitrain.launch.threads import cpu_threads
+from tuitrain.launch.planner import (
+    MachineRole,
+    deepspeed_json_path,
+    pasteable_command,
+    plan_machine,
+    profile_folder,
+    role_of,
+    strategy_note,
+)
+from tuitrain.launch.preflight import MachineFacts
 from tuitrain.profile import Problem
 from tuitrain.profile.accelerate_names import CPU_RANKS_MARK
-from tuitrain.profile.implied import implied_notes, mixed_precision
-from tuitrain.profile.rules.strategies import FSDP_ALONE_FIX, fsdp_world_of_one
+from tuitrain.profile.implied import implied_notes
 
-ENGINE_MODULE = "tuitrain.engine"
 MACHINES_NOT_BUILT = "a profile that lists [[distributed.machines]] is planned machine by machine, not as one machine's run"
-
-
-def pasteable_command(env: dict[str, str], argv: list[str]) -> str:
-    """`K=V … accelerate launch …` for an argv of `python -m accelerate.commands.launch …`: what a user could
-    paste to run it without tuitrain."""
-    pairs = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(env.items()))
-    return (pairs + " " if pairs else "") + shlex.join(["accelerate", "launch", *argv[3:]])
 
 
 @dataclass(frozen=True)
@@ -87,98 +81,6 @@ class LaunchPlan:
         }
 
 
-def choose_accelerator(profile: Mapping[str, Any], hardware: Hardware, file: str) -> tuple[str, list[str], list[Problem]]:
-    asked = profile["hardware"]["accelerator"]
-    dist = profile["distributed"]
-    notes: list[str] = []
-    problems: list[Problem] = []
-    if asked == "auto":
-        sharded = dist["strategy"] in ("fsdp", "deepspeed")
-        if hardware.has_cuda and profile["hardware"].get("gpus") == []:
-            chosen, why = "cpu", "hardware.gpus = [] hides every GPU"
-        elif hardware.has_cuda:
-            chosen, why = "cuda", f"{len(hardware.gpus)} NVIDIA GPU(s) found"
-        elif hardware.mps and dist["num_processes"] == 1 and not sharded:
-            chosen, why = "mps", "Apple MPS found and one process asked"
-        else:
-            chosen = "cpu"
-            why = "no NVIDIA GPU found" + (" (MPS runs one process, and no FSDP or DeepSpeed)" if hardware.mps else "")
-        notes.append(f"accelerator auto → {chosen}: {why}")
-        return chosen, notes, problems
-    return asked, notes, problems
-
-
-def distributed_type(profile: Mapping[str, Any]) -> str:
-    """accelerate's distributed_type for a profile. CPU ranks are MULTI_GPU with every GPU hidden:
-    on a machine without GPUs, MULTI_CPU (and --cpu) start ONE process, MULTI_GPU starts real
-    gloo ranks."""
-    dist = profile["distributed"]
-    if dist["strategy"] == "fsdp":
-        return "FSDP"
-    if dist["strategy"] == "deepspeed":
-        return "DEEPSPEED"
-    multi = dist["num_processes"] > 1 or dist["num_machines"] > 1
-    return "MULTI_GPU" if multi else "NO"
-
-
-def profile_folder(file: str) -> Path | None:
-    """The folder a profile's relative paths start from ("profile" or "<...>" names none)."""
-    if not file or file.startswith("<") or file == "profile":
-        return None
-    return Path(file).expanduser().resolve().parent
-
-
-def deepspeed_json_path(profile: Mapping[str, Any], base_dir: Path | None) -> Path | None:
-    ds = profile["distributed"].get("deepspeed") or {}
-    raw = ds.get("config_file")
-    if profile["distributed"]["strategy"] != "deepspeed" or not raw:
-        return None
-    path = Path(raw).expanduser()
-    return path if path.is_absolute() else (base_dir or Path.cwd()) / path
-
-
-def accelerate_config(profile: Mapping[str, Any], accelerator: str, gpu_ids: list[str] | str,
-                      deepspeed_json: Path | None = None) -> dict[str, Any]:
-    """The accelerate config for a profile on a device kind ("cuda", "mps", "cpu"; "auto" for a
-    config written for wherever it will run). `gpu_ids`: "all", or the CUDA device numbers."""
-    dist = profile["distributed"]
-    kind = distributed_type(profile)
-    config: dict[str, Any] = {
-        "compute_environment": "LOCAL_MACHINE",
-        "debug": False,
-        "distributed_type": kind,
-        "downcast_bf16": "yes" if dist.get("downcast_bf16") else "no",
-        "gpu_ids": gpu_ids if isinstance(gpu_ids, str) else (",".join(gpu_ids) or "all"),
-        "machine_rank": dist["machine_rank"],
-        "main_training_function": "main",
-        "mixed_precision": mixed_precision(profile)[0],  # the one the Trainer trains in: [training] may say it
-        "num_machines": dist["num_machines"],
-        "num_processes": dist["num_processes"] * dist["num_machines"],
-        "rdzv_backend": dist["rdzv_backend"],
-        "same_network": bool(dist.get("same_network", True)),
-        "tpu_env": [],
-        "tpu_use_cluster": False,
-        "tpu_use_sudo": False,
-        "use_cpu": accelerator == "cpu" and kind != "MULTI_GPU",
-    }
-    for key in ("main_process_ip", "main_process_port"):
-        if dist.get(key) is not None:
-            config[key] = dist[key]
-    if kind == "FSDP":
-        config["fsdp_config"] = fsdp_section(dist.get("fsdp") or {})
-    if kind == "DEEPSPEED":
-        ds = dist.get("deepspeed") or {}
-        config["deepspeed_config"] = deepspeed_section(ds, str(deepspeed_json) if deepspeed_json else None)
-        if dist["num_machines"] > 1:
-            # Without it accelerate hands several machines to DeepSpeed's own runner (pdsh over ssh
-            # from machine 0); tuitrain starts every machine itself, as torchrun does.
-            config["deepspeed_config"]["deepspeed_multinode_launcher"] = "standard"
-        if ds.get("config_file"):
-            # accelerate refuses mixed_precision next to a DeepSpeed JSON: the JSON says it
-            del config["mixed_precision"]
-    return config
-
-
 def export_accelerate_config(profile: Mapping[str, Any], file: str = "profile",
                              processes_set: bool = True) -> tuple[dict[str, Any], list[str]]:
     """The accelerate config of a profile with no machine checks, and comment lines that say what
@@ -217,102 +119,28 @@ def export_accelerate_config(profile: Mapping[str, Any], file: str = "profile",
     return config, header
 
 
-def _strategy_note(profile: Mapping[str, Any], accelerator: str, total: int) -> str:
-    dist = profile["distributed"]
-    strategy = dist["strategy"]
-    where = {"cuda": "CUDA GPU", "mps": "Apple MPS", "cpu": "CPU"}.get(accelerator, accelerator)
-    if strategy == "single":
-        return f"strategy single: one process on the {where}"
-    if strategy == "ddp" and accelerator == "cpu":
-        return (f"strategy ddp: {total} gloo ranks on the CPU (accelerate's MULTI_GPU type with every GPU hidden; "
-                "MULTI_CPU and --cpu would start one process)")
-    if strategy == "ddp":
-        return f"strategy ddp: {total} process(es), one per {where}, NCCL"
-    if strategy == "fsdp":
-        fsdp = dist.get("fsdp") or {}
-        version = fsdp.get("version", 1)
-        text = (f"strategy fsdp (FSDP{version}): {total} process(es), "
-                f"{fsdp.get('sharding_strategy', 'full_shard')}, wrap {fsdp.get('auto_wrap_policy', 'transformer')}")
-        if fsdp.get("auto_wrap_policy", "transformer") == "transformer" and not fsdp.get("transformer_layer_cls_to_wrap"):
-            text += " (layer class: the model's _no_split_modules, read by accelerate in each rank)"
-        alone = fsdp_world_of_one(fsdp, total)
-        return f"{text}; {alone} ({FSDP_ALONE_FIX})" if alone else text
-    ds = dist.get("deepspeed") or {}
-    if ds.get("config_file"):
-        return f"strategy deepspeed: {total} process(es), settings from {ds['config_file']}"
-    return (f"strategy deepspeed: {total} process(es), ZeRO stage {ds.get('zero_stage', 2)}, "
-            f"optimizer offload {ds.get('offload_optimizer_device', 'none')}, "
-            f"parameter offload {ds.get('offload_param_device', 'none')}")
-
-
 def plan_launch(profile: dict[str, Any], hardware: Hardware, run_dir: Path, file: str = "profile",
-                *, machine: MachineFacts | None = None, resume_from: Path | None = None) -> LaunchPlan:
+                *, machine: MachineFacts | None = None, resume_from: Path | None = None,
+                role: MachineRole | None = None) -> LaunchPlan:
     """`profile` is a profile with defaults filled in (tuitrain.profile.profile_with_defaults).
     `machine`: the facts of this machine the checks need (None: probed now). `resume_from`: the
-    checkpoint a [script] is told to resume from (the engine reads it from run.json)."""
-    dist = profile["distributed"]
-    accelerator, notes, problems = choose_accelerator(profile, hardware, file)
-    if dist.get("machines"):
+    checkpoint a [script] is told to resume from (the engine reads it from run.json). `role`: this machine's place
+    in the run (None: the one the profile gives it, in `run_dir`)."""
+    role = role if role is not None else role_of(profile, run_dir)
+    part = plan_machine(profile, role, hardware, file, facts=machine, resume_from=resume_from)
+    problems: list[Problem] = []
+    if profile["distributed"].get("machines"):
         # one machine's plan would start a wrong, local run: machines are planned by launch/machines.py (the
         # machines backend); this guards a caller that skipped the chooser (tuitrain.backends.for_profile)
         problems.append(Problem(file, "distributed.machines", MACHINES_NOT_BUILT,
                                 "plan and start it with `tuitrain plan PROFILE` / `tuitrain run PROFILE`"))
-    total = dist["num_processes"] * dist["num_machines"]
-    env: dict[str, str] = {"PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false"}
-    if accelerator == "cuda":
-        # The raw selection (None: every GPU), so FASTEST_FIRST can order "all GPUs" itself.
-        mapping = map_devices(hardware.gpus, profile["hardware"].get("gpus"), profile["hardware"]["device_order"])
-        env.update(mapping.env)
-        notes += [*mapping.lines, *mapping.notes]
-    elif accelerator == "cpu":
-        env["CUDA_VISIBLE_DEVICES"] = ""  # hide any GPU: the CPU run the Trainer docs describe
-    elif accelerator == "mps" and profile["hardware"].get("mps_fallback"):
-        env["PYTORCH_ENABLE_MPS_FALLBACK"] = "1"  # FSDP/DeepSpeed on MPS: refused by machine_problems
-    cores = getattr(hardware, "physical_cores", 0) or getattr(hardware, "cpu_count", 0)
-    thread_env, thread_note = cpu_threads(profile, cores, dist["num_processes"])
-    env.update(thread_env)
-
-    base_dir = profile_folder(file)
-    ds_json = deepspeed_json_path(profile, base_dir)
-    facts = machine if machine is not None else probe_machine(profile)
-    problems += machine_problems(profile, accelerator, facts, file, deepspeed_json=ds_json,
-                                 cpu_count=getattr(hardware, "cpu_count", None))
-    problems += hardware_preflight(profile, hardware, file=file, accelerator=accelerator)
-
-    port = dist.get("main_process_port")
-    config_path = run_dir / "accelerate.yaml"
-    argv = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(config_path)]
-    if port is not None:
-        argv += ["--main_process_port", str(port)]
-    elif total > 1:
-        notes.append("main_process_port: a free port is picked at launch (none set in the profile)")
-    cwd = None
-    if is_script(profile):
-        script = resolved_script(profile["script"], base_dir or Path.cwd())
-        argv += script_program(script, resume_from)
-        # the PYTHONPATH tuitrain runs with is kept behind the hook's folder, as a plain launch would see it
-        env.update(script_env(script, os.environ.get("PYTHONPATH")))
-        cwd = script["workdir"]
-        notes.append(script_note(script))
-    else:
-        argv += ["-m", ENGINE_MODULE, str(run_dir)]
-    notes.insert(0, _strategy_note(profile, accelerator, total))
-    notes += implied_notes(profile)
-    notes.append(thread_note)
-    notes.append(f"--config_file {config_path}: accelerate's default config ({default_config_path()}) "
-                 "is never used unseen (accelerate #1133)")
-    return LaunchPlan(
-        argv=argv,
-        env=env,
-        # gpu_ids "all": the GPUs are chosen by CUDA_VISIBLE_DEVICES above. accelerate launch would
-        # set CUDA_VISIBLE_DEVICES to any other gpu_ids value, replacing the physical selection.
-        accelerate_config=accelerate_config(profile, accelerator, "all", ds_json),
-        num_processes=total,
-        num_machines=dist["num_machines"],
-        accelerator=accelerator,
-        main_process_port=port,
-        notes=notes,
-        problems=problems,
-        strategy=dist["strategy"],
-        cwd=cwd,
-    )
+    total = role.processes * role.machines
+    config_path = f"{role.folder}/accelerate.yaml"
+    notes = [strategy_note(profile, part.accelerator, total), *part.device_notes, *part.launch_notes,
+             *implied_notes(profile), part.thread_note,
+             (f"--config_file {config_path}: accelerate's default config ({default_config_path()}) "
+              "is never used unseen (accelerate #1133)")]
+    return LaunchPlan(argv=part.argv, env=part.env, accelerate_config=part.accelerate_config, num_processes=total,
+                      num_machines=role.machines, accelerator=part.accelerator, main_process_port=role.port,
+                      notes=notes, problems=[*problems, *part.problems], strategy=profile["distributed"]["strategy"],
+                      cwd=part.cwd)

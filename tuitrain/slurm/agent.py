@@ -1,11 +1,11 @@
 """`python -m tuitrain.slurm.agent RUN_DIR`: one node's part of a Slurm job, started by the job's `srun`.
 
-It plans this node as `tuitrain run` plans a machine (tuitrain.launch.plan, with the node's own hardware probed
-here), with machine_rank = SLURM_NODEID, num_machines = the job's nodes and main_process_ip = the address of the job's
-first host (`scontrol show hostnames $SLURM_JOB_NODELIST`, then its NodeAddr), then supervises that `accelerate launch` with the ordinary
-supervisor. The run directory is on the cluster's shared filesystem, so nothing is mirrored: node 0 keeps the run
-directory itself (run.json, logs, events, control); node M > 0 keeps its record in nodes/machine-M/ and writes its
-ranks' logs into the run's logs/ (each rank's file is its own).
+It asks the one planner for its node (tuitrain.launch.planner, through plan_launch, with the node's own hardware
+probed here), with machine_rank = SLURM_NODEID, num_machines = the job's nodes and main_process_ip = the address of
+the job's first host (`scontrol show hostnames $SLURM_JOB_NODELIST`, then its NodeAddr), then supervises that
+`accelerate launch` with the ordinary supervisor. The run directory is on the cluster's shared filesystem, so
+nothing is mirrored: node 0 keeps the run directory itself (run.json, logs, events, control); node M > 0 keeps its
+record in nodes/machine-M/ and writes its ranks' logs into the run's logs/ (each rank's file is its own).
 
 Stop requests arrive as the run's control files, as locally (`tuitrain stop`, or the batch script's trap of Slurm's
 time-limit warning); rank 0 decides for every rank.
@@ -13,13 +13,14 @@ time-limit warning); rank 0 decides for every rank.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import sys
 import time
 import tomllib
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from tuitrain.atomic import write_text_atomic
 from tuitrain.runs import preemption
@@ -39,6 +40,9 @@ from tuitrain.runs.supervisor import Supervisor, die_with_parent, log, run_super
 from tuitrain.slurm.commands import SlurmError, hostnames, node_address
 from tuitrain.slurm.script import WARNED_FILE
 from tuitrain.yaml_text import dump as dump_yaml
+
+if TYPE_CHECKING:
+    from tuitrain.launch.planner import MachineRole
 
 PORT_BASE = 20000  # with no main_process_port in the profile, every node derives the same one from the job id
 PORT_SPAN = 20000
@@ -77,12 +81,27 @@ def prepare_node(home: RunPaths, node: int, processes: int, record: dict[str, An
     return paths
 
 
-def plan_node(paths: RunPaths, node: int, nodes: int, main_host: str | None, job_id: str) -> tuple[Any, dict[str, str]]:
-    """This node's LaunchPlan and the environment its launcher gets, from the frozen profile and this machine's
-    hardware."""
+def node_role(settings: dict[str, Any], root: Path, node: int, nodes: int, main_host: str | None, job_id: str,
+              environ: Mapping[str, str]) -> MachineRole:
+    """Node `node` of `nodes`'s place in the job: it meets the others at the job's first host (None: one node,
+    nobody to meet), at the profile's port or the job's; its network interface is the profile's; with Slurm's
+    CUDA_VISIBLE_DEVICES every GPU it sees is the run's."""
+    from tuitrain.launch.planner import role_of
+
+    dist = settings["distributed"]
+    port = dist.get("main_process_port")
+    if nodes > 1 and port is None:
+        port = job_port(job_id)
+    return dataclasses.replace(role_of(settings, root), rank=node, machines=nodes, main_ip=main_host, port=port,
+                               interface=dist.get("network_interface"),
+                               scheduler_gpus=bool(environ.get("CUDA_VISIBLE_DEVICES")))
+
+
+def plan_node(paths: RunPaths, node: int, nodes: int, main_host: str | None, job_id: str) -> Any:
+    """This node's LaunchPlan: the planner's answer for node `node` of the job, from the frozen profile and this
+    machine's hardware."""
     from tuitrain.hardware import detect_hardware
     from tuitrain.launch import plan_launch
-    from tuitrain.launch.machines import interface_env
     from tuitrain.profile import Profile
     from tuitrain.runs.relaunch import launch_settings
 
@@ -90,22 +109,13 @@ def plan_node(paths: RunPaths, node: int, nodes: int, main_host: str | None, job
         data = tomllib.load(handle)
     hardware = detect_hardware()
     settings, _notes = launch_settings(Profile(path=paths.profile, data=data, notes=[]), hardware)
-    dist = settings["distributed"]
-    dist.update(num_machines=nodes, machine_rank=node)
-    dist["main_process_ip"] = main_host  # the job's first host (None: one node, nobody to meet)
-    if nodes > 1 and dist.get("main_process_port") is None:
-        dist["main_process_port"] = job_port(job_id)
-    if os.environ.get("CUDA_VISIBLE_DEVICES") and settings["hardware"]["accelerator"] != "cpu":
-        settings["hardware"]["gpus"] = None  # Slurm gave this job its GPUs: every one it sees is the run's
     resume_from = read_record(paths).get("resume_from")
     plan = plan_launch(settings, hardware, paths.root, file=str(paths.profile),
-                       resume_from=Path(resume_from) if resume_from else None)
+                       resume_from=Path(resume_from) if resume_from else None,
+                       role=node_role(settings, paths.root, node, nodes, main_host, job_id, os.environ))
     if plan.errors:
         raise AgentError("; ".join(str(p) for p in plan.errors))
-    env = {**plan.env, **interface_env(dist.get("network_interface"))}  # as a listed machine gets it
-    if os.environ.get("CUDA_VISIBLE_DEVICES") and plan.accelerator == "cuda":
-        env.pop("CUDA_VISIBLE_DEVICES", None)  # keep Slurm's own selection
-    return plan, env
+    return plan
 
 
 class SlurmSupervisor(Supervisor):
@@ -231,7 +241,7 @@ def main(run_dir: Path) -> int:
             else "no complete checkpoint yet: starting from the beginning"))
     try:
         main_host = node_address(hostnames(os.environ["SLURM_JOB_NODELIST"])[0]) if nodes > 1 else None
-        plan, env = plan_node(paths, node, nodes, main_host, job_id)
+        plan = plan_node(paths, node, nodes, main_host, job_id)
     except (AgentError, SlurmError, OSError, KeyError, ValueError, IndexError) as exc:
         why = str(exc) if isinstance(exc, (AgentError, SlurmError)) else f"{type(exc).__name__}: {exc}"
         log(f"node {node} cannot start: {why}")
@@ -240,7 +250,7 @@ def main(run_dir: Path) -> int:
     write_text_atomic(paths.accelerate_config, dump_yaml(plan.accelerate_config))
     slurm = dict(read_record(paths).get("slurm") or {})
     slurm.update(job_id=job_id or slurm.get("job_id"), host=os.uname().nodename, nodes=nodes)
-    fields = {**plan.record_fields(), "env": env, "slurm": slurm}
+    fields = {**plan.record_fields(), "slurm": slurm}
     if plan.cwd:  # a [script] runs in its workdir, as it does when tuitrain runs it locally
         fields["cwd"] = plan.cwd
     if node == 0:

@@ -1,0 +1,136 @@
+"""One planner (issue 25): the local plan, each listed machine's plan and a Slurm node's plan are the same function's
+answers (tuitrain.launch.planner.plan_machine), and where two of them plan the same machine they agree."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import tomli_w
+
+from conftest import demo_profile_data
+from tuitrain.hardware import Hardware, detect_hardware
+from tuitrain.launch import plan_launch
+from tuitrain.launch.machines import plan_machines
+from tuitrain.launch.planner import MachineRole, plan_machine, role_of
+from tuitrain.launch.preflight import MachineFacts
+from tuitrain.profile import Profile, profile_with_defaults
+from tuitrain.runs.layout import RunPaths
+from tuitrain.slurm.agent import job_port, plan_node
+
+NVML = Path(__file__).resolve().parent / "fixtures" / "nvml"
+BOX = Hardware(cpu_count=16, physical_cores=8)
+RUN = Path("/runs/r1")
+
+
+def settings_of(data: dict[str, Any]) -> dict[str, Any]:
+    return profile_with_defaults(Profile(path=None, data=data))
+
+
+def without_rank_flags(argv: list[str]) -> list[str]:
+    """A listed machine's command less what it spells out for its reader (its place is in its config too)."""
+    out: list[str] = []
+    skip = False
+    for word in argv:
+        if skip:
+            skip = False
+            continue
+        if word in ("--machine_rank", "--num_machines", "--main_process_ip"):
+            skip = True
+            continue
+        out.append(word)
+    return out
+
+
+@pytest.mark.parametrize("sections", [
+    {"hardware": {"accelerator": "cpu"}, "distributed": {"strategy": "ddp", "num_processes": 2}},
+    {"hardware": {"accelerator": "auto"}, "distributed": {"strategy": "fsdp", "num_processes": 2}},
+    {"hardware": {"accelerator": "cpu", "cpu_threads_per_process": 3},
+     "distributed": {"strategy": "ddp", "num_processes": 1, "num_machines": 2, "machine_rank": 1,
+                     "main_process_ip": "10.0.0.1", "main_process_port": 29600}},
+])
+def test_the_local_plan_is_the_planners_answer_for_the_machine_the_profile_describes(sections: dict[str, Any]) -> None:
+    settings = settings_of(demo_profile_data(**sections))
+    plan = plan_launch(settings, BOX, RUN, "p.toml", machine=MachineFacts())
+    part = plan_machine(settings, role_of(settings, RUN), BOX, "p.toml", facts=MachineFacts())
+    assert (plan.argv, plan.env, plan.accelerate_config, plan.accelerator, plan.cwd) == (
+        part.argv, part.env, part.accelerate_config, part.accelerator, part.cwd)
+    assert plan.problems == part.problems and part.thread_note in plan.notes
+
+
+def two_machines(**hardware: Any) -> dict[str, Any]:
+    return demo_profile_data(hardware=hardware, distributed={
+        "strategy": "ddp", "num_processes": 1, "main_process_ip": "10.0.0.1", "main_process_port": 29555,
+        "network_interface": "eth1",
+        "machines": [{"host": "node1"}, {"host": "node2", "python": "/opt/env/bin/python", "workdir": "/srv/project",
+                                         "network_interface": "ib0"}]})
+
+
+def test_each_listed_machine_is_the_planners_answer_for_it_planned_elsewhere() -> None:
+    settings = settings_of(two_machines(accelerator="cpu"))
+    plan = plan_machines(settings, RUN, "p.toml", local_python="/venv/bin/python", local_cwd="/here")
+    for machine in plan.machines:
+        role = MachineRole(folder=machine.node_dir, rank=machine.machine_rank, machines=2, processes=1,
+                           main_ip="10.0.0.1", port=29555, interface=machine.network_interface, python=machine.python,
+                           relative_to="/here")
+        part = plan_machine(settings, role, None, "p.toml")
+        assert (machine.argv, machine.env, machine.accelerate_config, machine.accelerator) == (
+            part.argv, part.env, part.accelerate_config, part.accelerator)
+        assert part.problems == []  # nothing of a machine elsewhere is checked here: the doctor does
+    assert plan.machines[1].env["NCCL_SOCKET_IFNAME"] == "=ib0"
+
+
+@pytest.mark.parametrize("hardware", [{"accelerator": "cpu", "cpu_threads_per_process": 2},
+                                      {"accelerator": "cuda", "gpus": [2, 0], "device_order": "PCI_BUS_ID",
+                                       "cpu_threads_per_process": 2}])
+def test_one_listed_machine_runs_what_the_local_plan_runs_on_it(hardware: dict[str, Any]) -> None:
+    """Planned at home (no hardware) or on the machine itself, one machine gets the same environment and accelerate
+    config, and the same command but for where its run folder is and the place it spells out. (The threads are
+    fixed by the profile: only the machine knows its cores.)"""
+    data = demo_profile_data(hardware=hardware, distributed={"strategy": "ddp", "num_processes": 2,
+                                                             "main_process_port": 29555,
+                                                             "machines": [{"host": "node1"}]})
+    settings = settings_of(data)
+    box = detect_hardware(environ={"TUITRAIN_NVML_TABLE": str(NVML / "eight_h100.json")})
+    local = plan_launch(settings, box, RUN, "p.toml", machine=MachineFacts())
+    machine = plan_machines(settings, RUN, "p.toml", local_python=local.argv[0], local_cwd="/here").machines[0]
+    assert machine.env == local.env and machine.accelerate_config == local.accelerate_config
+    assert machine.accelerator == local.accelerator == hardware["accelerator"]
+    assert [w.replace(machine.node_dir, str(RUN)) for w in without_rank_flags(machine.argv)] == local.argv
+
+
+def frozen_run(tmp_path: Path, data: dict[str, Any]) -> RunPaths:
+    paths = RunPaths(tmp_path / "run")
+    paths.root.mkdir()
+    paths.profile.write_text(tomli_w.dumps(data))
+    paths.record.write_text(json.dumps({"id": "run", "resume_from": None}))
+    return paths
+
+
+def test_a_slurm_node_plans_as_run_plans_that_machine_of_the_profile(tmp_path: Path, monkeypatch) -> None:
+    """Node 1 of a two-node job is planned as `tuitrain run` plans machine 1 of a profile that says where the two
+    meet: the same command, environment and accelerate config."""
+    monkeypatch.setenv("TUITRAIN_NVML_TABLE", str(NVML / "no_driver.json"))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    data = demo_profile_data(hardware={"accelerator": "cpu"}, distributed={"strategy": "ddp", "num_processes": 2})
+    paths = frozen_run(tmp_path, data)
+    node = plan_node(paths, 1, 2, "10.0.0.7", "1234")
+    as_profile = demo_profile_data(hardware={"accelerator": "cpu"}, distributed={
+        "strategy": "ddp", "num_processes": 2, "num_machines": 2, "machine_rank": 1, "main_process_ip": "10.0.0.7",
+        "main_process_port": job_port("1234")})
+    local = plan_launch(settings_of(as_profile), detect_hardware(), paths.root, str(paths.profile))
+    assert (node.argv, node.env, node.accelerate_config, node.num_processes, node.num_machines) == (
+        local.argv, local.env, local.accelerate_config, local.num_processes, local.num_machines)
+    assert node.accelerate_config["machine_rank"] == 1 and node.main_process_port == job_port("1234")
+
+
+def test_a_slurm_node_meets_the_others_over_its_interface_and_keeps_slurms_gpus(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("TUITRAIN_NVML_TABLE", str(NVML / "eight_h100.json"))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    data = demo_profile_data(hardware={"accelerator": "cuda", "gpus": [5]},
+                             distributed={"strategy": "ddp", "num_processes": 2, "network_interface": "ib0"})
+    node = plan_node(frozen_run(tmp_path, data), 0, 2, "10.0.0.7", "1234")
+    assert "CUDA_VISIBLE_DEVICES" not in node.env  # Slurm's own selection: every GPU it gave the job is the run's
+    assert node.env["GLOO_SOCKET_IFNAME"] == "ib0" and node.env["NCCL_SOCKET_IFNAME"] == "=ib0"  # as a listed machine

@@ -1,0 +1,216 @@
+"""The one planner: one machine's part of a run, from the profile (with defaults), that machine's place in the run
+(`MachineRole`: its rank among how many machines, its processes and GPUs, where they meet, its run folder) and,
+when the plan is made on that machine, its hardware. Every backend asks it: the local plan (launch.plan.plan_launch)
+is its answer for the one machine a profile describes, a multi-machine plan (launch.machines.plan_machines) its
+answer for each listed machine, and a Slurm node (slurm.agent.plan_node) its answer for node N of the job.
+
+Where the plan is made is the one thing that changes the answers, and `hardware` says which:
+
+- given, the machine is this one: its GPUs are mapped (launch.devices.devices_here), its cores share out the
+  threads, the PYTHONPATH tuitrain runs with is kept behind a script's hook, and its checks run (the installed
+  packages, the port, the GPUs: `problems`);
+- None, the machine is elsewhere and nothing of it is known: its devices are read from the profile alone
+  (devices_elsewhere), its agent sets the threads and its own hook's path on arrival (runs.node_agent), and
+  `tuitrain doctor` checks it; its command spells out its place in the run (a person reads one per machine).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from tuitrain.hardware import Hardware
+from tuitrain.hardware.preflight import check as hardware_preflight
+from tuitrain.launch.accelerate_config import accelerate_config
+from tuitrain.launch.devices import Devices, devices_elsewhere, devices_here
+from tuitrain.launch.preflight import MachineFacts, machine_problems, probe_machine
+from tuitrain.launch.script import is_script, resolved_script, script_env, script_note, script_program
+from tuitrain.launch.threads import cpu_threads
+from tuitrain.profile import Problem
+from tuitrain.profile.rules.strategies import FSDP_ALONE_FIX, fsdp_world_of_one
+
+ENGINE_MODULE = "tuitrain.engine"
+LAUNCH_MODULE = "accelerate.commands.launch"
+FREE_PORT_NOTE = "main_process_port: a free port is picked at launch (none set in the profile)"
+
+
+@dataclass(frozen=True)
+class MachineRole:
+    """One machine's place in a run, and where it keeps its part of the run."""
+
+    folder: str  # its run directory as its ranks see it: accelerate.yaml's folder, the engine's argument
+    rank: int = 0
+    machines: int = 1
+    processes: int = 1  # on this machine
+    main_ip: str | None = None
+    port: int | None = None
+    gpus: list[Any] | None = None  # as the profile selects them for this machine (None: all it has)
+    interface: str | None = None  # the network interface its ranks meet the others' over
+    python: str = sys.executable
+    relative_to: str | None = None  # where a script's relative path starts when the profile has no folder (None: here)
+    scheduler_gpus: bool = False  # a scheduler chose the GPUs it sees (Slurm's CUDA_VISIBLE_DEVICES): all are the run's
+
+
+@dataclass(frozen=True)
+class MachinePart:
+    """What one machine runs (`argv` with `env` added), and what the planner says of it."""
+
+    argv: list[str]
+    env: dict[str, str]
+    accelerate_config: dict[str, Any]
+    accelerator: str
+    processes: int
+    cwd: str | None  # where its ranks run: a [script]'s workdir (None: where the launch starts)
+    device_notes: list[str]
+    thread_note: str
+    launch_notes: list[str] = field(default_factory=list)  # what the launch decides there: a free port, a script's hook
+    interface_note: str | None = None
+    problems: list[Problem] = field(default_factory=list)  # this machine's checks (made only where it is planned)
+
+
+def role_of(settings: Mapping[str, Any], run_dir: Path) -> MachineRole:
+    """The role a profile gives the machine that runs it by itself (its distributed.machine_rank of num_machines)."""
+    dist = settings["distributed"]
+    return MachineRole(folder=str(run_dir), rank=dist["machine_rank"], machines=dist["num_machines"],
+                       processes=dist["num_processes"], main_ip=dist.get("main_process_ip"),
+                       port=dist.get("main_process_port"), gpus=settings["hardware"].get("gpus"))
+
+
+def machine_settings(settings: Mapping[str, Any], role: MachineRole) -> dict[str, Any]:
+    """The settings as this machine runs them: its rank, the machines, its processes and GPUs, where they meet."""
+    hardware = settings["hardware"]
+    gpus = None if role.scheduler_gpus and hardware["accelerator"] != "cpu" else role.gpus
+    return {**settings,
+            "hardware": {**hardware, "gpus": gpus},
+            "distributed": {**settings["distributed"], "machine_rank": role.rank, "num_machines": role.machines,
+                            "num_processes": role.processes, "main_process_ip": role.main_ip,
+                            "main_process_port": role.port}}
+
+
+def profile_folder(file: str) -> Path | None:
+    """The folder a profile's relative paths start from ("profile" or "<...>" names none)."""
+    if not file or file.startswith("<") or file == "profile":
+        return None
+    return Path(file).expanduser().resolve().parent
+
+
+def deepspeed_json_path(profile: Mapping[str, Any], base_dir: Path | None) -> Path | None:
+    ds = profile["distributed"].get("deepspeed") or {}
+    raw = ds.get("config_file")
+    if profile["distributed"]["strategy"] != "deepspeed" or not raw:
+        return None
+    path = Path(raw).expanduser()
+    return path if path.is_absolute() else (base_dir or Path.cwd()) / path
+
+
+def pasteable_command(env: dict[str, str], argv: list[str]) -> str:
+    """`K=V … accelerate launch …` for an argv of `python -m accelerate.commands.launch …`: what a user could
+    paste to run it without tuitrain."""
+    pairs = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(env.items()))
+    return (pairs + " " if pairs else "") + shlex.join(["accelerate", "launch", *argv[3:]])
+
+
+def interface_env(name: str | None) -> dict[str, str]:
+    """GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME for one exact interface (NCCL matches prefixes unless given '=')."""
+    if not name:
+        return {}
+    return {"GLOO_SOCKET_IFNAME": name, "NCCL_SOCKET_IFNAME": f"={name}"}
+
+
+def interface_note(name: str) -> str:
+    return (f"network interface {name}: GLOO_SOCKET_IFNAME={name}, NCCL_SOCKET_IFNAME=={name} "
+            "(the '=' asks NCCL for this name exactly, not every name it begins)")
+
+
+def strategy_note(profile: Mapping[str, Any], accelerator: str, total: int) -> str:
+    """What the run's strategy does with its `total` processes on `accelerator`: one line, the plan's first."""
+    dist = profile["distributed"]
+    strategy = dist["strategy"]
+    where = {"cuda": "CUDA GPU", "mps": "Apple MPS", "cpu": "CPU"}.get(accelerator, accelerator)
+    if strategy == "single":
+        return f"strategy single: one process on the {where}"
+    if strategy == "ddp" and accelerator == "cpu":
+        return (f"strategy ddp: {total} gloo ranks on the CPU (accelerate's MULTI_GPU type with every GPU hidden; "
+                "MULTI_CPU and --cpu would start one process)")
+    if strategy == "ddp":
+        return f"strategy ddp: {total} process(es), one per {where}, NCCL"
+    if strategy == "fsdp":
+        fsdp = dist.get("fsdp") or {}
+        version = fsdp.get("version", 1)
+        text = (f"strategy fsdp (FSDP{version}): {total} process(es), "
+                f"{fsdp.get('sharding_strategy', 'full_shard')}, wrap {fsdp.get('auto_wrap_policy', 'transformer')}")
+        if fsdp.get("auto_wrap_policy", "transformer") == "transformer" and not fsdp.get("transformer_layer_cls_to_wrap"):
+            text += " (layer class: the model's _no_split_modules, read by accelerate in each rank)"
+        alone = fsdp_world_of_one(fsdp, total)
+        return f"{text}; {alone} ({FSDP_ALONE_FIX})" if alone else text
+    ds = dist.get("deepspeed") or {}
+    if ds.get("config_file"):
+        return f"strategy deepspeed: {total} process(es), settings from {ds['config_file']}"
+    return (f"strategy deepspeed: {total} process(es), ZeRO stage {ds.get('zero_stage', 2)}, "
+            f"optimizer offload {ds.get('offload_optimizer_device', 'none')}, "
+            f"parameter offload {ds.get('offload_param_device', 'none')}")
+
+
+def _launch_argv(role: MachineRole, here: bool) -> list[str]:
+    argv = [role.python, "-m", LAUNCH_MODULE, "--config_file", f"{role.folder}/accelerate.yaml"]
+    if not here:  # read by a person, one command per machine: its place in the run on the command line too
+        argv += ["--machine_rank", str(role.rank), "--num_machines", str(role.machines)]
+        if role.main_ip:
+            argv += ["--main_process_ip", str(role.main_ip)]
+    if role.port is not None:
+        argv += ["--main_process_port", str(role.port)]
+    return argv
+
+
+def plan_machine(settings: Mapping[str, Any], role: MachineRole, hardware: Hardware | None, file: str = "profile",
+                 *, facts: MachineFacts | None = None, resume_from: Path | None = None) -> MachinePart:
+    """One machine's part of a run. `settings`: a profile with defaults (tuitrain.profile.profile_with_defaults).
+    `hardware`: this machine's, when the plan is made on it (None: the machine is elsewhere; see the module's
+    docstring). `facts`: what its checks need (None: probed now, when here). `resume_from`: the checkpoint a
+    [script] is told to resume from (the engine reads it from run.json)."""
+    here = hardware is not None
+    mine = machine_settings(settings, role)
+    devices: Devices = devices_here(mine, hardware) if hardware is not None else devices_elsewhere(mine)
+    base_dir = profile_folder(file)
+    ds_json = deepspeed_json_path(mine, base_dir)
+    cores = (getattr(hardware, "physical_cores", 0) or getattr(hardware, "cpu_count", 0)) if here else 0
+    thread_env, thread_note = cpu_threads(mine, cores, role.processes)
+    device_env = devices.env
+    if role.scheduler_gpus and devices.accelerator == "cuda":  # the scheduler's CUDA_VISIBLE_DEVICES stays
+        device_env = {k: v for k, v in device_env.items() if k != "CUDA_VISIBLE_DEVICES"}
+    env = {"PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false", **device_env, **interface_env(role.interface),
+           **thread_env}
+    problems: list[Problem] = []
+    if hardware is not None:
+        found = facts if facts is not None else probe_machine(mine)
+        problems += machine_problems(mine, devices.accelerator, found, file, deepspeed_json=ds_json,
+                                     cpu_count=getattr(hardware, "cpu_count", None))
+        problems += hardware_preflight(mine, hardware, file=file, accelerator=devices.accelerator)
+    argv = _launch_argv(role, here)
+    launch_notes: list[str] = []
+    if here and role.port is None and role.processes * role.machines > 1:
+        launch_notes.append(FREE_PORT_NOTE)
+    cwd = None
+    if is_script(mine):
+        script = resolved_script(mine["script"], base_dir or Path(role.relative_to or os.getcwd()))
+        argv += script_program(script, resume_from)
+        # here, the PYTHONPATH tuitrain runs with is kept behind the hook's folder, as a plain launch would see it;
+        # elsewhere, that machine's agent puts its own tuitrain's hook folder first (script_env's is this one's)
+        env.update(script_env(script, os.environ.get("PYTHONPATH") if here else None))
+        cwd = script["workdir"]
+        if here:
+            launch_notes.append(script_note(script))
+    else:
+        argv += ["-m", ENGINE_MODULE, role.folder]
+    return MachinePart(
+        argv=argv, env=env,
+        # gpu_ids "all": the GPUs are chosen by CUDA_VISIBLE_DEVICES above. accelerate launch would
+        # set CUDA_VISIBLE_DEVICES to any other gpu_ids value, replacing the physical selection.
+        accelerate_config=accelerate_config(mine, devices.accelerator, "all", ds_json),
+        accelerator=devices.accelerator, processes=role.processes, cwd=cwd, device_notes=devices.notes,
+        thread_note=thread_note, launch_notes=launch_notes,
+        interface_note=interface_note(role.interface) if role.interface else None, problems=problems)
