@@ -4,7 +4,7 @@ Every `import` and `from ... import` under tuitrain/ counts, at module level, in
 under `if TYPE_CHECKING:` alike (a type-only import is still an arrow between layers). A layer is
 the first folder under tuitrain/ (profile, hardware, launch, remote, runs, slurm, backends, engine, script, tui,
 cli); the small
-top-level modules (atomic, humanize, installed, yaml_text) are helpers that import no layer.
+top-level modules (atomic, humanize, installed, yaml_text, user_config) are helpers that import no layer.
 Starting a process (`python -m tuitrain.engine`, `-m tuitrain.runs.supervise`) is not an import.
 """
 
@@ -18,7 +18,7 @@ from typing import Iterator
 
 PACKAGE = Path(__file__).resolve().parents[1] / "tuitrain"
 
-HELPERS = frozenset({"atomic", "humanize", "installed", "yaml_text", "package"})  # package: tuitrain/__init__.py
+HELPERS = frozenset({"atomic", "humanize", "installed", "yaml_text", "user_config", "package"})  # package: tuitrain/__init__.py
 LAYERS = ("profile", "hardware", "launch", "remote", "runs", "slurm", "backends", "engine", "script", "tui", "cli")
 
 # layer -> the other layers (and helpers) it may import; its own modules always.

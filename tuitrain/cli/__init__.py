@@ -64,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("resume", launching.cmd_resume, "start a new run that continues a run from one of its checkpoints")
     p.add_argument("run")
+    _arguments_from("tuitrain.cli.workstations", "add_host_option", p)
     p.add_argument("--checkpoint", default="latest", help="latest (newest complete), checkpoint-N, or a path")
     p.add_argument("--detach", "-d", action="store_true")
     _ssh_options(p)
@@ -99,11 +100,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="check the profile alone, not against this machine (for a profile meant for another one)")
     _set_option(p)
 
-    p = command("runs", viewing.cmd_runs, "list the runs under the runs root")
+    p = command("runs", _lazy("tuitrain.cli.workstations", "cmd_runs"), "list the runs under the runs root")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--all-hosts", action="store_true",
+                   help="this machine's runs and those of every workstation of your settings, with a HOST column")
+
+    p = command("workstations", _lazy("tuitrain.cli.workstations", "cmd_workstations"),
+                "reach each workstation of your settings ([[workstations]]) and say, one line each, what is wrong")
+    _arguments_from("tuitrain.cli.workstations", "add_arguments", p)
 
     p = command("status", viewing.cmd_status, "one run in full")
     p.add_argument("run")
+    _arguments_from("tuitrain.cli.workstations", "add_host_option", p)
     p.add_argument("--json", action="store_true")
 
     p = command("diff", _lazy("tuitrain.cli.diffing", "cmd_diff"), "what differs between two runs, the likeliest "
@@ -114,6 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("logs", viewing.cmd_logs, "a rank's log, or every rank's merged with a rank prefix")
     p.add_argument("run")
+    _arguments_from("tuitrain.cli.workstations", "add_host_option", p)
     p.add_argument("--rank", type=int, default=None)
     p.add_argument("--launcher", action="store_true", help="the supervisor's and accelerate launch's own log")
     p.add_argument("--follow", "-f", action="store_true")
@@ -121,9 +130,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("stacks", _lazy("tuitrain.cli.stacks", "cmd_stacks"), "every rank's Python stack (all threads), "
                 "kept in the run directory, and a digest of where the ranks are: the one elsewhere first")
     _arguments_from("tuitrain.cli.stacks", "add_arguments", p)
+    _arguments_from("tuitrain.cli.workstations", "add_host_option", p)
 
     p = command("checkpoints", viewing.cmd_checkpoints, "a run's checkpoints: step, complete or not, metrics, size")
     p.add_argument("run")
+    _arguments_from("tuitrain.cli.workstations", "add_host_option", p)
     p.add_argument("--json", action="store_true")
 
     p = command("export", _lazy("tuitrain.cli.exporting", "cmd_export"),
@@ -134,12 +145,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("save", controlling.cmd_save, "ask a running run to save a checkpoint at the next step end")
     p.add_argument("run")
+    _arguments_from("tuitrain.cli.workstations", "add_host_option", p)
 
     p = command("evaluate", controlling.cmd_evaluate, "ask a running run to evaluate at the next step end")
     p.add_argument("run")
+    _arguments_from("tuitrain.cli.workstations", "add_host_option", p)
 
     p = command("stop", controlling.cmd_stop, "stop a run: save a checkpoint, then stop (--now: terminate, then kill)")
     p.add_argument("run")
+    _arguments_from("tuitrain.cli.workstations", "add_host_option", p)
     p.add_argument("--now", action="store_true")
     p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
                    help="a Slurm run: how long the stop may take before the job is cancelled (default 120; --now 15)")
@@ -221,12 +235,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     from tuitrain.cli.errors import permission_line, user_errors
 
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     if args.runs_root is None:
         args.runs_root = default_runs_root()
     if not getattr(args, "handler", None):
         return _open_app(args, parser)
     try:
+        from tuitrain.cli import workstations
+
+        remote = workstations.remote_target(args)
+        if remote is not None:  # a run on another workstation: the same command runs there
+            return workstations.cmd_remote(args, argv, *remote)
         if args.command in RUNS_ROOT_COMMANDS:
             _check_runs_root(args.runs_root)
         return args.handler(args)

@@ -18,8 +18,10 @@ def user_errors() -> tuple[type[BaseException], ...]:
     from tuitrain.runs.record import RunRecordError
     from tuitrain.runs.relaunch import ResumeError
     from tuitrain.runs.start import StartError
+    from tuitrain.user_config import UserConfigError
 
-    return (CliError, ProfileError, RunNotFound, RunsRootError, ControlError, RunRecordError, StartError, ResumeError)
+    return (CliError, ProfileError, RunNotFound, RunsRootError, ControlError, RunRecordError, StartError, ResumeError,
+            UserConfigError)
 
 
 def permission_line(exc: PermissionError) -> str:

@@ -1,0 +1,145 @@
+"""Several workstations from one terminal (issue 23), on the real namespace hosts over sshd (tests/hosts.py):
+each host has its own runs folder; this test process is the user's terminal."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import FAST, check_clean, cli, wait_for, wait_until_ended
+
+pytestmark = pytest.mark.slow
+LONG = ["--set", "training.max_steps=100000", "--set", "training.logging_steps=1", "--set", "training.eval_strategy=no",
+        "--set", "training.save_strategy=no"]
+
+
+def settings(folder: Path, hosts: Any, **python: str) -> Path:
+    """A settings file naming node1 and node2, each with its own runs folder (a python per host may be given)."""
+    lines = []
+    for host in ("node1", "node2"):
+        (folder / f"{host}-runs").mkdir(exist_ok=True)
+        lines += ["[[workstations]]", f'host = "{host}"', f'python = "{python.get(host, sys.executable)}"',
+                  f'runs = "{folder / f"{host}-runs"}"', f'ssh_config = "{hosts.ssh_config}"', ""]
+    path = folder / "config.toml"
+    path.write_text("\n".join(lines))
+    return path
+
+
+@pytest.fixture
+def boxes(hosts: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("TUITRAIN_CONFIG", str(settings(tmp_path, hosts)))
+    return tmp_path
+
+
+def on_host(hosts: Any, folder: Path, host: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """`tuitrain ARGS` started on a host over ssh, as its user would there (its runs folder)."""
+    argv = ["ssh", "-F", str(hosts.ssh_config), host, sys.executable, "-m", "tuitrain", "--runs-dir",
+            str(folder / f"{host}-runs"), *args]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=300, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+
+
+def started(hosts: Any, folder: Path, host: str, *args: str) -> str:
+    done = on_host(hosts, folder, host, "run", "demo", "--detach", *args)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout.strip()
+
+
+def tuitrain_processes(folder: Path, *words: str) -> list[str]:
+    """tuitrain processes on any host (they share this machine's process table) naming `folder` and `words`."""
+    import psutil
+
+    found = []
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        line = " ".join(proc.info["cmdline"] or ())
+        if proc.pid != os.getpid() and str(folder) in line and all(w in line for w in words):
+            found.append(f"{proc.pid}: {line[:160]}")
+    return found
+
+
+def test_runs_of_two_hosts_in_one_list_and_a_dead_sshd_is_one_row(hosts: Any, boxes: Path) -> None:
+    one, two = started(hosts, boxes, "node1", *FAST), started(hosts, boxes, "node2", *FAST)
+    for host, run in (("node1", one), ("node2", two)):
+        assert wait_until_ended(boxes / f"{host}-runs" / run)["status"] == "finished"
+    local = boxes / "local-runs"
+    local.mkdir()
+    listed = cli("runs", "--all-hosts", "--json", runs_dir=local)
+    assert listed.returncode == 0, listed.stderr
+    found = json.loads(listed.stdout)
+    assert sorted((r["host"], r["id"], r["status"]) for r in found["runs"]) == \
+        [("node1", one, "finished"), ("node2", two, "finished")] and found["unreachable"] == []
+    table = cli("runs", "--all-hosts", runs_dir=local).stdout
+    assert table.splitlines()[0].split()[:2] == ["HOST", "ID"] and f"node1  {one}" in table, table
+
+    hosts.kill_sshd("node2")
+    try:
+        began = time.monotonic()
+        listed = cli("runs", "--all-hosts", "--json", runs_dir=local)
+        took = time.monotonic() - began
+        found = json.loads(listed.stdout)
+        assert [r["id"] for r in found["runs"]] == [one]
+        (down,) = found["unreachable"]
+        assert down["host"] == "node2" and "connection refused" in down["error"], down
+        assert took < 30, took  # refused at once; a timeout would be LIST_SECONDS
+        assert "node2" in cli("runs", "--all-hosts", runs_dir=local).stdout.split("unreachable")[0].splitlines()[-1]
+    finally:
+        hosts.start_sshd("node2")
+
+
+def test_verbs_on_a_remote_run_logs_follow_status_and_stop(hosts: Any, boxes: Path) -> None:
+    run = started(hosts, boxes, "node1", *LONG)
+    run_dir = boxes / "node1-runs" / run
+    local = boxes / "local-runs"
+    local.mkdir()
+    try:
+        wait_for(lambda: (run_dir / "events.jsonl").exists() and "loss" in (run_dir / "events.jsonl").read_text(), 180,
+                 "a logged step on node1")
+        status = cli("status", f"node1:{run}", runs_dir=local)
+        assert status.returncode == 0 and run in status.stdout and "running" in status.stdout, status.stdout + status.stderr
+        assert json.loads(cli("status", run, "--host", "node1", "--json", runs_dir=local).stdout)["id"] == run
+
+        follow = subprocess.Popen([sys.executable, "-m", "tuitrain", "--runs-dir", str(local), "logs", f"node1:{run}",
+                                   "--follow"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            first = follow.stdout.readline() if follow.stdout else ""
+            assert first, follow.stderr.read() if follow.stderr else ""
+            seen = [follow.stdout.readline() for _ in range(3)] if follow.stdout else []
+            assert all(seen), seen  # new lines keep coming while the run trains there
+        finally:
+            follow.send_signal(signal.SIGINT)
+            follow.wait(timeout=60)
+        wait_for(lambda: not tuitrain_processes(boxes, "logs", "--follow"), 60, "no `logs --follow` left on node1")
+
+        stopped = cli("stop", f"node1:{run}", runs_dir=local, timeout=300)
+        assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+        ended = wait_until_ended(run_dir, 180)
+        assert ended["status"] == "stopped", ended
+        assert list((run_dir / "output").glob("checkpoint-*")), "the stop saved a checkpoint there"
+    finally:
+        on_host(hosts, boxes, "node1", "stop", run, "--now")
+
+
+def test_bad_workstations_are_one_line_each(hosts: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    other_version = tmp_path / "python-other"
+    other_version.write_text('#!/bin/sh\necho "tuitrain 9.9.9"\n')
+    other_version.chmod(0o755)
+    monkeypatch.setenv("TUITRAIN_CONFIG", str(settings(tmp_path, hosts, node1="/usr/bin/python3",
+                                                       node2=str(other_version))))
+    local = tmp_path / "local-runs"
+    local.mkdir()
+    checked = cli("workstations", runs_dir=local)
+    assert checked.returncode == 1 and "Traceback" not in checked.stdout + checked.stderr
+    lines = checked.stdout.splitlines()
+    assert lines[0].startswith("node1: tuitrain is not installed for /usr/bin/python3 there"), lines
+    assert lines[1] == "node2: tuitrain 9.9.9 there, " + lines[1].split(", ")[1] and "install the same" in lines[1]
+    check_clean(cli("status", "nohost:20260101-x", "--host", "nohost", runs_dir=local), "'nohost' is not a workstation")
+    (tmp_path / "bad.toml").write_text('[[workstations]]\nhost = "node1"\nport = 22\n')
+    monkeypatch.setenv("TUITRAIN_CONFIG", str(tmp_path / "bad.toml"))
+    check_clean(cli("runs", "--all-hosts", runs_dir=local), "bad.toml: workstations[0].port: not a workstation key")

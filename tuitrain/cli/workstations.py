@@ -1,0 +1,161 @@
+"""Several workstations from one terminal (issue 23): `workstations` checks each, `runs --all-hosts` lists every
+box's runs with a HOST column, and a run's verbs (`logs HOST:RUN --follow`, `status`, `stop`, …) run on its box.
+Every box, this one included, answers through the same CLI contract (`runs --json`, the verbs' own output)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import subprocess
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from tuitrain.cli.errors import CliError
+
+LOCAL = "local"
+REMOTE_VERBS = frozenset({"status", "logs", "checkpoints", "save", "evaluate", "stop", "resume", "stacks"})
+LIST_SECONDS = 20.0  # what one box may take to list its runs before it is shown as unreachable
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true")
+
+
+def add_host_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--host", "-H", default=None, metavar="HOST",
+                   help="a workstation of your settings ([[workstations]]) where the run lives (or write HOST:RUN)")
+
+
+def remote_target(args: argparse.Namespace) -> tuple[str, str] | None:
+    """(host, run) when this command is meant for a run on another workstation: `--host HOST`, or `HOST:RUN` where
+    HOST is a configured workstation; None for a run here."""
+    run = getattr(args, "run", None)
+    if getattr(args, "host", None):
+        return args.host, str(run)
+    if args.command not in REMOTE_VERBS or not isinstance(run, str) or ":" not in run:
+        return None
+    host, _, ref = run.partition(":")
+    if not host or "/" in host:
+        return None
+    from tuitrain.remote.workstations import workstations
+
+    return (host, ref) if any(w.host == host for w in workstations()) else None
+
+
+def remote_argv(argv: Sequence[str], run: str, ref: str) -> list[str]:
+    """The command line as given, for the other box: without --host/-H and --runs-dir (its own runs folder is the
+    workstation's), the run named as it is there."""
+    out: list[str] = []
+    skip = False
+    for token in argv:
+        if skip:
+            skip = False
+            continue
+        if token in ("--host", "-H", "--runs-dir"):
+            skip = True
+            continue
+        if token.startswith(("--host=", "--runs-dir=")):
+            continue
+        out.append(ref if token == run else token)
+    return out
+
+
+def cmd_remote(args: argparse.Namespace, argv: Sequence[str], host: str, ref: str) -> int:
+    """Run this command on `host`, its output streamed here; ssh's own failures as one line."""
+    from tuitrain.remote import ssh
+    from tuitrain.remote.workstations import find, workstations
+
+    station = find(host, workstations())
+    command = station.tuitrain(remote_argv(argv, args.run, ref))
+    try:
+        proc = ssh.start(station.host, command, station.options(), stdout=None, stderr=subprocess.PIPE)
+    except (OSError, ValueError) as exc:
+        raise CliError(f"{host}: cannot start ssh ({exc})") from exc
+    err = ""
+    try:
+        _, err = proc.communicate()
+    except KeyboardInterrupt:  # `logs --follow`: Ctrl-C ends the remote command with its ssh link
+        ssh.kill_group(proc, wait=5)
+        return 130
+    problem = ssh.classify(station.host, proc.returncode, err, command)
+    if problem is not None and problem.kind not in ("exit",):
+        raise CliError(str(problem))
+    sys.stderr.write(err)
+    return proc.returncode
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    """`runs`, and with --all-hosts every workstation's too."""
+    from tuitrain.cli import viewing
+
+    if not args.all_hosts:
+        return viewing.cmd_runs(args)
+    rows, unreachable = all_runs(args)
+    if args.json:
+        print(json.dumps({"runs": rows, "unreachable": unreachable}, indent=2, default=str))
+        return 0
+    from tuitrain.cli.output import table
+
+    lines = [[row["host"], *viewing._runs_row(row)] for row in rows]
+    lines += [[item["host"], "-", "-", "unreachable", "-", "-", "-", item["error"]] for item in unreachable]
+    if lines:
+        print(table(lines, ["HOST", "ID", "PROFILE", "STATUS", "STEP", "LOSS", "AGE", ""]))
+    else:
+        print("no runs here or on any workstation")
+    return 0
+
+
+def all_runs(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
+    """Every box's runs (this one first), each with its host; and the boxes that did not answer, with why."""
+    from tuitrain.cli import viewing
+    from tuitrain.remote.workstations import problem_line, run_everywhere, workstations
+
+    here = io.StringIO()
+    with contextlib.redirect_stdout(here):
+        viewing.cmd_runs(argparse.Namespace(**{**vars(args), "json": True}))
+    rows = [{**summary, "host": LOCAL} for summary in json.loads(here.getvalue())]
+    unreachable = []
+    for station, result in run_everywhere(workstations(), ["runs", "--json"], LIST_SECONDS):
+        problem = problem_line(station, result)
+        try:
+            found = json.loads(result.stdout) if problem is None else None
+        except ValueError:
+            problem = f"{station.host}: its `tuitrain runs --json` did not answer in JSON (another tuitrain version?)"
+            found = None
+        if found is None:
+            unreachable.append({"host": station.host, "error": problem or "no answer"})
+            continue
+        rows += [{**summary, "host": station.host} for summary in found]
+    return rows, unreachable
+
+
+def cmd_workstations(args: argparse.Namespace) -> int:
+    """Each workstation of the settings, reached and checked: one line each, what is wrong and its fix."""
+    import threading
+
+    from tuitrain import __version__
+    from tuitrain.remote.workstations import check, workstations
+    from tuitrain.user_config import config_path
+
+    stations = workstations()
+    problems: dict[str, str | None] = {}
+
+    def look(host: str, station: Any) -> None:
+        problems[host] = check(station, __version__)
+
+    threads = [threading.Thread(target=look, args=(s.host, s), daemon=True) for s in stations]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if args.json:
+        print(json.dumps([{"host": s.host, "ok": problems[s.host] is None, "problem": problems[s.host]}
+                          for s in stations], indent=2))
+    elif not stations:
+        print(f"no workstations in {config_path()}; add one as [[workstations]] host = \"gpu2\"")
+    for station in stations if not args.json else []:
+        print(f"{station.host}: ok" if problems[station.host] is None else problems[station.host])
+    return 1 if any(problems.values()) else 0

@@ -1,0 +1,126 @@
+"""Other workstations a user watches and drives from this terminal (issue 23): the `[[workstations]]` of the
+user's settings (`tuitrain.user_config`), each reached with the system ssh (`remote.ssh`, BatchMode, a timeout on
+every step), where tuitrain's own CLI answers. Nothing is installed or left running there: each question is one
+`python -m tuitrain …` that ends with its answer.
+
+    [[workstations]]
+    host = "gpu2"                      # an ssh destination: an alias of ~/.ssh/config, user@host
+    python = "/opt/venv/bin/python"    # tuitrain's Python there (default: this one's path, as for machines)
+    runs = "/data/runs"                # its runs folder (default: that machine's own default)
+    ssh_config = "~/.ssh/lab_config"   # optional: an ssh_config for ssh -F
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tuitrain.remote import ssh
+from tuitrain.user_config import UserConfigError, config_path, read_user_config
+
+KEYS = ("host", "python", "runs", "ssh_config")
+CHECK_SECONDS = 20.0
+
+
+@dataclass(frozen=True)
+class Workstation:
+    host: str
+    python: str
+    runs: str | None = None
+    ssh_config: str | None = None
+
+    def tuitrain(self, args: Sequence[str]) -> list[str]:
+        """The argv of tuitrain's CLI there, with its runs folder."""
+        runs = ["--runs-dir", self.runs] if self.runs else []
+        return [self.python, "-m", "tuitrain", *runs, *args]
+
+    def options(self) -> ssh.SshOptions:
+        return ssh.SshOptions(config=str(Path(self.ssh_config).expanduser()) if self.ssh_config else None)
+
+
+def workstations(config: Mapping[str, Any] | None = None, path: Path | None = None) -> list[Workstation]:
+    """The configured workstations, in the file's order; a wrong entry is a UserConfigError naming file and key."""
+    path = path or config_path()
+    config = read_user_config(path) if config is None else config
+    entries = config.get("workstations", [])
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise UserConfigError(f"{path}: workstations: write each as a [[workstations]] table with host = \"NAME\"")
+    out: list[Workstation] = []
+    for number, entry in enumerate(entries):
+        where = f"{path}: workstations[{number}]"
+        unknown = sorted(set(entry) - set(KEYS))
+        if unknown:
+            raise UserConfigError(f"{where}.{unknown[0]}: not a workstation key; the keys are {', '.join(KEYS)}")
+        for key in KEYS:
+            if key in entry and not isinstance(entry[key], str):
+                raise UserConfigError(f"{where}.{key}: must be a string, e.g. {key} = \"…\"")
+        host = entry.get("host")
+        if not host:
+            raise UserConfigError(f"{where}.host: missing; name the machine as ssh does, e.g. host = \"gpu2\"")
+        why = ssh.check_host(host)
+        if why:
+            raise UserConfigError(f"{where}.host: {why}")
+        if any(w.host == host for w in out):
+            raise UserConfigError(f"{where}.host: {host!r} is listed twice; keep one")
+        out.append(Workstation(host, entry.get("python") or sys.executable, entry.get("runs") or None,
+                               entry.get("ssh_config") or None))
+    return out
+
+
+def find(host: str, known: Sequence[Workstation], path: Path | None = None) -> Workstation:
+    for station in known:
+        if station.host == host:
+            return station
+    listed = ", ".join(w.host for w in known) or "none"
+    raise UserConfigError(f"{host!r} is not a workstation of {path or config_path()} (listed: {listed}); add it as "
+                          f"[[workstations]] host = \"{host}\"")
+
+
+def run_on(station: Workstation, args: Sequence[str], timeout: float) -> ssh.RemoteResult:
+    return ssh.run(station.host, station.tuitrain(args), timeout, station.options())
+
+
+def run_everywhere(stations: Sequence[Workstation], args: Sequence[str], timeout: float
+                   ) -> list[tuple[Workstation, ssh.RemoteResult]]:
+    """The same question to every workstation at once: a slow or dead one costs its timeout, never the others'."""
+    results: dict[int, ssh.RemoteResult] = {}
+
+    def ask(number: int, station: Workstation) -> None:
+        results[number] = run_on(station, args, timeout)
+
+    threads = [threading.Thread(target=ask, args=(n, s), daemon=True) for n, s in enumerate(stations)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return [(station, results[n]) for n, station in enumerate(stations)]
+
+
+def problem_line(station: Workstation, result: ssh.RemoteResult) -> str | None:
+    """What went wrong on that workstation, in one line naming it, or None."""
+    if result.problem is not None and result.problem.kind != "exit":
+        return str(result.problem)
+    if result.returncode == 0:
+        return None
+    said = [line for line in result.stderr.splitlines() if line.strip()]
+    if any("No module named tuitrain" in line for line in said):
+        return f"{station.host}: tuitrain is not installed for {station.python} there; install it there, or set python"
+    last = said[-1].removeprefix("tuitrain: error: ") if said else f"exited {result.returncode}"
+    return f"{station.host}: {last}"
+
+
+def check(station: Workstation, version: str, timeout: float = CHECK_SECONDS) -> str | None:
+    """Why this workstation cannot be watched from here, in one line; None when it can."""
+    found = run_on(station, ["--version"], timeout)
+    problem = problem_line(station, found)
+    if problem:
+        return problem
+    theirs = found.stdout.split()[-1] if found.stdout.split() else "?"
+    if theirs != version:
+        return (f"{station.host}: tuitrain {theirs} there, {version} here; install the same version on both "
+                f"(pip install tuitrain=={version})")
+    return problem_line(station, run_on(station, ["runs", "--json"], timeout))
