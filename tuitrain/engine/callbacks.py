@@ -201,3 +201,4 @@ class HeartbeatCallback(TrainerCallback):
 
     def on_train_end(self, args, state, control, **kwargs):
         self.heartbeat.beat(PHASE_FINISHING, state.global_step)
+        self.heartbeat.flush()  # the rank may end before the writer's next turn
