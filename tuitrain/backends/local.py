@@ -2,16 +2,33 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from tuitrain.backends.base import Check, Pause, Preview, Resumed, Say, Started, resume_note
 from tuitrain.hardware import Hardware
 from tuitrain.profile import Problem, Profile, load_profile, profile_with_defaults
 from tuitrain.runs.kind import RunKind
 from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.relaunch import launch, plan_profile, resume
-from tuitrain.runs.start import output_dir_refusal, resolve_output_dir
+from tuitrain.runs.relaunch import launch, launch_settings, plan_profile, planner, resume, run_cwd
+from tuitrain.runs.start import output_dir_refusal, resolve_output_dir, start_run
+
+if TYPE_CHECKING:
+    from tuitrain.runs.queue import QueueRequest  # psutil: loaded by a queued start only
+
+
+def queued_gpus(settings: dict[str, Any], hardware: Hardware, accelerator: str) -> tuple[int, ...]:
+    """The physical GPUs (NVML indices) a run planned on `accelerator` takes: the ones its queue entry claims."""
+    from tuitrain.hardware.mapping import map_devices
+
+    if accelerator != "cuda":
+        return ()
+    chosen = settings["hardware"]
+    mapping = map_devices(hardware.gpus, chosen.get("gpus"), chosen["device_order"])
+    return tuple(dict.fromkeys(a.physical for a in mapping.assignments if a.physical is not None))
+
 
 OUTPUT_DIR_FIX = "set run.output_dir to a folder this machine can write (e.g. --set run.output_dir=outputs/NAME)"
 
@@ -20,7 +37,11 @@ def stop_here(paths: RunPaths, now: bool) -> str:
     """A stop asked through the run's control files (a run started from this machine, on it or on the machines
     it lists: the home supervisor relays it)."""
     from tuitrain.runs.control import request  # psutil: not for `plan`
+    from tuitrain.runs.record import read_record
 
+    if read_record(paths).get("status") == "queued":
+        request(paths, "stop")  # its waiting supervisor takes any stop as leaving the queue
+        return f"run {paths.id} was queued: it leaves the queue (cancelled; it never started)"
     if not now:
         request(paths, "stop")
         return f"asked run {paths.id} to save a checkpoint and stop at the next step end"
@@ -54,9 +75,27 @@ class LocalBackend:
     def check(self, profile: Profile, runs_root: Path, timeout: float, say: Say) -> Check:
         return Check()  # this machine's checks are the plan's (hardware.preflight)
 
-    def start(self, profile: Profile, runs_root: Path, cwd: Path | None = None) -> Started:
+    def start(self, profile: Profile, runs_root: Path, cwd: Path | None = None,
+              queue: QueueRequest | None = None) -> Started:
+        if queue is not None:
+            paths = self.queue(profile, runs_root, queue, cwd)
+            return Started(paths, f"queued run {paths.id}")
         paths = launch(profile, runs_root, cwd=cwd, hardware=self.hardware)
         return Started(paths, f"started run {paths.id}")
+
+    def queue(self, profile: Profile, runs_root: Path, queue: QueueRequest, cwd: Path | None = None) -> RunPaths:
+        """A run created `queued`: planned now, started by its supervisor when its GPUs and the runs it follows
+        let it (tuitrain.runs.queue_rule). Debt: `relaunch.launch` takes no queue yet, so its steps are here."""
+        from tuitrain.hardware import detect_hardware
+        from tuitrain.launch.script import is_script, resolved_script
+
+        hardware = self.hardware if self.hardware is not None else detect_hardware()
+        settings, notes = launch_settings(profile, hardware)
+        if is_script(settings) and profile.path is not None:
+            settings["script"] = resolved_script(settings["script"], Path(profile.path).expanduser().resolve().parent)
+        request = dataclasses.replace(queue, gpus_for=lambda accelerator: queued_gpus(settings, hardware, accelerator))
+        return start_run(profile, settings, planner(settings, str(profile.path), hardware, notes), runs_root,
+                         cwd=run_cwd(settings, cwd), queue=request)
 
     def resume(self, parent: RunPaths, runs_root: Path, checkpoint: str | Path = "latest",
                overrides: Sequence[str] = (), cwd: Path | None = None) -> Resumed:

@@ -53,9 +53,30 @@ def _check_machines(backend: Backend, profile: Profile, args: argparse.Namespace
                        "started (fix them, or pass --no-doctor to start anyway)")
 
 
+def _queued_start(backend: Backend, profile: Profile, args: argparse.Namespace, queue: Any) -> int:
+    """`run --queue/--after/--after-ok`: the run is created `queued` and its id printed; its supervisor starts it."""
+    from tuitrain.backends.local import LocalBackend
+
+    if not isinstance(backend, LocalBackend):
+        raise CliError(f"{profile.path}: --queue, --after and --after-ok queue runs on this machine; a profile that "
+                       "lists [[distributed.machines]] starts at once (drop them), and a Slurm job queues in Slurm")
+    paths = backend.queue(profile, args.runs_root, queue)
+    print(paths.id)
+    print(f"queued run {paths.id}; `tuitrain queue` shows what it waits for, `tuitrain cancel {paths.id}` drops it",
+          file=sys.stderr)
+    return 0
+
+
 def cmd_run(args: argparse.Namespace) -> int:
+    from tuitrain.cli.queueing import queue_request
+    from tuitrain.notify import read_notify_config
+
+    queue = queue_request(args)
+    read_notify_config()  # a bad [notify] is refused before anything starts (ProfileError: file, key, fix)
     profile = _load(args.profile, args.set)
     backend = for_profile(profile.data, ssh_config=_ssh_config(args))
+    if queue is not None:
+        return _queued_start(backend, profile, args, queue)
     _check_machines(backend, profile, args)
     paths = backend.start(profile, args.runs_root).paths
     if args.detach:

@@ -4,12 +4,23 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
+from typing import Any
 
 from tuitrain.cli.errors import CliError
 
 
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
     """The queue's options of `tuitrain run`."""
+    p.add_argument("--queue", action="store_true",
+                   help="create the run queued and return its id: it starts by itself once its GPUs are free "
+                        "(first queued, first started) and the runs of --after/--after-ok have ended")
+    p.add_argument("--after", default=None, metavar="RUN[,RUN]",
+                   help="queue it to start after these runs end, however they end (implies --queue)")
+    p.add_argument("--after-ok", default=None, metavar="RUN[,RUN]",
+                   help="queue it to start after these runs finish; if one ends otherwise, it never starts "
+                        "(implies --queue)")
 
 
 def add_queue_arguments(p: argparse.ArgumentParser) -> None:
@@ -20,9 +31,98 @@ def add_cancel_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("run")
 
 
+def _runs(root: Path, refs: str | None, option: str) -> tuple[Any, ...]:
+    from tuitrain.runs.catalog import RunNotFound, find_run
+
+    found = []
+    for ref in (r.strip() for r in (refs or "").split(",")):
+        if not ref:
+            continue
+        try:
+            found.append(find_run(root, ref))
+        except RunNotFound as exc:
+            raise CliError(f"{option} {ref}: {exc}") from exc
+    if refs is not None and not found:
+        raise CliError(f"{option} needs run ids (comma-separated); `tuitrain runs` lists them")
+    return tuple(found)
+
+
+def queue_request(args: argparse.Namespace) -> Any:
+    """The QueueRequest `tuitrain run` asked for, or None (no --queue, --after or --after-ok)."""
+    if not (getattr(args, "queue", False) or getattr(args, "after", None) or getattr(args, "after_ok", None)):
+        return None
+    from tuitrain.runs.queue import QueueRequest
+
+    return QueueRequest(after=_runs(args.runs_root, args.after, "--after"),
+                        after_ok=_runs(args.runs_root, args.after_ok, "--after-ok"))
+
+
+def _progress_of(paths: Any) -> str:
+    from tuitrain.runs.events import progress, read_events
+
+    summary = progress(read_events(paths.events))
+    if not summary["step"]:
+        return ""
+    return f", step {summary['step']}" + (f"/{summary['max_steps']}" if summary.get("max_steps") else "")
+
+
+def queue_rows() -> list[dict[str, Any]]:
+    """This machine's queue in order, each entry with what it waits for (`runs.queue_rule.verdict`)."""
+    from tuitrain.runs.queue import entry_alive, locked, queue_dir, read_entries
+    from tuitrain.runs.queue_rule import verdict
+    from tuitrain.runs.queue_wait import gpu_reader
+
+    folder = queue_dir()
+    with locked(folder):
+        entries = [e for e in read_entries(folder) if entry_alive(e)]
+    read = gpu_reader()
+    gpus: list[Any] = []
+
+    def read_once() -> Any:
+        if not gpus:
+            gpus.append(read())
+        return gpus[0]
+
+    rows = []
+    for position, entry in enumerate((e for e in entries if e.state == "waiting"), start=1):
+        decided = verdict(entry, entries, read_once, _progress_of)
+        waits = list(decided.waits) or ([f"nothing: it never starts ({decided.end[1]})"] if decided.end
+                                        else ["nothing: starting now"])
+        rows.append({"position": position, "run": entry.run, "run_dir": entry.run_dir, "user": entry.user,
+                     "queued": entry.queued, "gpus": list(entry.gpus),
+                     "after": [{"run": d.run, "ok": d.ok} for d in entry.after], "waits": waits})
+    started = [{"run": e.run, "run_dir": e.run_dir, "user": e.user, "gpus": list(e.gpus), "started": e.started}
+               for e in entries if e.state == "started"]
+    return rows + [{**s, "position": None, "waits": []} for s in started]
+
+
 def cmd_queue(args: argparse.Namespace) -> int:
-    raise CliError("tuitrain queue: not built yet")
+    from tuitrain.cli.output import print_json
+    from tuitrain.runs.queue import queue_dir
+
+    rows = queue_rows()
+    if args.json:
+        print_json({"queue_dir": str(queue_dir()), "runs": rows})
+        return 0
+    waiting = [r for r in rows if r["position"] is not None]
+    if not waiting:
+        print(f"no queued runs on this machine ({queue_dir()})")
+    for row in waiting:
+        gpus = f"GPU {','.join(map(str, row['gpus']))}" if row["gpus"] else "CPU"
+        print(f"{row['position']:>3}  {row['run']}  {row['user']}  {gpus}")
+        for wait in row["waits"]:
+            print(f"       waits for {wait}" if not wait.startswith("nothing") else f"       {wait}")
+    holding = [r for r in rows if r["position"] is None and r["gpus"]]
+    for row in holding:
+        print(f"  -  {row['run']}  {row['user']}  started, holds GPU {','.join(map(str, row['gpus']))}")
+    return 0
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
-    raise CliError("tuitrain cancel: not built yet")
+    from tuitrain.runs.catalog import find_run
+    from tuitrain.runs.queue_cancel import cancel
+
+    paths = find_run(args.runs_root, args.run)
+    record = cancel(paths)
+    print(f"run {paths.id} {record.get('status')}: {record.get('error') or ''}".rstrip(": "), file=sys.stderr)
+    return 0

@@ -9,10 +9,12 @@ from typing import Any
 from tuitrain.atomic import read_json, write_json_atomic
 from tuitrain.runs.layout import RunPaths
 
-STATUS_ORDER = ("planned", "starting", "running", "stopping", "finished", "stopped", "killed", "failed", "lost")
-# stopped: ended by a stop that saved a checkpoint; killed: ended by `stop --now` (nothing saved);
+STATUS_ORDER = ("planned", "queued", "starting", "running", "stopping", "finished", "stopped", "killed", "failed", "lost",
+                "cancelled")
+# queued: its supervisor waits for its turn (tuitrain.runs.queue_wait); cancelled: dropped while queued, it never
+# started; stopped: ended by a stop that saved a checkpoint; killed: ended by `stop --now` (nothing saved);
 # lost: its supervisor died without recording an end (found by a viewer once no process is left).
-FINAL_STATUSES = frozenset({"finished", "stopped", "killed", "failed", "lost"})
+FINAL_STATUSES = frozenset({"finished", "stopped", "killed", "failed", "lost", "cancelled"})
 
 
 class RunRecordError(Exception):

@@ -10,7 +10,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import tomli_w
 
@@ -26,6 +26,9 @@ from tuitrain.runs.output_claim import claim_output_dir, holder_problem
 from tuitrain.runs.record import RunRecordError, new_record, read_record, record_end, reserve_space, write_record
 from tuitrain.runs.tail import read_tail
 from tuitrain.yaml_text import dump as dump_yaml
+
+if TYPE_CHECKING:
+    from tuitrain.runs.queue import QueueRequest  # psutil: only a queued start loads the queue
 
 
 class StartError(Exception):
@@ -201,6 +204,35 @@ def plan_files(plan_for: Callable[[Path], LaunchPlan | MachinesPlan]) -> Callabl
     return make
 
 
+def queued_files(make: Callable[[RunPaths, dict[str, Any]], RunFiles], queue: QueueRequest
+                 ) -> Callable[[RunPaths, dict[str, Any]], RunFiles]:
+    """`make_files` for a queued run: the record starts `queued`, with what it waits for (`queue`)."""
+
+    from tuitrain.runs.queue import queue_fields
+
+    def make_queued(paths: RunPaths, frozen: dict[str, Any]) -> RunFiles:
+        made = make(paths, frozen)
+        gpus = queue.gpus_for(str(made.record.get("accelerator"))) if queue.gpus_for else ()
+        record = {**made.record, "status": "queued", **queue_fields(queue.folder, gpus, queue.dependencies())}
+        return RunFiles(frozen=made.frozen, files=made.files, record=record)
+
+    return make_queued
+
+
+def join_queue(paths: RunPaths, queue: QueueRequest) -> None:
+    """The new run's entry at the end of this machine's queue (the run directory is removed if it cannot be)."""
+    from tuitrain.hardware.host import current_user
+    from tuitrain.runs.queue import enqueue
+
+    fields = read_record(paths)["queue"]
+    try:
+        enqueue(queue.folder, paths, tuple(fields["gpus"]), queue.dependencies(), current_user())
+    except OSError as exc:
+        discard(paths)
+        raise StartError(f"cannot write to the queue folder {queue.folder}: {exc.strerror or exc}; set "
+                         "TUITRAIN_QUEUE_DIR to a folder every user of this machine can write") from exc
+
+
 def start_run(
     profile: Profile,
     settings: dict[str, Any],
@@ -208,11 +240,23 @@ def start_run(
     runs_root: Path,
     lineage: Lineage | None = None,
     cwd: Path | None = None,
+    queue: QueueRequest | None = None,
 ) -> RunPaths:
     """A run started from this machine (locally, or on the machines it lists): `prepare_run` with the plan's
     files, then its supervisor, detached. `settings` is the profile with defaults; `plan_for(run_dir)` plans
-    against the new directory. Returns once the supervisor is started; the run goes on without us."""
-    paths = prepare_run(profile, settings, runs_root, plan_files(plan_for), lineage=lineage, cwd=cwd)
+    against the new directory. Returns once the supervisor is started; the run goes on without us. With `queue`,
+    the run is created `queued` and its supervisor waits for its turn (tuitrain.runs.queue_wait)."""
+    make = plan_files(plan_for)
+    if queue is not None:
+        from tuitrain.runs.queue_rule import dependency_refusal
+
+        refusal = dependency_refusal(queue.dependencies())
+        if refusal:
+            raise StartError(refusal)
+        make = queued_files(make, queue)
+    paths = prepare_run(profile, settings, runs_root, make, lineage=lineage, cwd=cwd)
+    if queue is not None:
+        join_queue(paths, queue)
     supervisor = spawn_supervisor(paths)
     wait_for_supervisor(paths, supervisor)
     reap_when_done(supervisor)

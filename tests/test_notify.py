@@ -1,0 +1,150 @@
+"""Word when a run ends ([notify] in the user's config.toml): a webhook gets the run's facts at its end, a hanging
+one costs no more than its timeout, a command gets TUITRAIN_* variables; a webhook's token never lands in the run
+directory; bad values are refused with file, key and fix."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import sys
+import threading
+from pathlib import Path
+from typing import Any, Iterator
+
+import psutil
+import pytest
+
+from tests.conftest import FAST, cli, record, wait_for, wait_until_ended
+from tuitrain.notify.config import NotifyConfig, notify_config
+from tuitrain.notify.message import command_env, end_facts, webhook_body
+from tuitrain.profile.problems import ProfileError
+
+SECRET = "T0KEN-s3cret-in-the-url"
+
+
+class _Server:
+    def __init__(self, hang: bool) -> None:
+        self.received: list[dict[str, Any]] = []
+        self.release = threading.Event()
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                outer.received.append({"path": self.path, "body": json.loads(body)})
+                if hang:
+                    outer.release.wait(120)
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/hooks/{SECRET}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.release.set()
+        self.httpd.shutdown()
+
+
+@pytest.fixture
+def config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("TUITRAIN_QUEUE_DIR", str(tmp_path / "queue"))
+    path = tmp_path / "config" / "tuitrain" / "config.toml"
+    path.parent.mkdir(parents=True)
+    return path
+
+
+@pytest.fixture
+def server() -> Iterator[_Server]:
+    made = _Server(hang=False)
+    yield made
+    made.close()
+
+
+@pytest.fixture
+def hanging() -> Iterator[_Server]:
+    made = _Server(hang=True)
+    yield made
+    made.close()
+
+
+def _files_hold(run_dir: Path, text: str) -> list[str]:
+    return [str(p) for p in run_dir.rglob("*") if p.is_file() and text in p.read_text(errors="replace")]
+
+
+@pytest.mark.slow
+def test_a_webhook_gets_the_runs_facts_at_its_end_and_a_command_its_variables(config: Path, server: _Server,
+                                                                              runs_dir: Path, tmp_path: Path) -> None:
+    seen = tmp_path / "env.json"
+    script = ("import json, os, sys; json.dump({k: v for k, v in os.environ.items() if k.startswith('TUITRAIN_')}, "
+              "open(sys.argv[1], 'w'))")
+    argv = json.dumps([sys.executable, "-c", script, str(seen)])
+    config.write_text(f'[notify]\non = ["finished"]\nwebhook = "{server.url}"\ncommand = {argv}\ntimeout = 30\n')
+    done = cli("run", "demo", *FAST, runs_dir=runs_dir)
+    assert done.returncode == 0, done.stderr
+    (run_dir,) = list(runs_dir.iterdir())
+    wait_for(lambda: server.received, 60, "the webhook's POST")
+    body = server.received[0]["body"]
+    rec = record(run_dir)
+    assert body["run"] == run_dir.name and body["profile"] == "demo" and body["status"] == "finished"
+    assert body["host"] and body["cause"] == "every step done" and body["metrics"]["step"] == 8
+    assert "loss" in body["metrics"] and body["duration"] == pytest.approx(rec["ended"] - rec["started"], abs=0.2)
+    env = wait_for(lambda: seen.exists() and seen.stat().st_size and json.loads(seen.read_text()), 60, "the command")
+    assert env["TUITRAIN_RUN_ID"] == run_dir.name and env["TUITRAIN_STATUS"] == "finished"
+    assert env["TUITRAIN_RUN_DIR"] == str(run_dir) and json.loads(env["TUITRAIN_METRICS"])["step"] == 8
+    assert _files_hold(run_dir, SECRET) == []
+
+
+@pytest.mark.slow
+def test_a_hanging_webhook_is_given_up_at_its_timeout_in_one_line(config: Path, hanging: _Server,
+                                                                  runs_dir: Path) -> None:
+    config.write_text(f'[notify]\nwebhook = "{hanging.url}"\nformat = "slack"\ntimeout = 2\n')
+    started = cli("run", "demo", "--detach", *FAST, runs_dir=runs_dir)
+    run_dir = runs_dir / started.stdout.strip()
+    supervisor = record(run_dir)["pids"]["supervisor"]
+    assert wait_until_ended(run_dir)["status"] == "finished"
+    wait_for(lambda: hanging.received, 60, "the webhook's POST")
+    assert hanging.received[0]["body"]["text"].startswith(f"tuitrain: run {run_dir.name} (demo) on ")
+    # the supervisor gave up at the timeout (the server still holds the request) and exited
+    wait_for(lambda: not psutil.pid_exists(supervisor) or psutil.Process(supervisor).status() == psutil.STATUS_ZOMBIE,
+             60, "the supervisor to exit")
+    log = (run_dir / "logs" / "launcher.log").read_text()
+    failed = [line for line in log.splitlines() if line.startswith("[tuitrain notify")]
+    assert len(failed) == 1 and "failed: timed out" in failed[0] and "/hooks/" not in failed[0], log
+    assert _files_hold(run_dir, SECRET) == []
+
+
+def test_bad_notify_values_name_the_file_key_and_fix() -> None:
+    cases = {
+        '{"on": ["done"]}': ("notify.on", "'done' is not a run ending"),
+        '{"webhook": "hooks.example.com/x"}': ("notify.webhook", "http:// or https://"),
+        '{"command": "notify-send done"}': ("notify.command", "argv, never a shell string"),
+        '{"timeout": 0}': ("notify.timeout", "above 0"),
+        '{"format": "xml"}': ("notify.format", "'xml' is not a format"),
+        '{"email": "me@x"}': ("notify.email", "is not a [notify] key"),
+    }
+    for table, (key, words) in cases.items():
+        with pytest.raises(ProfileError) as caught:
+            notify_config({"notify": json.loads(table)}, "/home/u/.config/tuitrain/config.toml")
+        (line,) = str(caught.value).splitlines()
+        assert line.startswith(f"/home/u/.config/tuitrain/config.toml: {key}: ") and words in line, line
+    assert notify_config({}, "f") == NotifyConfig(file="f")
+
+
+def test_the_slack_form_is_one_text_and_a_command_gets_every_fact() -> None:
+    rec = {"id": "r1", "profile": "demo", "status": "failed", "started": 100.0, "ended": 165.0,
+           "error": "rank 0 exited with code 1: ValueError: bad\nmore"}
+    facts = end_facts(rec, {"step": 4, "max_steps": 8, "loss": 0.5, "eval": {"eval_loss": 0.4, "eval_runtime": 1}},
+                      "box", "/runs/r1")
+    assert facts["cause"] == "rank 0 exited with code 1: ValueError: bad" and facts["duration"] == 65.0
+    assert facts["metrics"] == {"step": 4, "max_steps": 8, "loss": 0.5, "eval_loss": 0.4}
+    text = json.loads(webhook_body(facts, "slack"))["text"]
+    assert text == ("tuitrain: run r1 (demo) on box failed after 1m05s: rank 0 exited with code 1: ValueError: bad"
+                    " — step 4  loss 0.5  eval_loss 0.4")
+    env = command_env(facts)
+    assert env["TUITRAIN_STATUS"] == "failed" and env["TUITRAIN_DURATION"] == "65.0" and env["TUITRAIN_HOST"] == "box"

@@ -1,0 +1,182 @@
+"""The shared-workstation queue (issue 22): runs that wait for other runs and for free GPUs, the queue's view,
+cancel, and bad input refused before anything is queued. Real demo runs on the CPU; GPUs from a recorded NVML
+table that changes during the test."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import FAST, check_clean, cli, record, wait_for, wait_until_ended
+from tuitrain.runs.queue import Dependency
+from tuitrain.runs.queue_rule import dependency_cycle
+
+NVML = Path(__file__).parent / "fixtures" / "nvml" / "four_gpu_mixed.json"
+LONG = ["--set", "training.max_steps=100000", "--set", "training.logging_steps=1", "--set", "training.eval_strategy=no",
+        "--set", "training.save_strategy=no"]
+
+
+@pytest.fixture(autouse=True)
+def own_queue(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test its own queue folder and config (the CLI's children inherit the environment)."""
+    folder = tmp_path / "queue"
+    monkeypatch.setenv("TUITRAIN_QUEUE_DIR", str(folder))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    return folder
+
+
+def queued(runs_dir: Path, *args: str) -> Path:
+    done = cli("run", "demo", *args, runs_dir=runs_dir)
+    assert done.returncode == 0, done.stdout + done.stderr
+    run_dir = runs_dir / done.stdout.strip()
+    assert record(run_dir)["status"] == "queued"
+    return run_dir
+
+
+def queue_json(runs_dir: Path) -> dict[str, Any]:
+    done = cli("queue", "--json", runs_dir=runs_dir)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def steps(run_dir: Path) -> int:
+    path = run_dir / "events.jsonl"
+    lines = path.read_text().splitlines() if path.exists() else []
+    return max((json.loads(line).get("step") or 0 for line in lines if line.strip()), default=0)
+
+
+@pytest.mark.slow
+def test_a_run_queued_after_a_running_run_starts_after_its_end_and_not_before(runs_dir: Path) -> None:
+    first = runs_dir / cli("run", "demo", "--detach", *LONG, runs_dir=runs_dir).stdout.strip()
+    second = queued(runs_dir, "--after", first.name, *FAST)
+    wait_for(lambda: steps(first) >= 3, 180, "the first run's third step")
+    assert record(second)["status"] == "queued" and record(second)["started"] is None
+    shown = queue_json(runs_dir)["runs"]
+    assert [r["run"] for r in shown] == [second.name]
+    assert shown[0]["position"] == 1 and shown[0]["waits"][0].startswith(f"after {first.name} (running, step ")
+    assert cli("stop", first.name, "--now", runs_dir=runs_dir).returncode == 0
+    ended = wait_until_ended(first, 60)
+    rec = wait_until_ended(second, 240)
+    assert rec["status"] == "finished", rec
+    assert rec["started"] >= ended["ended"]
+    assert queue_json(runs_dir)["runs"] == []  # its entry left with its end
+
+
+@pytest.mark.slow
+def test_after_ok_on_a_run_that_fails_ends_the_queued_run_with_that_reason(runs_dir: Path) -> None:
+    failing = runs_dir / cli("run", "demo", "--detach", *FAST, "--set", "model.config.type_vocab_size=0",
+                             runs_dir=runs_dir).stdout.strip()
+    follower = queued(runs_dir, "--after-ok", failing.name, *FAST)
+    assert wait_until_ended(failing)["status"] == "failed"
+    rec = wait_until_ended(follower, 60)
+    assert rec["status"] == "failed" and rec["started"] is None
+    assert f"run {failing.name}" in rec["error"] and "--after-ok" in rec["error"] and "ended failed" in rec["error"]
+    # queued after it now: refused in one line, nothing queued
+    again = cli("run", "demo", "--after-ok", failing.name, runs_dir=runs_dir)
+    check_clean(again, "already ended failed", "--after")
+    assert sorted(p.name for p in runs_dir.iterdir()) == sorted([failing.name, follower.name])
+
+
+def _table(path: Path, taken: bool) -> None:
+    """four_gpu_mixed with GPU 2 (an RTX 4090) held by a stranger's process (or free again)."""
+    table = json.loads(NVML.read_text())
+    gpu = table["devices"][2]
+    if taken:
+        gpu["memory"]["used"] = int(gpu["memory"]["total"] * 0.95)
+        gpu["compute_processes"] = [{"pid": 4100077, "used_memory": gpu["memory"]["used"]}]
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(table))
+    os.replace(tmp, path)
+
+
+@pytest.mark.slow
+def test_two_queued_runs_wanting_one_gpu_start_one_after_the_other(runs_dir: Path, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    table = tmp_path / "nvml.json"
+    _table(table, taken=True)
+    monkeypatch.setenv("TUITRAIN_NVML_TABLE", str(table))
+    on_gpu = ["--set", "hardware.accelerator=cuda", "--set", "hardware.gpus=[2]", *FAST]
+    first = queued(runs_dir, "--queue", *on_gpu)
+    second = queued(runs_dir, "--queue", *on_gpu)
+    shown = queue_json(runs_dir)["runs"]
+    assert [r["run"] for r in shown] == [first.name, second.name] and [r["position"] for r in shown] == [1, 2]
+    assert shown[0]["waits"] == ["GPU 2: 95% full, 22.8 GiB used by pid 4100077 (user unknown)"], shown
+    assert shown[1]["waits"] == [f"GPU 2: run {first.name} ({shown[0]['user']}) is ahead in the queue"], shown
+    assert record(first)["status"] == record(second)["status"] == "queued"
+    _table(table, taken=False)  # the stranger is gone
+    wait_for(lambda: record(first)["started"], 60, "the first queued run to start")
+    assert record(second)["started"] is None
+    held = queue_json(runs_dir)["runs"]
+    assert held[0]["run"] == second.name and held[0]["waits"][0].startswith(f"GPU 2: held by run {first.name}")
+    ended = wait_until_ended(first)
+    wait_until_ended(second)
+    assert record(second)["started"] >= ended["ended"]
+
+
+@pytest.mark.slow
+def test_cancel_drops_a_queued_run_only_for_its_owner_and_a_killed_waiter_is_lost(runs_dir: Path) -> None:
+    first = runs_dir / cli("run", "demo", "--detach", *LONG, runs_dir=runs_dir).stdout.strip()
+    dropped = queued(runs_dir, "--after", first.name)
+    orphan = queued(runs_dir, "--after", first.name)
+    if os.getuid() == 0:  # another user's run: owned by someone else, as root can make it
+        os.chown(dropped, 12345, -1)
+        check_clean(cli("cancel", dropped.name, runs_dir=runs_dir), f"run {dropped.name} was queued by ",
+                    "only they can cancel it")
+        os.chown(dropped, 0, -1)
+    done = cli("cancel", dropped.name, runs_dir=runs_dir)
+    assert done.returncode == 0, done.stderr
+    rec = record(dropped)
+    assert rec["status"] == "cancelled" and rec["started"] is None and "cancel" in rec["error"]
+    check_clean(cli("cancel", dropped.name, runs_dir=runs_dir), "already ended (cancelled)")
+    check_clean(cli("cancel", first.name, runs_dir=runs_dir), "has started", "tuitrain stop")
+    os.kill(record(orphan)["pids"]["supervisor"], signal.SIGKILL)
+    shown = wait_for(lambda: (s := json.loads(cli("status", orphan.name, "--json", runs_dir=runs_dir).stdout))
+                     ["status"] == "lost" and s, 30, "the killed waiter's run to show as lost")
+    assert "supervisor" in shown["error"]
+    assert [r["run"] for r in queue_json(runs_dir)["runs"]] == []
+    assert cli("stop", first.name, "--now", runs_dir=runs_dir).returncode == 0
+    wait_until_ended(first, 60)
+
+
+def test_bad_queue_input_is_one_line_and_queues_nothing(runs_dir: Path, tmp_path: Path) -> None:
+    check_clean(cli("run", "demo", "--after", "20990101-000000-nope", runs_dir=runs_dir), "--after 20990101-000000-nope",
+                "no run")
+    gpus = {**os.environ, "TUITRAIN_NVML_TABLE": str(NVML)}
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "tuitrain", "run", "demo", "--queue", "--set", "hardware.accelerator=cuda",
+                           "--set", "hardware.gpus=[9]", "--runs-dir", str(runs_dir)],
+                          capture_output=True, text=True, env=gpus, timeout=300)
+    check_clean(done, "hardware.gpus", "GPU(s) 9 not found on this machine")
+    config = tmp_path / "config" / "tuitrain" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('[notify]\ntimeout = "soon"\n')
+    check_clean(cli("run", "demo", "--queue", runs_dir=runs_dir), f"{config}: notify.timeout:", "e.g. timeout = 10")
+    config.unlink()
+    # two runs that wait for each other (only hand-made records can: a new run waits only for older ones)
+    for name, other in (("20990101-000000-x", "20990101-000000-y"), ("20990101-000000-y", "20990101-000000-x")):
+        (runs_dir / name).mkdir()
+        (runs_dir / name / "run.json").write_text(json.dumps({
+            "id": name, "profile": "demo", "status": "queued", "created": 0,
+            "queue": {"after": [{"run": other, "run_dir": str(runs_dir / other), "ok": False}]}}))
+    check_clean(cli("run", "demo", "--after", "20990101-000000-x", runs_dir=runs_dir), "wait for each other",
+                "20990101-000000-x -> 20990101-000000-y -> 20990101-000000-x")
+    assert sorted(p.name for p in runs_dir.iterdir()) == ["20990101-000000-x", "20990101-000000-y"]
+    assert not (tmp_path / "queue").exists() or not [p for p in (tmp_path / "queue").iterdir() if p.suffix == ".json"]
+
+
+def test_a_dependency_cycle_is_found_through_recorded_waits(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    for run, other in ((a, b), (b, a)):
+        run.mkdir()
+        (run / "run.json").write_text(json.dumps({"id": run.name, "status": "queued", "queue": {
+            "after": [{"run": other.name, "run_dir": str(other), "ok": False}]}}))
+    assert dependency_cycle([Dependency("a", str(a))]) == ["a", "b", "a"]
+    (b / "run.json").write_text(json.dumps({"id": "b", "status": "queued"}))
+    assert dependency_cycle([Dependency("a", str(a))]) == []

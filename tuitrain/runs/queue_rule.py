@@ -1,0 +1,171 @@
+"""May this queued run start now: the one rule (`verdict`), asked by its waiting supervisor
+(`runs.queue_wait`) and shown by `tuitrain queue`.
+
+In order: every run it follows has ended (`--after`; `--after-ok`: finished, else it never starts); no live entry
+holds one of its GPUs, and no entry queued before it waits for one of them with nothing else left to wait for
+(first queued, first started; a run still waiting for a dependency lets later ones by); each of its GPUs is free by
+the preflight's rule (`hardware.preflight.busy_reasons`). A run on the CPU (no GPUs) waits for its dependencies
+only."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from tuitrain.hardware.devices import GpuInfo
+from tuitrain.hardware.na import NA
+from tuitrain.hardware.preflight import busy_reasons
+from tuitrain.runs.layout import RunPaths
+from tuitrain.runs.liveness import effective_status
+from tuitrain.runs.queue import Dependency, Entry, entry_alive
+from tuitrain.runs.record import FINAL_STATUSES, RunRecordError, read_record
+
+ReadGpus = Callable[[], Sequence[GpuInfo]]
+Progress = Callable[[RunPaths], str]  # " step 400/3000", or ""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    start: bool
+    waits: tuple[str, ...] = ()  # what it waits for, one phrase each
+    end: tuple[str, str] | None = None  # (status, why): it can never start
+
+
+def _dependency_record(dep: Dependency) -> dict[str, Any] | None:
+    try:
+        return read_record(RunPaths(Path(dep.run_dir)))
+    except (RunRecordError, OSError):
+        return None
+
+
+def ended_status(record: dict[str, Any]) -> str | None:
+    """How a run ended (a lost one counts as ended), or None while it goes on."""
+    status = effective_status(record)
+    return status if status in FINAL_STATUSES or status == "lost" else None
+
+
+def dependency_waits(after: Sequence[Dependency], progress: Progress | None = None) -> Verdict:
+    """What the runs it follows leave it: waiting, never starting, or nothing (start=True)."""
+    waits = []
+    for dep in after:
+        record = _dependency_record(dep)
+        if record is None:
+            return Verdict(False, end=("failed", (f"run {dep.run}, which it was queued after, is gone ({dep.run_dir} "
+                                                 "has no readable run.json)")))
+        status = ended_status(record)
+        if status is None:
+            shown = effective_status(record)
+            more = progress(RunPaths(Path(dep.run_dir))) if progress else ""
+            waits.append(f"after {dep.run} ({shown}{more})")
+        elif dep.ok and status != "finished":
+            cause = f": {record['error']}" if record.get("error") else ""
+            return Verdict(False, end=("failed", (f"run {dep.run}, which it was queued after with --after-ok, ended "
+                                                 f"{status}{cause}; it starts only after a run that finished")))
+    return Verdict(not waits, tuple(waits))
+
+
+def _gib(value: Any) -> str:
+    return f"{value / 2**30:.1f} GiB" if value is not NA else "N/A"
+
+
+def describe_taken(gpu: GpuInfo, reasons: Sequence[str]) -> str:
+    """'GPU 2: 96% full, 71.2 GiB used by pid 4411 (bob, python train.py)'."""
+    text = f"GPU {gpu.index}: {', '.join(reasons)}"
+    if gpu.memory_used is not NA:
+        text += f", {_gib(gpu.memory_used)} used"
+    procs = sorted(gpu.processes, key=lambda p: -(p.used_memory or 0))[:3]
+    if procs:
+        text += " by " + ", ".join(
+            f"pid {p.pid} ({p.user if p.user is not NA else 'user unknown'}"
+            + (f", {p.command}" if p.command is not NA else "") + ")" for p in procs)
+    return text
+
+
+def _ready_by_dependencies(entry: Entry) -> bool:
+    return all(ended_status(r) is not None for r in map(_dependency_record, entry.after) if r is not None)
+
+
+def claim_waits(entry: Entry, entries: Sequence[Entry], now: float | None = None) -> tuple[str, ...]:
+    """GPUs held by a started run of the queue, or wanted by a run queued before it that waits for nothing else."""
+    waits = []
+    mine = set(entry.gpus)
+    for other in entries:
+        if other.name == entry.name:
+            continue
+        shared = sorted(mine & set(other.gpus))
+        if not shared or not entry_alive(other, now):
+            continue
+        gpus = ", ".join(str(g) for g in shared)
+        if other.state == "started":
+            waits.append(f"GPU {gpus}: held by run {other.run} ({other.user})")
+        elif other.name < entry.name and _ready_by_dependencies(other):
+            waits.append(f"GPU {gpus}: run {other.run} ({other.user}) is ahead in the queue")
+    return tuple(waits)
+
+
+def gpu_waits(entry: Entry, gpus: Sequence[GpuInfo]) -> Verdict:
+    by_index = {g.index: g for g in gpus}
+    waits = []
+    for index in entry.gpus:
+        gpu = by_index.get(index)
+        if gpu is None or gpu.lost:
+            have = ", ".join(str(g.index) for g in gpus) or "none"
+            return Verdict(False, end=("failed", f"GPU {index} is not on this machine (any more): it has {have}"))
+        reasons = busy_reasons(gpu, run_id=entry.run)
+        if reasons:
+            waits.append(describe_taken(gpu, reasons))
+    return Verdict(not waits, tuple(waits))
+
+
+def verdict(entry: Entry, entries: Sequence[Entry], read_gpus: ReadGpus, progress: Progress | None = None,
+            now: float | None = None) -> Verdict:
+    """May `entry` start now (`entries`: the whole queue, read under its lock)."""
+    deps = dependency_waits(entry.after, progress)
+    if not deps.start:
+        return deps
+    claims = claim_waits(entry, entries, now)
+    if claims:
+        return Verdict(False, claims)
+    if not entry.gpus:
+        return Verdict(True)
+    return gpu_waits(entry, read_gpus())
+
+
+def dependency_refusal(after: Sequence[Dependency], new_run: str | None = None) -> str | None:
+    """Why a run cannot be queued after these runs (nothing is queued then): one that already ended without
+    finishing under --after-ok, or a cycle through the runs they in turn wait for."""
+    for dep in after:
+        record = _dependency_record(dep)
+        if record is None:
+            return f"run {dep.run} has no readable run.json ({dep.run_dir}); queue after a run `tuitrain runs` lists"
+        status = ended_status(record)
+        if dep.ok and status is not None and status != "finished":
+            return (f"run {dep.run} already ended {status}: --after-ok would never start; use --after to start "
+                    "after any end, or drop it")
+    cycle = dependency_cycle(after, new_run)
+    return f"the runs it would wait for wait for each other: {' -> '.join(cycle)}" if cycle else None
+
+
+def _waits_on(run_dir: str) -> list[Dependency]:
+    record = _dependency_record(Dependency("", run_dir))
+    queue = (record or {}).get("queue") or {}
+    return [Dependency(str(d.get("run")), str(d.get("run_dir")), bool(d.get("ok"))) for d in queue.get("after") or ()]
+
+
+def dependency_cycle(after: Sequence[Dependency], new_run: str | None = None) -> list[str]:
+    """A chain of runs that comes back to itself (or to `new_run`), following each run's recorded `--after`s."""
+    def walk(dep: Dependency, trail: list[str]) -> list[str]:
+        if dep.run in trail or dep.run == new_run:
+            return [*trail, dep.run]
+        for nxt in _waits_on(dep.run_dir):
+            found = walk(nxt, [*trail, dep.run])
+            if found:
+                return found
+        return []
+
+    for dep in after:
+        found = walk(dep, [new_run] if new_run else [])
+        if found:
+            return found
+    return []
