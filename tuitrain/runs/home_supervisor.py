@@ -24,8 +24,8 @@ from typing import IO, Any
 from tuitrain.remote import ssh
 from tuitrain.remote.wire import BEAT_SECONDS, SILENCE_SECONDS, WireError, decode, encode, send
 from tuitrain.runs.layout import CONTROL_EVALUATE, CONTROL_REQUESTS, CONTROL_SAVE, CONTROL_STOP, CONTROL_TERMINATE, RunPaths
-from tuitrain.runs.mirror import MirrorError, apply
-from tuitrain.runs.process_tree import identity
+from tuitrain.runs.mirror import MirrorError, apply, machine_log
+from tuitrain.runs.process_tree import identity, signal_name
 from tuitrain.runs.ranks import read_rank_records
 from tuitrain.runs.record import INHERITED_KEYS, record_end
 from tuitrain.runs.supervisor import Supervisor, log
@@ -34,6 +34,7 @@ from tuitrain.yaml_text import dump as dump_yaml
 POLL_SECONDS = 0.1
 FAILURE_WINDOW = 3.0  # after a first failure, how long to wait for a likelier root cause from another machine
 TEARDOWN_SECONDS = 30.0  # after asking every machine to end, how long before their ssh links are cut
+LAST_WORDS_SECONDS = 40.0  # the new ssh that brings a machine's last words home (its agent may take 20 s to end)
 AGENT_MODULE = "tuitrain.runs.node_agent"
 _PEER_GONE = re.compile(r"connection (closed|reset) by peer|broken pipe|gloo|nccl|timed out|socket", re.IGNORECASE)
 _TO_MAIN_ONLY = (CONTROL_SAVE, CONTROL_EVALUATE)  # global rank 0 reads these and tells every rank
@@ -112,6 +113,7 @@ class HomeSupervisor(Supervisor):
         self.relayed: set[str] = set()
         self.teardown_since: float | None = None
         self.beat_at = 0.0
+        self.fetchers: list[threading.Thread] = []  # bringing last words home (bring_last_words)
 
     # -- start -------------------------------------------------------------------------------
     def setup_message(self, machine: dict[str, Any]) -> bytes:
@@ -186,12 +188,9 @@ class HomeSupervisor(Supervisor):
                 said = link.said()
                 log(f"machine {link.rank} ({link.host}): ssh ended with {link.proc.returncode}"
                     + (f": {said.strip().splitlines()[-1]}" if said.strip() else " and said nothing"))
-                problem = ssh.classify(link.host, link.proc.returncode, said, agent_argv(link.machine))
-                why = str(problem) if problem else ""
-                if link.hello is not None and (problem is None or problem.kind in ("ssh", "exit")):
-                    why = (f"{link.host}: its tuitrain agent (pid {link.hello.get('pid')}) ended without reporting "
-                           f"an end (killed, or crashed: see logs/machine-{link.rank}.log)")
-                self.fail(Failure(link.host, link.rank, why))
+                self.fail(Failure(link.host, link.rank, closed_why(link, said)))
+                if link.hello is not None:
+                    self.bring_last_words(link)
             return
         link.heard = time.monotonic()
         kind = message["t"]
@@ -211,6 +210,31 @@ class HomeSupervisor(Supervisor):
         elif kind == "end":
             link.end = message
             self.on_machine_end(link, message)
+
+    def bring_last_words(self, link: MachineLink) -> None:
+        """What the agent wrote after its link closed (it ends its ranks, and says why) comes home over a new ssh,
+        appended to logs/machine-M.log after the bytes the link brought; in a thread, bounded by LAST_WORDS_SECONDS."""
+        def fetch() -> None:
+            home_log = self.paths.root / machine_log(link.rank)
+            try:
+                offset = home_log.stat().st_size
+            except OSError:
+                offset = 0
+            argv = [*agent_argv(link.machine), "--last-words", str(link.machine["workdir"]), str(offset),
+                    str(link.hello.get("pid") if link.hello else 0)]
+            result = ssh.run(link.host, argv, LAST_WORDS_SECONDS, self.options)
+            if result.ok and result.stdout:
+                with open(home_log, "ab") as handle:  # ssh.run reads text: broken UTF-8 arrives replaced
+                    handle.write(result.stdout.encode())
+                log(f"machine {link.rank} ({link.host}): its agent's last words, written after its link closed, "
+                    f"came home over a new ssh into logs/machine-{link.rank}.log")
+            elif not result.ok:
+                log(f"machine {link.rank} ({link.host}): its agent's last words could not be brought home: "
+                    f"{result.problem or result.stderr.strip()}")
+
+        thread = threading.Thread(target=fetch, name=f"last-words-{link.rank}", daemon=True)
+        self.fetchers.append(thread)
+        thread.start()
 
     def on_machine_end(self, link: MachineLink, end: dict[str, Any]) -> None:
         status, error = end.get("status"), end.get("error")
@@ -296,6 +320,8 @@ class HomeSupervisor(Supervisor):
         self.record = record_end(self.paths, status=status, ended=time.time(), exit_codes=exit_codes,
                                  failed_rank=failed_rank, error=error)
         log(f"run {status}" + (f": {error}" if error else ""))
+        for thread in self.fetchers:  # the end is recorded first: last words only add to a machine's log
+            thread.join(timeout=LAST_WORDS_SECONDS + 5)
         return status
 
     def machines_outcome(self) -> tuple[str, int | None, str | None]:
@@ -313,6 +339,20 @@ class HomeSupervisor(Supervisor):
 
 def agent_argv(machine: dict[str, Any]) -> list[str]:
     return [str(machine["python"]), "-m", AGENT_MODULE, str(machine["node_dir"])]  # the folder: for `ps` readers
+
+
+def closed_why(link: MachineLink, said: str) -> str:
+    """Why a machine's part ended when its ssh link closed without the agent's end: the link, when the ssh client
+    here was killed by a signal (the agent then ends its ranks: "its ssh link home closed"); else what ssh said."""
+    code = link.proc.returncode
+    if code is not None and code < 0:
+        return (f"the ssh link to {link.host} closed (ssh exited {code}: {signal_name(code)} on this machine; its agent "
+                f"there ended its ranks: see logs/machine-{link.rank}.log)")
+    problem = ssh.classify(link.host, code, said, agent_argv(link.machine))
+    if link.hello is not None and (problem is None or problem.kind in ("ssh", "exit")):
+        return (f"{link.host}: its tuitrain agent (pid {link.hello.get('pid')}) ended without reporting an end "
+                f"(killed, crashed, or its ssh link closed: see logs/machine-{link.rank}.log)")
+    return str(problem) if problem else ""
 
 
 def ssh_kill(proc: subprocess.Popen[bytes]) -> None:

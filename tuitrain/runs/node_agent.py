@@ -7,6 +7,10 @@ channel, mirrors that directory home as it is written, answers home's beats and 
 
 The link home is watched both ways: ssh's stdin closing, or no word from home for SILENCE_SECONDS, ends this
 machine's ranks at once (a command started over ssh outlives a dead connection unless it watches for itself).
+
+What the agent writes after its link closed cannot travel on it: home asks for it over a new ssh,
+`python -m tuitrain.runs.node_agent NODE_DIR --last-words WORKDIR OFFSET PID`, which waits (bounded) for the agent
+to end and prints its log from OFFSET (the bytes home already has) on.
 """
 
 from __future__ import annotations
@@ -26,12 +30,15 @@ from tuitrain.launch.threads import cpu_threads
 from tuitrain.remote.wire import BEAT_SECONDS, SILENCE_SECONDS, WireError, decode, encode, encode_bytes, send
 from tuitrain.runs.layout import CONTROL_REQUESTS, CONTROL_TERMINATE, RunPaths
 from tuitrain.runs.mirror import NodeFiles, machine_gpus
+from tuitrain.runs.process_tree import alive
 from tuitrain.runs.record import INHERITED_KEYS, new_record, reserve_space, write_record
 from tuitrain.runs.redirect import redirect_output
 from tuitrain.runs.supervisor import KILL_GRACE_SECONDS, Supervisor, log
 from tuitrain.script import SCRIPT_ENV
 
 SETUP_TIMEOUT = 30.0
+LAST_WORDS_WAIT = 20.0  # how long --last-words waits for the agent to end (it ends its ranks first)
+LAST_WORDS_BYTES = 256 * 1024  # at most this much of the agent's log's end is sent home
 MIRROR_SECONDS = 0.2  # how often new bytes are sent home (the watch loop's period on a node)
 RECORD_KEYS = ("argv", "env", *INHERITED_KEYS)  # what this machine's record takes from the setup message
 
@@ -174,6 +181,11 @@ class NodeSupervisor(Supervisor):
                               failed_rank=record.get("failed_rank"), exit_codes=record.get("exit_codes") or {}))
 
 
+def node_root(workdir: Path, node_dir: str) -> Path:
+    """The node run directory `node_dir` names, read from `workdir` (a relative or ~ path)."""
+    return (workdir / Path(os.path.expanduser(node_dir))).resolve()
+
+
 def prepare(setup: dict[str, Any]) -> RunPaths:
     """The node run directory, with its frozen inputs and record; its logs go to logs/launcher.log."""
     workdir = Path(os.path.expanduser(str(setup["workdir"])))
@@ -182,7 +194,7 @@ def prepare(setup: dict[str, Any]) -> RunPaths:
     except OSError as exc:
         raise SetupError(f"its workdir {workdir} cannot be entered ({exc.strerror}): create it there, or set the "
                          "machine's workdir in the profile") from exc
-    root = Path(os.path.expanduser(str(setup["node_dir"]))).resolve()
+    root = node_root(Path.cwd(), str(setup["node_dir"]))
     try:
         root.parent.mkdir(parents=True, exist_ok=True)
         root.mkdir()
@@ -211,7 +223,36 @@ def prepare(setup: dict[str, Any]) -> RunPaths:
     return paths
 
 
+def last_words(root: Path, offset: int, pid: int, wait: float = LAST_WORDS_WAIT) -> bytes:
+    """The agent's log from `offset` on, once the agent `pid` has ended (or after `wait` seconds): what it said
+    after its link home closed. At most LAST_WORDS_BYTES of its end, after a line saying how much was left out."""
+    deadline = time.monotonic() + wait
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    try:
+        with open(RunPaths(root).launcher_log, "rb") as handle:
+            handle.seek(max(0, offset))
+            data = handle.read()
+    except OSError as exc:
+        return f"[tuitrain] the agent's log cannot be read there: {exc}\n".encode()
+    if len(data) > LAST_WORDS_BYTES:
+        left_out = len(data) - LAST_WORDS_BYTES
+        data = (f"\n[tuitrain] {left_out} bytes of the agent's log left out here: see {RunPaths(root).launcher_log} "
+                "on its machine\n").encode() + data[left_out:]
+    return data
+
+
+def print_last_words(args: list[str]) -> int:
+    """`NODE_DIR --last-words WORKDIR OFFSET PID`: the agent's last words on stdout."""
+    node_dir, _, workdir, offset, pid = args
+    sys.stdout.buffer.write(last_words(node_root(Path(os.path.expanduser(workdir)), node_dir), int(offset), int(pid)))
+    sys.stdout.buffer.flush()
+    return 0
+
+
 def main() -> int:
+    if sys.argv[2:3] == ["--last-words"]:
+        return print_last_words(sys.argv[1:])
     outgoing = os.fdopen(os.dup(1), "wb", buffering=0)
     incoming = os.fdopen(os.dup(0), "rb")
     link = HomeLink(incoming, outgoing)
