@@ -7,7 +7,7 @@ import copy
 import re
 import tomllib
 from pathlib import Path
-from typing import Any, Collection, Mapping, Sequence
+from typing import Any, Callable, Collection, Mapping, Sequence
 
 from .lookup import folder_problem, missing_file_problem
 from .overrides import apply_overrides, migrated_override, parse_override
@@ -71,10 +71,13 @@ def key_locations(text: str) -> dict[str, tuple[int, int]]:
     """Dotted key -> (line, column) of where it is written (table headers included).
 
     A light scan, good for pointing at lines: it follows [table] headers and `key =` lines and
-    skips multi-line strings; keys inside inline tables map to their parent's line.
+    skips multi-line strings; keys inside inline tables map to their parent's line. An item of an
+    array of tables is named by its index too ("distributed.machines[1].host"), the name without
+    it standing for the first.
     """
     found: dict[str, tuple[int, int]] = {}
     prefix: list[str] = []
+    items: dict[str, int] = {}  # [[array]] headers seen so far, by name
     in_multiline: str | None = None
     for number, line in enumerate(text.split("\n"), start=1):
         if in_multiline:
@@ -84,9 +87,15 @@ def key_locations(text: str) -> dict[str, tuple[int, int]]:
         if m := _HEADER.match(line):
             prefix = _parts(m.group(1))
             found.setdefault(".".join(prefix), (number, line.index("[") + 1))
+            if line.lstrip().startswith("[["):
+                name = ".".join(prefix)
+                items[name] = items.get(name, -1) + 1
+                prefix = prefix[:-1] + [f"{prefix[-1]}[{items[name]}]"]
+                found.setdefault(".".join(prefix), (number, line.index("[") + 1))
         elif m := _KEYLINE.match(line):
             dotted = ".".join(prefix + _parts(m.group(2)))
             found.setdefault(dotted, (number, len(m.group(1)) + 1))
+            found.setdefault(re.sub(r"\[\d+\]", "", dotted), (number, len(m.group(1)) + 1))
             rest = line[m.end():]
             for quote in ('"""', "'''"):
                 if rest.count(quote) % 2 == 1:
@@ -95,29 +104,46 @@ def key_locations(text: str) -> dict[str, tuple[int, int]]:
     return found
 
 
+def _written_at(key: str, places: Mapping[str, tuple[int, int]], aliases: Mapping[str, str]) -> tuple[int, int] | None:
+    """Where `key`, or the nearest table above it, is written."""
+    parts = key.split(".")
+    while parts:
+        dotted = ".".join(parts)
+        hit = places.get(aliases.get(dotted, dotted))
+        if hit:
+            return hit
+        parts.pop()
+    return None
+
+
+def from_set(key: str, overridden: Sequence[str], written: Callable[[str], bool]) -> bool:
+    """Whether a problem about `key` comes from a --set of one of the `overridden` dotted keys: the key itself, a
+    key inside it, or a table the override made (`--set training.foo.bar=1` makes training.foo, which the file,
+    as `written` tells, does not hold)."""
+    if not key:
+        return False
+    bare = re.sub(r"\[\d+\]", "", key)
+    return any(key == s or key.startswith((s + ".", s + "[")) or (s.startswith(bare + ".") and not written(bare))
+               for s in overridden)
+
+
 def locate(problems: Sequence[Problem], text: str, skip: Sequence[str] = (),
            aliases: Mapping[str, str] | None = None) -> list[Problem]:
     """Fill in line/column for problems whose key (or a parent of it) is written in `text`.
 
-    Keys in `skip` (set by --set overrides) get no line but a "(from --set)" mark; `aliases`
-    maps a migrated key to the name written in the file.
+    Keys in `skip` (set by --set overrides) get no line but a "(from --set)" mark (from_set says which);
+    `aliases` maps a migrated key to the name written in the file.
     """
     places = key_locations(text)
     aliases = aliases or {}
     out: list[Problem] = []
     for p in problems:
-        if p.key and any(p.key == s or p.key.startswith(s + ".") or p.key.startswith(s + "[")
-                         for s in skip):
+        if from_set(p.key, skip, lambda key: aliases.get(key, key) in places):
             p = Problem(p.file, p.key, p.message + " (from --set)", p.fix, p.severity)
         elif p.line is None and p.key:
-            parts = re.sub(r"\[\d+\]", "", p.key).split(".")
-            while parts:
-                dotted = ".".join(parts)
-                hit = places.get(aliases.get(dotted, dotted))
-                if hit:
-                    p = Problem(p.file, p.key, p.message, p.fix, p.severity, hit[0], hit[1])
-                    break
-                parts.pop()
+            hit = _written_at(p.key, places, aliases) or _written_at(re.sub(r"\[\d+\]", "", p.key), places, aliases)
+            if hit:
+                p = Problem(p.file, p.key, p.message, p.fix, p.severity, hit[0], hit[1])
         out.append(p)
     return out
 

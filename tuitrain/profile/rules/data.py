@@ -44,11 +44,11 @@ def rules_data(file: str, data: Mapping[str, Any], base_dir: Path | None) -> lis
             continue
         path = resolve_path(raw, base_dir)
         fmt = DATA_FILE_FORMATS.get(path.suffix.lower())
-        if fmt is None:
+        if fmt is not None:
+            formats[leaf] = fmt
+        elif not is_dir(path):  # a folder: said below
             out.append(Problem(file, f"data.{leaf}", f"unknown file type {path.suffix or '(none)'!r}: {raw}",
                                "use one of " + ", ".join(DATA_FILE_FORMATS)))
-        else:
-            formats[leaf] = fmt
         if not is_file(path):
             what = "is a folder, not a file" if is_dir(path) else "no such file"
             out.append(Problem(file, f"data.{leaf}", f"{what}: {path}",

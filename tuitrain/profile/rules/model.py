@@ -14,7 +14,7 @@ from ..model_config import accepts, config_keys, exact
 from ..problems import Problem, close_matches, did_you_mean
 from ..schema import GENERATOR_TASKS, QUANTIZE, TASKS
 from ..values import describe_value, is_kind, toml_literal, type_problem
-from .common import is_file, path_exists, relative_fix, resolve_path, table_of, value_of, value_or_default
+from .common import is_dir, is_file, path_exists, relative_fix, resolve_path, table_of, value_of, value_or_default
 
 # Model types whose attention layers split the hidden size evenly over the heads, refusing it
 # otherwise: type -> (names of the hidden size, names of the head count, their defaults). The
@@ -164,6 +164,11 @@ def _model_type_problem(file: str, model_type: str, known: frozenset[str] | None
                    "installed transformers", hint or 'e.g. model_type = "bert" (the name in a model\'s config.json)')
 
 
+# what a folder holds when from_pretrained can load it (a PEFT adapter's folder holds adapter_config.json)
+_LOADABLE = {"name_or_path": ("config.json", "adapter_config.json"),
+             "tokenizer": ("tokenizer_config.json", "tokenizer.json", "config.json")}
+
+
 def rules_model(file: str, data: Mapping[str, Any], base_dir: Path | None,
                 model_types: frozenset[str] | None = None) -> list[Problem]:
     out: list[Problem] = []
@@ -183,15 +188,19 @@ def rules_model(file: str, data: Mapping[str, Any], base_dir: Path | None,
         out.append(Problem(file, "model", "no model: neither model.name_or_path nor [model.config] is given",
                            'set model.name_or_path = "<Hub id or folder>", '
                            'or add a [model.config] table with model_type = "bert"'))
-    if name and name.startswith((".", "/", "~")) and not path_exists(resolve_path(name, base_dir)):
-        out.append(Problem(file, "model.name_or_path", f"no such folder: {resolve_path(name, base_dir)}",
-                           relative_fix(base_dir)))
     for leaf, raw, what, holds in (("name_or_path", name, "model", "config.json"),
                                    ("tokenizer", tokenizer, "tokenizer", "tokenizer_config.json")):
-        if raw and is_file(resolve_path(raw, base_dir)):  # the launch reads an existing path as that path
-            out.append(Problem(file, f"model.{leaf}", f"{resolve_path(raw, base_dir)} is a file, not a {what} folder",
-                               f"give the folder save_pretrained wrote (it holds {holds}), "
-                               'or a Hub id such as "bert-base-uncased"'))
+        path = resolve_path(raw, base_dir) if raw else None
+        fix = f'give the folder save_pretrained wrote (it holds {holds}), or a Hub id such as "bert-base-uncased"'
+        if path is None:
+            continue
+        if raw.startswith((".", "/", "~")) and not path_exists(path):  # a path, not a Hub id
+            out.append(Problem(file, f"model.{leaf}", f"no such folder: {path}", relative_fix(base_dir)))
+        elif is_file(path):  # the launch reads an existing path as that path
+            out.append(Problem(file, f"model.{leaf}", f"{path} is a file, not a {what} folder", fix))
+        elif is_dir(path) and not any((path / known).is_file() for known in _LOADABLE[leaf]):
+            out.append(Problem(file, f"model.{leaf}", f"{path} holds no {' or '.join(_LOADABLE[leaf])}: not a {what} "
+                               "folder transformers can load", fix))
     if config is not None:
         model_type = config.get("model_type")
         if not isinstance(model_type, str) or not model_type:
