@@ -1,0 +1,107 @@
+"""What the per-rank heartbeat costs a training run (issue 26): steps/s of the same Trainer run with tuitrain's
+HeartbeatCallback (and its writer thread) against without it, taking turns, in one process on the CPU.
+
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/heartbeat_cost.py [--rounds 7] [--steps 400] [--hidden 256]
+
+A small MLP keeps each step short (a few ms), so the heartbeat's share is as large as it gets on real runs, whose
+steps are longer. Also the cost of one `beat` call alone (the only work on the training thread). The goal is a
+ratio of at least 0.995.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import QuietGate, Table, machine_line, median
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def make_trainer(steps: int, hidden: int, out: Path, callbacks: list) -> object:
+    import torch
+    from transformers import Trainer, TrainingArguments
+
+    class Mlp(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.net = torch.nn.Sequential(torch.nn.Linear(32, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, 1))
+
+        def forward(self, x, y):
+            return {"loss": ((self.net(x).squeeze(-1) - y) ** 2).mean()}
+
+    class Rows(torch.utils.data.Dataset):
+        def __init__(self) -> None:
+            self.x = torch.randn(4096, 32, generator=torch.Generator().manual_seed(0))
+
+        def __len__(self) -> int:
+            return len(self.x)
+
+        def __getitem__(self, i):
+            return {"x": self.x[i], "y": self.x[i].sum()}
+
+    args = TrainingArguments(output_dir=str(out), max_steps=steps, per_device_train_batch_size=16, logging_steps=10**9,
+                             save_strategy="no", report_to="none", use_cpu=True, disable_tqdm=True, seed=0)
+    return Trainer(model=Mlp(), args=args, train_dataset=Rows(), callbacks=callbacks)
+
+
+def steps_per_second(steps: int, hidden: int, folder: Path, heartbeat: bool) -> float:
+    from tuitrain.engine.callbacks import HeartbeatCallback
+    from tuitrain.engine.rank_io import Heartbeat
+    from tuitrain.runs.layout import RunPaths
+
+    callbacks = [HeartbeatCallback(Heartbeat(RunPaths(folder), 0))] if heartbeat else []
+    trainer = make_trainer(steps, hidden, folder / "out", callbacks)
+    start = time.perf_counter()
+    trainer.train()  # type: ignore[attr-defined]
+    return steps / (time.perf_counter() - start)
+
+
+def beat_seconds(calls: int, folder: Path) -> float:
+    from tuitrain.engine.rank_io import Heartbeat
+    from tuitrain.runs.layout import PHASE_BETWEEN, PHASE_STEP, RunPaths
+
+    beat = Heartbeat(RunPaths(folder), 0).beat
+    start = time.perf_counter()
+    for step in range(calls // 2):
+        beat(PHASE_STEP, step)
+        beat(PHASE_BETWEEN, step)
+    return (time.perf_counter() - start) / calls
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--steps", type=int, default=400)
+    parser.add_argument("--hidden", type=int, default=256)
+    args = parser.parse_args()
+    print(machine_line())
+    gate = QuietGate()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        steps_per_second(20, args.hidden, root / "warm", heartbeat=False)  # imports, first compile of each kernel
+        table = Table(["round", "without (steps/s)", "with (steps/s)", "ratio"])
+        ratios, without_all, with_all = [], [], []
+        for n in range(args.rounds):
+            gate.wait()
+            order = (False, True) if n % 2 == 0 else (True, False)
+            got = {on: steps_per_second(args.steps, args.hidden, root / f"r{n}-{int(on)}", on) for on in order}
+            ratios.append(got[True] / got[False])
+            without_all.append(got[False])
+            with_all.append(got[True])
+            table.add([str(n + 1), f"{got[False]:.1f}", f"{got[True]:.1f}", f"{ratios[-1]:.4f}"])
+        per_beat = beat_seconds(200_000, root / "beat")
+    print(table.render())
+    step_ms = 1000 / median(without_all)
+    print(f"median: without {median(without_all):.1f} steps/s ({step_ms:.1f} ms a step), with {median(with_all):.1f}; "
+          f"ratio of medians {median(with_all) / median(without_all):.4f}, median of paired ratios {median(ratios):.4f}")
+    print(f"one beat: {per_beat * 1e6:.2f} µs; 2 a step = {2 * per_beat * 1e3 / step_ms:.4%} of a {step_ms:.1f} ms step")
+    print(gate.summary())
+
+
+if __name__ == "__main__":
+    main()
