@@ -68,13 +68,13 @@ def _progress_of(paths: Any) -> str:
 
 def queue_rows() -> list[dict[str, Any]]:
     """This machine's queue in order, each entry with what it waits for (`runs.queue_rule.verdict`)."""
-    from tuitrain.runs.queue import entry_alive, locked, queue_dir, read_entries
+    from tuitrain.runs.queue import live_entries, locked, queue_dir
     from tuitrain.runs.queue_rule import verdict
     from tuitrain.runs.queue_wait import gpu_reader
 
     folder = queue_dir()
     with locked(folder):
-        entries = [e for e in read_entries(folder) if entry_alive(e)]
+        entries = live_entries(folder)
     read = gpu_reader()
     gpus: list[Any] = []
 

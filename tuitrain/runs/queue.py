@@ -144,8 +144,12 @@ def run_record(entry: Entry) -> dict[str, Any] | None:
 def entry_alive(entry: Entry, now: float | None = None) -> bool:
     """Whether the entry still stands for a queued or running run: its supervisor lives (or has had no time yet to
     write itself in) and its record, where readable, has not ended."""
-    if not Path(entry.run_dir).exists():
+    try:
+        os.stat(entry.run_dir)
+    except (FileNotFoundError, NotADirectoryError):
         return False
+    except OSError:
+        pass  # another user's runs root we may not look into: its supervisor tells
     record = run_record(entry)
     if record is not None and record.get("status") in FINAL_STATUSES:
         return False
@@ -154,6 +158,17 @@ def entry_alive(entry: Entry, now: float | None = None) -> bool:
     if entry.supervisor is None:
         return (now if now is not None else time.time()) - entry.queued < ANNOUNCE_GRACE
     return find_recorded(entry.supervisor) is not None
+
+
+def live_entries(folder: Path, now: float | None = None) -> list[Entry]:
+    """The entries that still stand, in queue order; the dead are removed where we may (call under `locked`)."""
+    live = []
+    for entry in read_entries(folder):
+        if entry_alive(entry, now):
+            live.append(entry)
+        else:
+            remove_entry(folder, entry)
+    return live
 
 
 def enqueue(folder: Path, paths: RunPaths, gpus: tuple[int, ...], after: tuple[Dependency, ...], user: str) -> Entry:

@@ -18,7 +18,7 @@ from tuitrain.hardware.na import NA
 from tuitrain.hardware.preflight import busy_reasons
 from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.liveness import effective_status
-from tuitrain.runs.queue import Dependency, Entry, entry_alive
+from tuitrain.runs.queue import Dependency, Entry
 from tuitrain.runs.record import FINAL_STATUSES, RunRecordError, read_record
 
 ReadGpus = Callable[[], Sequence[GpuInfo]]
@@ -86,15 +86,16 @@ def _ready_by_dependencies(entry: Entry) -> bool:
     return all(ended_status(r) is not None for r in map(_dependency_record, entry.after) if r is not None)
 
 
-def claim_waits(entry: Entry, entries: Sequence[Entry], now: float | None = None) -> tuple[str, ...]:
-    """GPUs held by a started run of the queue, or wanted by a run queued before it that waits for nothing else."""
+def claim_waits(entry: Entry, entries: Sequence[Entry]) -> tuple[str, ...]:
+    """GPUs held by a started run of the queue, or wanted by a run queued before it that waits for nothing else
+    (`entries`: the live ones, `runs.queue.live_entries`)."""
     waits = []
     mine = set(entry.gpus)
     for other in entries:
         if other.name == entry.name:
             continue
         shared = sorted(mine & set(other.gpus))
-        if not shared or not entry_alive(other, now):
+        if not shared:
             continue
         gpus = ", ".join(str(g) for g in shared)
         if other.state == "started":
@@ -118,13 +119,12 @@ def gpu_waits(entry: Entry, gpus: Sequence[GpuInfo]) -> Verdict:
     return Verdict(not waits, tuple(waits))
 
 
-def verdict(entry: Entry, entries: Sequence[Entry], read_gpus: ReadGpus, progress: Progress | None = None,
-            now: float | None = None) -> Verdict:
-    """May `entry` start now (`entries`: the whole queue, read under its lock)."""
+def verdict(entry: Entry, entries: Sequence[Entry], read_gpus: ReadGpus, progress: Progress | None = None) -> Verdict:
+    """May `entry` start now (`entries`: the queue's live entries, read under its lock)."""
     deps = dependency_waits(entry.after, progress)
     if not deps.start:
         return deps
-    claims = claim_waits(entry, entries, now)
+    claims = claim_waits(entry, entries)
     if claims:
         return Verdict(False, claims)
     if not entry.gpus:

@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.process_tree import identity
-from tuitrain.runs.queue import Entry, entry_alive, entry_of, locked, queue_dir, read_entries, remove_entry, update_entry
+from tuitrain.runs.queue import Entry, entry_of, live_entries, locked, queue_dir, read_entries, remove_entry, update_entry
 from tuitrain.runs.queue_rule import Verdict, verdict
 from tuitrain.runs.record import update_record
 
@@ -107,7 +107,7 @@ def wait_turn(paths: RunPaths, record: dict[str, Any], poll: float = POLL_SECOND
                 time.sleep(poll)
                 continue
             with locked(folder):
-                entries = read_entries(folder)
+                entries = live_entries(folder)
                 mine = entry_of(paths.root, entries)
                 if mine is None:
                     return "cancelled", f"its entry in the queue folder {folder} was removed; it never started"
@@ -122,7 +122,7 @@ def wait_turn(paths: RunPaths, record: dict[str, Any], poll: float = POLL_SECOND
                         gpus_seen = read_gpus()
                     return gpus_seen
 
-                decided = verdict(mine, [e for e in entries if entry_alive(e) or e.name == mine.name], gpus)
+                decided = verdict(mine, entries, gpus)
                 if decided.start:
                     update_entry(folder, mine, state="started", started=time.time())
                     log("its turn: starting")
