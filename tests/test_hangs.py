@@ -272,3 +272,18 @@ def test_the_heartbeat_is_written_by_the_engine_too(finished_run):
     assert [b.name for b in beats] == ["rank-0.json"]
     data = json.loads(beats[0].read_text())
     assert data["phase"] == "after training" and data["step"] > 0 and data["step_seconds"] > 0, data
+
+
+def test_tuitrain_report_moves_the_heartbeat(tmp_path, monkeypatch):
+    from tuitrain.engine import rank_io
+    from tuitrain.script import api, rank
+
+    run = RunPaths(tmp_path / "run")
+    run.root.mkdir()
+    monkeypatch.setattr(rank, "_current", None)
+    monkeypatch.setattr(rank_io, "_heartbeat", None)
+    rank.start(run.root, 0)
+    for step in (1, 2, 3):
+        api.report(step, loss=1.0)
+    beats = wait_for(lambda: {b.step for b in read_beats(run).values()} == {3} and read_beats(run), 30, "rank 0's beat")
+    assert beats[0].phase == PHASE_BETWEEN and beats[0].step_seconds is not None
