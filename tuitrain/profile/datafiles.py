@@ -42,12 +42,26 @@ def _head(path: Path) -> tuple[bytes, bool]:
     return data[:SCAN_BYTES], len(data) > SCAN_BYTES
 
 
+CSV_FIELDS_FIX = 'quote a field that holds a comma ("good, really",1), or remove the extra field'
+
+
 def _csv_rows(text: str, truncated: bool) -> tuple[list[str], Iterator[dict[str, Any]]]:
     lines = text.splitlines(keepends=True)
     if truncated and lines:
         lines = lines[:-1]  # the last line may be cut in two
     reader = csv.DictReader(io.StringIO("".join(lines)))
-    return list(reader.fieldnames or []), reader
+    return list(reader.fieldnames or []), _whole_rows(reader)
+
+
+def _whole_rows(reader: csv.DictReader) -> Iterator[dict[str, Any]]:
+    """The rows; a row with more fields than the header (the reader files them under None, the engine's CSV
+    reader refuses the file) is a BadLine naming the file's line."""
+    for row in reader:
+        if None in row:
+            fields = len(reader.fieldnames or []) + len(row[None])
+            raise BadLine(f"line {reader.line_num} has {fields} fields, the header {len(reader.fieldnames or [])}",
+                          CSV_FIELDS_FIX)
+        yield row
 
 
 OTHER_DELIMITERS = ";\t|"
@@ -211,6 +225,8 @@ def scan_data_file(path: Path, label: str | None) -> Scan | None:
             _scan_labels(scan, rows, label, from_text=True)
         except csv.Error as exc:
             return Scan(unreadable=f"not a CSV file this reader understands: {exc}")
+        except BadLine as exc:
+            return Scan(unreadable=str(exc), fix=exc.fix)
         return scan
     if suffix == ".json" and truncated:
         return None  # a JSON document cannot be read in part
