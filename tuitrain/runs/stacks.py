@@ -199,7 +199,7 @@ def take_stacks(paths: RunPaths, record: Mapping[str, Any], timeout: float = ANS
             os.truncate(paths.rank_stacks(rank), 0)  # the rank's faulthandler appends: the file is this dump alone
             os.kill(proc.pid, getattr(signal, STACKS_SIGNAL))
             signalled[rank] = proc
-        except (OSError, Exception) as exc:  # noqa: BLE001 — psutil.Error: gone meanwhile
+        except Exception as exc:  # noqa: BLE001 — OSError, or psutil.Error: gone meanwhile
             taken[rank] = RankStacks(rank, proc.pid, "", text=str(exc))
     _settled([paths.rank_stacks(r) for r in signalled], time.monotonic() + timeout)
     for rank, proc in signalled.items():
