@@ -131,6 +131,6 @@ def test_a_slurm_node_meets_the_others_over_its_interface_and_keeps_slurms_gpus(
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
     data = demo_profile_data(hardware={"accelerator": "cuda", "gpus": [5]},
                              distributed={"strategy": "ddp", "num_processes": 2, "network_interface": "ib0"})
-    node = plan_node(frozen_run(tmp_path, data), 0, 2, "10.0.0.7", "1234")
+    node = plan_node(frozen_run(tmp_path, data), 1, 2, "10.0.0.7", "1234")  # node 1: no port of its own to probe
     assert "CUDA_VISIBLE_DEVICES" not in node.env  # Slurm's own selection: every GPU it gave the job is the run's
     assert node.env["GLOO_SOCKET_IFNAME"] == "ib0" and node.env["NCCL_SOCKET_IFNAME"] == "=ib0"  # as a listed machine
