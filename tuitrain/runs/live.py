@@ -257,7 +257,15 @@ class RunsWatcher:
             watched.job = shown["label"] if shown else None
 
     def _status(self, watched: _Watched) -> str:
-        return effective_status(watched.record or {})
+        """The status a list shows: `hung?` for a live run whose ranks stopped moving (`runs.hang`, as `tuitrain runs`)."""
+        status = effective_status(watched.record or {})
+        if status in ("running", "stopping"):
+            from tuitrain.runs.hang import HUNG_LABEL, run_hang
+
+            verdict = run_hang(watched.paths, watched.record or {})
+            if verdict is not None and verdict.hung:
+                return HUNG_LABEL
+        return status
 
     def _changes(self, watched: _Watched) -> list[Change]:
         status = self._status(watched)

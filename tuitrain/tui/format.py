@@ -8,10 +8,12 @@ from rich.text import Text
 
 BAR = " ▏▎▍▌▋▊▉█"
 STATUS_STYLES = {
+    "hung?": "bold yellow reverse",
     "running": "bold green",
     "starting": "yellow",
     "planned": "yellow",
     "stopping": "yellow",
+    "queued": "blue",
     "finished": "cyan",
     "stopped": "magenta",
     "killed": "bold magenta",

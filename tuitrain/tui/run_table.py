@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 SORTS = ("started", "status", "profile", "loss")
 # what needs looking at first: going, then ended badly, then ended well
-STATUS_ORDER = ("running", "starting", "planned", "stopping", "failed", "lost", "unreadable", "killed",
+STATUS_ORDER = ("hung?", "running", "starting", "planned", "queued", "stopping", "failed", "lost", "unreadable", "killed",
                 "stopped", "finished")
 
 
