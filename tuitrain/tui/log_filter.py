@@ -14,10 +14,11 @@ logs`); `FoldedWarnings` is that fold as a line source over another one, synced 
 
 from __future__ import annotations
 
+import re
 from array import array
 from bisect import bisect_left, bisect_right
 
-from tuitrain.runs.logfile import plain_text
+from tuitrain.runs.logfile import MAX_LINE_BYTES, plain_text
 from tuitrain.runs.warning_fold import DIM, WarningFold
 from tuitrain.tui.line_source import LineSource
 
@@ -116,6 +117,11 @@ class FoldedWarnings:
     grows with the warnings, not with the log."""
 
     NEEDLE = b"Warning: "
+    # a line holding the needle holds its "W": found by memchr, many times faster than the needle where it is rare
+    # (most training logs); while lines holding a "W" but not the needle stay rare, the fold looks for it first
+    PROBE = b"W"
+    PROBE_CREDIT = 16  # probe hits without the needle taken before the fold searches for the needle itself
+    PROBE_LINES = 16_384  # lines passed over by the probe that earn one more
 
     def __init__(self, source: LineSource, budget: int = 50_000) -> None:
         self.source = source
@@ -136,6 +142,7 @@ class FoldedWarnings:
         self._waiting: set[object] = set()  # ranks whose next line may be a warning's source line
         self._clean_until = 0  # no line before it (from judged on) holds the needle
         self._hit: int | None = None  # the next line known to hold it
+        self._probe_credit = self.PROBE_CREDIT
 
     @property
     def pending(self) -> int:
@@ -185,13 +192,22 @@ class FoldedWarnings:
         """The first line from `start` that holds the needle (`settled` when none before it)."""
         if self._hit is not None and self._hit >= start:
             return self._hit
-        hit = self.source.find(self.NEEDLE, max(start, self._clean_until), False, False)
-        if hit is not None and hit < settled:
+        at = max(start, self._clean_until)
+        while True:
+            probing = self._probe_credit > 0
+            hit = self.source.find(self.PROBE if probing else self.NEEDLE, at, False, False)
+            if hit is None or hit >= settled:
+                self._hit = None
+                self._clean_until = settled
+                return settled
+            if probing:
+                self._probe_credit += (hit - at) // self.PROBE_LINES
+                if self.NEEDLE not in self.source.raw(hit)[1]:
+                    self._probe_credit -= 1
+                    at = hit + 1
+                    continue
             self._hit = hit
             return hit
-        self._hit = None
-        self._clean_until = settled
-        return settled
 
     def _settled_end(self, end: int) -> int:
         """The first of the source's lines that may still change (they stand at its end: a partial line, a
@@ -268,7 +284,7 @@ class FoldedWarnings:
             except IndexError:  # the unsettled end shrank
                 return None
         while 0 <= at < self.source.count:
-            hit = self.source.find(needle, at, backwards, ignore_case)
+            hit = find_in(self.source, needle, at, backwards, ignore_case)
             if hit is None:
                 return None
             index = self._index_of(hit)
@@ -285,6 +301,41 @@ class FoldedWarnings:
         if index < settled:
             return index + bisect_right(self._shifted, index)
         return self.tail[index - settled][0]
+
+
+_CASELESS = re.compile(rb"[^A-Za-z]{4,}")  # bytes.lower() changes ASCII letters only
+ANCHOR_MISSES = 32  # lines holding the needle's caseless part but not the needle before a search lowers every byte
+
+
+def caseless_part(needle: bytes) -> bytes | None:
+    """The needle's longest run of bytes that have no case (digits, spaces, punctuation; 4 or more): a case-blind
+    search looks for it as it is, and lowers only the lines that hold it, not every byte it reads."""
+    if needle.lower() == needle.upper():
+        return None  # no case at all: searched for as it is
+    runs = _CASELESS.findall(needle)
+    return max(runs, key=len) if runs else None
+
+
+def find_in(source: LineSource, needle: bytes, start: int, backwards: bool, ignore_case: bool) -> int | None:
+    """`source.find`, case-blind through the needle's caseless part where it has one (the search of a log of
+    millions of lines right after it opened: lowering its bytes took as long as finding the needle in them)."""
+    anchor = caseless_part(needle) if ignore_case else None
+    if anchor is not None:
+        lowered = needle.lower()
+        for _ in range(ANCHOR_MISSES):
+            hit = source.find(anchor, start, backwards, False)
+            if hit is None:
+                return None
+            line = source.raw(hit)[1]
+            if lowered in line.lower():
+                return hit
+            if len(line) >= MAX_LINE_BYTES:  # only its end was read: the search below reads all of it
+                start = hit
+                break
+            start = hit - 1 if backwards else hit + 1
+            if start < 0:
+                return None
+    return source.find(needle, start, backwards, ignore_case)
 
 
 def _follow_source_generation(view: "FilteredLog | FoldedWarnings") -> None:

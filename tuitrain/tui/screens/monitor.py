@@ -3,6 +3,7 @@ requests a live run honours (save, evaluate, stop, kill) or a new run (resume fr
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -105,6 +106,7 @@ class MonitorScreen(Screen):
         self._rank_records_at = 0.0
         self.machine_samples: dict[int, dict[str, Any]] = {}  # machine rank → what its agent sampled there
         self._log_views: list[LogView] = []  # read by the worker: the views whose filters it fills
+        self._shown = threading.Event()  # what the worker read last is on screen
         self._samples_changed = False
         self.job: str | None = None  # a Slurm run's job state, as the app's runs watcher reads it ("RUNNING", …)
 
@@ -161,9 +163,13 @@ class MonitorScreen(Screen):
                 changed |= self.poll_machines()
             for view in self._log_views:
                 changed |= view.sync()  # its repeated warnings folded, its filter filled
+            self._shown.clear()
             if changed:
                 self.post_message(self.Updated())
-            if not wait_or_cancel(self.app.monitor_interval):
+            # a big log's front is counted on the poll after the one that showed its end: as soon as that end is
+            # on screen, not a poll later (a search right after opening waits for the count)
+            indexing = changed and any(view.source.indexing for view in self._log_views)
+            if not wait_or_cancel(self.app.monitor_interval, self._shown if indexing else None):
                 return
 
     def poll_machines(self) -> bool:
@@ -207,6 +213,7 @@ class MonitorScreen(Screen):
         view = self.active_view()
         if view is not None:  # hidden views catch up when shown
             view.refresh_source()
+        self.call_after_refresh(self._shown.set)
         self.update_header()
         self.update_metrics()
         self.update_checkpoints()
