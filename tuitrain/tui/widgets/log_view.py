@@ -15,6 +15,8 @@ end it shows as many of the last lines as fit.
 
 from __future__ import annotations
 
+from rich.cells import cell_len
+from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
@@ -74,6 +76,7 @@ class LogView(ScrollView, can_focus=True):
         self._crop_key: tuple[int, int] = (-1, -1)
         self._width = 0
         self._style: Style | None = None
+        self._rank_styles: dict[int | str, Style] = {}
         self.term: str | None = None
         self.current: int | None = None
 
@@ -265,17 +268,17 @@ class LogView(ScrollView, can_focus=True):
         return self._style
 
     def _parts(self, index: int) -> tuple[Text | None, Text]:
+        rank, raw = self.source.raw(index)
+        return self._parts_of(index, rank, display_text(raw))
+
+    def _parts_of(self, index: int, rank: int | str | None, shown: str) -> tuple[Text | None, Text]:
         """One line as shown, as its rank prefix (None without one) and its text (ANSI colours,
         search matches, the current match underlined)."""
-        rank, raw = self.source.raw(index)
-        shown = display_text(raw)
         body = Text.from_ansi(shown, end="") if "\x1b" in shown else Text(shown, end="")
         body.no_wrap = True
         prefix = None
         if self.ranks and rank is not None:
-            # one rank in its colour; a line several ranks printed alike ("0-7") stands out in reverse
-            style = f"bold {RANK_STYLES[rank % len(RANK_STYLES)]}" if isinstance(rank, int) else "bold reverse"
-            prefix = Text(f"{rank}│", style=style, end="")
+            prefix = Text(f"{rank}│", style=_prefix_style(rank), end="")
         if self.term:
             body.highlight_words([self.term], style="reverse", case_sensitive=False)
         if index == self.current:
@@ -294,9 +297,15 @@ class LogView(ScrollView, can_focus=True):
         cached = self._cache.get(index)
         if cached is not None:
             return cached
-        text = self.line_text(index)
-        segments = list(text.render(self.app.console))
-        strip = Strip([s for s in segments if s.text != "\n"], text.cell_len).apply_style(self.line_style)
+        rank, raw = self.source.raw(index)
+        shown = display_text(raw)
+        strip = self._plain_strip(rank, shown) if not self.term and index != self.current else None
+        if strip is None:
+            prefix, body = self._parts_of(index, rank, shown)
+            text = Text.assemble(prefix, body, no_wrap=True, end="") if prefix is not None else body
+            segments = list(text.render(self.app.console))
+            strip = Strip([s for s in segments if s.text != "\n"], text.cell_len)
+        strip = strip.apply_style(self.line_style)
         if strip.cell_length > self._width:
             self._width = strip.cell_length
             if self._virtual_width > self.virtual_size.width:
@@ -304,6 +313,20 @@ class LogView(ScrollView, can_focus=True):
         if self.source.cacheable(index):
             self._cache[index] = strip
         return strip
+
+    def _plain_strip(self, rank: int | str | None, shown: str) -> Strip | None:
+        """A line without colour codes made into segments directly, as Rich would render it (None for one with
+        them): most lines of a followed log are plain, and each repaint of 8 busy ranks renders a screenful."""
+        if "\x1b" in shown:
+            return None
+        body = Segment(shown)
+        if not self.ranks or rank is None:
+            return Strip([body], cell_len(shown))
+        label = f"{rank}│"
+        style = self._rank_styles.get(rank)
+        if style is None:
+            style = self._rank_styles[rank] = self.app.console.get_style(_prefix_style(rank))
+        return Strip([Segment(label, style), body] if shown else [Segment(label, style)], cell_len(label) + cell_len(shown))
 
     def _widen(self) -> None:
         if self._virtual_width > self.virtual_size.width:
@@ -351,3 +374,6 @@ class LogView(ScrollView, can_focus=True):
         return [self.line_text(i).plain for i in range(top, min(self.line_count, top + self.size.height))]
 
 
+def _prefix_style(rank: int | str) -> str:
+    """One rank in its colour; a line several ranks printed alike ("0-7") stands out in reverse."""
+    return f"bold {RANK_STYLES[rank % len(RANK_STYLES)]}" if isinstance(rank, int) else "bold reverse"
