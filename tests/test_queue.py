@@ -123,6 +123,7 @@ def test_cancel_drops_a_queued_run_only_for_its_owner_and_a_killed_waiter_is_los
     first = runs_dir / cli("run", "demo", "--detach", *LONG, runs_dir=runs_dir).stdout.strip()
     dropped = queued(runs_dir, "--after", first.name)
     orphan = queued(runs_dir, "--after", first.name)
+    signalled = queued(runs_dir, "--after", first.name)
     if os.getuid() == 0:  # another user's run: owned by someone else, as root can make it
         os.chown(dropped, 12345, -1)
         check_clean(cli("cancel", dropped.name, runs_dir=runs_dir), f"run {dropped.name} was queued by ",
@@ -134,6 +135,10 @@ def test_cancel_drops_a_queued_run_only_for_its_owner_and_a_killed_waiter_is_los
     assert rec["status"] == "cancelled" and rec["started"] is None and "cancel" in rec["error"]
     check_clean(cli("cancel", dropped.name, runs_dir=runs_dir), "already ended (cancelled)")
     check_clean(cli("cancel", first.name, runs_dir=runs_dir), "has started", "tuitrain stop")
+    os.kill(record(signalled)["pids"]["supervisor"], signal.SIGTERM)  # as a logout or `kill` would
+    rec = wait_for(lambda: record(signalled)["status"] == "cancelled" and record(signalled), 30,
+                   "the signalled waiter's run to be cancelled")
+    assert "SIGTERM" in rec["error"]
     os.kill(record(orphan)["pids"]["supervisor"], signal.SIGKILL)
     shown = wait_for(lambda: (s := json.loads(cli("status", orphan.name, "--json", runs_dir=runs_dir).stdout))
                      ["status"] == "lost" and s, 30, "the killed waiter's run to show as lost")

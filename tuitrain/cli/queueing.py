@@ -111,7 +111,7 @@ def cmd_queue(args: argparse.Namespace) -> int:
         gpus = f"GPU {','.join(map(str, row['gpus']))}" if row["gpus"] else "CPU"
         print(f"{row['position']:>3}  {row['run']}  {row['user']}  {gpus}")
         for wait in row["waits"]:
-            print(f"       waits for {wait}" if not wait.startswith("nothing") else f"       {wait}")
+            print(f"       {wait}")
     holding = [r for r in rows if r["position"] is None and r["gpus"]]
     for row in holding:
         print(f"  -  {row['run']}  {row['user']}  started, holds GPU {','.join(map(str, row['gpus']))}")

@@ -30,6 +30,7 @@ class Verdict:
     start: bool
     waits: tuple[str, ...] = ()  # what it waits for, one phrase each
     end: tuple[str, str] | None = None  # (status, why): it can never start
+    read_gpus: bool = False  # the GPUs were read: what it waits for changes without an event (NVML has none)
 
 
 def _dependency_record(dep: Dependency) -> dict[str, Any] | None:
@@ -116,7 +117,7 @@ def gpu_waits(entry: Entry, gpus: Sequence[GpuInfo]) -> Verdict:
         reasons = busy_reasons(gpu, run_id=entry.run)
         if reasons:
             waits.append(describe_taken(gpu, reasons))
-    return Verdict(not waits, tuple(waits))
+    return Verdict(not waits, tuple(waits), read_gpus=True)
 
 
 def verdict(entry: Entry, entries: Sequence[Entry], read_gpus: ReadGpus, progress: Progress | None = None) -> Verdict:

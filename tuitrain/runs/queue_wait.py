@@ -1,9 +1,9 @@
 """A queued run's supervisor waiting for its turn (`wait_turn`), before it launches the run as any supervisor does.
 
 It writes itself into run.json and its queue entry (so a viewer sees a live queued run, and `lost` once it is
-killed), then asks `runs.queue_rule.verdict` under the queue's lock. Cheap while nothing moves: a full look is
-taken when the queue folder or a dependency's run.json changed, when GPUs are to be read (every
-GPU_POLL_SECONDS), and every FULL_LOOK_SECONDS in any case (a supervisor of another entry may have died)."""
+killed), then asks `runs.queue_rule.verdict` under the queue's lock. Between looks it sleeps until the queue
+folder, a dependency's run directory or its control/ changes, or a signal comes (`runs.queue_watch.Wakeup`), and
+at most GPU_POLL_SECONDS (a run whose turn waits on its GPUs' state) or FULL_LOOK_SECONDS (any run)."""
 
 from __future__ import annotations
 
@@ -16,13 +16,23 @@ from typing import Any, Callable
 
 from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.process_tree import identity
-from tuitrain.runs.queue import Entry, entry_of, live_entries, locked, queue_dir, read_entries, remove_entry, update_entry
+from tuitrain.runs.queue import (
+    Entry,
+    ensure_queue_dir,
+    entry_of,
+    live_entries,
+    locked,
+    queue_dir,
+    read_entries,
+    remove_entry,
+    update_entry,
+)
 from tuitrain.runs.queue_rule import Verdict, verdict
+from tuitrain.runs.queue_watch import Wakeup
 from tuitrain.runs.record import update_record
 
-POLL_SECONDS = 0.25
-GPU_POLL_SECONDS = 2.0
-FULL_LOOK_SECONDS = 5.0
+GPU_POLL_SECONDS = 2.0  # NVML has no events: a run waiting for GPUs reads them this often
+FULL_LOOK_SECONDS = 10.0  # and any run looks again this often (a supervisor of another entry may have died)
 CANCEL_REQUESTS = ("cancel", "stop", "terminate")  # `tuitrain cancel`, and `stop` (with or without --now)
 
 
@@ -37,17 +47,6 @@ def folder_of(record: dict[str, Any]) -> Path:
 def cancel_request(paths: RunPaths) -> str | None:
     """Which control file asks a queued run to leave the queue, if any."""
     return next((name for name in CANCEL_REQUESTS if paths.control_request(name).exists()), None)
-
-
-def _stamp(paths: list[Path]) -> tuple[Any, ...]:
-    stamps: list[tuple[int, int] | None] = []
-    for path in paths:
-        try:
-            st = os.stat(path)
-            stamps.append((st.st_mtime_ns, st.st_ino))
-        except OSError:
-            stamps.append(None)
-    return tuple(stamps)
 
 
 def gpu_reader() -> Callable[[], Any]:
@@ -78,14 +77,15 @@ class _Signalled:
             signal.signal(sig, signal.SIG_DFL)
 
 
-def wait_turn(paths: RunPaths, record: dict[str, Any], poll: float = POLL_SECONDS) -> tuple[str, str] | None:
+def wait_turn(paths: RunPaths, record: dict[str, Any]) -> tuple[str, str] | None:
     """Block until the run may start (None: its entry now holds its GPUs) or never will ((status, why))."""
     folder = folder_of(record)
+    queue = record.get("queue") or {}
     me = identity(os.getpid())
     signalled = _Signalled()
+    ensure_queue_dir(folder)
+    watch = Wakeup([folder, paths.control, *(Path(d.get("run_dir", "")) for d in queue.get("after") or ())])
     read_gpus = gpu_reader()
-    gpus_at, gpus_seen = 0.0, None
-    looked_at, last_stamp = 0.0, None
     said: tuple[str, ...] | None = None
     try:
         while True:
@@ -99,13 +99,6 @@ def wait_turn(paths: RunPaths, record: dict[str, Any], poll: float = POLL_SECOND
                 return "cancelled", f"cancelled while queued ({how}); it never started"
             if not paths.record.exists():
                 return "cancelled", "its run directory was removed while it was queued"
-            now = time.monotonic()
-            deps = [Path(d.get("run_dir", "")) / "run.json" for d in (record.get("queue") or {}).get("after") or ()]
-            stamp = _stamp([folder, *deps])
-            gpus_due = bool((record.get("queue") or {}).get("gpus")) and now - gpus_at >= GPU_POLL_SECONDS
-            if stamp == last_stamp and not gpus_due and now - looked_at < FULL_LOOK_SECONDS:
-                time.sleep(poll)
-                continue
             with locked(folder):
                 entries = live_entries(folder)
                 mine = entry_of(paths.root, entries)
@@ -113,16 +106,7 @@ def wait_turn(paths: RunPaths, record: dict[str, Any], poll: float = POLL_SECOND
                     return "cancelled", f"its entry in the queue folder {folder} was removed; it never started"
                 if mine.supervisor != me:
                     mine = update_entry(folder, mine, supervisor=me)
-                if gpus_due:
-                    gpus_at, gpus_seen = now, None
-
-                def gpus() -> Any:
-                    nonlocal gpus_seen
-                    if gpus_seen is None:
-                        gpus_seen = read_gpus()
-                    return gpus_seen
-
-                decided = verdict(mine, entries, gpus)
+                decided = verdict(mine, entries, read_gpus)
                 if decided.start:
                     update_entry(folder, mine, state="started", started=time.time())
                     log("its turn: starting")
@@ -130,12 +114,12 @@ def wait_turn(paths: RunPaths, record: dict[str, Any], poll: float = POLL_SECOND
                 if decided.end is not None:
                     remove_entry(folder, mine)
                     return decided.end
-                last_stamp, looked_at = _stamp([folder, *deps]), now
             if decided.waits != said:
                 log("waits for: " + "; ".join(decided.waits))
                 said = decided.waits
-            time.sleep(poll)
+            watch.wait(GPU_POLL_SECONDS if decided.read_gpus else FULL_LOOK_SECONDS)
     finally:
+        watch.close()
         signalled.restore()
 
 
