@@ -19,7 +19,7 @@ from typing import Iterator
 PACKAGE = Path(__file__).resolve().parents[1] / "tuitrain"
 
 HELPERS = frozenset({"atomic", "humanize", "installed", "yaml_text", "user_config", "package"})  # package: tuitrain/__init__.py
-LAYERS = ("profile", "hardware", "launch", "remote", "runs", "slurm", "backends", "engine", "script", "tui", "cli")
+LAYERS = ("profile", "hardware", "launch", "remote", "notify", "runs", "slurm", "backends", "engine", "script", "tui", "cli")
 
 # layer -> the other layers (and helpers) it may import; its own modules always.
 ALLOWED: dict[str, frozenset[str]] = {
@@ -29,7 +29,9 @@ ALLOWED: dict[str, frozenset[str]] = {
     "launch": HELPERS | {"profile", "hardware"},
     # remote: the SSH transport to other machines (standard library only), below runs' supervisor
     "remote": HELPERS,
-    "runs": HELPERS | {"profile", "launch", "hardware", "remote"},
+    # notify: word of a run's end (webhook, command), sent by the supervisor; its findings in profile's vocabulary
+    "notify": HELPERS | {"profile"},
+    "runs": HELPERS | {"profile", "launch", "hardware", "remote", "notify"},
     # the scheduler: sbatch/squeue/sacct/scancel around the ordinary planner and supervisor
     "slurm": HELPERS | {"profile", "hardware", "launch", "remote", "runs"},
     # what each rank loads: runs only for the run directory's contract (see ENGINE_RUNS), no psutil-heavy
@@ -42,7 +44,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     # slurm: the app acts on a Slurm run as the CLI does (its stop cancels the job when it must)
     "tui": HELPERS | {"profile", "hardware", "launch", "remote", "runs", "slurm", "backends"},
     # tui only to open the app, and only inside a function (`tuitrain` with no command): see CLI_TUI
-    "cli": HELPERS | {"profile", "hardware", "launch", "remote", "runs", "slurm", "backends", "tui"},
+    "cli": HELPERS | {"profile", "hardware", "launch", "remote", "notify", "runs", "slurm", "backends", "tui"},
     "main": frozenset({"cli"}),  # tuitrain/__main__.py
 }
 ENGINE_RUNS = frozenset({"tuitrain.runs.layout", "tuitrain.runs.exits", "tuitrain.runs.process_tree", "tuitrain.runs.linetimes",
@@ -183,7 +185,8 @@ def test_the_allowed_layers_form_no_cycle() -> None:
     """Read as a graph, the table above has an order: profile, hardware, launch, runs, then the
     engine beside tui and cli. (The CLI's lazy opening of the app is the one arrow between the
     front ends, and it runs one way.)"""
-    order = ["main", "cli", "tui", "backends", "script", "engine", "slurm", "runs", "remote", "launch", "hardware", "profile"]
+    order = ["main", "cli", "tui", "backends", "script", "engine", "slurm", "runs", "notify", "remote", "launch", "hardware",
+             "profile"]
     for source, allowed in ALLOWED.items():
         for target in allowed - HELPERS:
             assert order.index(source) < order.index(target), f"{source} -> {target} points up"

@@ -1,15 +1,14 @@
-"""[notify] of the user's config file ($XDG_CONFIG_HOME/tuitrain/config.toml, else ~/.config/...): read and
-checked in one place. A bad value is a ProfileError naming the file, the key and the fix."""
+"""[notify] of the user's settings file (`tuitrain.user_config`: $TUITRAIN_CONFIG, else
+$XDG_CONFIG_HOME/tuitrain/config.toml, else ~/.config/...): checked in one place. A bad value is a ProfileError
+naming the file, the key and the fix."""
 
 from __future__ import annotations
 
-import os
-import tomllib
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Mapping
 
 from tuitrain.profile.problems import Problem, ProfileError
+from tuitrain.user_config import UserConfigError, config_path, read_user_config
 
 ENDINGS = ("finished", "failed", "stopped", "killed", "lost", "cancelled")
 DEFAULT_ON = ("finished", "failed", "stopped", "lost")
@@ -40,12 +39,6 @@ class _Reader:
 
     def bad(self, key: str, message: str, fix: str) -> None:
         self.problems.append(Problem(self.file, f"notify.{key}" if key else "notify", message, fix))
-
-
-def config_path(environ: Mapping[str, str] | None = None) -> Path:
-    environ = os.environ if environ is None else environ
-    base = environ.get("XDG_CONFIG_HOME") or str(Path(environ.get("HOME") or Path.home()) / ".config")
-    return Path(base) / "tuitrain" / "config.toml"
 
 
 def _on(reader: _Reader, value: Any) -> tuple[str, ...]:
@@ -109,17 +102,11 @@ def notify_config(data: Mapping[str, Any], file: str) -> NotifyConfig:
     return config
 
 
-def read_notify_config(environ: Mapping[str, str] | None = None) -> NotifyConfig:
-    """The user's [notify], or an empty one where there is no config file."""
-    path = config_path(environ)
+def read_notify_config() -> NotifyConfig:
+    """The user's [notify] (the user's settings file: `tuitrain.user_config`), or an empty one where there is none."""
+    path = config_path()
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return NotifyConfig(file=str(path))
-    except OSError as exc:
-        raise ProfileError([Problem(str(path), "", f"cannot be read: {exc.strerror}", "fix its permissions")]) from exc
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ProfileError([Problem(str(path), "", f"is not valid TOML: {exc}", "fix the line it names")]) from exc
+        data = read_user_config(path)
+    except UserConfigError as exc:
+        raise ProfileError([Problem(str(path), "", str(exc).removeprefix(f"{path}: "), "fix the file")]) from exc
     return notify_config(data, str(path))
