@@ -147,7 +147,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--lines", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--before", type=Path, help="a source tree to measure beside (an earlier commit), once")
+    parser.add_argument("--before", type=Path, help="a source tree to measure beside (an earlier commit), each round")
     parser.add_argument("--no-naive", action="store_true", help="leave the naive viewer out")
     args = parser.parse_args()
     base = Path(tempfile.mkdtemp(prefix="tuitrain-big-"))
@@ -158,13 +158,13 @@ def main() -> int:
         gate = QuietGate()
         results = []
         baselines = []
-        before = None
-        for n in range(args.repeat):
+        befores = []
+        for _ in range(args.repeat):
             gate.wait()
             results.append(ours(base, args.lines))
-            if n == 0 and args.before is not None:  # taking turns: the same load for both
+            if args.before is not None:  # taking turns: the same load for both
                 gate.wait()
-                before = ours(base, args.lines, args.before, patience=600.0)
+                befores.append(ours(base, args.lines, args.before, patience=600.0))
         for _ in range(0 if args.no_naive else max(1, args.repeat // 2)):
             gate.wait()
             baselines.append(naive(base))
@@ -181,10 +181,17 @@ def main() -> int:
     print(f"tuitrain (Home, enter on the run): last line painted {opened:.3f} s after the key (median of {args.repeat}: "
           f"{', '.join(format(r['open'], '.3f') for r in results)}); peak RSS {peak:.0f} MiB (max over the runs); "
           f"search to the middle line {search:.3f} s (median: {', '.join(format(r['search'], '.3f') for r in results)}; "
-          f"1 s after it, the index settled: {', '.join(format(r['settled'], '.3f') for r in results)})")
-    if before is not None:
-        print(f"before ({args.before}): last line painted {before['open']:.3f} s after the key; peak RSS "
-              f"{before['peak']:.0f} MiB; search to the middle line {before['search']:.3f} s, again {before['settled']:.3f} s")
+          f"1 s after it, the index settled: {statistics.median(r['settled'] for r in results):.3f} s, "
+          f"{', '.join(format(r['settled'], '.3f') for r in results)})")
+    if befores:
+        def listed(key: str) -> str:
+            return ", ".join(format(b[key], ".3f") for b in befores)
+
+        print(f"before ({args.before}), median of {len(befores)}: last line painted "
+              f"{statistics.median(b['open'] for b in befores):.3f} s after the key ({listed('open')}); peak RSS "
+              f"{max(b['peak'] for b in befores):.0f} MiB; search to the middle line "
+              f"{statistics.median(b['search'] for b in befores):.3f} s ({listed('search')}), the index settled "
+              f"{statistics.median(b['settled'] for b in befores):.3f} s ({listed('settled')})")
     if baselines:
         print(f"baseline, naive (Textual Log given every line of the file on enter): last line painted "
               f"{statistics.median(b['open'] for b in baselines):.3f} s after the key (median of {len(baselines)}: "
