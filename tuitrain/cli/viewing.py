@@ -45,7 +45,7 @@ def clip(text: str, width: int = NAME_WIDTH) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _runs_row(s: dict) -> list[str]:
+def runs_row(s: dict) -> list[str]:
     if s["status"] == UNREADABLE:
         return [s["id"], "?", UNREADABLE, "-", "-", age(s.get("created")), s["reason"]]
     p = s["progress"]
@@ -88,7 +88,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
         print(f"no runs under {args.runs_root}")
         return 0
     headers = ["ID", "PROFILE", "STATUS", "STEP", "LOSS", "AGE", ""]
-    rows = [_runs_row(s) for s in summaries]
+    rows = [runs_row(s) for s in summaries]
     if job_states is not None:  # Slurm's state beside tuitrain's own
         headers.insert(3, "SLURM")
         for row, s in zip(rows, summaries, strict=True):

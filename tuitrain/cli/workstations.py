@@ -99,7 +99,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
         return 0
     from tuitrain.cli.output import table
 
-    lines = [[row["host"], *viewing._runs_row(row)] for row in rows]
+    lines = [[row["host"], *viewing.runs_row(row)] for row in rows]
     lines += [[item["host"], "-", "-", "unreachable", "-", "-", "-", item["error"]] for item in unreachable]
     if lines:
         print(table(lines, ["HOST", "ID", "PROFILE", "STATUS", "STEP", "LOSS", "AGE", ""]))
@@ -134,28 +134,16 @@ def all_runs(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[dict[
 
 def cmd_workstations(args: argparse.Namespace) -> int:
     """Each workstation of the settings, reached and checked: one line each, what is wrong and its fix."""
-    import threading
-
     from tuitrain import __version__
-    from tuitrain.remote.workstations import check, workstations
+    from tuitrain.remote.workstations import at_once, check, workstations
     from tuitrain.user_config import config_path
 
-    stations = workstations()
-    problems: dict[str, str | None] = {}
-
-    def look(host: str, station: Any) -> None:
-        problems[host] = check(station, __version__)
-
-    threads = [threading.Thread(target=look, args=(s.host, s), daemon=True) for s in stations]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    found = at_once(workstations(), lambda station: check(station, __version__))
     if args.json:
-        print(json.dumps([{"host": s.host, "ok": problems[s.host] is None, "problem": problems[s.host]}
-                          for s in stations], indent=2))
-    elif not stations:
+        print(json.dumps([{"host": s.host, "ok": problem is None, "problem": problem} for s, problem in found], indent=2))
+    elif not found:
         print(f"no workstations in {config_path()}; add one as [[workstations]] host = \"gpu2\"")
-    for station in stations if not args.json else []:
-        print(f"{station.host}: ok" if problems[station.host] is None else problems[station.host])
-    return 1 if any(problems.values()) else 0
+    else:
+        for station, problem in found:
+            print(problem or f"{station.host}: ok")
+    return 1 if any(problem for _, problem in found) else 0

@@ -14,15 +14,16 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from tuitrain.remote import ssh
 from tuitrain.user_config import UserConfigError, config_path, read_user_config
 
 KEYS = ("host", "python", "runs", "ssh_config")
+T = TypeVar("T")
 CHECK_SECONDS = 20.0
 
 
@@ -84,20 +85,26 @@ def run_on(station: Workstation, args: Sequence[str], timeout: float) -> ssh.Rem
     return ssh.run(station.host, station.tuitrain(args), timeout, station.options())
 
 
-def run_everywhere(stations: Sequence[Workstation], args: Sequence[str], timeout: float
-                   ) -> list[tuple[Workstation, ssh.RemoteResult]]:
-    """The same question to every workstation at once: a slow or dead one costs its timeout, never the others'."""
-    results: dict[int, ssh.RemoteResult] = {}
+def at_once(stations: Sequence[Workstation], ask: Callable[[Workstation], T]) -> list[tuple[Workstation, T]]:
+    """`ask` of every workstation at once, answers in the stations' order: a slow or dead one costs its own
+    timeout, never the others'."""
+    answers: dict[int, T] = {}
 
-    def ask(number: int, station: Workstation) -> None:
-        results[number] = run_on(station, args, timeout)
+    def one(number: int, station: Workstation) -> None:
+        answers[number] = ask(station)
 
-    threads = [threading.Thread(target=ask, args=(n, s), daemon=True) for n, s in enumerate(stations)]
+    threads = [threading.Thread(target=one, args=(n, s), daemon=True) for n, s in enumerate(stations)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    return [(station, results[n]) for n, station in enumerate(stations)]
+    return [(station, answers[n]) for n, station in enumerate(stations)]
+
+
+def run_everywhere(stations: Sequence[Workstation], args: Sequence[str], timeout: float
+                   ) -> list[tuple[Workstation, ssh.RemoteResult]]:
+    """The same question to every workstation at once."""
+    return at_once(stations, lambda station: run_on(station, args, timeout))
 
 
 def problem_line(station: Workstation, result: ssh.RemoteResult) -> str | None:
