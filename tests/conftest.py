@@ -31,7 +31,7 @@ FAST = [
     "--set", "model.config.hidden_dropout_prob=0.0",
     "--set", "model.config.attention_probs_dropout_prob=0.0",
 ]
-FINAL = ("finished", "stopped", "killed", "failed", "lost")
+FINAL = ("finished", "stopped", "killed", "failed", "lost", "cancelled")
 TWO_RANKS = ["--set", "distributed.strategy=ddp", "--set", "distributed.num_processes=2"]
 
 

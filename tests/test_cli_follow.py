@@ -103,3 +103,16 @@ def test_logs_into_a_pipe_carry_no_terminal_codes(runs_dir):
     assert result.returncode == 0, result.stderr
     assert "\x1b" not in result.stdout and "\r" not in result.stdout
     assert result.stdout.splitlines() == ["INFO starting", "100%|##########| 8/8", "plain red end"]
+
+
+def test_a_cancelled_run_ends_the_follower_like_a_stop_and_says_why(runs_dir):
+    """A run dropped while queued (`tuitrain cancel`) is an end the user asked for: exit 2, as a stop, with the
+    cause on stdout."""
+    run = fake_run(runs_dir, "cancelled", dead_pid(), ranks=1)
+    record = json.loads((run / "run.json").read_text())
+    (run / "run.json").write_text(json.dumps({**record, "started": None,
+                                              "error": "cancelled while queued (`tuitrain cancel`); it never started"}))
+    done = subprocess.run([sys.executable, "-c", FOLLOW, str(run)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert f"run {run.name} cancelled: cancelled while queued (`tuitrain cancel`); it never started" in done.stdout
+    assert "Traceback" not in done.stderr

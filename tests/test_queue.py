@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import FAST, check_clean, cli, record, wait_for, wait_until_ended
+from tuitrain.cli.queueing import status_lines
 from tuitrain.runs.queue import Dependency
 from tuitrain.runs.queue_rule import dependency_cycle
 
@@ -108,6 +109,7 @@ def test_two_queued_runs_wanting_one_gpu_start_one_after_the_other(runs_dir: Pat
     assert shown[0]["waits"] == ["GPU 2: 95% full, 22.8 GiB used by pid 4100077 (user unknown)"], shown
     assert shown[1]["waits"] == [f"GPU 2: run {first.name} ({shown[0]['user']}) is ahead in the queue"], shown
     assert record(first)["status"] == record(second)["status"] == "queued"
+    assert status_lines(second, record(second)) == ["queue      position 2 of 2", f"waits for  {shown[1]['waits'][0]}"]
     _table(table, taken=False)  # the stranger is gone
     wait_for(lambda: record(first)["started"], 60, "the first queued run to start")
     assert record(second)["started"] is None

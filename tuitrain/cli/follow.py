@@ -18,8 +18,9 @@ from tuitrain.runs.record import FINAL_STATUSES
 from tuitrain.runs.summary import last_traceback
 from tuitrain.runs.tail import read_new_lines
 
-# killed: ended by the user (Ctrl-C twice, `stop --now`), like a stop but with nothing saved.
-EXIT_CODES = {"finished": 0, "failed": 1, "stopped": 2, "killed": 2, "lost": 1}
+# killed: ended by the user (Ctrl-C twice, `stop --now`), like a stop but with nothing saved; cancelled: dropped by
+# the user while queued (`tuitrain cancel`, a stop), or by the queue when it could never start (a gone dependency).
+EXIT_CODES = {"finished": 0, "failed": 1, "stopped": 2, "killed": 2, "lost": 1, "cancelled": 2}
 
 
 def describe_event(event: dict, max_steps: int | None) -> str | None:
@@ -167,6 +168,8 @@ def report_end(paths: RunPaths, record: dict, out: TextIO, err: TextIO | None = 
         print(f"full log: {log}", file=out, flush=True)
     elif status == "killed":
         print(f"{line}: {record.get('error') or 'ended by stop --now'}{checkpoints_where(record)}", file=out, flush=True)
+    elif status == "cancelled":
+        print(f"{line}: {record.get('error') or 'dropped while queued; it never started'}", file=out, flush=True)
     elif status == "lost":
         why = record.get("error") or "its supervisor is gone without recording an end (killed, or the machine restarted)"
         print(f"{line}: {why}{checkpoints_where(record)}", file=out, flush=True)

@@ -96,6 +96,19 @@ def queue_rows() -> list[dict[str, Any]]:
     return rows + [{**s, "position": None, "waits": []} for s in started]
 
 
+def status_lines(run_dir: Path, record: dict[str, Any]) -> list[str]:
+    """What `tuitrain status RUN` says of a run's queueing, labelled as its other lines are: a queued run's place
+    and what it waits for (the rows `tuitrain queue` shows)."""
+    if record.get("status") != "queued":
+        return []
+    rows = [r for r in queue_rows() if r["position"] is not None]
+    mine = next((r for r in rows if r["run_dir"] == str(run_dir)), None)
+    if mine is None:
+        return ["queue      not in this machine's queue folder (its supervisor is gone, or it starts now)"]
+    return [f"queue      position {mine['position']} of {len(rows)}",
+            *(f"waits for  {wait}" for wait in mine["waits"])]
+
+
 def cmd_queue(args: argparse.Namespace) -> int:
     from tuitrain.cli.output import print_json
     from tuitrain.runs.queue import queue_dir
