@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import queue
+import shutil
 import signal
 import subprocess
 import sys
@@ -14,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from conftest import FAST, check_clean, cli, wait_for, wait_until_ended
+from conftest import FAST, check_clean, cli, patient, wait_for, wait_until_ended
+from test_tui_fixtures import FINISHED, make_runs
 
 pytestmark = pytest.mark.slow
 LONG = ["--set", "training.max_steps=100000", "--set", "training.logging_steps=1", "--set", "training.eval_strategy=no",
@@ -143,3 +146,90 @@ def test_bad_workstations_are_one_line_each(hosts: Any, tmp_path: Path, monkeypa
     (tmp_path / "bad.toml").write_text('[[workstations]]\nhost = "node1"\nport = 22\n')
     monkeypatch.setenv("TUITRAIN_CONFIG", str(tmp_path / "bad.toml"))
     check_clean(cli("runs", "--all-hosts", runs_dir=local), "bad.toml: workstations[0].port: not a workstation key")
+
+
+def next_news(news: "queue.Queue[Any]", wanted: Any, timeout: float, what: str) -> Any:
+    """The first news from a RunsStream that `wanted` accepts, within `timeout` (times the suite's patience)."""
+    deadline = time.monotonic() + patient(timeout)
+    while time.monotonic() < deadline:
+        try:
+            item = news.get(timeout=0.2)
+        except queue.Empty:
+            continue
+        if wanted(item):
+            return item
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def kill_every_sshd(hosts: Any, host: str) -> None:
+    """A host's sshd dies: the listener and every session it forked (the one carrying a watch too)."""
+    import psutil
+
+    hosts.kill_sshd(host)
+    for pid in hosts.pids(host):
+        try:
+            if psutil.Process(pid).name() == "sshd":
+                os.kill(pid, signal.SIGKILL)
+        except (psutil.NoSuchProcess, ProcessLookupError):
+            pass
+
+
+def watching(host: str, news: "queue.Queue[Any]") -> Any:
+    from tuitrain import __version__
+    from tuitrain.remote.runs_stream import RunsStream
+    from tuitrain.remote.workstations import find, workstations
+
+    stream = RunsStream(find(host, workstations()), __version__, news.put)
+    stream.start()
+    return stream
+
+
+def test_a_watched_box_streams_its_runs_and_a_dead_sshd_is_unreachable_within_10_s(hosts: Any, boxes: Path) -> None:
+    runs = boxes / "node2-runs"
+    make_runs(runs)
+    news: queue.Queue[Any] = queue.Queue()
+    stream = watching("node2", news)
+    try:
+        first = next_news(news, lambda n: n.rows is not None, 60, "node2's runs")
+        assert sorted(r["id"] for r in first.rows) == sorted(p.name for p in runs.iterdir()) and first.host == "node2"
+        assert tuitrain_processes(boxes, "workstations", "--stream"), "one tuitrain streams there"
+        shutil.copytree(runs / FINISHED, runs / "20260101-003000-new")
+        grown = next_news(news, lambda n: n.rows and any(r["id"] == "20260101-003000-new" for r in n.rows), 30,
+                          "the new run in node2's rows")
+        assert len(grown.rows) == 4 and grown.problem is None
+
+        began = time.monotonic()
+        kill_every_sshd(hosts, "node2")
+        down = next_news(news, lambda n: n.problem is not None, 10, "node2 unreachable")
+        took = time.monotonic() - began
+        assert took < 10, took
+        assert down.host == "node2" and down.problem.startswith("node2: ") and "\n" not in down.problem, down
+        wait_for(lambda: not tuitrain_processes(boxes, "workstations", "--stream"), 60,
+                 "the stream on node2 ended with its session")
+        again = next_news(news, lambda n: n.problem is not None, 30, "node2 still unreachable on the next try")
+        assert "connection refused" in again.problem, again
+        hosts.start_sshd("node2")
+        next_news(news, lambda n: n.rows is not None and len(n.rows) == 4, 120, "node2's runs once its sshd is back")
+    finally:
+        if hosts["node2"].sshd is None:
+            hosts.start_sshd("node2")
+        stream.stop(wait=patient(10))
+    assert not stream.running
+    wait_for(lambda: not tuitrain_processes(boxes, "workstations", "--stream"), 60, "no tuitrain left on node2")
+
+
+def test_a_box_cut_off_the_network_is_unreachable_within_10_s(hosts: Any, boxes: Path) -> None:
+    news: queue.Queue[Any] = queue.Queue()
+    stream = watching("node1", news)
+    try:
+        assert next_news(news, lambda n: n.rows is not None, 60, "node1's runs").rows == []
+        began = time.monotonic()
+        hosts.link_down("node1")
+        down = next_news(news, lambda n: n.problem is not None, 10, "node1 unreachable")
+        assert time.monotonic() - began < 10
+        assert down.problem.startswith("node1: no word for"), down
+    finally:
+        hosts.link_up("node1")
+        stream.stop(wait=patient(10))
+    # the box's own stream ends when home's beats stop reaching it (HOME_SILENCE_SECONDS), or at once on the link
+    wait_for(lambda: not tuitrain_processes(boxes, "workstations", "--stream"), 120, "no tuitrain left on node1")

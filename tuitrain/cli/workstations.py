@@ -22,6 +22,8 @@ LIST_SECONDS = 20.0  # what one box may take to list its runs before it is shown
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true")
+    # what another box's app runs here over ssh to watch this box's runs (remote.runs_stream); not for people
+    p.add_argument("--stream", action="store_true", help=argparse.SUPPRESS)
 
 
 def add_host_option(p: argparse.ArgumentParser) -> None:
@@ -134,6 +136,8 @@ def all_runs(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[dict[
 
 def cmd_workstations(args: argparse.Namespace) -> int:
     """Each workstation of the settings, reached and checked: one line each, what is wrong and its fix."""
+    if args.stream:
+        return cmd_stream(args)
     from tuitrain import __version__
     from tuitrain.remote.workstations import at_once, check, workstations
     from tuitrain.user_config import config_path
@@ -147,3 +151,24 @@ def cmd_workstations(args: argparse.Namespace) -> int:
         for station, problem in found:
             print(problem or f"{station.host}: ok")
     return 1 if any(problem for _, problem in found) else 0
+
+
+def cmd_stream(args: argparse.Namespace) -> int:
+    """This box's runs, streamed to the app of another box that watches it over ssh (`runs_stream.serve`): a
+    line each time they change, until its stdin closes. A runs folder it cannot list is one line first."""
+    import dataclasses
+
+    from tuitrain import __version__
+    from tuitrain.remote.runs_stream import HOME_SILENCE_SECONDS, serve
+    from tuitrain.runs.catalog import scan_runs
+    from tuitrain.runs.live import RunsWatcher
+
+    scan_runs(args.runs_root)
+    watcher = RunsWatcher(args.runs_root)
+
+    def poll() -> list[dict[str, Any]]:
+        rows, _ = watcher.poll()
+        return [dataclasses.asdict(row) for row in rows]
+
+    home_silence = None if sys.stdin.isatty() else HOME_SILENCE_SECONDS  # a person trying it by hand
+    return serve(poll, __version__, sys.stdout.buffer, sys.stdin.buffer, home_silence=home_silence)

@@ -120,14 +120,21 @@ def problem_line(station: Workstation, result: ssh.RemoteResult) -> str | None:
     return f"{station.host}: {last}"
 
 
+def version_problem(station: Workstation, theirs: str, version: str) -> str | None:
+    """Why that box's tuitrain (version `theirs`) cannot answer this one's (`version`), or None."""
+    if theirs == version:
+        return None
+    return (f"{station.host}: tuitrain {theirs} there, {version} here; install the same version on both "
+            f"(pip install tuitrain=={version})")
+
+
 def check(station: Workstation, version: str, timeout: float = CHECK_SECONDS) -> str | None:
     """Why this workstation cannot be watched from here, in one line; None when it can."""
     found = run_on(station, ["--version"], timeout)
     problem = problem_line(station, found)
     if problem:
         return problem
-    theirs = found.stdout.split()[-1] if found.stdout.split() else "?"
-    if theirs != version:
-        return (f"{station.host}: tuitrain {theirs} there, {version} here; install the same version on both "
-                f"(pip install tuitrain=={version})")
+    problem = version_problem(station, found.stdout.split()[-1] if found.stdout.split() else "?", version)
+    if problem:
+        return problem
     return problem_line(station, run_on(station, ["runs", "--json"], timeout))
