@@ -33,6 +33,8 @@ def test_validate_says_what_run_refuses(sets: list[str], needle: str, tmp_path: 
     started = check_clean(cli("run", "demo", "--detach", *FAST, *overrides, runs_dir=runs), needle)
     refusal = next(line for line in started.splitlines() if needle in line).split(needle, 1)[1]
     assert refusal in validated, (validated, started)  # the same words after the key
+    said = next(line for line in validated.splitlines() if needle in line)
+    assert "(from --set)" in said, said  # the plan's problem names where the value came from, as loading's do
     assert not runs.exists() or list(runs.iterdir()) == []  # nothing was started
     if key.startswith("hardware."):  # what only this machine's GPUs refuse: the profile alone is fine
         offline = cli("validate", "demo", "--offline", *overrides, runs_dir=runs)
@@ -54,3 +56,28 @@ def test_a_folder_of_old_checkpoints_is_said_before_the_run(tmp_path: Path) -> N
     sets = ["--set", f"run.output_dir={out.parent}"]
     validated = check_clean(cli("validate", "demo", *sets, runs_dir=tmp_path / "runs"), "run.output_dir", "already holds")
     assert "--set run.output_dir=outputs/new" in validated
+
+
+def test_several_machines_without_a_port_are_said_once(tmp_path: Path) -> None:
+    """The profile alone warns (the file may be finished on the machine that launches), the plan refuses: validate,
+    plan and run say it once, as the error, with the file's line; validate --offline says the warning."""
+    import tomllib
+
+    import tomli_w
+
+    from tuitrain.profile import builtin_profile_path
+
+    data = tomllib.loads(builtin_profile_path().read_text(encoding="utf-8"))
+    data["distributed"] = {"strategy": "ddp", "num_processes": 1, "main_process_ip": "127.0.0.1",
+                           "machines": [{"host": "localhost"}, {"host": "127.0.0.1"}]}
+    profile = tmp_path / "two.toml"
+    profile.write_text(tomli_w.dumps(data))
+    runs = tmp_path / "runs"
+    for verb in (["validate"], ["plan"], ["run", "--detach", "--no-doctor"]):
+        result = cli(*verb, str(profile), runs_dir=runs)
+        lines = [line for line in result.stderr.splitlines() if "distributed.main_process_port" in line]
+        assert result.returncode != 0 and len(lines) == 1, (verb, result.stderr)
+        assert "warning" not in lines[0] and "Traceback" not in result.stderr, (verb, result.stderr)
+    offline = cli("validate", "--offline", str(profile), runs_dir=runs)
+    assert offline.returncode == 0 and "warning: distributed.main_process_port" in offline.stderr, offline.stderr
+    assert not runs.exists() or list(runs.iterdir()) == []

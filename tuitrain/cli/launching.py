@@ -6,14 +6,17 @@ import argparse
 import sys
 from typing import Any, Mapping, Sequence
 
-from tuitrain.backends import Backend, for_profile, for_run
+from tuitrain.backends import Backend, Preview, for_profile, for_run
 from tuitrain.cli.errors import CliError
 from tuitrain.cli.output import print_json
 from tuitrain.launch import LaunchPlan
 from tuitrain.launch.machines import MachinesPlan
 from tuitrain.profile import Profile, ProfileError, load_profile, resolve_profile_path
+from tuitrain.profile.load import mark_overrides
+from tuitrain.profile.problems import Problem
 from tuitrain.profile.training_args import report_reading_to
 from tuitrain.runs.catalog import find_run
+from tuitrain.runs.start import StartError
 from tuitrain.yaml_text import dump as dump_yaml
 
 
@@ -22,16 +25,29 @@ def say_when_reading_training_args() -> None:
     report_reading_to(lambda line: print(f"tuitrain: {line}", file=sys.stderr, flush=True))
 
 
-def _print_notes(profile: Profile) -> None:
+def _print_notes(profile: Profile, refusal: str = "") -> None:
+    """The profile's warnings and notes, less one the `refusal` says again (the profile alone warns about what
+    the plan refuses, e.g. several machines without main_process_port: said once, as the error)."""
     for note in profile.notes:
-        print(note, file=sys.stderr)
+        if not (refusal and note.message in refusal):
+            print(note, file=sys.stderr)
 
 
-def _load(ref: str, overrides: list[str]) -> Profile:
+def _load(ref: str, overrides: list[str], notes: bool = True) -> Profile:
     say_when_reading_training_args()
     profile = load_profile(resolve_profile_path(ref), overrides)
-    _print_notes(profile)
+    if notes:
+        _print_notes(profile)
     return profile
+
+
+def _plan_problems(profile: Profile, preview: Preview, overrides: Sequence[str]) -> list[Problem]:
+    """What `plan` and `validate` print after the plan: the profile's notes, less those the plan says again as
+    errors (the profile alone warns where the plan refuses: say it once), then the plan's problems, marked as
+    loading marks its own ("(from --set)", a line in the file)."""
+    planned = mark_overrides(preview.problems, overrides, profile.path)
+    again = {(p.key, p.message) for p in preview.problems}
+    return [note for note in profile.notes if (note.key, note.message) not in again] + planned
 
 
 def _ssh_config(args: argparse.Namespace) -> str | None:
@@ -51,6 +67,15 @@ def _check_machines(backend: Backend, profile: Profile, args: argparse.Namespace
             print(line, file=sys.stderr)
         raise CliError(f"{profile.path}: {len(check.failed)} machine check(s) failed; nothing was "
                        "started (fix them, or pass --no-doctor to start anyway)")
+
+
+def _refuse_what_validate_refuses(backend: Backend, profile: Profile, args: argparse.Namespace) -> None:
+    """The plan's errors, in validate's lines (the same plan, marked the same way), before anything starts; the
+    start plans again and still refuses what changed in between (a plan takes milliseconds)."""
+    preview = backend.plan(profile, args.runs_root)
+    if preview.errors:
+        errors = [p for p in _plan_problems(profile, preview, args.set) if p.is_error]
+        raise CliError("\n".join(str(p) for p in errors))
 
 
 def _queued_start(backend: Backend, profile: Profile, args: argparse.Namespace, queue: Any) -> int:
@@ -73,12 +98,21 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     queue = queue_request(args)
     read_notify_config()  # a bad [notify] is refused before anything starts (ProfileError: file, key, fix)
-    profile = _load(args.profile, args.set)
+    profile = _load(args.profile, args.set, notes=False)
     backend = for_profile(profile.data, ssh_config=_ssh_config(args))
+    try:
+        if queue is not None:
+            queued = _queued_start(backend, profile, args, queue)
+        else:
+            _refuse_what_validate_refuses(backend, profile, args)
+            _check_machines(backend, profile, args)
+            paths = backend.start(profile, args.runs_root).paths
+    except (CliError, ProfileError, StartError) as exc:
+        _print_notes(profile, refusal=str(exc))
+        raise
+    _print_notes(profile)
     if queue is not None:
-        return _queued_start(backend, profile, args, queue)
-    _check_machines(backend, profile, args)
-    paths = backend.start(profile, args.runs_root).paths
+        return queued
     if args.detach:
         print(paths.id)
         return 0
@@ -153,7 +187,7 @@ def _print_launch_plan(plan: LaunchPlan) -> None:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    profile = _load(args.profile, args.set)
+    profile = _load(args.profile, args.set, notes=False)
     preview = for_profile(profile.data).plan(profile, args.runs_root)
     if args.json:
         print_json(preview.plan.to_dict())
@@ -163,7 +197,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
             _print_machines_plan(preview.plan)
         else:
             _print_launch_plan(preview.plan)
-    for problem in preview.problems:
+    for problem in _plan_problems(profile, preview, args.set):
         print(problem, file=sys.stderr)
     return 1 if preview.errors else 0
 
@@ -181,10 +215,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
         errors = sum(1 for p in exc.problems if p.severity == "error")
         print(f"{errors} error(s)", file=sys.stderr)
         return 1
-    _print_notes(profile)
-    if not args.offline:
+    if args.offline:
+        _print_notes(profile)
+    else:
         preview = for_profile(profile.data).plan(profile, args.runs_root)
-        for problem in preview.problems:
+        for problem in _plan_problems(profile, preview, args.set):
             print(problem, file=sys.stderr)
         if preview.errors:
             print(f"{len(preview.errors)} error(s) on this machine (`--offline` checks the profile alone)", file=sys.stderr)

@@ -148,6 +148,22 @@ def locate(problems: Sequence[Problem], text: str, skip: Sequence[str] = (),
     return out
 
 
+def mark_overrides(problems: Sequence[Problem], overrides: Sequence[str], path: Path | None) -> list[Problem]:
+    """Problems found after loading (a plan's, against this machine) marked as loading marks its own: a key set by
+    one of the `overrides` gets "(from --set)", a key written in the profile at `path` its line."""
+    keys = []
+    for override in overrides:
+        try:
+            keys.append(".".join(parse_override(override)[0]))
+        except ProfileError:
+            continue  # refused while loading already
+    try:
+        text = path.read_text(encoding="utf-8") if path is not None else ""
+    except (OSError, UnicodeDecodeError):
+        text = ""
+    return locate(problems, text, skip=keys)
+
+
 # --------------------------------------------------------------------------- migrations
 
 def migrate(data: dict[str, Any], file: str,
