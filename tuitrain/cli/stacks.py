@@ -4,13 +4,9 @@ Argument adders only at import (the parser is built on every command); the work 
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
-from typing import Any
 
 from tuitrain.cli.errors import CliError
-
-FRAMES_SHOWN = 16  # of each rank's main thread, innermost first; the files keep them all
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -32,38 +28,16 @@ def columns(blocks: list[list[str]], width: int) -> list[str]:
     return out
 
 
-def rank_block(stacks: Any, where: str) -> list[str]:
-    from tuitrain.runs.stacks import main_thread
-
-    head = f"rank {stacks.rank} (pid {stacks.pid}, {stacks.how or 'no stack'})"
-    main = main_thread(stacks.threads)
-    if main is None:
-        return [head, "=" * len(head), where]
-    lines = [head, "=" * len(head)]
-    lines += [f"{f.func} {os.path.basename(f.file)}:{f.line}" for f in main.frames[:FRAMES_SHOWN]]
-    if len(main.frames) > FRAMES_SHOWN:
-        lines.append(f"… {len(main.frames) - FRAMES_SHOWN} more")
-    others = len(stacks.threads) - 1
-    if others:
-        lines.append(f"(+{others} other thread{'s' if others > 1 else ''})")
-    return lines
-
-
 def cmd_stacks(args: argparse.Namespace) -> int:
     from tuitrain.cli.output import print_json
     from tuitrain.runs.catalog import find_run, load_record
-    from tuitrain.runs.liveness import effective_status
-    from tuitrain.runs.stacks import take_stacks, write_digest
+    from tuitrain.runs.stacks import StacksError, gather, rank_block
 
     paths = find_run(args.runs_root, args.run)
-    record = load_record(paths)
-    status = effective_status(record)
-    if status not in ("running", "stopping", "starting"):
-        raise CliError(f"run {paths.id} is {status}: only a live run has stacks to take")
-    taken = take_stacks(paths, record)
-    if not taken:
-        raise CliError(f"run {paths.id}: no rank of it runs on this machine (yet); nothing to take")
-    summary = write_digest(paths, taken)
+    try:
+        taken, summary = gather(paths, load_record(paths))
+    except StacksError as exc:
+        raise CliError(str(exc)) from None
     if args.json:
         print_json({"run": paths.id, "digest": summary["lines"],
                     "ranks": {str(r): {"pid": s.pid, "how": s.how, "state": s.state, "where": summary["ranks"][str(r)],

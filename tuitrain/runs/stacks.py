@@ -26,11 +26,17 @@ from tuitrain.runs.layout import STACKS_SIGNAL, RunPaths
 ANSWER_SECONDS = 5.0  # how long the ranks have to write their stacks
 SETTLED_SECONDS = 0.3  # a stacks file that has not grown for this long is complete
 PY_SPY_SECONDS = 10.0
+FRAMES_SHOWN = 16  # of each rank's main thread in its block, innermost first; the files keep them all
+LIVE_STATUSES = ("running", "stopping", "starting")
 TUITRAIN_DIR = str(Path(__file__).resolve().parents[1])
 _FAULTHANDLER_THREAD = re.compile(r"^(Current thread|Thread) (0x[0-9a-fA-F]+)")
 _FAULTHANDLER_FRAME = re.compile(r'^\s+File "(.*)", line (\d+) in (.*)$')
 _PY_SPY_THREAD = re.compile(r"^Thread (\S+) (.*)$")
 _PY_SPY_FRAME = re.compile(r"^\s+(\S.*?) \((.+):(\d+)\)$")
+
+
+class StacksError(Exception):
+    """Why no stacks can be taken of a run, in one line."""
 
 
 @dataclass(frozen=True)
@@ -218,6 +224,35 @@ def write_digest(paths: RunPaths, taken: Mapping[int, RankStacks]) -> dict[str, 
             "how": {str(r): s.how for r, s in taken.items()}}
     write_json_atomic(paths.stacks_digest, data)
     return data
+
+
+def gather(paths: RunPaths, record: Mapping[str, Any]) -> tuple[dict[int, RankStacks], dict[str, Any]]:
+    """Every rank's stacks and their digest (kept in stacks/): what `tuitrain stacks` and the monitor's key show."""
+    from tuitrain.runs.liveness import effective_status
+
+    status = effective_status(dict(record))
+    if status not in LIVE_STATUSES:
+        raise StacksError(f"run {paths.id} is {status}: only a live run has stacks to take")
+    taken = take_stacks(paths, record)
+    if not taken:
+        raise StacksError(f"run {paths.id}: no rank of it runs on this machine (yet); nothing to take")
+    return taken, write_digest(paths, taken)
+
+
+def rank_block(stacks: RankStacks, where: str) -> list[str]:
+    """A rank's heading and its main thread's frames, innermost first (or where it is, when it has no stack)."""
+    head = f"rank {stacks.rank} (pid {stacks.pid}, {stacks.how or 'no stack'})"
+    main = main_thread(stacks.threads)
+    if main is None:
+        return [head, "=" * len(head), where]
+    lines = [head, "=" * len(head)]
+    lines += [f"{f.func} {os.path.basename(f.file)}:{f.line}" for f in main.frames[:FRAMES_SHOWN]]
+    if len(main.frames) > FRAMES_SHOWN:
+        lines.append(f"… {len(main.frames) - FRAMES_SHOWN} more")
+    others = len(stacks.threads) - 1
+    if others:
+        lines.append(f"(+{others} other thread{'s' if others > 1 else ''})")
+    return lines
 
 
 def read_digest(paths: RunPaths) -> dict[str, Any] | None:

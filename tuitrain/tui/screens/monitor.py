@@ -4,6 +4,7 @@ requests a live run honours (save, evaluate, stop, kill) or a new run (resume fr
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +17,7 @@ from textual.screen import Screen
 from textual.widgets import Static, TabbedContent, TabPane
 
 from tuitrain.humanize import duration, number
+from tuitrain.runs.hang import HUNG_LABEL, Hang, describe
 from tuitrain.runs.live import RunWatch
 from tuitrain.runs.logfile import TRACEBACK
 from tuitrain.runs.record import FINAL_STATUSES
@@ -78,7 +80,10 @@ class MonitorScreen(Screen):
         Binding("m", "show('tab-metrics')", "Metrics", show=False, tooltip="Show the curves"),
         Binding("p", "show('tab-checkpoints')", "Checkpoints", show=False, tooltip="Show the checkpoints"),
         Binding("u", "show('tab-gpus')", "GPUs", show=False, tooltip="Show the devices, ranks and host in use"),
+        Binding("h", "stacks", "Stacks", show=False,
+                tooltip="Where every rank is: its stacks, all threads, and a digest (as `tuitrain stacks`)"),
     ]
+    HANG_POLL_SECONDS = 2.0  # how often the heartbeats are judged (runs.hang), as the supervisor does
 
     class Updated(Message):
         """The worker read something new; the screen refreshes from its RunWatch."""
@@ -109,6 +114,9 @@ class MonitorScreen(Screen):
         self._shown = threading.Event()  # what the worker read last is on screen
         self._samples_changed = False
         self.job: str | None = None  # a Slurm run's job state, as the app's runs watcher reads it ("RUNNING", …)
+        self.hang: Hang | None = None  # runs.hang's verdict on the live run, read by the worker
+        self.hang_digest: str | None = None  # the digest of the stacks taken during this hang (stacks/digest.json)
+        self._hang_at = 0.0
 
     # ------------------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
@@ -161,6 +169,7 @@ class MonitorScreen(Screen):
             changed = self.run_watch.poll()
             if self.machines:
                 changed |= self.poll_machines()
+            changed |= self.poll_hang()
             for view in self._log_views:
                 changed |= view.sync()  # its repeated warnings folded, its filter filled
             self._shown.clear()
@@ -199,6 +208,37 @@ class MonitorScreen(Screen):
                 self.machines = machines
                 changed = True
         return changed
+
+    def poll_hang(self) -> bool:
+        """Every HANG_POLL_SECONDS: is the run hung? (runs.hang, which ranks, since when, stragglers) and the digest of
+        the stacks taken since its ranks stopped; True when the verdict changed."""
+        now = time.monotonic()
+        if now - self._hang_at < self.HANG_POLL_SECONDS:
+            return False
+        self._hang_at = now
+        from tuitrain.runs.hang import run_hang
+        from tuitrain.runs.stacks import digest_text, read_digest
+
+        hang = run_hang(self.run_watch.paths, self.run_watch.record, now=self.app.clock())
+        digest = read_digest(self.run_watch.paths) if hang is not None and hang.hung else None
+        text = None
+        if digest and hang is not None and float(digest.get("time") or 0) >= (hang.since or 0):
+            text = digest_text(digest)
+        changed = (hang, text) != (self.hang, self.hang_digest)
+        self.hang, self.hang_digest = hang, text
+        return changed
+
+    def hang_lines(self) -> list[Text]:
+        """What the header says of a hang or a straggler, as `tuitrain status` says it (runs.hang.describe)."""
+        if self.hang is None or self.run_watch.status not in ("running", "stopping"):
+            return []
+        said = describe(self.hang, self.app.clock())
+        lines = [Text(line, style="yellow", no_wrap=True) for line in said]
+        if self.hang.hung:
+            lines[0].append(" · h: stacks", style="bold")
+            if self.hang_digest:
+                lines.append(Text(f"stacks: {self.hang_digest}", style="yellow", no_wrap=True))
+        return lines
 
     def runs_polled(self, rows: list[Any]) -> None:
         """The app's runs watcher polled the runs root: a Slurm run's job state is read there (one squeue for every
@@ -248,7 +288,9 @@ class MonitorScreen(Screen):
         status = w.status
         total = p.get("max_steps") or record.get("max_steps")
         step = p["step"]
-        line1 = Text.assemble("● ", status_text(status), no_wrap=True, overflow="ellipsis")
+        hang_lines = self.hang_lines()
+        hung = self.hang is not None and self.hang.hung and bool(hang_lines)
+        line1 = Text.assemble("● ", status_text(HUNG_LABEL if hung else status), no_wrap=True, overflow="ellipsis")
         if status == "failed":
             line1.append(f" ({self.failed_where()})", style="red")
         job = slurm_job_id(record)
@@ -280,7 +322,7 @@ class MonitorScreen(Screen):
             end = record.get("ended") or (self.app.clock() if status not in FINAL_STATUSES else None)
             if end:
                 line2.append(f"  elapsed {duration(end - started)}")
-        lines = [line1, line2]
+        lines = [line1, line2, *hang_lines]
         if status in ("failed", "killed", "lost") and record.get("error"):
             lines.append(Text(str(record["error"]), style="red" if status != "killed" else "magenta", no_wrap=True))
         if self.machines:
@@ -289,11 +331,7 @@ class MonitorScreen(Screen):
         for line in lines:
             line.truncate(width, overflow="ellipsis")
         header = Text("\n").join(lines)
-        header_line = self.query_one("#header", TextLine)
-        if self.machines:
-            header_line.styles.height = len(lines)
-        else:
-            header_line.set_class(len(lines) > 2, "with-cause")
+        self.query_one("#header", TextLine).styles.height = len(lines)
         self._set("#header", header)
 
     def failed_where(self) -> str:
@@ -553,6 +591,16 @@ class MonitorScreen(Screen):
     def _request(self, what: str) -> None:
         self.run_worker(lambda: run_request(self.app, self.run_dir, what), thread=True, group="control",
                         exit_on_error=False)
+
+    def action_stacks(self) -> None:
+        """Every rank's stacks and their digest, taken in the stacks screen's worker."""
+        from tuitrain.tui.screens.stacks import StacksScreen
+
+        if self.run_watch.status in FINAL_STATUSES:
+            self.notify(f"run {self.run_watch.paths.id} has ended ({self.run_watch.status}): no stacks to take",
+                        severity="warning")
+            return
+        self.app.push_screen(StacksScreen(self.run_dir))
 
     def action_output_folder(self) -> None:
         """Over SSH there is no file manager to open: show the path and put it on the clipboard

@@ -1,0 +1,124 @@
+"""Issue 26 in the app: the monitor's header says a live run is hung? (runs.hang's verdict: which ranks stopped moving
+and since when, a straggler), and its `h` takes every rank's stacks in a worker (runs.stacks.gather, as `tuitrain
+stacks`) and shows their digest. Fixed run directories (test_tui_fixtures.make_runs) with heartbeats written here;
+the stacks are a real process's, a sleeper that answers SIGUSR2 as a rank does (faulthandler)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+
+from test_tui_app import base, make_app, until  # noqa: F401 (base: a fixture)
+from test_tui_fixtures import FIXED_CLOCK, RUNNING, fixed_time
+from test_tui_multinode import open_monitor, run_app
+
+fixed_time()
+
+SLEEPER = """import faulthandler, signal, sys, time
+out = open(sys.argv[1], "a")
+faulthandler.register(signal.SIGUSR2, file=out, all_threads=True, chain=False)
+print("ready", flush=True)
+while True:
+    time.sleep(3600)  # the hang
+"""
+
+
+def write_beat(run_dir: Path, rank: int, age: float, step: int = 23, step_seconds: float = 0.5) -> None:
+    folder = run_dir / "heartbeats"
+    folder.mkdir(exist_ok=True)
+    moved = FIXED_CLOCK - age
+    (folder / f"rank-{rank}.json").write_text(json.dumps(
+        {"rank": rank, "pid": None, "step": step, "phase": "step", "time": moved, "since": moved,
+         "step_seconds": step_seconds, "slow_seconds": {}}), encoding="utf-8")
+
+
+def header(monitor) -> str:
+    from tuitrain.tui.widgets.text_line import TextLine
+
+    return monitor.query_one("#header", TextLine).text
+
+
+def test_the_monitor_header_says_which_ranks_stopped_moving_and_since_when(base):  # noqa: F811
+    run_dir = base / "runs" / RUNNING
+    write_beat(run_dir, 0, age=300)  # 5 minutes without a move: past the 60 s floor
+
+    async def script(pilot):
+        monitor = await open_monitor(pilot, RUNNING)
+        said = await until(pilot, lambda: "hung?" in header(monitor) and header(monitor), what="hung? in the header")
+        lines = said.splitlines()
+        assert lines[0].startswith("● hung? · step 23/40"), said
+        assert lines[2].startswith("hung? rank 0 made no progress for 300s (since 00:55:00): rank 0 in step 23"), said
+        assert lines[2].endswith("· h: stacks"), said
+        write_beat(run_dir, 0, age=1)  # it moves again
+        await until(pilot, lambda: "hung?" not in header(monitor), what="hung? to leave the header")
+        assert header(monitor).startswith("● running · step 23/40")
+
+    run_app(make_app(base), script)
+
+
+def test_a_straggler_is_named_in_the_header(base):  # noqa: F811
+    run_dir = base / "runs" / RUNNING
+    write_beat(run_dir, 0, age=1, step_seconds=0.5)
+    write_beat(run_dir, 1, age=1, step_seconds=0.5)
+    write_beat(run_dir, 2, age=1, step_seconds=2.0)
+
+    async def script(pilot):
+        monitor = await open_monitor(pilot, RUNNING)
+        said = await until(pilot, lambda: "straggler" in header(monitor) and header(monitor), what="the straggler")
+        assert "straggler: rank 2's steps take 2.00s, the others' 0.50s" in said and "hung?" not in said, said
+
+    run_app(make_app(base), script)
+
+
+def test_h_takes_every_ranks_stacks_in_a_worker_and_shows_the_digest(base, tmp_path):  # noqa: F811
+    from textual.widgets import Static
+
+    run_dir = base / "runs" / RUNNING
+    sleeper = tmp_path / "sleeper.py"
+    sleeper.write_text(SLEEPER, encoding="utf-8")
+    (run_dir / "stacks").mkdir()
+    proc = subprocess.Popen([sys.executable, str(sleeper), str(run_dir / "stacks" / "rank-0.txt")],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+        record = json.loads((run_dir / "run.json").read_text())
+        record["processes"] = {"rank 0": {"pid": proc.pid, "started": psutil.Process(proc.pid).create_time()}}
+        (run_dir / "run.json").write_text(json.dumps(record))
+
+        async def script(pilot):
+            monitor = await open_monitor(pilot, RUNNING)
+            await pilot.press("h")
+            screen = await until(pilot, lambda: type(pilot.app.screen).__name__ == "StacksScreen" and pilot.app.screen,
+                                 what="the stacks screen")
+            said = str(screen.query_one("#stacks", Static).content)
+            assert "taking every rank's stacks" in said or screen.shown, said  # the screen shows before the stacks come
+            await until(pilot, lambda: screen.shown, timeout=30, what="the stacks")
+            lines = screen.shown.splitlines()
+            assert lines[:2] == ["digest", "  rank 0: in your script, sleeper.py line 6 `time.sleep(…)`"], screen.shown
+            assert any(line.startswith(f"rank 0 (pid {proc.pid}, ") for line in lines), screen.shown
+            assert "<module> sleeper.py:6" in lines, screen.shown
+            assert json.loads((run_dir / "stacks" / "digest.json").read_text())["lines"] == [lines[1].strip()]
+            await pilot.press("escape")
+            await until(pilot, lambda: pilot.app.screen is monitor, what="back to the monitor")
+
+        run_app(make_app(base), script)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_h_on_an_ended_run_says_there_is_nothing_to_take(base):  # noqa: F811
+    from test_tui_fixtures import FINISHED
+
+    async def script(pilot):
+        monitor = await open_monitor(pilot, FINISHED)
+        await pilot.press("h")
+        await until(pilot, lambda: any("no stacks to take" in str(n.message) for n in pilot.app._notifications),
+                    what="the warning")
+        assert pilot.app.screen is monitor
+
+    run_app(make_app(base), script)
