@@ -79,8 +79,28 @@ def test_a_rank_record_is_replaced_whole_when_it_changes(tmp_path: Path) -> None
     assert home.rank_record(2).read_text() == '{"rank": 2, "exit_code": 0}\n'
 
 
+def test_heartbeats_and_stacks_come_home_whole_so_home_judges_every_machines_ranks(tmp_path: Path) -> None:
+    """Issue 26: hung? and the stacks' digest name the ranks of every machine (runs.hang reads heartbeats/ at home)."""
+    from tuitrain.runs.heartbeat import read_beats
+
+    node, home = node_and_home(tmp_path)
+    files = NodeFiles(node, 1)
+    node.heartbeats.mkdir()
+    node.stacks.mkdir()
+    node.heartbeat(3).write_text('{"rank": 3, "phase": "step", "time": 100.0, "step": 5}')
+    node.rank_stacks(3).write_text('Thread 0x1 (most recent call first):\n  File "train.py", line 8 in main\n')
+    ship(files, home)
+    assert read_beats(home)[3].step == 5
+    assert home.rank_stacks(3).read_text().endswith('line 8 in main\n')
+    node.heartbeat(3).write_text('{"rank": 3, "phase": "step", "time": 101.0, "step": 6}')
+    ship(files, home)
+    assert read_beats(home)[3].step == 6
+    assert ship(files, home) == 0
+
+
 @pytest.mark.parametrize("path", ["../../etc/passwd", "/etc/passwd", "run.json", "logs/../run.json",
-                                  "logs/rank-1.log/../../x", "control/stop", "profile.toml", ""])
+                                  "logs/rank-1.log/../../x", "control/stop", "profile.toml", "stacks/digest.json",
+                                  "heartbeats/../run.json", ""])
 def test_a_node_cannot_write_outside_what_is_mirrored(tmp_path: Path, path: str) -> None:
     _, home = node_and_home(tmp_path)
     (home.root / "run.json").write_text("{}")

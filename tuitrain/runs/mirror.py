@@ -9,6 +9,10 @@ run as it reads a local one. Which files travel, and where they land, is decided
     logs/launcher.log    → logs/machine-M.log    (each machine's accelerate launch and agent)
     events.jsonl         → events.jsonl          (whole lines only: several machines append to it)
     ranks/rank-K.json    → ranks/rank-K.json     (replaced whole when it changes)
+    heartbeats/rank-K.json → the same            (the rank's step and phase, tuitrain.runs.heartbeat: home judges
+                                                  every machine's ranks for a hang; replaced whole when it changes)
+    stacks/rank-K.txt    → the same              (the rank's stacks, taken on its machine: tuitrain.runs.stacks;
+                                                  replaced whole when it changes)
     machines/machine-M-samples.json → the same   (the machine's whole-run samples, tuitrain.runs.samples; replaced
                                                   whole when it changes)
     machines/machine-M-manifest.json → the same  (what the machine runs on, tuitrain.runs.manifest; replaced whole)
@@ -32,6 +36,7 @@ from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.samples import samples_path
 
 _HOME_PATH = re.compile(r"(logs/rank-\d+\.(log|times)|logs/machine-\d+\.log|events\.jsonl|ranks/rank-\d+\.json"
+                        r"|heartbeats/rank-\d+\.json|stacks/rank-\d+\.txt"
                         r"|machines/machine-\d+-(gpus|samples|manifest)\.json|machines/machine-\d+-git-\d+\.diff)\Z")
 
 
@@ -60,6 +65,12 @@ class NodeFiles:
     offsets: dict[str, int] = field(default_factory=dict)  # home path → bytes sent
     stamps: dict[str, tuple[int, int]] = field(default_factory=dict)  # home path → (mtime_ns, size) sent
 
+    @property
+    def _whole_folders(self) -> tuple[tuple[Path, str], ...]:
+        """The folders whose files travel whole, each with its files' pattern."""
+        return ((self.paths.ranks, "rank-*.json"), (self.paths.heartbeats, "rank-*.json"),
+                (self.paths.stacks, "rank-*.txt"))
+
     def _appendable(self) -> list[tuple[Path, str]]:
         files = [(self.paths.events, "events.jsonl"), (self.paths.launcher_log, machine_log(self.machine_rank))]
         if self.paths.logs.is_dir():
@@ -79,8 +90,8 @@ class NodeFiles:
                 if not chunk:
                     break
                 out.append(encode_bytes("append", home, chunk))
-        whole = [(p, f"ranks/{p.name}") for p in sorted(self.paths.ranks.glob("rank-*.json"))] \
-            if self.paths.ranks.is_dir() else []
+        whole = [(p, f"{folder.name}/{p.name}") for folder, pattern in self._whole_folders if folder.is_dir()
+                 for p in sorted(folder.glob(pattern))]
         samples = samples_path(self.paths.root, self.machine_rank)
         whole.append((samples, f"machines/{samples.name}"))
         manifest = self.paths.machine_manifest(self.machine_rank)
