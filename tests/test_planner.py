@@ -14,7 +14,7 @@ from conftest import demo_profile_data
 from tuitrain.hardware import Hardware, detect_hardware
 from tuitrain.launch import plan_launch
 from tuitrain.launch.machines import plan_machines
-from tuitrain.launch.planner import MachineRole, plan_machine, role_of
+from tuitrain.launch.planner import MachineRole, arrival_env, plan_machine, role_of
 from tuitrain.launch.preflight import MachineFacts
 from tuitrain.profile import Profile, profile_with_defaults
 from tuitrain.runs.layout import RunPaths
@@ -99,6 +99,23 @@ def test_one_listed_machine_runs_what_the_local_plan_runs_on_it(hardware: dict[s
     assert machine.env == local.env and machine.accelerate_config == local.accelerate_config
     assert machine.accelerator == local.accelerator == hardware["accelerator"]
     assert [w.replace(machine.node_dir, str(RUN)) for w in without_rank_flags(machine.argv)] == local.argv
+
+
+@pytest.mark.parametrize("extra", [{}, {"script": {"path": "train.py", "workdir": "/here"}}])
+def test_a_listed_machine_completed_on_arrival_runs_with_the_local_plans_environment(extra: dict[str, Any],
+                                                                                    monkeypatch) -> None:
+    """What only the machine knows (its cores: the threads; where its tuitrain is: a script's hook) is filled in on
+    arrival by the planner's own rules, so its environment is the one `tuitrain run` plans on that machine."""
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    data = demo_profile_data(hardware={"accelerator": "cpu"}, distributed={
+        "strategy": "ddp", "num_processes": 2, "main_process_port": 29555, "machines": [{"host": "node1"}]})
+    settings = settings_of({**data, **extra})
+    local = plan_launch(settings, BOX, RUN, "p.toml", machine=MachineFacts())
+    machine = plan_machines(settings, RUN, "p.toml", local_python=local.argv[0], local_cwd="/here").machines[0]
+    assert "OMP_NUM_THREADS" not in machine.env  # planned at home: its cores are not known there
+    assert arrival_env(machine.env, BOX.physical_cores, machine.num_processes) == local.env
+    fixed = {**machine.env, "OMP_NUM_THREADS": "3"}  # hardware.cpu_threads_per_process: the plan's, kept
+    assert arrival_env(fixed, BOX.physical_cores, 2)["OMP_NUM_THREADS"] == "3"
 
 
 def frozen_run(tmp_path: Path, data: dict[str, Any]) -> RunPaths:

@@ -10,8 +10,9 @@ Where the plan is made is the one thing that changes the answers, and `hardware`
   threads, the PYTHONPATH tuitrain runs with is kept behind a script's hook, and its checks run (the installed
   packages, the port, the GPUs: `problems`);
 - None, the machine is elsewhere and nothing of it is known: its devices are read from the profile alone
-  (devices_elsewhere), its agent sets the threads and its own hook's path on arrival (runs.node_agent), and
-  `tuitrain doctor` checks it; its command spells out its place in the run (a person reads one per machine).
+  (devices_elsewhere), what only that machine knows is filled in on arrival (`arrival_env`: its threads from its
+  cores, its own hook's path; asked by its agent, runs.node_agent), and `tuitrain doctor` checks it; its command
+  spells out its place in the run (a person reads one per machine).
 """
 
 from __future__ import annotations
@@ -28,10 +29,18 @@ from tuitrain.hardware.preflight import check as hardware_preflight
 from tuitrain.launch.accelerate_config import accelerate_config
 from tuitrain.launch.devices import Devices, devices_elsewhere, devices_here
 from tuitrain.launch.preflight import MachineFacts, machine_problems, probe_machine
-from tuitrain.launch.script import is_script, resolved_script, script_env, script_note, script_program
+from tuitrain.launch.script import (
+    is_script,
+    local_hook_path,
+    resolved_script,
+    script_env,
+    script_note,
+    script_program,
+)
 from tuitrain.launch.threads import cpu_threads
 from tuitrain.profile import Problem
 from tuitrain.profile.rules.strategies import FSDP_ALONE_FIX, fsdp_world_of_one
+from tuitrain.script import SCRIPT_ENV
 
 ENGINE_MODULE = "tuitrain.engine"
 LAUNCH_MODULE = "accelerate.commands.launch"
@@ -214,3 +223,16 @@ def plan_machine(settings: Mapping[str, Any], role: MachineRole, hardware: Hardw
         accelerator=devices.accelerator, processes=role.processes, cwd=cwd, device_notes=devices.notes,
         thread_note=thread_note, launch_notes=launch_notes,
         interface_note=interface_note(role.interface) if role.interface else None, problems=problems)
+
+
+def arrival_env(env: Mapping[str, str], cores: int, processes: int) -> dict[str, str]:
+    """The environment of a machine planned elsewhere (`plan_machine` with no hardware), completed on that machine
+    by what only it knows: OMP_NUM_THREADS from its physical `cores` shared by its `processes` (unless the profile
+    fixed it: then the plan has it), and for a script its own tuitrain's hook folder first on PYTHONPATH (tuitrain
+    may be installed elsewhere there). The plan made on the machine itself gets the same from the same rules."""
+    out = dict(env)
+    if "OMP_NUM_THREADS" not in out:
+        out.update(cpu_threads({"hardware": {}}, cores, processes)[0])
+    if SCRIPT_ENV in out:
+        out["PYTHONPATH"] = local_hook_path(out.get("PYTHONPATH"))
+    return out

@@ -16,7 +16,7 @@ THREADS_KEY = "hardware.cpu_threads_per_process"
 
 def cpu_threads(profile: Mapping[str, Any], cores: int, processes_here: int) -> tuple[dict[str, str], str]:
     """(environment, plan note) for the processes of one machine. `cores`: that machine's physical cores
-    (0: not known where the plan is made: the machine's node agent applies this rule there)."""
+    (0: not known where the plan is made: launch.planner.arrival_env applies this rule on that machine)."""
     asked = profile["hardware"].get("cpu_threads_per_process")
     if asked:
         return {"OMP_NUM_THREADS": str(asked)}, f"OMP_NUM_THREADS={asked}: {THREADS_KEY} = {asked}"

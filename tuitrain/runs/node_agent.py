@@ -25,8 +25,7 @@ from typing import IO, Any
 
 from tuitrain.atomic import write_text_atomic
 from tuitrain.hardware.host import physical_cores
-from tuitrain.launch.script import local_hook_path
-from tuitrain.launch.threads import cpu_threads
+from tuitrain.launch.planner import arrival_env
 from tuitrain.remote.wire import BEAT_SECONDS, SILENCE_SECONDS, WireError, decode, encode, encode_bytes, send
 from tuitrain.runs.layout import CONTROL_REQUESTS, CONTROL_TERMINATE, RunPaths
 from tuitrain.runs.mirror import NodeFiles, machine_gpus
@@ -34,7 +33,6 @@ from tuitrain.runs.process_tree import alive
 from tuitrain.runs.record import INHERITED_KEYS, new_record, reserve_space, write_record
 from tuitrain.runs.redirect import redirect_output
 from tuitrain.runs.supervisor import KILL_GRACE_SECONDS, Supervisor, log
-from tuitrain.script import SCRIPT_ENV
 
 SETUP_TIMEOUT = 30.0
 LAST_WORDS_WAIT = 20.0  # how long --last-words waits for the agent to end (it ends its ranks first)
@@ -209,12 +207,8 @@ def prepare(setup: dict[str, Any]) -> RunPaths:
         if name in ("profile.toml", "accelerate.yaml"):
             write_text_atomic(root / name, str(text))
     given = dict(setup.get("record") or {})
-    env = dict(given.get("env") or {})
-    if "OMP_NUM_THREADS" not in env:  # the plan, made at home, did not know this machine's cores
-        env.update(cpu_threads({"hardware": {}}, physical_cores(), int(setup.get("processes_here") or 1))[0])
-    if SCRIPT_ENV in env:  # a script's ranks load this machine's tuitrain hook, wherever tuitrain is installed here
-        env["PYTHONPATH"] = local_hook_path(env.get("PYTHONPATH"))
-    given["env"] = env
+    # the plan, made at home, knew neither this machine's cores nor where its tuitrain is
+    given["env"] = arrival_env(given.get("env") or {}, physical_cores(), int(setup.get("processes_here") or 1))
     record = new_record(str(setup["run_id"]), str(setup.get("profile") or "profile"), cwd=str(workdir),
                         machine_rank=int(setup["machine_rank"]), home=setup.get("home"),
                         **{k: given[k] for k in RECORD_KEYS if k in given})
