@@ -17,8 +17,11 @@ from tuitrain.launch.machines import plan_machines
 from tuitrain.launch.planner import MachineRole, arrival_env, plan_machine, role_of
 from tuitrain.launch.preflight import MachineFacts
 from tuitrain.profile import Profile, profile_with_defaults
+from tuitrain.profile.rules.machines import machine_processes
 from tuitrain.runs.layout import RunPaths
+from tuitrain.runs.relaunch import launch_settings
 from tuitrain.slurm.agent import job_port, plan_node
+from tuitrain.slurm.submit import job_settings
 
 NVML = Path(__file__).resolve().parent / "fixtures" / "nvml"
 BOX = Hardware(cpu_count=16, physical_cores=8)
@@ -151,3 +154,25 @@ def test_a_slurm_node_meets_the_others_over_its_interface_and_keeps_slurms_gpus(
     node = plan_node(frozen_run(tmp_path, data), 1, 2, "10.0.0.7", "1234")  # node 1: no port of its own to probe
     assert "CUDA_VISIBLE_DEVICES" not in node.env  # Slurm's own selection: every GPU it gave the job is the run's
     assert node.env["GLOO_SOCKET_IFNAME"] == "ib0" and node.env["NCCL_SOCKET_IFNAME"] == "=ib0"  # as a listed machine
+
+
+@pytest.mark.parametrize(("hardware", "distributed", "processes"), [
+    ({"accelerator": "cuda", "gpus": [0, 1, 2, 3]}, {"strategy": "ddp", "num_processes": None}, 4),
+    ({"accelerator": "cuda", "gpus": [0, 1, 2, 3]}, {"strategy": "ddp", "num_processes": 2}, 2),
+    ({"accelerator": "cuda", "gpus": [0, 1]}, {"strategy": "single", "num_processes": None}, 1),
+    ({"accelerator": "cpu"}, {"strategy": "ddp", "num_processes": None}, 1),
+])
+def test_every_backend_starts_the_same_processes_on_a_machine(hardware: dict[str, Any], distributed: dict[str, Any],
+                                                              processes: int) -> None:
+    """A run here, a listed machine and a Slurm node with the same GPUs run the same number of processes. A Slurm job
+    used to run one process on a node it asked one GPU per listed GPU for (num_processes unset)."""
+    data = demo_profile_data(hardware=hardware, distributed=distributed)
+    box = detect_hardware(environ={"TUITRAIN_NVML_TABLE": str(NVML / "eight_h100.json")})
+    here, _notes = launch_settings(Profile(path=None, data=data), box)
+    listed = demo_profile_data(hardware=hardware, distributed={**distributed, "machines": [{"host": "node1"}]})
+    settings = settings_of(listed)
+    counting = listed["distributed"]  # as written: an unset num_processes is no count
+    _settings, resources = job_settings(Profile(path=None, data=data))
+    assert here["distributed"]["num_processes"] == processes
+    assert machine_processes(settings["distributed"]["machines"][0], counting, settings["hardware"]) == processes
+    assert resources.processes_per_node == processes

@@ -11,6 +11,7 @@ from tuitrain.backends.base import Check, Pause, Preview, Resumed, Say, Started,
 from tuitrain.backends.local import stop_here
 from tuitrain.launch.machines import MachinePlan, MachinesPlan, plan_machines
 from tuitrain.profile import Profile, load_profile, profile_with_defaults
+from tuitrain.profile.processes import processes_set
 from tuitrain.runs.kind import RunKind
 from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.relaunch import launch_on_machines, resume_on_machines
@@ -19,9 +20,8 @@ from tuitrain.runs.relaunch import launch_on_machines, resume_on_machines
 def plan_profile_machines(profile: Profile, runs_root: Path, ssh_config: str | None = None,
                           local_cwd: str | None = None) -> MachinesPlan:
     """The profile's plan, one per machine, against `<new-run>` under `runs_root`."""
-    processes_set = "num_processes" in (profile.data.get("distributed") or {})
     return plan_machines(profile_with_defaults(profile), runs_root / "<new-run>", str(profile.path),
-                         processes_set=processes_set, ssh_config=ssh_config, local_cwd=local_cwd)
+                         processes_set=processes_set(profile.data), ssh_config=ssh_config, local_cwd=local_cwd)
 
 
 def machine_command(machine: MachinePlan) -> str:

@@ -31,6 +31,7 @@ from tuitrain.launch.preflight import MachineFacts
 from tuitrain.profile import Problem
 from tuitrain.profile.accelerate_names import CPU_RANKS_MARK
 from tuitrain.profile.implied import implied_notes
+from tuitrain.profile.processes import processes_per_machine
 
 MACHINES_NOT_BUILT = "a profile that lists [[distributed.machines]] is planned machine by machine, not as one machine's run"
 
@@ -93,16 +94,18 @@ def export_accelerate_config(profile: Mapping[str, Any], file: str = "profile",
     gpus = hw.get("gpus") if accelerator != "cpu" else None
     gpu_ids = ",".join(str(g) for g in gpus) if gpus else "all"
     base_dir = profile_folder(file)
-    per_gpu = not processes_set and dist["strategy"] != "single" and accelerator in ("auto", "cuda")
-    if per_gpu and gpus and len(gpus) > 1:
-        profile = {**profile, "distributed": {**dist, "num_processes": len(gpus)}}
+    # unset, the count is the run's rule (one per listed GPU); None: only the machine it runs on can tell
+    counted = None if processes_set else processes_per_machine(None, dist["strategy"], accelerator,
+                                                                len(gpus) if gpus else None)
+    if counted is not None and counted > 1:
+        profile = {**profile, "distributed": {**dist, "num_processes": counted}}
     config = accelerate_config(profile, accelerator, gpu_ids, deepspeed_json_path(profile, base_dir))
     header = [f"accelerate config of {file} (tuitrain profile export-accelerate)",
               "use it with: accelerate launch --config_file THIS_FILE your_script.py"]
-    if per_gpu and gpus and len(gpus) > 1:
-        header.append(f"num_processes: one per selected GPU ({len(gpus)} per machine), as `tuitrain run` starts "
+    if counted is not None and counted > 1:
+        header.append(f"num_processes: one per selected GPU ({counted} per machine), as `tuitrain run` starts "
                       "when distributed.num_processes is not set")
-    elif per_gpu and not gpus:
+    elif not processes_set and counted is None:
         header.append("num_processes: not set in the profile, so `tuitrain run` starts one per GPU of the machine "
                       "it runs on; this file says 1: set distributed.num_processes for a fixed count")
     if accelerator == "cpu" and config["distributed_type"] == "MULTI_GPU":

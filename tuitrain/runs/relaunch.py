@@ -17,6 +17,7 @@ from tuitrain.launch import LaunchPlan, plan_launch
 from tuitrain.launch.machines import MachinesPlan, plan_machines
 from tuitrain.launch.script import is_script, resolved_script
 from tuitrain.profile import Profile, load_profile, profile_with_defaults
+from tuitrain.profile.processes import processes_per_machine, processes_set
 from tuitrain.runs.checkpoints import Checkpoint, inspect_checkpoint, latest_complete, run_checkpoints
 from tuitrain.runs.kind import run_kind
 from tuitrain.runs.layout import RunPaths
@@ -40,20 +41,18 @@ def planner(settings: dict[str, Any], file: str, hardware: Hardware | None = Non
 
 
 def launch_settings(profile: Profile, hardware: Hardware) -> tuple[dict[str, Any], list[str]]:
-    """The profile with defaults, and `distributed.num_processes` one per selected GPU when the
-    profile leaves it unset and runs a multi-process strategy on NVIDIA GPUs (as torchrun's
-    --nproc_per_node=gpu does). Returns the settings and a note saying what was chosen."""
+    """The profile with defaults, and `distributed.num_processes` as this machine runs it
+    (profile.processes.processes_per_machine: one per selected GPU when the profile leaves it unset and runs a
+    multi-process strategy on NVIDIA GPUs). Returns the settings and a note saying what was chosen."""
     from tuitrain.hardware.mapping import map_devices
 
     settings = profile_with_defaults(profile)
     dist, chosen = settings["distributed"], settings["hardware"]
-    if "num_processes" in (profile.data.get("distributed") or {}) or dist["strategy"] == "single":
+    if processes_set(profile.data):
         return settings, []
-    if chosen["accelerator"] not in ("auto", "cuda") or not hardware.gpus:
-        return settings, []
-    mapping = map_devices(hardware.gpus, chosen.get("gpus"), chosen["device_order"])
-    count = len(mapping.assignments)
-    if count < 2:
+    selected = len(map_devices(hardware.gpus, chosen.get("gpus"), chosen["device_order"]).assignments) if hardware.gpus else 0
+    count = processes_per_machine(None, dist["strategy"], chosen["accelerator"], selected)
+    if count is None or count == dist["num_processes"]:
         return settings, []
     dist["num_processes"] = count
     return settings, [f"distributed.num_processes = {count}: one process per selected GPU (not set in the profile)"]
@@ -84,10 +83,10 @@ def plan_profile(profile: Profile, run_dir: Path, hardware: Hardware | None = No
 def machines_planner(profile: Profile, settings: dict[str, Any], file: str,
                      ssh_config: str | None = None, resume_from: Path | None = None) -> Callable[[Path], MachinesPlan]:
     """Plans for a profile that lists [[distributed.machines]] (nothing of this machine's hardware is read)."""
-    processes_set = "num_processes" in (profile.data.get("distributed") or {})
+    written = processes_set(profile.data)
 
     def plan(run_dir: Path) -> MachinesPlan:
-        return plan_machines(settings, Path(run_dir), file, processes_set=processes_set, ssh_config=ssh_config,
+        return plan_machines(settings, Path(run_dir), file, processes_set=written, ssh_config=ssh_config,
                              resume_from=resume_from)
 
     return plan

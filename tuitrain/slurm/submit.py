@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from tuitrain.profile import Profile, profile_with_defaults
+from tuitrain.profile.processes import processes_set
 from tuitrain.runs.checkpoints import Checkpoint
 from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.record import read_record, update_record
@@ -34,7 +35,7 @@ class Submitted:
 def job_settings(profile: Profile) -> tuple[dict[str, Any], Resources]:
     """The profile with defaults, and what each node of its job needs (ScriptError when Slurm cannot place it)."""
     settings = profile_with_defaults(profile)
-    return settings, job_resources(settings, str(profile.path or "profile"))
+    return settings, job_resources(settings, str(profile.path or "profile"), processes_set(profile.data))
 
 
 def frozen_data(frozen: dict[str, Any], resources: Resources) -> dict[str, Any]:

@@ -7,6 +7,7 @@ import re
 from typing import Any, Mapping
 
 from ..problems import Problem, Severity
+from ..processes import processes_per_machine
 from ..schema import MACHINE_KEYS
 from ..values import toml_literal
 from .common import value_of, value_or_default
@@ -35,23 +36,15 @@ def machine_gpus(machine: Mapping[str, Any], hardware: Mapping[str, Any]) -> lis
 
 
 def machine_processes(machine: Mapping[str, Any], dist: Mapping[str, Any], hardware: Mapping[str, Any]) -> int | None:
-    """The processes one listed machine runs: its num_processes, else distributed.num_processes, else one per listed
-    GPU (ddp/fsdp/deepspeed on GPUs), else 1 on the CPU or with "single"; None when only the machine can tell (one
-    per GPU, and its GPUs are not listed)."""
+    """The processes one listed machine runs (profile.processes.processes_per_machine): its num_processes, else
+    distributed.num_processes, else 1 on the CPU or with "single", else one per listed GPU; None when only the
+    machine can tell (one per GPU, and its GPUs are not listed)."""
     own = machine.get("num_processes")
-    if isinstance(own, int) and not isinstance(own, bool):
-        return own
-    given = dist.get("num_processes")
-    if isinstance(given, int) and not isinstance(given, bool):
-        return given
-    strategy = value_or_default(dist, "distributed.strategy")
-    accelerator = value_or_default(hardware, "hardware.accelerator")
-    if strategy == "single" or accelerator in ("cpu", "mps"):
-        return 1
+    given = own if isinstance(own, int) and not isinstance(own, bool) else dist.get("num_processes")
     gpus = machine_gpus(machine, hardware)
-    if gpus == []:
-        return 1  # every GPU hidden: a CPU run
-    return len(gpus) if gpus else None
+    return processes_per_machine(given, value_or_default(dist, "distributed.strategy"),
+                                 value_or_default(hardware, "hardware.accelerator"),
+                                 None if gpus is None else len(gpus))
 
 
 _IFNAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:-]*\Z")
