@@ -35,6 +35,16 @@ FINAL = ("finished", "stopped", "killed", "failed", "lost", "cancelled")
 TWO_RANKS = ["--set", "distributed.strategy=ddp", "--set", "distributed.num_processes=2"]
 
 
+def as_in_a_terminal() -> None:
+    """preexec_fn for a child a test sends Ctrl-C or a hang-up to, as a terminal would: the signals at their
+    defaults. A suite started in the background of a script (`bash -c '… &'`, nohup) ignores SIGINT or SIGHUP,
+    children inherit the ignoring, and Python then never raises KeyboardInterrupt: the test would wait for ever."""
+    import signal
+
+    for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGQUIT):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 def cli(*args: str, runs_dir: Path, cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TUITRAIN_RUNS_DIR": str(runs_dir)}
     return subprocess.run([sys.executable, "-m", "tuitrain", *args], capture_output=True, text=True,

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from conftest import FAST, TWO_RANKS, cli, events, losses, record, wait_for, wait_until_ended
+from conftest import FAST, TWO_RANKS, as_in_a_terminal, cli, events, losses, record, wait_for, wait_until_ended
 
 pytestmark = pytest.mark.slow
 
@@ -21,7 +21,7 @@ def test_closing_the_terminal_leaves_the_run_going_and_sigterm_stops_it_graceful
             "--set", "training.logging_steps=1", "--set", "training.eval_strategy=no", "--set", "training.save_strategy=no"]
     # The CLI in the foreground of a "terminal": its own process group, which we hang up.
     follower = subprocess.Popen(argv, env=env, cwd=runs_dir.parent, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                start_new_session=True)
+                                start_new_session=True, preexec_fn=as_in_a_terminal)
     run_dir = wait_for(lambda: next(iter(runs_dir.iterdir()), None), 30, "the run directory")
     wait_for(lambda: losses(run_dir), 120, "a logged step")
     os.killpg(follower.pid, signal.SIGHUP)

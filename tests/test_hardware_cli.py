@@ -13,6 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from conftest import as_in_a_terminal
 from tuitrain.cli import main
 from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.record import new_record, write_record
@@ -111,7 +112,8 @@ def test_in_process_with_a_run_owning_a_gpu_process(tmp_path, monkeypatch, capsy
 def test_watch_refreshes_until_interrupted(tmp_path):
     env = {**os.environ, "TUITRAIN_NVML_TABLE": str(FIXTURES / "gpu_lost.json")}
     proc = subprocess.Popen([sys.executable, "-m", "tuitrain", "gpus", "--watch", "--json", "--runs-dir", str(tmp_path)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=as_in_a_terminal)
     try:
         lines = [proc.stdout.readline() for _ in range(5)]  # one JSON line a second
     finally:
@@ -130,7 +132,7 @@ def test_watch_refreshes_until_interrupted(tmp_path):
 @pytest.mark.no_nvidia_driver
 def test_watch_text_mode(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "tuitrain", "gpus", "--watch", "--runs-dir", str(tmp_path)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=as_in_a_terminal)
     try:
         first = [proc.stdout.readline() for _ in range(3)]
     finally:
