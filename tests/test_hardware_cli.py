@@ -165,3 +165,15 @@ def test_every_recorded_box_renders_as_text_and_json(name, tmp_path, monkeypatch
         assert set(gpu["cuda_index"]) == {"PCI_BUS_ID", "FASTEST_FIRST"}
         assert gpu["name"] is None or gpu["name"] in text
     assert "host:" in text
+
+
+@pytest.mark.parametrize("content", [None, "{", "[1, 2]"], ids=["missing", "not JSON", "not a table"])
+def test_a_bad_recorded_table_is_one_line(tmp_path, content):
+    table = tmp_path / "table.json"
+    if content is not None:
+        table.write_text(content)
+    env = {**os.environ, "TUITRAIN_NVML_TABLE": str(table)}
+    done = subprocess.run([sys.executable, "-m", "tuitrain", "gpus", "--runs-dir", str(tmp_path)],
+                          capture_output=True, text=True, env=env)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.count("\n") == 1 and f"TUITRAIN_NVML_TABLE={table}:" in done.stderr, done.stderr

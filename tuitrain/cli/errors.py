@@ -12,6 +12,7 @@ class CliError(Exception):
 
 
 def user_errors() -> tuple[type[BaseException], ...]:
+    from tuitrain.hardware.recorded import RecordedTableError
     from tuitrain.profile import ProfileError
     from tuitrain.runs.catalog import RunNotFound, RunsRootError
     from tuitrain.runs.control import ControlError
@@ -21,7 +22,7 @@ def user_errors() -> tuple[type[BaseException], ...]:
     from tuitrain.user_config import UserConfigError
 
     return (CliError, ProfileError, RunNotFound, RunsRootError, ControlError, RunRecordError, StartError, ResumeError,
-            UserConfigError)
+            UserConfigError, RecordedTableError)
 
 
 def permission_line(exc: PermissionError) -> str:

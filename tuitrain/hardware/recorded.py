@@ -208,8 +208,26 @@ class RecordedNvml:
         return _Handle(handle.index, index)
 
 
+class RecordedTableError(Exception):
+    """A recorded device table that cannot be read: one line naming the file and the fix."""
+
+
 def load_table(path: str | os.PathLike[str]) -> dict[str, Any]:
-    return json.loads(Path(path).read_text(encoding="utf-8"))
+    try:
+        table = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RecordedTableError(f"{TABLE_ENV}={path}: no such file; point it at a recorded device table "
+                                 "(tests/fixtures/nvml/*.json), or unset it to ask NVML") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RecordedTableError(f"{TABLE_ENV}={path}: cannot be read ({exc}); point it at a recorded device "
+                                 "table, or unset it to ask NVML") from None
+    except json.JSONDecodeError as exc:
+        raise RecordedTableError(f"{TABLE_ENV}={path}: not JSON (line {exc.lineno}: {exc.msg}); point it at a "
+                                 "recorded device table, or unset it to ask NVML") from None
+    if not isinstance(table, dict):
+        raise RecordedTableError(f"{TABLE_ENV}={path}: not a recorded device table (a JSON object with "
+                                 "\"devices\"); point it at one, or unset it to ask NVML")
+    return table
 
 
 def library_from_env(environ: Mapping[str, str]) -> RecordedNvml | None:
