@@ -244,9 +244,22 @@ def print_last_words(args: list[str]) -> int:
     return 0
 
 
+def print_stacks(args: list[str]) -> int:
+    """`NODE_DIR --stacks WORKDIR`: this machine's ranks' stacks as JSON on stdout (`tuitrain stacks` at home)."""
+    import json
+
+    from tuitrain.runs.stacks import node_stacks
+
+    node_dir, _, workdir = args
+    print(json.dumps(node_stacks(node_root(Path(os.path.expanduser(workdir)), node_dir))))
+    return 0
+
+
 def main() -> int:
     if sys.argv[2:3] == ["--last-words"]:
         return print_last_words(sys.argv[1:])
+    if sys.argv[2:3] == ["--stacks"]:
+        return print_stacks(sys.argv[1:])
     outgoing = os.fdopen(os.dup(1), "wb", buffering=0)
     incoming = os.fdopen(os.dup(0), "rb")
     link = HomeLink(incoming, outgoing)

@@ -8,6 +8,7 @@ broadcast (collective.py:21 → distributed_c10d.py:2400)"."""
 
 from __future__ import annotations
 
+import json
 import linecache
 import os
 import re
@@ -16,6 +17,7 @@ import signal
 import subprocess
 import sysconfig
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -26,6 +28,7 @@ from tuitrain.runs.layout import STACKS_SIGNAL, RunPaths
 ANSWER_SECONDS = 5.0  # how long the ranks have to write their stacks
 SETTLED_SECONDS = 0.3  # a stacks file that has not grown for this long is complete
 PY_SPY_SECONDS = 10.0
+MACHINE_SECONDS = 60.0  # another machine's answer: ssh, then its ranks' (py-spy, or faulthandler)
 FRAMES_SHOWN = 16  # of each rank's main thread in its block, innermost first; the files keep them all
 LIVE_STATUSES = ("running", "stopping", "starting")
 TUITRAIN_DIR = str(Path(__file__).resolve().parents[1])
@@ -146,13 +149,16 @@ def describe_rank(stacks: RankStacks) -> str:
     return f"no stack: it did not answer {STACKS_SIGNAL} within {ANSWER_SECONDS:.0f}s" if stacks.pid else "not running here"
 
 
+_WAITING = ("waiting in", "in backward")  # what describe_thread says of a rank that waits for the others
+
+
 def digest(where: Mapping[int, str]) -> list[str]:
     """One line a group of ranks at the same place; the smaller groups first (the ranks that are elsewhere), and a
     rank in its own code before one that waits for the others."""
     groups: dict[str, list[int]] = {}
     for rank, text in sorted(where.items()):
         groups.setdefault(text, []).append(rank)
-    ordered = sorted(groups.items(), key=lambda g: (len(g[1]), g[0].startswith("waiting in"), g[1][0]))
+    ordered = sorted(groups.items(), key=lambda g: (len(g[1]), g[0].startswith(_WAITING), g[1][0]))
     return [f"rank{'s' if len(ranks) > 1 else ''} {', '.join(map(str, ranks))}: {text}" for text, ranks in ordered]
 
 
@@ -217,10 +223,72 @@ def take_stacks(paths: RunPaths, record: Mapping[str, Any], timeout: float = ANS
     return dict(sorted(taken.items()))
 
 
-def write_digest(paths: RunPaths, taken: Mapping[int, RankStacks]) -> dict[str, Any]:
-    """The digest of `taken`, also kept in stacks/digest.json (what `status` shows of a hung run)."""
+# -- on every machine of a run over SSH ------------------------------------------------------------------------------
+
+def stacks_json(taken: Mapping[int, RankStacks]) -> dict[str, Any]:
+    """What a machine's node agent answers to `--stacks`: each of its ranks' stacks, as text."""
+    return {str(r): {"pid": s.pid, "how": s.how, "state": s.state, "text": s.text} for r, s in taken.items()}
+
+
+def stacks_from_json(data: Mapping[str, Any]) -> dict[int, RankStacks]:
+    out = {}
+    for rank, entry in data.items():
+        text = str(entry.get("text") or "")
+        pid = entry.get("pid")
+        out[int(rank)] = RankStacks(int(rank), int(pid) if pid is not None else None, str(entry.get("how") or ""),
+                                    text, entry.get("state"), parse_stacks(text))
+    return out
+
+
+def node_stacks(root: Path) -> dict[str, Any]:
+    """A node agent's answer to `NODE_DIR --stacks`: the stacks of the ranks its node run directory records."""
+    from tuitrain.runs.record import read_record
+
+    paths = RunPaths(root)
+    return stacks_json(take_stacks(paths, read_record(paths)))
+
+
+def machines_stacks(paths: RunPaths, record: Mapping[str, Any]) -> tuple[dict[int, RankStacks], list[str]]:
+    """The stacks of every machine's ranks, each machine asked at once through its node agent over ssh
+    (`python -m tuitrain.runs.node_agent NODE_DIR --stacks WORKDIR`), each kept in stacks/rank-K.txt here; and a
+    line for each machine that did not answer."""
+    from tuitrain.remote import ssh
+    from tuitrain.runs.home_supervisor import agent_argv
+
+    machines = [m for m in record.get("machines") or [] if isinstance(m, Mapping)]
+    options = ssh.SshOptions(config=record.get("ssh_config"))
+
+    def ask(machine: Mapping[str, Any]) -> ssh.RemoteResult:
+        argv = [*agent_argv(dict(machine)), "--stacks", str(machine["workdir"])]
+        return ssh.run(str(machine["host"]), argv, MACHINE_SECONDS, options)
+
+    taken: dict[int, RankStacks] = {}
+    problems: list[str] = []
+    with ThreadPoolExecutor(max_workers=max(1, len(machines))) as pool:
+        answers = list(pool.map(ask, machines))
+    for machine, answer in zip(machines, answers, strict=True):
+        said = f"machine {machine.get('machine_rank')} ({machine['host']})"
+        try:
+            if not answer.ok:
+                why = answer.problem or (answer.stderr.strip().splitlines() or [f"exit {answer.returncode}"])[-1]
+                raise ValueError(f"did not answer: {why}")
+            got = stacks_from_json(json.loads(answer.stdout))
+        except (ValueError, TypeError, AttributeError) as exc:
+            problems.append(f"{said}: {exc}")
+            continue
+        paths.stacks.mkdir(parents=True, exist_ok=True)
+        for rank, stacks in got.items():
+            if stacks.text:
+                paths.rank_stacks(rank).write_text(stacks.text, encoding="utf-8")
+        taken.update(got)
+    return taken, problems
+
+
+def write_digest(paths: RunPaths, taken: Mapping[int, RankStacks], problems: Sequence[str] = ()) -> dict[str, Any]:
+    """The digest of `taken` (and a line for each machine that did not answer), also kept in stacks/digest.json
+    (what `status` shows of a hung run)."""
     where = {rank: describe_rank(s) for rank, s in taken.items()}
-    data = {"time": time.time(), "lines": digest(where), "ranks": {str(r): w for r, w in where.items()},
+    data = {"time": time.time(), "lines": [*digest(where), *problems], "ranks": {str(r): w for r, w in where.items()},
             "how": {str(r): s.how for r, s in taken.items()}}
     write_json_atomic(paths.stacks_digest, data)
     return data
@@ -234,9 +302,14 @@ def gather(paths: RunPaths, record: Mapping[str, Any]) -> tuple[dict[int, RankSt
     if status not in LIVE_STATUSES:
         raise StacksError(f"run {paths.id} is {status}: only a live run has stacks to take")
     taken = take_stacks(paths, record)
+    problems: list[str] = []
+    if record.get("machines"):  # a run over SSH: every machine's ranks, through its node agent
+        elsewhere, problems = machines_stacks(paths, record)
+        taken = dict(sorted({**taken, **elsewhere}.items()))
     if not taken:
-        raise StacksError(f"run {paths.id}: no rank of it runs on this machine (yet); nothing to take")
-    return taken, write_digest(paths, taken)
+        raise StacksError(f"run {paths.id}: no rank of it runs on this machine (yet); nothing to take"
+                          if not problems else f"run {paths.id}: no machine answered: " + "; ".join(problems))
+    return taken, write_digest(paths, taken, problems)
 
 
 def rank_block(stacks: RankStacks, where: str) -> list[str]:
