@@ -85,11 +85,19 @@ def test_after_ok_on_a_run_that_fails_ends_the_queued_run_with_that_reason(runs_
 
 def _table(path: Path, taken: bool) -> None:
     """four_gpu_mixed with GPU 2 (an RTX 4090) held by a stranger's process (or free again)."""
+    _held(path, {2: 0.95} if taken else {})
+
+
+def _held(path: Path, used: dict[int, float], busy: int = 0) -> None:
+    """four_gpu_mixed (GPU 1 already 96% full and busy) with these GPUs that full by a stranger's process, and
+    `busy` % utilisation on them."""
     table = json.loads(NVML.read_text())
-    gpu = table["devices"][2]
-    if taken:
-        gpu["memory"]["used"] = int(gpu["memory"]["total"] * 0.95)
+    for index, fraction in used.items():
+        gpu = table["devices"][index]
+        gpu["memory"]["used"] = int(gpu["memory"]["total"] * fraction)
         gpu["compute_processes"] = [{"pid": 4100077, "used_memory": gpu["memory"]["used"]}]
+        if busy:
+            gpu["utilization"] = {"gpu": busy, "memory": busy}
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(table))
     os.replace(tmp, path)
@@ -161,6 +169,12 @@ def test_bad_queue_input_is_one_line_and_queues_nothing(runs_dir: Path, tmp_path
                            "--set", "hardware.gpus=[9]", "--runs-dir", str(runs_dir)],
                           capture_output=True, text=True, env=gpus, timeout=300)
     check_clean(done, "hardware.gpus", "GPU(s) 9 not found on this machine")
+    for wrong, says in (("hardware.gpus=9", "hardware.gpus: asks for any 9 GPUs, but this machine has 4"),
+                        ('hardware.min_free_memory="200GiB"', "hardware.min_free_memory: 200GiB is more than any GPU")):
+        done = subprocess.run([sys.executable, "-m", "tuitrain", "run", "demo", "--queue", "--set",
+                               "hardware.accelerator=cuda", "--set", wrong, "--runs-dir", str(runs_dir)],
+                              capture_output=True, text=True, env=gpus, timeout=300)
+        check_clean(done, says)
     config = tmp_path / "config" / "tuitrain" / "config.toml"
     config.parent.mkdir(parents=True)
     config.write_text('[notify]\ntimeout = "soon"\n')
@@ -187,3 +201,45 @@ def test_a_dependency_cycle_is_found_through_recorded_waits(tmp_path: Path) -> N
     assert dependency_cycle([Dependency("a", str(a))]) == ["a", "b", "a"]
     (b / "run.json").write_text(json.dumps({"id": "b", "status": "queued"}))
     assert dependency_cycle([Dependency("a", str(a))]) == []
+
+
+@pytest.mark.slow
+def test_gpus_n_waits_for_n_free_gpus_then_takes_them_and_records_which(runs_dir: Path, tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    table = tmp_path / "nvml.json"
+    _held(table, {0: 0.95, 2: 0.95})  # and GPU 1 is full already: only GPU 3 is free
+    monkeypatch.setenv("TUITRAIN_NVML_TABLE", str(table))
+    any_two = ["--set", "hardware.accelerator=cuda", "--set", "hardware.gpus=2", *FAST]
+    plan = cli("plan", "demo", *any_two, runs_dir=runs_dir)
+    assert "hardware.gpus = 2: any 2 free GPU(s); chosen at start" in plan.stdout, plan.stdout + plan.stderr
+    wide = queued(runs_dir, "--queue", *any_two)
+    shown = queue_json(runs_dir)["runs"]
+    assert shown[0]["any_gpus"] == 2 and shown[0]["gpus"] == []
+    assert shown[0]["waits"][0].startswith("any 2 free GPU(s): GPU 3: only 1 of the 2 asked are free (passed over "
+                                           "GPU 0: 95% full; GPU 1: 96% full, 97% busy; GPU 2: 95% full)"), shown
+    assert status_lines(wide, record(wide))[1] == f"waits for  {shown[0]['waits'][0]}"
+    _held(table, {0: 0.95})  # GPU 2's stranger is gone
+    rec = wait_for(lambda: record(wide)["started"] and record(wide), 60, "the run asking for any 2 GPUs to start")
+    chosen = rec["queue"]["chosen"]
+    assert chosen["gpus"] == [2, 3] and rec["queue"]["gpus"] == [2, 3]
+    assert chosen["why"] == "GPU 2, 3: the first 2 free (passed over GPU 0: 95% full; GPU 1: 96% full, 97% busy)"
+    assert rec["env"]["CUDA_VISIBLE_DEVICES"] == "2,3" and rec["env"]["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
+    assert status_lines(wide, rec) == [f"gpus       2, 3, chosen by the queue at its start: {chosen['why']}"]
+    wait_until_ended(wide)
+
+
+@pytest.mark.slow
+def test_min_free_memory_waits_for_that_much_free_then_shares_a_busy_gpu(runs_dir: Path, tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    table = tmp_path / "nvml.json"
+    _held(table, {2: 0.95}, busy=90)  # the RTX 4090 (24 GiB): 1.2 GiB free, and busy
+    monkeypatch.setenv("TUITRAIN_NVML_TABLE", str(table))
+    small = queued(runs_dir, "--queue", "--set", "hardware.accelerator=cuda", "--set", "hardware.gpus=[2]",
+                   "--set", 'hardware.min_free_memory="10GiB"', *FAST)
+    shown = queue_json(runs_dir)["runs"]
+    assert shown[0]["min_free_memory"] == 10 * 2**30
+    assert shown[0]["waits"][0].startswith("GPU 2: 1.2 GiB free, 10.0 GiB needed (hardware.min_free_memory)"), shown
+    _held(table, {2: 0.5}, busy=90)  # the stranger shrank: 12 GiB free, still busy computing
+    rec = wait_for(lambda: record(small)["started"] and record(small), 60, "the small run to start beside it")
+    assert rec["queue"]["gpus"] == [2]
+    wait_until_ended(small)

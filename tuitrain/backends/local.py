@@ -20,12 +20,13 @@ if TYPE_CHECKING:
 
 
 def queued_gpus(settings: dict[str, Any], hardware: Hardware, accelerator: str) -> tuple[int, ...]:
-    """The physical GPUs (NVML indices) a run planned on `accelerator` takes: the ones its queue entry claims."""
+    """The physical GPUs (NVML indices) a run planned on `accelerator` takes: the ones its queue entry claims
+    (none yet for `gpus = N`)."""
     from tuitrain.hardware.mapping import map_devices
 
-    if accelerator != "cuda":
-        return ()
     chosen = settings["hardware"]
+    if accelerator != "cuda" or isinstance(chosen.get("gpus"), int):
+        return ()  # `gpus = N`: any N, chosen by the queue at the start (runs.queue_rule)
     mapping = map_devices(hardware.gpus, chosen.get("gpus"), chosen["device_order"])
     return tuple(dict.fromkeys(a.physical for a in mapping.assignments if a.physical is not None))
 

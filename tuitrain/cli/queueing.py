@@ -89,7 +89,8 @@ def queue_rows() -> list[dict[str, Any]]:
         waits = list(decided.waits) or ([f"nothing: it never starts ({decided.end[1]})"] if decided.end
                                         else ["nothing: starting now"])
         rows.append({"position": position, "run": entry.run, "run_dir": entry.run_dir, "user": entry.user,
-                     "queued": entry.queued, "gpus": list(entry.gpus),
+                     "queued": entry.queued, "gpus": list(entry.gpus), "any_gpus": entry.count,
+                     "min_free_memory": entry.min_free,
                      "after": [{"run": d.run, "ok": d.ok} for d in entry.after], "waits": waits})
     started = [{"run": e.run, "run_dir": e.run_dir, "user": e.user, "gpus": list(e.gpus), "started": e.started}
                for e in entries if e.state == "started"]
@@ -98,7 +99,10 @@ def queue_rows() -> list[dict[str, Any]]:
 
 def status_lines(run_dir: Path, record: dict[str, Any]) -> list[str]:
     """What `tuitrain status RUN` says of a run's queueing, labelled as its other lines are: a queued run's place
-    and what it waits for (the rows `tuitrain queue` shows)."""
+    and what it waits for (the rows `tuitrain queue` shows); a started `gpus = N` run's GPUs and why those."""
+    chosen = (record.get("queue") or {}).get("chosen")
+    if chosen:
+        return [f"gpus       {', '.join(map(str, chosen['gpus']))}, chosen by the queue at its start: {chosen['why']}"]
     if record.get("status") != "queued":
         return []
     rows = [r for r in queue_rows() if r["position"] is not None]
@@ -121,7 +125,8 @@ def cmd_queue(args: argparse.Namespace) -> int:
     if not waiting:
         print(f"no queued runs on this machine ({queue_dir()})")
     for row in waiting:
-        gpus = f"GPU {','.join(map(str, row['gpus']))}" if row["gpus"] else "CPU"
+        gpus = (f"any {row['any_gpus']} GPU(s)" if row.get("any_gpus") else
+                f"GPU {','.join(map(str, row['gpus']))}" if row["gpus"] else "CPU")
         print(f"{row['position']:>3}  {row['run']}  {row['user']}  {gpus}")
         for wait in row["waits"]:
             print(f"       {wait}")

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
 from tuitrain.hardware.devices import GpuInfo, MigDevice
+from tuitrain.hardware.gpu_choice import chosen_now
 from tuitrain.hardware.na import NaType
 
 PCI_BUS_ID = "PCI_BUS_ID"
@@ -144,11 +145,17 @@ def resolve(token: int | str, devices: Sequence[GpuInfo]) -> tuple[GpuInfo | Non
     return None, None
 
 
-def map_devices(devices: Sequence[GpuInfo], selection: Sequence[int | str] | None, order: str) -> CudaMapping:
-    """CUDA_DEVICE_ORDER / CUDA_VISIBLE_DEVICES for `selection` (None: every GPU; []: none) under
-    `order`, and which physical GPU becomes which cuda:N. The selection's order is kept."""
+def map_devices(devices: Sequence[GpuInfo], selection: Sequence[int | str] | int | None, order: str,
+                min_free: int | None = None) -> CudaMapping:
+    """CUDA_DEVICE_ORDER / CUDA_VISIBLE_DEVICES for `selection` (None: every GPU; []: none; an int N: any N free
+    GPUs, `gpu_choice.chosen_now`, with `min_free` bytes free each where the profile asks) under `order`, and which
+    physical GPU becomes which cuda:N. The selection's order is kept."""
     _check_order(order)
     notes: list[str] = []
+    if isinstance(selection, int):  # a count (validated: never a bool)
+        picked, note = chosen_now(devices, selection, min_free)
+        chosen = map_devices(devices, [str(i) for i in picked], order)
+        return CudaMapping(order, chosen.visible_devices, chosen.assignments, (note, *chosen.notes))
     if selection is not None and not selection:
         return CudaMapping(order, "", (), ("every GPU hidden (CUDA_VISIBLE_DEVICES=)",))
     if selection is None:

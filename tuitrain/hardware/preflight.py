@@ -3,7 +3,7 @@
 Each problem names the profile key to change and how. The checks: the accelerator asked for is
 there; the selected GPUs exist, answer (not lost) and are not MIG cards selected whole; none is
 already taken, near-full of memory or busy computing (one rule, `busy_reasons`, which the editor's
-GPU picker shows too: a warning naming the processes and their users);
+GPU picker shows too, `gpu_choice.busy_reasons`: a warning naming the processes and their users);
 ``num_processes`` fits the selected GPUs (and MPS runs one process); bf16 needs compute
 capability 8.0; fp16 does not run on the CPU and bf16 there is slow without native support.
 """
@@ -13,13 +13,14 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from tuitrain.hardware.devices import GpuInfo, GpuProcess
+from tuitrain.hardware.gpu_choice import BUSY_UTILIZATION, NEAR_FULL, busy_reasons, chosen_now
 from tuitrain.hardware.mapping import resolve
 from tuitrain.hardware.na import NA
 from tuitrain.hardware.probe import Hardware
 from tuitrain.profile import Problem
 
-NEAR_FULL = 0.90  # a GPU this full (memory used / total) is "near-full"
-BUSY_UTILIZATION = 50  # a GPU this busy (% of the time a kernel ran) with processes of others is "busy"
+__all__ = ["BUSY_UTILIZATION", "NEAR_FULL", "busy_reasons", "check", "resolve_accelerator"]
+
 BF16_MIN_CC = (8, 0)
 
 
@@ -70,22 +71,6 @@ def _describe_process(proc: GpuProcess) -> str:
     who = proc.user if proc.user is not NA else "user unknown"
     what = f" {proc.command}" if proc.command is not NA else ""
     return f"pid {proc.pid}{what} ({who}, {_gib(proc.used_memory)})"
-
-
-def busy_reasons(gpu: GpuInfo, near_full: float = NEAR_FULL, busy: int = BUSY_UTILIZATION,
-                 run_id: str | None = None) -> list[str]:
-    """Why `gpu` is taken for a run, as words ("96% full", "97% busy"); [] when it has room. Memory counts
-    whoever holds it. Utilisation is the whole GPU's (NVML gives no share per process here), so it counts
-    unless every process on the GPU is a rank of `run_id` itself (a run resumed on its own GPUs)."""
-    reasons = []
-    fraction = gpu.memory_fraction
-    if fraction is not NA and fraction >= near_full:
-        reasons.append(f"{fraction:.0%} full")
-    ours = run_id is not None and bool(gpu.processes) and all(
-        p.owner is not None and p.owner.run_id == run_id for p in gpu.processes)
-    if gpu.utilization is not NA and gpu.utilization >= busy and not ours:
-        reasons.append(f"{gpu.utilization}% busy")
-    return reasons
 
 
 def _taken(file: str, gpu: GpuInfo, me: str, room: list[str], near_full: float, busy: int) -> Problem | None:
@@ -192,7 +177,17 @@ def _cuda_checks(file: str, settings: Mapping[str, Any], hardware: Hardware, nea
     if selection is not None and not selection:
         return [Problem(file, "hardware.gpus", "is empty, which hides every GPU, but the accelerator is CUDA",
                         'list GPUs in hardware.gpus (or remove it to use all), or set hardware.accelerator = "cpu"')]
+    if isinstance(selection, int) and not isinstance(selection, bool):
+        if selection > len(hardware.gpus):
+            return [Problem(file, "hardware.gpus", f"asks for any {selection} GPUs, but this machine has "
+                            f"{len(hardware.gpus)}", f"set gpus = {len(hardware.gpus)} or fewer "
+                            "(`tuitrain gpus` lists them)")]
+        selection = [str(i) for i in chosen_now(hardware.gpus, selection, _min_free(settings))[0]]
     selected, migs, problems = _selection(file, selection, hardware)
+    listed_by_hand = isinstance((settings.get("hardware") or {}).get("gpus"), list)
+    too_much = _more_than_any(file, settings, selected if listed_by_hand else hardware.gpus)
+    if too_much is not None:
+        return [too_much]
     listed = len(hardware.gpus) if selection is None else len(selection)
     problems += _process_count(file, processes, listed, selected, migs, complete=len(selected) == listed)
     chosen = {g.index for g in selected}
@@ -206,6 +201,27 @@ def _cuda_checks(file: str, settings: Mapping[str, Any], hardware: Hardware, nea
         if precision == "bf16":
             problems += _bf16(file, key, selected, hardware)
     return problems
+
+
+def _min_free(settings: Mapping[str, Any]) -> int | None:
+    from tuitrain.profile.memory_size import parse_memory_size
+
+    return parse_memory_size((settings.get("hardware") or {}).get("min_free_memory"))
+
+
+def _more_than_any(file: str, settings: Mapping[str, Any], candidates: Sequence[GpuInfo]) -> Problem | None:
+    """hardware.min_free_memory above what any GPU it may run on has in all: a run that would wait for ever."""
+    wanted = _min_free(settings)
+    sized = [g for g in candidates if g.memory_total is not NA]
+    if wanted is None or not sized:
+        return None
+    largest = max(sized, key=lambda g: g.memory_total)
+    if wanted <= largest.memory_total:
+        return None
+    text = (settings.get("hardware") or {}).get("min_free_memory")
+    return Problem(file, "hardware.min_free_memory", f"{text} is more than any GPU it may run on has: the largest, "
+                   f"{_gpu_name(largest)}, has {_gib(largest.memory_total)} in all",
+                   f"set it to at most {_gib(largest.memory_total)}, or remove it")
 
 
 def _listed_gpus_absent(file: str, hw: Mapping[str, Any], hardware: Hardware, accelerator: str) -> Problem | None:

@@ -58,7 +58,7 @@ ENGINE_SECTIONS = ("model", "data", "training", "metrics")
 class KeySpec:
     """One key of a section.
 
-    kind: "str" | "int" | "float" | "bool" | "list[float]" | "list[str]" | "gpus" | "dict".
+    kind: "str" | "int" | "float" | "bool" | "list[float]" | "list[str]" | "gpus" | "gpus|count" | "dict".
     default: the value when absent; None means optional (absent stays absent in the file, and
     `profile_with_defaults` puts None there). `min`/`max` are inclusive unless `min_exclusive`.
     """
@@ -297,8 +297,12 @@ SCHEMA: dict[str, Section] = {
     },
     "hardware": {
         "accelerator": KeySpec("str", "auto", choices=("auto", "cuda", "mps", "cpu")),
-        "gpus": KeySpec("gpus", doc="NVML indices or GPU UUIDs (absent = all visible)",
-                        example='gpus = [0, 1]'),
+        # "gpus|count": a list (shape.py's "gpus" checks) or a count; rules/hardware.py checks both
+        "gpus": KeySpec("gpus|count", doc="NVML indices or GPU UUIDs (absent = all visible), or a number N: any N "
+                        "free GPUs, chosen when the run starts", example='gpus = [0, 1]'),
+        "min_free_memory": KeySpec("str", doc='memory each GPU must have free for the run to start on it (a queued '
+                                   'run waits for it), e.g. "20GiB": small runs share a big GPU',
+                                   example='min_free_memory = "20GiB"'),
         "device_order": KeySpec("str", "PCI_BUS_ID", choices=("PCI_BUS_ID", "FASTEST_FIRST")),
         "mps_fallback": KeySpec("bool", False),
         "mixed_precision": KeySpec("str", "no", choices=MIXED_PRECISIONS,

@@ -43,8 +43,10 @@ class Entry:
     uid: int
     user: str
     queued: float
-    gpus: tuple[int, ...] = ()  # physical (NVML) indices; () for a run on the CPU
+    gpus: tuple[int, ...] = ()  # physical (NVML) indices; () for a run on the CPU, or one that waits for `count`
     after: tuple[Dependency, ...] = ()
+    count: int = 0  # `hardware.gpus = N`: any N free GPUs, chosen at its start (then in `gpus`)
+    min_free: int | None = None  # `hardware.min_free_memory` in bytes: it shares a GPU that has this much free
     state: str = "waiting"  # "waiting", or "started": it holds its GPUs until its supervisor removes it
     supervisor: dict[str, Any] | None = None  # {"pid", "started"} once the supervisor wrote itself in
     started: float | None = None
@@ -61,7 +63,8 @@ def entry_from(name: str, data: Mapping[str, Any]) -> Entry:
                  gpus=tuple(int(g) for g in data.get("gpus") or ()),
                  after=tuple(Dependency(str(d["run"]), str(d["run_dir"]), bool(d.get("ok"))) for d in data.get("after") or ()),
                  state=str(data.get("state") or "waiting"), supervisor=data.get("supervisor"),
-                 started=data.get("started"))
+                 started=data.get("started"), count=int(data.get("count") or 0),
+                 min_free=int(data["min_free"]) if data.get("min_free") is not None else None)
 
 
 def queue_dir(environ: Mapping[str, str] | None = None) -> Path:
@@ -171,12 +174,32 @@ def live_entries(folder: Path, now: float | None = None) -> list[Entry]:
     return live
 
 
+def gpu_wants(paths: RunPaths) -> tuple[int, int | None]:
+    """(any N GPUs, min free bytes) of a run's frozen profile: `hardware.gpus = N` (0 when it lists its GPUs or
+    runs off CUDA) and `hardware.min_free_memory`."""
+    from tuitrain.profile.memory_size import parse_memory_size
+    from tuitrain.runs.manifest import read_frozen_profile
+
+    try:
+        accelerator = read_record(paths).get("accelerator")
+    except (RunRecordError, OSError):
+        return 0, None
+    if accelerator != "cuda":
+        return 0, None
+    hardware = read_frozen_profile(paths).get("hardware") or {}
+    gpus = hardware.get("gpus")
+    count = gpus if isinstance(gpus, int) and not isinstance(gpus, bool) else 0
+    return count, parse_memory_size(hardware.get("min_free_memory"))
+
+
 def enqueue(folder: Path, paths: RunPaths, gpus: tuple[int, ...], after: tuple[Dependency, ...], user: str) -> Entry:
-    """Add a run at the end of the line."""
+    """Add a run at the end of the line (what GPUs it wants beyond `gpus` is read from its profile: `gpu_wants`)."""
+    count, min_free = gpu_wants(paths)
     with locked(folder):
         queued = time.time_ns()
         entry = Entry(name=f"{queued:020d}-{os.getuid()}-{paths.id}.json", run=paths.id, run_dir=str(paths.root),
-                      uid=os.getuid(), user=user, queued=queued / 1e9, gpus=gpus, after=after)
+                      uid=os.getuid(), user=user, queued=queued / 1e9, gpus=() if count else gpus, after=after,
+                      count=count, min_free=min_free)
         write_entry(folder, entry)
     return entry
 

@@ -4,18 +4,19 @@
 In order: every run it follows has ended (`--after`; `--after-ok`: finished, else it never starts); no live entry
 holds one of its GPUs, and no entry queued before it waits for one of them with nothing else left to wait for
 (first queued, first started; a run still waiting for a dependency lets later ones by); each of its GPUs is free by
-the preflight's rule (`hardware.preflight.busy_reasons`). A run on the CPU (no GPUs) waits for its dependencies
-only."""
+the preflight's rule (`hardware.gpu_choice.unfit_reasons`: `busy_reasons`, or with min_free_memory that much
+free). A run that asks for any N GPUs (`gpus = N`) starts on the first N that fit (`count_waits`). A run on the
+CPU (no GPUs) waits for its dependencies only."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from tuitrain.hardware.devices import GpuInfo
+from tuitrain.hardware.gpu_choice import choose_free, unfit_reasons
 from tuitrain.hardware.na import NA
-from tuitrain.hardware.preflight import busy_reasons
 from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.liveness import effective_status
 from tuitrain.runs.queue import Dependency, Entry
@@ -31,6 +32,8 @@ class Verdict:
     waits: tuple[str, ...] = ()  # what it waits for, one phrase each
     end: tuple[str, str] | None = None  # (status, why): it can never start
     read_gpus: bool = False  # the GPUs were read: what it waits for changes without an event (NVML has none)
+    chosen: tuple[int, ...] = ()  # `gpus = N`: the GPUs it starts on
+    why: str = ""  # and how they were chosen
 
 
 def _dependency_record(dep: Dependency) -> dict[str, Any] | None:
@@ -87,26 +90,64 @@ def _ready_by_dependencies(entry: Entry) -> bool:
     return all(ended_status(r) is not None for r in map(_dependency_record, entry.after) if r is not None)
 
 
+def _share(entry: Entry, other: Entry) -> bool:
+    """Both set hardware.min_free_memory: they may run on one GPU, each with its memory promised."""
+    return entry.min_free is not None and other.min_free is not None
+
+
+def _ahead(entry: Entry, other: Entry) -> bool:
+    """`other` was queued before `entry` and waits for nothing but GPUs: it goes first."""
+    return other.state == "waiting" and other.name < entry.name and _ready_by_dependencies(other)
+
+
 def claim_waits(entry: Entry, entries: Sequence[Entry]) -> tuple[str, ...]:
-    """GPUs held by a started run of the queue, or wanted by a run queued before it that waits for nothing else
-    (`entries`: the live ones, `runs.queue.live_entries`)."""
+    """GPUs held by a started run of the queue (unless both share: `reserved`), or wanted by a run queued before
+    it that waits for nothing else (`entries`: the live ones, `runs.queue.live_entries`). A run that asks for any
+    N GPUs waits behind an earlier one that asks for any; one that lists its GPUs also waits behind it."""
     waits = []
     mine = set(entry.gpus)
     for other in entries:
-        if other.name == entry.name:
+        if other.name == entry.name or not (entry.gpus or entry.count):
+            continue
+        if other.count and _ahead(entry, other):
+            waits.append(f"run {other.run} ({other.user}) is ahead in the queue (any {other.count} free GPU(s))")
             continue
         shared = sorted(mine & set(other.gpus))
         if not shared:
             continue
         gpus = ", ".join(str(g) for g in shared)
-        if other.state == "started":
+        if other.state == "started" and not _share(entry, other):
             waits.append(f"GPU {gpus}: held by run {other.run} ({other.user})")
-        elif other.name < entry.name and _ready_by_dependencies(other):
+        elif _ahead(entry, other):
             waits.append(f"GPU {gpus}: run {other.run} ({other.user}) is ahead in the queue")
     return tuple(waits)
 
 
-def gpu_waits(entry: Entry, gpus: Sequence[GpuInfo]) -> Verdict:
+def kept_back(entry: Entry, entries: Sequence[Entry]) -> dict[int, str]:
+    """For a run that asks for any N GPUs: the GPUs it may not take, with why (held by a started run it does not
+    share with, or listed by an earlier run that waits for nothing else)."""
+    out: dict[int, str] = {}
+    for other in entries:
+        if other.name == entry.name:
+            continue
+        if other.state == "started" and not _share(entry, other):
+            out.update({g: f"held by run {other.run} ({other.user})" for g in other.gpus})
+        elif _ahead(entry, other):
+            out.update({g: f"run {other.run} ({other.user}) is ahead in the queue" for g in other.gpus})
+    return out
+
+
+def reserved(entry: Entry, entries: Sequence[Entry]) -> dict[int, int]:
+    """Memory promised on each GPU to the started runs `entry` shares with (their min_free_memory)."""
+    out: dict[int, int] = {}
+    for other in entries:
+        if other.name != entry.name and other.state == "started" and _share(entry, other):
+            for gpu in other.gpus:
+                out[gpu] = out.get(gpu, 0) + int(other.min_free or 0)
+    return out
+
+
+def gpu_waits(entry: Entry, gpus: Sequence[GpuInfo], promised: Mapping[int, int] | None = None) -> Verdict:
     by_index = {g.index: g for g in gpus}
     waits = []
     for index in entry.gpus:
@@ -114,10 +155,21 @@ def gpu_waits(entry: Entry, gpus: Sequence[GpuInfo]) -> Verdict:
         if gpu is None or gpu.lost:
             have = ", ".join(str(g.index) for g in gpus) or "none"
             return Verdict(False, end=("failed", f"GPU {index} is not on this machine (any more): it has {have}"))
-        reasons = busy_reasons(gpu, run_id=entry.run)
+        reasons = unfit_reasons(gpu, entry.run, entry.min_free, (promised or {}).get(index, 0))
         if reasons:
             waits.append(describe_taken(gpu, reasons))
     return Verdict(not waits, tuple(waits), read_gpus=True)
+
+
+def count_waits(entry: Entry, gpus: Sequence[GpuInfo], entries: Sequence[Entry]) -> Verdict:
+    """A run that asks for any `entry.count` GPUs: start on the first that fit (`gpu_choice.choose_free`)."""
+    if entry.count > len(gpus):
+        return Verdict(False, end=("failed", f"it asks for any {entry.count} GPUs, but this machine has {len(gpus)}"))
+    choice = choose_free(gpus, entry.count, entry.run, entry.min_free, kept_back(entry, entries),
+                         reserved(entry, entries))
+    if choice.complete:
+        return Verdict(True, read_gpus=True, chosen=choice.chosen, why=choice.why())
+    return Verdict(False, (f"any {entry.count} free GPU(s): {choice.why()}",), read_gpus=True)
 
 
 def verdict(entry: Entry, entries: Sequence[Entry], read_gpus: ReadGpus, progress: Progress | None = None) -> Verdict:
@@ -128,9 +180,11 @@ def verdict(entry: Entry, entries: Sequence[Entry], read_gpus: ReadGpus, progres
     claims = claim_waits(entry, entries)
     if claims:
         return Verdict(False, claims)
+    if entry.count:
+        return count_waits(entry, read_gpus(), entries)
     if not entry.gpus:
         return Verdict(True)
-    return gpu_waits(entry, read_gpus())
+    return gpu_waits(entry, read_gpus(), reserved(entry, entries))
 
 
 def dependency_refusal(after: Sequence[Dependency], new_run: str | None = None) -> str | None:

@@ -29,7 +29,7 @@ from tuitrain.runs.queue import (
 )
 from tuitrain.runs.queue_rule import Verdict, verdict
 from tuitrain.runs.queue_watch import Wakeup
-from tuitrain.runs.record import update_record
+from tuitrain.runs.record import read_record, update_record
 
 GPU_POLL_SECONDS = 2.0  # NVML has no events: a run waiting for GPUs reads them this often
 FULL_LOOK_SECONDS = 10.0  # and any run looks again this often (a supervisor of another entry may have died)
@@ -77,6 +77,20 @@ class _Signalled:
             signal.signal(sig, signal.SIG_DFL)
 
 
+def take_chosen(paths: RunPaths, decided: Verdict, gpus: Any) -> None:
+    """`gpus = N`: the GPUs the queue chose become the run's (CUDA_VISIBLE_DEVICES in the record's env, which the
+    supervisor launches with) and are recorded with why (`queue.chosen`, which `tuitrain status` shows)."""
+    from tuitrain.hardware.mapping import map_devices
+
+    record = read_record(paths)
+    env = dict(record.get("env") or {})
+    mapping = map_devices(gpus, [str(g) for g in decided.chosen], env.get("CUDA_DEVICE_ORDER") or "PCI_BUS_ID")
+    env.update(mapping.env)
+    queue = {**(record.get("queue") or {}), "gpus": list(decided.chosen),
+             "chosen": {"gpus": list(decided.chosen), "why": decided.why, "at": time.time()}}
+    update_record(paths, env=env, queue=queue)
+
+
 def wait_turn(paths: RunPaths, record: dict[str, Any]) -> tuple[str, str] | None:
     """Block until the run may start (None: its entry now holds its GPUs) or never will ((status, why))."""
     folder = folder_of(record)
@@ -108,8 +122,11 @@ def wait_turn(paths: RunPaths, record: dict[str, Any]) -> tuple[str, str] | None
                     mine = update_entry(folder, mine, supervisor=me)
                 decided = verdict(mine, entries, read_gpus)
                 if decided.start:
-                    update_entry(folder, mine, state="started", started=time.time())
-                    log("its turn: starting")
+                    if decided.chosen:
+                        take_chosen(paths, decided, read_gpus())
+                    update_entry(folder, mine, state="started", started=time.time(),
+                                 gpus=decided.chosen or mine.gpus)
+                    log("its turn: starting" + (f" on {decided.why}" if decided.chosen else ""))
                     return None
                 if decided.end is not None:
                     remove_entry(folder, mine)
