@@ -77,6 +77,7 @@ class Bad:
     encoding: str = "utf-8"  # how `files` are written
     outcome: str = REFUSED
     defect: str = ""  # a known defect (validate accepts what run refuses), in a file this corpus does not own
+    nvml: str | None = None  # a recorded NVML table (tests/fixtures/nvml) the machine's GPUs are read from
 
 
 def put(section: str, *lines: str) -> str:
@@ -258,6 +259,15 @@ CASES = [
         profile=swap('accelerator = "cpu"', 'accelerator = "auto"\ngpus = ["abc"]')),
     Bad("values", "GPU 3 on a machine without it", "hardware.gpus", "",
         profile=swap('accelerator = "cpu"', 'accelerator = "auto"\ngpus = [3]')),
+    Bad("values", "any 9 GPUs on a machine of four", "hardware.gpus", "asks for any 9 GPUs, but this machine has 4",
+        profile=swap('accelerator = "cpu"', 'accelerator = "cuda"\ngpus = 9'), nvml="four_gpu_mixed.json"),
+    Bad("values", "a count of no GPUs", "hardware.gpus", "a count of GPUs must be at least 1",
+        profile=swap('accelerator = "cpu"', 'accelerator = "cuda"\ngpus = 0'), nvml="four_gpu_mixed.json"),
+    Bad("values", "more free memory than any GPU has", "hardware.min_free_memory", "is more than any GPU",
+        profile=swap('accelerator = "cpu"', 'accelerator = "cuda"\nmin_free_memory = "200GiB"'),
+        nvml="four_gpu_mixed.json"),
+    Bad("types", "free memory without a unit", "hardware.min_free_memory", "is not a memory size",
+        profile=put("hardware", 'min_free_memory = "20"')),
     Bad("values", "an empty model_type", "model.config.model_type", "",
         profile=swap('model_type = "bert"', 'model_type = ""')),
     Bad("values", "an old name beside its new one", "training.warmup_ratio", "an old name",
@@ -438,8 +448,10 @@ def names_file_and_key(first: str, argv: list[str], key: str) -> bool:
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
-def test_validate_and_plan_classify_each_bad_input(case: Bad, project: Path, capsys: pytest.CaptureFixture[str]
-                                                   ) -> None:
+def test_validate_and_plan_classify_each_bad_input(case: Bad, project: Path, capsys: pytest.CaptureFixture[str],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    if case.nvml:
+        monkeypatch.setenv("TUITRAIN_NVML_TABLE", str(Path(__file__).parent / "fixtures" / "nvml" / case.nvml))
     argv = setup(case, project)
     validated = say(capsys, "validate", *argv)
     planned = say(capsys, "plan", *argv)
