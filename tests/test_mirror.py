@@ -98,6 +98,52 @@ def test_heartbeats_and_stacks_come_home_whole_so_home_judges_every_machines_ran
     assert ship(files, home) == 0
 
 
+def test_a_rank_stopped_on_a_node_is_known_stopped_at_home(tmp_path: Path) -> None:
+    """Home cannot see another machine's processes: the node sends which of its ranks are stopped (SIGSTOP), and
+    runs.hang at home says so of that rank (and `stop` names it, its pid and its host)."""
+    import json
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import wait_for
+    from tuitrain.runs.hang import run_hang, stop_waits_for
+    from tuitrain.runs.process_tree import identity
+
+    node, home = node_and_home(tmp_path)
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        node.record.write_text(json.dumps({"status": "running", "processes": {"rank 3": identity(sleeper.pid)}}))
+        home.record.write_text(json.dumps({"status": "running", "machines": [{"host": "b"}, {"host": "c"}]}))
+        node.ranks.mkdir()
+        node.rank_record(3).write_text(json.dumps({"rank": 3, "pid": sleeper.pid, "host": "c", "exit_code": None}))
+        node.heartbeats.mkdir()
+        node.heartbeat(3).write_text(json.dumps({"rank": 3, "pid": sleeper.pid, "phase": "step", "step": 5,
+                                                 "time": time.time(), "step_seconds": 1.0}))
+        files = NodeFiles(node, 1)
+        ship(files, home)
+        assert not run_hang(home, json.loads(home.record.read_text())).hung  # it moved a moment ago
+        sleeper.send_signal(signal.SIGSTOP)
+
+        def stopped() -> bool:
+            files.states_at = 0.0  # look again now (a node looks every STATES_SECONDS)
+            ship(files, home)
+            verdict = run_hang(home, json.loads(home.record.read_text()))
+            return verdict is not None and [(s.rank, s.state) for s in verdict.stalled] == [(3, "stopped")]
+
+        wait_for(stopped, 30, "home to know rank 3 stopped")
+        said = stop_waits_for(home, json.loads(home.record.read_text()))
+        assert said[0] == f"rank 3 (pid {sleeper.pid} on c) is stopped (SIGSTOP): it cannot save or stop until it is " \
+                          f"continued (kill -CONT {sleeper.pid} on c)", said
+        sleeper.send_signal(signal.SIGCONT)
+        wait_for(lambda: (setattr(files, "states_at", 0.0), ship(files, home)) and
+                 json.loads((home.heartbeats / "machine-1-states.json").read_text()) == {}, 30, "continued")
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
 @pytest.mark.parametrize("path", ["../../etc/passwd", "/etc/passwd", "run.json", "logs/../run.json",
                                   "logs/rank-1.log/../../x", "control/stop", "profile.toml", "stacks/digest.json",
                                   "heartbeats/../run.json", ""])

@@ -2,7 +2,7 @@
 run over SSH. Its heartbeat comes home with the mirror, so home marks the run hung? (`[run] hang_after = 4`: within
 about 6 s of the freeze on an idle machine, the mirror adding a fraction of a second); `tuitrain stacks` reaches the
 ranks on both machines through their node agents (`node_agent NODE_DIR --stacks WORKDIR` over ssh) and names the
-frozen rank first; a graceful stop says what it waits for."""
+frozen rank first; its agent says it is stopped, and a graceful stop says what it waits for."""
 
 from __future__ import annotations
 
@@ -33,12 +33,12 @@ def test_a_rank_frozen_on_machine_b_is_marked_hung_and_stacks_reach_it_through_i
     rank1 = rank_pid(run, 1)  # on node2 (the hosts share this machine's process table)
     os.kill(rank1, signal.SIGSTOP)
     try:
-        def hung() -> Any:
+        def hung() -> Any:  # rank 1 known stopped (its agent says so), rank 0 stalled in the collective
             verdict = run_hang(paths, record(run))
-            return verdict if verdict is not None and verdict.hung else None
+            return verdict if verdict is not None and [s.rank for s in verdict.stalled] == [0, 1] else None
 
         verdict = wait_for(hung, 60, "home to mark the run hung?")
-        assert 1 in {s.rank for s in verdict.stalled}, verdict
+        assert [s.state for s in verdict.stalled] == [None, "stopped"], verdict
         listing = cli("runs", runs_dir=runs_dir).stdout
         assert "hung?" in listing.splitlines()[1], listing
 
@@ -54,7 +54,8 @@ def test_a_rank_frozen_on_machine_b_is_marked_hung_and_stacks_reach_it_through_i
 
         stop = cli("stop", run.name, runs_dir=runs_dir)
         assert stop.returncode == 0, stop.stderr
-        assert "made no progress for" in stop.stderr and "step's end" in stop.stderr, stop.stderr
+        assert f"rank 1 (pid {rank1} on node2) is stopped (SIGSTOP)" in stop.stderr, stop.stderr
+        assert "rank 0 made no progress for" in stop.stderr and "step's end" in stop.stderr, stop.stderr
         assert f"tuitrain stop --now {run.name}" in stop.stderr, stop.stderr
     finally:
         cli("stop", "--now", run.name, runs_dir=runs_dir)

@@ -186,6 +186,20 @@ def rank_states(record: Mapping[str, Any]) -> dict[int, str]:
     return states
 
 
+def machine_states(paths: RunPaths) -> dict[int, str]:
+    """rank -> state of the stopped ranks of other machines, as their node agents last sent it (runs.mirror)."""
+    from tuitrain.atomic import read_json
+
+    states: dict[int, str] = {}
+    folder = paths.heartbeats
+    for file in folder.glob("machine-*-states.json") if folder.is_dir() else ():
+        try:
+            states.update({int(rank): str(state) for rank, state in read_json(file).items()})
+        except (OSError, ValueError, AttributeError):
+            continue
+    return states
+
+
 def live_beats(paths: RunPaths, record: Mapping[str, Any]) -> list[Beat]:
     """The heartbeats of ranks still running: a rank that has exited, or a beat of an earlier process under the
     same rank (a requeued job), is no rank to judge."""
@@ -207,8 +221,9 @@ def run_hang(paths: RunPaths, record: Mapping[str, Any], now: float | None = Non
     if record.get("status") not in ("running", "stopping"):
         return None
     hang_after, _ = hang_settings(paths)
-    return judge(live_beats(paths, record), time.time() if now is None else now, hang_after,
-                 rank_states(record) if states is None else states)
+    if states is None:
+        states = {**machine_states(paths), **rank_states(record)}
+    return judge(live_beats(paths, record), time.time() if now is None else now, hang_after, states)
 
 
 def status_label(summary: Mapping[str, Any]) -> str:
@@ -221,17 +236,31 @@ def status_label(summary: Mapping[str, Any]) -> str:
     return effective_status(dict(summary))
 
 
+def process_names(paths: RunPaths, record: Mapping[str, Any]) -> dict[int, str]:
+    """rank -> "pid P" of this machine's ranks (the record), "pid P on HOST" of another machine's (its rank record)."""
+    from tuitrain.runs.ranks import read_rank_records
+
+    names = {}
+    if record.get("machines"):
+        for rank, rec in read_rank_records(paths).items():
+            if rec.get("pid") is not None:
+                names[rank] = f"pid {rec['pid']}" + (f" on {rec['host']}" if rec.get("host") else "")
+    for role, entry in (record.get("processes") or {}).items():
+        if role.startswith("rank ") and role[5:].isdigit():
+            names[int(role[5:])] = f"pid {entry.get('pid') if isinstance(entry, Mapping) else entry}"
+    return names
+
+
 def stop_waits_for(paths: RunPaths, record: Mapping[str, Any], now: float | None = None) -> list[str]:
     """What a graceful stop of this run waits for and cannot get: a stopped rank, ranks that do not move (it is asked
     at a step's end); empty when nothing stands in its way."""
     hang = run_hang(paths, record, now)
     if hang is None or not hang.hung:
         return []
-    pids = {rank: (entry.get("pid") if isinstance(entry, Mapping) else entry)
-            for rank, entry in ((int(role[5:]), entry) for role, entry in (record.get("processes") or {}).items()
-                                if role.startswith("rank ") and role[5:].isdigit())}
-    lines = [f"rank {s.rank} (pid {pids.get(s.rank, '?')}) is stopped (SIGSTOP): it cannot save or stop until it is "
-             f"continued (kill -CONT {pids.get(s.rank, '?')})" for s in hang.stalled if s.state == STOPPED]
+    where = process_names(paths, record)
+    lines = [f"rank {s.rank} ({where.get(s.rank, 'pid ?')}) is stopped (SIGSTOP): it cannot save or stop until it is "
+             f"continued (kill -CONT {where.get(s.rank, 'pid ?').removeprefix('pid ')})"
+             for s in hang.stalled if s.state == STOPPED]
     moving = [s.rank for s in hang.stalled if s.state != STOPPED]
     if moving:
         since = hang.since or time.time()

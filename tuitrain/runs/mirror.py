@@ -13,6 +13,9 @@ run as it reads a local one. Which files travel, and where they land, is decided
                                                   every machine's ranks for a hang; replaced whole when it changes)
     stacks/rank-K.txt    → the same              (the rank's stacks, taken on its machine: tuitrain.runs.stacks;
                                                   replaced whole when it changes)
+    (judged, no file)    → heartbeats/machine-M-states.json  (rank → its process's state, for the ranks whose state
+                                                  says why they do not move: stopped by SIGSTOP; tuitrain.runs.hang
+                                                  reads it; sent when it changes, looked at every STATES_SECONDS)
     machines/machine-M-samples.json → the same   (the machine's whole-run samples, tuitrain.runs.samples; replaced
                                                   whole when it changes)
     machines/machine-M-manifest.json → the same  (what the machine runs on, tuitrain.runs.manifest; replaced whole)
@@ -24,8 +27,10 @@ run as it reads a local one. Which files travel, and where they land, is decided
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,10 +41,11 @@ from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.samples import samples_path
 
 _HOME_PATH = re.compile(r"(logs/rank-\d+\.(log|times)|logs/machine-\d+\.log|events\.jsonl|ranks/rank-\d+\.json"
-                        r"|heartbeats/rank-\d+\.json|stacks/rank-\d+\.txt"
+                        r"|heartbeats/rank-\d+\.json|heartbeats/machine-\d+-states\.json|stacks/rank-\d+\.txt"
                         r"|machines/machine-\d+-(gpus|samples|manifest)\.json|machines/machine-\d+-git-\d+\.diff)\Z")
 
 
+STATES_SECONDS = 2.0  # how often a node looks at its ranks' process states (as its supervisor judges a hang)
 HOME = RunPaths(Path())  # the home run directory's names, relative (what travels names its home path)
 
 
@@ -56,6 +62,11 @@ def machine_gpus(machine_rank: int) -> str:
     return str(HOME.machine_gpus(machine_rank))
 
 
+def machine_states(machine_rank: int) -> str:
+    """Where a machine's stopped ranks land at home (rank → state)."""
+    return f"heartbeats/machine-{machine_rank}-states.json"
+
+
 @dataclass
 class NodeFiles:
     """What of a node's run directory has been sent home so far."""
@@ -64,6 +75,8 @@ class NodeFiles:
     machine_rank: int
     offsets: dict[str, int] = field(default_factory=dict)  # home path → bytes sent
     stamps: dict[str, tuple[int, int]] = field(default_factory=dict)  # home path → (mtime_ns, size) sent
+    states: dict[str, str] = field(default_factory=dict)  # the stopped ranks sent last (machine_states)
+    states_at: float = 0.0
 
     @property
     def _whole_folders(self) -> tuple[tuple[Path, str], ...]:
@@ -106,7 +119,27 @@ class NodeFiles:
             except OSError:
                 continue  # not there yet, or being replaced: the next call sends it
             self.stamps[home] = stamp
+        if len(out) < limit:
+            out += self._states()
         return out
+
+    def _states(self) -> list[bytes]:
+        """This machine's stopped ranks, when that changed: home cannot see the processes of another machine."""
+        now = time.monotonic()
+        if now - self.states_at < STATES_SECONDS:
+            return []
+        self.states_at = now
+        from tuitrain.runs.hang import STOPPED, rank_states
+        from tuitrain.runs.record import RunRecordError, read_record
+
+        try:
+            states = {str(r): s for r, s in rank_states(read_record(self.paths)).items() if s == STOPPED}
+        except (OSError, RunRecordError):
+            return []
+        if states == self.states:
+            return []
+        self.states = states
+        return [encode_bytes("file", machine_states(self.machine_rank), json.dumps(states).encode())]
 
     def _read_new(self, local: Path, home: str) -> bytes:
         offset = self.offsets.get(home, 0)
