@@ -6,14 +6,13 @@ import argparse
 import sys
 from typing import Any, Mapping, Sequence
 
-from tuitrain.backends import Backend, Preview, for_profile, for_run
+from tuitrain.backends import Backend, for_profile, for_run
 from tuitrain.cli.errors import CliError
 from tuitrain.cli.output import print_json
 from tuitrain.launch import LaunchPlan
 from tuitrain.launch.machines import MachinesPlan
 from tuitrain.profile import Profile, ProfileError, load_profile, resolve_profile_path
-from tuitrain.profile.load import mark_overrides
-from tuitrain.profile.problems import Problem
+from tuitrain.profile.load import plan_problems
 from tuitrain.profile.training_args import report_reading_to
 from tuitrain.runs.catalog import find_run
 from tuitrain.runs.start import StartError
@@ -41,15 +40,6 @@ def _load(ref: str, overrides: list[str], notes: bool = True) -> Profile:
     return profile
 
 
-def _plan_problems(profile: Profile, preview: Preview, overrides: Sequence[str]) -> list[Problem]:
-    """What `plan` and `validate` print after the plan: the profile's notes, less those the plan says again as
-    errors (the profile alone warns where the plan refuses: say it once), then the plan's problems, marked as
-    loading marks its own ("(from --set)", a line in the file)."""
-    planned = mark_overrides(preview.problems, overrides, profile.path)
-    again = {(p.key, p.message) for p in preview.problems}
-    return [note for note in profile.notes if (note.key, note.message) not in again] + planned
-
-
 def _ssh_config(args: argparse.Namespace) -> str | None:
     from pathlib import Path
 
@@ -74,18 +64,15 @@ def _refuse_what_validate_refuses(backend: Backend, profile: Profile, args: argp
     start plans again and still refuses what changed in between (a plan takes milliseconds)."""
     preview = backend.plan(profile, args.runs_root)
     if preview.errors:
-        errors = [p for p in _plan_problems(profile, preview, args.set) if p.is_error]
+        errors = [p for p in plan_problems(profile, preview.problems, args.set) if p.is_error]
         raise CliError("\n".join(str(p) for p in errors))
 
 
 def _queued_start(backend: Backend, profile: Profile, args: argparse.Namespace, queue: Any) -> int:
     """`run --queue/--after/--after-ok`: the run is created `queued` and its id printed; its supervisor starts it."""
-    from tuitrain.backends.local import LocalBackend
+    from tuitrain.backends.queueing import queueing_backend
 
-    if not isinstance(backend, LocalBackend):
-        raise CliError(f"{profile.path}: --queue, --after and --after-ok queue runs on this machine; a profile that "
-                       "lists [[distributed.machines]] starts at once (drop them), and a Slurm job queues in Slurm")
-    paths = backend.queue(profile, args.runs_root, queue)
+    paths = queueing_backend(backend, profile.path).queue(profile, args.runs_root, queue)
     print(paths.id)
     print(f"queued run {paths.id}; `tuitrain queue` shows what it waits for, `tuitrain cancel {paths.id}` drops it",
           file=sys.stderr)
@@ -197,7 +184,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
             _print_machines_plan(preview.plan)
         else:
             _print_launch_plan(preview.plan)
-    for problem in _plan_problems(profile, preview, args.set):
+    for problem in plan_problems(profile, preview.problems, args.set):
         print(problem, file=sys.stderr)
     return 1 if preview.errors else 0
 
@@ -219,7 +206,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         _print_notes(profile)
     else:
         preview = for_profile(profile.data).plan(profile, args.runs_root)
-        for problem in _plan_problems(profile, preview, args.set):
+        for problem in plan_problems(profile, preview.problems, args.set):
             print(problem, file=sys.stderr)
         if preview.errors:
             print(f"{len(preview.errors)} error(s) on this machine (`--offline` checks the profile alone)", file=sys.stderr)

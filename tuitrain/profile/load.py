@@ -164,6 +164,15 @@ def mark_overrides(problems: Sequence[Problem], overrides: Sequence[str], path: 
     return locate(problems, text, skip=keys)
 
 
+def plan_problems(profile: Profile, problems: Sequence[Problem], overrides: Sequence[str]) -> list[Problem]:
+    """What `plan`, `validate` and the launch dialog say after a plan: the profile's notes, less those the plan
+    says again (the profile alone warns where the plan refuses: said once, as the error), then the plan's
+    `problems`, marked as loading marks its own (mark_overrides)."""
+    again = {(p.key, p.message) for p in problems}
+    notes = [note for note in profile.notes if (note.key, note.message) not in again]
+    return notes + mark_overrides(problems, overrides, profile.path)
+
+
 # --------------------------------------------------------------------------- migrations
 
 def migrate(data: dict[str, Any], file: str,

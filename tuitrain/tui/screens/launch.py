@@ -19,6 +19,9 @@ from tuitrain.tui.messages import RunStarted
 if TYPE_CHECKING:
     from textual import getters
 
+    from tuitrain.backends import Backend
+    from tuitrain.profile import Profile
+    from tuitrain.runs.layout import RunPaths
     from tuitrain.tui.app_api import TuitrainAppApi
 
 
@@ -36,11 +39,14 @@ class LaunchScreen(ModalScreen[None]):
     LaunchScreen #plan { height: auto; max-height: 12; color: $text-muted; }
     LaunchScreen #problems { height: auto; color: $text-error; }
     LaunchScreen .buttons { height: 3; align-horizontal: right; }
-    LaunchScreen Button { margin-left: 1; }
+    LaunchScreen Button { margin-left: 1; min-width: 0; }
     """
     BINDINGS = [Binding("escape", "cancel", "Cancel"),
                 Binding("ctrl+t", "preview_data", "Preview data",
                         tooltip="The training data as the engine tokenizes it: rows, labels, token lengths"),
+                Binding("ctrl+o", "queue", "Queue",
+                        tooltip="Queue it on this machine (tuitrain run --queue): it starts by itself when its GPUs "
+                                "are free"),
                 Binding("ctrl+b", "submit", "Submit to Slurm",
                         tooltip="Submit it as a Slurm batch job (tuitrain submit) with the Slurm options below"),
                 Binding("ctrl+y", "copy_command", "Copy run command",
@@ -66,7 +72,8 @@ class LaunchScreen(ModalScreen[None]):
                 yield Static("", id="problems")
             with Horizontal(classes="buttons"):
                 yield Button("Preview (^t)", id="preview-data")
-                yield Button("Slurm submit (^b)", id="submit")
+                yield Button("Slurm (^b)", id="submit")
+                yield Button("Queue (^o)", id="queue")
                 yield Button("Launch", variant="primary", id="launch")
                 yield Button("Cancel", id="cancel")
 
@@ -102,6 +109,7 @@ class LaunchScreen(ModalScreen[None]):
         """The profile's own backend plans it, as `tuitrain plan` does: this machine's plan, or one per machine."""
         from tuitrain.backends import for_profile
         from tuitrain.profile import ProfileError, load_profile
+        from tuitrain.profile.load import plan_problems
         from tuitrain.runs.start import StartError
 
         try:
@@ -113,7 +121,7 @@ class LaunchScreen(ModalScreen[None]):
         except (StartError, OSError) as exc:
             self.app.call_from_thread(self._show, "", [str(exc)], number)
             return
-        notes = [str(p) for p in profile.notes] + [str(p) for p in preview.problems]
+        notes = [str(p) for p in plan_problems(profile, preview.problems, overrides)]
         self.app.call_from_thread(self._show, f"{preview.summary}\n{preview.command}", notes, number)
 
     def _show(self, plan: str, problems: list[str], number: int) -> None:
@@ -129,6 +137,13 @@ class LaunchScreen(ModalScreen[None]):
             self.busy = True
             self.query_one("#plan", Static).update("starting…")
             self.start()
+
+    @on(Button.Pressed, "#queue")
+    def action_queue(self) -> None:
+        if not self.busy:
+            self.busy = True
+            self.query_one("#plan", Static).update("queueing…")
+            self.start(queue=True)
 
     @on(Button.Pressed, "#cancel")
     def action_cancel(self) -> None:
@@ -156,9 +171,9 @@ class LaunchScreen(ModalScreen[None]):
         self.app.push_screen(DataPreviewScreen(self.path, self.overrides()))
 
     @work(thread=True, exclusive=True, group="launch", exit_on_error=False)
-    def start(self) -> None:
+    def start(self, queue: bool = False) -> None:
         """As `tuitrain run` starts it: the profile's backend checks the machines (the doctor, for several), then
-        starts the run."""
+        starts the run; with `queue`, as `tuitrain run --queue` creates it queued."""
         from tuitrain.backends import for_profile
         from tuitrain.profile import ProfileError, load_profile
         from tuitrain.runs.start import StartError
@@ -169,6 +184,11 @@ class LaunchScreen(ModalScreen[None]):
         try:
             profile = load_profile(self.path, self.overrides())
             backend = for_profile(profile.data)
+            if queue:
+                queued = self._queue(backend, profile)
+                self.app.call_from_thread(self._submitted, str(queued.root), f"queued run {queued.id}: it starts "
+                                          "by itself when its GPUs are free (`tuitrain queue` shows what it waits for)")
+                return
             check = backend.check(profile, self.app.runs_root, 20.0, say)
             if check.failed:
                 self.app.call_from_thread(self._failed, [*check.lines, f"{len(check.failed)} machine check(s) failed"])
@@ -181,6 +201,12 @@ class LaunchScreen(ModalScreen[None]):
             self.app.call_from_thread(self._failed, [str(exc)])
             return
         self.app.call_from_thread(self._started, str(started.paths.root))
+
+    def _queue(self, backend: "Backend", profile: "Profile") -> "RunPaths":
+        from tuitrain.backends.queueing import queueing_backend
+        from tuitrain.runs.queue import QueueRequest
+
+        return queueing_backend(backend, profile.path).queue(profile, self.app.runs_root, QueueRequest(), self.app.cwd)
 
     @on(Input.Submitted, "#sbatch")
     @on(Button.Pressed, "#submit")
