@@ -243,3 +243,37 @@ def test_min_free_memory_waits_for_that_much_free_then_shares_a_busy_gpu(runs_di
     rec = wait_for(lambda: record(small)["started"] and record(small), 60, "the small run to start beside it")
     assert rec["queue"]["gpus"] == [2]
     wait_until_ended(small)
+
+
+def test_runs_that_set_min_free_memory_share_a_gpu_by_the_memory_they_promised(tmp_path: Path) -> None:
+    """Four runs of 20 GiB fit one 80 GiB GPU, a fifth waits (the memory promised to a started run counts even
+    before it is allocated); a run without min_free_memory never joins a GPU a queued run holds; a run asking for
+    any 2 GPUs takes the first two that fit, passing over the held one."""
+    from tuitrain.hardware.devices import GpuInfo
+    from tuitrain.runs.queue import Entry
+    from tuitrain.runs.queue_rule import verdict
+
+    gib = 2**30
+    for name in ("r0", "r1", "r2", "r3", "r4", "r5", "r6"):
+        (tmp_path / name).mkdir()
+    gpus = [GpuInfo(index=i, memory_total=80 * gib, memory_used=0, utilization=0) for i in range(3)]
+
+    def entry(name: str, state: str = "waiting", gpus: tuple[int, ...] = (0,), min_free: int | None = 20 * gib,
+              count: int = 0) -> Entry:
+        return Entry(name=f"{name}.json", run=name, run_dir=str(tmp_path / name), uid=0, user="ann", queued=0.0,
+                     gpus=gpus, state=state, min_free=min_free, count=count)
+
+    started = [entry(f"r{i}", "started") for i in range(3)]
+    fourth = verdict(entry("r3"), [*started, entry("r3")], lambda: gpus)
+    assert fourth.start, fourth
+    full = [*started, entry("r3", "started"), entry("r4")]
+    fifth = verdict(full[-1], full, lambda: gpus)
+    assert not fifth.start and fifth.waits == (
+        ("GPU 0: 80.0 GiB free, but 80.0 GiB of it promised to runs of the queue: 0.0 GiB left, 20.0 GiB needed "
+        "(hardware.min_free_memory), 0.0 GiB used"),), fifth
+    alone = entry("r5", min_free=None)
+    assert verdict(alone, [*started, alone], lambda: gpus).waits[0] == "GPU 0: held by run r0 (ann)"
+    wide = entry("r6", gpus=(), min_free=None, count=2)
+    chosen = verdict(wide, [*started, wide], lambda: gpus)
+    assert chosen.start and chosen.chosen == (1, 2)
+    assert chosen.why == "GPU 1, 2: the first 2 free (passed over GPU 0: held by run r0 (ann))"

@@ -43,11 +43,14 @@ def unfit_reasons(gpu: GpuInfo, run_id: str | None = None, min_free: int | None 
     free, total = gpu.memory_free, gpu.memory_total
     if isinstance(free, NaType) or isinstance(total, NaType):
         return ["its free memory cannot be read"]
-    free = min(free, total - reserved)
-    if free < min_free:
-        held = f" (of which {gib(reserved, unit=True)} promised to runs of the queue)" if reserved else ""
-        return [f"{gib(free, unit=True)} free{held}, {gib(min_free, unit=True)} needed (hardware.min_free_memory)"]
-    return []
+    left = min(free, total - reserved)
+    if left >= min_free:
+        return []
+    needed = f"{gib(min_free, unit=True)} needed (hardware.min_free_memory)"
+    if left < free:
+        return [(f"{gib(free, unit=True)} free, but {gib(reserved, unit=True)} of it promised to runs of the queue: "
+                f"{gib(left, unit=True)} left, {needed}")]
+    return [f"{gib(free, unit=True)} free, {needed}"]
 
 
 @dataclass(frozen=True)

@@ -131,9 +131,13 @@ def kept_back(entry: Entry, entries: Sequence[Entry]) -> dict[int, str]:
         if other.name == entry.name:
             continue
         if other.state == "started" and not _share(entry, other):
-            out.update({g: f"held by run {other.run} ({other.user})" for g in other.gpus})
+            why = f"held by run {other.run} ({other.user})"
         elif _ahead(entry, other):
-            out.update({g: f"run {other.run} ({other.user}) is ahead in the queue" for g in other.gpus})
+            why = f"run {other.run} ({other.user}) is ahead in the queue"
+        else:
+            continue
+        for gpu in other.gpus:
+            out.setdefault(gpu, why)  # the first in the queue's order names it
     return out
 
 
