@@ -15,12 +15,12 @@ from tuitrain.runs.catalog import UNREADABLE, RunEntry, find_run, load_record, s
 from tuitrain.runs.checkpoints import run_checkpoints
 from tuitrain.runs.exits import EXIT_USER_ERROR, exit_name
 from tuitrain.runs.hang import status_label
-from tuitrain.runs.kind import run_kind
 from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.liveness import effective_status
 from tuitrain.runs.logfile import display_text, plain_text
 from tuitrain.runs.manifest import read_manifests
 from tuitrain.runs.record import FINAL_STATUSES, RunRecordError
+from tuitrain.runs.scheduler import job_states, refresh_job
 from tuitrain.runs.summary import run_summary
 from tuitrain.runs.tail import read_new_lines
 
@@ -75,12 +75,8 @@ def _job_label(s: dict) -> str:
 
 def cmd_runs(args: argparse.Namespace) -> int:
     entries = scan_runs(args.runs_root)
-    job_states = None
-    if any(e.record is not None and run_kind(e.record) == "slurm" for e in entries):
-        from tuitrain.slurm.state import query  # one squeue for every Slurm run
-
-        job_states = query(e.record for e in entries if e.record is not None)
-    summaries = [_entry_summary(e, job_states) for e in entries]
+    states = job_states(e.record for e in entries if e.record is not None)  # one squeue for every Slurm run
+    summaries = [_entry_summary(e, states) for e in entries]
     if args.json:
         print_json(summaries)
         return 0
@@ -89,7 +85,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
         return 0
     headers = ["ID", "PROFILE", "STATUS", "STEP", "LOSS", "AGE", ""]
     rows = [runs_row(s) for s in summaries]
-    if job_states is not None:  # Slurm's state beside tuitrain's own
+    if states is not None:  # Slurm's state beside tuitrain's own
         headers.insert(3, "SLURM")
         for row, s in zip(rows, summaries, strict=True):
             row.insert(3, _job_label(s))
@@ -306,10 +302,7 @@ def _has_ended(paths: RunPaths) -> tuple[bool, str | None]:
         record = load_record(paths)
     except RunRecordError as exc:
         return True, f"{exc}; its logs so far are above"
-    if run_kind(record) == "slurm":  # a Slurm job may end without its run recording it (cancelled, never started)
-        from tuitrain.slurm.state import refresh
-
-        record = refresh(paths, record)
+    record = refresh_job(paths, record)  # a Slurm job may end without its run recording it (cancelled, never started)
     status = effective_status(record)
     if status == "lost":
         print(f"run {paths.id} is lost: its supervisor is gone without recording an end", file=sys.stderr)

@@ -12,6 +12,7 @@ checkpoint written) for runs it saw before they ended.
 from __future__ import annotations
 
 import os
+import time
 import tomllib
 from array import array
 from dataclasses import dataclass, field
@@ -20,10 +21,10 @@ from typing import Any
 
 from tuitrain.runs.catalog import UNREADABLE, load_record
 from tuitrain.runs.events import empty_progress, fold_progress, parse_event
-from tuitrain.runs.kind import run_kind
 from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.liveness import effective_status
 from tuitrain.runs.record import FINAL_STATUSES, RunRecordError, read_record
+from tuitrain.runs.scheduler import job_states, settle_job
 from tuitrain.runs.tail import read_new_lines
 
 SERIES_KEYS = ("loss", "learning_rate", "grad_norm")
@@ -186,7 +187,7 @@ class _Watched:
 class RunsWatcher:
     """Polls a runs root; `poll()` -> (rows newest first, changes since the last poll).
 
-    Slurm runs get their job's state as `tuitrain runs` reads it (tuitrain.slurm.state): one squeue for every
+    Slurm runs get their job's state as `tuitrain runs` reads it (tuitrain.runs.scheduler): one squeue for every
     run that needs it, at most every `job_seconds`, and a job that ended without its run recording an end is
     recorded here as there."""
 
@@ -234,27 +235,19 @@ class RunsWatcher:
         return rows, changes
 
     def _settle_jobs(self) -> None:
-        """The Slurm runs' job states (one query for all), each run settled from its job's (settle's write
-        changes run.json's mtime: the record is read again at the next poll, as any change is)."""
-        slurm = [w for w in self._runs.values() if w.record and run_kind(w.record) == "slurm"]
-        if not slurm:
-            return
-        import time as _time
-
-        from tuitrain.slurm import state as slurm_state
-
-        now = _time.monotonic()
+        """The job states of the runs a scheduler holds (one query for all, tuitrain.runs.scheduler), each run
+        settled from its job's (settle's write changes run.json's mtime: the record is read again at the next poll,
+        as any change is)."""
+        watched = [w for w in self._runs.values() if w.record]
+        now = time.monotonic()
         if self._jobs_at is None or now - self._jobs_at >= self.job_seconds:
-            self._jobs = slurm_state.query(w.record for w in slurm if w.record is not None)
-            self._jobs_at = now
-        for watched in slurm:
-            record = watched.record or {}
-            job = self._jobs.get(slurm_state.job_id(record) or "")
-            kept = (record.get("slurm") or {}).get("state")
-            if job is not None and job.final and not kept and record.get("status") != UNREADABLE:
-                watched.record = record = slurm_state.settle(watched.paths, record, job)
-            shown = slurm_state.label(record, job)
-            watched.job = shown["label"] if shown else None
+            states = job_states(w.record for w in watched if w.record is not None)
+            if states is None:  # no run of a scheduler's: nothing asked, nothing to show
+                return
+            self._jobs, self._jobs_at = states, now
+        for one in watched:
+            record, shown = settle_job(one.paths, one.record or {}, self._jobs)
+            one.record, one.job = record, (shown["label"] if shown else None)
 
     def _status(self, watched: _Watched) -> str:
         """The status a list shows: `hung?` for a live run whose ranks stopped moving (`runs.hang`, as `tuitrain runs`)."""

@@ -12,6 +12,7 @@ import psutil
 from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.process_tree import find_recorded
 from tuitrain.runs.record import FINAL_STATUSES, record_end
+from tuitrain.runs.scheduler import supervised_elsewhere
 
 
 def recorded_processes(record: dict[str, Any]) -> dict[str, Any]:
@@ -25,14 +26,6 @@ def recorded_processes(record: dict[str, Any]) -> dict[str, Any]:
     for rank, pid in (pids.get("ranks") or {}).items():
         processes.setdefault(f"rank {rank}", pid)
     return processes
-
-
-def supervised_elsewhere(record: dict[str, Any]) -> bool:
-    """A Slurm run whose supervisor runs on another machine (a compute node): its processes cannot be looked at
-    from here; the job's state (tuitrain.slurm.state) says whether it lives."""
-    slurm = record.get("slurm")
-    host = slurm.get("host") if isinstance(slurm, dict) else None
-    return bool(host) and host != os.uname().nodename
 
 
 def supervisor_gone(record: dict[str, Any]) -> bool:

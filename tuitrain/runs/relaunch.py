@@ -19,9 +19,9 @@ from tuitrain.launch.script import is_script, resolved_script
 from tuitrain.profile import Profile, load_profile, profile_with_defaults
 from tuitrain.profile.processes import processes_per_machine, processes_set
 from tuitrain.runs.checkpoints import Checkpoint, inspect_checkpoint, latest_complete, run_checkpoints
-from tuitrain.runs.kind import run_kind
 from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.record import FINAL_STATUSES, read_record
+from tuitrain.runs.scheduler import job_words
 from tuitrain.runs.start import Lineage, start_run
 
 
@@ -194,9 +194,9 @@ def not_ended_refusal(parent: RunPaths, record: dict[str, Any]) -> str | None:
     """Why a run that has not ended cannot be resumed yet (`record` as its backend settled it); None once ended."""
     if record["status"] in FINAL_STATUSES:
         return None
-    if run_kind(record) == "slurm":
-        job = (record.get("slurm") or {}).get("job_id")
-        return f"run {parent.id} is still {record['status']} (Slurm job {job}); stop it first (`tuitrain stop {parent.id}`)"
+    job = job_words(record)
+    if job is not None:
+        return f"run {parent.id} is still {record['status']} ({job}); stop it first (`tuitrain stop {parent.id}`)"
     from tuitrain.runs.liveness import live_processes, supervisor_gone  # psutil: not for `plan`
 
     if supervisor_gone(record):

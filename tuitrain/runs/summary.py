@@ -8,9 +8,9 @@ from typing import Any, Mapping
 
 from tuitrain.runs.checkpoints import run_checkpoints
 from tuitrain.runs.events import progress, read_events
-from tuitrain.runs.kind import run_kind
 from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.liveness import settle_lost, supervisor_gone
+from tuitrain.runs.scheduler import settle_job
 from tuitrain.runs.tail import read_tail
 
 
@@ -53,19 +53,13 @@ def hang_summary(paths: RunPaths, record: dict[str, Any]) -> dict[str, Any]:
 
 def run_summary(paths: RunPaths, record: dict[str, Any], with_checkpoints: bool = True,
                 job_states: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """`job_states`: the Slurm job states already read for several runs (tuitrain.slurm.state.query); a Slurm run
-    not in it has its job asked about here."""
-    job = None
-    if run_kind(record) == "slurm":
-        from tuitrain.slurm import state as slurm_state
-
-        states = job_states if job_states is not None else slurm_state.query([record])
-        job = states.get(slurm_state.job_id(record) or "")
-        record = slurm_state.settle(paths, record, job)
+    """`job_states`: the scheduler's word on several runs, read at once (tuitrain.runs.scheduler.job_states); a run
+    a scheduler holds that is not in it has its job asked about here."""
+    record, job = settle_job(paths, record, job_states)
     record = settle_lost(paths, record)
     summary = dict(record)
-    if run_kind(record) == "slurm":
-        summary["slurm_state"] = slurm_state.label(record, job)
+    if job is not None:
+        summary["slurm_state"] = job
     summary["run_dir"] = str(paths.root)
     summary["progress"] = progress(read_events(paths.events))
     if record.get("max_steps") and not summary["progress"].get("max_steps"):

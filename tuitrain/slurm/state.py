@@ -59,6 +59,8 @@ def settle(paths: RunPaths, record: dict[str, Any], state: JobState | None) -> d
     job = job_id(record)
     if job is None or state is None or not state.final:
         return record
+    if record.get("status") in FINAL_STATUSES and (record.get("slurm") or {}).get("state") == state.state:
+        return record  # kept already (a viewer's states may be older than its record): nothing to write
     try:
         record = read_record(paths)  # the job ends after its run records an end: look again before deciding
     except (RunRecordError, OSError):
