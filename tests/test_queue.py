@@ -277,3 +277,28 @@ def test_runs_that_set_min_free_memory_share_a_gpu_by_the_memory_they_promised(t
     chosen = verdict(wide, [*started, wide], lambda: gpus)
     assert chosen.start and chosen.chosen == (1, 2)
     assert chosen.why == "GPU 1, 2: the first 2 free (passed over GPU 0: held by run r0 (ann))"
+
+
+@pytest.mark.slow
+def test_queue_move_top_puts_a_waiting_run_first_and_the_queue_follows_it(runs_dir: Path, tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    table = tmp_path / "nvml.json"
+    _table(table, taken=True)
+    monkeypatch.setenv("TUITRAIN_NVML_TABLE", str(table))
+    on_gpu = ["--set", "hardware.accelerator=cuda", "--set", "hardware.gpus=[2]", *FAST]
+    first, second, third = (queued(runs_dir, "--queue", *on_gpu) for _ in range(3))
+    check_clean(cli("queue", "move", third.name, runs_dir=runs_dir), "tuitrain queue move RUN --top")
+    moved = cli("queue", "move", third.name, "--top", runs_dir=runs_dir)
+    assert moved.returncode == 0 and f"run {third.name} is first in the queue (it was 3)" in moved.stderr, moved.stderr
+    shown = queue_json(runs_dir)["runs"]
+    assert [r["run"] for r in shown] == [third.name, first.name, second.name]
+    assert shown[0]["waits"][0].startswith("GPU 2: 95% full") and \
+        shown[1]["waits"] == [f"GPU 2: run {third.name} ({shown[0]['user']}) is ahead in the queue"]
+    assert cli("cancel", second.name, runs_dir=runs_dir).returncode == 0
+    check_clean(cli("queue", "move", second.name, "--top", runs_dir=runs_dir), "already ended (cancelled)",
+                "nothing to move")
+    _table(table, taken=False)  # the moved run starts first
+    wait_for(lambda: record(third)["started"], 60, "the moved run to start")
+    assert record(first)["started"] is None
+    assert cli("cancel", first.name, runs_dir=runs_dir).returncode == 0
+    wait_until_ended(third)

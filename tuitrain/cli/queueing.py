@@ -25,6 +25,9 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
 
 def add_queue_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true")
+    p.add_argument("action", nargs="?", choices=["move"], help="move RUN --top: put your queued run first")
+    p.add_argument("run", nargs="?", help="the queued run to move")
+    p.add_argument("--top", action="store_true", help="with move: to the front of the queue")
 
 
 def add_cancel_arguments(p: argparse.ArgumentParser) -> None:
@@ -113,10 +116,27 @@ def status_lines(run_dir: Path, record: dict[str, Any]) -> list[str]:
             *(f"waits for  {wait}" for wait in mine["waits"])]
 
 
+def cmd_move(args: argparse.Namespace) -> int:
+    from tuitrain.runs.catalog import find_run
+    from tuitrain.runs.queue_move import move_to_top
+
+    if not args.run or not args.top:
+        raise CliError("queue move needs a run and where to: tuitrain queue move RUN --top")
+    paths = find_run(args.runs_root, args.run)
+    place = move_to_top(paths)
+    print(f"run {paths.id} is first in the queue" + (f" (it was {place})" if place > 1 else " (it was already)"),
+          file=sys.stderr)
+    return 0
+
+
 def cmd_queue(args: argparse.Namespace) -> int:
     from tuitrain.cli.output import print_json
     from tuitrain.runs.queue import queue_dir
 
+    if getattr(args, "action", None) == "move":
+        return cmd_move(args)
+    if getattr(args, "run", None) or getattr(args, "top", False):
+        raise CliError("tuitrain queue takes no run (to move one: tuitrain queue move RUN --top)")
     rows = queue_rows()
     if args.json:
         print_json({"queue_dir": str(queue_dir()), "runs": rows})

@@ -22,11 +22,12 @@ def owner_uid(paths: RunPaths) -> int:
     return os.stat(paths.root).st_uid
 
 
-def cancel_refusal(paths: RunPaths, record: dict[str, Any], uid: int) -> str | None:
-    """Why this user may not cancel this run, in one line; None when they may."""
+def cancel_refusal(paths: RunPaths, record: dict[str, Any], uid: int, verb: str = "cancel") -> str | None:
+    """Why this user may not cancel this run (or `verb` it: move it in the queue), in one line; None when they
+    may."""
     status = record.get("status")
     if status in FINAL_STATUSES:
-        return f"run {paths.id} already ended ({status}); there is nothing to cancel"
+        return f"run {paths.id} already ended ({status}); there is nothing to {verb}"
     if status != "queued":
         return f"run {paths.id} has started ({status}); `tuitrain stop {paths.id}` stops it"
     owner = owner_uid(paths)
@@ -37,7 +38,7 @@ def cancel_refusal(paths: RunPaths, record: dict[str, Any], uid: int) -> str | N
             name = pwd.getpwuid(owner).pw_name
         except KeyError:
             name = f"uid {owner}"
-        return f"run {paths.id} was queued by {name}; only they can cancel it"
+        return f"run {paths.id} was queued by {name}; only they can {verb} it"
     return None
 
 
