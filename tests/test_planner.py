@@ -176,3 +176,12 @@ def test_every_backend_starts_the_same_processes_on_a_machine(hardware: dict[str
     assert here["distributed"]["num_processes"] == processes
     assert machine_processes(settings["distributed"]["machines"][0], counting, settings["hardware"]) == processes
     assert resources.processes_per_node == processes
+
+
+def test_a_slurm_job_with_any_n_gpus_asks_for_n_per_node() -> None:
+    """`hardware.gpus = N` (any N) is how many a node gets under Slurm, as a list's length is: it used to end
+    `tuitrain submit` in a TypeError."""
+    data = demo_profile_data(hardware={"accelerator": "cuda", "gpus": 2},
+                             distributed={"strategy": "ddp", "num_processes": None})
+    _settings, resources = job_settings(Profile(path=None, data=data))
+    assert (resources.processes_per_node, resources.gpus_per_node) == (2, 2)

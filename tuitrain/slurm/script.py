@@ -93,22 +93,26 @@ def job_resources(settings: Mapping[str, Any], file: str, processes_set: bool = 
                           "[[distributed.machines]] tables and set distributed.num_machines to the number of nodes")
     nodes = int(dist.get("num_machines") or 1)
     gpus = hardware.get("gpus")
+    # under Slurm only how many GPUs counts (the job gets that many per node): a list's length, or gpus = N itself
+    counted = isinstance(gpus, int) and not isinstance(gpus, bool)
+    count = len(gpus) if isinstance(gpus, list) else gpus if counted else None
     accelerator = hardware["accelerator"]
     processes = processes_per_machine(dist.get("num_processes") if processes_set else None, dist["strategy"],
-                                      accelerator, len(gpus) if isinstance(gpus, list) else None) or 1
+                                      accelerator, count) or 1
     if accelerator == "mps":
         raise ScriptError(f"{file}: hardware.accelerator = 'mps': Slurm nodes run CUDA or CPU ranks; set "
                           "hardware.accelerator to 'cuda' or 'cpu'")
-    if accelerator == "cpu" or gpus == []:
+    if accelerator == "cpu" or count == 0:
         return Resources(nodes, processes, 0, processes)
-    if gpus and len(gpus) < processes:
-        raise ScriptError(f"{file}: hardware.gpus lists {len(gpus)} GPU(s) for {processes} process(es) per node; list "
+    if count and count < processes:
+        says = f"= {count} asks for" if counted else f"lists {count}"
+        raise ScriptError(f"{file}: hardware.gpus {says} GPU(s) for {processes} process(es) per node; list "
                           "one per process (under Slurm only their number counts: the job gets that many per node)")
-    if accelerator == "auto" and not gpus:
+    if accelerator == "auto" and not count:
         raise ScriptError(f"{file}: hardware.accelerator = 'auto' with no hardware.gpus: on a cluster say what each "
                           "node runs, hardware.accelerator = 'cpu', or 'cuda' with gpus = [0, 1, ...] (one per "
                           "process)")
-    return Resources(nodes, processes, len(gpus) if gpus else processes, None)
+    return Resources(nodes, processes, count or processes, None)
 
 
 def directive_quote(value: str) -> str:
