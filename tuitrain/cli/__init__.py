@@ -55,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="several machines: start without checking them first with `tuitrain doctor`")
     _set_option(p)
     _arguments_from("tuitrain.cli.queueing", "add_run_arguments", p)
+    _arguments_from("tuitrain.cli.sweeping", "add_sweep_arguments", p)
 
     p = command("queue", _lazy("tuitrain.cli.queueing", "cmd_queue"), "this machine's queued runs, in order, with what each waits for")
     _arguments_from("tuitrain.cli.queueing", "add_queue_arguments", p)

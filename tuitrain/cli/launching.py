@@ -85,6 +85,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     queue = queue_request(args)
     read_notify_config()  # a bad [notify] is refused before anything starts (ProfileError: file, key, fix)
+    if args.sweep:
+        from tuitrain.cli.sweeping import cmd_sweep
+
+        return cmd_sweep(args)
+    if args.max_parallel is not None:
+        raise CliError("--max-parallel limits the runs of a --sweep; give --sweep section.key=V1,V2 too")
     profile = _load(args.profile, args.set, notes=False)
     backend = for_profile(profile.data, ssh_config=_ssh_config(args))
     try:
