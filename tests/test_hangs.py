@@ -17,7 +17,7 @@ import psutil
 import pytest
 
 from conftest import FINAL, cli, record, wait_for, wait_until_ended
-from tuitrain.runs.hang import HANG_FLOOR, SLOW_FLOOR, judge, run_hang
+from tuitrain.runs.hang import HANG_FLOOR, SLOW_FLOOR, describe, judge, run_hang
 from tuitrain.runs.heartbeat import Beat, read_beats
 from tuitrain.runs.layout import PHASE_BETWEEN, PHASE_EVALUATING, PHASE_SAVING, PHASE_STARTING, PHASE_STEP, RunPaths
 from tuitrain.runs.live import RunsWatcher
@@ -43,10 +43,14 @@ class Tiny(torch.nn.Module):
 
 
 class Rows(torch.utils.data.Dataset):
+    def __init__(self, sleep=0.0):
+        self.sleep = sleep
+
     def __len__(self):
         return 4096
 
     def __getitem__(self, i):
+        time.sleep(self.sleep)
         x = torch.randn(4, generator=torch.Generator().manual_seed(i))
         return {"x": x, "y": x.sum()}
 
@@ -71,12 +75,13 @@ def main():
     parser.add_argument("--eval_steps", type=int, default=0)
     parser.add_argument("--eval_rows", type=int, default=64)
     parser.add_argument("--eval_sleep", type=float, default=0.0)
+    parser.add_argument("--data_sleep", type=float, default=0.0)  # rank 1's, for each row it loads
     a = parser.parse_args()
     args = TrainingArguments(output_dir="out", max_steps=a.max_steps, per_device_train_batch_size=4,
                              per_device_eval_batch_size=4, logging_steps=1, save_strategy="no", report_to="none",
                              eval_strategy="steps" if a.eval_steps else "no", eval_steps=a.eval_steps or None,
                              use_cpu=True, disable_tqdm=True)
-    rows = Rows()
+    rows = Rows(a.data_sleep if int(os.environ.get("RANK", "0")) == 1 else 0.0)
     trainer = Trainer(model=Tiny(), args=args, train_dataset=rows,
                       eval_dataset=torch.utils.data.Subset(rows, range(a.eval_rows)),
                       callbacks=[Pace(a.hang_at, a.eval_sleep)])
@@ -133,6 +138,19 @@ def test_a_straggler_is_named():
     hang = judge([beat(0, step_seconds=0.5), beat(1, step_seconds=2.0), beat(2, step_seconds=0.5)], 1000.0)
     assert not hang.hung and [(s.rank, s.others_seconds) for s in hang.stragglers] == [(1, 0.5)]
     assert not judge([beat(0, step_seconds=0.01), beat(1, step_seconds=0.03)], 1000.0).stragglers  # noise
+
+
+def test_the_rank_the_others_wait_for_is_told_by_its_time_between_steps():
+    """Ranks that all-reduce take the same time a step; the one slow to load its next batch takes longer between."""
+    def timed(rank: int, between: float) -> Beat:
+        return Beat(rank=rank, phase=PHASE_STEP, time=999.0, since=999.0, step=10, step_seconds=0.5,
+                    between_seconds=between)
+
+    hang = judge([timed(0, 0.01), timed(1, 0.4), timed(2, 0.02)], 1000.0)
+    assert [(s.rank, s.part, s.step_seconds) for s in hang.stragglers] == [(1, "between", 0.4)], hang
+    assert describe(hang, 1000.0) == [("straggler: rank 1 takes 0.40s between steps (its next batch, its callbacks), "
+                                       "the others 0.01s: they wait for it in every step")]
+    assert not judge([timed(0, 0.01), timed(1, 0.03)], 1000.0).stragglers  # noise
 
 
 FAULTHANDLER = """Thread 0x00007f2cfd9776c0 (most recent call first):
@@ -268,6 +286,26 @@ def test_a_slow_evaluation_is_never_taken_for_a_hang(tmp_path, runs_dir):
     assert PHASE_EVALUATING in phases, phases  # it was looked at while it evaluated
     log = (run_dir / "logs" / "launcher.log").read_text()
     assert "hung?" not in log, log[-2000:]
+
+
+def test_a_rank_slow_to_load_its_data_is_named_a_straggler_in_status(tmp_path, runs_dir):
+    """Rank 1 sleeps 0.05 s for each row it loads (0.2 s a batch of 4); rank 0 waits for it in every step."""
+    run_dir = script_run(tmp_path, runs_dir, ["--data_sleep", "0.05"], "")
+
+    def named() -> list[str]:
+        if record(run_dir)["status"] in FINAL:
+            return ["ended"]
+        return [line for line in status_json(run_dir, runs_dir).get("hang_lines") or [] if line.startswith("straggler")]
+
+    try:
+        said = wait_for(named, 240, "status to name a straggler")
+        assert said[0].startswith("straggler: rank 1 takes ") and "between steps" in said[0], said
+        assert not status_json(run_dir, runs_dir)["hang"]["hung"]
+        assert "straggler: rank 1 takes" in cli("status", run_dir.name, runs_dir=runs_dir).stdout
+    finally:
+        cli("stop", "--now", run_dir.name, runs_dir=runs_dir)
+    rec = wait_until_ended(run_dir)
+    wait_for(lambda: not processes_left(rec), 30, "every process of the run to end")
 
 
 def test_the_heartbeat_is_written_by_the_engine_too(finished_run):

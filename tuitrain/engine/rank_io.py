@@ -19,6 +19,7 @@ from tuitrain.runs.layout import (
     PHASE_FINISHING,
     PHASE_SAVING,
     PHASE_STARTING,
+    PHASE_STEP,
     STACKS_SIGNAL,
     RunPaths,
 )
@@ -130,12 +131,15 @@ class Heartbeat:
         self._since = 0.0
         self._last_end: float | None = None  # the previous step's end, while no slow phase came between
         self._step_times: list[float] = []
+        self._between_times: list[float] = []  # from a step's end to the next one's begin: its next batch, callbacks
         self._slow: dict[str, float] = {}  # phase -> its longest stretch so far
         paths.heartbeats.mkdir(parents=True, exist_ok=True)
         threading.Thread(target=self._write_loop, name="tuitrain-heartbeat", daemon=True).start()
 
     def beat(self, phase: str, step: int | None) -> None:
         now = time.time()
+        if phase == PHASE_STEP and self._phase == PHASE_BETWEEN and self._last_end is not None:
+            self._between_times = [*self._between_times[-(STEP_TIMES_KEPT - 1):], now - self._last_end]
         if phase != self._phase:
             if self._phase in URGENT_PHASES:
                 self._slow[self._phase] = max(self._slow.get(self._phase, 0.0), now - self._since)
@@ -145,10 +149,9 @@ class Heartbeat:
             if self._last_end is not None:
                 self._step_times = [*self._step_times[-(STEP_TIMES_KEPT - 1):], now - self._last_end]
             self._last_end = now
-        times = sorted(self._step_times)
         self._state = {"rank": self.rank, "pid": os.getpid(), "step": step, "phase": phase, "time": now,
-                       "since": self._since, "step_seconds": times[len(times) // 2] if times else None,
-                       "slow_seconds": dict(self._slow)}
+                       "since": self._since, "step_seconds": _median(self._step_times),
+                       "between_seconds": _median(self._between_times), "slow_seconds": dict(self._slow)}
         self._changed += 1
         if phase in URGENT_PHASES:
             self._wake.set()
@@ -173,6 +176,10 @@ class Heartbeat:
             self._wake.clear()
             self._write()
             time.sleep(self.interval / 10)  # a burst of slow-phase changes is still a few writes
+
+
+def _median(times: list[float]) -> float | None:
+    return sorted(times)[len(times) // 2] if times else None
 
 
 _heartbeat: Heartbeat | None = None

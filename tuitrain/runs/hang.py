@@ -7,7 +7,9 @@ it, else a limit learned from the run: HANG_FACTOR times the slowest rank's rece
 HANG_FLOOR seconds. The slow phases (start-up and the first steps, an evaluation, a save, after training) get at
 least SLOW_FLOOR seconds and SLOW_FACTOR times the longest such phase this rank has had: a slow evaluation, a big
 save or a first step that compiles is never taken for a hang. A straggler is a rank whose steps take
-STRAGGLER_FACTOR times the others' (ranks that never wait for each other, or its own work before a collective)."""
+STRAGGLER_FACTOR times the others' (ranks that never wait for each other), or whose time between steps (its next
+batch, its callbacks: work of its own, before the next step's collectives) is STRAGGLER_FACTOR times theirs. Ranks
+that wait for each other take the same time a step: the one the others wait for is told by its time between steps."""
 
 from __future__ import annotations
 
@@ -55,6 +57,7 @@ class Straggler:
     rank: int
     step_seconds: float
     others_seconds: float  # the median of the other ranks' step times
+    part: str = "step"  # "step", or "between" (its time from a step's end to the next one's begin)
 
 
 @dataclass(frozen=True)
@@ -97,8 +100,7 @@ def phase_limit(beat: Beat, base: float, learned: bool) -> float:
     return max(base, SLOW_FLOOR, SLOW_FACTOR * beat.slow_seconds.get(phase, 0.0))
 
 
-def stragglers(beats: Iterable[Beat]) -> tuple[Straggler, ...]:
-    timed = {b.rank: b.step_seconds for b in beats if b.step_seconds}
+def _slower(timed: Mapping[int, float], part: str) -> list[Straggler]:
     found = []
     for rank, seconds in sorted(timed.items()):
         others = [s for r, s in timed.items() if r != rank]
@@ -106,8 +108,17 @@ def stragglers(beats: Iterable[Beat]) -> tuple[Straggler, ...]:
             continue
         typical = statistics.median(others)
         if seconds > STRAGGLER_FACTOR * typical and seconds - typical > STRAGGLER_MIN_SECONDS:
-            found.append(Straggler(rank, seconds, typical))
-    return tuple(found)
+            found.append(Straggler(rank, seconds, typical, part))
+    return found
+
+
+def stragglers(beats: Iterable[Beat]) -> tuple[Straggler, ...]:
+    """The ranks much slower than the others: by their steps, else by their time between steps."""
+    beats = list(beats)
+    by_step = _slower({b.rank: b.step_seconds for b in beats if b.step_seconds}, "step")
+    named = {s.rank for s in by_step}
+    by_between = _slower({b.rank: b.between_seconds for b in beats if b.between_seconds is not None}, "between")
+    return tuple(sorted([*by_step, *(s for s in by_between if s.rank not in named)], key=lambda s: s.rank))
 
 
 def judge(beats: Iterable[Beat], now: float, hang_after: float | None = None,
@@ -150,8 +161,12 @@ def describe(hang: Hang, now: float) -> list[str]:
         if s.state == STOPPED:
             lines.append(f"rank {s.rank} is stopped (SIGSTOP): it answers no signal and moves no more until continued")
     for late in hang.stragglers:
-        lines.append(f"straggler: rank {late.rank}'s steps take {late.step_seconds:.2f}s, "
-                     f"the others' {late.others_seconds:.2f}s")
+        if late.part == "between":
+            lines.append(f"straggler: rank {late.rank} takes {late.step_seconds:.2f}s between steps (its next batch, "
+                         f"its callbacks), the others {late.others_seconds:.2f}s: they wait for it in every step")
+        else:
+            lines.append(f"straggler: rank {late.rank}'s steps take {late.step_seconds:.2f}s, "
+                         f"the others' {late.others_seconds:.2f}s")
     return lines
 
 

@@ -19,6 +19,7 @@ class Beat:
     since: float
     step: int | None = None
     step_seconds: float | None = None  # the median of its recent step times (None before two steps ended)
+    between_seconds: float | None = None  # the median of its recent times from a step's end to the next one's begin
     slow_seconds: dict[str, float] = field(default_factory=dict)  # slow phase -> its longest stretch so far
     pid: int | None = None
 
@@ -31,6 +32,7 @@ def beat_from(data: Any) -> Beat | None:
                     since=float(data.get("since") or data["time"]),
                     step=None if data.get("step") is None else int(data["step"]),
                     step_seconds=None if data.get("step_seconds") is None else float(data["step_seconds"]),
+                    between_seconds=None if data.get("between_seconds") is None else float(data["between_seconds"]),
                     slow_seconds={str(k): float(v) for k, v in slow.items()},
                     pid=None if data.get("pid") is None else int(data["pid"]))
     except (AttributeError, KeyError, TypeError, ValueError):
