@@ -233,3 +233,30 @@ def test_a_box_cut_off_the_network_is_unreachable_within_10_s(hosts: Any, boxes:
         stream.stop(wait=patient(10))
     # the box's own stream ends when home's beats stop reaching it (HOME_SILENCE_SECONDS), or at once on the link
     wait_for(lambda: not tuitrain_processes(boxes, "workstations", "--stream"), 120, "no tuitrain left on node1")
+
+
+def test_a_box_that_cannot_stream_its_runs_is_one_line_naming_why(hosts: Any, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    newer = tmp_path / "python-newer"  # a tuitrain that streams, but is another version
+    newer.write_text("#!/bin/sh\necho '{\"t\":\"hello\",\"version\":\"9.9.9\"}'\nexec head -n1 >/dev/null\n")
+    older = tmp_path / "python-older"  # a tuitrain from before the stream
+    older.write_text("#!/bin/sh\necho 'tuitrain: error: unrecognized arguments: --stream' >&2\nexit 2\n")
+    for script in (newer, older):
+        script.chmod(0o755)
+    monkeypatch.setenv("TUITRAIN_CONFIG", str(settings(tmp_path, hosts, node1=str(newer), node2=str(older))))
+    for host, start in (("node1", "node1: tuitrain 9.9.9 there, "), ("node2", "node2: tuitrain without `workstations")):
+        news: queue.Queue[Any] = queue.Queue()
+        stream = watching(host, news)
+        try:
+            said = next_news(news, lambda n: n.problem is not None, 60, f"why {host} cannot be watched")
+            assert said.problem.startswith(start) and "install the same version" in said.problem, said
+        finally:
+            stream.stop(wait=patient(10))
+    monkeypatch.setenv("TUITRAIN_CONFIG", str(settings(tmp_path, hosts, node1="/usr/bin/python3")))
+    news = queue.Queue()
+    stream = watching("node1", news)
+    try:
+        said = next_news(news, lambda n: n.problem is not None, 60, "why node1 cannot be watched")
+        assert said.problem.startswith("node1: tuitrain is not installed for /usr/bin/python3 there"), said
+    finally:
+        stream.stop(wait=patient(10))

@@ -197,6 +197,8 @@ class RunsStream:
         except subprocess.TimeoutExpired:
             code = None
         text = err.decode("utf-8", "replace")
+        if heard is None and "unrecognized arguments: --stream" in text:
+            return version_problem(self.station, "without `workstations --stream`", self.version) or "", False
         result = ssh.RemoteResult(self.station.host, argv, code, "", text, time.monotonic() - started,
                                   problem=ssh.classify(self.station.host, code, text, argv))
         return (problem_line(self.station, result)
