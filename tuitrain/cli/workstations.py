@@ -15,7 +15,6 @@ from typing import Any
 
 from tuitrain.cli.errors import CliError
 
-LOCAL = "local"
 REMOTE_VERBS = frozenset({"status", "logs", "checkpoints", "save", "evaluate", "stop", "resume", "stacks"})
 LIST_SECONDS = 20.0  # what one box may take to list its runs before it is shown as unreachable
 
@@ -113,7 +112,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
 def all_runs(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
     """Every box's runs (this one first), each with its host; and the boxes that did not answer, with why."""
     from tuitrain.cli import viewing
-    from tuitrain.remote.workstations import problem_line, run_everywhere, workstations
+    from tuitrain.remote.workstations import LOCAL, problem_line, run_everywhere, workstations
 
     here = io.StringIO()
     with contextlib.redirect_stdout(here):

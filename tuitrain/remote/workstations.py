@@ -23,6 +23,7 @@ from tuitrain.remote import ssh
 from tuitrain.user_config import UserConfigError, config_path, read_user_config
 
 KEYS = ("host", "python", "runs", "ssh_config")
+LOCAL = "local"  # the host column's word for this machine (`runs --all-hosts`, the app's Home)
 T = TypeVar("T")
 CHECK_SECONDS = 20.0
 

@@ -83,25 +83,82 @@ def run_labels(run_ids: Iterable[str], now: float) -> dict[str, str]:
     return {i: run_label(i, now, seconds=True) if seen[label] > 1 else label for i, label in short.items()}
 
 
-def matches(row: RunRow, text: str) -> bool:
+def matches(row: RunRow, text: str, host: str = "") -> bool:
     """Every word of `text` is in the run's id, profile or status, or a Slurm run's job state, or the date
-    and time its label shows ('18:30', '11-24'; case-insensitive)."""
+    and time its label shows ('18:30', '11-24'), or its workstation's host (case-insensitive)."""
     parts = _id_parts(row.id)
     when = ""
     if parts is not None:
         year, month, day, hour, minute, second = parts[0]
         when = f"{year}-{month}-{day} {hour}:{minute}:{second}"
-    haystack = f"{row.id} {row.profile} {row.status} {row.job or ''} {when}".lower()
+    haystack = f"{row.id} {row.profile} {row.status} {row.job or ''} {when} {host}".lower()
     return all(word in haystack for word in text.lower().split())
 
 
-def arrange(rows: Sequence[RunRow], order: RunOrder) -> list[RunRow]:
+def arrange(rows: Sequence[RunRow], order: RunOrder, host: str = "") -> list[RunRow]:
     """The rows the table shows, in the order it shows them."""
-    kept = [r for r in rows if matches(r, order.filter)] if order.filter.strip() else list(rows)
+    kept = [r for r in rows if matches(r, order.filter, host)] if order.filter.strip() else list(rows)
     kept.sort(key=lambda r: _key(r, order.sort))
     if order.reverse:  # the whole order turned over, ties too (as the eye reads it)
         kept.reverse()
     return kept
+
+
+@dataclass(frozen=True)
+class HostRuns:
+    """What Home knows of one workstation: its runs once it answered, or why it cannot be watched."""
+
+    rows: tuple[RunRow, ...] = ()
+    problem: str | None = None
+    answered: bool = False
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One line of Home's runs table: a run of this machine (host None) or of another workstation, or (row
+    None) a workstation's own line while it is asked or when it cannot be watched (`note`: why)."""
+
+    host: str | None
+    row: RunRow | None
+    note: str = ""
+
+    @property
+    def key(self) -> str:
+        """The run's id here; HOST:ID on another workstation, as the CLI names it; the host alone for its line."""
+        if self.row is None:
+            return str(self.host)
+        return self.row.id if self.host is None else f"{self.host}:{self.row.id}"
+
+
+def host_entries(local: Sequence[RunRow], remote: dict[str, HostRuns], order: RunOrder) -> list[Entry]:
+    """Every line of the table: this machine's runs first, then each workstation's in the settings' order,
+    each in `order`; a workstation that has not answered, or cannot be watched, is one line."""
+    entries = [Entry(None, row) for row in arrange(local, order)]
+    for host, state in remote.items():
+        if state.problem is not None:
+            entries.append(Entry(host, None, state.problem.removeprefix(f"{host}: ")))
+        elif not state.answered:
+            entries.append(Entry(host, None))
+        else:
+            entries += [Entry(host, row) for row in arrange(state.rows, order, host)]
+    return entries
+
+
+def run_rows(found: Sequence[dict[str, Any]]) -> tuple[RunRow, ...]:
+    """Another workstation's rows (`runs.live.RunRow` as dicts, from its stream) as rows again; a row this
+    version cannot read is left out (the stream's hello already refused another version)."""
+    import dataclasses
+
+    from tuitrain.runs.live import RunRow
+
+    names = {f.name for f in dataclasses.fields(RunRow)}
+    rows = []
+    for item in found:
+        try:
+            rows.append(RunRow(**{k: v for k, v in item.items() if k in names}))
+        except TypeError:
+            continue
+    return tuple(rows)
 
 
 def describe(order: RunOrder) -> str:

@@ -21,7 +21,7 @@ from textual.widgets.option_list import Option
 from tuitrain.humanize import duration, number
 from tuitrain.tui.actions import run_request
 from tuitrain.tui.format import clock, short_metric, status_text, step_text
-from tuitrain.tui.run_table import SORTS, RunOrder, arrange, checkpoint_step, describe, run_labels
+from tuitrain.tui.run_table import SORTS, Entry, HostRuns, RunOrder, checkpoint_step, describe, host_entries, run_labels, run_rows
 from tuitrain.tui.widgets.hardware_strip import HardwareStrip
 from tuitrain.tui.widgets.key_bar import KeyBar
 from tuitrain.tui.widgets.text_line import TextLine
@@ -29,6 +29,7 @@ from tuitrain.tui.widgets.text_line import TextLine
 if TYPE_CHECKING:
     from textual import getters
 
+    from tuitrain.remote.runs_stream import HostNews, RunsStream
     from tuitrain.runs.live import RunRow
     from tuitrain.tui.app_api import TuitrainAppApi
     from tuitrain.tui.profiles import ProfileEntry
@@ -94,6 +95,23 @@ class RunsTable(DataTable):
         super().action_select_cursor()
 
 
+class WorkstationsListed(Message):
+    """The workstations of the user's settings, in order (Home shows a HOST column when there are any)."""
+
+    def __init__(self, hosts: list[str]) -> None:
+        super().__init__()
+        self.hosts = hosts
+
+
+class WorkstationHeard(Message):
+    """One workstation's runs, or why it cannot be watched (from its stream's thread)."""
+
+    def __init__(self, host: str, state: HostRuns) -> None:
+        super().__init__()
+        self.host = host
+        self.state = state
+
+
 class HomeScreen(Screen):
     if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
         app = getters.app(TuitrainAppApi)
@@ -127,7 +145,10 @@ class HomeScreen(Screen):
         self.profiles: list[ProfileEntry] = []
         self._columns: tuple[str, ...] = ()
         self._widths: tuple[int | None, ...] = ()
-        self._rows: list[RunRow] = []
+        self._rows: list[Entry] = []  # what the table shows, in its order
+        self.remote: dict[str, HostRuns] = {}  # each workstation of the settings, in their order
+        self._streams: list[RunsStream] = []
+        self._problems = ""
         self._ready = False
         self._profiles_stamp: object = None
         self.marked: list[str] = []  # run ids marked for compare, in the order marked
@@ -148,16 +169,74 @@ class HomeScreen(Screen):
                 yield Input(placeholder="filter runs: id, profile or status", id="runs-filter")
                 table: DataTable = RunsTable(id="runs", cursor_type="row", zebra_stripes=False)
                 yield table
+                yield Static(id="host-problems")  # each workstation that cannot be watched: why, in full
         yield KeyBar()
 
     def on_mount(self) -> None:
         self.query_one("#runs-filter", Input).display = False
+        self.query_one("#host-problems", Static).display = False
         self._ready = True
         self.call_after_refresh(self.load_profiles)
         self.call_after_refresh(self.offer_accelerate_config)
         self._ensure_columns()
         self.runs_polled(self.app.rows)
         self.query_one("#runs", DataTable).focus()
+        self.call_after_refresh(self.watch_workstations)  # after the local rows' first frame
+
+    def on_unmount(self) -> None:
+        for stream in self._streams:
+            stream.stop()
+
+    # ------------------------------------------------------------------------------ workstations
+    @work(thread=True, exclusive=True, group="workstations", exit_on_error=False)
+    def watch_workstations(self) -> None:
+        """One stream per workstation of the settings (remote.runs_stream): their runs fill in as they come."""
+        from tuitrain import __version__
+        from tuitrain.remote.runs_stream import RunsStream
+        from tuitrain.remote.workstations import workstations
+        from tuitrain.user_config import UserConfigError
+
+        try:
+            stations = workstations()
+        except UserConfigError as exc:
+            self.app.call_from_thread(self.notify, str(exc), title="Workstations", severity="error", timeout=15)
+            return
+        if not stations or not self.is_attached:
+            return
+        self.post_message(WorkstationsListed([s.host for s in stations]))
+        for station in stations:
+            stream = RunsStream(station, __version__, self._heard)
+            self._streams.append(stream)
+            stream.start()
+        if not self.is_attached:  # the app closed meanwhile: on_unmount may have missed these
+            for stream in self._streams:
+                stream.stop()
+
+    def _heard(self, news: HostNews) -> None:
+        """A stream's news (its own thread): rows made here, shown on the app's loop."""
+        state = HostRuns(run_rows(news.rows), answered=True) if news.rows is not None else \
+            HostRuns(problem=news.problem or f"{news.host}: no answer", answered=True)
+        self.post_message(WorkstationHeard(news.host, state))
+
+    @on(WorkstationsListed)
+    def _workstations_listed(self, message: WorkstationsListed) -> None:
+        self.remote = {host: self.remote.get(host, HostRuns()) for host in message.hosts}
+        self.runs_polled(self.app.rows)
+
+    @on(WorkstationHeard)
+    def _workstation_heard(self, message: WorkstationHeard) -> None:
+        if message.host in self.remote:
+            self.remote[message.host] = message.state
+            self._show_problems()
+            self.runs_polled(self.app.rows)
+
+    def _show_problems(self) -> None:
+        problems = "\n".join(state.problem for state in self.remote.values() if state.problem)
+        if problems != self._problems:
+            self._problems = problems
+            box = self.query_one("#host-problems", Static)
+            box.update(problems)
+            box.display = bool(problems)
 
     # ------------------------------------------------------------------------------ profiles
     @work(thread=True, exclusive=True, group="profiles", exit_on_error=False)
@@ -197,7 +276,8 @@ class HomeScreen(Screen):
 
     # ------------------------------------------------------------------------------ runs
     def _wanted_columns(self) -> tuple[str, ...]:
-        return NARROW_COLUMNS if self.has_class("-narrow") or self.app.size.width < 100 else WIDE_COLUMNS
+        columns = NARROW_COLUMNS if self.has_class("-narrow") or self.app.size.width < 100 else WIDE_COLUMNS
+        return ("HOST", *columns) if self.remote else columns
 
     def _room(self) -> int:
         """The cells' room in the runs table (less a scrollbar's); before its first layout, the
@@ -205,7 +285,7 @@ class HomeScreen(Screen):
         table = self.query_one("#runs", DataTable)
         if table.size.width:
             return table.scrollable_content_region.width
-        return self.app.size.width - (0 if self._wanted_columns() == NARROW_COLUMNS else 29)
+        return self.app.size.width - (0 if "STARTED" not in self._wanted_columns() else 29)
 
     def _ensure_columns(self, widths: tuple[int | None, ...] | None = None) -> None:
         columns = self._wanted_columns()
@@ -224,11 +304,26 @@ class HomeScreen(Screen):
             return
         self.runs_polled(self.app.rows)  # the columns' widths follow the table's
 
-    def _cells(self, row: RunRow) -> dict[str, object]:
-        cells = self._all_cells(row)
+    def _cells(self, entry: Entry) -> dict[str, object]:
+        cells = self._all_cells(entry)
         return {k: cells[k] for k in self._columns}
 
-    def _all_cells(self, row: RunRow) -> dict[str, object]:
+    def _all_cells(self, entry: Entry) -> dict[str, object]:
+        row = entry.row
+        if row is None:  # a workstation asked, or one that cannot be watched: what went wrong (in full below)
+            status = Text("unreachable", style="bold red") if entry.note else Text("connecting…", style="dim")
+            cause = entry.note.split(" — ")[0]
+            cells: dict[str, object] = {"RUN": Text(cause, no_wrap=True, overflow="ellipsis", end=""),
+                                        "STATUS": status, "STEP": "", "LOSS": "", "BEST": "", "STARTED": "", "TIME": ""}
+        else:
+            cells = self._run_cells(row, local=entry.host is None)
+        if self.remote:  # workstations in the settings: the HOST column (the worker has loaded remote by now)
+            from tuitrain.remote.workstations import LOCAL
+
+            cells["HOST"] = Text(entry.host or LOCAL, style="" if entry.host else "dim", no_wrap=True, end="")
+        return cells
+
+    def _run_cells(self, row: RunRow, local: bool) -> dict[str, object]:
         now = self.app.clock()
         end = row.ended or (now if not row.final and row.status != "lost" else None)
         best = f"{short_metric(row.best_metric)} {number(row.best)}" if row.best is not None else "-"
@@ -237,9 +332,9 @@ class HomeScreen(Screen):
             status.append(f" r{row.failed_rank}", style="red")
         if row.job:  # a Slurm run: its job's state beside tuitrain's own
             status.append(f" · {row.job}", style="dim" if row.final else "")
-        if row.id in self.saved and not row.final:  # a live run's checkpoint written lately (run_table.NEWS_SECONDS)
+        if local and row.id in self.saved and not row.final:  # a live run's checkpoint written lately (run_table.NEWS_SECONDS)
             status.append(f" · ckpt {checkpoint_step(self.saved[row.id])}", style="bold green")
-        marked = row.id in self.marked
+        marked = local and row.id in self.marked
         label = self.labels.get(row.id, row.id)
         return {
             "RUN": Text(("✓ " if marked else "") + label, style="bold" if marked else "", no_wrap=True,
@@ -258,35 +353,36 @@ class HomeScreen(Screen):
         table = self.query_one("#runs", DataTable)
         selected = self.selected_run_id()  # before new column widths rebuild the table
         self.marked = [i for i in self.marked if any(r.id == i for r in rows)]
-        count = len(rows) if self.app.polls else None
-        self._count = len(rows)
+        remote_rows = [r for state in self.remote.values() for r in state.rows]
+        count = len(rows) + len(remote_rows) if self.app.polls else None
+        self._count = len(rows) + len(remote_rows)
         now = self.app.clock()
-        self.labels = run_labels([r.id for r in rows], now)
+        self.labels = run_labels([r.id for r in [*rows, *remote_rows]], now)
         saved = self.app.checkpoint_news.marks(now)
         news_changed, self.saved = saved != self.saved, saved
-        rows = arrange(rows, self.order)
+        entries = host_entries(rows, self.remote, self.order)
         columns = self._wanted_columns()
-        self._ensure_columns(column_widths(columns, [self._all_cells(r) for r in rows], self._room()))
-        ids = [r.id for r in rows]
+        self._ensure_columns(column_widths(columns, [self._all_cells(e) for e in entries], self._room()))
+        keys = [e.key for e in entries]
+        shown = sum(e.row is not None for e in entries)
         self.query_one("#runs-title", TextLine).set(
-            runs_title(count, self.order, len(rows), self.app.checkpoint_news.summary(now)))
+            runs_title(count, self.order, shown, self.app.checkpoint_news.summary(now)))
         if self.app.polls:
             self.load_profiles(only_if_changed=True)
-        if ids != [r.id for r in self._rows]:
+        if keys != [e.key for e in self._rows]:
             table.clear()
-            for row in rows:
-                table.add_row(*self._cells(row).values(), key=row.id)
-            if selected in ids:
-                table.move_cursor(row=ids.index(selected), animate=False)
+            for entry in entries:
+                table.add_row(*self._cells(entry).values(), key=entry.key)
+            if selected in keys:
+                table.move_cursor(row=keys.index(selected), animate=False)
         else:
-            for old, row in zip(self._rows, rows, strict=True):
-                new = self._cells(row)
-                if old != row or not row.final or news_changed:
-                    for column, value in new.items():
+            for old, entry in zip(self._rows, entries, strict=True):
+                if old != entry or (entry.row is not None and not entry.row.final) or news_changed:
+                    for column, value in self._cells(entry).items():
                         # a column left to the table grows with its cells ("running" → "finished · COMPLETED")
                         grows = _cell_len(value) > table.columns[ColumnKey(column)].content_width
-                        table.update_cell(row.id, column, value, update_width=grows)
-        self._rows = list(rows)
+                        table.update_cell(entry.key, column, value, update_width=grows)
+        self._rows = entries
 
     @property
     def shown(self) -> bool:
@@ -307,9 +403,38 @@ class HomeScreen(Screen):
         except Exception:  # noqa: BLE001 - an empty or moving table
             return None
 
+    def selected_entry(self) -> Entry | None:
+        key = self.selected_run_id()
+        return next((e for e in self._rows if e.key == key), None) if key else None
+
     def selected_run_dir(self) -> Path | None:
-        run_id = self.selected_run_id()
-        return self.app.runs_root / run_id if run_id else None
+        """The selected run's directory here; None when none is selected or the line is another workstation's."""
+        entry = self.selected_entry()
+        if entry is None or entry.host is not None or entry.row is None:
+            return None
+        return self.app.runs_root / entry.row.id
+
+    def run_dir_to_act_on(self, missing: str = "no run selected") -> Path | None:
+        """The selected run's directory here; else None, and the user is told why (`missing`, or what reaches
+        another workstation's run)."""
+        entry = self.selected_entry()
+        if entry is not None and entry.host is not None:
+            self._say_remote(entry)
+            return None
+        run_dir = self.selected_run_dir()
+        if run_dir is None:
+            self.notify(missing, severity="warning")
+        return run_dir
+
+    def _say_remote(self, entry: Entry) -> None:
+        """What reaches another workstation's run (or why that box shows none) instead of acting on it here."""
+        host = str(entry.host)
+        if entry.row is None:
+            self.notify(f"{host}: {entry.note}" if entry.note else f"{host}: asking it for its runs…",
+                        title=host, severity="warning" if entry.note else "information", timeout=10)
+            return
+        self.notify(f"{entry.key} runs on {host}: `tuitrain logs {entry.key} --follow`, `status`, `stop` "
+                    "and `resume` reach it from a terminal", title=host, timeout=10)
 
     # ------------------------------------------------------------------------------ actions
     @on(DataTable.RowSelected, "#runs")
@@ -327,26 +452,29 @@ class HomeScreen(Screen):
 
     def action_mark_run(self) -> None:
         """Mark or unmark the highlighted run, then move down (as htop tags)."""
-        run_id = self.selected_run_id()
-        if run_id is None:
-            self.notify("no run to mark", severity="warning")
+        run_dir = self.run_dir_to_act_on("no run to mark")
+        if run_dir is None:
             return
+        run_id = run_dir.name
         if run_id in self.marked:
             self.marked.remove(run_id)
         else:
             self.marked.append(run_id)
-        row = next((r for r in self._rows if r.id == run_id), None)
+        entry = self.selected_entry()
         table = self.query_one("#runs", DataTable)
-        if row is not None:
-            table.update_cell(run_id, "RUN", self._cells(row)["RUN"], update_width=True)
+        if entry is not None:
+            table.update_cell(run_id, "RUN", self._cells(entry)["RUN"], update_width=True)
         table.action_cursor_down()
 
     def action_compare(self) -> None:
-        ids = list(self.marked) or [i for i in [self.selected_run_id()] if i is not None]
-        if not ids:
-            self.notify("no run to compare: mark runs with space", severity="warning")
-            return
-        profiles = {r.id: r.profile for r in self._rows}
+        if self.marked:
+            ids = list(self.marked)
+        else:
+            run_dir = self.run_dir_to_act_on("no run to compare: mark runs with space")
+            if run_dir is None:
+                return
+            ids = [run_dir.name]
+        profiles = {e.row.id: e.row.profile for e in self._rows if e.row is not None and e.host is None}
         self.app.open_compare([(self.app.runs_root / i, profiles.get(i, "?")) for i in ids])
 
     def _arrange(self, order: RunOrder) -> None:
@@ -386,9 +514,8 @@ class HomeScreen(Screen):
         self.query_one("#runs", DataTable).focus()
 
     def action_open_run(self) -> None:
-        run_dir = self.selected_run_dir()
+        run_dir = self.run_dir_to_act_on()
         if run_dir is None:
-            self.notify("no run selected", severity="warning")
             return
         self.app.open_run(run_dir)
 
@@ -433,9 +560,8 @@ class HomeScreen(Screen):
         self.app.open_editor(entry.path)
 
     def action_stop_run(self) -> None:
-        run_dir = self.selected_run_dir()
+        run_dir = self.run_dir_to_act_on()
         if run_dir is None:
-            self.notify("no run selected", severity="warning")
             return
         self.request(run_dir, "stop")
 
@@ -444,11 +570,10 @@ class HomeScreen(Screen):
         (which can also pick another checkpoint)."""
         from tuitrain.tui.screens.resume import ResumeScreen
 
-        run_dir = self.selected_run_dir()
+        run_dir = self.run_dir_to_act_on()
         if run_dir is None:
-            self.notify("no run selected", severity="warning")
             return
-        row = next((r for r in self._rows if r.id == run_dir.name), None)
+        row = next((e.row for e in self._rows if e.host is None and e.key == run_dir.name), None)
         if row is not None and not row.final:
             self.notify(f"run {row.id} is still {row.status}; stop it first (s)", severity="warning")
             return
