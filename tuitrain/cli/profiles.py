@@ -57,8 +57,10 @@ def export_accelerate(ref: str) -> int:
     profile = load_profile(resolve_profile_path(ref), sections=EXPORT_SECTIONS)
     for note in profile.notes:
         print(note, file=sys.stderr)
-    processes_set = "num_processes" in (profile.data.get("distributed") or {})
-    config, header = export_accelerate_config(profile_with_defaults(profile), str(profile.path), processes_set)
+    from tuitrain.profile.processes import processes_set
+
+    config, header = export_accelerate_config(profile_with_defaults(profile), str(profile.path),
+                                              processes_set(profile.data))
     sys.stdout.write(dump_yaml(config, header))
     return 0
 

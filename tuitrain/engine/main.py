@@ -235,7 +235,7 @@ def main(run_dir: Path, rank: int) -> int:
         trainer = build_trainer(paths, record, profile, rank, world_size)
         check_strategy_took_effect(trainer, profile["distributed"]["strategy"], world_size)
         if rank == 0:
-            write_json_atomic(paths.root / "training_args.json", trainer.args.to_dict())
+            write_json_atomic(paths.training_args, trainer.args.to_dict())
         trainer.train(resume_from_checkpoint=record.get("resume_from"))
         exit_code = 0
     except (EngineError, DataError) as exc:

@@ -177,7 +177,7 @@ def find_run(root: Path, ref: str) -> RunPaths:
     if not ref.strip():
         raise RunNotFound("give a run id, a unique prefix of one, or `latest`; `tuitrain runs` lists them")
     as_path = Path(ref)
-    if (as_path / "run.json").is_file():
+    if RunPaths(as_path).record.is_file():
         return RunPaths(as_path.resolve())
     entries = scan_runs(root)
     readable = [e for e in entries if e.record is not None]

@@ -25,6 +25,7 @@ from tuitrain.hardware.na import NA, NaType
 from tuitrain.hardware.processes import GRACE, SORTS, GpuProcessRow, command_line, process_rows, refusal, short_command, terminate
 from tuitrain.hardware.sampler import GpuPoint
 from tuitrain.humanize import gib, gpu_memory
+from tuitrain.runs.layout import RunPaths
 from tuitrain.tui.run_table import run_labels
 from tuitrain.tui.widgets.gpu_panel import spark
 from tuitrain.tui.widgets.key_bar import KeyBar
@@ -365,7 +366,7 @@ class GpusScreen(Screen):
             self.notify("not a process of a tuitrain run", severity="warning", timeout=4)
             return
         run_dir = self.app.runs_root / owner.run_id
-        if not (run_dir / "run.json").is_file():
+        if not RunPaths(run_dir).record.is_file():
             self.notify(f"run {owner.run_id} is not under {self.app.show_path(self.app.runs_root)}",
                         severity="warning", timeout=6)
             return
