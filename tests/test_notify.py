@@ -148,3 +148,34 @@ def test_the_slack_form_is_one_text_and_a_command_gets_every_fact() -> None:
                     " — step 4  loss 0.5  eval_loss 0.4")
     env = command_env(facts)
     assert env["TUITRAIN_STATUS"] == "failed" and env["TUITRAIN_DURATION"] == "65.0" and env["TUITRAIN_HOST"] == "box"
+
+
+@pytest.mark.slow
+def test_a_queued_run_whose_supervisor_is_killed_sends_word_that_it_is_lost(config: Path, server: _Server,
+                                                                             runs_dir: Path, tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lost run's supervisor cannot say so: the first of the user's tuitrain processes that finds its queue entry
+    dead (here `tuitrain queue`) records `lost` and sends word, once."""
+    import os
+    import signal
+
+    table = json.loads((Path(__file__).parent / "fixtures" / "nvml" / "four_gpu_mixed.json").read_text())
+    table["devices"][1]["compute_processes"] = [{"pid": 4100077, "used_memory": 1}]  # GPU 1: full and busy
+    path = tmp_path / "nvml.json"
+    path.write_text(json.dumps(table))
+    monkeypatch.setenv("TUITRAIN_NVML_TABLE", str(path))
+    config.write_text(f'[notify]\non = ["lost"]\nwebhook = "{server.url}"\ntimeout = 30\n')
+    done = cli("run", "demo", "--queue", "--set", "hardware.accelerator=cuda", "--set", "hardware.gpus=[1]",
+               runs_dir=runs_dir)
+    assert done.returncode == 0, done.stderr
+    run_dir = runs_dir / done.stdout.strip()
+    supervisor = wait_for(lambda: (record(run_dir).get("pids") or {}).get("supervisor"), 60, "the waiter")
+    os.kill(supervisor, signal.SIGKILL)
+    wait_for(lambda: not psutil.pid_exists(supervisor) or psutil.Process(supervisor).status() == psutil.STATUS_ZOMBIE,
+             60, "the waiter to die")
+    assert cli("queue", runs_dir=runs_dir).returncode == 0  # finds its entry dead
+    wait_for(lambda: server.received, 60, "word of the lost run")
+    body = server.received[0]["body"]
+    assert body["run"] == run_dir.name and body["status"] == "lost" and "supervisor" in body["cause"]
+    assert record(run_dir)["status"] == "lost"
+    assert _files_hold(run_dir, SECRET) == []

@@ -163,14 +163,25 @@ def entry_alive(entry: Entry, now: float | None = None) -> bool:
     return find_recorded(entry.supervisor) is not None
 
 
+def supervisor_lost(entry: Entry) -> bool:
+    """A dead entry whose run has not ended: its supervisor was killed (the run is `lost`)."""
+    record = run_record(entry)
+    return entry.supervisor is not None and record is not None and record.get("status") not in FINAL_STATUSES
+
+
 def live_entries(folder: Path, now: float | None = None) -> list[Entry]:
-    """The entries that still stand, in queue order; the dead are removed where we may (call under `locked`)."""
+    """The entries that still stand, in queue order; the dead are removed where we may (call under `locked`),
+    and word goes out of a run of ours whose supervisor was killed (`runs.lost_word`)."""
     live = []
     for entry in read_entries(folder):
         if entry_alive(entry, now):
             live.append(entry)
-        else:
-            remove_entry(folder, entry)
+            continue
+        if entry.uid == os.getuid() and supervisor_lost(entry):
+            from tuitrain.runs.lost_word import send_lost_word
+
+            send_lost_word(entry.run_dir)
+        remove_entry(folder, entry)
     return live
 
 
