@@ -16,7 +16,8 @@ import pytest
 import tuitrain.runs.logfile as logfile
 from test_tui_app import base, make_app, open_run, run, until  # noqa: F401  (base: the fixture runs)
 from test_tui_fixtures import FINISHED
-from tuitrain.runs.logfile import LogFile, MergedLog
+from tuitrain.runs.logfile import LogFile
+from tuitrain.runs.merged_log import MergedLog
 from tuitrain.runs.warning_fold import DIM, WarningFold
 from tuitrain.tui.log_filter import FoldedWarnings
 

@@ -219,7 +219,8 @@ def test_runs_watcher_follows_and_announces(tmp_path):
 
 
 def test_log_file_index_reads_only_new_bytes_and_shows_what_a_terminal_shows(tmp_path):
-    from tuitrain.runs.logfile import LogFile, MergedLog, display_text
+    from tuitrain.runs.logfile import LogFile, display_text
+    from tuitrain.runs.merged_log import MergedLog
 
     made = make_runs(tmp_path / "runs")
     log = LogFile(made[FAILED] / "logs" / "rank-1.log")
@@ -243,7 +244,8 @@ def test_log_file_index_reads_only_new_bytes_and_shows_what_a_terminal_shows(tmp
 
 
 def test_lines_every_rank_prints_alike_fold_into_one_marked_with_the_ranks(tmp_path):
-    from tuitrain.runs.logfile import FoldedLog, LogFile, MergedLog, rank_label
+    from tuitrain.runs.logfile import LogFile
+    from tuitrain.runs.merged_log import FoldedLog, MergedLog, rank_label
 
     common = [b"loading model", b"step 1 loss 0.9", b"step 2 loss 0.8"]
     logs = []

@@ -251,9 +251,10 @@ def _rank_count(paths: RunPaths) -> int:
 
 
 def _print_merged(paths: RunPaths, follow: bool) -> int:
-    """Every rank's whole lines in the order they were written (runs.logfile.MergedLog), each
+    """Every rank's whole lines in the order they were written (runs.merged_log.MergedLog), each
     prefixed with its rank when there are several; a warning printed again folded into one line."""
-    from tuitrain.runs.logfile import LogFile, MergedLog
+    from tuitrain.runs.logfile import LogFile
+    from tuitrain.runs.merged_log import MergedLog
     from tuitrain.runs.warning_fold import WarningFold
 
     fold = WarningFold()

@@ -314,7 +314,8 @@ class RunWatch:
     CHECKPOINT_EVERY = 5.0
 
     def __init__(self, run_dir: Path) -> None:
-        from tuitrain.runs.logfile import FoldedLog, LogFile, MergedLog
+        from tuitrain.runs.logfile import LogFile
+        from tuitrain.runs.merged_log import FoldedLog, MergedLog
 
         self.paths = RunPaths(Path(run_dir))
         self.record: dict[str, Any] = read_record(self.paths)
