@@ -60,6 +60,21 @@ def test_the_monitor_header_says_which_ranks_stopped_moving_and_since_when(base)
     run_app(make_app(base), script)
 
 
+def test_a_hung_run_asked_to_stop_says_what_the_stop_waits_for(base):  # noqa: F811
+    run_dir = base / "runs" / RUNNING
+    record = json.loads((run_dir / "run.json").read_text())
+    (run_dir / "run.json").write_text(json.dumps({**record, "status": "stopping"}))
+    write_beat(run_dir, 0, age=300)
+
+    async def script(pilot):
+        monitor = await open_monitor(pilot, RUNNING)
+        said = await until(pilot, lambda: "hung?" in header(monitor) and header(monitor), what="hung? in the header")
+        assert said.splitlines()[3] == ("rank 0 made no progress for 300s (hung?): the stop is taken at a step's end, "
+                                        "which it may never reach · k: kill every process now"), said
+
+    run_app(make_app(base), script, size=(220, 36))
+
+
 def test_a_straggler_is_named_in_the_header(base):  # noqa: F811
     run_dir = base / "runs" / RUNNING
     write_beat(run_dir, 0, age=1, step_seconds=0.5)

@@ -272,13 +272,17 @@ def stop_waits_for(paths: RunPaths, record: Mapping[str, Any], now: float | None
     hang = run_hang(paths, record, now)
     if hang is None or not hang.hung:
         return []
-    where = process_names(paths, record)
+    return waits_for(hang, process_names(paths, record), time.time() if now is None else now)
+
+
+def waits_for(hang: Hang, where: Mapping[int, str], now: float) -> list[str]:
+    """What a graceful stop waits for in this hang (`where`: rank -> its process, process_names)."""
     lines = [f"rank {s.rank} ({where.get(s.rank, 'pid ?')}) is stopped (SIGSTOP): it cannot save or stop until it is "
              f"continued (kill -CONT {where.get(s.rank, 'pid ?').removeprefix('pid ')})"
              for s in hang.stalled if s.state == STOPPED]
     moving = [s.rank for s in hang.stalled if s.state != STOPPED]
     if moving:
-        since = hang.since or time.time()
-        lines.append(f"{_rank_list(moving)} made no progress for {(now or time.time()) - since:.0f}s ({HUNG_LABEL}): "
+        since = hang.since or now
+        lines.append(f"{_rank_list(moving)} made no progress for {now - since:.0f}s ({HUNG_LABEL}): "
                      f"the stop is taken at a step's end, which {'they' if len(moving) > 1 else 'it'} may never reach")
     return lines

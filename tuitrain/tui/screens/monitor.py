@@ -17,7 +17,7 @@ from textual.screen import Screen
 from textual.widgets import Static, TabbedContent, TabPane
 
 from tuitrain.humanize import duration, number
-from tuitrain.runs.hang import HUNG_LABEL, Hang, describe
+from tuitrain.runs.hang import HUNG_LABEL, Hang, describe, waits_for
 from tuitrain.runs.live import RunWatch
 from tuitrain.runs.logfile import TRACEBACK
 from tuitrain.runs.record import FINAL_STATUSES
@@ -116,6 +116,7 @@ class MonitorScreen(Screen):
         self.job: str | None = None  # a Slurm run's job state, as the app's runs watcher reads it ("RUNNING", …)
         self.hang: Hang | None = None  # runs.hang's verdict on the live run, read by the worker
         self.hang_digest: str | None = None  # the digest of the stacks taken during this hang (stacks/digest.json)
+        self.hang_names: dict[int, str] = {}  # rank -> its process ("pid P on HOST"), for what a stop waits for
         self._hang_at = 0.0
 
     # ------------------------------------------------------------------------------ layout
@@ -216,10 +217,12 @@ class MonitorScreen(Screen):
         if now - self._hang_at < self.HANG_POLL_SECONDS:
             return False
         self._hang_at = now
-        from tuitrain.runs.hang import run_hang
+        from tuitrain.runs.hang import process_names, run_hang
         from tuitrain.runs.stacks import digest_text, read_digest
 
         hang = run_hang(self.run_watch.paths, self.run_watch.record, now=self.app.clock())
+        if hang is not None and hang.hung and self.run_watch.record.get("status") == "stopping":
+            self.hang_names = process_names(self.run_watch.paths, self.run_watch.record)
         digest = read_digest(self.run_watch.paths) if hang is not None and hang.hung else None
         text = None
         if digest and hang is not None and float(digest.get("time") or 0) >= (hang.since or 0):
@@ -233,9 +236,13 @@ class MonitorScreen(Screen):
         if self.hang is None or self.run_watch.status not in ("running", "stopping"):
             return []
         said = describe(self.hang, self.app.clock())
+        if self.hang.hung and self.run_watch.status == "stopping":  # asked to stop: what that waits for, instead
+            said = [said[0], *waits_for(self.hang, self.hang_names, self.app.clock())]
         lines = [Text(line, style="yellow", no_wrap=True) for line in said]
         if self.hang.hung:
             lines[0].append(" · h: stacks", style="bold")
+            if self.run_watch.status == "stopping":
+                lines[-1].append(" · k: kill every process now", style="bold")
             if self.hang_digest:
                 lines.append(Text(f"stacks: {self.hang_digest}", style="yellow", no_wrap=True))
         return lines
