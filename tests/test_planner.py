@@ -99,7 +99,8 @@ def test_one_listed_machine_runs_what_the_local_plan_runs_on_it(hardware: dict[s
     box = detect_hardware(environ={"TUITRAIN_NVML_TABLE": str(NVML / "eight_h100.json")})
     local = plan_launch(settings, box, RUN, "p.toml", machine=MachineFacts())
     machine = plan_machines(settings, RUN, "p.toml", local_python=local.argv[0], local_cwd="/here").machines[0]
-    assert machine.env == local.env and machine.accelerate_config == local.accelerate_config
+    here_env = {k: v.replace(machine.node_dir, str(RUN)) for k, v in machine.env.items()}  # the recorder's files
+    assert here_env == local.env and machine.accelerate_config == local.accelerate_config
     assert machine.accelerator == local.accelerator == hardware["accelerator"]
     assert [w.replace(machine.node_dir, str(RUN)) for w in without_rank_flags(machine.argv)] == local.argv
 
@@ -185,3 +186,22 @@ def test_a_slurm_job_with_any_n_gpus_asks_for_n_per_node() -> None:
                              distributed={"strategy": "ddp", "num_processes": None})
     _settings, resources = job_settings(Profile(path=None, data=data))
     assert (resources.processes_per_node, resources.gpus_per_node) == (2, 2)
+
+
+def test_the_nccl_flight_recorder_is_on_for_cuda_runs_and_writes_into_the_run(monkeypatch) -> None:
+    from tuitrain.launch.flight_recorder import TRACE_FILE_PREFIX
+
+    box = detect_hardware(environ={"TUITRAIN_NVML_TABLE": str(NVML / "eight_h100.json")})
+    monkeypatch.delenv("TORCH_FR_BUFFER_SIZE", raising=False)
+    monkeypatch.delenv("TORCH_NCCL_TRACE_BUFFER_SIZE", raising=False)
+    cuda = plan_launch(settings_of(demo_profile_data(hardware={"accelerator": "cuda", "gpus": [0, 1]})), box, RUN,
+                       "p.toml", machine=MachineFacts())
+    assert cuda.env["TORCH_NCCL_DUMP_ON_TIMEOUT"] == "1" and int(cuda.env["TORCH_FR_BUFFER_SIZE"]) > 0
+    assert cuda.env["TORCH_FR_DUMP_TEMP_FILE"] == cuda.env["TORCH_NCCL_DEBUG_INFO_TEMP_FILE"] == f"{RUN}/{TRACE_FILE_PREFIX}"
+    cpu = plan_launch(settings_of(demo_profile_data(hardware={"accelerator": "cpu"})), box, RUN, "p.toml",
+                      machine=MachineFacts())
+    assert not any(k.startswith(("TORCH_FR_", "TORCH_NCCL_")) for k in cpu.env)
+    monkeypatch.setenv("TORCH_FR_BUFFER_SIZE", "0")  # the user turned it off: theirs is kept
+    off = plan_launch(settings_of(demo_profile_data(hardware={"accelerator": "cuda", "gpus": [0, 1]})), box, RUN,
+                      "p.toml", machine=MachineFacts())
+    assert not any(k.startswith(("TORCH_FR_", "TORCH_NCCL_")) for k in off.env)

@@ -28,6 +28,7 @@ from tuitrain.hardware import Hardware
 from tuitrain.hardware.preflight import check as hardware_preflight
 from tuitrain.launch.accelerate_config import accelerate_config
 from tuitrain.launch.devices import Devices, devices_elsewhere, devices_here
+from tuitrain.launch.flight_recorder import flight_recorder_env
 from tuitrain.launch.preflight import MachineFacts, machine_problems, probe_machine
 from tuitrain.launch.script import (
     is_script,
@@ -192,7 +193,7 @@ def plan_machine(settings: Mapping[str, Any], role: MachineRole, hardware: Hardw
     if role.scheduler_gpus and devices.accelerator == "cuda":  # the scheduler's CUDA_VISIBLE_DEVICES stays
         device_env = {k: v for k, v in device_env.items() if k != "CUDA_VISIBLE_DEVICES"}
     env = {"PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false", **device_env, **interface_env(role.interface),
-           **thread_env}
+           **thread_env, **flight_recorder_env(role.folder, devices.accelerator, os.environ if here else {})}
     problems: list[Problem] = []
     if hardware is not None:
         found = facts if facts is not None else probe_machine(mine)
