@@ -149,6 +149,7 @@ class HomeScreen(Screen):
         self.remote: dict[str, HostRuns] = {}  # each workstation of the settings, in their order
         self._streams: list[RunsStream] = []
         self._problems = ""
+        self._watching = False
         self._ready = False
         self._profiles_stamp: object = None
         self.marked: list[str] = []  # run ids marked for compare, in the order marked
@@ -181,7 +182,6 @@ class HomeScreen(Screen):
         self._ensure_columns()
         self.runs_polled(self.app.rows)
         self.query_one("#runs", DataTable).focus()
-        self.call_after_refresh(self.watch_workstations)  # after the local rows' first frame
 
     def on_unmount(self) -> None:
         for stream in self._streams:
@@ -190,7 +190,8 @@ class HomeScreen(Screen):
     # ------------------------------------------------------------------------------ workstations
     @work(thread=True, exclusive=True, group="workstations", exit_on_error=False)
     def watch_workstations(self) -> None:
-        """One stream per workstation of the settings (remote.runs_stream): their runs fill in as they come."""
+        """One stream per workstation of the settings (remote.runs_stream), started once this machine's runs are
+        on screen (ssh and the settings never delay them): the other boxes' runs fill in as they come."""
         from tuitrain import __version__
         from tuitrain.remote.runs_stream import RunsStream
         from tuitrain.remote.workstations import workstations
@@ -369,6 +370,9 @@ class HomeScreen(Screen):
             runs_title(count, self.order, shown, self.app.checkpoint_news.summary(now)))
         if self.app.polls:
             self.load_profiles(only_if_changed=True)
+            if not self._watching:  # the other boxes once this one's runs are on screen
+                self._watching = True
+                self.call_after_refresh(self.watch_workstations)
         if keys != [e.key for e in self._rows]:
             table.clear()
             for entry in entries:
