@@ -179,3 +179,25 @@ def test_a_queued_run_whose_supervisor_is_killed_sends_word_that_it_is_lost(conf
     assert body["run"] == run_dir.name and body["status"] == "lost" and "supervisor" in body["cause"]
     assert record(run_dir)["status"] == "lost"
     assert _files_hold(run_dir, SECRET) == []
+
+
+@pytest.mark.slow
+def test_a_running_run_whose_supervisor_is_killed_sends_word_that_it_is_lost(config: Path, server: _Server,
+                                                                              runs_dir: Path) -> None:
+    """Any run, not only a queued one: the first viewer that records `lost` (here `tuitrain runs`) has word sent."""
+    import os
+    import signal
+
+    config.write_text(f'[notify]\non = ["lost"]\nwebhook = "{server.url}"\ntimeout = 30\n')
+    done = cli("run", "demo", "--detach", "--set", "training.max_steps=100000", "--set", "training.logging_steps=1",
+               "--set", "training.eval_strategy=no", "--set", "training.save_strategy=no", runs_dir=runs_dir)
+    assert done.returncode == 0, done.stderr
+    run_dir = runs_dir / done.stdout.strip()
+    pids = wait_for(lambda: (r := record(run_dir).get("pids") or {}).get("ranks") and r, 120, "the ranks")
+    os.kill(pids["supervisor"], signal.SIGKILL)
+    wait_for(lambda: cli("runs", runs_dir=runs_dir).returncode == 0 and record(run_dir)["status"] == "lost", 120,
+             "a viewer to record it lost (its ranks end with their supervisor)")
+    wait_for(lambda: server.received, 60, "word of the lost run")
+    body = server.received[0]["body"]
+    assert body["run"] == run_dir.name and body["status"] == "lost" and "supervisor" in body["cause"]
+    assert len(server.received) == 1

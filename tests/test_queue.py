@@ -118,6 +118,8 @@ def test_two_queued_runs_wanting_one_gpu_start_one_after_the_other(runs_dir: Pat
     assert shown[1]["waits"] == [f"GPU 2: run {first.name} ({shown[0]['user']}) is ahead in the queue"], shown
     assert record(first)["status"] == record(second)["status"] == "queued"
     assert status_lines(second, record(second)) == ["queue      position 2 of 2", f"waits for  {shown[1]['waits'][0]}"]
+    said = cli("status", second.name, runs_dir=runs_dir).stdout  # tuitrain status says it too
+    assert "queue      position 2 of 2" in said and f"waits for  {shown[1]['waits'][0]}" in said, said
     _table(table, taken=False)  # the stranger is gone
     wait_for(lambda: record(first)["started"], 60, "the first queued run to start")
     assert record(second)["started"] is None

@@ -111,6 +111,7 @@ GENERATED: dict[str, dict[str, Any]] = {
     "ddp-cpu": {"distributed": {"strategy": "ddp", "num_processes": 2}},
     "ddp-cuda-gpus": {"hardware": {"accelerator": "cuda", "gpus": [1, 3], "mixed_precision": "bf16"},
                       "distributed": {"strategy": "ddp", "num_processes": 2, "main_process_port": 29555}},
+    "ddp-cuda-any-two-gpus": {"hardware": {"accelerator": "cuda", "gpus": 2}, "distributed": {"strategy": "ddp"}},
     "ddp-two-machines": {"hardware": {"accelerator": "cuda"},
                          "distributed": {"strategy": "ddp", "num_processes": 4, "num_machines": 2, "machine_rank": 1,
                                          "main_process_ip": "10.1.2.3", "main_process_port": 29500,

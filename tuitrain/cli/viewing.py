@@ -108,6 +108,10 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"status     {status_label(summary)}{failed_rank}")
     if summary.get("error"):
         print(f"why        {summary['error']}")
+    from tuitrain.cli.queueing import status_lines
+
+    for line in status_lines(paths.root, summary):
+        print(line)
     for line in summary.get("hang_lines") or []:
         print(f"hang       {line}")
     if summary.get("status") == "stopping":

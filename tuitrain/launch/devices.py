@@ -9,6 +9,7 @@ from typing import Any, Mapping
 
 from tuitrain.hardware import Hardware
 from tuitrain.hardware.mapping import map_devices
+from tuitrain.profile.memory_size import parse_memory_size
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,8 @@ def devices_here(profile: Mapping[str, Any], hardware: Hardware) -> Devices:
     env: dict[str, str] = {}
     if accelerator == "cuda":
         # The raw selection (None: every GPU), so FASTEST_FIRST can order "all GPUs" itself.
-        mapping = map_devices(hardware.gpus, chosen.get("gpus"), chosen["device_order"])
+        mapping = map_devices(hardware.gpus, chosen.get("gpus"), chosen["device_order"],
+                              parse_memory_size(chosen.get("min_free_memory")))
         env.update(mapping.env)
         notes += [*mapping.lines, *mapping.notes]
     elif accelerator == "cpu":

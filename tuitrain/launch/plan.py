@@ -91,12 +91,14 @@ def export_accelerate_config(profile: Mapping[str, Any], file: str = "profile",
     dist = profile["distributed"]
     accelerator = hw["accelerator"]
     # CPU ranks use no GPU: gpu_ids would make accelerate set CUDA_VISIBLE_DEVICES to them
-    gpus = hw.get("gpus") if accelerator != "cpu" else None
+    raw = hw.get("gpus") if accelerator != "cpu" else None
+    gpus = raw if isinstance(raw, list) else None  # gpus = N: any N free GPUs, chosen at start: no ids to write
     gpu_ids = ",".join(str(g) for g in gpus) if gpus else "all"
     base_dir = profile_folder(file)
     # unset, the count is the run's rule (one per listed GPU); None: only the machine it runs on can tell
     counted = None if processes_set else processes_per_machine(None, dist["strategy"], accelerator,
-                                                                len(gpus) if gpus else None)
+                                                                len(gpus) if gpus else raw if isinstance(raw, int)
+                                                                else None)
     if counted is not None and counted > 1:
         profile = {**profile, "distributed": {**dist, "num_processes": counted}}
     config = accelerate_config(profile, accelerator, gpu_ids, deepspeed_json_path(profile, base_dir))

@@ -69,6 +69,11 @@ def settle_lost(paths: RunPaths, record: dict[str, Any]) -> dict[str, Any]:
     end = {"status": "lost", "ended": last_activity(paths),
            "error": f"its supervisor (pid {pid}) ended without recording an end (killed, or the machine restarted)"}
     try:
-        return record_end(paths, **end)
+        ended = record_end(paths, **end)
     except OSError:  # another user's run, a read-only disk: show what would be recorded
         return {**record, **end}
+    if ended.get("status") == "lost":  # its supervisor cannot send word of its end: a detached sender does, once
+        from tuitrain.runs.lost_word import send_lost_word
+
+        send_lost_word(paths.root)
+    return ended
