@@ -29,6 +29,7 @@ from pathlib import Path
 import psutil
 
 from _common import QuietGate, machine_line
+from supervisor_cpu import cpu_seconds
 from tui_pty import PtyProgram
 
 HOSTS = ("node1", "node2", "node3")
@@ -43,17 +44,6 @@ def settings(folder: Path, hosts, names: tuple[str, ...]) -> Path:
     path = folder / f"config-{len(names)}.toml"
     path.write_text("\n".join(lines))
     return path
-
-
-def cpu_seconds(procs: list[psutil.Process]) -> float:
-    total = 0.0
-    for proc in procs:
-        try:
-            times = proc.cpu_times()
-            total += times.user + times.system
-        except psutil.NoSuchProcess:
-            pass
-    return total
 
 
 def remote_processes(hosts) -> list[psutil.Process]:
