@@ -12,8 +12,9 @@ import pytest
 
 from tuitrain.hardware import Hardware
 from tuitrain.profile.lookup import BUILTIN_DIR
-from tuitrain.tui.editor_model import EditorModel, LoadError, get_path, machine_path, set_path
+from tuitrain.tui.editor_model import EditorModel, LoadError
 from tuitrain.tui.fields import REMOVE, parse_value
+from tuitrain.tui.profile_edits import get_path, machine_path, set_path
 
 DEMO = (BUILTIN_DIR / "demo.toml").read_text()
 
@@ -275,7 +276,7 @@ def test_a_new_profile_starts_from_a_model_folder_or_data_files(tmp_path):
 
 def test_overrides_between_two_profiles_read_back_as_the_new_one():
     from tuitrain.profile import apply_overrides
-    from tuitrain.tui.editor_model import overrides_between
+    from tuitrain.tui.profile_edits import overrides_between
 
     old = {"run": {"name": "a", "seed": 1}, "training": {"learning_rate": 0.001, "report_to": "none"},
            "model": {"config": {"model_type": "bert"}}, "logging": {"log_level": "info"}}

@@ -70,7 +70,7 @@ def test_the_export_dialogs_choice_reads_apart_without_colour(tmp_path):
 def test_an_example_under_a_field_reads_as_an_example(tmp_path):
     """Issue 21, defect 11: the help under train_file read `train_file = "data/train.csv"`, as if it were its value."""
     from tuitrain.profile.schema import SCHEMA
-    from tuitrain.tui.screens.editor import field_for
+    from tuitrain.tui.form_fields import field_for
     from tuitrain.tui.widgets.field_row import help_line
 
     assert help_line(field_for(("data", "train_file"), SCHEMA["data"]["train_file"])) == "e.g. data/train.csv"

@@ -3,112 +3,25 @@ filled in), where it came from and where it saves, whether it changed, the lates
 and the decisions the editor makes about them. No Textual here: the screen draws this model and
 runs its blocking methods (`read`, `check`, `save`, `launch`) in workers; tests drive it directly.
 
-(Over 600 lines: known debt, issue 25. It holds one model, but the machines list, the GPU order and
-Save As's path rewriting could each be a module of their own.)
+The profile dict's paths and `--set` overrides are `tui.profile_edits`; Save As's targets and
+rewriting are `tui.save_as`.
 """
 
 from __future__ import annotations
 
 import builtins
 import copy
-import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tuitrain.tui.fields import REMOVE
+from tuitrain.tui.profile_edits import MACHINES, get_path, in_schema_order, machine_of, overrides_between, set_path
+from tuitrain.tui.save_as import save_as_outcome, save_as_target, shown_path
 
 if TYPE_CHECKING:
     from tuitrain.profile.paths import Moved, Rule
-
-
-def get_path(data: dict[str, Any], path: tuple[str, ...]) -> Any:
-    node: Any = data
-    for part in path:
-        if not isinstance(node, dict) or part not in node:
-            return None
-        node = node[part]
-    return node
-
-
-def set_path(data: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
-    """Set (or, with REMOVE, drop) a key; tables a removal leaves empty are dropped too."""
-    if value is REMOVE:
-        trail = [data]
-        for part in path[:-1]:
-            child = trail[-1].get(part)
-            if not isinstance(child, dict):
-                return
-            trail.append(child)
-        trail[-1].pop(path[-1], None)
-        for depth in range(len(path) - 1, 0, -1):
-            if trail[depth] == {}:
-                trail[depth - 1].pop(path[depth - 1], None)
-        return
-    node = data
-    for part in path[:-1]:
-        child = node.get(part)
-        if not isinstance(child, dict):
-            child = node[part] = {}
-        node = child
-    node[path[-1]] = value
-
-
-def shown_path(path: Path, cwd: Path) -> str:
-    """A path as the user sees it: from the working folder when it is inside it, else absolute."""
-    full, here = Path(path).absolute(), Path(cwd).absolute()
-    return str(full.relative_to(here)) if full.is_relative_to(here) else str(full)
-
-
-def with_changes(data: dict[str, Any], changes: Sequence[Moved]) -> dict[str, Any]:
-    """A copy of `data` with each (key, old value, new value) change made."""
-    out = copy.deepcopy(data)
-    for key, _old, new in changes:
-        set_path(out, key, new)
-    return out
-
-
-def change_notes(changes: Sequence[Moved]) -> list[tuple[str, str]]:
-    """What to tell the user of Save As's changes, as (title, words): the run name, then the paths."""
-    notes = [("Run name", f"run.name set to {new!r} (it was {old!r}, the old file's own name)")
-             for key, old, new in changes if key == ("run", "name")]
-    paths = [f"{'.'.join(key)} = {new!r}" + (" (the script still runs in the old file's folder)" if old is None else "")
-             for key, old, new in changes if key != ("run", "name")]
-    if paths:
-        notes.append(("Paths", "relative paths rewritten from the new file's folder, naming the same files: "
-                      + "; ".join(paths)))
-    return notes
-
-
-SAVE_AS_QUESTION = "Save the profile as: a name (saved in profiles/, listed on Home) or a .toml path from the working folder"
-MACHINES = ("distributed", "machines")
-_MACHINE_PART = re.compile(r"machines\[(\d+)\]")
-
-
-def machine_path(index: int, key: str) -> tuple[str, ...]:
-    """The form's path of one machine's key: its dotted form is the validator's key
-    ("distributed.machines[1].host"), so the validator's words land beside the field."""
-    return ("distributed", f"machines[{index}]", key)
-
-
-def machine_of(path: tuple[str, ...]) -> tuple[int, str] | None:
-    """(machine index, key) of a `machine_path`, or None for any other path."""
-    if len(path) == 3 and path[0] == "distributed":
-        found = _MACHINE_PART.fullmatch(path[1])
-        if found:
-            return int(found.group(1)), path[2]
-    return None
-
-
-def _in_schema_order(machine: dict[str, Any]) -> None:
-    """A machine's keys in the schema's order (host first), whatever order they were typed in."""
-    from tuitrain.profile.schema import MACHINE_KEYS
-
-    ordered = {k: machine[k] for k in MACHINE_KEYS if k in machine}
-    ordered.update((k, v) for k, v in machine.items() if k not in ordered)
-    machine.clear()
-    machine.update(ordered)
 
 
 CPU_MAPPING = ('accelerator = "cpu": the ranks train on the CPU and see no GPU (CUDA_VISIBLE_DEVICES is empty); '
@@ -262,7 +175,7 @@ class EditorModel:
                 item.pop(key, None)
             else:
                 item[key] = value
-            _in_schema_order(item)
+            in_schema_order(item)
         else:
             set_path(self.data, path, value)
         self.dirty = True
@@ -558,36 +471,12 @@ class EditorModel:
         return str(self.path) if self.path else str(Path("profiles") / f"{name}.toml")
 
     def save_as_target(self, answer: str | None) -> Path | None:
-        """The file a save-as answer names, or None: a bare name ("csvcopy", "csvcopy.toml": no folder)
-        goes in ./profiles, where profiles are looked up by name; a path is relative to the working
-        folder; either gets .toml."""
-        answer = (answer or "").strip()
-        if not answer:
-            return None
-        if "/" not in answer and "\\" not in answer and not answer.startswith("~") and answer not in (".", ".."):
-            target = self.cwd / "profiles" / answer
-        else:
-            target = Path(answer).expanduser()
-            if not target.is_absolute():
-                target = self.cwd / target
-        if target.suffix != ".toml":
-            target = target.with_suffix(".toml")
-        return target
+        """The file a save-as answer names, or None (`tui.save_as.save_as_target`)."""
+        return save_as_target(answer, self.cwd)
 
     def save_as_outcome(self, answer: str) -> str:
         """What saving as `answer` would do, said before it is done ("writes profiles/csvcopy.toml")."""
-        target = self.save_as_target(answer)
-        if target is None:
-            return "give a name (saved in profiles/) or a .toml path"
-        where = shown_path(target, self.cwd)
-        if target.is_dir():
-            return f"{where} is a folder: give a file name"
-        if self.path is not None and target.resolve() == self.path.resolve():
-            return f"writes {where} (this profile's own file)"
-        if target.exists():
-            return f"overwrites {where}"
-        new_folder = "" if target.parent.is_dir() else f" (makes the folder {shown_path(target.parent, self.cwd)})"
-        return f"writes {where}{new_folder}"
+        return save_as_outcome(self.save_as_target(answer), self.path, self.cwd)
 
     @property
     def own_name(self) -> str:
@@ -697,35 +586,3 @@ class EditorModel:
         if errors:
             note += f"; the checks report {errors} error(s): it would not start as it is"
         return shlex.join(args), note
-
-
-def override_value(value: Any) -> str:
-    """A value as `--set key=VALUE` reads it back: text bare where it reads back the same, else TOML."""
-    from tuitrain.profile.values import toml_literal
-    from tuitrain.tui.fields import reads_back_bare
-
-    if isinstance(value, str) and reads_back_bare(value):
-        return value
-    if isinstance(value, float):
-        return repr(value)
-    return toml_literal(value)
-
-
-def overrides_between(old: dict[str, Any], new: dict[str, Any], prefix: tuple[str, ...] = ()) -> list[str]:
-    """The `--set` overrides that turn `old` into `new`: a changed or added key as key=value, a removed
-    one as key= (nothing after '=' removes it); a whole section is spelled key by key."""
-    out: list[str] = []
-    for key, value in new.items():
-        path = (*prefix, key)
-        before = old.get(key)
-        if isinstance(value, dict) and (isinstance(before, dict) or not prefix):
-            out += overrides_between(before if isinstance(before, dict) else {}, value, path)
-        elif key not in old or before != value or type(before) is not type(value):
-            out.append(f"{'.'.join(path)}={override_value(value)}")
-    for key, value in old.items():
-        if key not in new:
-            if not prefix and isinstance(value, dict):
-                out += overrides_between(value, {}, (key,))
-            else:
-                out.append(f"{'.'.join((*prefix, key))}=")
-    return out

@@ -6,8 +6,8 @@ checks, its plan, whether it changed, where it saves) and runs the model's block
 workers: every change is validated and planned by the profile and launch layers, saving goes
 through `save_profile` (atomic; a hand-edited file keeps its comments, key order and layout).
 
-(Over 600 lines: known debt, issue 25. One screen, but its section forms, the GPU picker's glue and
-the preview pane could be widgets of their own, as the machine cards already are.)
+(Over 600 lines: one screen's rows, check cycle, saving and launching, all over the one model it
+draws; which field a key gets is `tui.form_fields`, the preview's words `tui.plan_preview`.)
 """
 
 from __future__ import annotations
@@ -24,8 +24,12 @@ from textual.screen import Screen
 from textual.widgets import Button, Input, Label, SelectionList, Static, TabbedContent, TabPane
 
 from tuitrain.profile.schema import SCHEMA, KeySpec, TableSpec
-from tuitrain.tui.editor_model import SAVE_AS_QUESTION, Check, EditorModel, Loaded, LoadError, change_notes, machine_path, with_changes
+from tuitrain.tui.editor_model import Check, EditorModel, Loaded, LoadError
 from tuitrain.tui.fields import REMOVE, FieldDef, parse_value
+from tuitrain.tui.form_fields import TRAINING_FIELDS, field_for, training_field
+from tuitrain.tui.plan_preview import plan_text
+from tuitrain.tui.profile_edits import machine_path
+from tuitrain.tui.save_as import SAVE_AS_QUESTION, change_notes, with_changes
 from tuitrain.tui.widgets.field_row import FieldRow
 from tuitrain.tui.widgets.gpu_picker import GpuList, GpuPicker, busy_note, cuda_labels
 from tuitrain.tui.widgets.key_bar import KeyBar
@@ -41,54 +45,6 @@ if TYPE_CHECKING:
 # [distributed] keys the machines section shows (not the strategy's fields, nor left over from one)
 MACHINES_SECTION_KEYS = ("network_interface", "machines")
 SECTIONS = ("run", "model", "data", "training", "metrics", "hardware", "distributed", "logging")
-# [training] keys shown as fields (their kinds and choices come from the installed TrainingArguments);
-# any other key of the file's [training] is a raw key/value row.
-TRAINING_FIELDS = (
-    "max_steps", "num_train_epochs", "per_device_train_batch_size", "per_device_eval_batch_size",
-    "gradient_accumulation_steps", "learning_rate", "lr_scheduler_type", "warmup_steps", "weight_decay",
-    "optim", "max_grad_norm", "logging_steps", "eval_strategy", "eval_steps", "save_strategy", "save_steps",
-    "save_total_limit", "load_best_model_at_end", "metric_for_best_model", "greater_is_better",
-    "gradient_checkpointing", "report_to", "dataloader_num_workers",
-)
-FALLBACK_CHOICES = {
-    "eval_strategy": ("no", "steps", "epoch"),
-    "save_strategy": ("no", "steps", "epoch", "best"),
-    "lr_scheduler_type": ("linear", "cosine", "cosine_with_restarts", "polynomial", "constant",
-                          "constant_with_warmup", "inverse_sqrt", "reduce_lr_on_plateau"),
-    "optim": ("adamw_torch", "adamw_torch_fused", "adafactor", "sgd", "adagrad"),
-}
-
-
-def field_for(path: tuple[str, ...], spec: KeySpec) -> FieldDef:
-    if spec.choices and spec.kind in ("str", "int"):
-        kind = "choice"
-    elif spec.kind == "bool":
-        kind = "bool"
-    elif spec.kind in ("int", "float", "str", "list[str]", "list[float]"):
-        kind = spec.kind
-    else:
-        kind = "literal"
-    return FieldDef(path, kind, spec.choices, spec.default, spec.doc or (spec.example or ""))
-
-
-def training_field(key: str, specs: dict[str, Any] | None) -> FieldDef:
-    spec = (specs or {}).get(key)
-    if spec is None:
-        choices = FALLBACK_CHOICES.get(key)
-        return FieldDef(("training", key), "choice" if choices else "literal", choices)
-    base = spec.base_type
-    if spec.choices and base == "str":
-        kind = "choice"
-    elif base == "bool":
-        kind = "bool"
-    elif base in ("int", "float", "str"):
-        kind = base
-    else:
-        kind = "literal"
-    return FieldDef(("training", key), kind, tuple(spec.choices) if spec.choices else None, spec.default,
-                    (spec.help or "").split(". ")[0][:200])
-
-
 class EditorScreen(Screen):
     if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
         app = getters.app(TuitrainAppApi)
@@ -799,54 +755,3 @@ class EditorScreen(Screen):
                 self.app.pop_screen()
 
         self.app.push_screen(ConfirmScreen("Leave the editor? Unsaved changes are lost.", yes="Leave"), answered)
-
-
-def plan_text(check: Check) -> Text:
-    """The preview of what would run: command line, environment and accelerate YAML (or why not)."""
-    from tuitrain.yaml_text import dump as dump_yaml
-
-    if check.plan is None and not check.plan_error:
-        return Text("fix the errors to see what would run", style="dim")
-    if check.plan is None:
-        return Text(f"cannot plan yet: {check.plan_error}", style="red")
-    plan = check.plan
-    if getattr(plan, "machines", None) is not None:
-        return machines_plan_text(check)
-    text = Text()
-    text.append("accelerate command (ctrl+g copies it; ctrl+y copies `tuitrain run`)\n", style="bold")
-    text.append(check.command + "\n\n")
-    text.append("environment\n", style="bold")
-    text.append("\n".join(f"{k}={v}" for k, v in sorted(plan.env.items())) + "\n\n")
-    text.append("accelerate.yaml\n", style="bold")
-    text.append(dump_yaml(plan.accelerate_config))
-    if plan.notes:
-        text.append("\nnotes\n", style="bold")
-        text.append("\n".join(plan.notes), style="dim")
-    return text
-
-
-def machines_plan_text(check: Check) -> Text:
-    """The preview of a profile that lists machines: what each machine runs, in its rank's order."""
-    from tuitrain.yaml_text import dump as dump_yaml
-
-    plan = check.plan
-    text = Text()
-    where = f"; the main machine is reached at {plan.main_process_ip}:{plan.main_process_port}" if plan.main_process_ip else ""
-    text.append(f"{plan.num_machines} machine(s), {plan.num_processes} process(es) in all{where}\n", style="bold")
-    text.append("commands (ctrl+g copies them all; ctrl+y copies `tuitrain run`)\n\n", style="dim")
-    for machine in plan.machines:
-        main = " · main machine" if machine.machine_rank == 0 else ""
-        text.append(f"machine {machine.machine_rank}: {machine.host}{main}\n", style="bold")
-        text.append(f"  {machine.num_processes} process(es) on {machine.accelerator}; python {machine.python}; "
-                    f"in {machine.workdir}\n")
-        text.append(f"  {machine.command_line()}\n")
-        text.append("".join(f"  {k}={v}\n" for k, v in sorted(machine.env.items())), style="dim")
-        if machine.notes:
-            text.append("".join(f"  {note}\n" for note in machine.notes), style="dim")
-        text.append("\n")
-    text.append("accelerate.yaml (the main machine's; the others differ in machine_rank only)\n", style="bold")
-    text.append(dump_yaml(plan.accelerate_config))
-    if plan.notes:
-        text.append("\nnotes\n", style="bold")
-        text.append("\n".join(plan.notes), style="dim")
-    return text

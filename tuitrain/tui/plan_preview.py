@@ -1,0 +1,59 @@
+"""The editor's preview of what would run, in words: the command line, environment and accelerate
+YAML of a plan (each machine's, for a profile that lists machines), or why there is none."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from tuitrain.tui.editor_model import Check
+
+
+def plan_text(check: Check) -> Text:
+    """The preview of what would run: command line, environment and accelerate YAML (or why not)."""
+    from tuitrain.yaml_text import dump as dump_yaml
+
+    if check.plan is None and not check.plan_error:
+        return Text("fix the errors to see what would run", style="dim")
+    if check.plan is None:
+        return Text(f"cannot plan yet: {check.plan_error}", style="red")
+    plan = check.plan
+    if getattr(plan, "machines", None) is not None:
+        return machines_plan_text(check)
+    text = Text()
+    text.append("accelerate command (ctrl+g copies it; ctrl+y copies `tuitrain run`)\n", style="bold")
+    text.append(check.command + "\n\n")
+    text.append("environment\n", style="bold")
+    text.append("\n".join(f"{k}={v}" for k, v in sorted(plan.env.items())) + "\n\n")
+    text.append("accelerate.yaml\n", style="bold")
+    text.append(dump_yaml(plan.accelerate_config))
+    if plan.notes:
+        text.append("\nnotes\n", style="bold")
+        text.append("\n".join(plan.notes), style="dim")
+    return text
+
+
+def machines_plan_text(check: Check) -> Text:
+    """The preview of a profile that lists machines: what each machine runs, in its rank's order."""
+    from tuitrain.yaml_text import dump as dump_yaml
+
+    plan = check.plan
+    text = Text()
+    where = f"; the main machine is reached at {plan.main_process_ip}:{plan.main_process_port}" if plan.main_process_ip else ""
+    text.append(f"{plan.num_machines} machine(s), {plan.num_processes} process(es) in all{where}\n", style="bold")
+    text.append("commands (ctrl+g copies them all; ctrl+y copies `tuitrain run`)\n\n", style="dim")
+    for machine in plan.machines:
+        main = " · main machine" if machine.machine_rank == 0 else ""
+        text.append(f"machine {machine.machine_rank}: {machine.host}{main}\n", style="bold")
+        text.append(f"  {machine.num_processes} process(es) on {machine.accelerator}; python {machine.python}; "
+                    f"in {machine.workdir}\n")
+        text.append(f"  {machine.command_line()}\n")
+        text.append("".join(f"  {k}={v}\n" for k, v in sorted(machine.env.items())), style="dim")
+        if machine.notes:
+            text.append("".join(f"  {note}\n" for note in machine.notes), style="dim")
+        text.append("\n")
+    text.append("accelerate.yaml (the main machine's; the others differ in machine_rank only)\n", style="bold")
+    text.append(dump_yaml(plan.accelerate_config))
+    if plan.notes:
+        text.append("\nnotes\n", style="bold")
+        text.append("\n".join(plan.notes), style="dim")
+    return text
