@@ -20,14 +20,13 @@ from tuitrain.profile import FieldSpec, training_args_fields
 from tuitrain.profile.training_args import (
     FILL_MODULE,
     LOCK_NAME,
-    MIGRATIONS,
     SNAPSHOT,
     _specs_from_table,
-    applicable_migration,
     cache_path,
     failure_path,
     usable_table,
 )
+from tuitrain.profile.training_migrations import MIGRATIONS, applicable_migration
 
 REPO = Path(__file__).resolve().parent.parent
 HAS_TRANSFORMERS = importlib.util.find_spec("transformers") is not None

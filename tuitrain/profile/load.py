@@ -13,7 +13,8 @@ from .lookup import folder_problem, missing_file_problem
 from .overrides import apply_overrides, migrated_override, parse_override
 from .problems import Problem, ProfileError
 from .schema import Profile
-from .training_args import FieldSpec, applicable_migration, training_args_fields
+from .training_args import FieldSpec, training_args_fields
+from .training_migrations import applicable_migration
 from .validate import validate_profile
 from .values import toml_literal
 

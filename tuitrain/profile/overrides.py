@@ -9,7 +9,8 @@ from typing import Any, Mapping, Sequence
 
 from .problems import Problem, ProfileError
 from .schema import SCHEMA
-from .training_args import FieldSpec, applicable_migration
+from .training_args import FieldSpec
+from .training_migrations import applicable_migration
 from .values import toml_literal
 
 OVERRIDE_FORM = "expected section.key=value, e.g. training.max_steps=40 or run.name=my-run"

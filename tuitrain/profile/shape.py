@@ -10,7 +10,8 @@ from typing import Any, Mapping
 from .problems import Problem, did_you_mean
 from .rules.common import task_of
 from .schema import FOREIGN_KEYS, FOREIGN_PREFIXES, SCHEMA, KeySpec, TableListSpec, TableSpec
-from .training_args import FieldSpec, applicable_migration, training_args_failure
+from .training_args import FieldSpec, training_args_failure
+from .training_migrations import applicable_migration
 from .values import choice_problem, describe_value, is_kind, range_problem, toml_literal, type_problem
 
 # [training] keys owned by another section, or by tuitrain itself.

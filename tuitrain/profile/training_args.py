@@ -1,8 +1,8 @@
 """The installed transformers' TrainingArguments fields (and model types), known without importing
 transformers here, and without making the user wait for it.
 
-(Over 600 lines on purpose: the table's one rule — cache, shipped snapshot, background probe, the lock
-and the renamed keys — reads best in one place; each part is small and the callers need all of them.)
+(Near 600 lines on purpose: the table's one rule — cache, shipped snapshot, background probe and the
+lock — reads best in one place; each part is small and the callers need all of them.)
 
 `python -m tuitrain.engine.training_args_probe` imports transformers in a child interpreter and
 prints a JSON table (seconds: up to ~15 s on a GPU box). The table is cached per transformers install
@@ -19,7 +19,7 @@ probe (announced to the reporter the CLI or the app sets, `report_reading_to`). 
 version is the snapshot's, the snapshot is its table. A probe that failed is kept, in one line, for
 the profile's problems (`training_args_failure`) instead of silently meaning "no table".
 
-Also here: the data-driven table of renamed / retired [training] keys (`MIGRATIONS`).
+The table of renamed / retired [training] keys is `profile.training_migrations`.
 """
 
 from __future__ import annotations
@@ -597,46 +597,3 @@ def training_args_failure() -> str | None:
     if _cached(key) is None:
         _recorded_failure(key)
     return _failure
-
-
-# ---------------------------------------------------------------------------------------------
-# Renamed and retired [training] keys. One table; load.py and shape.py both read it.
-#   new: dotted destination ("training.eval_strategy", "model.tokenizer"), or None to drop.
-#   only_if_absent: migrate only when the installed TrainingArguments lacks the old key.
-
-
-@dataclass(frozen=True)
-class Migration:
-    old: str
-    new: str | None
-    note: str
-    only_if_absent: bool = False
-
-
-MIGRATIONS: dict[str, Migration] = {
-    m.old: m
-    for m in (
-        Migration("evaluation_strategy", "training.eval_strategy",
-                  "renamed to eval_strategy in transformers"),
-        Migration("tokenizer", "model.tokenizer",
-                  "the tokenizer is not a TrainingArguments key (Trainer takes it as processing_class); "
-                  "tuitrain reads it from model.tokenizer"),
-        Migration("no_cuda", "training.use_cpu", "renamed to use_cpu in transformers"),
-        Migration("push_to_hub_token", "training.hub_token", "renamed to hub_token in transformers"),
-        Migration("overwrite_output_dir", None,
-                  "not needed: tuitrain never overwrites checkpoints (resume a run instead); dropped"),
-        Migration("warmup_ratio", "training.warmup_steps",
-                  "this transformers has no warmup_ratio; a float in [0, 1) in warmup_steps is a ratio",
-                  only_if_absent=True),
-    )
-}
-
-
-def applicable_migration(key: str, fields: Mapping[str, FieldSpec] | None) -> Migration | None:
-    """The migration for a [training] key, if it applies with the installed transformers."""
-    m = MIGRATIONS.get(key)
-    if m is None:
-        return None
-    if m.only_if_absent and (fields is None or key in fields):
-        return None
-    return m
