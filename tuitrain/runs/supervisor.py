@@ -15,7 +15,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 import traceback
 from pathlib import Path
@@ -26,6 +25,7 @@ import psutil
 from tuitrain.runs.exit_waiter import ExitWaiter
 from tuitrain.runs.exits import describe_exit, full_disk, last_exception_line, root_cause
 from tuitrain.runs.layout import CONTROL_ENDING, CONTROL_STOP, CONTROL_TERMINATE, SUPERVISOR_ENV, RunPaths
+from tuitrain.runs.parent_death import die_with_parent
 from tuitrain.runs.process_tree import KILL_GRACE_SECONDS, descendants, end_processes, find, identity, running
 from tuitrain.runs.ranks import read_rank_records
 from tuitrain.runs.record import read_record, record_end, update_record
@@ -54,26 +54,6 @@ def log(message: str) -> None:
         print(f"[tuitrain supervisor {time.strftime('%H:%M:%S')}] {message}", flush=True)
     except OSError:
         pass  # a full disk must not take the supervisor down with it
-
-
-def die_with_parent(sig: int = signal.SIGTERM, first: Callable[[], None] | None = None) -> Callable[[], None] | None:
-    """A preexec_fn asking Linux to send the child `sig` when this process dies (PR_SET_PDEATHSIG), after
-    `first` (run in the child too); None where that does not exist."""
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    parent = os.getpid()
-
-    def preexec() -> None:
-        if first is not None:
-            first()
-        libc.prctl(1, sig)  # PR_SET_PDEATHSIG
-        if os.getppid() != parent:  # the parent died before the prctl took hold
-            os._exit(1)
-
-    return preexec
 
 
 class RunDirectoryGone(Exception):

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 from tuitrain.atomic import write_text_atomic
 from tuitrain.runs import preemption
 from tuitrain.runs.layout import CONTROL_ENDING, CONTROL_REQUESTS, CONTROL_STOP, RunPaths
+from tuitrain.runs.parent_death import die_with_parent
 from tuitrain.runs.record import (
     FINAL_STATUSES,
     INHERITED_KEYS,
@@ -36,7 +37,7 @@ from tuitrain.runs.record import (
     write_record,
 )
 from tuitrain.runs.redirect import redirect_output
-from tuitrain.runs.supervisor import Supervisor, die_with_parent, log, run_supervisor
+from tuitrain.runs.supervisor import Supervisor, log, run_supervisor
 from tuitrain.slurm.commands import SlurmError, hostnames, node_address
 from tuitrain.slurm.script import WARNED_FILE
 from tuitrain.yaml_text import dump as dump_yaml
