@@ -253,10 +253,11 @@ def status_label(summary: Mapping[str, Any]) -> str:
 
 def process_names(paths: RunPaths, record: Mapping[str, Any]) -> dict[int, str]:
     """rank -> "pid P" of this machine's ranks (the record), "pid P on HOST" of another machine's (its rank record)."""
+    from tuitrain.runs.kind import run_kind
     from tuitrain.runs.ranks import read_rank_records
 
     names = {}
-    if record.get("machines"):
+    if run_kind(record) == "machines":
         for rank, rec in read_rank_records(paths).items():
             if rec.get("pid") is not None:
                 names[rank] = f"pid {rec['pid']}" + (f" on {rec['host']}" if rec.get("host") else "")

@@ -25,6 +25,7 @@ from tuitrain.remote import ssh
 from tuitrain.remote.wire import BEAT_SECONDS, SILENCE_SECONDS, WireError, decode, encode, send
 from tuitrain.runs.layout import CONTROL_EVALUATE, CONTROL_REQUESTS, CONTROL_SAVE, CONTROL_STOP, CONTROL_TERMINATE, RunPaths
 from tuitrain.runs.mirror import MirrorError, apply, machine_log
+from tuitrain.runs.node_command import agent_argv
 from tuitrain.runs.process_tree import identity, signal_name
 from tuitrain.runs.ranks import read_rank_records
 from tuitrain.runs.record import INHERITED_KEYS, record_end
@@ -35,7 +36,6 @@ POLL_SECONDS = 0.1
 FAILURE_WINDOW = 3.0  # after a first failure, how long to wait for a likelier root cause from another machine
 TEARDOWN_SECONDS = 30.0  # after asking every machine to end, how long before their ssh links are cut
 LAST_WORDS_SECONDS = 40.0  # the new ssh that brings a machine's last words home (its agent may take 20 s to end)
-AGENT_MODULE = "tuitrain.runs.node_agent"
 _PEER_GONE = re.compile(r"connection (closed|reset) by peer|broken pipe|gloo|nccl|timed out|socket", re.IGNORECASE)
 _TO_MAIN_ONLY = (CONTROL_SAVE, CONTROL_EVALUATE)  # global rank 0 reads these and tells every rank
 
@@ -335,10 +335,6 @@ class HomeSupervisor(Supervisor):
             return ("stopped" if self.stop_requested or "stopped" in statuses else "finished"), None, None
         return "failed", None, "machines ended " + ", ".join(f"{link.host}: {(link.end or {}).get('status')}"
                                                               for link in self.links)
-
-
-def agent_argv(machine: dict[str, Any]) -> list[str]:
-    return [str(machine["python"]), "-m", AGENT_MODULE, str(machine["node_dir"])]  # the folder: for `ps` readers
 
 
 def closed_why(link: MachineLink, said: str) -> str:

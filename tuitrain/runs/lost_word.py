@@ -1,6 +1,6 @@
 """Word of a `lost` run ([notify] on = [..., "lost"]). A lost run's supervisor is gone, so it cannot send word of
 its end as the supervisor does (`runs.supervise`): whoever first sees it gone asks `send_lost_word`, which starts
-`python -m tuitrain.runs.lost_word RUN_DIR` detached (the sender never waits for a webhook). That process records
+`python -m tuitrain.runs.lost_word_sender RUN_DIR` detached (the sender never waits for a webhook). That process records
 `lost` (`runs.liveness.settle_lost`) and sends word once per run (a marker made with O_EXCL), with the notify
 settings of the user it runs as: only the run's owner asks (`send_lost_word` refuses another's run)."""
 
@@ -24,7 +24,7 @@ def send_lost_word(run_dir: Path | str) -> bool:
         if os.stat(paths.root).st_uid != os.getuid() or (paths.root / MARKER).exists():
             return False
         with open(paths.launcher_log, "ab") as log:
-            subprocess.Popen([sys.executable, "-m", "tuitrain.runs.lost_word", str(paths.root)],
+            subprocess.Popen([sys.executable, "-m", "tuitrain.runs.lost_word_sender", str(paths.root)],
                              stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                              start_new_session=True, close_fds=True)
     except OSError:
@@ -38,19 +38,3 @@ def first_to_tell(paths: RunPaths) -> bool:
     except FileExistsError:
         return False
     return True
-
-
-def tell_lost(paths: RunPaths) -> None:
-    from tuitrain.notify import notify_end
-    from tuitrain.runs.events import progress, read_events
-    from tuitrain.runs.liveness import settle_lost
-    from tuitrain.runs.record import read_record
-
-    record = settle_lost(paths, read_record(paths))
-    if record.get("status") != "lost" or not first_to_tell(paths):
-        return
-    notify_end(record, lambda: progress(read_events(paths.events)), str(paths.root))
-
-
-if __name__ == "__main__":
-    tell_lost(RunPaths(Path(sys.argv[1])))

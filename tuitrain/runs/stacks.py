@@ -253,13 +253,13 @@ def machines_stacks(paths: RunPaths, record: Mapping[str, Any]) -> tuple[dict[in
     (`python -m tuitrain.runs.node_agent NODE_DIR --stacks WORKDIR`), each kept in stacks/rank-K.txt here; and a
     line for each machine that did not answer."""
     from tuitrain.remote import ssh
-    from tuitrain.runs.home_supervisor import agent_argv
+    from tuitrain.runs.node_command import agent_argv
 
     machines = [m for m in record.get("machines") or [] if isinstance(m, Mapping)]
     options = ssh.SshOptions(config=record.get("ssh_config"))
 
     def ask(machine: Mapping[str, Any]) -> ssh.RemoteResult:
-        argv = [*agent_argv(dict(machine)), "--stacks", str(machine["workdir"])]
+        argv = [*agent_argv(machine), "--stacks", str(machine["workdir"])]
         return ssh.run(str(machine["host"]), argv, MACHINE_SECONDS, options)
 
     taken: dict[int, RankStacks] = {}
@@ -303,7 +303,9 @@ def gather(paths: RunPaths, record: Mapping[str, Any]) -> tuple[dict[int, RankSt
         raise StacksError(f"run {paths.id} is {status}: only a live run has stacks to take")
     taken = take_stacks(paths, record)
     problems: list[str] = []
-    if record.get("machines"):  # a run over SSH: every machine's ranks, through its node agent
+    from tuitrain.runs.kind import run_kind
+
+    if run_kind(record) == "machines":  # a run over SSH: every machine's ranks, through its node agent
         elsewhere, problems = machines_stacks(paths, record)
         taken = dict(sorted({**taken, **elsewhere}.items()))
     if not taken:

@@ -1,0 +1,27 @@
+"""The detached sender of word of a lost run (`python -m tuitrain.runs.lost_word_sender RUN_DIR`, started by
+`runs.lost_word.send_lost_word`): records `lost` and sends word once. Apart from `lost_word` so that the viewers
+that start it (`runs.liveness.settle_lost`) are not imported back by it."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from tuitrain.runs.layout import RunPaths
+from tuitrain.runs.lost_word import first_to_tell
+
+
+def tell_lost(paths: RunPaths) -> None:
+    from tuitrain.notify import notify_end
+    from tuitrain.runs.events import progress, read_events
+    from tuitrain.runs.liveness import settle_lost
+    from tuitrain.runs.record import read_record
+
+    record = settle_lost(paths, read_record(paths))
+    if record.get("status") != "lost" or not first_to_tell(paths):
+        return
+    notify_end(record, lambda: progress(read_events(paths.events)), str(paths.root))
+
+
+if __name__ == "__main__":
+    tell_lost(RunPaths(Path(sys.argv[1])))
