@@ -19,6 +19,9 @@ from tuitrain.profile import builtin_profile_path
 
 pytest_plugins = ["hosts_plugin", "slurm_plugin", "gpu_plugin"]  # sshd hosts, Slurm, the gpu markers
 os.environ["HF_HUB_OFFLINE"] = "1"
+# The developer's own settings (workstations, [notify] webhooks) stay out of the tests: a test that wants settings
+# names its own file.
+os.environ["TUITRAIN_CONFIG"] = str(Path(__file__).parent / "fixtures" / "no-user-settings.toml")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
 # Few steps, no dropout (so one and two ranks compute the same loss), frequent logs.

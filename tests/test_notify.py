@@ -53,6 +53,7 @@ class _Server:
 @pytest.fixture
 def config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.delenv("TUITRAIN_CONFIG")  # the settings found where a user's are (conftest names an empty file)
     monkeypatch.setenv("TUITRAIN_QUEUE_DIR", str(tmp_path / "queue"))
     path = tmp_path / "config" / "tuitrain" / "config.toml"
     path.parent.mkdir(parents=True)

@@ -28,6 +28,7 @@ def own_queue(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "queue"
     monkeypatch.setenv("TUITRAIN_QUEUE_DIR", str(folder))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.delenv("TUITRAIN_CONFIG")  # the settings found where a user's are (conftest names an empty file)
     return folder
 
 

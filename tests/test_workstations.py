@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from conftest import FAST, check_clean, cli, patient, wait_for, wait_until_ended
+from conftest import FAST, as_in_a_terminal, check_clean, cli, patient, wait_for, wait_until_ended
 from test_tui_fixtures import FINISHED, make_runs
 
 pytestmark = pytest.mark.slow
@@ -109,7 +109,8 @@ def test_verbs_on_a_remote_run_logs_follow_status_and_stop(hosts: Any, boxes: Pa
         assert json.loads(cli("status", run, "--host", "node1", "--json", runs_dir=local).stdout)["id"] == run
 
         follow = subprocess.Popen([sys.executable, "-m", "tuitrain", "--runs-dir", str(local), "logs", f"node1:{run}",
-                                   "--follow"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                   "--follow"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  preexec_fn=as_in_a_terminal)
         try:
             first = follow.stdout.readline() if follow.stdout else ""
             assert first, follow.stderr.read() if follow.stderr else ""
