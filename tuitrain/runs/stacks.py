@@ -284,22 +284,41 @@ def machines_stacks(paths: RunPaths, record: Mapping[str, Any]) -> tuple[dict[in
     return taken, problems
 
 
-def write_digest(paths: RunPaths, taken: Mapping[int, RankStacks], problems: Sequence[str] = ()) -> dict[str, Any]:
-    """The digest of `taken` (and a line for each machine that did not answer), also kept in stacks/digest.json
-    (what `status` shows of a hung run)."""
+def digest_data(paths: RunPaths, taken: Mapping[int, RankStacks], problems: Sequence[str] = ()) -> dict[str, Any]:
+    """The digest of `taken`, a line for each machine that did not answer, and what the NCCL flight recorder's
+    dumps in the run directory say (tuitrain.runs.nccl_trace)."""
+    from tuitrain.runs.nccl_trace import read_traces, trace_lines, traces_json
+    from tuitrain.runs.ranks import read_rank_records
+
     where = {rank: describe_rank(s) for rank, s in taken.items()}
-    data = {"time": time.time(), "lines": [*digest(where), *problems], "ranks": {str(r): w for r, w in where.items()},
-            "how": {str(r): s.how for r, s in taken.items()}}
+    traces = read_traces(paths)
+    world = max((int(r.get("world_size") or 0) for r in read_rank_records(paths).values()), default=0)
+    data = {"time": time.time(), "lines": [*digest(where), *problems, *trace_lines(traces, world or None)],
+            "ranks": {str(r): w for r, w in where.items()}, "how": {str(r): s.how for r, s in taken.items()}}
+    if traces:
+        data["flight_recorder"] = traces_json(traces)
+    return data
+
+
+def write_digest(paths: RunPaths, taken: Mapping[int, RankStacks], problems: Sequence[str] = ()) -> dict[str, Any]:
+    """The digest (digest_data), also kept in stacks/digest.json (what `status` shows of a hung run)."""
+    data = digest_data(paths, taken, problems)
+    paths.stacks.mkdir(parents=True, exist_ok=True)
     write_json_atomic(paths.stacks_digest, data)
     return data
 
 
 def gather(paths: RunPaths, record: Mapping[str, Any]) -> tuple[dict[int, RankStacks], dict[str, Any]]:
-    """Every rank's stacks and their digest (kept in stacks/): what `tuitrain stacks` and the monitor's key show."""
+    """Every rank's stacks and their digest (kept in stacks/): what `tuitrain stacks` and the monitor's key show. Of a
+    run that has ended, only what the NCCL flight recorder dumped (not kept: the hang's digest stays)."""
     from tuitrain.runs.liveness import effective_status
 
     status = effective_status(dict(record))
     if status not in LIVE_STATUSES:
+        from tuitrain.runs.nccl_trace import trace_files
+
+        if trace_files(paths):  # an NCCL timeout ended it: what its ranks' flight recorders dumped still says why
+            return {}, digest_data(paths, {})
         raise StacksError(f"run {paths.id} is {status}: only a live run has stacks to take")
     taken = take_stacks(paths, record)
     problems: list[str] = []
