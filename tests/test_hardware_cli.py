@@ -103,7 +103,8 @@ def test_in_process_with_a_run_owning_a_gpu_process(tmp_path, monkeypatch, capsy
         assert main(["gpus", "--json", "--runs-dir", str(runs)]) == 0
         data = json.loads(capsys.readouterr().out)
         owner = data["gpus"][2]["processes"][0]["owner"]
-        assert owner == {"run_id": "20240101-120000-demo", "rank": 3, "role": "rank", "profile": "demo"}
+        assert owner == {"run_id": "20240101-120000-demo", "rank": 3, "role": "rank", "profile": "demo",
+                         "describe": "rank 3 of run 20240101-120000-demo"}
     finally:
         sleeper.kill()
         sleeper.wait()

@@ -15,6 +15,7 @@ import threading
 import time
 from typing import Any
 
+from tuitrain.cli.errors import CliError
 from tuitrain.cli.output import print_json, table
 from tuitrain.hardware.devices import GpuInfo
 from tuitrain.hardware.host import HostInfo
@@ -145,7 +146,6 @@ def machines_gpus(args: argparse.Namespace) -> int:
 
     from tuitrain.backends import for_profile
     from tuitrain.backends.machines import plan_profile_machines
-    from tuitrain.cli.errors import CliError
     from tuitrain.profile import load_profile, resolve_profile_path
     from tuitrain.remote.ssh import SshOptions, run
 
@@ -166,27 +166,56 @@ def machines_gpus(args: argparse.Namespace) -> int:
 
     with ThreadPoolExecutor(max_workers=min(16, len(plan.machines)) or 1) as pool:
         results = list(pool.map(sample, plan.machines))
+    answers = [(f"machine {machine.machine_rank}: {machine.host}", machine.host,
+                None if result.ok else str(result.problem) if result.problem else f"{machine.host}: exit {result.returncode}",
+                result.stdout) for machine, result in zip(plan.machines, results, strict=True)]
+    return print_answers(answers, args.json)
+
+
+def print_answers(answers: list[tuple[str, str, str | None, str]], as_json: bool,
+                  collected: dict[str, Any] | None = None) -> int:
+    """What each machine's `tuitrain gpus [--json]` said (heading, host, why it did not answer or None, its
+    output): under a `== heading` line each, or one JSON object by host (`{"error": why}` for one that did not
+    answer), after what `collected` holds already. 1 when one did not answer."""
     failed = 0
-    collected: dict[str, Any] = {}
-    for machine, result in zip(plan.machines, results, strict=True):
-        if not result.ok:
+    collected = dict(collected or {})
+    for heading, host, problem, out in answers:
+        if problem is not None:
             failed += 1
-            why = str(result.problem) if result.problem else f"{machine.host}: exit {result.returncode}"
-            collected[machine.host] = {"error": why}
-            if not args.json:
-                print(f"== machine {machine.machine_rank}: {machine.host}\n{why}\n")
+            collected[host] = {"error": problem}
+            if not as_json:
+                print(f"== {heading}\n{problem}\n")
             continue
-        if args.json:
+        if as_json:
             try:
-                collected[machine.host] = json.loads(result.stdout)
+                collected[host] = json.loads(out)
             except ValueError:
-                collected[machine.host] = {"error": f"{machine.host}: `tuitrain gpus --json` printed no JSON"}
+                collected[host] = {"error": f"{host}: `tuitrain gpus --json` printed no JSON (another tuitrain version?)"}
                 failed += 1
         else:
-            print(f"== machine {machine.machine_rank}: {machine.host}\n{result.stdout.rstrip()}\n")
-    if args.json:
+            print(f"== {heading}\n{out.rstrip()}\n")
+    if as_json:
         print_json(collected)
     return 1 if failed else 0
+
+
+ALL_HOSTS_SECONDS = 30.0  # what one workstation may take to answer
+
+
+def all_hosts_gpus(args: argparse.Namespace, nvml: Any, mps: bool) -> int:
+    """`tuitrain gpus --all-hosts`: this machine's GPUs, then each workstation's of the settings, each sampled
+    there by its own tuitrain (all at once); a box that does not answer is one line naming why."""
+    from tuitrain.remote.workstations import LOCAL, problem_line, run_everywhere, workstations
+
+    stations = workstations()
+    snapshot = snapshot_once(nvml, getattr(args, "runs_root", None))
+    asked = ["gpus", "--json"] if args.json else ["gpus"]
+    answers = [(station.host, station.host, problem_line(station, result), result.stdout)
+               for station, result in run_everywhere(stations, asked, ALL_HOSTS_SECONDS)]
+    if args.json:
+        return print_answers(answers, True, {LOCAL: to_json(snapshot, mps)})
+    print(f"== {LOCAL}\n{render(snapshot, mps)}\n")
+    return print_answers(answers, False)
 
 
 def cmd_gpus(args: argparse.Namespace) -> int:
@@ -194,6 +223,11 @@ def cmd_gpus(args: argparse.Namespace) -> int:
         return machines_gpus(args)
     nvml = library_from_env(os.environ)
     mps = mps_available()
+    if getattr(args, "all_hosts", False):
+        if getattr(args, "watch", False):
+            raise CliError("--watch shows this machine only; for every workstation run `tuitrain gpus --all-hosts` "
+                           "again, or watch them in the app's GPUs screen")
+        return all_hosts_gpus(args, nvml, mps)
     if getattr(args, "watch", False):
         return _watch(args, nvml, mps)
     snapshot = snapshot_once(nvml, getattr(args, "runs_root", None))

@@ -10,7 +10,7 @@ import io
 import json
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from tuitrain.cli.errors import CliError
@@ -23,6 +23,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true")
     # what another box's app runs here over ssh to watch this box's runs (remote.runs_stream); not for people
     p.add_argument("--stream", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--gpus", action="store_true", help=argparse.SUPPRESS)  # the stream carries this box's GPUs too
 
 
 def add_host_option(p: argparse.ArgumentParser) -> None:
@@ -154,7 +155,8 @@ def cmd_workstations(args: argparse.Namespace) -> int:
 
 def cmd_stream(args: argparse.Namespace) -> int:
     """This box's runs, streamed to the app of another box that watches it over ssh (`runs_stream.serve`): a
-    line each time they change, until its stdin closes. A runs folder it cannot list is one line first."""
+    line each time they change, until its stdin closes (with --gpus its GPUs too). A runs folder it cannot list is
+    one line first."""
     import dataclasses
 
     from tuitrain import __version__
@@ -170,4 +172,23 @@ def cmd_stream(args: argparse.Namespace) -> int:
         return [dataclasses.asdict(row) for row in rows]
 
     home_silence = None if sys.stdin.isatty() else HOME_SILENCE_SECONDS  # a person trying it by hand
-    return serve(poll, __version__, sys.stdout.buffer, sys.stdin.buffer, home_silence=home_silence)
+    with contextlib.ExitStack() as stack:
+        gpus = stack.enter_context(gpu_sampler(args.runs_root)) if args.gpus else None
+        return serve(poll, __version__, sys.stdout.buffer, sys.stdin.buffer, home_silence=home_silence, gpus=gpus)
+
+
+@contextlib.contextmanager
+def gpu_sampler(runs_root: Any) -> Iterator[Callable[[], dict[str, Any]]]:
+    """This box's GPU sample on each call (`hardware.report.gpu_sample`, owners from its runs), taken by one
+    sampler that lives as long as the stream."""
+    import os
+
+    from tuitrain.hardware.mps import mps_available
+    from tuitrain.hardware.recorded import library_from_env
+    from tuitrain.hardware.report import gpu_sample
+    from tuitrain.hardware.sampler import Sampler
+    from tuitrain.runs.owners import OwnerIndex
+
+    mps = mps_available()
+    with Sampler(library_from_env(os.environ), owners=OwnerIndex(runs_root).get) as sampler:
+        yield lambda: gpu_sample(sampler.sample(), mps)

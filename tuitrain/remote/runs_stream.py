@@ -1,11 +1,12 @@
 """Watching another workstation's runs over one long-lived ssh connection (issue 23).
 
 There, `tuitrain workstations --stream` (`serve`) polls its runs folder and writes `wire` lines: `hello` (its
-tuitrain version) once, `runs` (every run's row) whenever they change, `beat` when it has said nothing for
-BEAT_SECONDS. It ends when its stdin closes (the ssh link ended) or when home has said nothing for
+tuitrain version) once, `runs` (every run's row) whenever they change, with `--gpus` also `gpus` (the box's GPU
+sample, as `tuitrain gpus --json` has it) at most every GPU_SECONDS and only when it changed, `beat` when it has
+said nothing for BEAT_SECONDS. It ends when its stdin closes (the ssh link ended) or when home has said nothing for
 HOME_SILENCE_SECONDS (a link cut without a close): nothing stays running there.
 
-Here, `RunsStream` holds that connection: it calls back with the box's rows, or with why the box cannot be
+Here, `RunsStream` holds that connection: it calls back with the box's rows (and, when asked, its GPUs), or with why the box cannot be
 watched (one line naming it) when ssh fails, the version differs, or no line came for SILENCE_SECONDS; then it
 tries again, less and less often. `start` and `stop` never wait on the network.
 """
@@ -25,7 +26,9 @@ from tuitrain.remote import ssh, wire
 from tuitrain.remote.workstations import Workstation, problem_line, version_problem
 
 STREAM_ARGS = ("workstations", "--stream")
+GPUS_ARG = "--gpus"  # the stream carries the box's GPUs too
 POLL_SECONDS = 1.0  # how often the box looks at its runs folder
+GPU_SECONDS = 2.0  # how often, at most, the box samples and sends its GPUs
 BEAT_SECONDS = 2.0  # each side says something at least this often
 SILENCE_SECONDS = 7.0  # a box silent this long is shown unreachable (its beats stopped coming)
 FIRST_ANSWER_SECONDS = 25.0  # a box's tuitrain may take this long to start (a cold, busy machine)
@@ -38,9 +41,10 @@ STDERR_KEPT = 8192
 
 
 def serve(poll: Callable[[], list[dict[str, Any]]], version: str, out: IO[bytes], inp: IO[bytes],
-          poll_seconds: float = POLL_SECONDS, home_silence: float | None = HOME_SILENCE_SECONDS) -> int:
-    """Stream `poll()`'s rows to `out` until `inp` closes, home falls silent (`home_silence`, None: never) or
-    `out` is gone. Returns the exit status (0)."""
+          poll_seconds: float = POLL_SECONDS, home_silence: float | None = HOME_SILENCE_SECONDS,
+          gpus: Callable[[], dict[str, Any]] | None = None, gpu_seconds: float = GPU_SECONDS) -> int:
+    """Stream `poll()`'s rows (and `gpus()`'s sample, at most every `gpu_seconds`) to `out` until `inp` closes,
+    home falls silent (`home_silence`, None: never) or `out` is gone. Returns the exit status (0)."""
     heard = [time.monotonic()]
     closed = threading.Event()
 
@@ -53,16 +57,21 @@ def serve(poll: Callable[[], list[dict[str, Any]]], version: str, out: IO[bytes]
     if not wire.send(out, wire.encode("hello", version=version)):
         return 0
     sent: list[dict[str, Any]] | None = None
+    sample: dict[str, Any] | None = None
     said = time.monotonic()
+    sampled = -gpu_seconds
     while not closed.is_set():
         rows = poll()
         now = time.monotonic()
+        message = b""
         if rows != sent:
             message, sent = wire.encode("runs", rows=rows), rows
-        elif now - said >= BEAT_SECONDS:
+        if gpus is not None and now - sampled >= gpu_seconds:
+            sampled, latest = now, gpus()
+            if latest != sample:
+                message, sample = message + wire.encode("gpus", sample=latest), latest
+        if not message and now - said >= BEAT_SECONDS:
             message = wire.encode("beat")
-        else:
-            message = b""
         if message:
             if not wire.send(out, message):
                 return 0
@@ -78,23 +87,28 @@ def serve(poll: Callable[[], list[dict[str, Any]]], version: str, out: IO[bytes]
 
 @dataclass(frozen=True)
 class HostNews:
-    """What a watched box said: its runs (each a row as a dict, newest first), or why it is not watched."""
+    """What a watched box said: its runs (each a row as a dict, newest first), its GPUs (`tuitrain gpus --json`'s
+    `gpu_sample`; only to `on_gpus`), or why it is not watched."""
 
     host: str
     rows: list[dict[str, Any]] | None = None
     problem: str | None = None
+    gpus: dict[str, Any] | None = None
 
 
 class RunsStream:
     """One workstation watched: `start()`, then `on_news` is called (from this stream's own thread) with each
-    change of its runs and each failure; `stop()` ends the stream there and here."""
+    change of its runs and each failure, and `on_gpus` (when given: the box then sends them) with each change of
+    its GPUs; `stop()` ends the stream there and here."""
 
     def __init__(self, station: Workstation, version: str, on_news: Callable[[HostNews], None], *,
+                 on_gpus: Callable[[HostNews], None] | None = None,
                  silence: float = SILENCE_SECONDS, first_answer: float = FIRST_ANSWER_SECONDS,
                  retry: tuple[float, ...] = RETRY_SECONDS) -> None:
         self.station = station
         self.version = version
         self.on_news = on_news
+        self.on_gpus = on_gpus
         self.silence = silence
         self.first_answer = first_answer
         self.retry = retry
@@ -137,7 +151,7 @@ class RunsStream:
     def _connection(self) -> tuple[str, bool]:
         """One ssh connection, until it fails: (why, whether the box answered at all)."""
         station = self.station
-        argv = station.tuitrain(STREAM_ARGS)
+        argv = station.tuitrain((*STREAM_ARGS, GPUS_ARG) if self.on_gpus is not None else STREAM_ARGS)
         try:
             proc = ssh.start(station.host, argv, station.options(), stdin=subprocess.PIPE, text=False)
         except ValueError as exc:
@@ -219,6 +233,8 @@ class RunsStream:
             rows = message.get("rows")
             if isinstance(rows, list):
                 self.on_news(HostNews(self.station.host, rows=[r for r in rows if isinstance(r, dict)]))
+        elif kind == "gpus" and self.on_gpus is not None and isinstance(message.get("sample"), dict):
+            self.on_gpus(HostNews(self.station.host, gpus=message["sample"]))
         return None
 
     def _tell_home_is_here(self, proc: subprocess.Popen[bytes]) -> None:

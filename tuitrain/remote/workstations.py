@@ -73,6 +73,14 @@ def workstations(config: Mapping[str, Any] | None = None, path: Path | None = No
     return out
 
 
+def configured() -> tuple[list[Workstation], str | None]:
+    """The workstations of the settings, or none and why the settings cannot be read (one line: file, key, fix)."""
+    try:
+        return workstations(), None
+    except UserConfigError as exc:
+        return [], str(exc)
+
+
 def find(host: str, known: Sequence[Workstation], path: Path | None = None) -> Workstation:
     for station in known:
         if station.host == host:

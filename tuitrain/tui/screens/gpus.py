@@ -5,7 +5,9 @@ memory; and under each GPU its processes with user, command line, GPU memory and
 whole on the line under the table. The figures are the app's hardware sampler's (a worker; command lines are read
 by one of this screen's); this screen only draws them. `o` sorts each GPU's processes, `k` ends one of the user's
 own processes (asks; SIGTERM, then SIGKILL after a grace, in a worker); a rank of a tuitrain run is stopped through
-its run instead."""
+its run instead. With workstations in the user's settings, each box's GPUs follow under a heading of its own,
+streamed by its tuitrain (`remote.runs_stream` with its GPUs, while this screen is open): read-only, since `k`
+ends only this machine's processes."""
 
 from __future__ import annotations
 
@@ -13,9 +15,10 @@ from typing import TYPE_CHECKING, Sequence
 
 from rich.cells import cell_len
 from rich.text import Text
-from textual import work
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
@@ -25,6 +28,7 @@ from tuitrain.hardware.na import NA, NaType
 from tuitrain.hardware.processes import GRACE, SORTS, GpuProcessRow, command_line, process_rows, refusal, short_command, terminate
 from tuitrain.hardware.sampler import GpuPoint
 from tuitrain.humanize import gib, gpu_memory
+from tuitrain.remote.workstations import LOCAL
 from tuitrain.runs.layout import RunPaths
 from tuitrain.tui.run_table import run_labels
 from tuitrain.tui.widgets.gpu_panel import spark
@@ -36,6 +40,7 @@ if TYPE_CHECKING:
     from textual import getters
 
     from tuitrain.hardware.sampler import SampledView
+    from tuitrain.remote.runs_stream import HostNews, RunsStream
     from tuitrain.tui.app_api import TuitrainAppApi
 
 SORT_NAMES = {"memory": "GPU memory", "pid": "pid", "user": "user"}
@@ -166,6 +171,28 @@ def process_detail(row: GpuProcessRow, command: str) -> str:
     return f"pid {proc.pid} ({proc.user}) on GPU {row.gpu}, {gib(proc.used_memory, unit=True)} · {owner}\n{said}"
 
 
+def box_heading(host: str, gpus: tuple[GpuInfo, ...] | None, problem: str | None) -> list[Text]:
+    """The row over a machine's GPUs: its name, and how many GPUs and processes it has, or why it cannot be seen."""
+    if problem is not None:
+        said, style = "unreachable: " + problem.removeprefix(f"{host}: "), "red"
+    elif gpus is None:
+        said, style = "waiting for its first sample…", "dim"
+    else:
+        said, style = f"{len(gpus)} GPU(s), {sum(len(g.processes) for g in gpus)} process(es)", "dim"
+    return [Text(host, "bold reverse"), Text(""), Text(""), _cut(said, style), Text(""), Text("")]
+
+
+class BoxGpusHeard(Message):
+    """A watched workstation's GPUs, or why it cannot be watched (from its stream's thread)."""
+
+    def __init__(self, news: "HostNews") -> None:
+        super().__init__()
+        self.news = news
+
+
+Line = tuple[str, list[Text], "GpuProcessRow | GpuInfo | None", "Sequence[GpuPoint]"]  # key, cells, what, history
+
+
 class GpusScreen(Screen):
     if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
         app = getters.app(TuitrainAppApi)
@@ -189,6 +216,9 @@ class GpusScreen(Screen):
         self.commands: dict[tuple[int, str], str | NaType] = {}  # (pid, name) → its command line, NA: unreadable
         self._asked: set[tuple[int, str]] = set()  # command lines being read
         self._widths: tuple[int, ...] | None = None  # the columns' widths as last set
+        self.boxes: dict[str, tuple[tuple[GpuInfo, ...] | None, str | None]] = {}  # host → (its GPUs, why not seen)
+        self.remote_rows: dict[str, tuple[str, GpuProcessRow]] = {}  # row key → another box's process, and its host
+        self._streams: list[RunsStream] = []
 
     def compose(self) -> ComposeResult:
         yield TextLine("GPUs on this machine: every process", classes="title-bar", id="gpus-title")
@@ -201,6 +231,50 @@ class GpusScreen(Screen):
         self._ensure_columns(tuple(len(name) for name in COLUMNS))
         self.show(self.app.hardware_view)
         self.query_one(DataTable).focus()
+        self.watch_boxes()
+
+    def on_unmount(self) -> None:
+        for stream in self._streams:
+            stream.stop()
+
+    # ------------------------------------------------------------------------------ other workstations
+    @work(thread=True, exclusive=True, group="gpu-boxes", exit_on_error=False)
+    def watch_boxes(self) -> None:
+        """One stream per workstation of the settings, carrying its GPUs, while this screen is open."""
+        from tuitrain import __version__
+        from tuitrain.remote.runs_stream import HostNews, RunsStream
+        from tuitrain.remote.workstations import configured
+
+        stations, problem = configured()
+        if problem is not None:
+            self.app.call_from_thread(self.notify, problem, title="Workstations", severity="error", timeout=15)
+        if not stations or not self.is_attached:
+            return
+        for station in stations:
+            self.post_message(BoxGpusHeard(HostNews(station.host)))  # its heading, waiting
+            stream = RunsStream(station, __version__, self._heard, on_gpus=self._heard)
+            self._streams.append(stream)
+            stream.start()
+        if not self.is_attached:  # the screen closed meanwhile: on_unmount may have missed these
+            for stream in self._streams:
+                stream.stop()
+
+    def _heard(self, news: "HostNews") -> None:
+        if news.gpus is not None or news.problem is not None:  # its runs are Home's
+            self.post_message(BoxGpusHeard(news))
+
+    @on(BoxGpusHeard)
+    def _box_heard(self, message: BoxGpusHeard) -> None:
+        from tuitrain.hardware.report import gpus_from_json
+
+        news = message.news
+        gpus, problem = self.boxes.get(news.host, (None, None))
+        if news.gpus is not None:
+            gpus, problem = gpus_from_json(news.gpus), None
+        elif news.problem is not None:
+            problem = news.problem
+        self.boxes[news.host] = (gpus, problem)
+        self.show(self.app.hardware_view)
 
     def on_resize(self) -> None:
         self.show(self.app.hardware_view)  # the columns' widths follow the table's
@@ -245,29 +319,42 @@ class GpusScreen(Screen):
         self._read_commands([row.process for rows in by_gpu.values() for row in rows])
         labels = run_labels({row.process.owner.run_id for rows in by_gpu.values() for row in rows
                              if row.process.owner is not None}, self.app.clock())
-        rows: list[tuple[str, list[Text], GpuProcessRow | GpuInfo | None]] = []
+        rows: list[Line] = []
         details: dict[str, str] = {}
+        remote_rows: dict[str, tuple[str, GpuProcessRow]] = {}
+        if self.boxes:
+            rows.append(("host:local", box_heading(LOCAL, gpus, None), None, ()))
         for gpu in sorted(gpus, key=lambda g: g.index):
-            rows.append((f"gpu:{gpu.index}", gpu_cells(gpu, view.gpu_history.get(gpu.index, ())), gpu))
+            rows.append((f"gpu:{gpu.index}", gpu_cells(gpu, view.gpu_history.get(gpu.index, ())), gpu,
+                         view.gpu_history.get(gpu.index, ())))
             details[f"gpu:{gpu.index}"] = gpu_detail(gpu)
             for mig in gpu.mig_devices:
-                rows.append((f"mig:{gpu.index}:{mig.index}", mig_cells(gpu, mig), None))
+                rows.append((f"mig:{gpu.index}:{mig.index}", mig_cells(gpu, mig), None, ()))
                 details[f"mig:{gpu.index}:{mig.index}"] = mig_detail(gpu, mig)
             for row in by_gpu.get(gpu.index, []):
                 command = self.command_of(row)
                 label = labels.get(row.process.owner.run_id, "") if row.process.owner is not None else ""
-                rows.append((row.key, process_cells(row, self.me, short_command(command), label), row))
+                rows.append((row.key, process_cells(row, self.me, short_command(command), label), row, ()))
                 details[row.key] = process_detail(row, command)
-        widths = column_widths([cells for _, cells, _ in rows], self._room())
+        for host, (box, problem) in self.boxes.items():
+            rows.append((f"host:{host}", box_heading(host, box, problem), None, ()))
+            details[f"host:{host}"] = problem or f"{host}: its GPUs, sampled there by its tuitrain; read-only here"
+            for key, cells, shown, detail in self._box_lines(host, box or ()):
+                rows.append((key, cells, shown, ()))
+                details[key] = detail
+                if isinstance(shown, GpuProcessRow):
+                    remote_rows[key] = (host, shown)
+        widths = column_widths([cells for _, cells, _, _ in rows], self._room())
         self._ensure_columns(widths)
         table.clear()
         self.rows = {}
+        self.remote_rows = remote_rows
         self.details = details
-        for key, cells, shown in rows:
-            if isinstance(shown, GpuProcessRow):
+        for key, cells, shown, history in rows:
+            if isinstance(shown, GpuProcessRow) and key not in remote_rows:
                 self.rows[key] = shown
             elif isinstance(shown, GpuInfo):  # its bars drawn to the columns' widths
-                cells = gpu_cells(shown, view.gpu_history.get(shown.index, ()), widths)
+                cells = gpu_cells(shown, history, widths)
             table.add_row(*cells, key=key, height=GPU_ROW_HEIGHT if isinstance(shown, GpuInfo) else 1)
         if selected is not None and selected in table.rows:
             table.move_cursor(row=table.get_row_index(selected), animate=False)
@@ -278,6 +365,27 @@ class GpusScreen(Screen):
         else:
             status.set(f"{len(gpus)} GPU(s), {count} process(es) · sorted by {SORT_NAMES[self.sort]} (o) · "
                        "k kills one of your own · a run's rank: enter opens its run, s there stops it")
+
+    def _box_lines(self, host: str, gpus: tuple[GpuInfo, ...]
+                   ) -> list[tuple[str, list[Text], GpuProcessRow | GpuInfo | None, str]]:
+        """Another box's GPUs, MIG instances and processes as rows (keys under `host/`), each with its detail."""
+        by_gpu: dict[int, list[GpuProcessRow]] = {}
+        for row in process_rows(gpus, self.sort):
+            by_gpu.setdefault(row.gpu, []).append(row)
+        labels = run_labels({p.owner.run_id for g in gpus for p in g.processes if p.owner is not None}, self.app.clock())
+        lines: list[tuple[str, list[Text], GpuProcessRow | GpuInfo | None, str]] = []
+        for gpu in sorted(gpus, key=lambda g: g.index):
+            lines.append((f"{host}/gpu:{gpu.index}", gpu_cells(gpu), gpu, f"{host}: {gpu_detail(gpu)}"))
+            for mig in gpu.mig_devices:
+                lines.append((f"{host}/mig:{gpu.index}:{mig.index}", mig_cells(gpu, mig), None,
+                              f"{host}: {mig_detail(gpu, mig)}"))
+            for row in by_gpu.get(gpu.index, []):
+                owner = row.process.owner
+                label = labels.get(owner.run_id, "") if owner is not None else ""
+                command = str(row.process.command)
+                lines.append((f"{host}/{row.key}", process_cells(row, self.me, short_command(command), label), row,
+                              f"{host}: {process_detail(row, command)}"))
+        return lines
 
     def _show_detail(self) -> None:
         key = self._selected_key()
@@ -330,6 +438,8 @@ class GpusScreen(Screen):
     def action_kill(self) -> None:
         from tuitrain.tui.screens.confirm import ConfirmScreen
 
+        if self._elsewhere("k ends only this machine's processes"):
+            return
         row = self.selected()
         if row is None:
             self.notify("select a process (a row under a GPU) first", severity="warning", timeout=4)
@@ -359,7 +469,21 @@ class GpusScreen(Screen):
         event.stop()
         self.action_open_run()
 
+    def _elsewhere(self, what: str) -> bool:
+        """Whether the highlighted row is another workstation's process: then say so, and how to reach it there."""
+        key = self._selected_key()
+        if key is None or key not in self.remote_rows:
+            return False
+        host, row = self.remote_rows[key]
+        owner = row.process.owner
+        there = f"`tuitrain stop {host}:{owner.run_id}`" if owner is not None else f"`ssh {host} kill {row.process.pid}`"
+        self.notify(f"pid {row.process.pid} runs on {host}: {what}; there, {there}", title=host, severity="warning",
+                    timeout=8)
+        return True
+
     def action_open_run(self) -> None:
+        if self._elsewhere("this screen opens only this machine's runs"):
+            return
         row = self.selected()
         owner = row.process.owner if row is not None else None
         if owner is None:
