@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 from tests.conftest import FAST, check_clean, cli, record, wait_for, wait_until_ended
+from tests.queue_tables import NVML, gpu_two, held
 from tuitrain.cli.queueing import status_lines
 from tuitrain.runs.queue import Dependency
 from tuitrain.runs.queue_rule import dependency_cycle
 
-NVML = Path(__file__).parent / "fixtures" / "nvml" / "four_gpu_mixed.json"
 LONG = ["--set", "training.max_steps=100000", "--set", "training.logging_steps=1", "--set", "training.eval_strategy=no",
         "--set", "training.save_strategy=no"]
 
@@ -84,31 +84,11 @@ def test_after_ok_on_a_run_that_fails_ends_the_queued_run_with_that_reason(runs_
     assert sorted(p.name for p in runs_dir.iterdir()) == sorted([failing.name, follower.name])
 
 
-def _table(path: Path, taken: bool) -> None:
-    """four_gpu_mixed with GPU 2 (an RTX 4090) held by a stranger's process (or free again)."""
-    _held(path, {2: 0.95} if taken else {})
-
-
-def _held(path: Path, used: dict[int, float], busy: int = 0) -> None:
-    """four_gpu_mixed (GPU 1 already 96% full and busy) with these GPUs that full by a stranger's process, and
-    `busy` % utilisation on them."""
-    table = json.loads(NVML.read_text())
-    for index, fraction in used.items():
-        gpu = table["devices"][index]
-        gpu["memory"]["used"] = int(gpu["memory"]["total"] * fraction)
-        gpu["compute_processes"] = [{"pid": 4100077, "used_memory": gpu["memory"]["used"]}]
-        if busy:
-            gpu["utilization"] = {"gpu": busy, "memory": busy}
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(table))
-    os.replace(tmp, path)
-
-
 @pytest.mark.slow
 def test_two_queued_runs_wanting_one_gpu_start_one_after_the_other(runs_dir: Path, tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     table = tmp_path / "nvml.json"
-    _table(table, taken=True)
+    gpu_two(table, taken=True)
     monkeypatch.setenv("TUITRAIN_NVML_TABLE", str(table))
     on_gpu = ["--set", "hardware.accelerator=cuda", "--set", "hardware.gpus=[2]", *FAST]
     first = queued(runs_dir, "--queue", *on_gpu)
@@ -121,7 +101,7 @@ def test_two_queued_runs_wanting_one_gpu_start_one_after_the_other(runs_dir: Pat
     assert status_lines(second, record(second)) == ["queue      position 2 of 2", f"waits for  {shown[1]['waits'][0]}"]
     said = cli("status", second.name, runs_dir=runs_dir).stdout  # tuitrain status says it too
     assert "queue      position 2 of 2" in said and f"waits for  {shown[1]['waits'][0]}" in said, said
-    _table(table, taken=False)  # the stranger is gone
+    gpu_two(table, taken=False)  # the stranger is gone
     wait_for(lambda: record(first)["started"], 60, "the first queued run to start")
     assert record(second)["started"] is None
     held = queue_json(runs_dir)["runs"]
@@ -210,7 +190,7 @@ def test_a_dependency_cycle_is_found_through_recorded_waits(tmp_path: Path) -> N
 def test_gpus_n_waits_for_n_free_gpus_then_takes_them_and_records_which(runs_dir: Path, tmp_path: Path,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     table = tmp_path / "nvml.json"
-    _held(table, {0: 0.95, 2: 0.95})  # and GPU 1 is full already: only GPU 3 is free
+    held(table, {0: 0.95, 2: 0.95})  # and GPU 1 is full already: only GPU 3 is free
     monkeypatch.setenv("TUITRAIN_NVML_TABLE", str(table))
     any_two = ["--set", "hardware.accelerator=cuda", "--set", "hardware.gpus=2", *FAST]
     plan = cli("plan", "demo", *any_two, runs_dir=runs_dir)
@@ -221,7 +201,7 @@ def test_gpus_n_waits_for_n_free_gpus_then_takes_them_and_records_which(runs_dir
     assert shown[0]["waits"][0].startswith("any 2 free GPU(s): GPU 3: only 1 of the 2 asked are free (passed over "
                                            "GPU 0: 95% full; GPU 1: 96% full, 97% busy; GPU 2: 95% full)"), shown
     assert status_lines(wide, record(wide))[1] == f"waits for  {shown[0]['waits'][0]}"
-    _held(table, {0: 0.95})  # GPU 2's stranger is gone
+    held(table, {0: 0.95})  # GPU 2's stranger is gone
     rec = wait_for(lambda: record(wide)["started"] and record(wide), 60, "the run asking for any 2 GPUs to start")
     chosen = rec["queue"]["chosen"]
     assert chosen["gpus"] == [2, 3] and rec["queue"]["gpus"] == [2, 3]
@@ -235,14 +215,14 @@ def test_gpus_n_waits_for_n_free_gpus_then_takes_them_and_records_which(runs_dir
 def test_min_free_memory_waits_for_that_much_free_then_shares_a_busy_gpu(runs_dir: Path, tmp_path: Path,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     table = tmp_path / "nvml.json"
-    _held(table, {2: 0.95}, busy=90)  # the RTX 4090 (24 GiB): 1.2 GiB free, and busy
+    held(table, {2: 0.95}, busy=90)  # the RTX 4090 (24 GiB): 1.2 GiB free, and busy
     monkeypatch.setenv("TUITRAIN_NVML_TABLE", str(table))
     small = queued(runs_dir, "--queue", "--set", "hardware.accelerator=cuda", "--set", "hardware.gpus=[2]",
                    "--set", 'hardware.min_free_memory="10GiB"', *FAST)
     shown = queue_json(runs_dir)["runs"]
     assert shown[0]["min_free_memory"] == 10 * 2**30
     assert shown[0]["waits"][0].startswith("GPU 2: 1.2 GiB free, 10.0 GiB needed (hardware.min_free_memory)"), shown
-    _held(table, {2: 0.5}, busy=90)  # the stranger shrank: 12 GiB free, still busy computing
+    held(table, {2: 0.5}, busy=90)  # the stranger shrank: 12 GiB free, still busy computing
     rec = wait_for(lambda: record(small)["started"] and record(small), 60, "the small run to start beside it")
     assert rec["queue"]["gpus"] == [2]
     wait_until_ended(small)
@@ -286,7 +266,7 @@ def test_runs_that_set_min_free_memory_share_a_gpu_by_the_memory_they_promised(t
 def test_queue_move_top_puts_a_waiting_run_first_and_the_queue_follows_it(runs_dir: Path, tmp_path: Path,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     table = tmp_path / "nvml.json"
-    _table(table, taken=True)
+    gpu_two(table, taken=True)
     monkeypatch.setenv("TUITRAIN_NVML_TABLE", str(table))
     on_gpu = ["--set", "hardware.accelerator=cuda", "--set", "hardware.gpus=[2]", *FAST]
     first, second, third = (queued(runs_dir, "--queue", *on_gpu) for _ in range(3))
@@ -300,7 +280,7 @@ def test_queue_move_top_puts_a_waiting_run_first_and_the_queue_follows_it(runs_d
     assert cli("cancel", second.name, runs_dir=runs_dir).returncode == 0
     check_clean(cli("queue", "move", second.name, "--top", runs_dir=runs_dir), "already ended (cancelled)",
                 "nothing to move")
-    _table(table, taken=False)  # the moved run starts first
+    gpu_two(table, taken=False)  # the moved run starts first
     wait_for(lambda: record(third)["started"], 60, "the moved run to start")
     assert record(first)["started"] is None
     assert cli("cancel", first.name, runs_dir=runs_dir).returncode == 0

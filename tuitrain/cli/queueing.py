@@ -60,46 +60,6 @@ def queue_request(args: argparse.Namespace) -> Any:
                         after_ok=_runs(args.runs_root, args.after_ok, "--after-ok"))
 
 
-def _progress_of(paths: Any) -> str:
-    from tuitrain.runs.events import progress, read_events
-
-    summary = progress(read_events(paths.events))
-    if not summary["step"]:
-        return ""
-    return f", step {summary['step']}" + (f"/{summary['max_steps']}" if summary.get("max_steps") else "")
-
-
-def queue_rows() -> list[dict[str, Any]]:
-    """This machine's queue in order, each entry with what it waits for (`runs.queue_rule.verdict`)."""
-    from tuitrain.runs.queue import live_entries, locked, queue_dir
-    from tuitrain.runs.queue_rule import verdict
-    from tuitrain.runs.queue_wait import gpu_reader
-
-    folder = queue_dir()
-    with locked(folder):
-        entries = live_entries(folder)
-    read = gpu_reader()
-    gpus: list[Any] = []
-
-    def read_once() -> Any:
-        if not gpus:
-            gpus.append(read())
-        return gpus[0]
-
-    rows = []
-    for position, entry in enumerate((e for e in entries if e.state == "waiting"), start=1):
-        decided = verdict(entry, entries, read_once, _progress_of)
-        waits = list(decided.waits) or ([f"nothing: it never starts ({decided.end[1]})"] if decided.end
-                                        else ["nothing: starting now"])
-        rows.append({"position": position, "run": entry.run, "run_dir": entry.run_dir, "user": entry.user,
-                     "queued": entry.queued, "gpus": list(entry.gpus), "any_gpus": entry.count,
-                     "min_free_memory": entry.min_free,
-                     "after": [{"run": d.run, "ok": d.ok} for d in entry.after], "waits": waits})
-    started = [{"run": e.run, "run_dir": e.run_dir, "user": e.user, "gpus": list(e.gpus), "started": e.started}
-               for e in entries if e.state == "started"]
-    return rows + [{**s, "position": None, "waits": []} for s in started]
-
-
 def status_lines(run_dir: Path, record: dict[str, Any]) -> list[str]:
     """What `tuitrain status RUN` says of a run's queueing, labelled as its other lines are: a queued run's place
     and what it waits for (the rows `tuitrain queue` shows); a started `gpus = N` run's GPUs and why those."""
@@ -108,30 +68,28 @@ def status_lines(run_dir: Path, record: dict[str, Any]) -> list[str]:
         return [f"gpus       {', '.join(map(str, chosen['gpus']))}, chosen by the queue at its start: {chosen['why']}"]
     if record.get("status") != "queued":
         return []
-    rows = [r for r in queue_rows() if r["position"] is not None]
-    mine = next((r for r in rows if r["run_dir"] == str(run_dir)), None)
+    from tuitrain.runs.queue_view import places, queue_rows, run_key
+
+    mine = places(queue_rows()).get(run_key(run_dir))
     if mine is None:
         return ["queue      not in this machine's queue folder (its supervisor is gone, or it starts now)"]
-    return [f"queue      position {mine['position']} of {len(rows)}",
-            *(f"waits for  {wait}" for wait in mine["waits"])]
+    return [f"queue      position {mine.position} of {mine.length}", *(f"waits for  {wait}" for wait in mine.waits)]
 
 
 def cmd_move(args: argparse.Namespace) -> int:
     from tuitrain.runs.catalog import find_run
-    from tuitrain.runs.queue_move import move_to_top
+    from tuitrain.runs.queue_view import queue_action
 
     if not args.run or not args.top:
         raise CliError("queue move needs a run and where to: tuitrain queue move RUN --top")
-    paths = find_run(args.runs_root, args.run)
-    place = move_to_top(paths)
-    print(f"run {paths.id} is first in the queue" + (f" (it was {place})" if place > 1 else " (it was already)"),
-          file=sys.stderr)
+    print(queue_action(find_run(args.runs_root, args.run), "top"), file=sys.stderr)
     return 0
 
 
 def cmd_queue(args: argparse.Namespace) -> int:
     from tuitrain.cli.output import print_json
     from tuitrain.runs.queue import queue_dir
+    from tuitrain.runs.queue_view import queue_rows
 
     if getattr(args, "action", None) == "move":
         return cmd_move(args)
@@ -158,9 +116,7 @@ def cmd_queue(args: argparse.Namespace) -> int:
 
 def cmd_cancel(args: argparse.Namespace) -> int:
     from tuitrain.runs.catalog import find_run
-    from tuitrain.runs.queue_cancel import cancel
+    from tuitrain.runs.queue_view import queue_action
 
-    paths = find_run(args.runs_root, args.run)
-    record = cancel(paths)
-    print(f"run {paths.id} {record.get('status')}: {record.get('error') or ''}".rstrip(": "), file=sys.stderr)
+    print(queue_action(find_run(args.runs_root, args.run), "cancel"), file=sys.stderr)
     return 0

@@ -6,7 +6,8 @@ each metric against step, a training rate and the best evaluation so far.
 
 `RunsWatcher` polls a runs root: run.json is re-read only when it changed, events.jsonl only
 from where it was left; it reports the changes a viewer announces (finished, failed, stopped,
-checkpoint written) for runs it saw before they ended.
+checkpoint written) for runs it saw before they ended. A queued run's row also holds its place in this machine's
+queue and what it waits for (`runs.queue_view`), read only while a run is queued.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from tuitrain.runs.catalog import UNREADABLE, load_record
 from tuitrain.runs.events import empty_progress, fold_progress, parse_event
 from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.liveness import effective_status
+from tuitrain.runs.queue_view import QueueLook, QueuePlace, run_key
 from tuitrain.runs.record import FINAL_STATUSES, RunRecordError, read_record
 from tuitrain.runs.scheduler import job_states, settle_job
 from tuitrain.runs.tail import read_new_lines
@@ -155,6 +157,7 @@ class RunRow:
     checkpoints: int
     parent: str | None = None
     job: str | None = None  # a Slurm run's job state as viewers show it: "RUNNING", "PENDING (Resources)", "?"
+    queue: QueuePlace | None = None  # a queued run's place in this machine's queue and what it waits for
 
     @property
     def final(self) -> bool:
@@ -198,6 +201,8 @@ class RunsWatcher:
         self.job_seconds = job_seconds
         self._jobs: dict[str, Any] = {}  # job id -> JobState of the last query
         self._jobs_at: float | None = None  # monotonic time of the last query
+        self._queue = QueueLook()
+        self._places: dict[str, QueuePlace] = {}
 
     def poll(self) -> tuple[list[RunRow], list[Change]]:
         changes: list[Change] = []
@@ -227,6 +232,8 @@ class RunsWatcher:
         for gone in set(self._runs) - seen:
             del self._runs[gone]
         self._settle_jobs()
+        queued = any((w.record or {}).get("status") == "queued" for w in self._runs.values())
+        self._places = self._queue.read() if queued else {}
         for watched in self._runs.values():
             changes.extend(self._changes(watched))
         self._first = False
@@ -303,6 +310,7 @@ class RunsWatcher:
             checkpoints=len(p["checkpoints"]),
             parent=record.get("parent"),
             job=watched.job,
+            queue=self._places.get(run_key(watched.paths.root)) if self._places else None,
         )
 
 

@@ -150,15 +150,30 @@ def run_rows(found: Sequence[dict[str, Any]]) -> tuple[RunRow, ...]:
     import dataclasses
 
     from tuitrain.runs.live import RunRow
+    from tuitrain.runs.queue_view import QueuePlace
 
     names = {f.name for f in dataclasses.fields(RunRow)}
     rows = []
     for item in found:
         try:
-            rows.append(RunRow(**{k: v for k, v in item.items() if k in names}))
-        except TypeError:
+            fields = {k: v for k, v in item.items() if k in names}
+            if isinstance(fields.get("queue"), dict):  # its queue place, as JSON made it
+                place = fields["queue"]
+                fields["queue"] = QueuePlace(int(place["position"]), int(place["length"]), tuple(place["waits"]))
+            rows.append(RunRow(**fields))
+        except (TypeError, KeyError, ValueError):
             continue
     return tuple(rows)
+
+
+def queue_line(label: str, row: RunRow) -> str:
+    """What Home says under its table of a highlighted queued run: its place and the first thing it waits for, as
+    `tuitrain queue` says them (`runs.queue_view`); '' for any other run."""
+    if row.queue is None:
+        return ""
+    place, waits = row.queue.words()[0], row.queue.words()[1:]
+    more = f" (and {len(waits) - 1} more: tuitrain queue)" if len(waits) > 1 else ""
+    return " · ".join([label, place, *waits[:1]]) + more
 
 
 def describe(order: RunOrder) -> str:

@@ -21,7 +21,18 @@ from textual.widgets.option_list import Option
 from tuitrain.humanize import duration, number
 from tuitrain.tui.actions import run_request
 from tuitrain.tui.format import clock, short_metric, status_text, step_text
-from tuitrain.tui.run_table import SORTS, Entry, HostRuns, RunOrder, checkpoint_step, describe, host_entries, run_labels, run_rows
+from tuitrain.tui.run_table import (
+    SORTS,
+    Entry,
+    HostRuns,
+    RunOrder,
+    checkpoint_step,
+    describe,
+    host_entries,
+    queue_line,
+    run_labels,
+    run_rows,
+)
 from tuitrain.tui.widgets.hardware_strip import HardwareStrip
 from tuitrain.tui.widgets.key_bar import KeyBar
 from tuitrain.tui.widgets.text_line import TextLine
@@ -149,6 +160,7 @@ class HomeScreen(Screen):
         self.remote: dict[str, HostRuns] = {}  # each workstation of the settings, in their order
         self._streams: list[RunsStream] = []
         self._problems = ""
+        self._queue_said = ""
         self._watching = False
         self._ready = False
         self._profiles_stamp: object = None
@@ -170,12 +182,14 @@ class HomeScreen(Screen):
                 yield Input(placeholder="filter runs: id, profile or status", id="runs-filter")
                 table: DataTable = RunsTable(id="runs", cursor_type="row", zebra_stripes=False)
                 yield table
+                yield Static(id="queue-waits")  # the highlighted queued run: its place and what it waits for
                 yield Static(id="host-problems")  # each workstation that cannot be watched: why, in full
         yield KeyBar()
 
     def on_mount(self) -> None:
         self.query_one("#runs-filter", Input).display = False
         self.query_one("#host-problems", Static).display = False
+        self.query_one("#queue-waits", Static).display = False
         self._ready = True
         self.call_after_refresh(self.load_profiles)
         self.call_after_refresh(self.offer_accelerate_config)
@@ -333,6 +347,8 @@ class HomeScreen(Screen):
             status.append(f" r{row.failed_rank}", style="red")
         if row.job:  # a Slurm run: its job's state beside tuitrain's own
             status.append(f" · {row.job}", style="dim" if row.final else "")
+        if row.queue is not None:  # its place among this machine's waiting runs
+            status.append(f" {row.queue.position}/{row.queue.length}")
         if local and row.id in self.saved and not row.final:  # a live run's checkpoint written lately (run_table.NEWS_SECONDS)
             status.append(f" · ckpt {checkpoint_step(self.saved[row.id])}", style="bold green")
         marked = local and row.id in self.marked
@@ -387,6 +403,19 @@ class HomeScreen(Screen):
                         grows = _cell_len(value) > table.columns[ColumnKey(column)].content_width
                         table.update_cell(entry.key, column, value, update_width=grows)
         self._rows = entries
+        self._show_queue_waits()
+
+    @on(DataTable.RowHighlighted, "#runs")
+    def _show_queue_waits(self) -> None:
+        """Under the table, what the highlighted queued run waits for (run_table.queue_line); hidden otherwise."""
+        entry = self.selected_entry()
+        line = queue_line(self.labels.get(entry.row.id, entry.row.id), entry.row) \
+            if entry is not None and entry.row is not None else ""
+        if line != self._queue_said:
+            self._queue_said = line
+            box = self.query_one("#queue-waits", Static)
+            box.update(Text(line))  # no markup: a process's command line may hold brackets
+            box.display = bool(line)
 
     @property
     def shown(self) -> bool:
@@ -586,4 +615,3 @@ class HomeScreen(Screen):
     @work(thread=True, group="control", exit_on_error=False)
     def request(self, run_dir: Path, what: str) -> None:
         run_request(self.app, run_dir, what)
-

@@ -1,0 +1,82 @@
+"""The queue in the app (issue 22): Home shows each queued run's place and what it waits for, as `tuitrain queue`
+says them; the runs table moves a queued run to the front and cancels it; a queued run's monitor says what it waits
+for. Real queued runs of this machine, each waiting on GPU 2 held by a stranger (a recorded NVML table that changes
+during the test), in the test's own queue folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import cli
+from queue_tables import gpu_two, held
+from test_tui_app import make_app, run, table_rows, until
+
+ON_GPU_TWO = ["--set", "hardware.accelerator=cuda", "--set", "hardware.gpus=[2]", "--set", "training.max_steps=2"]
+STRANGER = "GPU 2: 95% full, 22.8 GiB used by pid 4100077 (user unknown)"
+
+
+@pytest.fixture
+def base(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A runs folder, the test's own queue folder, and GPU 2 held by a stranger (the app and every queued run's
+    supervisor read the same table)."""
+    monkeypatch.setenv("TUITRAIN_QUEUE_DIR", str(tmp_path / "queue"))
+    gpu_two(tmp_path / "nvml.json", taken=True)
+    monkeypatch.setenv("TUITRAIN_NVML_TABLE", str(tmp_path / "nvml.json"))
+    (tmp_path / "runs").mkdir()
+    return tmp_path
+
+
+def queue_runs(base: Path, count: int) -> list[Path]:
+    """`count` runs queued for GPU 2, first queued first."""
+    queued = []
+    for _ in range(count):
+        done = cli("run", "demo", "--queue", *ON_GPU_TWO, runs_dir=base / "runs")
+        assert done.returncode == 0, done.stdout + done.stderr
+        queued.append(base / "runs" / done.stdout.strip())
+    return queued
+
+
+def statuses(app) -> dict[str, str]:
+    """Run id → its STATUS cell."""
+    return {row[0]: row[1] for row in table_rows(app.screen.query_one("#runs"))}
+
+
+def waits_line(app) -> str:
+    box = app.screen.query_one("#queue-waits")
+    return str(box.render()) if box.display else ""
+
+
+async def highlight(pilot, run_id: str) -> None:
+    table = pilot.app.screen.query_one("#runs")
+    table.move_cursor(row=[table.coordinate_to_cell_key((i, 0)).row_key.value
+                           for i in range(table.row_count)].index(run_id))
+    await pilot.pause()
+
+
+def test_home_shows_each_queued_runs_place_and_what_it_waits_for_live(base: Path) -> None:
+    first, second, third = queue_runs(base, 3)
+    app = make_app(base)
+
+    async def script(pilot):
+        await until(pilot, lambda: statuses(app) == {first.name: "queued 1/3", second.name: "queued 2/3",
+                                                     third.name: "queued 3/3"}, timeout=30, what="the queue's places")
+        await highlight(pilot, first.name)
+        said = await until(pilot, lambda: STRANGER in waits_line(app) and waits_line(app), what="the first's wait")
+        assert "queued 1 of 3 in this machine's queue · waits for " + STRANGER in said, said
+        await highlight(pilot, third.name)
+        said = await until(pilot, lambda: "queued 3 of 3" in waits_line(app) and waits_line(app), what="the third's")
+        assert f"waits for GPU 2: run {first.name} (" in said and \
+            "is ahead in the queue (and 1 more: tuitrain queue)" in said, said  # the second is ahead of it too
+        await pilot.resize_terminal(80, 24)  # the narrow table: STATUS whole, the line still under it
+        await until(pilot, lambda: len(app.screen.query_one("#runs").columns) == 6, what="the narrow columns")
+        await until(pilot, lambda: statuses(app)[third.name] == "queued 3/3", what="the narrow STATUS")
+        await highlight(pilot, first.name)
+        held(base / "nvml.json", {2: 0.97})  # the stranger grew: the line follows without a key
+        said = await until(pilot, lambda: "97% full" in waits_line(app) and waits_line(app), timeout=30,
+                           what="the new reading of GPU 2")
+        assert app.screen.query_one("#queue-waits").region.height >= 1, said
+
+    run(script, app, size=(120, 40))
+
