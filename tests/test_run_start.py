@@ -30,3 +30,41 @@ def test_a_run_name_keeps_its_letters_in_any_script():
     assert _slug("тест ünïcode") == "тест-ünïcode"
     assert _slug("a/b\\c:d") == "a-b-c-d"
     assert _slug("  ") == "run"
+
+
+def test_a_plan_made_before_its_run_directory_exists_names_the_new_one(tmp_path):
+    """start_run takes a plan, not a planner: the plan is made against `<new-run>` (runs.start.new_run_dir), and
+    the run directory prepare_run makes is named in its place in run.json and accelerate.yaml, on this machine
+    and on each listed one (its node_dir under its workdir)."""
+    import copy
+    import json
+
+    from conftest import DEMO_PROFILE
+    from tuitrain.hardware import Hardware
+    from tuitrain.profile import Profile, profile_with_defaults
+    from tuitrain.runs.relaunch import local_plan, machines_plan
+    from tuitrain.runs.start import NEW_RUN, new_run_dir, plan_files, prepare_run
+
+    runs = tmp_path / "runs"
+    here = Profile(path=tmp_path / "demo.toml", data=copy.deepcopy(DEMO_PROFILE))
+    settings = profile_with_defaults(here)
+    plan = local_plan(settings, new_run_dir(runs), str(here.path), Hardware(cpu_count=4, physical_cores=2))
+    assert not plan.errors and f"{new_run_dir(runs)}/accelerate.yaml" in plan.argv
+    paths = prepare_run(here, settings, runs, plan_files(plan), cwd=tmp_path)
+    record = json.loads(paths.record.read_text())
+    assert f"{paths.root}/accelerate.yaml" in record["argv"] and str(paths.root) in record["argv"]
+    assert NEW_RUN not in paths.record.read_text() + paths.accelerate_config.read_text()
+
+    data = copy.deepcopy(DEMO_PROFILE)
+    data["distributed"] = {"strategy": "ddp", "num_processes": 1, "main_process_ip": "10.99.0.1",
+                           "main_process_port": 29555, "machines": [{"host": "box-a"}, {"host": "box-b", "workdir": "/srv/work"}]}
+    two = Profile(path=tmp_path / "two.toml", data=data)
+    settings = profile_with_defaults(two)
+    plan = machines_plan(two, settings, new_run_dir(runs), str(two.path), local_cwd=str(tmp_path))
+    assert not plan.errors
+    paths = prepare_run(two, settings, runs, plan_files(plan), cwd=tmp_path)
+    machines = json.loads(paths.record.read_text())["machines"]
+    assert [m["node_dir"] for m in machines] == [f"{tmp_path}/.tuitrain/runs/{paths.id}/machine-0",
+                                                 f"/srv/work/.tuitrain/runs/{paths.id}/machine-1"]
+    assert f"/srv/work/.tuitrain/runs/{paths.id}/machine-1/accelerate.yaml" in machines[1]["argv"]
+    assert NEW_RUN not in paths.record.read_text() + paths.accelerate_config.read_text()

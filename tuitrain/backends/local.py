@@ -12,8 +12,8 @@ from tuitrain.hardware import Hardware
 from tuitrain.profile import Problem, Profile, load_profile, profile_with_defaults
 from tuitrain.runs.kind import RunKind
 from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.relaunch import launch, launch_settings, plan_profile, planner, resume, run_cwd
-from tuitrain.runs.start import output_dir_refusal, resolve_output_dir, start_run
+from tuitrain.runs.relaunch import launch, local_plan, local_settings, plan_profile, resume, run_cwd
+from tuitrain.runs.start import new_run_dir, output_dir_refusal, resolve_output_dir, start_run
 
 if TYPE_CHECKING:
     from tuitrain.runs.queue import QueueRequest  # psutil: loaded by a queued start only
@@ -61,7 +61,7 @@ class LocalBackend:
         return load_profile(path, overrides)
 
     def plan(self, profile: Profile, runs_root: Path, cwd: Path | None = None) -> Preview:
-        new_run = RunPaths(runs_root / "<new-run>")
+        new_run = RunPaths(new_run_dir(runs_root))
         plan = plan_profile(profile, new_run.root, self.hardware)
         settings = profile_with_defaults(profile)
         output_dir = None if settings.get("script") else resolve_output_dir(settings, new_run, cwd or Path.cwd())
@@ -86,17 +86,11 @@ class LocalBackend:
 
     def queue(self, profile: Profile, runs_root: Path, queue: QueueRequest, cwd: Path | None = None) -> RunPaths:
         """A run created `queued`: planned now, started by its supervisor when its GPUs and the runs it follows
-        let it (tuitrain.runs.queue_rule). Debt: `relaunch.launch` takes no queue yet, so its steps are here."""
-        from tuitrain.hardware import detect_hardware
-        from tuitrain.launch.script import is_script, resolved_script
-
-        hardware = self.hardware if self.hardware is not None else detect_hardware()
-        settings, notes = launch_settings(profile, hardware)
-        if is_script(settings) and profile.path is not None:
-            settings["script"] = resolved_script(settings["script"], Path(profile.path).expanduser().resolve().parent)
+        let it (tuitrain.runs.queue_rule): planned as `relaunch.launch` plans, its GPUs claimed by `queued_gpus`."""
+        settings, notes, hardware = local_settings(profile, self.hardware)
         request = dataclasses.replace(queue, gpus_for=lambda accelerator: queued_gpus(settings, hardware, accelerator))
-        return start_run(profile, settings, planner(settings, str(profile.path), hardware, notes), runs_root,
-                         cwd=run_cwd(settings, cwd), queue=request)
+        plan = local_plan(settings, new_run_dir(runs_root), str(profile.path), hardware, notes)
+        return start_run(profile, settings, plan, runs_root, cwd=run_cwd(settings, cwd), queue=request)
 
     def resume(self, parent: RunPaths, runs_root: Path, checkpoint: str | Path = "latest",
                overrides: Sequence[str] = (), cwd: Path | None = None) -> Resumed:

@@ -9,19 +9,19 @@ from typing import Any
 
 from tuitrain.backends.base import Check, Pause, Preview, Resumed, Say, Started, resume_note
 from tuitrain.backends.local import stop_here
-from tuitrain.launch.machines import MachinePlan, MachinesPlan, plan_machines
+from tuitrain.launch.machines import MachinePlan, MachinesPlan
 from tuitrain.profile import Profile, load_profile, profile_with_defaults
-from tuitrain.profile.processes import processes_set
 from tuitrain.runs.kind import RunKind
 from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.relaunch import launch_on_machines, resume_on_machines
+from tuitrain.runs.relaunch import launch_on_machines, machines_plan, resume_on_machines
+from tuitrain.runs.start import new_run_dir
 
 
 def plan_profile_machines(profile: Profile, runs_root: Path, ssh_config: str | None = None,
                           local_cwd: str | None = None) -> MachinesPlan:
-    """The profile's plan, one per machine, against `<new-run>` under `runs_root`."""
-    return plan_machines(profile_with_defaults(profile), runs_root / "<new-run>", str(profile.path),
-                         processes_set=processes_set(profile.data), ssh_config=ssh_config, local_cwd=local_cwd)
+    """The profile's plan, one per machine, against `<new-run>` under `runs_root` (`runs.start.new_run_dir`)."""
+    return machines_plan(profile, profile_with_defaults(profile), new_run_dir(runs_root), str(profile.path),
+                         ssh_config, local_cwd=local_cwd)
 
 
 def machine_command(machine: MachinePlan) -> str:

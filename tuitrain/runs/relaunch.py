@@ -1,7 +1,7 @@
 """Starting a run from a profile, or a new run that resumes another from one of its checkpoints.
 
 The same steps as `tuitrain run` and `tuitrain resume` (load the profile, fill in defaults,
-plan against the new run directory, start it detached), as functions any front end can call:
+plan before the run directory exists, start it detached), as functions any front end can call:
 the app uses them; the CLI could too. Errors are `ProfileError`, `StartError` or `ResumeError`,
 each with a message a person can act on.
 """
@@ -22,22 +22,20 @@ from tuitrain.runs.checkpoints import Checkpoint, inspect_checkpoint, latest_com
 from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.record import FINAL_STATUSES, read_record
 from tuitrain.runs.scheduler import job_words
-from tuitrain.runs.start import Lineage, start_run
+from tuitrain.runs.start import Lineage, new_run_dir, start_run
 
 
 class ResumeError(Exception):
     """Why a run cannot be resumed from the checkpoint asked for."""
 
 
-def planner(settings: dict[str, Any], file: str, hardware: Hardware | None = None, notes: Sequence[str] = (),
-            resume_from: Path | None = None):
+def local_plan(settings: dict[str, Any], run_dir: Path, file: str, hardware: Hardware | None = None,
+               notes: Sequence[str] = (), resume_from: Path | None = None) -> LaunchPlan:
+    """This machine's plan of `settings` against `run_dir` (for a start: `new_run_dir(runs_root)`, the run
+    directory before it exists), with `notes` (what `launch_settings` chose) first among the plan's."""
     hardware = hardware if hardware is not None else detect_hardware()
-
-    def plan(run_dir: Path) -> LaunchPlan:
-        planned = plan_launch(settings, hardware, Path(run_dir), file=file, resume_from=resume_from)
-        return dataclasses.replace(planned, notes=[*notes, *planned.notes]) if notes else planned
-
-    return plan
+    planned = plan_launch(settings, hardware, Path(run_dir), file=file, resume_from=resume_from)
+    return dataclasses.replace(planned, notes=[*notes, *planned.notes]) if notes else planned
 
 
 def launch_settings(profile: Profile, hardware: Hardware) -> tuple[dict[str, Any], list[str]]:
@@ -58,7 +56,9 @@ def launch_settings(profile: Profile, hardware: Hardware) -> tuple[dict[str, Any
     return settings, [f"distributed.num_processes = {count}: one process per selected GPU (not set in the profile)"]
 
 
-def _settings(profile: Profile, hardware: Hardware | None) -> tuple[dict[str, Any], list[str], Hardware]:
+def local_settings(profile: Profile, hardware: Hardware | None) -> tuple[dict[str, Any], list[str], Hardware]:
+    """What a run on this machine plans from: `launch_settings` (with the hardware, detected when None) and a
+    [script]'s paths from the profile's own folder. Returns the settings, their notes and the hardware."""
     hardware = hardware if hardware is not None else detect_hardware()
     settings, notes = launch_settings(profile, hardware)
     if is_script(settings) and profile.path is not None:
@@ -76,28 +76,25 @@ def run_cwd(settings: dict[str, Any], cwd: Path | None) -> Path | None:
 
 def plan_profile(profile: Profile, run_dir: Path, hardware: Hardware | None = None) -> LaunchPlan:
     """What launching `profile` would run (nothing is started)."""
-    settings, notes, hardware = _settings(profile, hardware)
-    return planner(settings, str(profile.path or "profile"), hardware, notes)(run_dir)
+    settings, notes, hardware = local_settings(profile, hardware)
+    return local_plan(settings, run_dir, str(profile.path or "profile"), hardware, notes)
 
 
-def machines_planner(profile: Profile, settings: dict[str, Any], file: str,
-                     ssh_config: str | None = None, resume_from: Path | None = None) -> Callable[[Path], MachinesPlan]:
-    """Plans for a profile that lists [[distributed.machines]] (nothing of this machine's hardware is read)."""
-    written = processes_set(profile.data)
-
-    def plan(run_dir: Path) -> MachinesPlan:
-        return plan_machines(settings, Path(run_dir), file, processes_set=written, ssh_config=ssh_config,
-                             resume_from=resume_from)
-
-    return plan
+def machines_plan(profile: Profile, settings: dict[str, Any], run_dir: Path, file: str,
+                  ssh_config: str | None = None, resume_from: Path | None = None,
+                  local_cwd: str | None = None) -> MachinesPlan:
+    """The plan of a profile that lists [[distributed.machines]] against `run_dir` (for a start or a preview:
+    `new_run_dir(runs_root)`); nothing of this machine's hardware is read."""
+    return plan_machines(settings, Path(run_dir), file, processes_set=processes_set(profile.data),
+                         ssh_config=ssh_config, resume_from=resume_from, local_cwd=local_cwd)
 
 
 def launch(profile: Profile, runs_root: Path, cwd: Path | None = None, hardware: Hardware | None = None) -> RunPaths:
     """Start a run of an already loaded (and validated) profile on this machine; returns once it is started.
     (Which machines a profile runs on is tuitrain.backends' to decide: this is the local backend's start.)"""
-    settings, notes, hardware = _settings(profile, hardware)
-    return start_run(profile, settings, planner(settings, str(profile.path), hardware, notes), runs_root,
-                     cwd=run_cwd(settings, cwd))
+    settings, notes, hardware = local_settings(profile, hardware)
+    plan = local_plan(settings, new_run_dir(runs_root), str(profile.path), hardware, notes)
+    return start_run(profile, settings, plan, runs_root, cwd=run_cwd(settings, cwd))
 
 
 def launch_on_machines(profile: Profile, runs_root: Path, cwd: Path | None = None,
@@ -105,8 +102,8 @@ def launch_on_machines(profile: Profile, runs_root: Path, cwd: Path | None = Non
     """Start a run on every machine the profile lists (over ssh, with `ssh_config` if given): the machines
     backend's start."""
     settings = profile_with_defaults(profile)
-    return start_run(profile, settings, machines_planner(profile, settings, str(profile.path), ssh_config), runs_root,
-                     cwd=cwd)
+    plan = machines_plan(profile, settings, new_run_dir(runs_root), str(profile.path), ssh_config)
+    return start_run(profile, settings, plan, runs_root, cwd=cwd)
 
 
 def resumable_checkpoints(record: dict[str, Any]) -> list[Checkpoint]:
@@ -239,9 +236,10 @@ def check_resume(parent: RunPaths, profile: Profile, checkpoint: Checkpoint, pro
         raise ResumeError(refusal)
 
 
-# What a backend's resume plans, once the checkpoint and profile are known: the settings, the planner, where the
-# processes start, and the world (processes in all, machines) the checkpoint must have been written by.
-ResumePlan = tuple[dict[str, Any], Callable[[Path], Any], "Path | None", int, int]
+# What a backend's resume plans, once the checkpoint and profile are known: the settings, the plan (made against
+# `new_run_dir(runs_root)`), where the processes start, and the world (processes in all, machines) the checkpoint
+# must have been written by.
+ResumePlan = tuple[dict[str, Any], "LaunchPlan | MachinesPlan", "Path | None", int, int]
 
 
 def _resume(parent: RunPaths, runs_root: Path, checkpoint: str | Path, overrides: Sequence[str],
@@ -252,10 +250,10 @@ def _resume(parent: RunPaths, runs_root: Path, checkpoint: str | Path, overrides
 
     record = settle_lost(parent, read_record(parent))
     chosen, profile = resume_inputs(parent, record, checkpoint, overrides)
-    settings, plan_for, cwd, processes, machines = plan(record, profile, chosen)
+    settings, planned, cwd, processes, machines = plan(record, profile, chosen)
     check_resume(parent, profile, chosen, processes, machines)
     lineage = Lineage(parent=parent.id, checkpoint=chosen.path)
-    return start_run(profile, settings, plan_for, runs_root, lineage=lineage, cwd=cwd), chosen, profile
+    return start_run(profile, settings, planned, runs_root, lineage=lineage, cwd=cwd), chosen, profile
 
 
 def resume(parent: RunPaths, runs_root: Path, checkpoint: str | Path = "latest", overrides: Sequence[str] = (),
@@ -266,11 +264,12 @@ def resume(parent: RunPaths, runs_root: Path, checkpoint: str | Path = "latest",
     say what was migrated or defaulted)."""
 
     def plan(_record: dict[str, Any], profile: Profile, chosen: Checkpoint) -> ResumePlan:
-        settings, notes, found = _settings(profile, hardware)
+        settings, notes, found = local_settings(profile, hardware)
         # a script is told where to resume on its command line (script.resume_arg); the engine reads run.json
-        plan_for = planner(settings, str(parent.profile), found, notes, resume_from=chosen.path)
+        planned = local_plan(settings, new_run_dir(runs_root), str(parent.profile), found, notes,
+                             resume_from=chosen.path)
         machines = settings["distributed"]["num_machines"]
-        return settings, plan_for, run_cwd(settings, cwd), settings["distributed"]["num_processes"] * machines, machines
+        return settings, planned, run_cwd(settings, cwd), settings["distributed"]["num_processes"] * machines, machines
 
     return _resume(parent, runs_root, checkpoint, overrides, plan)
 
@@ -283,9 +282,8 @@ def resume_on_machines(parent: RunPaths, runs_root: Path, checkpoint: str | Path
 
     def plan(record: dict[str, Any], profile: Profile, chosen: Checkpoint) -> ResumePlan:
         settings = profile_with_defaults(profile)
-        plan_for = machines_planner(profile, settings, str(parent.profile), ssh_config or record.get("ssh_config"),
-                                    resume_from=chosen.path)
-        planned = plan_for(parent.root)
-        return settings, plan_for, cwd, planned.num_processes, planned.num_machines
+        planned = machines_plan(profile, settings, new_run_dir(runs_root), str(parent.profile),
+                                ssh_config or record.get("ssh_config"), resume_from=chosen.path)
+        return settings, planned, cwd, planned.num_processes, planned.num_machines
 
     return _resume(parent, runs_root, checkpoint, overrides, plan)

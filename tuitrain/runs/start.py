@@ -190,16 +190,39 @@ def prepare_run(
     return paths
 
 
-def plan_files(plan_for: Callable[[Path], LaunchPlan | MachinesPlan]) -> Callable[[RunPaths, dict[str, Any]], RunFiles]:
-    """`make_files` for a run this machine starts: the plan against the new directory (its errors refuse the
-    start), its accelerate config, its record fields."""
+NEW_RUN = "<new-run>"  # the run directory's name in a plan made before the directory exists
+
+
+def new_run_dir(runs_root: Path) -> Path:
+    """The run directory a plan names before it exists: `<new-run>` under the runs root. `prepare_run` makes the
+    real one, and `plan_files` puts its name in the plan's place (`fill_run_dir`)."""
+    return runs_root / NEW_RUN
+
+
+def fill_run_dir(value: Any, paths: RunPaths) -> Any:
+    """`value` (text, or lists and mappings of it: a plan's record fields, its accelerate config) with the
+    placeholder's name made the run directory's own: `runs/<new-run>/accelerate.yaml` becomes
+    `runs/<id>/accelerate.yaml`, a machine's `.tuitrain/runs/<new-run>/machine-1` its `.tuitrain/runs/<id>/machine-1`."""
+    if isinstance(value, str):
+        return value.replace(NEW_RUN, paths.id)
+    if isinstance(value, (list, tuple)):
+        return type(value)(fill_run_dir(item, paths) for item in value)
+    if isinstance(value, dict):
+        return {key: fill_run_dir(item, paths) for key, item in value.items()}
+    return value
+
+
+def plan_files(plan: LaunchPlan | MachinesPlan) -> Callable[[RunPaths, dict[str, Any]], RunFiles]:
+    """`make_files` for a run this machine starts, from a plan made against `new_run_dir(runs_root)` before the
+    run directory existed: its errors refuse the start; its accelerate config and record fields, with the new
+    directory in the placeholder's place."""
 
     def make(paths: RunPaths, frozen: dict[str, Any]) -> RunFiles:
-        plan = plan_for(paths.root)
         if plan.errors:
             raise StartError("\n".join(str(p) for p in plan.errors))
-        return RunFiles(frozen=frozen, files={paths.accelerate_config.name: dump_yaml(plan.accelerate_config)},
-                        record=plan.record_fields())
+        config = dump_yaml(fill_run_dir(plan.accelerate_config, paths))
+        return RunFiles(frozen=frozen, files={paths.accelerate_config.name: config},
+                        record=fill_run_dir(plan.record_fields(), paths))
 
     return make
 
@@ -236,17 +259,18 @@ def join_queue(paths: RunPaths, queue: QueueRequest) -> None:
 def start_run(
     profile: Profile,
     settings: dict[str, Any],
-    plan_for: Callable[[Path], LaunchPlan | MachinesPlan],
+    plan: LaunchPlan | MachinesPlan,
     runs_root: Path,
     lineage: Lineage | None = None,
     cwd: Path | None = None,
     queue: QueueRequest | None = None,
 ) -> RunPaths:
     """A run started from this machine (locally, or on the machines it lists): `prepare_run` with the plan's
-    files, then its supervisor, detached. `settings` is the profile with defaults; `plan_for(run_dir)` plans
-    against the new directory. Returns once the supervisor is started; the run goes on without us. With `queue`,
-    the run is created `queued` and its supervisor waits for its turn (tuitrain.runs.queue_wait)."""
-    make = plan_files(plan_for)
+    files, then its supervisor, detached. `settings` is the profile with defaults; `plan` is a value made before
+    the run directory exists, against `new_run_dir(runs_root)` (`plan_files` fills the new directory in). Returns
+    once the supervisor is started; the run goes on without us. With `queue`, the run is created `queued` and its
+    supervisor waits for its turn (tuitrain.runs.queue_wait)."""
+    make = plan_files(plan)
     if queue is not None:
         from tuitrain.runs.queue_rule import dependency_refusal
 

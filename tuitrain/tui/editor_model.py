@@ -417,18 +417,19 @@ class EditorModel:
         if any(p.is_error for p in problems):
             return Check(number, problems)
         try:
-            plan = self._plan(Profile(path=planned, data=data), runs_root / "<new-run>", hardware)
+            plan = self._plan(Profile(path=planned, data=data), runs_root, hardware)
         except Exception as exc:  # noqa: BLE001 - a half-typed profile the planner cannot read: say why
             return Check(number, problems, plan_error=f"{type(exc).__name__}: {exc}")
         return Check(number, problems + list(plan.problems), plan)
 
-    def _plan(self, profile: Any, run_dir: Path, hardware: Any) -> Any:
-        """The profile's own backend's plan: a LaunchPlan, or a MachinesPlan (one plan per machine) when the
-        profile lists machines (their defaults from this form's folder)."""
+    def _plan(self, profile: Any, runs_root: Path, hardware: Any) -> Any:
+        """The profile's own backend's plan, made before any run directory exists (it names `<new-run>` under
+        `runs_root`): a LaunchPlan, or a MachinesPlan (one plan per machine) when the profile lists machines
+        (their defaults from this form's folder)."""
         from tuitrain.backends import for_profile
 
         backend = for_profile(profile.data, hardware=hardware, local_cwd=str(self.cwd))
-        return backend.plan(profile, run_dir.parent).plan
+        return backend.plan(profile, runs_root).plan
 
     @property
     def checks_begun(self) -> int:
