@@ -3,6 +3,8 @@ YAML of a plan (each machine's, for a profile that lists machines), or why there
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.text import Text
 
 from tuitrain.tui.editor_model import Check
@@ -10,8 +12,6 @@ from tuitrain.tui.editor_model import Check
 
 def plan_text(check: Check) -> Text:
     """The preview of what would run: command line, environment and accelerate YAML (or why not)."""
-    from tuitrain.yaml_text import dump as dump_yaml
-
     if check.plan is None and not check.plan_error:
         return Text("fix the errors to see what would run", style="dim")
     if check.plan is None:
@@ -24,18 +24,11 @@ def plan_text(check: Check) -> Text:
     text.append(check.command + "\n\n")
     text.append("environment\n", style="bold")
     text.append("\n".join(f"{k}={v}" for k, v in sorted(plan.env.items())) + "\n\n")
-    text.append("accelerate.yaml\n", style="bold")
-    text.append(dump_yaml(plan.accelerate_config))
-    if plan.notes:
-        text.append("\nnotes\n", style="bold")
-        text.append("\n".join(plan.notes), style="dim")
-    return text
+    return with_config_and_notes(text, "accelerate.yaml", plan)
 
 
 def machines_plan_text(check: Check) -> Text:
     """The preview of a profile that lists machines: what each machine runs, in its rank's order."""
-    from tuitrain.yaml_text import dump as dump_yaml
-
     plan = check.plan
     text = Text()
     where = f"; the main machine is reached at {plan.main_process_ip}:{plan.main_process_port}" if plan.main_process_ip else ""
@@ -51,7 +44,15 @@ def machines_plan_text(check: Check) -> Text:
         if machine.notes:
             text.append("".join(f"  {note}\n" for note in machine.notes), style="dim")
         text.append("\n")
-    text.append("accelerate.yaml (the main machine's; the others differ in machine_rank only)\n", style="bold")
+    return with_config_and_notes(text, "accelerate.yaml (the main machine's; the others differ in machine_rank only)",
+                                 plan)
+
+
+def with_config_and_notes(text: Text, title: str, plan: Any) -> Text:
+    """`text` followed by the plan's accelerate config under `title`, then its notes."""
+    from tuitrain.yaml_text import dump as dump_yaml
+
+    text.append(f"{title}\n", style="bold")
     text.append(dump_yaml(plan.accelerate_config))
     if plan.notes:
         text.append("\nnotes\n", style="bold")
