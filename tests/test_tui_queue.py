@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli
+from conftest import cli, record, wait_for
 from queue_tables import gpu_two, held
 from test_tui_app import make_app, run, table_rows, until
 
@@ -79,4 +79,51 @@ def test_home_shows_each_queued_runs_place_and_what_it_waits_for_live(base: Path
         assert app.screen.query_one("#queue-waits").region.height >= 1, said
 
     run(script, app, size=(120, 40))
+
+
+def said(app, words: str) -> str | None:
+    """The message of the app's notification holding `words`, if one came."""
+    return next((n.message for n in app._notifications if words in n.message), None)
+
+
+def test_the_runs_table_puts_a_queued_run_first_and_cancels_one_as_the_cli_does(base: Path) -> None:
+    import os
+
+    first, second, third = queue_runs(base, 3)
+    app = make_app(base)
+
+    async def script(pilot):
+        await until(pilot, lambda: statuses(app).get(third.name) == "queued 3/3", timeout=30, what="the queue")
+        await highlight(pilot, third.name)
+        assert "t: first · x: cancel" in await until(pilot, lambda: waits_line(app), what="the keys under the table")
+        await pilot.press("t")
+        await until(pilot, lambda: said(app, f"run {third.name} is first in the queue (it was 3)"), what="the move")
+        await until(pilot, lambda: statuses(app) == {third.name: "queued 1/3", first.name: "queued 2/3",
+                                                     second.name: "queued 3/3"}, what="the new order")
+        await highlight(pilot, second.name)
+        await pilot.press("x")
+        await until(pilot, lambda: said(app, f"run {second.name} cancelled: cancelled while queued"), timeout=30,
+                    what="the cancel")
+        await until(pilot, lambda: statuses(app) == {third.name: "queued 1/2", first.name: "queued 2/2",
+                                                     second.name: "cancelled"}, what="the queue without it")
+        assert record(second)["started"] is None
+        await pilot.press("x")  # again: refused as `tuitrain cancel` refuses it
+        await until(pilot, lambda: said(app, f"run {second.name} already ended (cancelled); there is nothing to "
+                                             "cancel"), what="the refusal of an ended run")
+        await pilot.press("t")
+        await until(pilot, lambda: said(app, "there is nothing to move"), what="the refusal to move it")
+        if os.getuid() == 0:  # another user's queued run, as root can make one: only they may move or cancel it
+            os.chown(first, 12345, -1)
+            await highlight(pilot, first.name)
+            for key, verb in (("x", "cancel"), ("t", "move")):
+                await pilot.press(key)
+                await until(pilot, lambda verb=verb: said(app, f"run {first.name} was queued by ") and
+                            said(app, f"only they can {verb} it"), what=f"the refusal to {verb} another's run")
+            os.chown(first, 0, -1)
+            assert statuses(app)[first.name] == "queued 2/2"
+
+    run(script, app, size=(120, 40), notifications=True)
+    for queued in (first, third):
+        assert cli("cancel", queued.name, runs_dir=base / "runs").returncode == 0
+    wait_for(lambda: record(first)["status"] == record(third)["status"] == "cancelled", 30, "the rest cancelled")
 

@@ -168,12 +168,12 @@ def run_rows(found: Sequence[dict[str, Any]]) -> tuple[RunRow, ...]:
 
 def queue_line(label: str, row: RunRow) -> str:
     """What Home says under its table of a highlighted queued run: its place and the first thing it waits for, as
-    `tuitrain queue` says them (`runs.queue_view`); '' for any other run."""
+    `tuitrain queue` says them (`runs.queue_view`), and the keys that act on it; '' for any other run."""
     if row.queue is None:
         return ""
     place, waits = row.queue.words()[0], row.queue.words()[1:]
     more = f" (and {len(waits) - 1} more: tuitrain queue)" if len(waits) > 1 else ""
-    return " · ".join([label, place, *waits[:1]]) + more
+    return " · ".join([label, place, *waits[:1]]) + more + " · t: first · x: cancel"
 
 
 def describe(order: RunOrder) -> str:

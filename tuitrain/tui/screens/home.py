@@ -136,6 +136,10 @@ class HomeScreen(Screen):
         Binding("R", "resume_run", "Resume", tooltip="Resume the selected run from its latest complete checkpoint "
                 "(a dialog: the checkpoint, --set overrides)"),
         Binding("s", "stop_run", "Stop", tooltip="Ask the selected run to save a checkpoint and stop"),
+        Binding("t", "queue_top", "First in queue", show=False,
+                tooltip="Put the selected queued run (yours) first in this machine's queue, as `tuitrain queue move --top`"),
+        Binding("x", "cancel_run", "Cancel", show=False,
+                tooltip="Drop the selected queued run (yours) from the queue: it never starts, as `tuitrain cancel`"),
         Binding("space", "mark_run", "Mark", show=False, tooltip="Mark the highlighted run for compare (again: unmark)"),
         Binding("C", "compare", "Compare",
                 tooltip="Overlay the marked runs' curves (none marked: the highlighted run)"),
@@ -615,3 +619,32 @@ class HomeScreen(Screen):
     @work(thread=True, group="control", exit_on_error=False)
     def request(self, run_dir: Path, what: str) -> None:
         run_request(self.app, run_dir, what)
+
+    def action_queue_top(self) -> None:
+        run_dir = self.run_dir_to_act_on("no run selected: t puts a queued run first in the queue")
+        if run_dir is not None:
+            self.queue_request(run_dir, "top")
+
+    def action_cancel_run(self) -> None:
+        run_dir = self.run_dir_to_act_on("no run selected: x drops a queued run from the queue")
+        if run_dir is not None:
+            self.queue_request(run_dir, "cancel")
+
+    @work(thread=True, group="control", exit_on_error=False)
+    def queue_request(self, run_dir: Path, what: str) -> None:
+        """Move a queued run first ("top") or cancel it, as the CLI does (runs.queue_view.queue_action, its
+        refusals too): the outcome in one line."""
+        from tuitrain.runs.control import ControlError
+        from tuitrain.runs.layout import RunPaths
+        from tuitrain.runs.queue_view import queue_action
+        from tuitrain.runs.record import RunRecordError
+
+        title = "Queue" if what == "top" else "Cancel"
+        try:
+            said = queue_action(RunPaths(run_dir), what)
+        except (ControlError, RunRecordError, OSError) as exc:
+            self.app.call_from_thread(self.notify, str(exc), title=f"Cannot {title.lower()}", severity="warning")
+            return
+        self.app.call_from_thread(self.notify, said, title=title)
+        self.app.poke()
+
