@@ -8,9 +8,11 @@ import argparse
 import contextlib
 import io
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 from tuitrain.cli.errors import CliError
@@ -26,6 +28,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gpus", action="store_true", help=argparse.SUPPRESS)  # the stream carries this box's GPUs too
 
 
+def add_launch_host_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--host", "-H", default=None, metavar="HOST",
+                   help="start it on this workstation of your settings ([[workstations]]): the profile is sent there "
+                        "(its data files must be at the same paths there) and the run detached; prints HOST:RUN")
+
+
 def add_host_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host", "-H", default=None, metavar="HOST",
                    help="a workstation of your settings ([[workstations]]) where the run lives (or write HOST:RUN)")
@@ -35,6 +43,8 @@ def remote_target(args: argparse.Namespace) -> tuple[str, str] | None:
     """(host, run) when this command is meant for a run on another workstation: `--host HOST`, or `HOST:RUN` where
     HOST is a configured workstation; None for a run here."""
     run = getattr(args, "run", None)
+    if args.command == "run":  # a profile of this machine started there: cmd_run_there
+        return None
     if getattr(args, "host", None):
         return args.host, str(run)
     if args.command not in REMOTE_VERBS or not isinstance(run, str) or ":" not in run:
@@ -192,3 +202,76 @@ def gpu_sampler(runs_root: Any) -> Iterator[Callable[[], dict[str, Any]]]:
     mps = mps_available()
     with Sampler(library_from_env(os.environ), owners=OwnerIndex(runs_root).get) as sampler:
         yield lambda: gpu_sample(sampler.sample(), mps)
+
+
+SEND_SECONDS = 30.0  # sending a profile, or removing it
+CHECK_THERE_SECONDS = 120.0  # `tuitrain validate` there (it reads the data files' heads)
+START_THERE_SECONDS = 180.0  # `tuitrain run --detach` there
+PASSED_ON = (("no_doctor", "--no-doctor"), ("queue", "--queue"), ("after", "--after"), ("after_ok", "--after-ok"))
+
+
+def sent_profile(ref: str, overrides: Sequence[str]) -> tuple[Path, str]:
+    """A profile of this machine as it is sent to another: its --set applied and its relative local paths made
+    absolute from its folder here (`runs.start.freeze_paths`, as a run's frozen profile), as TOML. Checked there,
+    not here: its data files need only be there."""
+    import tomli_w
+
+    from tuitrain.profile import resolve_profile_path
+    from tuitrain.profile.load import parse_toml, read_profile_text
+    from tuitrain.profile.overrides import apply_overrides
+    from tuitrain.runs.start import freeze_paths
+
+    path = resolve_profile_path(ref)
+    data = apply_overrides(parse_toml(read_profile_text(path, str(path)), str(path)), overrides)
+    return path, tomli_w.dumps(freeze_paths(data, path.resolve().parent))
+
+
+def problems_there(host: str, sent: str, said: str) -> list[str]:
+    """What `tuitrain validate` of the sent profile said there, one line each naming the host, without the sent
+    copy's place (its lines are not the user's file's) and without the count."""
+    lines = []
+    for line in said.splitlines():
+        if not line.strip() or re.fullmatch(r"\d+ error\(s\).*", line.strip()):
+            continue
+        if line.startswith(sent):
+            line = re.sub(r"^:(\d+:\d+:)?\s*", "", line[len(sent):])
+        folder = str(Path(sent).parent)
+        if folder in line:  # a hint naming the sent copy's folder: its paths are absolute already
+            line = line[:line.rfind("; ", 0, line.index(folder))] if "; " in line[:line.index(folder)] else line
+        lines.append(f"{host}: {line}")
+    return lines
+
+
+def cmd_run_there(args: argparse.Namespace) -> int:
+    """`tuitrain run --host HOST PROFILE`: this machine's profile sent to that workstation, checked there by its
+    `tuitrain validate` (its data files must be at the same paths there: no data is sent), then started there
+    detached; prints HOST:RUN. A refusal is one line each (naming the host); nothing is started, nothing left."""
+    from tuitrain.remote.workstations import find, problem_line, remove_sent, run_on, send_file, workstations
+
+    if getattr(args, "sweep", None):
+        raise CliError(f"--sweep with --host: run the sweep there (`ssh {args.host} tuitrain run … --sweep …`)")
+    station = find(args.host, workstations())
+    local, text = sent_profile(args.profile, args.set)
+    sent, problem = send_file(station, local.name, text, SEND_SECONDS)
+    if problem or sent is None:
+        raise CliError(problem or f"{station.host}: the profile could not be sent")
+    checked = run_on(station, ["validate", sent], CHECK_THERE_SECONDS)
+    if checked.returncode != 0:
+        remove_sent(station, sent, SEND_SECONDS)
+        refused = checked.returncode == 1 and re.search(r"^\d+ error\(s\)", checked.stderr, re.MULTILINE)
+        if not refused:  # not the profile: ssh, or tuitrain there
+            raise CliError(problem_line(station, checked) or f"{station.host}: `tuitrain validate` failed there")
+        for line in problems_there(station.host, sent, checked.stderr):
+            print(line, file=sys.stderr)
+        raise CliError(f"{local}: not started on {station.host}; its data files must be at the same paths there "
+                       "(tuitrain sends the profile, not its data)")
+    passed = [flag for name, flag in PASSED_ON[:2] if getattr(args, name, False)]
+    passed += [part for name, flag in PASSED_ON[2:] if getattr(args, name, None) for part in (flag, getattr(args, name))]
+    started = run_on(station, ["run", sent, "--detach", *passed], START_THERE_SECONDS)
+    sys.stderr.write(started.stderr)
+    problem = problem_line(station, started)
+    run_id = started.stdout.strip().splitlines()[-1] if started.stdout.strip() else ""
+    if problem or not run_id:
+        raise CliError(problem or f"{station.host}: `tuitrain run` there printed no run id")
+    print(f"{station.host}:{run_id}")
+    return 0

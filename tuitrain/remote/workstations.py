@@ -129,6 +129,25 @@ def problem_line(station: Workstation, result: ssh.RemoteResult) -> str | None:
     return f"{station.host}: {last}"
 
 
+# run there by the workstation's python: the profile on stdin, written into a new temp folder there, its path out
+_WRITE_SENT = ("import pathlib, sys, tempfile; folder = pathlib.Path(tempfile.mkdtemp(prefix='tuitrain-sent-')); "
+               "path = folder / sys.argv[1]; path.write_bytes(sys.stdin.buffer.read()); print(path)")
+_REMOVE_SENT = "import shutil, sys, pathlib; shutil.rmtree(pathlib.Path(sys.argv[1]).parent, ignore_errors=True)"
+
+
+def send_file(station: Workstation, name: str, text: str, timeout: float) -> tuple[str | None, str | None]:
+    """`text` written there as `name` in a new temp folder: (its path there, None), or (None, why not: one line)."""
+    result = ssh.run(station.host, [station.python, "-c", _WRITE_SENT, name], timeout, station.options(), input=text)
+    problem = problem_line(station, result)
+    path = result.stdout.strip().splitlines()[-1] if problem is None and result.stdout.strip() else None
+    return path, problem or (None if path else f"{station.host}: the profile could not be written there")
+
+
+def remove_sent(station: Workstation, path: str, timeout: float) -> None:
+    """The temp folder `send_file` made there, removed (a refused profile leaves nothing behind)."""
+    ssh.run(station.host, [station.python, "-c", _REMOVE_SENT, path], timeout, station.options())
+
+
 def version_problem(station: Workstation, theirs: str, version: str) -> str | None:
     """Why that box's tuitrain (version `theirs`) cannot answer this one's (`version`), or None."""
     if theirs == version:
