@@ -127,3 +127,29 @@ def test_the_runs_table_puts_a_queued_run_first_and_cancels_one_as_the_cli_does(
         assert cli("cancel", queued.name, runs_dir=base / "runs").returncode == 0
     wait_for(lambda: record(first)["status"] == record(third)["status"] == "cancelled", 30, "the rest cancelled")
 
+
+def test_a_queued_runs_monitor_says_what_it_waits_for_live_and_s_cancels_it(base: Path) -> None:
+    first, second = queue_runs(base, 2)
+    app = make_app(base)
+
+    def header() -> str:
+        return app.screen.query_one("#header").text if type(app.screen).__name__ == "MonitorScreen" else ""
+
+    async def script(pilot):
+        await until(pilot, lambda: statuses(app).get(second.name) == "queued 2/2", timeout=30, what="the queue")
+        await highlight(pilot, second.name)
+        await pilot.press("enter")
+        shown = await until(pilot, lambda: "queued 2 of 2" in header() and header(), what="the queued header")
+        assert "queued 2 of 2 in this machine's queue · s: cancel" in shown, shown
+        assert f"waits for GPU 2: run {first.name} (" in shown and "is ahead in the queue" in shown, shown
+        assert cli("queue", "move", second.name, "--top", runs_dir=base / "runs").returncode == 0  # from a terminal
+        shown = await until(pilot, lambda: "queued 1 of 2" in header() and header(), what="the header to follow")
+        assert f"waits for {STRANGER}" in shown, shown
+        await pilot.press("s")  # as `tuitrain stop` does for a queued run: it leaves the queue
+        await until(pilot, lambda: said(app, f"run {second.name} was queued: it leaves the queue"), what="the word")
+        shown = await until(pilot, lambda: "cancelled" in header() and header(), timeout=30, what="its end")
+        assert "queued" not in shown and "waits for" not in shown, shown
+        assert record(second)["status"] == "cancelled" and record(second)["started"] is None
+
+    run(script, app, size=(120, 40), notifications=True)
+    assert cli("cancel", first.name, runs_dir=base / "runs").returncode == 0

@@ -6,8 +6,8 @@ each metric against step, a training rate and the best evaluation so far.
 
 `RunsWatcher` polls a runs root: run.json is re-read only when it changed, events.jsonl only
 from where it was left; it reports the changes a viewer announces (finished, failed, stopped,
-checkpoint written) for runs it saw before they ended. A queued run's row also holds its place in this machine's
-queue and what it waits for (`runs.queue_view`), read only while a run is queued.
+checkpoint written) for runs it saw before they ended. A queued run's row and watch also hold its place in this
+machine's queue and what it waits for (`runs.queue_view`), read only while a run is queued.
 """
 
 from __future__ import annotations
@@ -341,6 +341,8 @@ class RunWatch:
         self._saves_seen = -1
         self.status = self.record.get("status", "?")
         self.polls = 0
+        self.queue: QueuePlace | None = None  # while queued: its place and what it waits for
+        self._queue = QueueLook()
 
     @property
     def output_dir(self) -> Path | None:
@@ -380,6 +382,10 @@ class RunWatch:
         if self.events.poll():
             changed = True
             self.checkpoint_times.update(self.events.save_times)
+        place = self._queue.place(self.paths.root) if status == "queued" else None
+        if place != self.queue:
+            self.queue = place
+            changed = True
         saves = len(self.events.progress["checkpoints"])
         running = status not in FINAL_STATUSES
         if self.output_dir is not None and (saves != self._saves_seen or

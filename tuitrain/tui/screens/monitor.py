@@ -330,6 +330,10 @@ class MonitorScreen(Screen):
             if end:
                 line2.append(f"  elapsed {duration(end - started)}")
         lines = [line1, line2, *hang_lines]
+        if w.queue is not None:  # queued: its place and what it waits for (runs.queue_view), read by the worker
+            place, *waits = w.queue.words()
+            lines += [Text.assemble(place, (" · s: cancel", "bold"), style="yellow", no_wrap=True),
+                      *(Text(wait, style="yellow", no_wrap=True) for wait in waits)]
         if status in ("failed", "killed", "lost") and record.get("error"):
             lines.append(Text(str(record["error"]), style="red" if status != "killed" else "magenta", no_wrap=True))
         if self.machines:
