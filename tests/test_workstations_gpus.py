@@ -207,3 +207,50 @@ def test_the_gpus_screen_lists_each_box_gpus_under_its_heading_read_only(
 
     run(script, app, size=(140, 60), notifications=True)
     wait_for(lambda: not tuitrain_processes(tmp_path, "workstations", "--stream"), 60, "no tuitrain left on node1")
+
+
+@pytest_slow
+def test_queue_all_hosts_shows_each_box_queue_and_one_line_for_one_that_cannot_answer(
+        hosts: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """node1 queues a run for its GPU 2, which a stranger holds: `queue --all-hosts` shows it under node1."""
+    from queue_tables import gpu_two
+    from tuitrain.cli.workstations import cmd_queue
+
+    table = tmp_path / "node1-nvml.json"
+    gpu_two(table, taken=True)
+    node1_queue = tmp_path / "node1-queue"
+    python = tmp_path / "python-node1"
+    python.write_text(f'#!/bin/sh\nTUITRAIN_NVML_TABLE={table} TUITRAIN_QUEUE_DIR={node1_queue} '
+                      f'exec {sys.executable} "$@"\n')
+    python.chmod(0o755)
+    config = settings(tmp_path, hosts, node1=str(python), node2="/usr/bin/python3")
+    monkeypatch.setenv("TUITRAIN_CONFIG", str(config))
+    monkeypatch.setenv("TUITRAIN_QUEUE_DIR", str(tmp_path / "local-queue"))
+    runs = tmp_path / "node1-runs"
+    there = ["ssh", "-F", str(hosts.ssh_config), "node1", str(python), "-m", "tuitrain", "--runs-dir", str(runs)]
+    done = subprocess.run([*there, "run", "demo", "--queue", "--set", "hardware.accelerator=cuda",
+                           "--set", "hardware.gpus=[2]"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    run_id = done.stdout.strip()
+    args = argparse.Namespace(json=True, all_hosts=True, action=None, run=None, top=False, runs_root=tmp_path / "local")
+    try:
+        capsys.readouterr()
+        code = cmd_queue(args)
+        found = json.loads(capsys.readouterr().out)
+        assert code == 1 and list(found) == ["local", "node1", "node2"]
+        assert found["local"] == {"queue_dir": str(tmp_path / "local-queue"), "runs": []}
+        assert found["node1"]["queue_dir"] == str(node1_queue)
+        (waiting,) = found["node1"]["runs"]
+        assert waiting["run"] == run_id and waiting["position"] == 1 and waiting["waits"][0].startswith("GPU 2: 95%")
+        assert found["node2"]["error"].startswith("node2: tuitrain is not installed for /usr/bin/python3 there")
+        code = cmd_queue(argparse.Namespace(**{**vars(args), "json": False}))
+        out = capsys.readouterr().out
+        local, node1, node2 = out.split("== ")[1:]
+        assert local.startswith("local\nno queued runs on this machine")
+        assert node1.startswith("node1\n  1  " + run_id), node1
+        assert node2.splitlines()[1].startswith("node2: tuitrain is not installed") and code == 1
+    finally:
+        subprocess.run([*there, "cancel", run_id], capture_output=True, text=True, timeout=120)
+    wait_for(lambda: json.loads((runs / run_id / "run.json").read_text())["status"] == "cancelled", 60,
+             "the queued run cancelled there")
+    wait_for(lambda: not tuitrain_processes(tmp_path, "supervise"), 60, "its waiting supervisor gone")

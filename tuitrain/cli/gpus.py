@@ -166,56 +166,22 @@ def machines_gpus(args: argparse.Namespace) -> int:
 
     with ThreadPoolExecutor(max_workers=min(16, len(plan.machines)) or 1) as pool:
         results = list(pool.map(sample, plan.machines))
+    from tuitrain.cli.workstations import print_answers
+
     answers = [(f"machine {machine.machine_rank}: {machine.host}", machine.host,
                 None if result.ok else str(result.problem) if result.problem else f"{machine.host}: exit {result.returncode}",
                 result.stdout) for machine, result in zip(plan.machines, results, strict=True)]
     return print_answers(answers, args.json)
 
 
-def print_answers(answers: list[tuple[str, str, str | None, str]], as_json: bool,
-                  collected: dict[str, Any] | None = None) -> int:
-    """What each machine's `tuitrain gpus [--json]` said (heading, host, why it did not answer or None, its
-    output): under a `== heading` line each, or one JSON object by host (`{"error": why}` for one that did not
-    answer), after what `collected` holds already. 1 when one did not answer."""
-    failed = 0
-    collected = dict(collected or {})
-    for heading, host, problem, out in answers:
-        if problem is not None:
-            failed += 1
-            collected[host] = {"error": problem}
-            if not as_json:
-                print(f"== {heading}\n{problem}\n")
-            continue
-        if as_json:
-            try:
-                collected[host] = json.loads(out)
-            except ValueError:
-                collected[host] = {"error": f"{host}: `tuitrain gpus --json` printed no JSON (another tuitrain version?)"}
-                failed += 1
-        else:
-            print(f"== {heading}\n{out.rstrip()}\n")
-    if as_json:
-        print_json(collected)
-    return 1 if failed else 0
-
-
-ALL_HOSTS_SECONDS = 30.0  # what one workstation may take to answer
-
-
 def all_hosts_gpus(args: argparse.Namespace, nvml: Any, mps: bool) -> int:
     """`tuitrain gpus --all-hosts`: this machine's GPUs, then each workstation's of the settings, each sampled
     there by its own tuitrain (all at once); a box that does not answer is one line naming why."""
-    from tuitrain.remote.workstations import LOCAL, problem_line, run_everywhere, workstations
+    from tuitrain.cli.workstations import cmd_all_hosts
 
-    stations = workstations()
     snapshot = snapshot_once(nvml, getattr(args, "runs_root", None))
-    asked = ["gpus", "--json"] if args.json else ["gpus"]
-    answers = [(station.host, station.host, problem_line(station, result), result.stdout)
-               for station, result in run_everywhere(stations, asked, ALL_HOSTS_SECONDS)]
-    if args.json:
-        return print_answers(answers, True, {LOCAL: to_json(snapshot, mps)})
-    print(f"== {LOCAL}\n{render(snapshot, mps)}\n")
-    return print_answers(answers, False)
+    return cmd_all_hosts(args, ["gpus"], lambda: json.dumps(to_json(snapshot, mps), default=str) if args.json
+                         else render(snapshot, mps))
 
 
 def cmd_gpus(args: argparse.Namespace) -> int:

@@ -19,6 +19,7 @@ from tuitrain.cli.errors import CliError
 
 REMOTE_VERBS = frozenset({"status", "logs", "checkpoints", "save", "evaluate", "stop", "resume", "stacks"})
 LIST_SECONDS = 20.0  # what one box may take to list its runs before it is shown as unreachable
+ALL_HOSTS_SECONDS = 30.0  # what one box may take to answer `gpus` or `queue` (--all-hosts)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -118,6 +119,67 @@ def cmd_runs(args: argparse.Namespace) -> int:
     else:
         print("no runs here or on any workstation")
     return 0
+
+
+def print_answers(answers: list[tuple[str, str, str | None, str]], as_json: bool, command: str = "gpus") -> int:
+    """What each machine's `tuitrain COMMAND [--json]` said (heading, host, why it did not answer or None, its
+    output): under a `== heading` line each, or one JSON object by host (`{"error": why}` for one that did not
+    answer). 1 when one did not answer."""
+    failed = 0
+    collected: dict[str, Any] = {}
+    for heading, host, problem, out in answers:
+        if problem is not None:
+            failed += 1
+            collected[host] = {"error": problem}
+            if not as_json:
+                print(f"== {heading}\n{problem}\n")
+            continue
+        if as_json:
+            try:
+                collected[host] = json.loads(out)
+            except ValueError:
+                collected[host] = {"error": f"{host}: `tuitrain {command} --json` printed no JSON (another tuitrain "
+                                            "version?)"}
+                failed += 1
+        else:
+            print(f"== {heading}\n{out.rstrip()}\n")
+    if as_json:
+        from tuitrain.cli.output import print_json
+
+        print_json(collected)
+    return 1 if failed else 0
+
+
+def cmd_all_hosts(args: argparse.Namespace, command: list[str], here: Callable[[], str]) -> int:
+    """`tuitrain COMMAND --all-hosts [--json]`: `here()` (this machine's output), then what each workstation of the
+    settings answers to the same command (all at once), each under its host; one that does not, one line why."""
+    from tuitrain.remote.workstations import LOCAL, problem_line, run_everywhere, workstations
+
+    stations = workstations()
+    local = here()
+    asked = [*command, "--json"] if args.json else command
+    answers = [(station.host, station.host, problem_line(station, result), result.stdout)
+               for station, result in run_everywhere(stations, asked, ALL_HOSTS_SECONDS)]
+    return print_answers([(LOCAL, LOCAL, None, local), *answers], args.json, " ".join(command))
+
+
+def cmd_queue(args: argparse.Namespace) -> int:
+    """`queue`, and with --all-hosts every workstation's queue too (each box has its own)."""
+    from tuitrain.cli import queueing
+
+    if not getattr(args, "all_hosts", False):
+        return queueing.cmd_queue(args)
+    if getattr(args, "action", None) or getattr(args, "run", None):
+        raise CliError("--all-hosts only lists the queues; move a run in its own machine's queue (there: "
+                       "`tuitrain queue move RUN --top`)")
+
+    def here() -> str:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            queueing.cmd_queue(args)
+        return out.getvalue()
+
+    return cmd_all_hosts(args, ["queue"], here)
 
 
 def all_runs(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
