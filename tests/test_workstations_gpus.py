@@ -254,3 +254,25 @@ def test_queue_all_hosts_shows_each_box_queue_and_one_line_for_one_that_cannot_a
     wait_for(lambda: json.loads((runs / run_id / "run.json").read_text())["status"] == "cancelled", 60,
              "the queued run cancelled there")
     wait_for(lambda: not tuitrain_processes(tmp_path, "supervise"), 60, "its waiting supervisor gone")
+
+
+@pytest_slow
+def test_a_box_whose_stream_cannot_carry_gpus_is_one_line_naming_why(hosts: Any, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from tuitrain import __version__
+    from tuitrain.remote.runs_stream import RunsStream
+    from tuitrain.remote.workstations import find, workstations
+
+    older = tmp_path / "python-older"  # a tuitrain that streams runs, from before their GPUs
+    older.write_text("#!/bin/sh\necho 'tuitrain: error: unrecognized arguments: --gpus' >&2\nexit 2\n")
+    older.chmod(0o755)
+    monkeypatch.setenv("TUITRAIN_CONFIG", str(settings(tmp_path, hosts, node1=str(older))))
+    news: queue.Queue[Any] = queue.Queue()
+    stream = RunsStream(find("node1", workstations()), __version__, news.put, on_gpus=news.put)
+    stream.start()
+    try:
+        said = next_news(news, lambda n: n.problem is not None, 60, "why node1 cannot be watched")
+        assert said.problem.startswith("node1: tuitrain without `workstations --stream --gpus` there, "), said
+        assert "install the same version" in said.problem
+    finally:
+        stream.stop(wait=30)

@@ -14,6 +14,7 @@ tries again, less and less often. `start` and `stop` never wait on the network.
 from __future__ import annotations
 
 import os
+import re
 import selectors
 import subprocess
 import threading
@@ -211,8 +212,10 @@ class RunsStream:
         except subprocess.TimeoutExpired:
             code = None
         text = err.decode("utf-8", "replace")
-        if heard is None and "unrecognized arguments: --stream" in text:
-            return version_problem(self.station, "without `workstations --stream`", self.version) or "", False
+        unknown = re.search(r"unrecognized arguments: (--stream|--gpus)", text) if heard is None else None
+        if unknown:  # a tuitrain from before the stream (or before its GPUs)
+            lacks = " ".join(STREAM_ARGS) if unknown.group(1) == "--stream" else " ".join((*STREAM_ARGS, GPUS_ARG))
+            return version_problem(self.station, f"without `{lacks}`", self.version) or "", False
         result = ssh.RemoteResult(self.station.host, argv, code, "", text, time.monotonic() - started,
                                   problem=ssh.classify(self.station.host, code, text, argv))
         return (problem_line(self.station, result)
