@@ -178,7 +178,7 @@ def plan_problems(profile: Profile, problems: Sequence[Problem], overrides: Sequ
 
 def migrate(data: dict[str, Any], file: str,
             fields: Mapping[str, FieldSpec] | None) -> tuple[dict[str, Any], list[Problem]]:
-    """Renamed and retired [training] keys moved to their new places (see training_args.MIGRATIONS).
+    """Renamed and retired [training] keys moved to their new places (see training_migrations.MIGRATIONS).
 
     Returns a new dict and one Problem per move: a note, or an error when the new key is
     also given with a different value.

@@ -18,7 +18,7 @@ from tuitrain.profile.processes import processes_set
 from tuitrain.runs.checkpoints import Checkpoint
 from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.record import read_record, update_record
-from tuitrain.runs.start import Lineage, RunFiles, discard, prepare_run
+from tuitrain.runs.start import NEW_RUN, Lineage, RunFiles, discard, new_run_dir, prepare_run
 from tuitrain.slurm import commands
 from tuitrain.slurm.script import FIRST_NODE, JobOptions, Resources, batch_script, job_resources
 
@@ -52,7 +52,7 @@ def dry_run_script(profile: Profile, runs_root: Path, options: JobOptions, pytho
                    cwd: Path | None = None) -> str:
     """The script `submit` would write, for a run directory not made yet."""
     _settings, resources = job_settings(profile)
-    return batch_script(run_dir=str(runs_root.resolve() / "<new-run>"), run_id="<new-run>", profile_name=profile.name,
+    return batch_script(run_dir=str(new_run_dir(runs_root.resolve())), run_id=NEW_RUN, profile_name=profile.name,
                         python=python or sys.executable, workdir=str(cwd or Path.cwd()), resources=resources,
                         options=options)
 
