@@ -2,7 +2,8 @@
 run over SSH. Its heartbeat comes home with the mirror, so home marks the run hung? (`[run] hang_after = 4`: within
 about 6 s of the freeze on an idle machine, the mirror adding a fraction of a second); `tuitrain stacks` reaches the
 ranks on both machines through their node agents (`node_agent NODE_DIR --stacks WORKDIR` over ssh) and names the
-frozen rank first; its agent says it is stopped, and a graceful stop says what it waits for."""
+frozen rank first; its agent says it is stopped, and a graceful stop says what it waits for. Home itself writes the
+hang's digest once, from the stacks each machine's supervisor took of its own ranks (their files come home)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,12 @@ from typing import Any
 
 from conftest import cli, only_run, wait_for
 from machine_profiles import free_port, write_profile
+from test_hangs import FAULTHANDLER
 from test_multinode import LONG, leftovers, losses, rank_pid, record, run_cli, wait_final
 from tuitrain.runs.hang import run_hang
-from tuitrain.runs.heartbeat import read_beats
+from tuitrain.runs.heartbeat import Beat, read_beats
 from tuitrain.runs.layout import RunPaths
+from tuitrain.runs.stacks import mirrored_stacks, read_digest
 
 
 def test_a_rank_frozen_on_machine_b_is_marked_hung_and_stacks_reach_it_through_its_agent(
@@ -42,6 +45,18 @@ def test_a_rank_frozen_on_machine_b_is_marked_hung_and_stacks_reach_it_through_i
         listing = cli("runs", runs_dir=runs_dir).stdout
         assert "hung?" in listing.splitlines()[1], listing
 
+        # home writes the hang's digest once, from the stacks each machine's supervisor took and the mirror brought
+        kept = wait_for(lambda: read_digest(paths), 120, "home to write the hang's digest")
+        assert kept["lines"][0] == f"rank 1: stopped (SIGSTOP): no stack, it answers no signal until continued " \
+                                   f"(kill -CONT {rank1})", kept
+        assert kept["lines"][1].startswith("rank 0: "), kept
+        assert "waiting in" in kept["lines"][1] or "in backward" in kept["lines"][1], kept
+        assert kept["how"] == {"0": "faulthandler", "1": ""}, kept
+        cause = wait_for(lambda: (record(run).get("hang") or {}).get("cause"), 30, "the hang's cause in run.json")
+        assert cause.startswith("hung: rank") and "made no progress" in cause, cause
+        assert "rank 1: stopped (SIGSTOP)" in cause, cause
+        assert "stacks     rank 1: stopped (SIGSTOP)" in cli("status", run.name, runs_dir=runs_dir).stdout
+
         stacks = cli("stacks", run.name, runs_dir=runs_dir, timeout=180)
         assert stacks.returncode == 0, stacks.stdout + stacks.stderr
         lines = stacks.stdout.splitlines()
@@ -63,3 +78,20 @@ def test_a_rank_frozen_on_machine_b_is_marked_hung_and_stacks_reach_it_through_i
     rec = wait_final(run, 120)
     assert rec["status"] in ("killed", "failed", "stopped"), rec
     wait_for(lambda: not leftovers(tmp_path), 60, "no process of the run left on either host")
+
+
+def test_home_takes_only_the_stacks_taken_since_a_rank_last_moved(tmp_path: Path) -> None:
+    """A stacks file older here than the rank's heartbeat is an earlier one: that rank's stacks have not come home."""
+    paths = RunPaths(tmp_path)
+    paths.heartbeats.mkdir()
+    paths.stacks.mkdir()
+    beats = [Beat(rank, "step", 1000.0, 1000.0, pid=100 + rank) for rank in range(3)]
+    for rank in range(3):
+        paths.heartbeat(rank).write_text("{}")
+    paths.rank_stacks(0).write_text(FAULTHANDLER)
+    paths.rank_stacks(1).write_text("stale")
+    os.utime(paths.rank_stacks(1), (1, 1))
+    taken, missing = mirrored_stacks(paths, beats, {2: "stopped"})
+    assert missing == [1]
+    assert taken[0].how == "faulthandler" and len(taken[0].threads) == 2
+    assert (taken[2].state, taken[2].pid) == ("stopped", 102)

@@ -29,13 +29,14 @@ from tuitrain.runs.node_command import agent_argv
 from tuitrain.runs.process_tree import identity, signal_name
 from tuitrain.runs.ranks import read_rank_records
 from tuitrain.runs.record import INHERITED_KEYS, record_end
-from tuitrain.runs.supervisor import Supervisor, log
+from tuitrain.runs.supervisor import HANG_CHECK_SECONDS, Supervisor, log
 from tuitrain.yaml_text import dump as dump_yaml
 
 POLL_SECONDS = 0.1
 FAILURE_WINDOW = 3.0  # after a first failure, how long to wait for a likelier root cause from another machine
 TEARDOWN_SECONDS = 30.0  # after asking every machine to end, how long before their ssh links are cut
 LAST_WORDS_SECONDS = 40.0  # the new ssh that brings a machine's last words home (its agent may take 20 s to end)
+HANG_STACKS_SECONDS = 30.0  # after a step's limit, how much longer home waits for every machine's stacks of a hang
 _PEER_GONE = re.compile(r"connection (closed|reset) by peer|broken pipe|gloo|nccl|timed out|socket", re.IGNORECASE)
 _TO_MAIN_ONLY = (CONTROL_SAVE, CONTROL_EVALUATE)  # global rank 0 reads these and tells every rank
 
@@ -114,6 +115,8 @@ class HomeSupervisor(Supervisor):
         self.teardown_since: float | None = None
         self.beat_at = 0.0
         self.fetchers: list[threading.Thread] = []  # bringing last words home (bring_last_words)
+        self.hang_said = ""  # the hang now seen: its first line (runs.hang.describe)
+        self.hang_digest_due: float | None = None  # until when home waits for its stacks; None once the digest is written
 
     # -- start -------------------------------------------------------------------------------
     def setup_message(self, machine: dict[str, Any]) -> bytes:
@@ -156,6 +159,7 @@ class HomeSupervisor(Supervisor):
                     if not link.done:
                         link.send(encode("beat"))
             self.relay_control()
+            self.watch_hang()
             self.check_links(now)
             if self.failures and self.teardown_since is None:
                 self.teardown("another machine failed: " + self.root_failure().error)
@@ -252,6 +256,45 @@ class HomeSupervisor(Supervisor):
                                                         "machine or the network to it is down?)"))
                 link.closed = True
                 ssh_kill(link.proc)
+
+    def watch_hang(self) -> None:
+        """Judge every machine's mirrored heartbeats as the local supervisor judges its own (runs.hang.run_hang); each
+        machine's supervisor takes its own ranks' stacks on a hang and acts on `[run] on_hang`, and their files come
+        home. Once every rank's stacks are here (or a stopped rank is known stopped), or a step's limit and
+        HANG_STACKS_SECONDS have passed, home writes the digest of the hang, once."""
+        from tuitrain.runs.hang import describe, live_beats, machine_states, run_hang
+        from tuitrain.runs.stacks import digest_text, mirrored_stacks, write_digest
+
+        now = time.monotonic()
+        if self.teardown_since is not None or now - self._hang_checked_at < HANG_CHECK_SECONDS:
+            return
+        self._hang_checked_at = now
+        try:
+            verdict = run_hang(self.paths, self.record)
+            if verdict is None or not verdict.hung:
+                if self.hang_seen is not None:
+                    log("the ranks move again: no longer hung")
+                self.hang_seen, self.hang_digest_due = None, None
+                return
+            if self.hang_seen is None:
+                self.hang_seen, self.hang_said = verdict.since, describe(verdict, time.time())[0]
+                self.hang_digest_due = now + (verdict.limit or 0.0) + HANG_STACKS_SECONDS
+                log(f"{self.hang_said}; every machine takes its ranks' stacks (and acts on on_hang = {self.on_hang})")
+            if self.hang_digest_due is None:
+                return  # this hang's digest is written
+            taken, missing = mirrored_stacks(self.paths, live_beats(self.paths, self.record), machine_states(self.paths))
+            if missing and now < self.hang_digest_due:
+                return
+            hosts = {r: rec.get("host") for r, rec in read_rank_records(self.paths).items()}
+            problems = [f"rank {r}{f' ({hosts[r]})' if hosts.get(r) else ''}: its stacks did not come home" for r in missing]
+            digest = digest_text(write_digest(self.paths, taken, problems))
+        except Exception as exc:  # noqa: BLE001 — a judgement, never a reason to end the run
+            log(f"could not judge the hang: {type(exc).__name__}: {exc}")
+            return
+        self.hang_digest_due = None
+        log(f"stacks: {digest or '(none)'}")
+        self.hang_cause = f"hung: {self.hang_said.removeprefix('hung? ')}" + (f"; {digest}" if digest else "")
+        self.update(hang={"since": verdict.since, "ranks": [s.rank for s in verdict.stalled], "cause": self.hang_cause})
 
     def relay_control(self) -> None:
         if self.teardown_since is not None:

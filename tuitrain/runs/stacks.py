@@ -20,9 +20,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from tuitrain.atomic import write_json_atomic
+from tuitrain.runs.heartbeat import Beat
 from tuitrain.runs.layout import STACKS_SIGNAL, RunPaths
 
 ANSWER_SECONDS = 5.0  # how long the ranks have to write their stacks
@@ -282,6 +283,30 @@ def machines_stacks(paths: RunPaths, record: Mapping[str, Any]) -> tuple[dict[in
                 paths.rank_stacks(rank).write_text(stacks.text, encoding="utf-8")
         taken.update(got)
     return taken, problems
+
+
+def mirrored_stacks(paths: RunPaths, beats: Iterable[Beat], states: Mapping[int, str]) -> tuple[dict[int, RankStacks],
+                                                                                              list[int]]:
+    """At home, the stacks each machine's supervisor took of its ranks since they last moved, as the mirror brought
+    them (a stacks file newer here than the rank's heartbeat), and a rank that `states` says is stopped as stopped;
+    then the ranks with neither yet."""
+    taken: dict[int, RankStacks] = {}
+    missing = []
+    for beat in sorted(beats, key=lambda b: b.rank):
+        if states.get(beat.rank) == "stopped":
+            taken[beat.rank] = RankStacks(beat.rank, beat.pid, "", state="stopped")
+            continue
+        try:
+            fresh = paths.rank_stacks(beat.rank).stat().st_mtime >= paths.heartbeat(beat.rank).stat().st_mtime
+            text = paths.rank_stacks(beat.rank).read_text(encoding="utf-8", errors="replace") if fresh else None
+        except OSError:
+            text = None
+        if text is None:
+            missing.append(beat.rank)
+            continue
+        how = ("py-spy" if text.startswith("Process ") else "faulthandler") if text else ""
+        taken[beat.rank] = RankStacks(beat.rank, beat.pid, how, text, threads=parse_stacks(text))
+    return taken, missing
 
 
 def digest_data(paths: RunPaths, taken: Mapping[int, RankStacks], problems: Sequence[str] = ()) -> dict[str, Any]:
