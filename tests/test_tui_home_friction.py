@@ -50,7 +50,7 @@ def test_enter_on_a_profile_opens_it_and_only_r_launches(base):  # noqa: F811
 
 
 def test_the_runs_pane_says_none_yet_only_once_it_has_looked():
-    from tuitrain.tui.screens.home import runs_title
+    from tuitrain.tui.run_columns import runs_title
 
     assert "none yet" not in runs_title(None) and "none yet" in runs_title(0) and runs_title(3) == "Runs (3)"
 

@@ -64,7 +64,7 @@ def test_at_80x24_the_monitor_keeps_q_and_help_in_its_footer_and_cuts_its_title_
 def test_column_widths_cut_the_run_id_then_best_never_the_status():
     from rich.text import Text
 
-    from tuitrain.tui.screens.home import NARROW_COLUMNS, column_widths
+    from tuitrain.tui.run_columns import NARROW_COLUMNS, column_widths
 
     cells = [{"RUN": Text("x" * 40), "STATUS": Text("failed r1"), "STEP": "17/40 ██▏··", "LOSS": "0.3657",
               "BEST": Text("accuracy_macro_f1 0.8123"), "TIME": "1h02m"}]

@@ -21,13 +21,20 @@ from textual.widgets.option_list import Option
 from tuitrain.humanize import duration, number
 from tuitrain.tui.actions import run_request
 from tuitrain.tui.format import clock, short_metric, status_text, step_text
+from tuitrain.tui.run_columns import (
+    NARROW_COLUMNS,
+    WIDE_COLUMNS,
+    cell_len,
+    column_widths,
+    empty_runs_hint,
+    runs_title,
+)
 from tuitrain.tui.run_table import (
     SORTS,
     Entry,
     HostRuns,
     RunOrder,
     checkpoint_step,
-    describe,
     host_entries,
     queue_line,
     run_labels,
@@ -35,6 +42,7 @@ from tuitrain.tui.run_table import (
 )
 from tuitrain.tui.widgets.hardware_strip import HardwareStrip
 from tuitrain.tui.widgets.key_bar import KeyBar
+from tuitrain.tui.widgets.runs_table import RunsTable
 from tuitrain.tui.widgets.text_line import TextLine
 
 if TYPE_CHECKING:
@@ -44,67 +52,6 @@ if TYPE_CHECKING:
     from tuitrain.runs.live import RunRow
     from tuitrain.tui.app_api import TuitrainAppApi
     from tuitrain.tui.profiles import ProfileEntry
-
-WIDE_COLUMNS = ("RUN", "STATUS", "STEP", "LOSS", "BEST", "STARTED", "TIME")
-NARROW_COLUMNS = ("RUN", "STATUS", "STEP", "LOSS", "BEST", "TIME")
-
-
-SHRINKABLE = (("RUN", 12), ("BEST", 10))  # the columns that give way, first to last, and how far
-
-
-def _cell_len(cell: object) -> int:
-    return cell.cell_len if isinstance(cell, Text) else len(str(cell))
-
-
-def column_widths(columns: tuple[str, ...], cells: list[dict[str, object]], room: int) -> tuple[int | None, ...]:
-    """Widths that fit the table's `room`: every column as wide as its widest cell (None: left to
-    the table) unless they do not all fit; then RUN, then BEST, are cut (with an ellipsis), so STATUS
-    and TIME always show whole."""
-    natural = {c: max([len(c), *(_cell_len(cell[c]) for cell in cells)]) for c in columns}
-    # a cell is padded by one on each side; the last one's right padding may fall off the edge
-    over = sum(w + 2 for w in natural.values()) - 1 - room
-    fixed: dict[str, int | None] = dict.fromkeys(columns)
-    for name, least in SHRINKABLE:
-        if over > 0 and name in natural:
-            cut = min(over, max(0, natural[name] - least))
-            if cut:
-                fixed[name] = natural[name] - cut
-                over -= cut
-    return tuple(fixed[c] for c in columns)
-
-
-def runs_title(count: int | None, order: RunOrder | None = None, shown: int | None = None, news: str = "") -> str:
-    """The runs pane's title; `count` None while the runs root is not read yet (no "none yet" flash);
-    with a filter, how many of them it shows, the sort when it is not the default, and the checkpoints
-    written lately (`news`: '3 checkpoints of 2 runs')."""
-    if count is None:
-        return "Runs — reading…"
-    if not count:
-        return "Runs — none yet: highlight a profile and press r"
-    order = order or RunOrder()
-    counted = f"{shown} of {count}" if order.filter.strip() and shown is not None else str(count)
-    return f"Runs ({counted}){describe(order)}" + (f" · new: {news}" if news else "")
-
-
-def empty_runs_hint(count: int, order: RunOrder) -> str:
-    """What Enter on an empty runs table says: how runs come, or that the filter hides them."""
-    if count and order.filter.strip():
-        return f"no run matches /{order.filter.strip()} (of {count}): escape clears the filter"
-    return "no runs yet: highlight a profile and press r to start one"
-
-
-class RunsTable(DataTable):
-    """The runs table: Enter on it with no rows says why there are none (a DataTable would keep still)."""
-
-    class Empty(Message):
-        """Enter on the table while it has no rows."""
-
-    def action_select_cursor(self) -> None:
-        if self.row_count == 0:
-            self.post_message(self.Empty())
-            return
-        super().action_select_cursor()
-
 
 class WorkstationsListed(Message):
     """The workstations of the user's settings, in order (Home shows a HOST column when there are any)."""
@@ -404,7 +351,7 @@ class HomeScreen(Screen):
                 if old != entry or (entry.row is not None and not entry.row.final) or news_changed:
                     for column, value in self._cells(entry).items():
                         # a column left to the table grows with its cells ("running" → "finished · COMPLETED")
-                        grows = _cell_len(value) > table.columns[ColumnKey(column)].content_width
+                        grows = cell_len(value) > table.columns[ColumnKey(column)].content_width
                         table.update_cell(entry.key, column, value, update_width=grows)
         self._rows = entries
         self._show_queue_waits()
