@@ -51,14 +51,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--app", action="store_true",
                    help="watch it in the app (in a terminal; elsewhere follow it as without --app)")
     _ssh_options(p)
+    _arguments_from("tuitrain.cli.workstations", "add_launch_host_option", p)
     p.add_argument("--no-doctor", action="store_true",
                    help="several machines: start without checking them first with `tuitrain doctor`")
     _set_option(p)
     _arguments_from("tuitrain.cli.queueing", "add_run_arguments", p)
     _arguments_from("tuitrain.cli.sweeping", "add_sweep_arguments", p)
 
-    p = command("queue", _lazy("tuitrain.cli.queueing", "cmd_queue"), "this machine's queued runs, in order, with what each waits for")
+    p = command("queue", _lazy("tuitrain.cli.workstations", "cmd_queue"), "this machine's queued runs, in order, with what each waits for")
     _arguments_from("tuitrain.cli.queueing", "add_queue_arguments", p)
+    p.add_argument("--all-hosts", action="store_true",
+                   help="this machine's queue, then that of every workstation of your settings")
 
     p = command("cancel", _lazy("tuitrain.cli.queueing", "cmd_cancel"), "drop a queued run from the queue")
     _arguments_from("tuitrain.cli.queueing", "add_cancel_arguments", p)
@@ -162,6 +165,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("gpus", _lazy("tuitrain.cli.gpus", "cmd_gpus"), "the GPUs of this machine, their processes and CUDA numbering")
     p.add_argument("--json", action="store_true")
     p.add_argument("--watch", action="store_true", help="refresh every second until Ctrl-C")
+    p.add_argument("--all-hosts", action="store_true",
+                   help="this machine's GPUs, then those of every workstation of your settings, each sampled there")
     p.add_argument("--profile", default=None, metavar="PROFILE",
                    help="the GPUs of every machine of a multi-machine profile, each sampled there over ssh")
     _ssh_options(p)

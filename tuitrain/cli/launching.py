@@ -83,6 +83,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     from tuitrain.cli.queueing import queue_request
     from tuitrain.notify import read_notify_config
 
+    if getattr(args, "host", None):  # a profile of this machine, started on a workstation of the settings
+        from tuitrain.cli.workstations import cmd_run_there
+
+        return cmd_run_there(args)
     queue = queue_request(args)
     read_notify_config()  # a bad [notify] is refused before anything starts (ProfileError: file, key, fix)
     if args.sweep:
