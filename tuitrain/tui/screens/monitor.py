@@ -1,5 +1,10 @@
 """Run monitor: progress, every rank's log (merged and one by one), curves, checkpoints, and the
-requests a live run honours (save, evaluate, stop, kill) or a new run (resume from a checkpoint)."""
+requests a live run honours (save, evaluate, stop, kill) or a new run (resume from a checkpoint).
+
+Over 600 lines on purpose: it is one screen's keys and the header they change, over one run's watch (`RunWatch`);
+what does not need the screen already lives apart (the log views, search bar, checkpoints table and GPU panel
+widgets, `runs.hang`, `runs.queue_view`, `tui.run_command`), and a further split would hand the screen's state
+around by reference."""
 
 from __future__ import annotations
 
