@@ -21,7 +21,7 @@ from tuitrain.runs.hang import HANG_FLOOR, SLOW_FLOOR, describe, judge, run_hang
 from tuitrain.runs.heartbeat import Beat, read_beats
 from tuitrain.runs.layout import PHASE_BETWEEN, PHASE_EVALUATING, PHASE_SAVING, PHASE_STARTING, PHASE_STEP, RunPaths
 from tuitrain.runs.live import RunsWatcher
-from tuitrain.runs.stacks import Frame, Thread, describe_thread, digest, parse_stacks
+from tuitrain.runs.stacks import Frame, Thread, describe_thread, digest, parse_stacks, read_digest
 
 HANG_AFTER = 4
 SCRIPT = '''
@@ -43,14 +43,19 @@ class Tiny(torch.nn.Module):
 
 
 class Rows(torch.utils.data.Dataset):
-    def __init__(self, sleep=0.0):
-        self.sleep = sleep
+    def __init__(self, sleep=0.0, worker_hang_after=-1):
+        self.sleep, self.worker_hang_after, self.loaded = sleep, worker_hang_after, 0
 
     def __len__(self):
         return 4096
 
     def __getitem__(self, i):
         time.sleep(self.sleep)
+        worker = torch.utils.data.get_worker_info()
+        if worker is not None and worker.id == 1 and self.worker_hang_after >= 0:
+            self.loaded += 1
+            if self.loaded > self.worker_hang_after:
+                time.sleep(3600)  # the worker's hang
         x = torch.randn(4, generator=torch.Generator().manual_seed(i))
         return {"x": x, "y": x.sum()}
 
@@ -76,12 +81,14 @@ def main():
     parser.add_argument("--eval_rows", type=int, default=64)
     parser.add_argument("--eval_sleep", type=float, default=0.0)
     parser.add_argument("--data_sleep", type=float, default=0.0)  # rank 1's, for each row it loads
+    parser.add_argument("--workers", type=int, default=0)
+    parser.add_argument("--worker_hang_after", type=int, default=-1)  # rows data loader worker 1 loads, then sleeps
     a = parser.parse_args()
     args = TrainingArguments(output_dir="out", max_steps=a.max_steps, per_device_train_batch_size=4,
                              per_device_eval_batch_size=4, logging_steps=1, save_strategy="no", report_to="none",
                              eval_strategy="steps" if a.eval_steps else "no", eval_steps=a.eval_steps or None,
-                             use_cpu=True, disable_tqdm=True)
-    rows = Rows(a.data_sleep if int(os.environ.get("RANK", "0")) == 1 else 0.0)
+                             use_cpu=True, disable_tqdm=True, dataloader_num_workers=a.workers)
+    rows = Rows(a.data_sleep if int(os.environ.get("RANK", "0")) == 1 else 0.0, a.worker_hang_after)
     trainer = Trainer(model=Tiny(), args=args, train_dataset=rows,
                       eval_dataset=torch.utils.data.Subset(rows, range(a.eval_rows)),
                       callbacks=[Pace(a.hang_at, a.eval_sleep)])
@@ -92,6 +99,7 @@ if __name__ == "__main__":
     main()
 '''
 SLEEP_LINE = next(i for i, line in enumerate(SCRIPT.splitlines(), 1) if "# the hang" in line)
+WORKER_SLEEP_LINE = next(i for i, line in enumerate(SCRIPT.splitlines(), 1) if "# the worker's hang" in line)
 
 
 # -- the rule, with made-up heartbeats ---------------------------------------------------------------------------
@@ -179,13 +187,13 @@ def test_the_digest_names_the_rank_that_is_elsewhere_first():
 
 # -- real runs ---------------------------------------------------------------------------------------------------
 
-def script_run(tmp_path: Path, runs_dir: Path, args: list[str], run: str) -> Path:
+def script_run(tmp_path: Path, runs_dir: Path, args: list[str], run: str, processes: int = 2) -> Path:
     folder = tmp_path / "proj"
     folder.mkdir()
     (folder / "train.py").write_text(SCRIPT)
     (folder / "train.toml").write_text(
         f'[script]\npath = "train.py"\nargs = {json.dumps(args)}\n\n[hardware]\naccelerator = "cpu"\n\n'
-        f'[distributed]\nstrategy = "ddp"\nnum_processes = 2\n\n[run]\n{run}\n')
+        f'[distributed]\nstrategy = "ddp"\nnum_processes = {processes}\n\n[run]\n{run}\n')
     started = cli("run", str(folder / "train.toml"), "--detach", runs_dir=runs_dir)
     assert started.returncode == 0, started.stdout + started.stderr
     return runs_dir / started.stdout.strip()
@@ -302,6 +310,29 @@ def test_a_rank_slow_to_load_its_data_is_named_a_straggler_in_status(tmp_path, r
         assert said[0].startswith("straggler: rank 1 takes ") and "between steps" in said[0], said
         assert not status_json(run_dir, runs_dir)["hang"]["hung"]
         assert "straggler: rank 1 takes" in cli("status", run_dir.name, runs_dir=runs_dir).stdout
+    finally:
+        cli("stop", "--now", run_dir.name, runs_dir=runs_dir)
+    rec = wait_until_ended(run_dir)
+    wait_for(lambda: not processes_left(rec), 30, "every process of the run to end")
+
+
+def test_a_data_loader_worker_that_hangs_is_found_in_the_workers_stack(tmp_path, runs_dir):
+    """One rank, two data loader workers (forked); worker 1 sleeps for ever after its 20th row, so the rank waits for
+    its next batch. The digest names the worker and the line it sleeps on, from the worker's own stack."""
+    run_dir = script_run(tmp_path, runs_dir, ["--workers", "2", "--worker_hang_after", "20"],
+                         f"hang_after = {HANG_AFTER}", processes=1)
+    try:
+        kept = wait_for(lambda: read_digest(RunPaths(run_dir)) or record(run_dir)["status"] in FINAL, 240,
+                        "the supervisor to find the hang and take the stacks")
+        assert kept is not True, record(run_dir)
+        said = f"rank 0: waiting for its data loader; worker 1 in train.py line {WORKER_SLEEP_LINE} `time.sleep(…)`"
+        assert kept["lines"] == [said], kept
+        workers = sorted((run_dir / "stacks").glob("rank-0-worker-*.txt"))
+        assert len(workers) == 2 and any("__getitem__" in w.read_text() for w in workers), workers
+        shown = cli("stacks", run_dir.name, runs_dir=runs_dir)
+        assert shown.returncode == 0, shown.stderr
+        assert "(+2 data loader workers, in stacks/ too)" in shown.stdout, shown.stdout
+        assert f"  rank 0: waiting for its data loader; worker 1 in train.py line {WORKER_SLEEP_LINE}" in shown.stdout
     finally:
         cli("stop", "--now", run_dir.name, runs_dir=runs_dir)
     rec = wait_until_ended(run_dir)

@@ -208,3 +208,56 @@ def register_stacks_dump(run_dir: Path, rank: int) -> None:
         faulthandler.register(getattr(signal, STACKS_SIGNAL), file=out, all_threads=True, chain=False)
     except (OSError, AttributeError, ValueError, RuntimeError) as exc:
         print(f"[tuitrain] rank {rank}: stacks on demand unavailable ({exc})", file=sys.stderr, flush=True)
+        return
+    os.register_at_fork(after_in_child=lambda: _watch_for_worker(paths, rank))
+
+
+WORKER_KNOWN_SECONDS = 30.0  # how long a forked child may take to show it is a data loader worker
+
+
+def worker_stacks_name(rank: int, pid: int) -> str:
+    """A data loader worker's stacks file in stacks/; its marker (the same name, .json) says whose worker it is:
+    `{"rank", "worker", "pid", "file"}` (tuitrain.runs.stacks reads the markers, not the names)."""
+    return f"rank-{rank}-worker-{pid}.txt"
+
+
+def _watch_for_worker(paths: RunPaths, rank: int) -> None:
+    """In a child the rank forked: once torch's DataLoader makes it one of its workers (it sets the worker's info as
+    the worker starts), its own stacks are written on STACKS_SIGNAL too. Any other child does nothing (it inherits
+    the rank's handler, so the signal never kills it)."""
+    def wait() -> None:
+        deadline = time.monotonic() + WORKER_KNOWN_SECONDS
+        while time.monotonic() < deadline:
+            module = sys.modules.get("torch.utils.data._utils.worker")
+            info = module.get_worker_info() if module is not None else None
+            if info is not None:
+                register_worker_stacks_dump(paths, rank, int(info.id))
+                return
+            time.sleep(0.05)
+
+    threading.Thread(target=wait, name="tuitrain-worker-stacks", daemon=True).start()
+
+
+def register_worker_stacks_dump(paths: RunPaths, rank: int, worker: int) -> None:
+    """This data loader worker's stacks on STACKS_SIGNAL, into its own file, and the marker that names it; both
+    removed when the worker ends (multiprocessing's finalizers run as a worker exits; `tuitrain stacks` removes
+    those of workers that were killed)."""
+    import faulthandler
+    import multiprocessing.util
+    import signal
+
+    pid = os.getpid()
+    stacks = paths.stacks / worker_stacks_name(rank, pid)
+    marker = stacks.with_suffix(".json")
+    try:
+        out = open(stacks, "w", encoding="utf-8")
+        faulthandler.register(getattr(signal, STACKS_SIGNAL), file=out, all_threads=True, chain=False)
+        write_json_atomic(marker, {"rank": rank, "worker": worker, "pid": pid, "file": stacks.name})
+    except (OSError, AttributeError, ValueError, RuntimeError):
+        return  # the worker's stack is then missing from `tuitrain stacks`: never a reason to fail its work
+
+    def remove() -> None:
+        marker.unlink(missing_ok=True)
+        stacks.unlink(missing_ok=True)
+
+    multiprocessing.util.Finalize(None, remove, exitpriority=0)

@@ -58,6 +58,16 @@ class Thread:
 
 
 @dataclass(frozen=True)
+class WorkerStacks:
+    """One of a rank's data loader workers (a process it forked: tuitrain.engine.rank_io registers its stacks)."""
+    worker: int  # its number in its DataLoader (torch's worker id)
+    pid: int
+    how: str
+    text: str = ""
+    threads: tuple[Thread, ...] = field(default=())
+
+
+@dataclass(frozen=True)
 class RankStacks:
     rank: int
     pid: int | None
@@ -65,6 +75,7 @@ class RankStacks:
     text: str = ""
     state: str | None = None  # the process's status when it explains a missing stack (stopped)
     threads: tuple[Thread, ...] = field(default=())
+    workers: tuple[WorkerStacks, ...] = field(default=())
 
 
 def parse_stacks(text: str) -> tuple[Thread, ...]:
@@ -118,6 +129,10 @@ def source_line(frame: Frame) -> str:
     return text[:60]
 
 
+_DATA_LOADER_WAITS = ("_try_get_data", "_get_data")  # a DataLoader's iterator waiting for its workers' next batch
+DATA_LOADER_WAIT = "waiting for its data loader"
+
+
 def describe_thread(thread: Thread) -> str:
     frames = thread.frames
     if not frames:
@@ -134,6 +149,12 @@ def describe_thread(thread: Thread) -> str:
         caller = next((f for f in frames[backward + 1:] if "/torch/" not in f.file), None)
         via = f"{os.path.basename(caller.file)}:{caller.line} → " if caller else ""
         return f"in backward, where DDP all-reduces the gradients ({via}graph.py:{frames[backward].line})"
+    loading = next((i for i, f in enumerate(frames) if f.func in _DATA_LOADER_WAITS
+                    and f.file.endswith(os.path.join("torch", "utils", "data", "dataloader.py"))), None)
+    if loading is not None:
+        caller = next((f for f in frames[loading + 1:] if "/torch/" not in f.file), None)
+        via = f"{os.path.basename(caller.file)}:{caller.line} → " if caller else ""
+        return f"{DATA_LOADER_WAIT} ({via}dataloader.py:{frames[loading].line})"
     yours = next((f for f in frames if is_yours(f.file)), None)
     if yours is not None:
         code = source_line(yours)
@@ -141,10 +162,44 @@ def describe_thread(thread: Thread) -> str:
     return f"in {frames[0].func} ({os.path.basename(frames[0].file)}:{frames[0].line})"
 
 
+def worker_thread(worker: WorkerStacks) -> Thread | None:
+    """The thread that runs the worker's loop (the one that took the signal, else its first), without the frames it
+    inherited from the rank when it was forked (those outside multiprocessing's `_bootstrap`)."""
+    thread = next((t for t in worker.threads if t.current), worker.threads[0] if worker.threads else None)
+    if thread is None:
+        return None
+    end = next((i for i, f in enumerate(thread.frames) if f.func == "_bootstrap" and "multiprocessing" in f.file),
+               len(thread.frames))
+    return Thread(thread.name, thread.frames[:end], thread.current)
+
+
+def describe_worker(worker: WorkerStacks) -> str:
+    """"worker 1 in train.py line 40 `time.sleep(…)`"."""
+    thread = worker_thread(worker)
+    if thread is None:
+        return f"worker {worker.worker}: no stack"
+    said = describe_thread(thread)
+    return f"worker {worker.worker} " + (f"in {said.removeprefix('in your script, ')}"
+                                         if said.startswith("in your script, ") else said)
+
+
+def describe_workers(workers: Sequence[WorkerStacks]) -> str:
+    """The workers in your code, each on its own (the others wait for work, or collate, in torch)."""
+    def busy(worker: WorkerStacks) -> bool:
+        thread = worker_thread(worker)
+        return thread is not None and any(is_yours(f.file) for f in thread.frames)
+
+    said = [describe_worker(w) for w in sorted(workers, key=lambda w: w.worker) if busy(w)]
+    return "; ".join(said) if said else f"{len(workers)} worker{'s' if len(workers) > 1 else ''}, none in your code"
+
+
 def describe_rank(stacks: RankStacks) -> str:
     main = main_thread(stacks.threads)
     if main is not None:
-        return describe_thread(main)
+        said = describe_thread(main)
+        if said.startswith(DATA_LOADER_WAIT) and stacks.workers:
+            said = f"{DATA_LOADER_WAIT}; {describe_workers(stacks.workers)}"
+        return said
     if stacks.state == "stopped":
         return (f"stopped (SIGSTOP): no stack, it answers no signal until continued (kill -CONT {stacks.pid})")
     return f"no stack: it did not answer {STACKS_SIGNAL} within {ANSWER_SECONDS:.0f}s" if stacks.pid else "not running here"
@@ -189,46 +244,98 @@ def _settled(paths: Sequence[Path], deadline: float) -> None:
         time.sleep(0.05)
 
 
+def _workers_of(paths: RunPaths, rank: int, proc: Any) -> list[tuple[int, Any, Path]]:
+    """(worker, process, its stacks file) of each live data loader worker of the rank, by the markers they wrote
+    (tuitrain.engine.rank_io.register_worker_stacks_dump); the markers of workers that have ended are removed."""
+    import psutil
+
+    from tuitrain.atomic import read_json
+
+    try:
+        children = {c.pid: c for c in proc.children(recursive=True)}
+    except psutil.Error:
+        return []
+    found = []
+    for marker in paths.stacks.glob(f"rank-{rank}-*.json") if paths.stacks.is_dir() else ():
+        try:
+            data = read_json(marker)
+            pid, worker, file = int(data["pid"]), int(data["worker"]), paths.stacks / str(data["file"])
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            continue
+        if pid in children:
+            found.append((worker, children[pid], file))
+        elif not psutil.pid_exists(pid):  # killed at the end of its epoch: its finalizer never ran
+            marker.unlink(missing_ok=True)
+            file.unlink(missing_ok=True)
+    return sorted(found, key=lambda w: (w[0], w[1].pid))
+
+
+def _ask(proc: Any, file: Path, spied: str | None) -> str | None:
+    """The process's stacks by py-spy (`spied`, also written to `file`); else None once it is signalled to write them
+    there."""
+    if spied is not None:
+        file.write_text(spied, encoding="utf-8")
+        return spied
+    os.truncate(file, 0)  # its faulthandler appends: the file is this dump alone
+    os.kill(proc.pid, getattr(signal, STACKS_SIGNAL))
+    return None
+
+
+def _read(file: Path) -> str:
+    try:
+        return file.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
 def take_stacks(paths: RunPaths, record: Mapping[str, Any], timeout: float = ANSWER_SECONDS) -> dict[int, RankStacks]:
-    """Every live rank's stacks on this machine, each also in stacks/rank-K.txt."""
+    """Every live rank's stacks on this machine (and its data loader workers'), each also in stacks/rank-K.txt."""
     from tuitrain.runs.liveness import live_processes
 
     procs = {int(role[5:]): proc for role, proc in live_processes(dict(record)).items()
              if role.startswith("rank ") and role[5:].isdigit()}
     paths.stacks.mkdir(parents=True, exist_ok=True)
     taken: dict[int, RankStacks] = {}
-    signalled: dict[int, Any] = {}
+    answers: dict[int, str | None] = {}  # rank -> its stacks (None: signalled, in its file once it answers)
+    workers: dict[int, list[tuple[int, int, Path, str | None]]] = {}  # rank -> (worker, pid, file, stacks)
     for rank, proc in sorted(procs.items()):
-        spied = _py_spy(proc.pid)
-        if spied is not None:
-            paths.rank_stacks(rank).write_text(spied, encoding="utf-8")
-            taken[rank] = RankStacks(rank, proc.pid, "py-spy", spied, threads=parse_stacks(spied))
-            continue
         try:
-            state = proc.status()
-            if state == "stopped":  # the signal would wait for a SIGCONT, and dump then
-                taken[rank] = RankStacks(rank, proc.pid, "", state=state)
+            spied = _py_spy(proc.pid)
+            if spied is None and proc.status() == "stopped":  # a signal would wait for a SIGCONT, and dump then
+                taken[rank] = RankStacks(rank, proc.pid, "", state="stopped")
                 continue
-            os.truncate(paths.rank_stacks(rank), 0)  # the rank's faulthandler appends: the file is this dump alone
-            os.kill(proc.pid, getattr(signal, STACKS_SIGNAL))
-            signalled[rank] = proc
+            answers[rank] = _ask(proc, paths.rank_stacks(rank), spied)
         except Exception as exc:  # noqa: BLE001 — OSError, or psutil.Error: gone meanwhile
             taken[rank] = RankStacks(rank, proc.pid, "", text=str(exc))
-    _settled([paths.rank_stacks(r) for r in signalled], time.monotonic() + timeout)
-    for rank, proc in signalled.items():
-        try:
-            text = paths.rank_stacks(rank).read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            text = ""
-        taken[rank] = RankStacks(rank, proc.pid, "faulthandler" if text else "", text, threads=parse_stacks(text))
+            continue
+        for worker, child, file in _workers_of(paths, rank, proc):
+            try:
+                workers.setdefault(rank, []).append((worker, child.pid, file, _ask(child, file, _py_spy(child.pid))))
+            except OSError:
+                continue  # it ended meanwhile
+    pending = [paths.rank_stacks(r) for r, text in answers.items() if text is None]
+    pending += [file for listed in workers.values() for _, _, file, text in listed if text is None]
+    _settled(pending, time.monotonic() + timeout)
+    for rank, spied in answers.items():
+        text = spied if spied is not None else _read(paths.rank_stacks(rank))
+        how = ("py-spy" if spied is not None else "faulthandler") if text else ""
+        its_workers = []
+        for worker, pid, file, wspied in workers.get(rank, []):
+            wtext = wspied if wspied is not None else _read(file)
+            its_workers.append(WorkerStacks(worker, pid, ("py-spy" if wspied is not None else "faulthandler")
+                                            if wtext else "", wtext, parse_stacks(wtext)))
+        taken[rank] = RankStacks(rank, procs[rank].pid, how, text, threads=parse_stacks(text),
+                                 workers=tuple(its_workers))
     return dict(sorted(taken.items()))
 
 
 # -- on every machine of a run over SSH ------------------------------------------------------------------------------
 
 def stacks_json(taken: Mapping[int, RankStacks]) -> dict[str, Any]:
-    """What a machine's node agent answers to `--stacks`: each of its ranks' stacks, as text."""
-    return {str(r): {"pid": s.pid, "how": s.how, "state": s.state, "text": s.text} for r, s in taken.items()}
+    """What a machine's node agent answers to `--stacks`: each of its ranks' stacks (and its workers'), as text."""
+    return {str(r): {"pid": s.pid, "how": s.how, "state": s.state, "text": s.text,
+                     "workers": [{"worker": w.worker, "pid": w.pid, "how": w.how, "text": w.text} for w in s.workers]}
+            for r, s in taken.items()}
 
 
 def stacks_from_json(data: Mapping[str, Any]) -> dict[int, RankStacks]:
@@ -236,8 +343,10 @@ def stacks_from_json(data: Mapping[str, Any]) -> dict[int, RankStacks]:
     for rank, entry in data.items():
         text = str(entry.get("text") or "")
         pid = entry.get("pid")
+        workers = tuple(WorkerStacks(int(w["worker"]), int(w["pid"]), str(w.get("how") or ""), str(w.get("text") or ""),
+                                     parse_stacks(str(w.get("text") or ""))) for w in entry.get("workers") or [])
         out[int(rank)] = RankStacks(int(rank), int(pid) if pid is not None else None, str(entry.get("how") or ""),
-                                    text, entry.get("state"), parse_stacks(text))
+                                    text, entry.get("state"), parse_stacks(text), workers)
     return out
 
 
@@ -371,6 +480,9 @@ def rank_block(stacks: RankStacks, where: str) -> list[str]:
     others = len(stacks.threads) - 1
     if others:
         lines.append(f"(+{others} other thread{'s' if others > 1 else ''})")
+    if stacks.workers:
+        lines.append(f"(+{len(stacks.workers)} data loader worker{'s' if len(stacks.workers) > 1 else ''}, "
+                     "in stacks/ too)")
     return lines
 
 
