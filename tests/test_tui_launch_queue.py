@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import tomli_w
 
-from conftest import FINAL
+from conftest import FINAL, wait_until_ended
 from test_tui_app import make_app, run, until
 from tuitrain.profile.lookup import BUILTIN_DIR
 from tuitrain.runs.layout import RunPaths
@@ -67,3 +67,45 @@ def test_a_profile_over_several_machines_is_not_queued(base: Path) -> None:
         assert list((base / "runs").iterdir()) == []
 
     run(script, app, size=(120, 40))
+
+
+def test_a_profile_that_always_queues_is_queued_by_run_and_by_launch(base: Path) -> None:
+    """`[run] queue = true`: `tuitrain run` returns the queued run's id as with --queue, and the dialog's Launch
+    queues it; --set run.queue=false starts it at once; with several machines it is one line naming the key."""
+    from conftest import cli
+    from tuitrain.tui.screens.launch import LaunchScreen
+
+    runs = base / "runs"
+    quick = [arg for value in QUICK for arg in ("--set", value)]
+    done = cli("run", "demo", "--set", "run.queue=true", *quick, runs_dir=runs)
+    assert done.returncode == 0 and "queued run" in done.stderr, done.stderr
+    queued = runs / done.stdout.strip()
+    assert "queue" in read_record(RunPaths(queued))
+    profile = base / "always.toml"
+    data = tomllib.loads((BUILTIN_DIR / "demo.toml").read_text(encoding="utf-8"))
+    data["run"] = {**data.get("run", {}), "queue": True}
+    profile.write_text(tomli_w.dumps(data))
+    app = make_app(base)
+
+    async def script(pilot):
+        app.push_screen(LaunchScreen(profile, QUICK))
+        await until(pilot, lambda: type(app.screen).__name__ == "LaunchScreen" and app.screen.query("#launch"),
+                    what="the launch dialog")
+        app.screen.query_one("#launch").press()
+        await until(pilot, lambda: len(list(runs.iterdir())) == 2, timeout=60, what="the second queued run")
+
+    run(script, app, size=(120, 40))
+    launched = next(p for p in runs.iterdir() if p != queued)
+    assert "queue" in read_record(RunPaths(launched))
+    for run_dir in (queued, launched):
+        ended = wait_until_ended(run_dir, 300)
+        assert ended["status"] == "finished", ended.get("error")
+    at_once = cli("run", "demo", "--set", "run.queue=true", "--set", "run.queue=false", "--detach", *quick,
+                  runs_dir=runs)
+    assert at_once.returncode == 0 and "queue" not in read_record(RunPaths(runs / at_once.stdout.strip()))
+    wait_until_ended(runs / at_once.stdout.strip(), 300)
+    data["distributed"] = {"strategy": "ddp", "num_processes": 1, "main_process_ip": "127.0.0.1",
+                           "main_process_port": 29555, "machines": [{"host": "localhost"}, {"host": "127.0.0.1"}]}
+    profile.write_text(tomli_w.dumps(data))
+    refused = cli("validate", str(profile), "--offline", runs_dir=runs)
+    assert refused.returncode == 1 and "run.queue: a run over several machines" in refused.stderr, refused.stderr

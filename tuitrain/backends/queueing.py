@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Mapping
 
 from tuitrain.backends.base import Backend
 from tuitrain.backends.local import LocalBackend
 from tuitrain.runs.start import StartError
+
+
+def profile_queues(data: Mapping[str, Any]) -> bool:
+    """Whether a profile asks to be queued whenever it runs (`[run] queue = true`)."""
+    run = data.get("run")
+    return isinstance(run, Mapping) and run.get("queue") is True
 
 
 def queueing_backend(backend: Backend, profile_path: Path | str | None) -> LocalBackend:

@@ -7,6 +7,7 @@ import sys
 from typing import Any, Mapping, Sequence
 
 from tuitrain.backends import Backend, for_profile, for_run
+from tuitrain.backends.queueing import profile_queues
 from tuitrain.cli.errors import CliError
 from tuitrain.cli.output import print_json
 from tuitrain.launch import LaunchPlan
@@ -97,6 +98,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise CliError("--max-parallel limits the runs of a --sweep; give --sweep section.key=V1,V2 too")
     profile = _load(args.profile, args.set, notes=False)
     backend = for_profile(profile.data, ssh_config=_ssh_config(args))
+    if queue is None and profile_queues(profile.data):  # [run] queue = true: as --queue
+        from tuitrain.runs.queue import QueueRequest
+
+        queue = QueueRequest()
     try:
         if queue is not None:
             queued = _queued_start(backend, profile, args, queue)

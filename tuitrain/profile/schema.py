@@ -243,6 +243,9 @@ SCHEMA: dict[str, Section] = {
                               doc="seconds a training step may go without progress before the run is marked hung? "
                                   "(absent: learned, 10x the recent step time, at least 60; evaluation, saving "
                                   "and start-up get at least 600)"),
+        "queue": KeySpec("bool", False,
+                         doc="always queue it: run and the app's Launch wait for its GPUs to be free, as run --queue "
+                             "(--set run.queue=false starts it at once)"),
         "on_hang": KeySpec("str", "notify", choices=("notify", "stop", "kill"),
                            doc="a hung run: notify marks it and takes its stacks; stop saves if the ranks can still "
                                "agree, else ends it as failed (hung); kill ends it at once"),

@@ -175,6 +175,7 @@ class LaunchScreen(ModalScreen[None]):
         """As `tuitrain run` starts it: the profile's backend checks the machines (the doctor, for several), then
         starts the run; with `queue`, as `tuitrain run --queue` creates it queued."""
         from tuitrain.backends import for_profile
+        from tuitrain.backends.queueing import profile_queues
         from tuitrain.profile import ProfileError, load_profile
         from tuitrain.runs.start import StartError
 
@@ -184,7 +185,7 @@ class LaunchScreen(ModalScreen[None]):
         try:
             profile = load_profile(self.path, self.overrides())
             backend = for_profile(profile.data)
-            if queue:
+            if queue or profile_queues(profile.data):  # ctrl+o, or a profile that always queues
                 queued = self._queue(backend, profile)
                 self.app.call_from_thread(self._submitted, str(queued.root), f"queued run {queued.id}: it starts "
                                           "by itself when its GPUs are free (`tuitrain queue` shows what it waits for)")
