@@ -42,11 +42,14 @@ def test_validate_says_what_run_refuses(sets: list[str], needle: str, tmp_path: 
 
 
 def test_the_default_output_folder_is_checked_too(tmp_path: Path) -> None:
-    """No run.output_dir: the run's own output/ under the runs root, which cannot be made under a file."""
+    """No run.output_dir: the run's own output/ under the runs root, which cannot be made under a file; said once,
+    for the runs root (the fault), in the words `run` refuses with."""
     runs = tmp_path / "runs-is-a-file"
     runs.write_text("")
-    validated = check_clean(cli("validate", "demo", runs_dir=runs), "run.output_dir", "cannot be created")
-    assert "1 error(s) on this machine" in validated
+    validated = check_clean(cli("validate", "demo", runs_dir=runs), f"the runs root {runs} is a file", "--runs-dir DIR")
+    assert "1 error(s) on this machine" in validated and "run.output_dir" not in validated
+    started = check_clean(cli("run", "demo", "--detach", runs_dir=runs), f"the runs root {runs} is a file")
+    assert started.strip().splitlines()[0].split("the runs root", 1)[1] in validated
 
 
 def test_a_folder_of_old_checkpoints_is_said_before_the_run(tmp_path: Path) -> None:

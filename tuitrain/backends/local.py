@@ -10,10 +10,17 @@ from typing import TYPE_CHECKING, Any
 from tuitrain.backends.base import Check, Pause, Preview, Resumed, Say, Started, resume_note
 from tuitrain.hardware import Hardware
 from tuitrain.profile import Problem, Profile, load_profile, profile_with_defaults
+from tuitrain.runs.catalog import RUNS_ROOT_FIX
 from tuitrain.runs.kind import RunKind
 from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.relaunch import launch, local_plan, local_settings, plan_profile, resume, run_cwd
-from tuitrain.runs.start import new_run_dir, output_dir_refusal, resolve_output_dir, start_run
+from tuitrain.runs.start import (
+    new_run_dir,
+    output_dir_refusal,
+    resolve_output_dir,
+    runs_root_refusal,
+    start_run,
+)
 
 if TYPE_CHECKING:
     from tuitrain.runs.queue import QueueRequest  # psutil: loaded by a queued start only
@@ -65,8 +72,13 @@ class LocalBackend:
         plan = plan_profile(profile, new_run.root, self.hardware)
         settings = profile_with_defaults(profile)
         output_dir = None if settings.get("script") else resolve_output_dir(settings, new_run, cwd or Path.cwd())
-        refusal = output_dir_refusal(output_dir) if output_dir is not None else None
         problems = list(plan.problems)
+        root_refusal = runs_root_refusal(runs_root)
+        if root_refusal:  # said for the runs root, not again for the output folder it would hold
+            problems.append(Problem(str(profile.path or "profile"), "", root_refusal, RUNS_ROOT_FIX))
+        under_root = output_dir is not None and output_dir.is_relative_to(runs_root)
+        refusal = (output_dir_refusal(output_dir) if output_dir is not None and not (root_refusal and under_root)
+                   else None)
         if refusal:
             problems.append(Problem(str(profile.path or "profile"), "run.output_dir", refusal, OUTPUT_DIR_FIX))
         return Preview(kind=self.kind,

@@ -130,8 +130,17 @@ def _is_run_dir(child: os.DirEntry) -> bool:
         return False
 
 
+RUNS_ROOT_FIX = "give a folder with --runs-dir DIR or TUITRAIN_RUNS_DIR"
+
+
 def runs_root_problem(root: Path) -> str | None:
-    """Why `root` cannot be a runs root (a file, or under one); None when it can."""
+    """Why `root` cannot be a runs root (a file, or under one), with the fix; None when it can."""
+    shape = runs_root_shape(root)
+    return f"{shape}; {RUNS_ROOT_FIX}" if shape else None
+
+
+def runs_root_shape(root: Path) -> str | None:
+    """`root` is a file, or under one (what no reader or writer can use); None when it can be a folder."""
     for folder in [root, *root.parents]:
         try:
             st = os.stat(folder)
@@ -141,8 +150,7 @@ def runs_root_problem(root: Path) -> str | None:
             return None  # nothing more to say here; using it will
         if stat.S_ISDIR(st.st_mode):
             return None
-        where = f"the runs root {root} is a file" if folder == root else f"the runs root {root} is under a file ({folder})"
-        return f"{where}; give a folder with --runs-dir DIR or TUITRAIN_RUNS_DIR"
+        return f"the runs root {root} is a file" if folder == root else f"the runs root {root} is under a file ({folder})"
     return None
 
 

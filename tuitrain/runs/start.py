@@ -20,6 +20,7 @@ from tuitrain.launch.machines import MachinesPlan
 from tuitrain.profile import Profile
 from tuitrain.profile.folders import unusable_folder
 from tuitrain.profile.paths import PATH_KEYS
+from tuitrain.runs.catalog import RUNS_ROOT_FIX, runs_root_shape
 from tuitrain.runs.checkpoints import list_checkpoints
 from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.output_claim import claim_output_dir, holder_problem
@@ -69,16 +70,31 @@ def _slug(name: str) -> str:
     return re.sub(r"[^\w.-]+", "-", name).strip("-")[:40] or "run"
 
 
+def runs_root_refusal(root: Path) -> str | None:
+    """Why no run can be made under `root` (a file or under one, as every reader says: `catalog.runs_root_shape`;
+    a folder we cannot write; one that cannot be made), without making anything: what a plan says before the
+    start, in the start's words (the fix: `catalog.RUNS_ROOT_FIX`)."""
+    shape = runs_root_shape(root)
+    if shape:
+        return shape
+    if root.is_dir():
+        return None if os.access(root, os.W_OK) else f"the runs root {root} is not writable"
+    why = unusable_folder(root)
+    return f"cannot create the runs root {root}: {why}" if why else None
+
+
 def make_run_dir(root: Path, name: str) -> RunPaths:
     """A new, unique run directory (mkdir is atomic: two runs never share one)."""
-    if root.exists() and not root.is_dir():
-        raise StartError(f"the runs root {root} is a file, not a folder; pick another with --runs-dir or TUITRAIN_RUNS_DIR")
+    shape = runs_root_shape(root)
+    if shape:
+        raise StartError(f"{shape}; {RUNS_ROOT_FIX}")
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise StartError(f"cannot create the runs root {root}: {exc.strerror}; pick another with --runs-dir") from exc
-    if not os.access(root, os.W_OK):
-        raise StartError(f"the runs root {root} is not writable; pick another with --runs-dir or TUITRAIN_RUNS_DIR")
+        raise StartError(f"cannot create the runs root {root}: {exc.strerror}; {RUNS_ROOT_FIX}") from exc
+    refusal = runs_root_refusal(root)
+    if refusal:
+        raise StartError(f"{refusal}; {RUNS_ROOT_FIX}")
     stem = f"{time.strftime('%Y%m%d-%H%M%S')}-{_slug(name)}"
     for n in range(1, 1000):
         candidate = root / (stem if n == 1 else f"{stem}-{n}")
