@@ -67,3 +67,71 @@ def test_a_value_run_would_refuse_queues_nothing(queue_env: Path) -> None:
     assert not runs.exists() or list(runs.iterdir()) == []
     alone = cli("run", "demo", "--max-parallel", "2", runs_dir=runs)
     assert alone.returncode == 2 and "--max-parallel limits the runs of a --sweep" in alone.stderr
+
+
+def test_a_sweep_is_one_line_in_the_queue_unless_expanded() -> None:
+    from tuitrain.cli.queueing import queue_lines
+
+    def row(position: int, run: str, index: int | None) -> dict:
+        sweep = {"id": "s1", "index": index, "of": 3, "label": f"lr={index}"} if index else None
+        return {"position": position, "run": run, "user": "ann", "gpus": [], "any_gpus": 0, "sweep": sweep,
+                "waits": [f"after {run}-before"]}
+
+    rows = [row(1, "a", None), row(2, "b", 2), row(3, "c", 3)]
+    lines = queue_lines(rows)
+    assert lines[0] == "  1  a  ann  CPU" and lines[1] == "       after a-before"
+    assert lines[2].startswith("  2  sweep s1  ann  CPU  2 of 3 runs waiting (lr=2, lr=3)") and len(lines) == 4
+    assert lines[3] == "       after b-before"  # the first waiting run's waits
+    assert [line for line in queue_lines(rows, expand=True) if not line.startswith(" " * 7)] == [
+        "  1  a  ann  CPU", "  2  b  ann  CPU", "  3  c  ann  CPU"]
+
+
+def test_a_sweeps_runs_are_recorded_together_and_shown_as_one_in_the_queue(queue_env: Path) -> None:
+    runs = queue_env
+    slow = ["--set", "training.max_steps=100000", "--set", "training.logging_steps=1", "--set",
+            "training.eval_strategy=no", "--set", "training.save_strategy=no"]
+    done = cli("run", "demo", "--sweep", "run.seed=1,2,3", "--max-parallel", "1", *slow, runs_dir=runs)
+    assert done.returncode == 0, done.stderr
+    ids = done.stdout.split()
+    sweeps = [record(runs / run_id)["queue"]["sweep"] for run_id in ids]
+    assert len({s["id"] for s in sweeps}) == 1 and [(s["index"], s["of"]) for s in sweeps] == [(1, 3), (2, 3), (3, 3)]
+    assert [s["label"] for s in sweeps] == ["seed=1", "seed=2", "seed=3"]
+    try:
+        shown = cli("queue", runs_dir=runs).stdout
+        assert f"sweep {sweeps[0]['id']}" in shown and "2 of 3 runs waiting (seed=2, seed=3)" in shown, shown
+        expanded = cli("queue", "--expand", runs_dir=runs).stdout
+        assert ids[1] in expanded and ids[2] in expanded and "sweep " not in expanded, expanded
+    finally:
+        for run_id in reversed(ids):
+            cli("stop", run_id, "--now", runs_dir=runs)
+        for run_id in ids:
+            wait_until_ended(runs / run_id, 300)
+
+
+def test_C_on_a_run_of_a_sweep_compares_the_whole_sweep(tmp_path: Path) -> None:
+    """With no run marked, C on a run of a sweep opens Compare on every run of it (marked together)."""
+    import json
+
+    from test_tui_app import make_app, run, until
+    from test_tui_fixtures import FAILED, FINISHED, RUNNING, make_runs
+
+    made = make_runs(tmp_path / "runs")
+    for run_id, index in ((FINISHED, 1), (FAILED, 2)):
+        path = tmp_path / "runs" / run_id / "run.json"
+        rec = json.loads(path.read_text())
+        rec["queue"] = {"dir": "/tmp/q", "gpus": [], "after": [],
+                        "sweep": {"id": "20260101-000000-demo", "index": index, "of": 2, "label": f"seed={index}"}}
+        path.write_text(json.dumps(rec))
+    assert RUNNING in {p.name for p in made.values()} or (tmp_path / "runs" / RUNNING).exists()
+    app = make_app(tmp_path)
+
+    async def script(pilot):
+        table = app.screen.query_one("#runs")
+        await until(pilot, lambda: table.row_count == 3, what="three runs")
+        order = [table.coordinate_to_cell_key((i, 0)).row_key.value for i in range(3)]
+        table.move_cursor(row=order.index(FAILED))
+        await pilot.press("C")
+        await until(pilot, lambda: type(app.screen).__name__ == "CompareScreen", what="the compare screen")
+        assert sorted(r.id for r in app.screen.runs) == sorted([FINISHED, FAILED])
+
+    run(script, app, size=(120, 40))

@@ -25,6 +25,7 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
 
 def add_queue_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true")
+    p.add_argument("--expand", action="store_true", help="each run of a sweep on its own line")
     p.add_argument("action", nargs="?", choices=["move"], help="move RUN --top: put your queued run first")
     p.add_argument("run", nargs="?", help="the queued run to move")
     p.add_argument("--top", action="store_true", help="with move: to the front of the queue")
@@ -102,16 +103,43 @@ def cmd_queue(args: argparse.Namespace) -> int:
     waiting = [r for r in rows if r["position"] is not None]
     if not waiting:
         print(f"no queued runs on this machine ({queue_dir()})")
-    for row in waiting:
-        gpus = (f"any {row['any_gpus']} GPU(s)" if row.get("any_gpus") else
-                f"GPU {','.join(map(str, row['gpus']))}" if row["gpus"] else "CPU")
-        print(f"{row['position']:>3}  {row['run']}  {row['user']}  {gpus}")
-        for wait in row["waits"]:
-            print(f"       {wait}")
+    for line in queue_lines(waiting, expand=getattr(args, "expand", False)):
+        print(line)
     holding = [r for r in rows if r["position"] is None and r["gpus"]]
     for row in holding:
         print(f"  -  {row['run']}  {row['user']}  started, holds GPU {','.join(map(str, row['gpus']))}")
     return 0
+
+
+def _gpus_word(row: dict[str, Any]) -> str:
+    return (f"any {row['any_gpus']} GPU(s)" if row.get("any_gpus") else
+            f"GPU {','.join(map(str, row['gpus']))}" if row["gpus"] else "CPU")
+
+
+def queue_lines(waiting: list[dict[str, Any]], expand: bool = False) -> list[str]:
+    """`tuitrain queue`'s lines for the waiting rows (in order): a run and what it waits for; the runs of a sweep
+    as one line at its first run's place (the first one's waits under it), unless `expand`."""
+    sweeps: dict[str, list[dict[str, Any]]] = {}
+    for row in waiting:
+        sweep = row.get("sweep") or {}
+        if sweep.get("id") and not expand:
+            sweeps.setdefault(str(sweep["id"]), []).append(row)
+    lines: list[str] = []
+    for row in waiting:
+        sweep = row.get("sweep") or {}
+        group = sweeps.get(str(sweep.get("id"))) if sweep.get("id") else None
+        if group is None or len(group) < 2:
+            lines.append(f"{row['position']:>3}  {row['run']}  {row['user']}  {_gpus_word(row)}")
+        elif row is group[0]:
+            labels = [str((r.get("sweep") or {}).get("label", r["run"])) for r in group]
+            shown = ", ".join(labels) if len(labels) <= 3 else f"{labels[0]}, …, {labels[-1]}"
+            lines.append(f"{row['position']:>3}  sweep {sweep['id']}  {row['user']}  {_gpus_word(row)}  "
+                         f"{len(group)} of {sweep.get('of', len(group))} runs waiting ({shown}); "
+                         "`tuitrain queue --expand` lists each")
+        else:
+            continue
+        lines.extend(f"       {wait}" for wait in row["waits"])
+    return lines
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:

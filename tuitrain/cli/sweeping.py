@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import sys
+import time
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -54,6 +55,11 @@ def sweep_points(specs: Sequence[str]) -> list[SweepPoint]:
     return points
 
 
+def sweep_name(profile_name: str, when: float) -> str:
+    """A sweep's id: when it was queued and what it sweeps (`20261126-0805-demo`), as run ids read."""
+    return time.strftime("%Y%m%d-%H%M%S", time.localtime(when)) + "-" + "-".join(profile_name.split())
+
+
 def throttle(index: int, max_parallel: int | None) -> int | None:
     """The sweep run the `index`-th waits for, so that at most `max_parallel` run at once (None: no wait)."""
     if max_parallel is None or index < max_parallel:
@@ -85,11 +91,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                 for point in points]
     backend = queueing_backend(for_profile(base.data), path)
     request = queue_request(args) or QueueRequest()
+    sweep_id = sweep_name(base.name, time.time())
     started: list[Any] = []
-    for index, profile in enumerate(profiles):
+    for index, (profile, point) in enumerate(zip(profiles, points, strict=True)):
         waits = throttle(index, args.max_parallel)
         after = (*request.after, started[waits]) if waits is not None else request.after
-        paths = backend.queue(profile, args.runs_root, dataclasses.replace(request, after=after))
+        sweep = {"id": sweep_id, "index": index + 1, "of": len(points), "label": point.label}
+        paths = backend.queue(profile, args.runs_root, dataclasses.replace(request, after=after, sweep=sweep))
         started.append(paths)
         print(paths.id, flush=True)
     limit = f", at most {args.max_parallel} at once" if args.max_parallel else ""

@@ -24,6 +24,7 @@ from tuitrain.runs.catalog import UNREADABLE, load_record
 from tuitrain.runs.events import empty_progress, fold_progress, parse_event
 from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.liveness import effective_status
+from tuitrain.runs.queue import sweep_of
 from tuitrain.runs.queue_view import QueueLook, QueuePlace, run_key
 from tuitrain.runs.record import FINAL_STATUSES, RunRecordError, read_record
 from tuitrain.runs.scheduler import job_states, settle_job
@@ -158,6 +159,7 @@ class RunRow:
     parent: str | None = None
     job: str | None = None  # a Slurm run's job state as viewers show it: "RUNNING", "PENDING (Resources)", "?"
     queue: QueuePlace | None = None  # a queued run's place in this machine's queue and what it waits for
+    sweep: str | None = None  # the id of the sweep it was queued in (`run --sweep`)
 
     @property
     def final(self) -> bool:
@@ -311,6 +313,7 @@ class RunsWatcher:
             parent=record.get("parent"),
             job=watched.job,
             queue=self._places.get(run_key(watched.paths.root)) if self._places else None,
+            sweep=sweep_of(record),
         )
 
 

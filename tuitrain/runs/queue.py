@@ -230,9 +230,21 @@ def drop(folder: Path, run_dir: Path) -> None:
             remove_entry(folder, found)
 
 
-def queue_fields(folder: Path, gpus: tuple[int, ...], after: tuple[Dependency, ...]) -> dict[str, Any]:
-    """What run.json keeps of its queueing (`queue`): the folder and what it waits for."""
-    return {"queue": {"dir": str(folder), "gpus": list(gpus), "after": [asdict(d) for d in after]}}
+def queue_fields(folder: Path, gpus: tuple[int, ...], after: tuple[Dependency, ...],
+                 sweep: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """What run.json keeps of its queueing (`queue`): the folder, what it waits for, and the sweep it belongs to
+    (`id`, its `index` of `of`, its `label`)."""
+    fields: dict[str, Any] = {"dir": str(folder), "gpus": list(gpus), "after": [asdict(d) for d in after]}
+    if sweep:
+        fields["sweep"] = dict(sweep)
+    return {"queue": fields}
+
+
+def sweep_of(record: Mapping[str, Any]) -> str | None:
+    """The id of the sweep a run was queued in, or None."""
+    queue = record.get("queue")
+    sweep = queue.get("sweep") if isinstance(queue, Mapping) else None
+    return str(sweep["id"]) if isinstance(sweep, Mapping) and sweep.get("id") else None
 
 
 @dataclass(frozen=True)
@@ -243,6 +255,7 @@ class QueueRequest:
     after_ok: tuple[RunPaths, ...] = ()
     folder: Path = field(default_factory=queue_dir)
     gpus_for: Callable[[str], tuple[int, ...]] | None = None  # the physical GPUs a run on this accelerator takes
+    sweep: Mapping[str, Any] | None = None  # `run --sweep`: {id, index, of, label} (queue_fields)
 
     def dependencies(self) -> tuple[Dependency, ...]:
         return (*(Dependency(p.id, str(p.root), False) for p in self.after),

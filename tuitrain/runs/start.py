@@ -252,7 +252,8 @@ def queued_files(make: Callable[[RunPaths, dict[str, Any]], RunFiles], queue: Qu
     def make_queued(paths: RunPaths, frozen: dict[str, Any]) -> RunFiles:
         made = make(paths, frozen)
         gpus = queue.gpus_for(str(made.record.get("accelerator"))) if queue.gpus_for else ()
-        record = {**made.record, "status": "queued", **queue_fields(queue.folder, gpus, queue.dependencies())}
+        queued = queue_fields(queue.folder, gpus, queue.dependencies(), queue.sweep)
+        record = {**made.record, "status": "queued", **queued}
         return RunFiles(frozen=made.frozen, files=made.files, record=record)
 
     return make_queued

@@ -451,13 +451,17 @@ class HomeScreen(Screen):
         table.action_cursor_down()
 
     def action_compare(self) -> None:
+        """The marked runs; with none, the highlighted run, or every run of its sweep (marked together)."""
         if self.marked:
             ids = list(self.marked)
         else:
             run_dir = self.run_dir_to_act_on("no run to compare: mark runs with space")
             if run_dir is None:
                 return
-            ids = [run_dir.name]
+            entry = self.selected_entry()
+            sweep = entry.row.sweep if entry is not None and entry.row is not None and entry.host is None else None
+            ids = ([e.row.id for e in self._rows if e.row is not None and e.host is None and e.row.sweep == sweep]
+                   if sweep else [run_dir.name])
         profiles = {e.row.id: e.row.profile for e in self._rows if e.row is not None and e.host is None}
         self.app.open_compare([(self.app.runs_root / i, profiles.get(i, "?")) for i in ids])
 
