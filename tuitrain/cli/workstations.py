@@ -27,6 +27,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     # what another box's app runs here over ssh to watch this box's runs (remote.runs_stream); not for people
     p.add_argument("--stream", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--gpus", action="store_true", help=argparse.SUPPRESS)  # the stream carries this box's GPUs too
+    # what another box's app runs here to mirror one run for its monitor (remote.run_mirror); not for people
+    p.add_argument("--mirror", default=None, metavar="RUN", help=argparse.SUPPRESS)
 
 
 def add_launch_host_option(p: argparse.ArgumentParser) -> None:
@@ -210,6 +212,8 @@ def cmd_workstations(args: argparse.Namespace) -> int:
     """Each workstation of the settings, reached and checked: one line each, what is wrong and its fix."""
     if args.stream:
         return cmd_stream(args)
+    if args.mirror:
+        return cmd_mirror(args)
     from tuitrain import __version__
     from tuitrain.remote.workstations import at_once, check, workstations
     from tuitrain.user_config import config_path
@@ -247,6 +251,40 @@ def cmd_stream(args: argparse.Namespace) -> int:
     with contextlib.ExitStack() as stack:
         gpus = stack.enter_context(gpu_sampler(args.runs_root)) if args.gpus else None
         return serve(poll, __version__, sys.stdout.buffer, sys.stdin.buffer, home_silence=home_silence, gpus=gpus)
+
+
+def cmd_mirror(args: argparse.Namespace) -> int:
+    """One run of this box, mirrored to the app of another box that monitors it over ssh (`run_mirror.serve`): its
+    files as they grow, and its checkpoints as this box sees them, until its stdin closes. A run it cannot find is
+    one line."""
+    from tuitrain import __version__
+    from tuitrain.remote.run_mirror import CHECKPOINTS, FolderFiles, serve
+    from tuitrain.remote.runs_stream import HOME_SILENCE_SECONDS
+    from tuitrain.runs.catalog import find_run
+    from tuitrain.runs.checkpoints import run_checkpoints
+    from tuitrain.runs.record import RunRecordError, read_record
+
+    paths = find_run(args.runs_root, args.mirror)
+    looked: dict[str, Any] = {}
+
+    def checkpoints() -> dict[str, bytes]:
+        """Looked at when run.json or the checkpoint count changes, else every 5 s (as a monitor does)."""
+        import time
+
+        try:
+            record = read_record(paths)
+        except (OSError, RunRecordError):
+            return {}
+        now = time.monotonic()
+        if looked.get("status") == record.get("status") and now - looked.get("at", 0.0) < 5.0:
+            return {CHECKPOINTS: looked["data"]}
+        found = [c.to_dict() for c in run_checkpoints(record)]
+        looked.update(status=record.get("status"), at=now, data=json.dumps(found).encode())
+        return {CHECKPOINTS: looked["data"]}
+
+    home_silence = None if sys.stdin.isatty() else HOME_SILENCE_SECONDS
+    return serve(FolderFiles(paths.root, extra=checkpoints), __version__, sys.stdout.buffer, sys.stdin.buffer,
+                 home_silence=home_silence)
 
 
 @contextlib.contextmanager

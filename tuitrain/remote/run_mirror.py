@@ -1,0 +1,263 @@
+"""One run of another workstation mirrored into a cache folder here, so the app's monitor reads it as a local run
+(issue 23).
+
+There, `tuitrain workstations --mirror RUN` (`serve`) reads the run's folder (`FolderFiles`) and writes `wire`
+lines: `hello` (its tuitrain version) once, then `append` (what an append-only file grew by, from the offset home
+already has: home says those offsets first, in a `setup` line) and `file` (a small file's whole new content, when
+it changed), looked at every POLL_SECONDS, and `beat` when it has said nothing for BEAT_SECONDS. It ends when its
+stdin closes or home falls silent (as `runs_stream.serve`): nothing stays running there.
+
+Here, `RunMirror` holds that one ssh connection (a `RunsStream`'s: the same beats, silence and retries) and
+writes what comes into `cache_dir(host, run)` (`apply`); it calls back on every change, and with why when the box
+cannot be reached or falls silent for SILENCE_SECONDS. The cache is a viewer's copy: a run's requests (stop, save,
+…) go to the box (`mirrored_run` says which), never to the cache.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import subprocess
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from tuitrain.atomic import write_text_atomic
+from tuitrain.remote import ssh, wire
+from tuitrain.remote.runs_stream import HOME_SILENCE_SECONDS, HostNews, RunsStream
+from tuitrain.remote.workstations import Workstation, version_problem
+
+MIRROR_ARG = "--mirror"  # tuitrain workstations --mirror RUN: the box's side
+POLL_SECONDS = 0.25  # how often the box looks at the run's files (a log line's way to the screen: well under 1 s)
+BEAT_SECONDS = 2.0  # the box says something at least this often
+WHOLE_LIMIT = 4 * 1024 * 1024  # a whole file bigger than this is not sent (a viewer needs none that big)
+# what of a run's folder a viewer reads (runs.layout's names), relative to it: appended files travel as they grow
+APPENDED = ("events.jsonl", "logs/*.log", "logs/*.times")
+WHOLE = ("run.json", "profile.toml", "ranks/*.json", "heartbeats/*.json", "stacks/*.txt", "stacks/*.json",
+         "machines/*.json")
+CHECKPOINTS = ".mirror/checkpoints.json"  # the box's own look at the run's checkpoints (the cache holds no weights)
+
+
+def mirrored(relative: str) -> bool:
+    """Whether a path (relative to a run's folder) is one the mirror carries; anything else is refused here."""
+    if relative.startswith("/") or ".." in relative.split("/"):
+        return False
+    return relative == CHECKPOINTS or any(fnmatch.fnmatchcase(relative, p) for p in (*APPENDED, *WHOLE))
+
+
+def cache_root() -> Path:
+    """Where other workstations' runs are mirrored: `$XDG_CACHE_HOME/tuitrain/workstations` (never the runs root,
+    whose folders are this machine's runs)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "tuitrain" / "workstations"
+
+
+def cache_dir(host: str, run_id: str) -> Path:
+    return cache_root() / host / run_id
+
+
+def mirrored_run(run_dir: Path) -> tuple[str, str] | None:
+    """(host, run id) when `run_dir` is another workstation's run mirrored here; None for a run of this machine."""
+    folder = Path(run_dir).absolute()
+    return (folder.parent.name, folder.name) if folder.parent.parent == cache_root().absolute() else None
+
+
+# -- there ----------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class FolderFiles:
+    """What of a run's folder has been sent so far, and what is new since (`changes`)."""
+
+    root: Path
+    extra: Callable[[], dict[str, bytes]] | None = None  # files made for home (CHECKPOINTS), sent when they change
+    offsets: dict[str, int] = field(default_factory=dict)  # relative path → bytes sent (appended files)
+    stamps: dict[str, tuple[int, int]] = field(default_factory=dict)  # relative path → (mtime_ns, size) sent
+    made: dict[str, bytes] = field(default_factory=dict)  # extra's content sent last
+
+    def _found(self, patterns: tuple[str, ...]) -> list[tuple[Path, str]]:
+        return [(p, str(p.relative_to(self.root))) for pattern in patterns for p in sorted(self.root.glob(pattern))]
+
+    def changes(self, limit: int = 64) -> list[bytes]:
+        """Messages for what is new (at most about `limit`; call again for the rest)."""
+        out: list[bytes] = []
+        for local, relative in self._found(APPENDED):
+            while len(out) < limit:
+                chunk = self._read_new(local, relative)
+                if not chunk:
+                    break
+                out.append(wire.encode_bytes("append", relative, chunk))
+        for local, relative in self._found(WHOLE):
+            if len(out) >= limit:
+                break
+            try:
+                info = local.stat()
+                stamp = (info.st_mtime_ns, info.st_size)
+                if self.stamps.get(relative) == stamp or info.st_size > WHOLE_LIMIT:
+                    continue
+                out.append(wire.encode_bytes("file", relative, local.read_bytes()))
+            except OSError:
+                continue  # not there yet, or being replaced: the next call sends it
+            self.stamps[relative] = stamp
+        for relative, data in (self.extra() if self.extra is not None and len(out) < limit else {}).items():
+            if self.made.get(relative) != data:
+                self.made[relative] = data
+                out.append(wire.encode_bytes("file", relative, data))
+        return out
+
+    def _read_new(self, local: Path, relative: str) -> bytes:
+        offset = self.offsets.get(relative, 0)
+        try:
+            with open(local, "rb") as handle:
+                handle.seek(offset)
+                chunk = handle.read(wire.CHUNK)
+        except OSError:
+            return b""
+        self.offsets[relative] = offset + len(chunk)
+        return chunk
+
+
+def serve(files: FolderFiles, version: str, out: IO[bytes], inp: IO[bytes], poll_seconds: float = POLL_SECONDS,
+          home_silence: float | None = HOME_SILENCE_SECONDS) -> int:
+    """Send `files`' changes to `out` until `inp` closes, home falls silent (`home_silence`, None: never) or `out`
+    is gone. Home's first line (`setup`) says the offsets it has of each appended file. Returns the exit status."""
+    import time
+
+    try:
+        first = wire.decode(inp.readline())
+    except wire.WireError:
+        first = {}
+    offsets = first.get("offsets") if first.get("t") == "setup" else None
+    if isinstance(offsets, dict):
+        files.offsets.update({str(k): int(v) for k, v in offsets.items() if mirrored(str(k)) and isinstance(v, int)})
+    heard = [time.monotonic()]
+    closed = threading.Event()
+
+    def listen() -> None:
+        for _ in iter(inp.readline, b""):
+            heard[0] = time.monotonic()
+        closed.set()
+
+    threading.Thread(target=listen, daemon=True, name="home").start()
+    if not wire.send(out, wire.encode("hello", version=version)):
+        return 0
+    said = time.monotonic()
+    while not closed.is_set():
+        now = time.monotonic()
+        messages = files.changes()
+        if not messages and now - said >= BEAT_SECONDS:
+            messages = [wire.encode("beat")]
+        if messages:
+            if not wire.send(out, b"".join(messages)):
+                return 0
+            said = now
+        if home_silence is not None and now - heard[0] > home_silence:
+            return 0
+        if len(messages) < 64:  # more to send: at once
+            closed.wait(poll_seconds)
+    return 0
+
+
+# -- here -----------------------------------------------------------------------------------------------------
+
+
+def apply(cache: Path, message: dict[str, Any]) -> bool:
+    """Write one `append` or `file` message into the cache folder; False for a path the mirror does not carry."""
+    relative = str(message.get("path", ""))
+    if not mirrored(relative):
+        return False
+    target = cache / relative
+    target.parent.mkdir(parents=True, exist_ok=True)
+    data = wire.data_of(message)
+    if message["t"] == "append":
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+    else:
+        write_text_atomic(target, data.decode("utf-8", "replace"))
+    return True
+
+
+def held_offsets(cache: Path) -> dict[str, int]:
+    """What the cache already has of each appended file (a new connection goes on from there)."""
+    offsets: dict[str, int] = {}
+    for pattern in APPENDED:
+        for path in cache.glob(pattern):
+            try:
+                offsets[str(path.relative_to(cache))] = path.stat().st_size
+            except OSError:
+                continue
+    return offsets
+
+
+@dataclass(frozen=True)
+class MirrorNews:
+    """What the mirror of a run says: its files changed (`problem` None), or why the box is not heard."""
+
+    host: str
+    run_id: str
+    problem: str | None = None
+
+
+class RunMirror(RunsStream):
+    """Another workstation's run, mirrored into `cache`: `start()`, then `on_news` is called (from the mirror's own
+    thread) after each batch of changes and on each failure; `stop()` ends it there and here. A RunsStream's
+    connection (its beats, silence and retries), with the mirror's verb and messages."""
+
+    def __init__(self, station: Workstation, version: str, run_id: str, cache: Path,
+                 on_news: Callable[[MirrorNews], None], **timing: Any) -> None:
+        super().__init__(station, version, self._failed, **timing)
+        self.run_id = run_id
+        self.cache = Path(cache)
+        self.on_mirror = on_news
+        self.problem: str | None = None
+        self._thread.name = f"mirror {station.host}:{run_id}"
+
+    def _failed(self, news: HostNews) -> None:
+        self.problem = news.problem or f"{self.station.host}: no answer"
+        self.on_mirror(MirrorNews(self.station.host, self.run_id, self.problem))
+
+    def _connection(self) -> tuple[str, bool]:
+        station = self.station
+        argv = station.tuitrain(["workstations", MIRROR_ARG, self.run_id])
+        try:
+            proc = ssh.start(station.host, argv, station.options(), stdin=subprocess.PIPE, text=False)
+        except ValueError as exc:
+            return f"{station.host}: {exc}", False
+        except OSError as exc:
+            return f"{station.host}: cannot run the ssh client ({exc.strerror})", False
+        with self._lock:
+            self._proc = proc
+        if proc.stdin is not None:
+            self.cache.mkdir(parents=True, exist_ok=True)
+            wire.send(proc.stdin, wire.encode("setup", offsets=held_offsets(self.cache)))
+            if self._stopped.is_set():  # stop() came while ssh started
+                proc.stdin.close()
+        try:
+            return self._read(proc, argv)
+        finally:
+            self._end(proc)
+
+    def _message(self, line: bytes) -> str | None:
+        if not line.strip():
+            return None
+        try:
+            message = wire.decode(line)
+        except wire.WireError:
+            return None  # a login shell's words before ours
+        kind = message["t"]
+        if kind == "hello":
+            return version_problem(self.station, str(message.get("version", "?")), self.version)
+        if kind in ("append", "file"):
+            try:
+                apply(self.cache, message)
+            except OSError as exc:
+                return f"{self.station.host}: cannot write its run into {self.cache} ({exc.strerror})"
+        if kind != "hello" and (kind != "beat" or self.problem is not None):
+            self.problem = None  # heard again
+            self.on_mirror(MirrorNews(self.station.host, self.run_id))
+        return None
