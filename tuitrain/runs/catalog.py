@@ -11,10 +11,9 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.record import RunRecordError
+from tuitrain.runs.record import RunRecord, RunRecordError
 
 UNREADABLE = "unreadable"
 
@@ -32,7 +31,7 @@ class RunEntry:
     """One run directory: its record, or why its record cannot be read."""
 
     paths: RunPaths
-    record: dict[str, Any] | None
+    record: RunRecord | None
     reason: str | None = None  # a few words: "empty file", "permission denied"
     message: str | None = None  # the whole line for the user
 
@@ -75,12 +74,12 @@ def _damaged(paths: RunPaths, reason: str) -> str:
             f"are untouched in {paths.root} (restore run.json, or remove the folder)")
 
 
-def _parse(data: bytes) -> tuple[dict[str, Any] | None, str | None]:
+def _parse(data: bytes) -> tuple[RunRecord | None, str | None]:
     """(the record, None), or (None, what is wrong with it)."""
     if not data.strip():
         return None, "empty file"
     try:
-        record = json.loads(data.decode("utf-8"))
+        record: RunRecord = json.loads(data.decode("utf-8"))
     except UnicodeDecodeError:
         return None, "not valid JSON: not UTF-8 text"
     except json.JSONDecodeError as exc:
@@ -109,7 +108,7 @@ def read_entry(paths: RunPaths) -> RunEntry:
     return RunEntry(paths, record)
 
 
-def load_record(paths: RunPaths) -> dict[str, Any]:
+def load_record(paths: RunPaths) -> RunRecord:
     """run.json, checked: a RunRecordError says in one line why it cannot be used."""
     entry = read_entry(paths)
     if entry.record is None:
@@ -171,7 +170,7 @@ def scan_runs(root: Path) -> list[RunEntry]:
     return sorted(entries, key=lambda e: (e.created, e.paths.id))
 
 
-def list_runs(root: Path) -> list[tuple[RunPaths, dict[str, Any]]]:
+def list_runs(root: Path) -> list[tuple[RunPaths, RunRecord]]:
     """The runs whose record can be read, oldest first (none when the root cannot be listed)."""
     try:
         entries = scan_runs(root)

@@ -18,7 +18,7 @@ import struct
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 _WEIGHTS = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json", "pytorch_model.bin.index.json",
@@ -230,13 +230,13 @@ def list_checkpoints(output_dir: Path, run: str | None = None, world_size: int |
     return sorted(found, key=lambda c: c.step)
 
 
-def run_checkpoints(record: dict[str, Any]) -> list[Checkpoint]:
+def run_checkpoints(record: Mapping[str, Any]) -> list[Checkpoint]:
     """The checkpoints a run wrote (a resumed run can share an output folder with its parent)."""
     out = record.get("output_dir")
     return list_checkpoints(Path(out), run=record.get("id"), world_size=run_world_size(record)) if out else []
 
 
-def run_world_size(record: dict[str, Any]) -> int | None:
+def run_world_size(record: Mapping[str, Any]) -> int | None:
     """How many ranks the run trained with (run.json's num_processes counts every machine's)."""
     try:
         return int(record["num_processes"])

@@ -7,7 +7,7 @@ import time
 from tuitrain.runs.layout import CONTROL_EVALUATE, CONTROL_SAVE, CONTROL_STOP, CONTROL_TERMINATE, RunPaths
 from tuitrain.runs.liveness import live_processes, settle_lost, supervisor_gone
 from tuitrain.runs.process_tree import KILL_GRACE_SECONDS, end_processes
-from tuitrain.runs.record import FINAL_STATUSES, read_record, record_end
+from tuitrain.runs.record import FINAL_STATUSES, RunRecord, read_record, record_end
 
 REQUESTS = {"save": CONTROL_SAVE, "evaluate": CONTROL_EVALUATE, "stop": CONTROL_STOP, "terminate": CONTROL_TERMINATE}
 
@@ -30,7 +30,7 @@ def request(paths: RunPaths, what: str) -> str:
     return "asked"
 
 
-def _without_supervisor(paths: RunPaths, record: dict, what: str) -> str:
+def _without_supervisor(paths: RunPaths, record: RunRecord, what: str) -> str:
     processes = live_processes(record)
     if what != "terminate":
         raise ControlError(f"run {paths.id} lost its supervisor; nobody can {what} it. Its processes "

@@ -26,7 +26,7 @@ from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.liveness import effective_status
 from tuitrain.runs.queue import sweep_of
 from tuitrain.runs.queue_view import QueueLook, QueuePlace, run_key
-from tuitrain.runs.record import FINAL_STATUSES, RunRecordError, read_record
+from tuitrain.runs.record import FINAL_STATUSES, RunRecord, RunRecordError, read_record
 from tuitrain.runs.scheduler import job_states, settle_job
 from tuitrain.runs.tail import read_new_lines
 
@@ -180,7 +180,7 @@ class _Watched:
     def __init__(self, paths: RunPaths) -> None:
         self.paths = paths
         self.record_mtime: int | None = None
-        self.record: dict[str, Any] | None = None
+        self.record: RunRecord | None = None
         metric, greater = best_metric_rule(paths.profile)
         self.events = EventsTail(paths.events, metric=metric, greater_is_better=greater)
         self.final_when_seen: bool | None = None
@@ -329,7 +329,7 @@ class RunWatch:
         from tuitrain.runs.merged_log import FoldedLog, MergedLog
 
         self.paths = RunPaths(Path(run_dir))
-        self.record: dict[str, Any] = read_record(self.paths)
+        self.record: RunRecord = read_record(self.paths)
         self._record_mtime: int | None = None
         self.num_ranks = max(1, int(self.record.get("num_processes") or 1))
         self.ranks = [LogFile(self.paths.rank_log(r)) for r in range(self.num_ranks)]

@@ -5,17 +5,18 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import psutil
 
 from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.process_tree import find_recorded
-from tuitrain.runs.record import FINAL_STATUSES, record_end
+from tuitrain.runs.record import FINAL_STATUSES, RunRecord, record_end
 from tuitrain.runs.scheduler import supervised_elsewhere
 
 
-def recorded_processes(record: dict[str, Any]) -> dict[str, Any]:
+def recorded_processes(record: Mapping[str, Any]) -> dict[str, Any]:
     """role ("supervisor", "launcher", "rank 0", …) → recorded identity. Records written before
     start times were kept have only `pids`; their bare pids stand in."""
     processes = dict(record.get("processes") or {})
@@ -28,7 +29,7 @@ def recorded_processes(record: dict[str, Any]) -> dict[str, Any]:
     return processes
 
 
-def supervisor_gone(record: dict[str, Any]) -> bool:
+def supervisor_gone(record: Mapping[str, Any]) -> bool:
     """The record says the run goes on, but the supervisor that would end it is not there."""
     if record.get("status") in FINAL_STATUSES or supervised_elsewhere(record):
         return False
@@ -36,12 +37,12 @@ def supervisor_gone(record: dict[str, Any]) -> bool:
     return entry is not None and find_recorded(entry) is None
 
 
-def effective_status(record: dict[str, Any]) -> str:
+def effective_status(record: Mapping[str, Any]) -> str:
     """The record's status, or `lost` when its supervisor is gone without an end."""
     return "lost" if supervisor_gone(record) else str(record.get("status", "?"))
 
 
-def live_processes(record: dict[str, Any]) -> dict[str, psutil.Process]:
+def live_processes(record: Mapping[str, Any]) -> dict[str, psutil.Process]:
     """The run's recorded processes that are still running (each checked by pid and start time)."""
     found = {role: find_recorded(entry) for role, entry in recorded_processes(record).items()}
     return {role: proc for role, proc in found.items() if proc is not None}
@@ -58,7 +59,7 @@ def last_activity(paths: RunPaths) -> float:
     return max(times) if times else time.time()
 
 
-def settle_lost(paths: RunPaths, record: dict[str, Any]) -> dict[str, Any]:
+def settle_lost(paths: RunPaths, record: RunRecord) -> RunRecord:
     """Record `lost` for a run whose supervisor and processes are all gone, so it shows as ended
     (with a fixed duration) and can be resumed. Any viewer may call this; it changes nothing for
     a live run, and nothing while one of its processes still runs."""
@@ -66,7 +67,7 @@ def settle_lost(paths: RunPaths, record: dict[str, Any]) -> dict[str, Any]:
         return record
     supervisor = recorded_processes(record)["supervisor"]
     pid = supervisor.get("pid") if isinstance(supervisor, dict) else supervisor
-    end = {"status": "lost", "ended": last_activity(paths),
+    end: RunRecord = {"status": "lost", "ended": last_activity(paths),
            "error": f"its supervisor (pid {pid}) ended without recording an end (killed, or the machine restarted)"}
     try:
         ended = record_end(paths, **end)

@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import os
 import signal
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 import psutil
+
+if TYPE_CHECKING:
+    from tuitrain.runs.record import ProcessIdentity
 
 START_TIME_TOLERANCE = 0.05  # seconds; /proc reports start times in clock ticks
 KILL_GRACE_SECONDS = 5.0  # between SIGTERM and SIGKILL when tuitrain ends a run's processes
 
 
-def identity(pid: int) -> dict[str, Any] | None:
+def identity(pid: int) -> ProcessIdentity | None:
     """{"pid", "started"} of a live process, as run.json records it; None when it is gone."""
     try:
         return {"pid": pid, "started": psutil.Process(pid).create_time()}

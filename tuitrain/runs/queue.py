@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 from tuitrain.atomic import write_text_atomic
 from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.record import FINAL_STATUSES, RunRecordError, read_record
+from tuitrain.runs.record import FINAL_STATUSES, RunRecord, RunRecordError, read_record
 
 QUEUE_DIR_ENV = "TUITRAIN_QUEUE_DIR"
 SHARED_QUEUE_DIR = Path("/tmp/tuitrain-queue")  # not $TMPDIR: that may be each user's own
@@ -136,7 +136,7 @@ def entry_of(run_dir: Path | str, entries: list[Entry]) -> Entry | None:
     return next((e for e in entries if e.run_dir == str(run_dir)), None)
 
 
-def run_record(entry: Entry) -> dict[str, Any] | None:
+def run_record(entry: Entry) -> RunRecord | None:
     """The entry's run.json, or None when it cannot be read (removed, or another user's that we may not read)."""
     try:
         return read_record(RunPaths(Path(entry.run_dir)))

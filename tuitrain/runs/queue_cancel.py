@@ -7,13 +7,12 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any
 
 from tuitrain.runs.control import ControlError
 from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.liveness import supervisor_gone
 from tuitrain.runs.queue import drop, queue_dir
-from tuitrain.runs.record import FINAL_STATUSES, read_record, record_end
+from tuitrain.runs.record import FINAL_STATUSES, RunRecord, read_record, record_end
 
 CANCEL_WAIT_SECONDS = 15.0
 
@@ -22,7 +21,7 @@ def owner_uid(paths: RunPaths) -> int:
     return os.stat(paths.root).st_uid
 
 
-def cancel_refusal(paths: RunPaths, record: dict[str, Any], uid: int, verb: str = "cancel") -> str | None:
+def cancel_refusal(paths: RunPaths, record: RunRecord, uid: int, verb: str = "cancel") -> str | None:
     """Why this user may not cancel this run (or `verb` it: move it in the queue), in one line; None when they
     may."""
     status = record.get("status")
@@ -42,7 +41,7 @@ def cancel_refusal(paths: RunPaths, record: dict[str, Any], uid: int, verb: str 
     return None
 
 
-def cancel(paths: RunPaths, timeout: float = CANCEL_WAIT_SECONDS) -> dict[str, Any]:
+def cancel(paths: RunPaths, timeout: float = CANCEL_WAIT_SECONDS) -> RunRecord:
     """Ask the run's supervisor to leave the queue and wait for the recorded end; the final record."""
     record = read_record(paths)
     refusal = cancel_refusal(paths, record, os.getuid())

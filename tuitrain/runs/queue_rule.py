@@ -20,7 +20,7 @@ from tuitrain.hardware.na import NA
 from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.liveness import effective_status
 from tuitrain.runs.queue import Dependency, Entry
-from tuitrain.runs.record import FINAL_STATUSES, RunRecordError, read_record
+from tuitrain.runs.record import FINAL_STATUSES, RunRecord, RunRecordError, read_record
 
 ReadGpus = Callable[[], Sequence[GpuInfo]]
 Progress = Callable[[RunPaths], str]  # " step 400/3000", or ""
@@ -36,14 +36,14 @@ class Verdict:
     why: str = ""  # and how they were chosen
 
 
-def _dependency_record(dep: Dependency) -> dict[str, Any] | None:
+def _dependency_record(dep: Dependency) -> RunRecord | None:
     try:
         return read_record(RunPaths(Path(dep.run_dir)))
     except (RunRecordError, OSError):
         return None
 
 
-def ended_status(record: dict[str, Any]) -> str | None:
+def ended_status(record: RunRecord) -> str | None:
     """How a run ended (a lost one counts as ended), or None while it goes on."""
     status = effective_status(record)
     return status if status in FINAL_STATUSES or status == "lost" else None

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tuitrain.runs.layout import RunPaths
+from tuitrain.runs.record import RunRecord
 
 QUEUE_LOOK_SECONDS = 2.0  # a viewer reads the queue again this often (GPU state has no events), or when it changes
 
@@ -142,6 +143,6 @@ def moved_words(run_id: str, place: int) -> str:
     return f"run {run_id} is first in the queue" + (f" (it was {place})" if place > 1 else " (it was already)")
 
 
-def cancelled_words(run_id: str, record: dict[str, Any]) -> str:
+def cancelled_words(run_id: str, record: RunRecord) -> str:
     """What a cancel (`runs.queue_cancel.cancel`) ends with, from the run's final record."""
     return f"run {run_id} {record.get('status')}: {record.get('error') or ''}".rstrip(": ")

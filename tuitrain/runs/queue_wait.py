@@ -29,7 +29,7 @@ from tuitrain.runs.queue import (
 )
 from tuitrain.runs.queue_rule import Verdict, verdict
 from tuitrain.runs.queue_watch import Wakeup
-from tuitrain.runs.record import read_record, update_record
+from tuitrain.runs.record import QueueRecord, RunRecord, read_record, update_record
 
 GPU_POLL_SECONDS = 2.0  # NVML has no events: a run waiting for GPUs reads them this often
 FULL_LOOK_SECONDS = 10.0  # and any run looks again this often (a supervisor of another entry may have died)
@@ -40,7 +40,7 @@ def log(message: str) -> None:
     print(f"[tuitrain queue {time.strftime('%H:%M:%S')}] {message}", file=sys.stdout, flush=True)
 
 
-def folder_of(record: dict[str, Any]) -> Path:
+def folder_of(record: RunRecord) -> Path:
     return Path((record.get("queue") or {}).get("dir") or queue_dir())
 
 
@@ -57,7 +57,7 @@ def gpu_reader() -> Callable[[], Any]:
     return lambda: discover(library_from_env(os.environ)).gpus
 
 
-def announce(paths: RunPaths) -> dict[str, Any]:
+def announce(paths: RunPaths) -> RunRecord:
     """Record the waiting supervisor, as the running one records itself (viewers tell live from lost by it)."""
     me = identity(os.getpid())
     return update_record(paths, processes={"supervisor": me}, pids={"supervisor": os.getpid(), "ranks": {}})
@@ -86,12 +86,12 @@ def take_chosen(paths: RunPaths, decided: Verdict, gpus: Any) -> None:
     env = dict(record.get("env") or {})
     mapping = map_devices(gpus, [str(g) for g in decided.chosen], env.get("CUDA_DEVICE_ORDER") or "PCI_BUS_ID")
     env.update(mapping.env)
-    queue = {**(record.get("queue") or {}), "gpus": list(decided.chosen),
+    queue: QueueRecord = {**(record.get("queue") or {}), "gpus": list(decided.chosen),
              "chosen": {"gpus": list(decided.chosen), "why": decided.why, "at": time.time()}}
     update_record(paths, env=env, queue=queue)
 
 
-def wait_turn(paths: RunPaths, record: dict[str, Any]) -> tuple[str, str] | None:
+def wait_turn(paths: RunPaths, record: RunRecord) -> tuple[str, str] | None:
     """Block until the run may start (None: its entry now holds its GPUs) or never will ((status, why))."""
     folder = folder_of(record)
     queue = record.get("queue") or {}
@@ -140,7 +140,7 @@ def wait_turn(paths: RunPaths, record: dict[str, Any]) -> tuple[str, str] | None
         signalled.restore()
 
 
-def leave_queue(record: dict[str, Any], paths: RunPaths) -> None:
+def leave_queue(record: RunRecord, paths: RunPaths) -> None:
     """At the run's end: its entry goes, and its GPUs with it."""
     if not record.get("queue"):
         return

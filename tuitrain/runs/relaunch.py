@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, cast
 
 from tuitrain.hardware import Hardware, detect_hardware
 from tuitrain.launch import LaunchPlan, plan_launch
@@ -20,7 +20,7 @@ from tuitrain.profile import Profile, load_profile, profile_with_defaults
 from tuitrain.profile.processes import processes_per_machine, processes_set
 from tuitrain.runs.checkpoints import Checkpoint, inspect_checkpoint, latest_complete, run_checkpoints
 from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.record import FINAL_STATUSES, read_record
+from tuitrain.runs.record import FINAL_STATUSES, RunRecord, read_record
 from tuitrain.runs.scheduler import job_words
 from tuitrain.runs.start import Lineage, new_run_dir, start_run
 
@@ -106,7 +106,7 @@ def launch_on_machines(profile: Profile, runs_root: Path, cwd: Path | None = Non
     return start_run(profile, settings, plan, runs_root, cwd=cwd)
 
 
-def resumable_checkpoints(record: dict[str, Any]) -> list[Checkpoint]:
+def resumable_checkpoints(record: RunRecord) -> list[Checkpoint]:
     """What a run can be resumed from: the checkpoints it wrote, and the one it started from (a
     resumed run killed before its first save still continues where its parent stopped)."""
     own = run_checkpoints(record)
@@ -116,10 +116,10 @@ def resumable_checkpoints(record: dict[str, Any]) -> list[Checkpoint]:
     return own
 
 
-def choose_checkpoint(record: dict[str, Any], ref: str | Path = "latest") -> Checkpoint:
+def choose_checkpoint(record: RunRecord, ref: str | Path = "latest") -> Checkpoint:
     """`latest` (the newest complete checkpoint of the run), `checkpoint-N`, or a path; never an
     incomplete or damaged one."""
-    output_dir = Path(record["output_dir"])
+    output_dir = Path(cast(str, record["output_dir"]))  # resume_inputs asks for an output folder first
     candidates = resumable_checkpoints(record)
     if str(ref) == "latest":
         found = latest_complete(candidates)
@@ -187,7 +187,7 @@ def base_mismatch(parent_profile: Path, data: dict[str, Any], checkpoint: Checkp
     return None
 
 
-def not_ended_refusal(parent: RunPaths, record: dict[str, Any]) -> str | None:
+def not_ended_refusal(parent: RunPaths, record: RunRecord) -> str | None:
     """Why a run that has not ended cannot be resumed yet (`record` as its backend settled it); None once ended."""
     if record["status"] in FINAL_STATUSES:
         return None
@@ -203,7 +203,7 @@ def not_ended_refusal(parent: RunPaths, record: dict[str, Any]) -> str | None:
     return f"run {parent.id} is still {record['status']}; stop it first (`tuitrain stop {parent.id}`)"
 
 
-def resume_inputs(parent: RunPaths, record: dict[str, Any], checkpoint: str | Path = "latest",
+def resume_inputs(parent: RunPaths, record: RunRecord, checkpoint: str | Path = "latest",
                   overrides: Sequence[str] = ()) -> tuple[Checkpoint, Profile]:
     """What every backend's resume starts from, checked in one order: the parent has ended, it has an output
     folder, the checkpoint asked for is complete; then the parent's frozen profile with the new overrides (named
@@ -243,7 +243,7 @@ ResumePlan = tuple[dict[str, Any], "LaunchPlan | MachinesPlan", "Path | None", i
 
 
 def _resume(parent: RunPaths, runs_root: Path, checkpoint: str | Path, overrides: Sequence[str],
-            plan: Callable[[dict[str, Any], Profile, Checkpoint], ResumePlan]) -> tuple[RunPaths, Checkpoint, Profile]:
+            plan: Callable[[RunRecord, Profile, Checkpoint], ResumePlan]) -> tuple[RunPaths, Checkpoint, Profile]:
     """Every resume started from this machine: the parent settled, the shared checks, the backend's plan, then
     start_run with the lineage."""
     from tuitrain.runs.liveness import settle_lost  # psutil: not for `plan`
@@ -263,7 +263,7 @@ def resume(parent: RunPaths, runs_root: Path, checkpoint: str | Path = "latest",
     Returns the new run, the checkpoint it continues from, and the profile it runs (its `notes`
     say what was migrated or defaulted)."""
 
-    def plan(_record: dict[str, Any], profile: Profile, chosen: Checkpoint) -> ResumePlan:
+    def plan(_record: RunRecord, profile: Profile, chosen: Checkpoint) -> ResumePlan:
         settings, notes, found = local_settings(profile, hardware)
         # a script is told where to resume on its command line (script.resume_arg); the engine reads run.json
         planned = local_plan(settings, new_run_dir(runs_root), str(parent.profile), found, notes,
@@ -280,7 +280,7 @@ def resume_on_machines(parent: RunPaths, runs_root: Path, checkpoint: str | Path
     """The same for a run on several machines: its machines planned again, through the parent's ssh_config
     unless another is given."""
 
-    def plan(record: dict[str, Any], profile: Profile, chosen: Checkpoint) -> ResumePlan:
+    def plan(record: RunRecord, profile: Profile, chosen: Checkpoint) -> ResumePlan:
         settings = profile_with_defaults(profile)
         planned = machines_plan(profile, settings, new_run_dir(runs_root), str(parent.profile),
                                 ssh_config or record.get("ssh_config"), resume_from=chosen.path)

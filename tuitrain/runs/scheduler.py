@@ -14,6 +14,7 @@ from typing import Any, Iterable, Mapping
 
 from tuitrain.runs.kind import run_kind
 from tuitrain.runs.layout import RunPaths
+from tuitrain.runs.record import RunRecord
 
 JobLabel = dict[str, Any]  # {"job_id", "state", "reason", "label", "problem"}: what viewers show of a job
 
@@ -29,8 +30,8 @@ def job_states(records: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
     return dict(state.query(held))
 
 
-def settle_job(paths: RunPaths, record: dict[str, Any],
-               states: Mapping[str, Any] | None = None) -> tuple[dict[str, Any], JobLabel | None]:
+def settle_job(paths: RunPaths, record: RunRecord,
+               states: Mapping[str, Any] | None = None) -> tuple[RunRecord, JobLabel | None]:
     """The record settled from its job's state (a final state kept in it; the run's end recorded when the job ended
     without one), and the job's label; (record, None) for a run no scheduler holds. `states`: `job_states`'s answer
     for several runs (None: this run's job is asked about here)."""
@@ -44,7 +45,7 @@ def settle_job(paths: RunPaths, record: dict[str, Any],
     return record, state.label(record, job)
 
 
-def refresh_job(paths: RunPaths, record: dict[str, Any]) -> dict[str, Any]:
+def refresh_job(paths: RunPaths, record: RunRecord) -> RunRecord:
     """For a viewer's loop (`logs --follow`): the record, settled from its job's state at most every few seconds, so
     a job that ended without its run recording an end ends the loop too; unchanged for a run no scheduler holds."""
     if run_kind(record) != "slurm":

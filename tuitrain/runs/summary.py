@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, cast
 
 from tuitrain.runs.checkpoints import run_checkpoints
 from tuitrain.runs.events import progress, read_events
 from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.liveness import settle_lost, supervisor_gone
+from tuitrain.runs.record import RunRecord
 from tuitrain.runs.scheduler import settle_job
 from tuitrain.runs.tail import read_tail
 
@@ -29,12 +30,12 @@ def last_traceback(log: Path, max_lines: int = 25) -> list[str]:
     return [line for line in lines if line.strip()][-min(max_lines, 10):]
 
 
-def supervisor_lost(record: dict[str, Any]) -> bool:
+def supervisor_lost(record: RunRecord) -> bool:
     """A run whose supervisor is gone but whose record never reached an end (killed -9, reboot)."""
     return supervisor_gone(record)
 
 
-def hang_summary(paths: RunPaths, record: dict[str, Any]) -> dict[str, Any]:
+def hang_summary(paths: RunPaths, record: RunRecord) -> dict[str, Any]:
     """`hang`: the verdict on a live run (tuitrain.runs.hang; None once it ended), with `hang_lines` to show and the
     digest of the stacks taken since it stopped moving (`stacks_digest`)."""
     from tuitrain.runs.hang import describe, run_hang
@@ -51,13 +52,13 @@ def hang_summary(paths: RunPaths, record: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def run_summary(paths: RunPaths, record: dict[str, Any], with_checkpoints: bool = True,
+def run_summary(paths: RunPaths, record: RunRecord, with_checkpoints: bool = True,
                 job_states: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """`job_states`: the scheduler's word on several runs, read at once (tuitrain.runs.scheduler.job_states); a run
     a scheduler holds that is not in it has its job asked about here."""
     record, job = settle_job(paths, record, job_states)
     record = settle_lost(paths, record)
-    summary = dict(record)
+    summary: dict[str, Any] = dict(record)
     if job is not None:
         summary["slurm_state"] = job
     summary["run_dir"] = str(paths.root)
@@ -65,7 +66,7 @@ def run_summary(paths: RunPaths, record: dict[str, Any], with_checkpoints: bool 
     if record.get("max_steps") and not summary["progress"].get("max_steps"):
         summary["progress"]["max_steps"] = record["max_steps"]
     end = record.get("ended") or time.time()
-    summary["duration"] = end - record["started"] if record.get("started") else None
+    summary["duration"] = end - cast(float, record["started"]) if record.get("started") else None
     summary["supervisor_lost"] = supervisor_lost(record)
     summary.update(hang_summary(paths, record))
     if with_checkpoints and record.get("output_dir"):

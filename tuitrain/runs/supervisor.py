@@ -18,7 +18,7 @@ import subprocess
 import time
 import traceback
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Unpack
 
 import psutil
 
@@ -28,7 +28,7 @@ from tuitrain.runs.layout import CONTROL_ENDING, CONTROL_STOP, CONTROL_TERMINATE
 from tuitrain.runs.parent_death import die_with_parent
 from tuitrain.runs.process_tree import KILL_GRACE_SECONDS, descendants, end_processes, find, identity, running
 from tuitrain.runs.ranks import read_rank_records
-from tuitrain.runs.record import read_record, record_end, update_record
+from tuitrain.runs.record import RunPids, RunRecord, read_record, record_end, update_record
 from tuitrain.runs.tail import read_tail
 from tuitrain.script import MACHINE_RANK_ENV
 
@@ -98,7 +98,7 @@ class Supervisor:
         self._stop_wait = 0.0
 
     # -- record ------------------------------------------------------------------------------
-    def update(self, **fields: Any) -> None:
+    def update(self, **fields: Unpack[RunRecord]) -> None:
         """A mid-run update: on a full disk it is logged and skipped (the end is still recorded,
         through the space reserve), never fatal."""
         try:
@@ -274,7 +274,7 @@ class Supervisor:
         if changed or now - self._scanned_at > SCAN_SECONDS:
             self.scan(now)
         if changed:
-            pids = dict(self.record.get("pids") or {})
+            pids: RunPids = {**(self.record.get("pids") or {})}
             pids["ranks"] = {str(r): info["pid"] for r, info in sorted(self.ranks.items())}
             processes = dict(self.record.get("processes") or {})
             processes.update({f"rank {r}": {"pid": info["pid"], "started": info["started"]}

@@ -20,7 +20,7 @@ import sys
 import time
 import tomllib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping, cast
 
 from tuitrain.atomic import write_text_atomic
 from tuitrain.runs import preemption
@@ -29,6 +29,8 @@ from tuitrain.runs.parent_death import die_with_parent
 from tuitrain.runs.record import (
     FINAL_STATUSES,
     INHERITED_KEYS,
+    RunRecord,
+    SlurmRecord,
     new_record,
     read_record,
     record_end,
@@ -61,7 +63,7 @@ def node_paths(home: RunPaths, node: int) -> RunPaths:
     return home.node(node)
 
 
-def prepare_node(home: RunPaths, node: int, processes: int, record: dict[str, Any]) -> RunPaths:
+def prepare_node(home: RunPaths, node: int, processes: int, record: RunRecord) -> RunPaths:
     """Node M > 0: its own record and control folder; its ranks' logs and the events go to the run's own files."""
     paths = node_paths(home, node)
     if node == 0:
@@ -78,7 +80,7 @@ def prepare_node(home: RunPaths, node: int, processes: int, record: dict[str, An
         paths.events.symlink_to(home.events)
     keys = (*INHERITED_KEYS, "cwd", "profile_path")  # the run directory is shared: the same cwd and profile
     write_record(paths, new_record(home.id, str(record.get("profile")), machine_rank=node, home=str(home.root),
-                                   **{k: record.get(k) for k in keys}))
+                                   **cast(dict[str, Any], {k: record.get(k) for k in keys})))
     return paths
 
 
@@ -189,7 +191,7 @@ class SlurmSupervisor(Supervisor):
         return status, rank, error
 
 
-def restart_fields(record: dict[str, Any], restarts: int) -> dict[str, Any]:
+def restart_fields(record: RunRecord, restarts: int) -> RunRecord:
     """A requeued job's run starts again in its own directory, from the latest complete checkpoint of its output
     folder (the one a graceful stop at Slurm's SIGTERM saved); its last end is cleared, kept in slurm.requeued."""
     from tuitrain.runs.relaunch import ResumeError, choose_checkpoint
@@ -198,7 +200,7 @@ def restart_fields(record: dict[str, Any], restarts: int) -> dict[str, Any]:
         checkpoint: str | None = str(choose_checkpoint(record, "latest").path) if record.get("output_dir") else None
     except ResumeError:
         checkpoint = record.get("resume_from")  # nothing saved yet: where the run itself began
-    slurm = dict(record.get("slurm") or {})
+    slurm: SlurmRecord = {**(record.get("slurm") or {})}
     slurm["requeued"] = [*(slurm.get("requeued") or []),
                          {"restart": restarts, "time": time.time(), "previous": record.get("status"),
                           "error": record.get("error"), "resume_from": checkpoint}]
@@ -221,7 +223,7 @@ def main(run_dir: Path) -> int:
     job_id = os.environ.get("SLURM_JOB_ID", "")
     record = read_record(home)
     restarts = int(os.environ.get("SLURM_RESTART_COUNT") or 0)
-    restart: dict[str, Any] = {}
+    restart: RunRecord = {}
     if restarts and job_id and job_id == str((record.get("slurm") or {}).get("job_id")):
         restart = restart_fields(record, restarts)  # every node finds the same checkpoint on the shared filesystem
         record = {**record, **restart}

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
 
 from tuitrain.runs.control import ControlError
 from tuitrain.runs.layout import CONTROL_STOP, CONTROL_TERMINATE, RunPaths
-from tuitrain.runs.record import FINAL_STATUSES, read_record, record_end
+from tuitrain.runs.record import FINAL_STATUSES, RunRecord, read_record, record_end
 from tuitrain.slurm.commands import JobState, SlurmError, job_states, scancel
 from tuitrain.slurm.state import job_id, settle
 
@@ -33,7 +32,7 @@ def _sleep(seconds: float) -> bool:
 
 
 def stop_job(paths: RunPaths, now: bool, timeout: float | None, say: Callable[[str], None],
-             pause: Callable[[float], bool] = _sleep) -> dict[str, Any]:
+             pause: Callable[[float], bool] = _sleep) -> RunRecord:
     """Stop a Slurm run (graceful, or `now`); returns its record once it has ended. `pause(seconds)` waits
     between looks; when it returns False (the app is closing) the wait is given up and the record returned as it
     is: the stop request stays, only the scancel after the timeout is left undone."""
@@ -80,7 +79,7 @@ def stop_job(paths: RunPaths, now: bool, timeout: float | None, say: Callable[[s
 
 
 def _wait_for_end(paths: RunPaths, job: str, timeout: float,
-                  pause: Callable[[float], bool] = _sleep) -> dict[str, Any] | None:
+                  pause: Callable[[float], bool] = _sleep) -> RunRecord | None:
     """The record once the run has ended (recorded by its supervisor, or from the job's final state); None when
     it has not within `timeout`, or `pause` gave up."""
     deadline = time.monotonic() + timeout

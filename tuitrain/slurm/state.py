@@ -12,7 +12,7 @@ import time
 from typing import Any, Iterable, Mapping
 
 from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.record import FINAL_STATUSES, RunRecordError, read_record, record_end, update_record
+from tuitrain.runs.record import FINAL_STATUSES, RunRecord, RunRecordError, SlurmRecord, read_record, record_end, update_record
 from tuitrain.slurm.commands import JobState, job_states
 
 FORGET_AFTER = 600.0  # a run ended this long ago whose final job state was never seen is not asked about again
@@ -54,7 +54,7 @@ def _slurm_out(paths: RunPaths, job: str) -> str:
     return f"logs/slurm-{job}.out"
 
 
-def settle(paths: RunPaths, record: dict[str, Any], state: JobState | None) -> dict[str, Any]:
+def settle(paths: RunPaths, record: RunRecord, state: JobState | None) -> RunRecord:
     """The record, with a final job state kept in it, and the run's end recorded when the job ended without one."""
     job = job_id(record)
     if job is None or state is None or not state.final:
@@ -65,7 +65,7 @@ def settle(paths: RunPaths, record: dict[str, Any], state: JobState | None) -> d
         record = read_record(paths)  # the job ends after its run records an end: look again before deciding
     except (RunRecordError, OSError):
         pass
-    slurm = {**(record.get("slurm") or {}), "state": state.state}
+    slurm: SlurmRecord = {**(record.get("slurm") or {}), "state": state.state}
     if record.get("status") in FINAL_STATUSES:
         try:
             return update_record(paths, slurm=slurm)
@@ -74,7 +74,7 @@ def settle(paths: RunPaths, record: dict[str, Any], state: JobState | None) -> d
     status, what = _ENDS.get(str(state.state), ("failed", f"ended {state.state}"))
     if record.get("status") == "planned":
         what += " before tuitrain started on its nodes"
-    end = {"status": status, "ended": time.time(), "slurm": slurm,
+    end: RunRecord = {"status": status, "ended": time.time(), "slurm": slurm,
            "error": f"Slurm job {job} {what} (see {_slurm_out(paths, job)})"}
     if state.state == "COMPLETED":
         end["status"] = "lost"
@@ -89,7 +89,7 @@ _asked: dict[str, float] = {}  # job id -> when `refresh` last asked Slurm about
 REFRESH_SECONDS = 2.0
 
 
-def refresh(paths: RunPaths, record: dict[str, Any]) -> dict[str, Any]:
+def refresh(paths: RunPaths, record: RunRecord) -> RunRecord:
     """For a viewer's loop (`logs --follow`): the record, settled from the job's state at most every
     REFRESH_SECONDS, so a job that ended without its run recording an end ends the loop too."""
     job = job_id(record)

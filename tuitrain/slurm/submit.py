@@ -17,7 +17,7 @@ from tuitrain.profile import Profile, profile_with_defaults
 from tuitrain.profile.processes import processes_set
 from tuitrain.runs.checkpoints import Checkpoint
 from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.record import read_record, update_record
+from tuitrain.runs.record import RunRecord, SlurmRecord, read_record, update_record
 from tuitrain.runs.start import NEW_RUN, Lineage, RunFiles, discard, new_run_dir, prepare_run
 from tuitrain.slurm import commands
 from tuitrain.slurm.script import FIRST_NODE, JobOptions, Resources, batch_script, job_resources
@@ -85,7 +85,7 @@ def submit(profile: Profile, runs_root: Path, options: JobOptions, *, python: st
     except BaseException:
         discard(paths)
         raise
-    slurm = dict(read_record(paths).get("slurm") or {})  # the job may already have started and written to it
+    slurm: SlurmRecord = {**(read_record(paths).get("slurm") or {})}  # the job may already have started and written to it
     slurm["job_id"] = job_id
     update_record(paths, slurm=slurm)
     return Submitted(paths, job_id, script_path.read_text(encoding="utf-8"))
@@ -109,7 +109,7 @@ def refusal_hint(message: str, options: JobOptions, resources: Resources) -> str
     return ""
 
 
-def parent_options(record: dict[str, Any]) -> JobOptions:
+def parent_options(record: RunRecord) -> JobOptions:
     """The options a resumed run is submitted with: its parent's."""
     return JobOptions.from_dict(record.get("slurm") or {})
 
