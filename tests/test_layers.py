@@ -42,7 +42,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     # how a run is carried (this machine, SSH machines, a Slurm job): one interface over the three, chosen once
     "backends": HELPERS | {"profile", "hardware", "launch", "remote", "runs", "slurm"},
     # slurm: the app acts on a Slurm run as the CLI does (its stop cancels the job when it must)
-    "tui": HELPERS | {"profile", "hardware", "launch", "remote", "runs", "slurm", "backends"},
+    "tui": HELPERS | {"profile", "hardware", "launch", "remote", "runs", "slurm", "backends", "notify"},
     # tui only to open the app, and only inside a function (`tuitrain` with no command): see CLI_TUI
     "cli": HELPERS | {"profile", "hardware", "launch", "remote", "notify", "runs", "slurm", "backends", "tui"},
     "main": frozenset({"cli"}),  # tuitrain/__main__.py

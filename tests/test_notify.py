@@ -202,3 +202,43 @@ def test_a_running_run_whose_supervisor_is_killed_sends_word_that_it_is_lost(con
     body = server.received[0]["body"]
     assert body["run"] == run_dir.name and body["status"] == "lost" and "supervisor" in body["cause"]
     assert len(server.received) == 1
+
+
+def test_the_terminal_word_is_the_bell_and_two_desktop_notifications_that_cannot_be_broken_out_of() -> None:
+    from tuitrain.notify.terminal import terminal_alert
+
+    said = terminal_alert("tuitrain: run failed", "run-1: rank 1 \x1b]0;pwned\x07 died; see logs", {})
+    assert said.startswith("\x07") and "\x1b]9;tuitrain: run failed: run-1: rank 1  ]0,pwned  died" not in said
+    assert said.count("\x07") == 3 and said.count("\x1b") == 2  # the bell, OSC 9 and OSC 777; nothing of the body
+    assert "\x1b]777;notify;tuitrain: run failed;run-1: rank 1" in said
+    wrapped = terminal_alert("t", "b", {"TMUX": "/tmp/tmux-0/default,1,0"})
+    assert wrapped.startswith("\x07\x1bPtmux;\x1b\x1b]9;t: b") and wrapped.endswith("\x1b\\")
+
+
+def test_terminal_must_be_true_or_false(tmp_path: Path) -> None:
+    with pytest.raises(ProfileError, match="notify.terminal: must be true or false"):
+        notify_config({"notify": {"terminal": "yes"}}, str(tmp_path / "config.toml"))
+    assert notify_config({"notify": {"terminal": True}}, "c.toml").terminal
+
+
+def test_the_app_rings_the_terminal_when_a_run_ends_where_the_settings_ask(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    from test_tui_app import make_app, run, until
+    from tuitrain.runs.live import Change
+    from tuitrain.tui.messages import RunsPolled
+
+    settings = tmp_path / "config.toml"
+    settings.write_text('[notify]\non = ["failed"]\nterminal = true\n')
+    monkeypatch.setenv("TUITRAIN_CONFIG", str(settings))
+    (tmp_path / "runs").mkdir()
+    app = make_app(tmp_path)
+    written: list[str] = []
+    monkeypatch.setattr(app, "write_to_terminal", written.append)
+
+    async def script(pilot):
+        await until(pilot, lambda: app.terminal_word == ("failed",), what="the settings read")
+        app.post_message(RunsPolled(app.rows, [Change("finished", "run-a", ""), Change("failed", "run-b", "rank 1")]))
+        await until(pilot, lambda: written, what="the terminal's word")
+        assert len(written) == 1 and "run-b: rank 1" in written[0] and written[0].startswith("\x07")
+
+    run(script, app)

@@ -15,7 +15,7 @@ DEFAULT_ON = ("finished", "failed", "stopped", "lost")
 FORMATS = ("json", "slack")
 DEFAULT_TIMEOUT = 10.0
 MAX_TIMEOUT = 120.0
-KEYS = ("on", "webhook", "format", "command", "timeout")
+KEYS = ("on", "webhook", "format", "command", "timeout", "terminal")
 
 
 @dataclass(frozen=True)
@@ -25,6 +25,7 @@ class NotifyConfig:
     format: str = "json"
     command: tuple[str, ...] = ()
     timeout: float = DEFAULT_TIMEOUT
+    terminal: bool = False  # the bell and a desktop notification where the app is open (notify.terminal)
     file: str = ""
 
     @property
@@ -74,6 +75,14 @@ def _timeout(reader: _Reader, value: Any) -> float:
     return float(value)
 
 
+def _terminal(reader: _Reader, value: Any) -> bool:
+    if not isinstance(value, bool):
+        reader.bad("terminal", f"must be true or false, not {value!r}",
+                   "terminal = true rings the bell and shows a desktop notification where the app is open")
+        return False
+    return value
+
+
 def notify_config(data: Mapping[str, Any], file: str) -> NotifyConfig:
     """The [notify] table of a parsed config file (ProfileError on a bad value)."""
     table = data.get("notify")
@@ -95,6 +104,7 @@ def notify_config(data: Mapping[str, Any], file: str) -> NotifyConfig:
         format=fmt if fmt in FORMATS else "json",
         command=_command(reader, table["command"]) if "command" in table else (),
         timeout=_timeout(reader, table["timeout"]) if "timeout" in table else DEFAULT_TIMEOUT,
+        terminal=_terminal(reader, table["terminal"]) if "terminal" in table else False,
         file=file,
     )
     if reader.problems:

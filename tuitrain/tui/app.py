@@ -72,6 +72,7 @@ class TuitrainApp(TuitrainAppApi):
         self.hardware_line = hardware_line or "…"
         self._poke = threading.Event()
         self.checkpoint_news = CheckpointNews()
+        self.terminal_word: tuple[str, ...] = ()  # the run endings [notify] terminal = true rings for (read once)
 
     # ------------------------------------------------------------------------------ lifecycle
     def on_mount(self) -> None:
@@ -107,6 +108,7 @@ class TuitrainApp(TuitrainAppApi):
         from tuitrain.runs.live import RunsWatcher
 
         watcher = RunsWatcher(self.runs_root)
+        self.terminal_word = terminal_endings()
         while True:
             rows, changes = watcher.poll()
             self.post_message(RunsPolled(rows, changes))
@@ -175,6 +177,14 @@ class TuitrainApp(TuitrainAppApi):
             self.notify(checkpoints_written(own), title="Checkpoint")
 
     def announce(self, change: "Change") -> None:
+        if change.kind in self.terminal_word:
+            import os
+
+            from tuitrain.notify.terminal import terminal_alert
+
+            self.write_to_terminal(terminal_alert(f"tuitrain: run {change.kind}",
+                                                  f"{change.run_id}" + (f": {change.detail}" if change.detail else ""),
+                                                  os.environ))
         if change.kind == "finished":
             self.notify(f"{change.run_id} finished", title="Run finished")
         elif change.kind == "stopped":
@@ -186,6 +196,12 @@ class TuitrainApp(TuitrainAppApi):
         elif change.kind == "lost":
             self.notify(f"{change.run_id}: its supervisor is gone without an end", title="Run lost",
                         severity="warning", timeout=10)
+
+    def write_to_terminal(self, sequence: str) -> None:
+        """Raw escape sequences to the terminal, as Textual's own bell and clipboard write theirs (its driver; no
+        public call does it)."""
+        if not self.is_headless and self._driver is not None:
+            self._driver.write(sequence)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """Every failed worker is said out loud, with what it was doing."""
@@ -284,3 +300,16 @@ def run_app(runs_root: Path, overrides: Sequence[str] = (), open_run: Path | Non
     app = TuitrainApp(runs_root, launch_overrides=overrides, open_run=open_run)
     app.run()
     return app.return_code or 0
+
+
+def terminal_endings() -> tuple[str, ...]:
+    """The run endings to ring the terminal for: [notify] `on`, when `terminal = true` (a bad settings file is
+    `run`'s to refuse: the app rings for nothing then)."""
+    from tuitrain.notify import read_notify_config
+    from tuitrain.profile import ProfileError
+
+    try:
+        config = read_notify_config()
+    except ProfileError:
+        return ()
+    return config.on if config.terminal else ()
