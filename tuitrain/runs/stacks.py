@@ -133,6 +133,13 @@ _DATA_LOADER_WAITS = ("_try_get_data", "_get_data")  # a DataLoader's iterator w
 DATA_LOADER_WAIT = "waiting for its data loader"
 
 
+def _place(frames: Sequence[Frame], at: int) -> str:
+    """"(train.py:90 → distributed_c10d.py:2801)": the frame at `at`, after the first of its callers outside torch."""
+    caller = next((f for f in frames[at + 1:] if "/torch/" not in f.file), None)
+    via = f"{os.path.basename(caller.file)}:{caller.line} → " if caller else ""
+    return f"({via}{os.path.basename(frames[at].file)}:{frames[at].line})"
+
+
 def describe_thread(thread: Thread) -> str:
     frames = thread.frames
     if not frames:
@@ -141,20 +148,14 @@ def describe_thread(thread: Thread) -> str:
     if collective:
         named = [i for i in collective if frames[i].file.endswith("distributed_c10d.py") and frames[i].func != "wrapper"]
         at = named[0] if named else collective[0]
-        caller = next((f for f in frames[at + 1:] if "/torch/" not in f.file), None)
-        via = f"{os.path.basename(caller.file)}:{caller.line} → " if caller else ""
-        return f"waiting in {frames[at].func} ({via}{os.path.basename(frames[at].file)}:{frames[at].line})"
+        return f"waiting in {frames[at].func} {_place(frames, at)}"
     backward = next((i for i, f in enumerate(frames) if f.func == "_engine_run_backward"), None)
     if backward is not None:
-        caller = next((f for f in frames[backward + 1:] if "/torch/" not in f.file), None)
-        via = f"{os.path.basename(caller.file)}:{caller.line} → " if caller else ""
-        return f"in backward, where DDP all-reduces the gradients ({via}graph.py:{frames[backward].line})"
+        return f"in backward, where DDP all-reduces the gradients {_place(frames, backward)}"
     loading = next((i for i, f in enumerate(frames) if f.func in _DATA_LOADER_WAITS
                     and f.file.endswith(os.path.join("torch", "utils", "data", "dataloader.py"))), None)
     if loading is not None:
-        caller = next((f for f in frames[loading + 1:] if "/torch/" not in f.file), None)
-        via = f"{os.path.basename(caller.file)}:{caller.line} → " if caller else ""
-        return f"{DATA_LOADER_WAIT} ({via}dataloader.py:{frames[loading].line})"
+        return f"{DATA_LOADER_WAIT} {_place(frames, loading)}"
     yours = next((f for f in frames if is_yours(f.file)), None)
     if yours is not None:
         code = source_line(yours)
