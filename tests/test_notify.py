@@ -242,3 +242,24 @@ def test_the_app_rings_the_terminal_when_a_run_ends_where_the_settings_ask(tmp_p
         assert len(written) == 1 and "run-b: rank 1" in written[0] and written[0].startswith("\x07")
 
     run(script, app)
+
+
+@pytest.mark.slow
+def test_a_hung_run_sends_word_with_the_digest_and_goes_on(config: Path, server: _Server, runs_dir: Path,
+                                                           tmp_path: Path) -> None:
+    """on includes "hung" (the default does): word of the hang as the supervisor finds it, the stacks' digest as
+    its cause; the run itself is only marked (on_hang = "notify")."""
+    from test_hangs import HANG_AFTER, SLEEP_LINE, script_run
+
+    config.write_text(f'[notify]\non = ["hung"]\nwebhook = "{server.url}"\ntimeout = 30\n')
+    run_dir = script_run(tmp_path, runs_dir, ["--hang_at", "5"], f"hang_after = {HANG_AFTER}")
+    try:
+        wait_for(lambda: server.received, 300, "word of the hang")
+        body = server.received[0]["body"]
+        assert body["run"] == run_dir.name and body["status"] == "hung", body
+        assert f"train.py line {SLEEP_LINE}" in body["cause"], body["cause"]
+        assert record(run_dir)["status"] == "running"
+    finally:
+        assert cli("stop", "--now", run_dir.name, runs_dir=runs_dir).returncode == 0
+    wait_until_ended(run_dir)
+    assert len(server.received) == 1

@@ -15,6 +15,7 @@ import os
 import signal
 import socket
 import subprocess
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -369,6 +370,7 @@ class Supervisor:
         log(f"{said[0]} (on_hang = {self.on_hang}); taking every rank's stacks")
         self.hang_cause = self.hang_stacks(said[0].removeprefix("hung? "))
         self.update(hang={"since": verdict.since, "ranks": [s.rank for s in verdict.stalled], "cause": self.hang_cause})
+        self.send_hang_word()
         if self.on_hang == "kill":
             self.end_hung("on_hang = \"kill\"")
         elif self.on_hang == "stop":
@@ -377,6 +379,16 @@ class Supervisor:
             log(f"on_hang = \"stop\": asking the ranks to save and stop; ended as hung if they cannot within "
                 f"{self._stop_wait:.0f}s")
             self.request_stop()
+
+    def send_hang_word(self) -> None:
+        """[notify] word of the hang (`on` lists "hung"), with the digest as its cause, from a thread of its own:
+        a webhook that hangs too never holds the supervisor."""
+        from tuitrain.notify import notify_end
+        from tuitrain.runs.events import progress, read_events
+
+        hung = {**self.record, "status": "hung", "error": self.hang_cause}
+        threading.Thread(target=notify_end, args=(hung, lambda: progress(read_events(self.paths.events)),
+                                                  str(self.paths.root)), daemon=True, name="hang-word").start()
 
     def hang_stacks(self, stalled: str) -> str:
         """Take every rank's stacks once (stacks/), and say the hang in one line with their digest."""
