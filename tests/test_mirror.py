@@ -165,3 +165,21 @@ def test_a_line_that_is_no_message_is_refused(line: bytes) -> None:
 
 def test_messages_round_trip() -> None:
     assert decode(encode("control", name="save-now")) == {"t": "control", "name": "save-now"}
+
+
+def test_flight_recorder_dumps_come_home_and_workers_stacks_stay(tmp_path: Path) -> None:
+    """A rank's NCCL dump (logs/nccl-trace-rank-K) travels as its log does, so home's digest names it; a data loader
+    worker's stacks file (stacks/rank-K-worker-PID.txt, read on its machine) never breaks the mirror."""
+    node, home = node_and_home(tmp_path)
+    files = NodeFiles(node, 1)
+    node.logs.mkdir(exist_ok=True)
+    node.stacks.mkdir()
+    dump = bytes(range(256)) * 4000  # a pickle of about 1 MiB: several chunks
+    (node.logs / "nccl-trace-rank-3").write_bytes(dump)
+    (node.stacks / "rank-3-worker-4242.txt").write_text("Thread 0x2:\n")
+    (node.stacks / "rank-3-worker-4242.json").write_text('{"rank": 3}')
+    node.rank_stacks(3).write_text("Thread 0x1:\n")
+    ship(files, home)
+    assert (home.logs / "nccl-trace-rank-3").read_bytes() == dump
+    assert home.rank_stacks(3).read_text() == "Thread 0x1:\n"
+    assert not list(home.stacks.glob("rank-3-worker-*"))

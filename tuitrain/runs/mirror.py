@@ -12,7 +12,9 @@ run as it reads a local one. Which files travel, and where they land, is decided
     heartbeats/rank-K.json → the same            (the rank's step and phase, tuitrain.runs.heartbeat: home judges
                                                   every machine's ranks for a hang; replaced whole when it changes)
     stacks/rank-K.txt    → the same              (the rank's stacks, taken on its machine: tuitrain.runs.stacks;
-                                                  replaced whole when it changes)
+                                                  replaced whole when it changes; its data loader workers' stay)
+    logs/nccl-trace-rank-K → the same            (the rank's NCCL flight recorder dump, written by PyTorch on a
+                                                  watchdog timeout: sent in chunks as the logs are)
     (judged, no file)    → heartbeats/machine-M-states.json  (rank → its process's state, for the ranks whose state
                                                   says why they do not move: stopped by SIGSTOP; tuitrain.runs.hang
                                                   reads it; sent when it changes, looked at every STATES_SECONDS)
@@ -41,7 +43,7 @@ from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.samples import samples_path
 
 _HOME_PATH = re.compile(r"(logs/rank-\d+\.(log|times)|logs/machine-\d+\.log|events\.jsonl|ranks/rank-\d+\.json"
-                        r"|heartbeats/rank-\d+\.json|heartbeats/machine-\d+-states\.json|stacks/rank-\d+\.txt"
+                        r"|heartbeats/rank-\d+\.json|heartbeats/machine-\d+-states\.json|stacks/rank-\d+\.txt|logs/nccl-trace-rank-\d+"
                         r"|machines/machine-\d+-(gpus|samples|manifest)\.json|machines/machine-\d+-git-\d+\.diff)\Z")
 
 
@@ -89,6 +91,8 @@ class NodeFiles:
         if self.paths.logs.is_dir():
             files += [(p, f"logs/{p.name}") for p in sorted(self.paths.logs.glob("rank-*.log"))]
             files += [(p, f"logs/{p.name}") for p in sorted(self.paths.logs.glob("rank-*.times"))]
+            files += [(p, f"logs/{p.name}") for p in sorted(self.paths.logs.glob("nccl-trace-rank-*"))
+                      if _HOME_PATH.match(f"logs/{p.name}")]
         if self.paths.machines.is_dir():  # written once, before the manifest that names them; up to 1 MiB: chunked
             files += [(p, f"machines/{p.name}")
                       for p in sorted(self.paths.machines.glob(f"machine-{self.machine_rank}-git-*.diff"))]
@@ -104,7 +108,7 @@ class NodeFiles:
                     break
                 out.append(encode_bytes("append", home, chunk))
         whole = [(p, f"{folder.name}/{p.name}") for folder, pattern in self._whole_folders if folder.is_dir()
-                 for p in sorted(folder.glob(pattern))]
+                 for p in sorted(folder.glob(pattern)) if _HOME_PATH.match(f"{folder.name}/{p.name}")]
         samples = samples_path(self.paths.root, self.machine_rank)
         whole.append((samples, f"machines/{samples.name}"))
         manifest = self.paths.machine_manifest(self.machine_rank)
