@@ -49,7 +49,8 @@ def cmd_stacks(args: argparse.Namespace) -> int:
     width = shutil.get_terminal_size((120, 24)).columns
     for line in columns([rank_block(s, summary["ranks"][str(r)]) for r, s in taken.items()], width):
         print(line)
-    print(f"every thread of each rank: {paths.stacks}/rank-K.txt")
+    if taken:  # an ended run's flight recorder lines come alone
+        print(f"every thread of each rank: {paths.stacks}/rank-K.txt")
     print("digest")
     for line in summary["lines"]:
         print(f"  {line}")
