@@ -94,3 +94,57 @@ def test_a_mirror_goes_on_from_what_the_cache_holds_and_a_missing_run_is_one_lin
     finally:
         mirror.stop(wait=patient(10))
     wait_for(lambda: not tuitrain_processes(boxes, "workstations", "--mirror"), 60, "no mirror left on node1")
+
+
+def test_enter_on_a_boxs_run_opens_its_monitor_and_its_stop_stops_it_there(
+        hosts: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from test_tui_app import make_app, run, until
+    from test_tui_fixtures import make_runs
+    from test_tui_home_table import shown_ids
+    from test_workstations import kill_every_sshd, settings
+    from tuitrain.runs.layout import RunPaths
+    from tuitrain.runs.record import read_record
+    from tuitrain.tui.screens.monitor import MonitorScreen
+
+    make_runs(tmp_path / "runs")
+    monkeypatch.setenv("TUITRAIN_CONFIG", str(settings(tmp_path, hosts)))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    run_id = started(hosts, tmp_path, "node1", *LONG)
+    there = tmp_path / "node1-runs" / run_id
+    app = make_app(tmp_path)
+
+    def status_there() -> str:
+        return str(read_record(RunPaths(there)).get("status"))
+
+    async def script(pilot: Any) -> None:
+        await until(pilot, lambda: f"node1:{run_id}" in shown_ids(app), 60, what="node1's run in Home")
+        app.screen.query_one("#runs").move_cursor(row=shown_ids(app).index(f"node1:{run_id}"))
+        await pilot.press("enter")
+        monitor = await until(pilot, lambda: isinstance(app.screen, MonitorScreen) and app.screen, 60,
+                              what="the remote run's monitor")
+        assert monitor.run_dir == tmp_path / "cache" / "tuitrain" / "workstations" / "node1" / run_id
+        assert monitor.query_one("#title").text.endswith(" · on node1"), monitor.query_one("#title").text
+        header = monitor.query_one("#header")
+        await until(pilot, lambda: "step 0/" not in header.text and "running" in header.text, 180,
+                    what="the run's steps in the monitor")
+        await until(pilot, lambda: monitor.run_watch.ranks[0].size > 0, 60, what="its log")
+        await pilot.press("s")
+        await until(pilot, lambda: status_there() == "stopped", 300, what="the run stopped on node1")
+        await until(pilot, lambda: "stopped" in header.text, 30, what="the monitor saying it stopped")
+        assert list((there / "output").glob("checkpoint-*")), "the stop saved a checkpoint there"
+        assert not (monitor.run_dir / "control").exists(), "nothing asked of the cache"
+
+        kill_every_sshd(hosts, "node1")  # the box goes silent: said in the monitor, which goes on
+        await until(pilot, lambda: "node1: " in header.text, 10, what="node1 unreachable in the monitor")
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, MonitorScreen), what="back home")
+
+    try:
+        run(script, app, size=(120, 30), notifications=True)
+    finally:
+        if hosts["node1"].sshd is None:
+            hosts.start_sshd("node1")
+        if status_there() not in ("stopped", "finished", "failed", "killed", "lost"):
+            on_host(hosts, tmp_path, "node1", "stop", run_id, "--now")
+    wait_for(lambda: not tuitrain_processes(tmp_path, "workstations", "--mirror"), 60, "no mirror left on node1")
+    wait_for(lambda: not tuitrain_processes(tmp_path, "workstations", "--stream"), 60, "no stream left on node1")

@@ -255,36 +255,56 @@ def cmd_stream(args: argparse.Namespace) -> int:
 
 def cmd_mirror(args: argparse.Namespace) -> int:
     """One run of this box, mirrored to the app of another box that monitors it over ssh (`run_mirror.serve`): its
-    files as they grow, and its checkpoints as this box sees them, until its stdin closes. A run it cannot find is
-    one line."""
+    files as they grow, its record and checkpoints as this box sees them, until its stdin closes. A run it cannot
+    find is one line."""
     from tuitrain import __version__
-    from tuitrain.remote.run_mirror import CHECKPOINTS, FolderFiles, serve
+    from tuitrain.remote.run_mirror import FolderFiles, serve
     from tuitrain.remote.runs_stream import HOME_SILENCE_SECONDS
     from tuitrain.runs.catalog import find_run
-    from tuitrain.runs.checkpoints import run_checkpoints
-    from tuitrain.runs.record import RunRecordError, read_record
 
     paths = find_run(args.runs_root, args.mirror)
-    looked: dict[str, Any] = {}
-
-    def checkpoints() -> dict[str, bytes]:
-        """Looked at when run.json or the checkpoint count changes, else every 5 s (as a monitor does)."""
-        import time
-
-        try:
-            record = read_record(paths)
-        except (OSError, RunRecordError):
-            return {}
-        now = time.monotonic()
-        if looked.get("status") == record.get("status") and now - looked.get("at", 0.0) < 5.0:
-            return {CHECKPOINTS: looked["data"]}
-        found = [c.to_dict() for c in run_checkpoints(record)]
-        looked.update(status=record.get("status"), at=now, data=json.dumps(found).encode())
-        return {CHECKPOINTS: looked["data"]}
-
     home_silence = None if sys.stdin.isatty() else HOME_SILENCE_SECONDS
-    return serve(FolderFiles(paths.root, extra=checkpoints), __version__, sys.stdout.buffer, sys.stdin.buffer,
+    return serve(FolderFiles(paths.root, extra=viewer_files(paths)), __version__, sys.stdout.buffer, sys.stdin.buffer,
                  home_silence=home_silence)
+
+
+LOOK_SECONDS = 5.0  # how often a live run's checkpoints (and whether its supervisor lives) are looked at again
+
+
+def viewer_files(paths: Any) -> Callable[[], dict[str, bytes]]:
+    """What a viewer on another box needs that is no file here as it is: the record as this box judges it
+    (`lost` when its supervisor is gone; no process ids, which name no process there) and the checkpoints as
+    `runs.checkpoints` finds them. Looked at again when run.json changes, else every LOOK_SECONDS."""
+    import os
+    import time
+
+    from tuitrain.remote.run_mirror import CHECKPOINTS, RECORD
+    from tuitrain.runs.checkpoints import run_checkpoints
+    from tuitrain.runs.liveness import effective_status
+    from tuitrain.runs.record import RunRecordError, read_record
+
+    looked: dict[str, Any] = {"stamp": None, "at": 0.0, "files": {}}
+
+    def files() -> dict[str, bytes]:
+        try:
+            stamp = os.stat(paths.record).st_mtime_ns
+        except OSError:
+            return looked["files"]
+        now = time.monotonic()
+        if stamp == looked["stamp"] and now - looked["at"] < LOOK_SECONDS:
+            return looked["files"]
+        try:
+            record = dict(read_record(paths))
+        except (OSError, RunRecordError):
+            return looked["files"]
+        seen = {key: value for key, value in record.items() if key not in ("processes", "pids")}
+        seen["status"] = effective_status(record)
+        looked.update(stamp=stamp, at=now, files={
+            RECORD: json.dumps(seen, indent=2).encode(),
+            CHECKPOINTS: json.dumps([c.to_dict() for c in run_checkpoints(record)]).encode()})
+        return looked["files"]
+
+    return files
 
 
 @contextlib.contextmanager

@@ -35,8 +35,10 @@ BEAT_SECONDS = 2.0  # the box says something at least this often
 WHOLE_LIMIT = 4 * 1024 * 1024  # a whole file bigger than this is not sent (a viewer needs none that big)
 # what of a run's folder a viewer reads (runs.layout's names), relative to it: appended files travel as they grow
 APPENDED = ("events.jsonl", "logs/*.log", "logs/*.times")
-WHOLE = ("run.json", "profile.toml", "ranks/*.json", "heartbeats/*.json", "stacks/*.txt", "stacks/*.json",
+WHOLE = ("profile.toml", "ranks/*.json", "heartbeats/*.json", "stacks/*.txt", "stacks/*.json",
          "machines/*.json")
+RECORD = "run.json"  # made there for a viewer elsewhere: its status as the box judges it, no process ids (the
+# cache's processes are no processes of this machine)
 CHECKPOINTS = ".mirror/checkpoints.json"  # the box's own look at the run's checkpoints (the cache holds no weights)
 
 
@@ -44,7 +46,7 @@ def mirrored(relative: str) -> bool:
     """Whether a path (relative to a run's folder) is one the mirror carries; anything else is refused here."""
     if relative.startswith("/") or ".." in relative.split("/"):
         return False
-    return relative == CHECKPOINTS or any(fnmatch.fnmatchcase(relative, p) for p in (*APPENDED, *WHOLE))
+    return relative in (RECORD, CHECKPOINTS) or any(fnmatch.fnmatchcase(relative, p) for p in (*APPENDED, *WHOLE))
 
 
 def cache_root() -> Path:
@@ -261,3 +263,60 @@ class RunMirror(RunsStream):
             self.problem = None  # heard again
             self.on_mirror(MirrorNews(self.station.host, self.run_id))
         return None
+
+
+def mirror_of(run_dir: Path, on_news: Callable[[MirrorNews], None]) -> tuple[RunMirror | None, str | None]:
+    """The mirror that keeps `run_dir` fresh when it is another workstation's run (not started), or why there is
+    none (a host no longer in the settings); (None, None) for a run of this machine."""
+    from tuitrain import __version__
+    from tuitrain.remote.workstations import find, workstations
+    from tuitrain.user_config import UserConfigError
+
+    found = mirrored_run(run_dir)
+    if found is None:
+        return None, None
+    host, run_id = found
+    try:
+        station = find(host, workstations())
+    except UserConfigError as exc:
+        return None, str(exc)
+    return RunMirror(station, __version__, run_id, Path(run_dir), on_news), None
+
+
+def fetch(host: str, run_id: str, timeout: float = 40.0) -> tuple[Path, str | None]:
+    """Another workstation's run mirrored here until its record is (a monitor opens on it; its own mirror goes on
+    from there): its cache folder, and why not (one line) when it cannot be. At once when the cache has it."""
+    cache = cache_dir(host, run_id)
+    if (cache / RECORD).is_file():
+        return cache, None
+    done = threading.Event()
+    said: list[str] = []
+
+    def heard(news: MirrorNews) -> None:
+        if news.problem:
+            said.append(news.problem)
+        if news.problem or (cache / RECORD).is_file():
+            done.set()
+
+    mirror, problem = mirror_of(cache, heard)
+    if mirror is None:
+        return cache, problem or f"{host}: not a workstation of the settings"
+    mirror.start()
+    try:
+        done.wait(timeout)
+    finally:
+        mirror.stop()
+    if (cache / RECORD).is_file():
+        return cache, None
+    return cache, said[0] if said else f"{host}: sent nothing of {run_id} in {timeout:g} s; check `ssh {host} true`"
+
+
+def read_checkpoints(run_dir: Path) -> list[dict[str, Any]]:
+    """The checkpoints of another workstation's run as the box last saw them (`runs.checkpoints`' to_dict each)."""
+    import json
+
+    try:
+        found = json.loads((Path(run_dir) / CHECKPOINTS).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    return [c for c in found if isinstance(c, dict)] if isinstance(found, list) else []

@@ -42,12 +42,17 @@ def run_request(app: Any, run_dir: Path, what: str) -> None:
     job's is cancelled when it does not end in time), each of its steps said in a toast; quitting the app gives up
     any wait (the request stays)."""
     from tuitrain.backends import for_run
+    from tuitrain.remote.run_mirror import mirrored_run
     from tuitrain.runs.control import ControlError, request
     from tuitrain.runs.layout import RunPaths
     from tuitrain.runs.record import RunRecordError, read_record
 
     paths = RunPaths(Path(run_dir))
     title = {"terminate": "Stop now"}.get(what, what.capitalize())
+    elsewhere = mirrored_run(run_dir)
+    if elsewhere is not None:  # a viewer's copy of another workstation's run: the request goes to the box
+        remote_request(app, *elsewhere, what, title)
+        return
 
     def say(line: str) -> None:
         app.call_from_thread(app.notify, line, title=title)
@@ -63,3 +68,43 @@ def run_request(app: Any, run_dir: Path, what: str) -> None:
         return
     app.call_from_thread(app.notify, f"asked {Path(run_dir).name} to {REQUEST_WORDS[what]}", title=title)
     app.poke()
+
+
+REMOTE_ARGS = {"stop": ("stop",), "terminate": ("stop", "--now"), "save": ("save",), "evaluate": ("evaluate",)}
+REMOTE_SECONDS = 600.0  # a stop there waits for the run's checkpoint and end, as `tuitrain stop` does
+
+
+def remote_request(app: Any, host: str, run_id: str, what: str, title: str) -> None:
+    """A request for a run of another workstation, made there by its tuitrain as `tuitrain stop HOST:RUN` does
+    (`cli.workstations.cmd_remote`: the verb over ssh, through `Workstation.tuitrain`); what it printed last, or
+    why it failed, in one toast."""
+    from tuitrain.remote.workstations import find, problem_line, run_on, workstations
+    from tuitrain.user_config import UserConfigError
+
+    verb, *flags = REMOTE_ARGS[what]
+    app.call_from_thread(app.notify, f"asking {host}:{run_id} to {REQUEST_WORDS[what]}…", title=title)
+    try:
+        station = find(host, workstations())
+    except UserConfigError as exc:
+        app.call_from_thread(app.notify, str(exc), title=f"Cannot {what}", severity="warning")
+        return
+    done = run_on(station, [verb, run_id, *flags], REMOTE_SECONDS)
+    problem = problem_line(station, done)
+    if problem:
+        app.call_from_thread(app.notify, problem, title=f"Cannot {what}", severity="warning", timeout=15)
+        return
+    said = [line for line in done.stdout.splitlines() if line.strip()]
+    app.call_from_thread(app.notify, f"{host}: {said[-1] if said else f'{verb} {run_id} done'}", title=title)
+    app.poke()
+
+
+def elsewhere(run_dir: Path, command: str) -> str | None:
+    """For a run of another workstation, the command that does it there (`command`, with {host} and {run}): the
+    app does not do it there yet; None for a run of this machine."""
+    from tuitrain.remote.run_mirror import mirrored_run
+
+    found = mirrored_run(run_dir)
+    if found is None:
+        return None
+    host, run_id = found
+    return f"{run_id} runs on {host}: `{command.format(host=host, run=run_id)}` reaches it from a terminal"

@@ -502,10 +502,28 @@ class HomeScreen(Screen):
         self.query_one("#runs", DataTable).focus()
 
     def action_open_run(self) -> None:
+        entry = self.selected_entry()
+        if entry is not None and entry.host is not None and entry.row is not None:
+            self.open_remote_run(entry.host, entry.row.id)
+            return
         run_dir = self.run_dir_to_act_on()
         if run_dir is None:
             return
         self.app.open_run(run_dir)
+
+    @work(thread=True, exclusive=True, group="open-remote", exit_on_error=False)
+    def open_remote_run(self, host: str, run_id: str) -> None:
+        """Another workstation's run: mirrored into its cache folder here until its record is (remote.run_mirror),
+        then its monitor opens on that folder (the monitor's own mirror keeps it fresh)."""
+        from tuitrain.remote.run_mirror import cache_dir, fetch
+
+        if not (cache_dir(host, run_id) / "run.json").is_file():
+            self.app.call_from_thread(self.notify, f"fetching {run_id} from {host}…", title=host)
+        run_dir, problem = fetch(host, run_id)
+        if problem:
+            self.app.call_from_thread(self.notify, problem, title=host, severity="warning", timeout=15)
+        elif self.is_attached and self.app.screen is self:
+            self.app.call_from_thread(self.app.open_run, run_dir)
 
     def action_run_profile(self) -> None:
         from tuitrain.tui.screens.launch import LaunchScreen

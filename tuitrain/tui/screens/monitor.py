@@ -27,7 +27,7 @@ from tuitrain.runs.live import RunWatch
 from tuitrain.runs.logfile import TRACEBACK
 from tuitrain.runs.record import FINAL_STATUSES
 from tuitrain.slurm.state import job_id as slurm_job_id
-from tuitrain.tui.actions import run_request, wait_or_cancel
+from tuitrain.tui.actions import elsewhere, run_request, wait_or_cancel
 from tuitrain.tui.format import bar, short_metric, status_text
 from tuitrain.tui.machines import Machine, machine_of_rank, machines_line, run_machines, this_host
 from tuitrain.tui.widgets.checkpoints import CheckpointList
@@ -41,6 +41,7 @@ from tuitrain.tui.widgets.text_line import TextLine
 if TYPE_CHECKING:
     from textual import getters
 
+    from tuitrain.remote.run_mirror import MirrorNews
     from tuitrain.runs.lineage import Lineage
     from tuitrain.tui.app_api import TuitrainAppApi
 
@@ -123,11 +124,17 @@ class MonitorScreen(Screen):
         self.hang_digest: str | None = None  # the digest of the stacks taken during this hang (stacks/digest.json)
         self.hang_names: dict[int, str] = {}  # rank -> its process ("pid P on HOST"), for what a stop waits for
         self._hang_at = 0.0
+        # another workstation's run: a cache folder kept fresh by its mirror (remote.run_mirror), its host named
+        from tuitrain.remote.run_mirror import mirror_of, mirrored_run
+
+        self.host = (mirrored_run(self.run_dir) or (None, None))[0]
+        self.mirror, self.mirror_problem = mirror_of(self.run_dir, self._mirror_news)
 
     # ------------------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
         w = self.run_watch
-        yield TextLine(f"run {w.paths.id} · profile {w.record.get('profile')}", classes="title-bar", id="title")
+        on = f" · on {self.host}" if self.host else ""
+        yield TextLine(f"run {w.paths.id} · profile {w.record.get('profile')}{on}", classes="title-bar", id="title")
         yield TextLine("", id="header")
         with SteadyTabbedContent(id="tabs"):
             with TabPane("All ranks", id="tab-all"):
@@ -151,6 +158,8 @@ class MonitorScreen(Screen):
         yield KeyBar()
 
     def on_mount(self) -> None:
+        if self.mirror is not None:
+            self.mirror.start()
         self._log_views = list(self.query(LogView))
         self._ready = True
         self.runs_polled(getattr(self.app, "rows", None) or [])
@@ -161,11 +170,29 @@ class MonitorScreen(Screen):
         self.query_one("#log-all", LogView).focus()
 
     def on_unmount(self) -> None:
+        if self.mirror is not None:
+            self.mirror.stop()
         self.run_watch.close()
         for log in self.machine_logs:
             log.close()
 
     # ------------------------------------------------------------------------------ data
+    def _mirror_news(self, news: MirrorNews) -> None:
+        """The mirror's thread: the box heard again (None), or why not; the header says it on its next second."""
+        self.mirror_problem = news.problem
+
+    def poll_mirrored_checkpoints(self) -> bool:
+        """Another workstation's run: its checkpoints as the box sees them (the cache holds none)."""
+        from tuitrain.remote.run_mirror import read_checkpoints
+        from tuitrain.runs.checkpoints import Checkpoint
+
+        found = [Checkpoint(**{**c, "path": Path(c["path"]), "missing": tuple(c.get("missing") or ())})
+                 for c in read_checkpoints(self.run_dir)]
+        if found == self.run_watch.checkpoints:
+            return False
+        self.run_watch.checkpoints = found
+        return True
+
     @work(thread=True, exclusive=True, group="monitor", exit_on_error=False)
     def follow_run(self) -> None:
         from tuitrain.runs.lineage import read_lineage
@@ -173,6 +200,8 @@ class MonitorScreen(Screen):
         self.lineage = read_lineage(self.run_watch.paths, self.run_watch.record)  # ancestors have ended: read once
         while True:
             changed = self.run_watch.poll()
+            if self.mirror is not None:
+                changed |= self.poll_mirrored_checkpoints()
             if self.machines:
                 changed |= self.poll_machines()
             changed |= self.poll_hang()
@@ -343,6 +372,8 @@ class MonitorScreen(Screen):
             lines.append(Text(str(record["error"]), style="red" if status != "killed" else "magenta", no_wrap=True))
         if self.machines:
             lines.append(Text.assemble(("machines  ", "bold"), machines_line(self.machines), no_wrap=True))
+        if self.mirror_problem:  # another workstation's run, its box not heard: what is shown may be old
+            lines.append(Text(self.mirror_problem, style="red", no_wrap=True))
         width = max(10, self.size.width - 2)
         for line in lines:
             line.truncate(width, overflow="ellipsis")
@@ -604,6 +635,13 @@ class MonitorScreen(Screen):
         self.app.push_screen(ConfirmScreen(f"Kill run {self.run_watch.paths.id}?\nEvery process ends now: no checkpoint "
                                            "is saved (SIGTERM, then SIGKILL).", yes="Kill"), answered)
 
+    def _elsewhere(self, command: str) -> bool:
+        """Another workstation's run, for what the app does not do there yet: said how to, True."""
+        said = elsewhere(self.run_dir, command)
+        if said:
+            self.notify(said, title=str(self.host), timeout=10)
+        return said is not None
+
     def _request(self, what: str) -> None:
         self.run_worker(lambda: run_request(self.app, self.run_dir, what), thread=True, group="control",
                         exit_on_error=False)
@@ -612,6 +650,8 @@ class MonitorScreen(Screen):
         """Every rank's stacks and their digest, taken in the stacks screen's worker."""
         from tuitrain.tui.screens.stacks import StacksScreen
 
+        if self._elsewhere("tuitrain stacks {host}:{run}"):
+            return
         if self.run_watch.status in FINAL_STATUSES:
             self.notify(f"run {self.run_watch.paths.id} has ended ({self.run_watch.status}): no stacks to take",
                         severity="warning")
@@ -633,6 +673,8 @@ class MonitorScreen(Screen):
         """The resume dialog: the selected checkpoint (Checkpoints tab) or the latest, and --set overrides."""
         from tuitrain.tui.screens.resume import ResumeScreen
 
+        if self._elsewhere("tuitrain resume {host}:{run}"):
+            return
         if self.run_watch.status not in FINAL_STATUSES:
             self.notify(f"run {self.run_watch.paths.id} is still {self.run_watch.status}; stop it first (s)", severity="warning")
             return
@@ -647,6 +689,8 @@ class MonitorScreen(Screen):
         from tuitrain.tui.screens.export import ExportChoice, ExportScreen
         from tuitrain.tui.widgets.checkpoints import best_checkpoint
 
+        if self._elsewhere("ssh {host} tuitrain export {run}"):
+            return
         w = self.run_watch
         complete = {c.path: c for c in w.checkpoints if c.complete}
         last = latest_complete(list(complete.values()))
