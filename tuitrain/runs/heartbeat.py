@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from tuitrain.atomic import read_json
@@ -39,16 +40,21 @@ def beat_from(data: Any) -> Beat | None:
         return None
 
 
+def heartbeat_folders(paths: RunPaths) -> list[Path]:
+    """Where a run's ranks keep their heartbeats: its own heartbeats/ (every rank of a local run, and of a run over
+    SSH once mirrored home) and each Slurm node M > 0's, in its own folder on the shared filesystem (RunPaths.nodes)."""
+    return [node.heartbeats for node in paths.nodes().values()]
+
+
 def read_beats(paths: RunPaths) -> dict[int, Beat]:
-    """rank -> its last heartbeat (a rank that never beat is absent)."""
+    """rank -> its last heartbeat (a rank that never beat is absent), from every folder of heartbeat_folders."""
     beats: dict[int, Beat] = {}
-    if not paths.heartbeats.is_dir():
-        return beats
-    for file in paths.heartbeats.glob("rank-*.json"):
-        try:
-            beat = beat_from(read_json(file))
-        except (OSError, ValueError):
-            continue  # replaced as we read it: the next look reads it
-        if beat is not None:
-            beats[beat.rank] = beat
+    for folder in heartbeat_folders(paths):
+        for file in folder.glob("rank-*.json") if folder.is_dir() else ():
+            try:
+                beat = beat_from(read_json(file))
+            except (OSError, ValueError):
+                continue  # replaced as we read it: the next look reads it
+            if beat is not None:
+                beats[beat.rank] = beat
     return beats

@@ -148,3 +148,14 @@ class RunPaths:
     def node(self, machine_rank: int) -> RunPaths:
         """A Slurm run's node M > 0 keeps its own record, control and ranks here (node 0 uses the run's own)."""
         return self if machine_rank == 0 else RunPaths(self.root / "nodes" / f"machine-{machine_rank}")
+
+    def nodes(self) -> dict[int, RunPaths]:
+        """Every node that keeps files in this run directory, by machine rank: node 0 (the run's own folders), then
+        each Slurm node M > 0 whose folder exists (`node`)."""
+        found = {0: self}
+        folder = self.root / "nodes"
+        for path in folder.glob("machine-*") if folder.is_dir() else ():
+            rank = path.name.removeprefix("machine-")
+            if rank.isdigit() and int(rank) > 0 and self.node(int(rank)).root == path:
+                found[int(rank)] = self.node(int(rank))
+        return dict(sorted(found.items()))
