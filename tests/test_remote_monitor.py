@@ -134,6 +134,19 @@ def test_enter_on_a_boxs_run_opens_its_monitor_and_its_stop_stops_it_there(
         assert list((there / "output").glob("checkpoint-*")), "the stop saved a checkpoint there"
         assert not (monitor.run_dir / "control").exists(), "nothing asked of the cache"
 
+        await pilot.press("escape")  # closing the monitor ends its mirror there
+        await until(pilot, lambda: not isinstance(app.screen, MonitorScreen), what="back home")
+        await until(pilot, lambda: not tuitrain_processes(tmp_path, "workstations", "--mirror"), 60,
+                    what="no mirror left on node1 once the monitor closed")
+
+        await pilot.press("enter")  # again: at once on the cache, its mirror started anew
+        monitor = await until(pilot, lambda: isinstance(app.screen, MonitorScreen) and app.screen, 30,
+                              what="the remote run's monitor again")
+        header = monitor.query_one("#header")
+        await until(pilot, lambda: tuitrain_processes(tmp_path, "workstations", "--mirror", run_id), 60,
+                    what="its mirror on node1")
+        await until(pilot, lambda: "stopped" in header.text, 30, what="the stopped run")
+        assert "node1: " not in header.text, header.text
         kill_every_sshd(hosts, "node1")  # the box goes silent: said in the monitor, which goes on
         await until(pilot, lambda: "node1: " in header.text, 10, what="node1 unreachable in the monitor")
         await pilot.press("escape")

@@ -413,7 +413,8 @@ class MonitorScreen(Screen):
 
         w = self.run_watch
         self._gpus_of = self.app.hardware_view
-        panel = run_panel(self._gpus_of, w.record, w.paths.id, live=w.status not in FINAL_STATUSES,
+        here = self._gpus_of if self.host is None else None  # another box's run: none of this machine's GPUs
+        panel = run_panel(here, w.record, w.paths.id, live=w.status not in FINAL_STATUSES,
                           machines=self.machines, samples=self.machine_samples, run_dir=w.paths.root,
                           now=self.app.clock())
         self._samples_changed = False
