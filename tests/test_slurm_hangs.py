@@ -9,10 +9,18 @@ The real job is tests/test_hangs.py's script on the namespace hosts node1 and no
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import threading
 from pathlib import Path
+from typing import Any
 
+import psutil
+
+from conftest import wait_for
 from tuitrain.runs.hang import run_hang
-from tuitrain.runs.layout import PHASE_STEP, RunPaths
+from tuitrain.runs.layout import CONTROL_STACKS, PHASE_STEP, RunPaths
+from tuitrain.runs.stacks import answer_stacks_request, gather
 
 # -- a run directory made here --------------------------------------------------------------------------------------
 
@@ -32,3 +40,66 @@ def test_a_slurm_node_s_heartbeats_are_judged_at_home(tmp_path: Path) -> None:
     assert verdict is not None and verdict.hung, verdict
     assert [(s.rank, s.since) for s in verdict.stalled] == [(1, 900.0)]
     assert list(paths.nodes()) == [0, 1] and paths.node(1).nodes() == {0: paths.node(1)}
+
+
+RANK = '''
+import sys
+import time
+from pathlib import Path
+
+from tuitrain.engine.rank_io import register_stacks_dump
+
+register_stacks_dump(Path(sys.argv[1]), int(sys.argv[2]))
+print("ready", flush=True)
+time.sleep(3600)  # where the rank is
+'''
+
+
+def test_tuitrain_stacks_asks_every_node_s_supervisor_through_the_run_directory(tmp_path: Path) -> None:
+    """A job supervised elsewhere: each node's rank writes its stacks into its node's folder when that node's
+    supervisor (here a thread answering as SlurmSupervisor.tick does) finds the request; a node that is not there
+    is named."""
+    paths = RunPaths(tmp_path / "run")
+    script = tmp_path / "rank.py"
+    script.write_text(RANK)
+    ranks = []
+    for rank in (0, 1):
+        paths.node(rank).root.mkdir(parents=True, exist_ok=True)
+        proc = subprocess.Popen([sys.executable, str(script), str(paths.node(rank).root), str(rank)],
+                                stdout=subprocess.PIPE, text=True)
+        assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+        wait_for(lambda pid=proc.pid: psutil.Process(pid).status() == psutil.STATUS_SLEEPING, 30, "the rank to sleep")
+        ranks.append(proc)
+    done = threading.Event()
+
+    def supervise(node: RunPaths, rank: int, pid: int) -> None:
+        while not done.is_set():
+            answer_stacks_request(node, {"processes": {f"rank {rank}": pid}})
+            done.wait(0.05)
+
+    supervisors = [threading.Thread(target=supervise, args=(paths.node(r), r, p.pid), daemon=True)
+                   for r, p in enumerate(ranks)]
+    for thread in supervisors:
+        thread.start()
+    job: dict[str, Any] = {"status": "running", "slurm": {"job_id": "7", "host": "another-host"}}
+    try:
+        taken, summary = gather(paths, job)
+        assert sorted(taken) == [0, 1] and all(s.how == "faulthandler" for s in taken.values()), taken
+        line = next(i for i, text in enumerate(RANK.splitlines(), 1) if "# where the rank is" in text)
+        assert summary["ranks"] == {str(r): f"in your script, rank.py line {line} `time.sleep(…)`" for r in (0, 1)}
+        for rank in (0, 1):  # kept here, where `tuitrain stacks` names them, and in the node's own folder
+            assert "most recent call first" in paths.rank_stacks(rank).read_text()
+            assert "most recent call first" in paths.node(rank).rank_stacks(rank).read_text()
+            assert not paths.node(rank).control_request(CONTROL_STACKS).exists()
+
+        paths.node(2).root.mkdir(parents=True)  # a node with no supervisor to answer
+        from tuitrain.runs import stacks
+
+        taken, problems = stacks.nodes_stacks(paths, paths.nodes(), timeout=1.0)
+        assert sorted(taken) == [0, 1] and problems == ["node 2: its supervisor did not answer within 1s"], problems
+        assert not paths.node(2).control_request(CONTROL_STACKS).exists()  # taken back
+    finally:
+        done.set()
+        for proc in ranks:
+            proc.kill()
+            proc.wait()

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from tuitrain.backends.base import Backend
 from tuitrain.launch.machines import has_machines
 from tuitrain.runs.kind import run_kind
+from tuitrain.runs.record import RunRecord
 
 if TYPE_CHECKING:
     from tuitrain.hardware import Hardware
@@ -37,7 +38,7 @@ def for_profile(data: Mapping[str, Any] | None, *, slurm: JobOptions | None = No
     return LocalBackend(hardware)
 
 
-def for_run(record: Mapping[str, Any], *, ssh_config: str | None = None, hardware: Hardware | None = None) -> Backend:
+def for_run(record: RunRecord, *, ssh_config: str | None = None, hardware: Hardware | None = None) -> Backend:
     """The backend of a run that exists (to resume or stop it): the one that started it."""
     kind = run_kind(record)
     if kind == "slurm":

@@ -17,6 +17,9 @@ CONTROL_REQUESTS = (CONTROL_SAVE, CONTROL_EVALUATE, CONTROL_STOP, CONTROL_TERMIN
 # no request: written by the supervisor before it ends processes itself, so a rank under Slurm (which takes SIGTERM
 # as Slurm's stop, tuitrain.runs.preemption) knows this SIGTERM is tuitrain's and ends at once
 CONTROL_ENDING = "ending"
+# no request to the ranks either: a node's supervisor that finds it in its control/ takes its own ranks' stacks into
+# its stacks/ and removes it (a Slurm job's nodes, asked through the shared run directory: tuitrain.runs.stacks)
+CONTROL_STACKS = "stacks"
 # what a rank's heartbeat says it is doing (heartbeats/rank-K.json): the slow phases (start-up, evaluating, saving,
 # after training) are judged apart from training steps by tuitrain.runs.hang
 PHASE_STARTING = "starting"  # from the rank's start to its first training step: model, data, process group
@@ -105,6 +108,11 @@ class RunPaths:
     @property
     def stacks_digest(self) -> Path:
         return self.stacks / "digest.json"
+
+    @property
+    def stacks_taken(self) -> Path:
+        """A node's answer to CONTROL_STACKS: its ranks' stacks as JSON (tuitrain.runs.stacks.stacks_json)."""
+        return self.stacks / "taken.json"
 
     @property
     def space_reserve(self) -> Path:

@@ -240,7 +240,7 @@ def queue_fields(folder: Path, gpus: tuple[int, ...], after: tuple[Dependency, .
     return {"queue": fields}
 
 
-def sweep_of(record: Mapping[str, Any]) -> str | None:
+def sweep_of(record: RunRecord) -> str | None:
     """The id of the sweep a run was queued in, or None."""
     queue = record.get("queue")
     sweep = queue.get("sweep") if isinstance(queue, Mapping) else None

@@ -55,7 +55,7 @@ def refresh_job(paths: RunPaths, record: RunRecord) -> RunRecord:
     return refresh(paths, record)
 
 
-def job_words(record: Mapping[str, Any]) -> str | None:
+def job_words(record: RunRecord) -> str | None:
     """The run's job as a refusal names it ("Slurm job 42"); None for a run no scheduler holds."""
     if run_kind(record) != "slurm":
         return None

@@ -4,7 +4,11 @@ Taken with `py-spy dump` where it is installed (it needs nothing of the rank), e
 rank's faulthandler writes stacks/rank-K.txt (tuitrain.engine.rank_io.register_stacks_dump). A stopped rank
 (SIGSTOP) answers no signal: it is named as stopped. The digest is one line a group of ranks at the same place,
 the ranks that are elsewhere first: "rank 1: in your script, train.py line 88 `time.sleep(…)`; rank 0: waiting in
-broadcast (collective.py:21 → distributed_c10d.py:2400)"."""
+broadcast (collective.py:21 → distributed_c10d.py:2400)".
+
+A rank on another machine is reached by that machine: over SSH through its node agent (machines_stacks); a Slurm
+job's nodes share the run directory, so each node's supervisor is asked there (CONTROL_STACKS in its node folder,
+nodes_stacks) and answers from its own tick (answer_stacks_request)."""
 
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import sysconfig
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -22,14 +27,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from tuitrain.atomic import write_json_atomic
+from tuitrain.atomic import read_json, write_json_atomic
 from tuitrain.runs.heartbeat import Beat
-from tuitrain.runs.layout import STACKS_SIGNAL, RunPaths
+from tuitrain.runs.layout import CONTROL_STACKS, STACKS_SIGNAL, RunPaths
 
 ANSWER_SECONDS = 5.0  # how long the ranks have to write their stacks
 SETTLED_SECONDS = 0.3  # a stacks file that has not grown for this long is complete
 PY_SPY_SECONDS = 10.0
 MACHINE_SECONDS = 60.0  # another machine's answer: ssh, then its ranks' (py-spy, or faulthandler)
+NODE_SECONDS = 20.0  # a node sharing the run directory (a Slurm job's): its supervisor's answer to CONTROL_STACKS
+NODE_POLL_SECONDS = 0.1
 FRAMES_SHOWN = 16  # of each rank's main thread in its block, innermost first; the files keep them all
 LIVE_STATUSES = ("running", "stopping", "starting")
 TUITRAIN_DIR = str(Path(__file__).resolve().parents[1])
@@ -250,8 +257,6 @@ def _workers_of(paths: RunPaths, rank: int, proc: Any) -> list[tuple[int, Any, P
     (tuitrain.engine.rank_io.register_worker_stacks_dump); the markers of workers that have ended are removed."""
     import psutil
 
-    from tuitrain.atomic import read_json
-
     try:
         children = {c.pid: c for c in proc.children(recursive=True)}
     except psutil.Error:
@@ -387,12 +392,65 @@ def machines_stacks(paths: RunPaths, record: Mapping[str, Any]) -> tuple[dict[in
         except (ValueError, TypeError, AttributeError) as exc:
             problems.append(f"{said}: {exc}")
             continue
-        paths.stacks.mkdir(parents=True, exist_ok=True)
-        for rank, stacks in got.items():
-            if stacks.text:
-                paths.rank_stacks(rank).write_text(stacks.text, encoding="utf-8")
-        taken.update(got)
+        taken.update(keep_stacks(paths, got))
     return taken, problems
+
+
+def keep_stacks(paths: RunPaths, got: Mapping[int, RankStacks]) -> Mapping[int, RankStacks]:
+    """Stacks another machine or node took, each rank's text kept in stacks/rank-K.txt here (where `tuitrain stacks`
+    names them)."""
+    paths.stacks.mkdir(parents=True, exist_ok=True)
+    for rank, stacks in got.items():
+        if stacks.text and _read(paths.rank_stacks(rank)) != stacks.text:
+            paths.rank_stacks(rank).write_text(stacks.text, encoding="utf-8")
+    return got
+
+
+# -- on every node of a job that shares the run directory (Slurm) ----------------------------------------------------
+
+def answer_stacks_request(paths: RunPaths, record: Mapping[str, Any]) -> bool:
+    """A node's supervisor, once a tick: when its control/ holds CONTROL_STACKS, take its own ranks' stacks (into its
+    stacks/), answer with them in stacks/taken.json, then remove the request. True when it answered."""
+    request = paths.control_request(CONTROL_STACKS)
+    if not request.exists():
+        return False
+    try:
+        answer = stacks_json(take_stacks(paths, record))
+    except Exception as exc:  # noqa: BLE001 — the asker is told there is nothing, never left waiting
+        answer = {}
+        print(f"tuitrain: could not take the stacks: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+    write_json_atomic(paths.stacks_taken, answer)
+    request.unlink(missing_ok=True)
+    return True
+
+
+def nodes_stacks(paths: RunPaths, nodes: Mapping[int, RunPaths],
+                 timeout: float = NODE_SECONDS) -> tuple[dict[int, RankStacks], list[str]]:
+    """The stacks of the ranks of `nodes` (machine rank -> its folder, RunPaths.nodes), nodes that share this run
+    directory on their filesystem: each node's supervisor is asked by CONTROL_STACKS in its control/ and answers
+    (answer_stacks_request), all at once; each rank's stacks are kept in stacks/rank-K.txt here too. And a line for
+    each node that did not answer within `timeout` (its request is taken back)."""
+    for node in nodes.values():
+        node.stacks_taken.unlink(missing_ok=True)
+        node.control.mkdir(parents=True, exist_ok=True)
+        node.control_request(CONTROL_STACKS).touch()
+    deadline = time.monotonic() + timeout
+    waiting = dict(nodes)
+    while waiting and time.monotonic() < deadline:
+        time.sleep(NODE_POLL_SECONDS)
+        waiting = {m: node for m, node in waiting.items() if node.control_request(CONTROL_STACKS).exists()}
+    taken: dict[int, RankStacks] = {}
+    problems = []
+    for machine, node in nodes.items():
+        if machine in waiting:
+            node.control_request(CONTROL_STACKS).unlink(missing_ok=True)
+            problems.append(f"node {machine}: its supervisor did not answer within {timeout:.0f}s")
+            continue
+        try:
+            taken.update(keep_stacks(paths, stacks_from_json(read_json(node.stacks_taken))))
+        except (OSError, ValueError, TypeError, AttributeError, KeyError) as exc:
+            problems.append(f"node {machine}: its answer could not be read ({exc})")
+    return dict(sorted(taken.items())), problems
 
 
 def mirrored_stacks(paths: RunPaths, beats: Iterable[Beat], states: Mapping[int, str]) -> tuple[dict[int, RankStacks],
@@ -455,10 +513,15 @@ def gather(paths: RunPaths, record: Mapping[str, Any]) -> tuple[dict[int, RankSt
         if trace_files(paths):  # an NCCL timeout ended it: what its ranks' flight recorders dumped still says why
             return {}, digest_data(paths, {})
         raise StacksError(f"run {paths.id} is {status}: only a live run has stacks to take")
-    taken = take_stacks(paths, record)
-    problems: list[str] = []
     from tuitrain.runs.kind import run_kind
+    from tuitrain.runs.scheduler import supervised_elsewhere
 
+    problems: list[str] = []
+    nodes = paths.nodes()
+    if supervised_elsewhere(record) or len(nodes) > 1:  # a Slurm job: each node's supervisor takes its own ranks'
+        taken, problems = nodes_stacks(paths, nodes)
+    else:
+        taken = take_stacks(paths, record)
     if run_kind(record) == "machines":  # a run over SSH: every machine's ranks, through its node agent
         elsewhere, problems = machines_stacks(paths, record)
         taken = dict(sorted({**taken, **elsewhere}.items()))
@@ -488,8 +551,6 @@ def rank_block(stacks: RankStacks, where: str) -> list[str]:
 
 
 def read_digest(paths: RunPaths) -> dict[str, Any] | None:
-    from tuitrain.atomic import read_json
-
     try:
         data = read_json(paths.stacks_digest)
     except (OSError, ValueError):

@@ -9,6 +9,9 @@ record in nodes/machine-M/ and writes its ranks' logs into the run's logs/ (each
 
 Stop requests arrive as the run's control files, as locally (`tuitrain stop`, or the batch script's trap of Slurm's
 time-limit warning); rank 0 decides for every rank.
+
+Every node's supervisor answers a request for its ranks' stacks (control/stacks in its own folder, written by
+`tuitrain stacks` or by node 0 on a hang: tuitrain.runs.stacks.nodes_stacks) from its tick.
 """
 
 from __future__ import annotations
@@ -148,7 +151,10 @@ class SlurmSupervisor(Supervisor):
         super()._on_signal(signum, frame)
 
     def tick(self) -> None:
+        from tuitrain.runs.stacks import answer_stacks_request
+
         self.publish_ranks()
+        answer_stacks_request(self.paths, self.record)  # `tuitrain stacks` (or node 0 on a hang) asked for its ranks'
 
     def publish_ranks(self) -> None:
         """Node M > 0: its ranks' records into the run's ranks/ (the viewers' list of ranks and hosts). They are

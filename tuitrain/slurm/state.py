@@ -102,7 +102,7 @@ def refresh(paths: RunPaths, record: RunRecord) -> RunRecord:
     return settle(paths, record, query([record]).get(job))
 
 
-def label(record: Mapping[str, Any], state: JobState | None) -> dict[str, Any] | None:
+def label(record: RunRecord, state: JobState | None) -> dict[str, Any] | None:
     """What viewers show of the job: {"job_id", "state", "reason", "label", "problem"}; None for a local run."""
     job = job_id(record)
     if job is None:

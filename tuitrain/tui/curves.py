@@ -15,6 +15,7 @@ from typing import Any, Mapping, Sequence
 from tuitrain.runs.events import parse_event
 from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.live import is_metric
+from tuitrain.runs.record import RunRecord
 from tuitrain.runs.tail import read_new_lines
 
 X_AXES = ("step", "epoch", "time")
@@ -74,7 +75,7 @@ def samples_per_step(run_dir: Path) -> float | None:
     try:
         paths = RunPaths(run_dir)
         args = json.loads(paths.training_args.read_text())
-        record = json.loads(paths.record.read_text())
+        record: RunRecord = json.loads(paths.record.read_text())
         samples = (int(args["per_device_train_batch_size"]) * int(args.get("gradient_accumulation_steps") or 1)
                    * int(record.get("num_processes") or 1))
     except (OSError, ValueError, KeyError, TypeError, AttributeError):

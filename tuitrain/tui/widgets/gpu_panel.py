@@ -14,6 +14,7 @@ from tuitrain.hardware.mapping import visible_gpus
 from tuitrain.hardware.na import NA, NaType
 from tuitrain.hardware.sampler import SampledView
 from tuitrain.humanize import duration, gib, gpu_memory, percent, size
+from tuitrain.runs.record import RunRecord
 from tuitrain.tui.format import bar
 
 if TYPE_CHECKING:
@@ -106,7 +107,7 @@ def remote_lines(out: Text, sample: Mapping[str, Any] | None, run_id: str, now: 
     out.append(line + "\n", style="dim")
 
 
-def run_panel(view: SampledView | None, record: Mapping[str, Any], run_id: str, live: bool,
+def run_panel(view: SampledView | None, record: RunRecord, run_id: str, live: bool,
               machines: "Sequence[Machine]" = (), samples: Mapping[int, Mapping[str, Any]] | None = None,
               now: float | None = None, run_dir: "Path | None" = None) -> Text:
     """The GPUs tab: the run's devices, its ranks, the host. A run on several machines shows what
@@ -143,7 +144,7 @@ RECORDED_CELLS = 40
 NO_SAMPLES = "this run kept no GPU/CPU samples"
 
 
-def _recorded(run_dir: "Path", record: Mapping[str, Any], live: bool) -> Text | None:
+def _recorded(run_dir: "Path", record: RunRecord, live: bool) -> Text | None:
     """What the run's samples say over its training time (all of them before it trains), and the hints."""
     from tuitrain.runs.samples import in_window, read_run_samples, training_window
     from tuitrain.runs.usage import is_script, summarise, training_settings, usage_hints
@@ -201,7 +202,7 @@ def _pct(value: float | None) -> str:
     return f"{value:3.0f}%" if value is not None else "N/A%"
 
 
-def _live_panel(view: SampledView | None, record: Mapping[str, Any], run_id: str, live: bool,
+def _live_panel(view: SampledView | None, record: RunRecord, run_id: str, live: bool,
                 machines: "Sequence[Machine]", samples: Mapping[int, Mapping[str, Any]] | None,
                 now: float | None) -> Text:
     out = Text()
@@ -216,7 +217,7 @@ def _live_panel(view: SampledView | None, record: Mapping[str, Any], run_id: str
     return out
 
 
-def _machine_cards(out: Text, view: SampledView, record: Mapping[str, Any], run_id: str, live: bool,
+def _machine_cards(out: Text, view: SampledView, record: RunRecord, run_id: str, live: bool,
                    machines: "Sequence[Machine]", samples: Mapping[int, Mapping[str, Any]] | None,
                    now: float | None) -> None:
     """One card a machine, by machine index (hostnames may be one for all): this machine's figures as sampled here,
