@@ -134,15 +134,26 @@ def test_enter_on_a_boxs_run_opens_its_monitor_and_its_stop_stops_it_there(
         assert list((there / "output").glob("checkpoint-*")), "the stop saved a checkpoint there"
         assert not (monitor.run_dir / "control").exists(), "nothing asked of the cache"
 
+        await pilot.press("R", "y")  # resumed there, its monitor in this one's place
+        resumed = await until(pilot, lambda: isinstance(app.screen, MonitorScreen) and app.screen is not monitor
+                              and app.screen, 300, what="the resumed run's monitor")
+        new_there = tmp_path / "node1-runs" / resumed.run_dir.name
+        assert resumed.host == "node1" and read_record(RunPaths(new_there)).get("parent") == run_id
+        await pilot.press("k", "y")  # killed there
+        await until(pilot, lambda: read_record(RunPaths(new_there)).get("status") == "killed", 120,
+                    what="the resumed run killed on node1")
+
         await pilot.press("escape")  # closing the monitor ends its mirror there
         await until(pilot, lambda: not isinstance(app.screen, MonitorScreen), what="back home")
         await until(pilot, lambda: not tuitrain_processes(tmp_path, "workstations", "--mirror"), 60,
                     what="no mirror left on node1 once the monitor closed")
 
+        app.screen.query_one("#runs").move_cursor(row=shown_ids(app).index(f"node1:{run_id}"))
         await pilot.press("enter")  # again: at once on the cache, its mirror started anew
         monitor = await until(pilot, lambda: isinstance(app.screen, MonitorScreen) and app.screen, 30,
                               what="the remote run's monitor again")
         header = monitor.query_one("#header")
+        assert monitor.run_dir.name == run_id
         await until(pilot, lambda: tuitrain_processes(tmp_path, "workstations", "--mirror", run_id), 60,
                     what="its mirror on node1")
         await until(pilot, lambda: "stopped" in header.text, 30, what="the stopped run")

@@ -98,6 +98,35 @@ def remote_request(app: Any, host: str, run_id: str, what: str, title: str) -> N
     app.poke()
 
 
+def remote_resume(app: Any, run_dir: Path, checkpoint: str) -> None:
+    """A new run on the box of another workstation's run, from `checkpoint` (`latest`, or a path there), started
+    there detached as `tuitrain resume HOST:RUN --checkpoint … --detach` does; its monitor then takes this one's
+    place (its files mirrored here first). Why not, in one toast."""
+    from tuitrain.remote.run_mirror import fetch, mirrored_run
+    from tuitrain.remote.workstations import find, problem_line, run_on, workstations
+    from tuitrain.tui.messages import RunStarted
+    from tuitrain.user_config import UserConfigError
+
+    found = mirrored_run(run_dir)
+    if found is None:
+        return
+    host, run_id = found
+    app.call_from_thread(app.notify, f"resuming {host}:{run_id} from {Path(checkpoint).name} there…", title="Resume")
+    try:
+        station = find(host, workstations())
+    except UserConfigError as exc:
+        app.call_from_thread(app.notify, str(exc), title="Cannot resume", severity="warning")
+        return
+    done = run_on(station, ["resume", run_id, "--checkpoint", checkpoint, "--detach"], REMOTE_SECONDS)
+    said = done.stdout.strip().splitlines()
+    problem = problem_line(station, done) or (None if said else f"{host}: `tuitrain resume` there printed no run id")
+    new_dir, problem = (None, problem) if problem else fetch(host, said[-1])
+    if problem or new_dir is None:
+        app.call_from_thread(app.notify, problem, title="Cannot resume", severity="warning", timeout=15)
+        return
+    app.post_message(RunStarted(str(new_dir), note=f"{host}:{said[-1]} started on {host}"))
+
+
 def elsewhere(run_dir: Path, command: str) -> str | None:
     """For a run of another workstation, the command that does it there (`command`, with {host} and {run}): the
     app does not do it there yet; None for a run of this machine."""

@@ -674,15 +674,28 @@ class MonitorScreen(Screen):
         """The resume dialog: the selected checkpoint (Checkpoints tab) or the latest, and --set overrides."""
         from tuitrain.tui.screens.resume import ResumeScreen
 
-        if self._elsewhere("tuitrain resume {host}:{run}"):
-            return
         if self.run_watch.status not in FINAL_STATUSES:
             self.notify(f"run {self.run_watch.paths.id} is still {self.run_watch.status}; stop it first (s)", severity="warning")
             return
         tabs = self.query_one("#tabs", TabbedContent)
         chosen = self.selected_checkpoint() if tabs.active == "tab-checkpoints" else None
         checkpoint = str(chosen) if chosen is not None else "latest"
+        if self.host is not None:  # another workstation's run: resumed there, as `tuitrain resume HOST:RUN`
+            self._resume_there(checkpoint)
+            return
         self.app.push_screen(ResumeScreen(self.run_dir, checkpoint, self.app.launch_overrides))
+
+    def _resume_there(self, checkpoint: str) -> None:
+        from tuitrain.tui.actions import remote_resume
+        from tuitrain.tui.screens.confirm import ConfirmScreen
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.run_worker(lambda: remote_resume(self.app, self.run_dir, checkpoint), thread=True,
+                                group="control", exit_on_error=False)
+
+        self.app.push_screen(ConfirmScreen(f"Resume {self.host}:{self.run_watch.paths.id} on {self.host} from "
+                                           f"{Path(checkpoint).name}?\nA new run starts there.", yes="Resume"), answered)
 
     def action_export(self) -> None:
         """The export dialog (best, last or selected checkpoint; a folder), then `tuitrain export` in a worker."""
