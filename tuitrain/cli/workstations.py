@@ -269,6 +269,7 @@ def cmd_mirror(args: argparse.Namespace) -> int:
 
 
 LOOK_SECONDS = 5.0  # how often a live run's checkpoints (and whether its supervisor lives) are looked at again
+# (an ended run's: only when its run.json changes)
 
 
 def viewer_files(paths: Any) -> Callable[[], dict[str, bytes]]:
@@ -281,9 +282,9 @@ def viewer_files(paths: Any) -> Callable[[], dict[str, bytes]]:
     from tuitrain.remote.run_mirror import CHECKPOINTS, RECORD
     from tuitrain.runs.checkpoints import run_checkpoints
     from tuitrain.runs.liveness import effective_status
-    from tuitrain.runs.record import RunRecordError, read_record
+    from tuitrain.runs.record import FINAL_STATUSES, RunRecordError, read_record
 
-    looked: dict[str, Any] = {"stamp": None, "at": 0.0, "files": {}}
+    looked: dict[str, Any] = {"stamp": None, "at": 0.0, "ended": False, "files": {}}
 
     def files() -> dict[str, bytes]:
         try:
@@ -291,7 +292,7 @@ def viewer_files(paths: Any) -> Callable[[], dict[str, bytes]]:
         except OSError:
             return looked["files"]
         now = time.monotonic()
-        if stamp == looked["stamp"] and now - looked["at"] < LOOK_SECONDS:
+        if stamp == looked["stamp"] and (looked["ended"] or now - looked["at"] < LOOK_SECONDS):
             return looked["files"]
         try:
             record = dict(read_record(paths))
@@ -299,7 +300,7 @@ def viewer_files(paths: Any) -> Callable[[], dict[str, bytes]]:
             return looked["files"]
         seen = {key: value for key, value in record.items() if key not in ("processes", "pids")}
         seen["status"] = effective_status(record)
-        looked.update(stamp=stamp, at=now, files={
+        looked.update(stamp=stamp, at=now, ended=seen["status"] in FINAL_STATUSES, files={
             RECORD: json.dumps(seen, indent=2).encode(),
             CHECKPOINTS: json.dumps([c.to_dict() for c in run_checkpoints(record)]).encode()})
         return looked["files"]
