@@ -17,7 +17,10 @@ from typing import Any
 
 import psutil
 
-from conftest import wait_for
+from conftest import FINAL, cli, record, wait_for, wait_until_ended
+from slurm_cluster import TWO_NODES, Cluster
+from test_hangs import HANG_AFTER, SCRIPT, SLEEP_LINE
+from test_multinode import leftovers
 from tuitrain.runs.hang import run_hang
 from tuitrain.runs.layout import CONTROL_STACKS, PHASE_STEP, RunPaths
 from tuitrain.runs.stacks import answer_stacks_request, gather
@@ -103,3 +106,50 @@ def test_tuitrain_stacks_asks_every_node_s_supervisor_through_the_run_directory(
         for proc in ranks:
             proc.kill()
             proc.wait()
+
+
+# -- a real two-node job ---------------------------------------------------------------------------------------------
+
+def test_a_rank_asleep_on_node_2_is_found_hung_at_home_and_its_stacks_come_from_its_node(
+        slurm_two_nodes: Cluster, runs_dir: Path, tmp_path: Path) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "train.py").write_text(SCRIPT)
+    profile = project / "train.toml"
+    profile.write_text('[script]\npath = "train.py"\nargs = ["--hang_at", "5"]\n\n[hardware]\naccelerator = "cpu"\n\n'
+                       '[distributed]\nstrategy = "ddp"\nnum_machines = 2\nnetwork_interface = "net0"\n\n'
+                       f'[run]\nhang_after = {HANG_AFTER}\n')
+    submitted = cli("submit", str(profile), "--partition", TWO_NODES, "--time", "10", runs_dir=runs_dir, cwd=tmp_path)
+    assert submitted.returncode == 0, submitted.stdout + submitted.stderr
+    run = runs_dir / submitted.stdout.strip()
+    try:
+        # node 0's supervisor judges both nodes' heartbeats and takes every node's stacks once on the hang
+        kept = wait_for(lambda: (run / "stacks" / "digest.json").exists() or record(run)["status"] in FINAL, 300,
+                        "node 0's supervisor to find the hang and take the stacks")
+        assert kept is True and record(run)["status"] not in FINAL, (record(run), (run / "logs" / "launcher.log")
+                                                                      .read_text()[-3000:])
+        assert (run / "nodes" / "machine-1" / "heartbeats" / "rank-1.json").exists()
+        hang = wait_for(lambda: record(run).get("hang"), 60, "the hang in run.json")
+        assert sorted(hang["ranks"]) == [0, 1], hang
+        assert f"rank 1: in your script, train.py line {SLEEP_LINE} `time.sleep(…)`" in hang["cause"], hang
+        assert "rank 0: waiting in broadcast" in hang["cause"], hang
+
+        said = json.loads(cli("status", run.name, "--json", runs_dir=runs_dir).stdout)
+        assert said["hang"]["hung"] and {s["rank"] for s in said["hang"]["stalled"]} == {0, 1}, said["hang"]
+        listing = cli("runs", runs_dir=runs_dir).stdout
+        assert "hung?" in next(line for line in listing.splitlines() if line.startswith(run.name)), listing
+
+        shown = cli("stacks", run.name, runs_dir=runs_dir, timeout=120)
+        assert shown.returncode == 0, shown.stdout + shown.stderr
+        lines = shown.stdout.splitlines()
+        at = lines.index("digest")
+        assert lines[at + 1] == f"  rank 1: in your script, train.py line {SLEEP_LINE} `time.sleep(…)`", shown.stdout
+        assert lines[at + 2].startswith("  rank 0: waiting in broadcast ("), shown.stdout
+        assert "on_step_end train.py" in shown.stdout  # rank 1's block, from node 2
+        for rank in (0, 1):
+            assert "most recent call first" in (run / "stacks" / f"rank-{rank}.txt").read_text()
+        assert "most recent call first" in (run / "nodes" / "machine-1" / "stacks" / "rank-1.txt").read_text()
+    finally:
+        cli("stop", "--now", run.name, runs_dir=runs_dir, timeout=120)
+    wait_until_ended(run, 120)
+    wait_for(lambda: not leftovers(runs_dir), 60, "no process left on either host")

@@ -156,6 +156,24 @@ class SlurmSupervisor(Supervisor):
         self.publish_ranks()
         answer_stacks_request(self.paths, self.record)  # `tuitrain stacks` (or node 0 on a hang) asked for its ranks'
 
+    def hang_stacks(self, stalled: str) -> str:
+        """Node 0 of several: the hang's digest names every node's ranks, each other node's supervisor asked through
+        the shared run directory (runs.stacks.nodes_stacks) once this one has taken its own ranks'."""
+        others = {m: node for m, node in self.home.nodes().items() if m > 0}
+        if self.paths != self.home or not others:
+            return super().hang_stacks(stalled)
+        from tuitrain.runs.stacks import digest_text, nodes_stacks, take_stacks, write_digest
+
+        try:
+            taken = take_stacks(self.paths, self.record)
+            elsewhere, problems = nodes_stacks(self.paths, others)
+            digest = digest_text(write_digest(self.paths, {**taken, **elsewhere}, problems))
+        except Exception as exc:  # noqa: BLE001 — the hang is still said, without where the ranks are
+            log(f"could not take the stacks: {type(exc).__name__}: {exc}")
+            digest = ""
+        log(f"stacks: {digest or '(none)'}")
+        return f"hung: {stalled}" + (f"; {digest}" if digest else "")
+
     def publish_ranks(self) -> None:
         """Node M > 0: its ranks' records into the run's ranks/ (the viewers' list of ranks and hosts). They are
         kept apart on the node, where its supervisor reads them: another node's ranks are no processes of its."""
