@@ -172,3 +172,21 @@ def test_enter_on_a_boxs_run_opens_its_monitor_and_its_stop_stops_it_there(
             on_host(hosts, tmp_path, "node1", "stop", run_id, "--now")
     wait_for(lambda: not tuitrain_processes(tmp_path, "workstations", "--mirror"), 60, "no mirror left on node1")
     wait_for(lambda: not tuitrain_processes(tmp_path, "workstations", "--stream"), 60, "no stream left on node1")
+
+
+def test_the_record_goes_first_and_home_writes_only_what_a_mirror_carries(tmp_path: Path) -> None:
+    from test_tui_fixtures import FINISHED, make_runs
+    from tuitrain.remote import wire
+    from tuitrain.remote.run_mirror import RECORD, FolderFiles, apply
+
+    make_runs(tmp_path / "runs")
+    files = FolderFiles(tmp_path / "runs" / FINISHED, extra=lambda: {RECORD: b'{"id": "x"}'})
+    (first,) = files.changes(limit=1)  # a long log waits behind the record the monitor opens on
+    assert wire.decode(first)["path"] == RECORD
+    cache = tmp_path / "cache"
+    for path in ("../evil.json", "/tmp/evil.json", "control/stop", "output/model.safetensors", "logs/../run.json"):
+        assert not apply(cache, wire.decode(wire.encode_bytes("file", path, b"{}"))), path
+    assert not cache.exists() or not any(cache.rglob("*"))
+    assert apply(cache, wire.decode(wire.encode_bytes("append", "logs/rank-0.log", b"a\n")))
+    assert apply(cache, wire.decode(wire.encode_bytes("append", "logs/rank-0.log", b"b\n")))
+    assert (cache / "logs" / "rank-0.log").read_bytes() == b"a\nb\n"

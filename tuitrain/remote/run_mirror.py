@@ -85,6 +85,10 @@ class FolderFiles:
     def changes(self, limit: int = 64) -> list[bytes]:
         """Messages for what is new (at most about `limit`; call again for the rest)."""
         out: list[bytes] = []
+        for relative, data in (self.extra() if self.extra is not None else {}).items():  # first: a monitor opens on
+            if self.made.get(relative) != data:  # the record, before a long log has come
+                self.made[relative] = data
+                out.append(wire.encode_bytes("file", relative, data))
         for local, relative in self._found(APPENDED):
             while len(out) < limit:
                 chunk = self._read_new(local, relative)
@@ -103,10 +107,6 @@ class FolderFiles:
             except OSError:
                 continue  # not there yet, or being replaced: the next call sends it
             self.stamps[relative] = stamp
-        for relative, data in (self.extra() if self.extra is not None and len(out) < limit else {}).items():
-            if self.made.get(relative) != data:
-                self.made[relative] = data
-                out.append(wire.encode_bytes("file", relative, data))
         return out
 
     def _read_new(self, local: Path, relative: str) -> bytes:
