@@ -23,6 +23,7 @@ from test_hangs import HANG_AFTER, SCRIPT, SLEEP_LINE
 from test_multinode import leftovers
 from tuitrain.runs.hang import run_hang
 from tuitrain.runs.layout import CONTROL_STACKS, PHASE_STEP, RunPaths
+from tuitrain.runs.record import read_record
 from tuitrain.runs.stacks import answer_stacks_request, gather
 
 # -- a run directory made here --------------------------------------------------------------------------------------
@@ -106,6 +107,27 @@ def test_tuitrain_stacks_asks_every_node_s_supervisor_through_the_run_directory(
         for proc in ranks:
             proc.kill()
             proc.wait()
+
+
+def test_word_of_a_hang_comes_from_node_0_alone(tmp_path: Path, monkeypatch) -> None:
+    """Every node's supervisor judges its own ranks (to act on on_hang there); node 0 judges them all, and its word
+    of the hang is the job's."""
+    from tuitrain import notify
+    from tuitrain.runs.record import new_record, write_record
+    from tuitrain.slurm.agent import SlurmSupervisor, prepare_node
+
+    home = RunPaths(tmp_path / "run")
+    home.root.mkdir()
+    home.profile.write_text("")
+    write_record(home, new_record(home.id, "p.toml"))
+    sent: list[str] = []
+    monkeypatch.setattr(notify, "notify_end", lambda record, *_: sent.append(str(record.get("machine_rank") or 0)))
+    for node in (1, 0):
+        SlurmSupervisor(prepare_node(home, node, 1, read_record(home)), home).send_hang_word()
+    for thread in threading.enumerate():
+        if thread.name == "hang-word":
+            thread.join(30)
+    assert sent == ["0"]
 
 
 # -- a real two-node job ---------------------------------------------------------------------------------------------

@@ -174,6 +174,12 @@ class SlurmSupervisor(Supervisor):
         log(f"stacks: {digest or '(none)'}")
         return f"hung: {stalled}" + (f"; {digest}" if digest else "")
 
+    def send_hang_word(self) -> None:
+        """Node 0 sends word of the job's hang (it judges every node's ranks); node M > 0, judging its own to act on
+        `on_hang`, would send the same word again."""
+        if self.paths == self.home:
+            super().send_hang_word()
+
     def publish_ranks(self) -> None:
         """Node M > 0: its ranks' records into the run's ranks/ (the viewers' list of ranks and hosts). They are
         kept apart on the node, where its supervisor reads them: another node's ranks are no processes of its."""
