@@ -7,6 +7,10 @@ Latency, each round: a long demo run A; B queued `--after A`; A stopped (`stop -
 `started`) and first logged step minus A's recorded end. Then a long demo run A'; the moment its end is recorded (polled every 50 ms) a
 `tuitrain run demo --detach` starts C by hand; C's first step minus A''s end. Medians.
 
+GPU freeing, each round: a recorded NVML table shows GPU 2 held by a stranger's process; a run queued for GPU 2;
+the table rewritten with GPU 2 free; the queued run's launch (run.json `started`) minus that moment. (No CUDA here:
+the launched run then fails at once; only the queue's part is measured.)
+
 CPU: N runs queued after a run that never ends (a hand-made record, so no training shares the machine), and N
 runs queued on a GPU a recorded NVML table shows taken (the first reads the table every 2 s, the others wait
 behind it); the waiting supervisors' own CPU time (psutil) over --seconds, as a share of one core.
@@ -99,6 +103,35 @@ def by_hand_round(env: dict[str, str], runs: Path) -> tuple[float, float]:
     return record(c)["started"] - end, step - end
 
 
+def held_table(path: Path, taken: bool) -> None:
+    """four_gpu_mixed with GPU 2 held by a stranger's process (or free), rewritten atomically."""
+    table = json.loads((ROOT / "tests" / "fixtures" / "nvml" / "four_gpu_mixed.json").read_text())
+    if taken:
+        gpu = table["devices"][2]
+        gpu["memory"]["used"] = int(gpu["memory"]["total"] * 0.95)
+        gpu["compute_processes"] = [{"pid": 4100077, "used_memory": gpu["memory"]["used"]}]
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(table))
+    tmp.replace(path)
+
+
+def gpu_round(env: dict[str, str], runs: Path, table: Path) -> float:
+    """From GPU 2 freeing to the launch of the run queued for it."""
+    held_table(table, taken=True)
+    gpu_env = {**env, "TUITRAIN_NVML_TABLE": str(table)}
+    b = runs / tuitrain(gpu_env, "run", "demo", "--queue", "--set", "hardware.accelerator=cuda", "--set",
+                        "hardware.gpus=[2]", *SHORT)
+    until(lambda: record(b).get("pids", {}).get("supervisor"))
+    time.sleep(3)  # past its first looks: it waits on the GPU
+    if record(b).get("started"):
+        raise RuntimeError(f"{b.name} started on a taken GPU")
+    freed = time.time()
+    held_table(table, taken=False)
+    started = until(lambda: record(b).get("started"))
+    until(lambda: ended(b))
+    return started - freed
+
+
 def waiting_cpu(env: dict[str, str], runs: Path, count: int, seconds: float, gpu: bool) -> float:
     """The share of one core that `count` waiting supervisors take together."""
     if gpu:
@@ -141,6 +174,10 @@ def main() -> int:
             table.add([name, f"{median([v[0] for v in values]):.2f}", f"{median([v[1] for v in values]):.2f}",
                        " ".join(f"{v[1]:.2f}" for v in values)])
         print(table.render())
+        freed = [gpu_round(env, runs, Path(tmp) / "nvml.json") for _ in range(args.rounds)]
+        gpu_table = Table(["from a GPU freeing", "to launch, median s", "each"])
+        gpu_table.add(["queued --queue for that GPU", f"{median(freed):.2f}", " ".join(f"{v:.2f}" for v in freed)])
+        print(gpu_table.render())
         cpu = Table(["waiting", "runs", "share of one core"])
         cpu.add(["after a run that goes on", str(args.waiting),
                  f"{waiting_cpu(env, runs, args.waiting, args.seconds, gpu=False):.2%}"])
