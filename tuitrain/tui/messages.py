@@ -9,6 +9,7 @@ from textual.message import Message
 if TYPE_CHECKING:
     from tuitrain.hardware.sampler import SampledView
     from tuitrain.runs.live import Change, RunRow
+    from tuitrain.tui.run_table import HostRuns
 
 
 class RunsPolled(Message):
@@ -36,3 +37,20 @@ class RunStarted(Message):
         super().__init__()
         self.run_dir = run_dir
         self.note = note
+
+
+class WorkstationsListed(Message):
+    """The workstations of the user's settings, in order (Home shows a HOST column when there are any)."""
+
+    def __init__(self, hosts: list[str]) -> None:
+        super().__init__()
+        self.hosts = hosts
+
+
+class WorkstationHeard(Message):
+    """One workstation's runs, or why it cannot be watched (from its stream's thread)."""
+
+    def __init__(self, host: str, state: HostRuns) -> None:
+        super().__init__()
+        self.host = host
+        self.state = state

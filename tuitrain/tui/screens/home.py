@@ -12,7 +12,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.coordinate import Coordinate
-from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Input, OptionList, Static
 from textual.widgets.data_table import ColumnKey
@@ -21,6 +20,7 @@ from textual.widgets.option_list import Option
 from tuitrain.humanize import duration, number
 from tuitrain.tui.actions import run_request
 from tuitrain.tui.format import clock, short_metric, status_text, step_text
+from tuitrain.tui.messages import WorkstationHeard, WorkstationsListed
 from tuitrain.tui.run_columns import (
     NARROW_COLUMNS,
     WIDE_COLUMNS,
@@ -52,23 +52,6 @@ if TYPE_CHECKING:
     from tuitrain.runs.live import RunRow
     from tuitrain.tui.app_api import TuitrainAppApi
     from tuitrain.tui.profiles import ProfileEntry
-
-class WorkstationsListed(Message):
-    """The workstations of the user's settings, in order (Home shows a HOST column when there are any)."""
-
-    def __init__(self, hosts: list[str]) -> None:
-        super().__init__()
-        self.hosts = hosts
-
-
-class WorkstationHeard(Message):
-    """One workstation's runs, or why it cannot be watched (from its stream's thread)."""
-
-    def __init__(self, host: str, state: HostRuns) -> None:
-        super().__init__()
-        self.host = host
-        self.state = state
-
 
 class HomeScreen(Screen):
     if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
@@ -159,13 +142,11 @@ class HomeScreen(Screen):
         on screen (ssh and the settings never delay them): the other boxes' runs fill in as they come."""
         from tuitrain import __version__
         from tuitrain.remote.runs_stream import RunsStream
-        from tuitrain.remote.workstations import workstations
-        from tuitrain.user_config import UserConfigError
+        from tuitrain.remote.workstations import configured
 
-        try:
-            stations = workstations()
-        except UserConfigError as exc:
-            self.app.call_from_thread(self.notify, str(exc), title="Workstations", severity="error", timeout=15)
+        stations, problem = configured()
+        if problem:
+            self.app.call_from_thread(self.notify, problem, title="Workstations", severity="error", timeout=15)
             return
         if not stations or not self.is_attached:
             return
