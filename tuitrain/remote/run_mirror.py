@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import subprocess
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,7 +24,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from tuitrain.atomic import write_text_atomic
-from tuitrain.remote import ssh, wire
+from tuitrain.remote import wire
 from tuitrain.remote.runs_stream import HOME_SILENCE_SECONDS, HostNews, RunsStream
 from tuitrain.remote.workstations import Workstation, version_problem
 
@@ -223,26 +222,13 @@ class RunMirror(RunsStream):
         self.problem = news.problem or f"{self.station.host}: no answer"
         self.on_mirror(MirrorNews(self.station.host, self.run_id, self.problem))
 
-    def _connection(self) -> tuple[str, bool]:
-        station = self.station
-        argv = station.tuitrain(["workstations", MIRROR_ARG, self.run_id])
-        try:
-            proc = ssh.start(station.host, argv, station.options(), stdin=subprocess.PIPE, text=False)
-        except ValueError as exc:
-            return f"{station.host}: {exc}", False
-        except OSError as exc:
-            return f"{station.host}: cannot run the ssh client ({exc.strerror})", False
-        with self._lock:
-            self._proc = proc
-        if proc.stdin is not None:
-            self.cache.mkdir(parents=True, exist_ok=True)
-            wire.send(proc.stdin, wire.encode("setup", offsets=held_offsets(self.cache)))
-            if self._stopped.is_set():  # stop() came while ssh started
-                proc.stdin.close()
-        try:
-            return self._read(proc, argv)
-        finally:
-            self._end(proc)
+    def _argv(self) -> list[str]:
+        return self.station.tuitrain(["workstations", MIRROR_ARG, self.run_id])
+
+    def _opened(self, stdin: IO[bytes]) -> None:
+        """The sizes the cache holds, so the box sends only what is new."""
+        self.cache.mkdir(parents=True, exist_ok=True)
+        wire.send(stdin, wire.encode("setup", offsets=held_offsets(self.cache)))
 
     def _message(self, line: bytes) -> str | None:
         if not line.strip():

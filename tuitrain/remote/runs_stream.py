@@ -149,10 +149,17 @@ class RunsStream:
             self.on_news(HostNews(self.station.host, problem=problem))
             self._stopped.wait(self.retry[min(max(failures - 1, 0), len(self.retry) - 1)])
 
+    def _argv(self) -> list[str]:
+        """The command the box runs for this stream."""
+        return self.station.tuitrain((*STREAM_ARGS, GPUS_ARG) if self.on_gpus is not None else STREAM_ARGS)
+
+    def _opened(self, stdin: IO[bytes]) -> None:
+        """What home says first on a new connection (nothing: the stream only listens for its end)."""
+
     def _connection(self) -> tuple[str, bool]:
         """One ssh connection, until it fails: (why, whether the box answered at all)."""
         station = self.station
-        argv = station.tuitrain((*STREAM_ARGS, GPUS_ARG) if self.on_gpus is not None else STREAM_ARGS)
+        argv = self._argv()
         try:
             proc = ssh.start(station.host, argv, station.options(), stdin=subprocess.PIPE, text=False)
         except ValueError as exc:
@@ -161,8 +168,10 @@ class RunsStream:
             return f"{station.host}: cannot run the ssh client ({exc.strerror})", False
         with self._lock:
             self._proc = proc
-        if self._stopped.is_set() and proc.stdin is not None:  # stop() came while ssh started
-            proc.stdin.close()
+        if proc.stdin is not None:
+            self._opened(proc.stdin)
+            if self._stopped.is_set():  # stop() came while ssh started
+                proc.stdin.close()
         try:
             return self._read(proc, argv)
         finally:
