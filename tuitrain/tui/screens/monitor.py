@@ -667,7 +667,7 @@ class MonitorScreen(Screen):
             self.notify("this run has no output folder", severity="warning")
             return
         self.app.copy_to_clipboard(str(out))
-        state = "" if out.is_dir() else " (not created yet)"
+        state = f" (on {self.host})" if self.host is not None else "" if out.is_dir() else " (not created yet)"
         self.notify(f"{out}{state}\ncopied to the clipboard", title="Output folder", timeout=8)
 
     def action_resume(self) -> None:
