@@ -9,6 +9,8 @@ The real job is tests/test_hangs.py's script on the namespace hosts node1 and no
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import threading
@@ -44,6 +46,16 @@ def test_a_slurm_node_s_heartbeats_are_judged_at_home(tmp_path: Path) -> None:
     assert verdict is not None and verdict.hung, verdict
     assert [(s.rank, s.since) for s in verdict.stalled] == [(1, 900.0)]
     assert list(paths.nodes()) == [0, 1] and paths.node(1).nodes() == {0: paths.node(1)}
+
+
+def test_a_rank_stopped_on_a_slurm_node_is_known_stopped_at_home(tmp_path: Path) -> None:
+    """Node 2's supervisor writes its stopped ranks into its own folder (SlurmSupervisor.tell_stopped_ranks)."""
+    paths = RunPaths(tmp_path / "run")
+    heartbeat(paths.heartbeats, 0, 1000.0)
+    heartbeat(paths.node(1).heartbeats, 1, 1000.0)
+    paths.node(1).machine_states(1).write_text(json.dumps({"1": "stopped"}))
+    verdict = run_hang(paths, {"status": "running"}, now=1000.0)
+    assert verdict is not None and [(s.rank, s.state) for s in verdict.stalled] == [(1, "stopped")], verdict
 
 
 RANK = '''
@@ -132,6 +144,11 @@ def test_word_of_a_hang_comes_from_node_0_alone(tmp_path: Path, monkeypatch) -> 
 
 # -- a real two-node job ---------------------------------------------------------------------------------------------
 
+def status_saying(run: Path, runs_dir: Path, needle: str) -> str | None:
+    said = cli("status", run.name, runs_dir=runs_dir).stdout
+    return said if needle in said else None
+
+
 def test_a_rank_asleep_on_node_2_is_found_hung_at_home_and_its_stacks_come_from_its_node(
         slurm_two_nodes: Cluster, runs_dir: Path, tmp_path: Path) -> None:
     project = tmp_path / "proj"
@@ -144,6 +161,7 @@ def test_a_rank_asleep_on_node_2_is_found_hung_at_home_and_its_stacks_come_from_
     submitted = cli("submit", str(profile), "--partition", TWO_NODES, "--time", "10", runs_dir=runs_dir, cwd=tmp_path)
     assert submitted.returncode == 0, submitted.stdout + submitted.stderr
     run = runs_dir / submitted.stdout.strip()
+    rank1 = 0
     try:
         # node 0's supervisor judges both nodes' heartbeats and takes every node's stacks once on the hang
         kept = wait_for(lambda: (run / "stacks" / "digest.json").exists() or record(run)["status"] in FINAL, 300,
@@ -171,7 +189,18 @@ def test_a_rank_asleep_on_node_2_is_found_hung_at_home_and_its_stacks_come_from_
         for rank in (0, 1):
             assert "most recent call first" in (run / "stacks" / f"rank-{rank}.txt").read_text()
         assert "most recent call first" in (run / "nodes" / "machine-1" / "stacks" / "rank-1.txt").read_text()
+
+        # frozen on node 2: home knows it stopped, from node 2's supervisor
+        rank1 = json.loads((run / "ranks" / "rank-1.json").read_text())["pid"]
+        os.kill(rank1, signal.SIGSTOP)
+        said_stopped = wait_for(lambda: status_saying(run, runs_dir, "rank 1 is stopped (SIGSTOP)"), 60,
+                                "status to say rank 1 is stopped")
+        assert "status     hung?" in said_stopped, said_stopped
+        verdict = run_hang(RunPaths(run), record(run))
+        assert verdict is not None and [(s.rank, s.state) for s in verdict.stalled if s.state] == [(1, "stopped")]
     finally:
+        if rank1:
+            os.kill(rank1, signal.SIGCONT)
         cli("stop", "--now", run.name, runs_dir=runs_dir, timeout=120)
     wait_until_ended(run, 120)
     wait_for(lambda: not leftovers(runs_dir), 60, "no process left on either host")

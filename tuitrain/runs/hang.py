@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Iterable, Mapping
 
 from tuitrain.profile.schema import SCHEMA, KeySpec
-from tuitrain.runs.heartbeat import Beat, read_beats
+from tuitrain.runs.heartbeat import Beat, heartbeat_folders, read_beats
 from tuitrain.runs.layout import (
     PHASE_BETWEEN,
     PHASE_EVALUATING,
@@ -201,17 +201,23 @@ def rank_states(record: Mapping[str, Any]) -> dict[int, str]:
     return states
 
 
+def stopped_ranks(record: Mapping[str, Any]) -> dict[int, str]:
+    """This machine's ranks whose process state says why they do not move (stopped): what it tells the others."""
+    return {rank: state for rank, state in rank_states(record).items() if state == STOPPED}
+
+
 def machine_states(paths: RunPaths) -> dict[int, str]:
-    """rank -> state of the stopped ranks of other machines, as their node agents last sent it (runs.mirror)."""
+    """rank -> state of the stopped ranks of other machines, as they last told it (stopped_ranks): an SSH machine's
+    node agent through the mirror (runs.mirror), a Slurm node M > 0's supervisor in its own folder."""
     from tuitrain.atomic import read_json
 
     states: dict[int, str] = {}
-    folder = paths.heartbeats
-    for file in folder.glob("machine-*-states.json") if folder.is_dir() else ():
-        try:
-            states.update({int(rank): str(state) for rank, state in read_json(file).items()})
-        except (OSError, ValueError, AttributeError):
-            continue
+    for folder in heartbeat_folders(paths):
+        for file in folder.glob("machine-*-states.json") if folder.is_dir() else ():
+            try:
+                states.update({int(rank): str(state) for rank, state in read_json(file).items()})
+            except (OSError, ValueError, AttributeError):
+                continue
     return states
 
 
@@ -253,14 +259,12 @@ def status_label(summary: Mapping[str, Any]) -> str:
 
 def process_names(paths: RunPaths, record: Mapping[str, Any]) -> dict[int, str]:
     """rank -> "pid P" of this machine's ranks (the record), "pid P on HOST" of another machine's (its rank record)."""
-    from tuitrain.runs.kind import run_kind
     from tuitrain.runs.ranks import read_rank_records
 
     names = {}
-    if run_kind(record) == "machines":
-        for rank, rec in read_rank_records(paths).items():
-            if rec.get("pid") is not None:
-                names[rank] = f"pid {rec['pid']}" + (f" on {rec['host']}" if rec.get("host") else "")
+    for rank, rec in read_rank_records(paths).items():  # every machine's (an SSH run's mirrored, a Slurm node's copied)
+        if rec.get("pid") is not None:
+            names[rank] = f"pid {rec['pid']}" + (f" on {rec['host']}" if rec.get("host") else "")
     for role, entry in (record.get("processes") or {}).items():
         if role.startswith("rank ") and role[5:].isdigit():
             names[int(role[5:])] = f"pid {entry.get('pid') if isinstance(entry, Mapping) else entry}"

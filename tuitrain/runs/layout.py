@@ -97,6 +97,10 @@ class RunPaths:
     def heartbeat(self, rank: int) -> Path:
         return self.heartbeats / f"rank-{rank}.json"
 
+    def machine_states(self, machine_rank: int) -> Path:
+        """Machine M's ranks whose process state says why they do not move (stopped), for viewers on other machines."""
+        return self.heartbeats / f"machine-{machine_rank}-states.json"
+
     @property
     def stacks(self) -> Path:
         """Each rank's latest Python stacks (all threads) and their digest (tuitrain.runs.stacks)."""

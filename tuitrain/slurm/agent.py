@@ -25,7 +25,7 @@ import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, cast
 
-from tuitrain.atomic import write_text_atomic
+from tuitrain.atomic import write_json_atomic, write_text_atomic
 from tuitrain.runs import preemption
 from tuitrain.runs.layout import CONTROL_ENDING, CONTROL_REQUESTS, CONTROL_STOP, RunPaths
 from tuitrain.runs.parent_death import die_with_parent
@@ -42,7 +42,7 @@ from tuitrain.runs.record import (
     write_record,
 )
 from tuitrain.runs.redirect import redirect_output
-from tuitrain.runs.supervisor import Supervisor, log, run_supervisor
+from tuitrain.runs.supervisor import HANG_CHECK_SECONDS, Supervisor, log, run_supervisor
 from tuitrain.slurm.commands import SlurmError, hostnames, node_address
 from tuitrain.slurm.script import WARNED_FILE
 from tuitrain.yaml_text import dump as dump_yaml
@@ -136,6 +136,8 @@ class SlurmSupervisor(Supervisor):
         self.requeue = requeue
         self.slurm_term = False  # Slurm's SIGTERM reached this agent (preemption, requeue, scancel)
         self.published: dict[str, int] = {}  # node M > 0: rank record → the mtime it was copied home at
+        self.told_states: dict[int, str] = {}  # its stopped ranks as last written (tell_stopped_ranks)
+        self._states_at = 0.0
 
     def launcher_env(self) -> dict[str, str]:
         return preemption.launcher_env()
@@ -155,6 +157,25 @@ class SlurmSupervisor(Supervisor):
 
         self.publish_ranks()
         answer_stacks_request(self.paths, self.record)  # `tuitrain stacks` (or node 0 on a hang) asked for its ranks'
+        self.tell_stopped_ranks()
+
+    def tell_stopped_ranks(self) -> None:
+        """Its ranks stopped by SIGSTOP, into its folder's heartbeats/ (runs.hang.machine_states) when that changes:
+        a viewer on another host cannot look at this node's processes."""
+        from tuitrain.runs.hang import stopped_ranks
+
+        now = time.monotonic()
+        if now - self._states_at < HANG_CHECK_SECONDS:
+            return
+        self._states_at = now
+        states = stopped_ranks(self.record)
+        if states == self.told_states:
+            return
+        try:
+            write_json_atomic(self.paths.machine_states(self.machine_rank), {str(r): s for r, s in states.items()})
+            self.told_states = states
+        except OSError as exc:
+            log(f"could not write its stopped ranks: {exc}")
 
     def hang_stacks(self, stalled: str) -> str:
         """Node 0 of several: the hang's digest names every node's ranks, each other node's supervisor asked through
