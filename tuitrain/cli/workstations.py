@@ -8,7 +8,6 @@ import argparse
 import contextlib
 import io
 import json
-import re
 import subprocess
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -325,9 +324,6 @@ def gpu_sampler(runs_root: Any) -> Iterator[Callable[[], dict[str, Any]]]:
         yield lambda: gpu_sample(sampler.sample(), mps)
 
 
-SEND_SECONDS = 30.0  # sending a profile, or removing it
-CHECK_THERE_SECONDS = 120.0  # `tuitrain validate` there (it reads the data files' heads)
-START_THERE_SECONDS = 180.0  # `tuitrain run --detach` there
 PASSED_ON = (("no_doctor", "--no-doctor"), ("queue", "--queue"), ("after", "--after"), ("after_ok", "--after-ok"))
 
 
@@ -347,52 +343,24 @@ def sent_profile(ref: str, overrides: Sequence[str]) -> tuple[Path, str]:
     return path, tomli_w.dumps(freeze_paths(data, path.resolve().parent))
 
 
-def problems_there(host: str, sent: str, said: str) -> list[str]:
-    """What `tuitrain validate` of the sent profile said there, one line each naming the host, without the sent
-    copy's place (its lines are not the user's file's) and without the count."""
-    lines = []
-    for line in said.splitlines():
-        if not line.strip() or re.fullmatch(r"\d+ error\(s\).*", line.strip()):
-            continue
-        if line.startswith(sent):
-            line = re.sub(r"^:(\d+:\d+:)?\s*", "", line[len(sent):])
-        folder = str(Path(sent).parent)
-        if folder in line:  # a hint naming the sent copy's folder: its paths are absolute already
-            line = line[:line.rfind("; ", 0, line.index(folder))] if "; " in line[:line.index(folder)] else line
-        lines.append(f"{host}: {line}")
-    return lines
-
-
 def cmd_run_there(args: argparse.Namespace) -> int:
     """`tuitrain run --host HOST PROFILE`: this machine's profile sent to that workstation, checked there by its
     `tuitrain validate` (its data files must be at the same paths there: no data is sent), then started there
     detached; prints HOST:RUN. A refusal is one line each (naming the host); nothing is started, nothing left."""
-    from tuitrain.remote.workstations import find, problem_line, remove_sent, run_on, send_file, workstations
+    from tuitrain.remote.launch_there import launch_there
+    from tuitrain.remote.workstations import find, workstations
 
     if getattr(args, "sweep", None):
         raise CliError(f"--sweep with --host: run the sweep there (`ssh {args.host} tuitrain run … --sweep …`)")
     station = find(args.host, workstations())
     local, text = sent_profile(args.profile, args.set)
-    sent, problem = send_file(station, local.name, text, SEND_SECONDS)
-    if problem or sent is None:
-        raise CliError(problem or f"{station.host}: the profile could not be sent")
-    checked = run_on(station, ["validate", sent], CHECK_THERE_SECONDS)
-    if checked.returncode != 0:
-        remove_sent(station, sent, SEND_SECONDS)
-        refused = checked.returncode == 1 and re.search(r"^\d+ error\(s\)", checked.stderr, re.MULTILINE)
-        if not refused:  # not the profile: ssh, or tuitrain there
-            raise CliError(problem_line(station, checked) or f"{station.host}: `tuitrain validate` failed there")
-        for line in problems_there(station.host, sent, checked.stderr):
-            print(line, file=sys.stderr)
-        raise CliError(f"{local}: not started on {station.host}; its data files must be at the same paths there "
-                       "(tuitrain sends the profile, not its data)")
     passed = [flag for name, flag in PASSED_ON[:2] if getattr(args, name, False)]
     passed += [part for name, flag in PASSED_ON[2:] if getattr(args, name, None) for part in (flag, getattr(args, name))]
-    started = run_on(station, ["run", sent, "--detach", *passed], START_THERE_SECONDS)
-    sys.stderr.write(started.stderr)
-    problem = problem_line(station, started)
-    run_id = started.stdout.strip().splitlines()[-1] if started.stdout.strip() else ""
-    if problem or not run_id:
-        raise CliError(problem or f"{station.host}: `tuitrain run` there printed no run id")
-    print(f"{station.host}:{run_id}")
+    launched = launch_there(station, local, text, passed)
+    sys.stderr.write(launched.said)
+    if launched.run_id is None:
+        for line in launched.problems[:-1]:
+            print(line, file=sys.stderr)
+        raise CliError(launched.problems[-1] if launched.problems else f"{station.host}: not started")
+    print(f"{station.host}:{launched.run_id}")
     return 0

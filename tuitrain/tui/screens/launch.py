@@ -1,5 +1,6 @@
 """Launch a profile: what will run (checked as you type overrides), then start it detached here, or submit it to
-Slurm as `tuitrain submit` does."""
+Slurm as `tuitrain submit` does; with workstations in the settings, or start it on one of them as `tuitrain run
+--host` does (remote.launch_there), its monitor then opened on its mirror."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Static
+from textual.widgets import Button, Input, Select, Static
 
 from tuitrain.tui.messages import RunStarted
 
@@ -39,6 +40,9 @@ class LaunchScreen(ModalScreen[None]):
     LaunchScreen #plan { height: auto; max-height: 12; color: $text-muted; }
     LaunchScreen #problems { height: auto; color: $text-error; }
     LaunchScreen .buttons { height: 3; align-horizontal: right; }
+    LaunchScreen #where-row { height: 3; }
+    LaunchScreen #where-row > Static { width: auto; padding: 1 1 0 0; }
+    LaunchScreen #where { width: 40; }
     LaunchScreen Button { margin-left: 1; min-width: 0; }
     """
     BINDINGS = [Binding("escape", "cancel", "Cancel"),
@@ -59,10 +63,16 @@ class LaunchScreen(ModalScreen[None]):
         self.initial = " ".join(shlex.quote(o) for o in overrides)
         self.busy = False
         self._previews = 0
+        self.hosts = configured_hosts()  # the workstations of the settings: where else it may go
 
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(f"Launch {self.path.stem}  [dim]{self._where()}[/]", id="launch-title")
+            if self.hosts:  # shown only with workstations in the settings
+                with Horizontal(id="where-row"):
+                    yield Static("Where:")
+                    yield Select([("this machine", ""), *((host, host) for host in self.hosts)], allow_blank=False,
+                                 value="", id="where", compact=True)
             yield Static("Overrides, like --set (section.key=value, space separated):", classes="hint")
             yield Input(self.initial, placeholder="training.max_steps=40 training.logging_steps=5", id="overrides")
             yield Static("Slurm options, for Submit (as `tuitrain submit` takes them):", classes="hint")
@@ -130,20 +140,32 @@ class LaunchScreen(ModalScreen[None]):
         self.query_one("#plan", Static).update(plan)
         self.query_one("#problems", Static).update("\n".join(problems))
 
+    def host(self) -> str:
+        """The workstation chosen to run it; "" for this machine."""
+        return str(self.query_one("#where", Select).value) if self.hosts else ""
+
     @on(Input.Submitted, "#overrides")
     @on(Button.Pressed, "#launch")
     def action_launch(self) -> None:
         if not self.busy:
             self.busy = True
-            self.query_one("#plan", Static).update("starting…")
-            self.start()
+            host = self.host()
+            self.query_one("#plan", Static).update(f"sending it to {host}…" if host else "starting…")
+            if host:
+                self.start_there(host, self.overrides())
+            else:
+                self.start()
 
     @on(Button.Pressed, "#queue")
     def action_queue(self) -> None:
         if not self.busy:
             self.busy = True
-            self.query_one("#plan", Static).update("queueing…")
-            self.start(queue=True)
+            host = self.host()
+            self.query_one("#plan", Static).update(f"queueing it on {host}…" if host else "queueing…")
+            if host:
+                self.start_there(host, self.overrides(), ("--queue",))
+            else:
+                self.start(queue=True)
 
     @on(Button.Pressed, "#cancel")
     def action_cancel(self) -> None:
@@ -212,6 +234,10 @@ class LaunchScreen(ModalScreen[None]):
     @on(Input.Submitted, "#sbatch")
     @on(Button.Pressed, "#submit")
     def action_submit(self) -> None:
+        if self.host():
+            self._failed([(f"Slurm: a job is submitted from this machine; choose 'this machine' under Where (or run "
+                          f"`tuitrain submit` on {self.host()})")])
+            return
         if not self.busy:
             self.busy = True
             self.query_one("#plan", Static).update("submitting…")
@@ -237,6 +263,42 @@ class LaunchScreen(ModalScreen[None]):
             return
         self.app.call_from_thread(self._submitted, str(started.paths.root), started.note)
 
+    @work(thread=True, exclusive=True, group="launch", exit_on_error=False)
+    def start_there(self, host: str, overrides: list[str], passed: Sequence[str] = ()) -> None:
+        """As `tuitrain run --host HOST PROFILE` starts it (remote.launch_there): sent frozen, checked there, started
+        there detached; then mirrored here (remote.run_mirror.fetch) and its monitor opened, as Home's Enter does."""
+        from tuitrain.profile import ProfileError
+        from tuitrain.remote.launch_there import launch_there
+        from tuitrain.remote.run_mirror import fetch
+        from tuitrain.remote.workstations import find, workstations
+        from tuitrain.user_config import UserConfigError
+
+        try:
+            station = find(host, workstations())
+            launched = launch_there(station, self.path, sent_text(self.path, overrides), passed)
+        except ProfileError as exc:
+            self.app.call_from_thread(self._failed, [str(p) for p in exc.problems])
+            return
+        except (UserConfigError, OSError) as exc:
+            self.app.call_from_thread(self._failed, [str(exc)])
+            return
+        if launched.run_id is None:
+            self.app.call_from_thread(self._failed, list(launched.problems))
+            return
+        self.app.call_from_thread(self.query_one("#plan", Static).update, f"started {host}:{launched.run_id}; "
+                                  "fetching its files…")
+        run_dir, problem = fetch(host, launched.run_id)
+        self.app.call_from_thread(self._started_there, str(run_dir), f"{host}:{launched.run_id} started on {host}",
+                                  problem)
+
+    def _started_there(self, run_dir: str, note: str, problem: str | None) -> None:
+        if problem:  # it runs there: said, and Home lists it as the box's runs come
+            self.dismiss(None)
+            self.app.notify(f"{note}; its monitor cannot open yet: {problem}", title="Run started",
+                            severity="warning", timeout=15)
+            return
+        self._submitted(run_dir, note)
+
     def _submitted(self, run_dir: str, note: str) -> None:
         self.dismiss(None)
         self.app.post_message(RunStarted(run_dir, note))
@@ -250,3 +312,24 @@ class LaunchScreen(ModalScreen[None]):
     def _started(self, run_dir: str) -> None:
         self.dismiss(None)
         self.app.post_message(RunStarted(run_dir))
+
+
+def configured_hosts() -> list[str]:
+    """The workstations of the user's settings, by host; none when the settings cannot be read (Home says why)."""
+    from tuitrain.remote.workstations import configured
+
+    stations, _problem = configured()
+    return [station.host for station in stations]
+
+
+def sent_text(path: Path, overrides: Sequence[str]) -> str:
+    """The profile as it is sent to another workstation: its overrides applied, its relative local paths made
+    absolute from its folder here (`runs.start.freeze_paths`, as `cli.workstations.sent_profile` does)."""
+    import tomli_w
+
+    from tuitrain.profile.load import parse_toml, read_profile_text
+    from tuitrain.profile.overrides import apply_overrides
+    from tuitrain.runs.start import freeze_paths
+
+    data = apply_overrides(parse_toml(read_profile_text(path, str(path)), str(path)), overrides)
+    return tomli_w.dumps(freeze_paths(data, path.resolve().parent))
