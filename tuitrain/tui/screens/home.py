@@ -152,7 +152,7 @@ class HomeScreen(Screen):
             return
         self.post_message(WorkstationsListed([s.host for s in stations]))
         for station in stations:
-            stream = RunsStream(station, __version__, self._heard)
+            stream = RunsStream(station, __version__, self._heard, on_gpus=self.query_one(HardwareStrip).gpus_heard)
             self._streams.append(stream)
             stream.start()
         if not self.is_attached:  # the app closed meanwhile: on_unmount may have missed these

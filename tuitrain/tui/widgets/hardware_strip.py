@@ -1,11 +1,68 @@
-"""One line about the machine at the foot of Home (the text comes from `gpu_panel.strip_line`)."""
+"""One line about the machine at the foot of Home (the text comes from `gpu_panel.strip_line`), then a short part
+per other workstation whose GPUs its Home stream carries (`node1: 2 GPUs, 1 busy`): the strip keeps each box's
+latest sample, told by that stream (`gpus_heard`, from the stream's thread)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from rich.text import Text
+from textual.message import Message
+
 from tuitrain.tui.widgets.text_line import TextLine
+
+if TYPE_CHECKING:
+    from tuitrain.remote.runs_stream import HostNews
+
+
+def host_part(host: str, sample: Mapping[str, Any]) -> str:
+    """What the strip says of another box's GPUs: how many, and how many have a process on them."""
+    from tuitrain.hardware.report import gpus_from_json
+
+    gpus = gpus_from_json(sample)
+    if not gpus:
+        return f"{host}: no GPUs"
+    busy = sum(1 for gpu in gpus if gpu.processes)
+    return f"{host}: {len(gpus)} GPU{'s' if len(gpus) != 1 else ''}, {busy} busy"
+
+
+def strip_text(line: Text | str, hosts: Mapping[str, Mapping[str, Any]]) -> Text | str:
+    """This machine's line, then each other box's part (in the order they were first heard)."""
+    if not hosts:
+        return line
+    parts = " · ".join(host_part(host, sample) for host, sample in hosts.items())
+    return Text.assemble(line, " · ", parts) if isinstance(line, Text) else f"{line} · {parts}"
 
 
 class HardwareStrip(TextLine):
     DEFAULT_CSS = """
     HardwareStrip { height: 1; padding: 0 1; background: $panel; color: $text-muted; }
     """
+
+    class HostGpus(Message):
+        """A workstation's latest GPU sample (`hardware.report.gpu_sample`)."""
+
+        def __init__(self, host: str, sample: dict[str, Any]) -> None:
+            super().__init__()
+            self.host = host
+            self.sample = sample
+
+    def __init__(self, text: Text | str = "", *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(text, id=id, classes=classes)
+        self.line = text  # this machine's part
+        self.hosts: dict[str, dict[str, Any]] = {}  # each other box's latest sample
+
+    def set(self, text: Text | str) -> None:
+        self.line = text
+        super().set(strip_text(text, self.hosts))
+
+    def gpus_heard(self, news: HostNews) -> None:
+        """A workstation stream's GPUs (its own thread): shown on the app's loop."""
+        if news.gpus is not None:
+            self.post_message(self.HostGpus(news.host, news.gpus))
+
+    def on_hardware_strip_host_gpus(self, message: HostGpus) -> None:
+        message.stop()
+        self.hosts[message.host] = message.sample
+        self.set(self.line)
