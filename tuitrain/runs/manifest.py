@@ -410,9 +410,7 @@ class ManifestWriter:
 # ---------------------------------------------------------------------------------------------- reading
 def _files(root: Path) -> list[Path]:
     """This run's manifests: its machines/ folder, and a Slurm node's own folder (nodes/machine-M/machines/)."""
-    found = list((root / "machines").glob("machine-*-manifest.json"))
-    found += list(root.glob("nodes/machine-*/machines/machine-*-manifest.json"))
-    return sorted(found)
+    return sorted(p for node in RunPaths(root).nodes().values() for p in node.machines.glob("machine-*-manifest.json"))
 
 
 def read_manifests(root: Path) -> dict[int, dict[str, Any]]:

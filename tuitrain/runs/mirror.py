@@ -66,7 +66,7 @@ def machine_gpus(machine_rank: int) -> str:
 
 def machine_states(machine_rank: int) -> str:
     """Where a machine's stopped ranks land at home (rank → state)."""
-    return f"heartbeats/machine-{machine_rank}-states.json"
+    return str(HOME.machine_states(machine_rank))
 
 
 @dataclass
@@ -133,11 +133,11 @@ class NodeFiles:
         if now - self.states_at < STATES_SECONDS:
             return []
         self.states_at = now
-        from tuitrain.runs.hang import STOPPED, rank_states
+        from tuitrain.runs.hang import stopped_ranks
         from tuitrain.runs.record import RunRecordError, read_record
 
         try:
-            states = {str(r): s for r, s in rank_states(read_record(self.paths)).items() if s == STOPPED}
+            states = {str(r): s for r, s in stopped_ranks(read_record(self.paths)).items()}
         except (OSError, RunRecordError):
             return []
         if states == self.states:

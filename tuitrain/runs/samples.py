@@ -421,9 +421,7 @@ def parse(data: Any) -> MachineSamples | None:
 
 def _files(root: Path) -> list[Path]:
     """This run's samples files: its machines/ folder, and a Slurm node's own folder (nodes/machine-M/machines/)."""
-    found = list((root / "machines").glob("machine-*-samples.json"))
-    found += list(root.glob("nodes/machine-*/machines/machine-*-samples.json"))
-    return sorted(found)
+    return sorted(p for node in RunPaths(root).nodes().values() for p in node.machines.glob("machine-*-samples.json"))
 
 
 _CACHE: dict[Path, tuple[tuple[int, int], MachineSamples | None]] = {}
