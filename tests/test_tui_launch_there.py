@@ -50,8 +50,8 @@ def test_launch_on_a_box_starts_it_there_and_opens_its_monitor(boxes: Path) -> N
     async def script(pilot: Any) -> None:
         await launch_dialog(pilot, app, mine, FAST[1::2], "node1")
         app.screen.query_one("#launch").press()
-        monitor = await until(pilot, lambda: isinstance(app.screen, MonitorScreen) and app.screen, 300,
-                              what="the new run's monitor")
+        monitor = await until(pilot, lambda: isinstance(app.screen, MonitorScreen) and app.screen.query("#title")
+                              and app.screen, 300, what="the new run's monitor, composed")
         run_id = monitor.run_dir.name
         assert monitor.run_dir == boxes / "cache" / "tuitrain" / "workstations" / "node1" / run_id
         assert monitor.query_one("#title").text.endswith(" · on node1"), monitor.query_one("#title").text
