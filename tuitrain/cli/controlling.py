@@ -21,12 +21,12 @@ def cmd_stop(args: argparse.Namespace) -> int:
     from tuitrain.backends import for_run
 
     paths = find_run(args.runs_root, args.run)
+    if not args.now:  # said first: a backend's stop may wait for the end (a Slurm job's does)
+        for line in stop_blockers(paths):
+            print(line, file=sys.stderr, flush=True)
     last = for_run(load_record(paths)).stop(paths, args.now, lambda line: print(line, file=sys.stderr, flush=True),
                                             timeout=getattr(args, "timeout", None))
     print(last)
-    if not args.now:
-        for line in stop_blockers(paths):
-            print(line, file=sys.stderr)
     return 0
 
 
