@@ -16,7 +16,6 @@ from conftest import FAST, wait_for, wait_until_ended
 from test_tui_app import make_app, run, until
 from test_workstations import settings, tuitrain_processes
 
-pytestmark = pytest.mark.slow
 DEMO = Path(tuitrain.__file__).parent / "profiles" / "demo.toml"
 
 
@@ -39,6 +38,7 @@ async def launch_dialog(pilot: Any, app: Any, profile: Path, overrides: list[str
     return dialog
 
 
+@pytest.mark.slow
 def test_launch_on_a_box_starts_it_there_and_opens_its_monitor(boxes: Path) -> None:
     from tuitrain.tui.screens.monitor import MonitorScreen
 
@@ -65,6 +65,7 @@ def test_launch_on_a_box_starts_it_there_and_opens_its_monitor(boxes: Path) -> N
     wait_for(lambda: not tuitrain_processes(boxes, "workstations", "--mirror"), 60, "no mirror left on node1")
 
 
+@pytest.mark.slow
 def test_data_missing_there_is_one_line_each_in_the_dialog_and_nothing_starts(boxes: Path) -> None:
     import tempfile
 
@@ -94,6 +95,7 @@ def test_data_missing_there_is_one_line_each_in_the_dialog_and_nothing_starts(bo
     assert set(Path(tempfile.gettempdir()).glob("tuitrain-sent-*")) == before  # nothing left there
 
 
+@pytest.mark.slow
 def test_a_box_that_cannot_be_reached_is_one_line_and_nothing_starts(hosts: Any, boxes: Path) -> None:
     from test_workstations import kill_every_sshd
 
@@ -113,3 +115,37 @@ def test_a_box_that_cannot_be_reached_is_one_line_and_nothing_starts(hosts: Any,
         if hosts["node2"].sshd is None:
             hosts.start_sshd("node2")
     assert not list((boxes / "node2-runs").iterdir())
+
+
+def test_where_lists_this_machine_first_and_the_copied_command_names_the_box(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """No ssh here: the settings name boxes, Where offers them, ctrl+y copies `run --host`, Slurm stays here."""
+    from textual.widgets import Select
+
+    from tuitrain.tui.screens.launch import LaunchScreen
+
+    config = tmp_path / "config.toml"
+    config.write_text('[[workstations]]\nhost = "gpu2"\n\n[[workstations]]\nhost = "gpu3"\n')
+    monkeypatch.setenv("TUITRAIN_CONFIG", str(config))
+    (tmp_path / "runs").mkdir()
+    app = make_app(tmp_path)
+
+    async def script(pilot: Any) -> None:
+        app.push_screen(LaunchScreen(DEMO, ["training.max_steps=3"]))
+        dialog = await until(pilot, lambda: isinstance(app.screen, LaunchScreen) and app.screen.query("#where")
+                             and app.screen, 30, what="the launch dialog with Where")
+        where = dialog.query_one("#where", Select)
+        assert [str(prompt) for prompt, _ in where._options] == ["this machine", "gpu2", "gpu3"]
+        assert dialog.host() == ""
+        where.value = "gpu3"
+        await until(pilot, lambda: dialog.host() == "gpu3", what="gpu3 chosen")
+        await pilot.press("ctrl+y")
+        await until(pilot, lambda: app.clipboard, what="the copied command")
+        assert app.clipboard == f"tuitrain run {DEMO} --set training.max_steps=3 --host gpu3"
+        dialog.query_one("#submit").press()
+        problems = dialog.query_one("#problems")
+        await until(pilot, lambda: "Slurm: a job is submitted from this machine" in str(problems.render()),
+                    what="Slurm refused for a box")
+
+    run(script, app, size=(120, 40))
+    assert not list((tmp_path / "runs").iterdir())

@@ -55,7 +55,7 @@ class LaunchScreen(ModalScreen[None]):
                         tooltip="Submit it as a Slurm batch job (tuitrain submit) with the Slurm options below"),
                 Binding("ctrl+y", "copy_command", "Copy run command",
                         tooltip="Copy `tuitrain run PROFILE --set …` with the overrides typed here (with Slurm "
-                                "options typed: `tuitrain submit …`)")]
+                                "options typed: `tuitrain submit …`; with a workstation chosen: `--host HOST`)")]
 
     def __init__(self, path: Path, overrides: Sequence[str] = ()) -> None:
         super().__init__()
@@ -181,7 +181,11 @@ class LaunchScreen(ModalScreen[None]):
         except ValueError:
             options = text.split()
         verb = "submit" if options else "run"
-        command = tuitrain_command(verb, self.path, self.app.runs_root, self.app.cwd, self.overrides(), options)
+        if self.host() and not options:  # its runs folder is that box's own: no --runs-dir of this one
+            command = tuitrain_command("run", self.path, self.app.cwd / "runs", self.app.cwd, self.overrides(),
+                                       ["--host", self.host()])
+        else:
+            command = tuitrain_command(verb, self.path, self.app.runs_root, self.app.cwd, self.overrides(), options)
         self.app.copy_to_clipboard(command)
         self.notify(f"copied (through the terminal's clipboard, OSC 52): {command}", title="Command")
 
