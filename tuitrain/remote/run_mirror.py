@@ -23,9 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from tuitrain.atomic import write_text_atomic
 from tuitrain.remote import wire
-from tuitrain.remote.runs_stream import HOME_SILENCE_SECONDS, HostNews, RunsStream
+from tuitrain.remote.runs_stream import HOME_SILENCE_SECONDS, HostNews, RunsStream, listen_for_home
 from tuitrain.remote.workstations import Workstation, version_problem
 
 MIRROR_ARG = "--mirror"  # tuitrain workstations --mirror RUN: the box's side
@@ -133,15 +132,7 @@ def serve(files: FolderFiles, version: str, out: IO[bytes], inp: IO[bytes], poll
     offsets = first.get("offsets") if first.get("t") == "setup" else None
     if isinstance(offsets, dict):
         files.offsets.update({str(k): int(v) for k, v in offsets.items() if mirrored(str(k)) and isinstance(v, int)})
-    heard = [time.monotonic()]
-    closed = threading.Event()
-
-    def listen() -> None:
-        for _ in iter(inp.readline, b""):
-            heard[0] = time.monotonic()
-        closed.set()
-
-    threading.Thread(target=listen, daemon=True, name="home").start()
+    heard, closed = listen_for_home(inp)
     if not wire.send(out, wire.encode("hello", version=version)):
         return 0
     said = time.monotonic()
@@ -169,17 +160,7 @@ def apply(cache: Path, message: dict[str, Any]) -> bool:
     relative = str(message.get("path", ""))
     if not mirrored(relative):
         return False
-    target = cache / relative
-    target.parent.mkdir(parents=True, exist_ok=True)
-    data = wire.data_of(message)
-    if message["t"] == "append":
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)
-        try:
-            os.write(fd, data)
-        finally:
-            os.close(fd)
-    else:
-        write_text_atomic(target, data.decode("utf-8", "replace"))
+    wire.write_into(cache / relative, message)
     return True
 
 

@@ -41,11 +41,9 @@ STDERR_KEPT = 8192
 # -- there ----------------------------------------------------------------------------------------------------
 
 
-def serve(poll: Callable[[], list[dict[str, Any]]], version: str, out: IO[bytes], inp: IO[bytes],
-          poll_seconds: float = POLL_SECONDS, home_silence: float | None = HOME_SILENCE_SECONDS,
-          gpus: Callable[[], dict[str, Any]] | None = None, gpu_seconds: float = GPU_SECONDS) -> int:
-    """Stream `poll()`'s rows (and `gpus()`'s sample, at most every `gpu_seconds`) to `out` until `inp` closes,
-    home falls silent (`home_silence`, None: never) or `out` is gone. Returns the exit status (0)."""
+def listen_for_home(inp: IO[bytes]) -> tuple[list[float], threading.Event]:
+    """A thread that reads what home sends (its beats) on a box's side of a long-lived connection: [when home was
+    last heard] and an event set once home's side closes."""
     heard = [time.monotonic()]
     closed = threading.Event()
 
@@ -55,6 +53,15 @@ def serve(poll: Callable[[], list[dict[str, Any]]], version: str, out: IO[bytes]
         closed.set()
 
     threading.Thread(target=listen, daemon=True, name="home").start()
+    return heard, closed
+
+
+def serve(poll: Callable[[], list[dict[str, Any]]], version: str, out: IO[bytes], inp: IO[bytes],
+          poll_seconds: float = POLL_SECONDS, home_silence: float | None = HOME_SILENCE_SECONDS,
+          gpus: Callable[[], dict[str, Any]] | None = None, gpu_seconds: float = GPU_SECONDS) -> int:
+    """Stream `poll()`'s rows (and `gpus()`'s sample, at most every `gpu_seconds`) to `out` until `inp` closes,
+    home falls silent (`home_silence`, None: never) or `out` is gone. Returns the exit status (0)."""
+    heard, closed = listen_for_home(inp)
     if not wire.send(out, wire.encode("hello", version=version)):
         return 0
     sent: list[dict[str, Any]] | None = None

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+from pathlib import Path
 from typing import IO, Any
 
 CHUNK = 192 * 1024
@@ -54,3 +56,20 @@ def send(stream: IO[bytes], message: bytes) -> bool:
     except (BrokenPipeError, ValueError, OSError):
         return False
     return True
+
+
+def write_into(target: Path, message: dict[str, Any]) -> None:
+    """Write one `append` (bytes added at the end) or `file` (the whole file, replaced atomically: JSON, text)
+    message at `target`; the caller has checked that its path may be written."""
+    from tuitrain.atomic import write_text_atomic
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    data = data_of(message)
+    if message["t"] == "append":
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+    else:
+        write_text_atomic(target, data.decode("utf-8", "replace"))

@@ -30,15 +30,13 @@ run as it reads a local one. Which files travel, and where they land, is decided
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tuitrain.atomic import write_text_atomic
-from tuitrain.remote.wire import CHUNK, data_of, encode_bytes
+from tuitrain.remote.wire import CHUNK, encode_bytes, write_into
 from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.samples import samples_path
 
@@ -165,17 +163,7 @@ def apply(paths: RunPaths, message: dict[str, Any]) -> None:
     relative = str(message.get("path", ""))
     if not _HOME_PATH.match(relative):
         raise MirrorError(f"a node sent a file tuitrain does not mirror: {relative!r}")
-    target = paths.root / relative
-    target.parent.mkdir(parents=True, exist_ok=True)
-    data = data_of(message)
-    if message["t"] == "append":
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)
-        try:
-            os.write(fd, data)
-        finally:
-            os.close(fd)
-    else:
-        write_text_atomic(target, data.decode("utf-8", "replace"))  # a rank record, a samples file: JSON
+    write_into(paths.root / relative, message)  # a log's bytes appended; a rank record, a samples file: whole
 
 
 def read_machine_samples(paths: RunPaths) -> dict[int, dict[str, Any]]:
