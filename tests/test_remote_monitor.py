@@ -120,8 +120,8 @@ def test_enter_on_a_boxs_run_opens_its_monitor_and_its_stop_stops_it_there(
         await until(pilot, lambda: f"node1:{run_id}" in shown_ids(app), 60, what="node1's run in Home")
         app.screen.query_one("#runs").move_cursor(row=shown_ids(app).index(f"node1:{run_id}"))
         await pilot.press("enter")
-        monitor = await until(pilot, lambda: isinstance(app.screen, MonitorScreen) and app.screen, 60,
-                              what="the remote run's monitor")
+        monitor = await until(pilot, lambda: isinstance(app.screen, MonitorScreen) and app.screen.query("#title")
+                              and app.screen, 60, what="the remote run's monitor, composed")
         assert monitor.run_dir == tmp_path / "cache" / "tuitrain" / "workstations" / "node1" / run_id
         assert monitor.query_one("#title").text.endswith(" · on node1"), monitor.query_one("#title").text
         header = monitor.query_one("#header")
@@ -136,7 +136,7 @@ def test_enter_on_a_boxs_run_opens_its_monitor_and_its_stop_stops_it_there(
 
         await pilot.press("R", "y")  # resumed there, its monitor in this one's place
         resumed = await until(pilot, lambda: isinstance(app.screen, MonitorScreen) and app.screen is not monitor
-                              and app.screen, 300, what="the resumed run's monitor")
+                              and app.screen.query("#header") and app.screen, 300, what="the resumed run's monitor")
         new_there = tmp_path / "node1-runs" / resumed.run_dir.name
         assert resumed.host == "node1" and read_record(RunPaths(new_there)).get("parent") == run_id
         await pilot.press("k", "y")  # killed there
@@ -150,8 +150,8 @@ def test_enter_on_a_boxs_run_opens_its_monitor_and_its_stop_stops_it_there(
 
         app.screen.query_one("#runs").move_cursor(row=shown_ids(app).index(f"node1:{run_id}"))
         await pilot.press("enter")  # again: at once on the cache, its mirror started anew
-        monitor = await until(pilot, lambda: isinstance(app.screen, MonitorScreen) and app.screen, 30,
-                              what="the remote run's monitor again")
+        monitor = await until(pilot, lambda: isinstance(app.screen, MonitorScreen) and app.screen.query("#header")
+                              and app.screen, 30, what="the remote run's monitor again, composed")
         header = monitor.query_one("#header")
         assert monitor.run_dir.name == run_id
         await until(pilot, lambda: tuitrain_processes(tmp_path, "workstations", "--mirror", run_id), 60,

@@ -331,16 +331,11 @@ def sent_profile(ref: str, overrides: Sequence[str]) -> tuple[Path, str]:
     """A profile of this machine as it is sent to another: its --set applied and its relative local paths made
     absolute from its folder here (`runs.start.freeze_paths`, as a run's frozen profile), as TOML. Checked there,
     not here: its data files need only be there."""
-    import tomli_w
-
     from tuitrain.profile import resolve_profile_path
-    from tuitrain.profile.load import parse_toml, read_profile_text
-    from tuitrain.profile.overrides import apply_overrides
-    from tuitrain.runs.start import freeze_paths
+    from tuitrain.runs.start import sent_profile_text
 
     path = resolve_profile_path(ref)
-    data = apply_overrides(parse_toml(read_profile_text(path, str(path)), str(path)), overrides)
-    return path, tomli_w.dumps(freeze_paths(data, path.resolve().parent))
+    return path, sent_profile_text(path, overrides)
 
 
 def cmd_run_there(args: argparse.Namespace) -> int:

@@ -10,7 +10,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import tomli_w
 
@@ -358,3 +358,16 @@ def spawn_supervisor(paths: RunPaths) -> subprocess.Popen[bytes]:
             close_fds=True,
         )
     return proc
+
+
+def sent_profile_text(path: Path, overrides: Sequence[str]) -> str:
+    """A profile of this machine as it is sent to another workstation: its --set applied and its relative local
+    paths made absolute from its folder here (`freeze_paths`, as a run's frozen profile), as TOML. Checked there,
+    not here: its data files need only be there (`run --host`, the launch dialog's Where)."""
+    import tomli_w
+
+    from tuitrain.profile.load import parse_toml, read_profile_text
+    from tuitrain.profile.overrides import apply_overrides
+
+    data = apply_overrides(parse_toml(read_profile_text(path, str(path)), str(path)), overrides)
+    return tomli_w.dumps(freeze_paths(data, path.resolve().parent))

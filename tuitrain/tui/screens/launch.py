@@ -275,11 +275,12 @@ class LaunchScreen(ModalScreen[None]):
         from tuitrain.remote.launch_there import launch_there
         from tuitrain.remote.run_mirror import fetch
         from tuitrain.remote.workstations import find, workstations
+        from tuitrain.runs.start import sent_profile_text
         from tuitrain.user_config import UserConfigError
 
         try:
             station = find(host, workstations())
-            launched = launch_there(station, self.path, sent_text(self.path, overrides), passed)
+            launched = launch_there(station, self.path, sent_profile_text(self.path, overrides), passed)
         except ProfileError as exc:
             self.app.call_from_thread(self._failed, [str(p) for p in exc.problems])
             return
@@ -324,16 +325,3 @@ def configured_hosts() -> list[str]:
 
     stations, _problem = configured()
     return [station.host for station in stations]
-
-
-def sent_text(path: Path, overrides: Sequence[str]) -> str:
-    """The profile as it is sent to another workstation: its overrides applied, its relative local paths made
-    absolute from its folder here (`runs.start.freeze_paths`, as `cli.workstations.sent_profile` does)."""
-    import tomli_w
-
-    from tuitrain.profile.load import parse_toml, read_profile_text
-    from tuitrain.profile.overrides import apply_overrides
-    from tuitrain.runs.start import freeze_paths
-
-    data = apply_overrides(parse_toml(read_profile_text(path, str(path)), str(path)), overrides)
-    return tomli_w.dumps(freeze_paths(data, path.resolve().parent))
