@@ -63,7 +63,7 @@ def tuitrain_processes(folder: Path, *words: str) -> list[str]:
     for proc in psutil.process_iter(["pid", "cmdline"]):
         line = " ".join(proc.info["cmdline"] or ())
         if proc.pid != os.getpid() and str(folder) in line and all(w in line for w in words):
-            found.append(f"{proc.pid}: {line[:160]}")
+            found.append(f"{proc.pid}: {line}")  # whole: a word may come late in a long path
     return found
 
 
