@@ -42,7 +42,8 @@ def test_homes_strip_shows_each_boxs_gpus_from_its_own_stream(hosts: Any, tmp_pa
         await until(pilot, lambda: "node1: 8 GPUs, 8 busy" in strip.text, 60, what="node1's GPUs in the strip")
         assert strip.text.startswith(app.hardware_line), strip.text  # this machine's line first, as before
         assert "node2" not in strip.text  # a box that cannot answer has its line under Home's runs, not here
-        there = [p for p in tuitrain_processes(tmp_path, "workstations", "--stream") if " ssh " not in f" {p.split(': ', 1)[1]}"]
+        there = [p for p in tuitrain_processes(tmp_path / "node1-runs", "workstations", "--stream")
+                 if " ssh " not in f" {p.split(': ', 1)[1]}"]  # node1's tuitrain, not the ssh client here
         assert len(there) == 1 and "--gpus" in there[0], there  # Home's one stream of node1 carries its GPUs
 
     run(script, app, size=(120, 30))
