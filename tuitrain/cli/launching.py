@@ -13,10 +13,9 @@ from tuitrain.cli.output import print_json
 from tuitrain.launch import LaunchPlan
 from tuitrain.launch.machines import MachinesPlan
 from tuitrain.profile import Profile, ProfileError, load_profile, resolve_profile_path
-from tuitrain.profile.load import plan_problems
+from tuitrain.profile.load import notes_not_said_again, plan_problems
 from tuitrain.profile.training_args import report_reading_to
 from tuitrain.runs.catalog import find_run
-from tuitrain.runs.start import StartError
 from tuitrain.yaml_text import dump as dump_yaml
 
 
@@ -25,12 +24,9 @@ def say_when_reading_training_args() -> None:
     report_reading_to(lambda line: print(f"tuitrain: {line}", file=sys.stderr, flush=True))
 
 
-def _print_notes(profile: Profile, refusal: str = "") -> None:
-    """The profile's warnings and notes, less one the `refusal` says again (the profile alone warns about what
-    the plan refuses, e.g. several machines without main_process_port: said once, as the error)."""
+def _print_notes(profile: Profile) -> None:
     for note in profile.notes:
-        if not (refusal and note.message in refusal):
-            print(note, file=sys.stderr)
+        print(note, file=sys.stderr)
 
 
 def _load(ref: str, overrides: list[str], notes: bool = True) -> Profile:
@@ -61,9 +57,12 @@ def _check_machines(backend: Backend, profile: Profile, args: argparse.Namespace
 
 
 def _refuse_what_validate_refuses(backend: Backend, profile: Profile, args: argparse.Namespace) -> None:
-    """The plan's errors, in validate's lines (the same plan, marked the same way), before anything starts; the
-    start plans again and still refuses what changed in between (a plan takes milliseconds)."""
+    """The profile's notes the plan does not say again, then the plan's errors in validate's lines (the same plan,
+    marked the same way), before anything starts; the start plans again and still refuses what changed in between
+    (a plan takes milliseconds)."""
     preview = backend.plan(profile, args.runs_root)
+    for note in notes_not_said_again(profile, preview.problems):
+        print(note, file=sys.stderr)
     if preview.errors:
         errors = [p for p in plan_problems(profile, preview.problems, args.set) if p.is_error]
         raise CliError("\n".join(str(p) for p in errors))
@@ -102,19 +101,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         from tuitrain.runs.queue import QueueRequest
 
         queue = QueueRequest()
-    try:
-        if queue is not None:
-            queued = _queued_start(backend, profile, args, queue)
-        else:
-            _refuse_what_validate_refuses(backend, profile, args)
-            _check_machines(backend, profile, args)
-            paths = backend.start(profile, args.runs_root).paths
-    except (CliError, ProfileError, StartError) as exc:
-        _print_notes(profile, refusal=str(exc))
-        raise
-    _print_notes(profile)
     if queue is not None:
-        return queued
+        _print_notes(profile)
+        return _queued_start(backend, profile, args, queue)
+    _refuse_what_validate_refuses(backend, profile, args)
+    _check_machines(backend, profile, args)
+    paths = backend.start(profile, args.runs_root).paths
     if args.detach:
         print(paths.id)
         return 0

@@ -96,7 +96,7 @@ def cmd_queue(args: argparse.Namespace) -> int:
         return cmd_move(args)
     if getattr(args, "run", None) or getattr(args, "top", False):
         raise CliError("tuitrain queue takes no run (to move one: tuitrain queue move RUN --top)")
-    rows = queue_rows()
+    rows = [{**row, "sweep": _sweep(row)} if row["position"] is not None else row for row in queue_rows()]
     if args.json:
         print_json({"queue_dir": str(queue_dir()), "runs": rows})
         return 0
@@ -109,6 +109,19 @@ def cmd_queue(args: argparse.Namespace) -> int:
     for row in holding:
         print(f"  -  {row['run']}  {row['user']}  started, holds GPU {','.join(map(str, row['gpus']))}")
     return 0
+
+
+def _sweep(row: dict[str, Any]) -> dict[str, Any] | None:
+    """The sweep a waiting run of the queue belongs to, from its record (None: of no sweep, or unreadable); read
+    here, for `tuitrain queue`, not in queue_rows, which the app polls."""
+    from tuitrain.runs.layout import RunPaths
+    from tuitrain.runs.queue import sweep_fields
+    from tuitrain.runs.record import RunRecordError, read_record
+
+    try:
+        return sweep_fields(read_record(RunPaths(Path(row["run_dir"]))))
+    except (OSError, RunRecordError):
+        return None
 
 
 def _gpus_word(row: dict[str, Any]) -> str:

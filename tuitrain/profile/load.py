@@ -169,9 +169,14 @@ def plan_problems(profile: Profile, problems: Sequence[Problem], overrides: Sequ
     """What `plan`, `validate` and the launch dialog say after a plan: the profile's notes, less those the plan
     says again (the profile alone warns where the plan refuses: said once, as the error), then the plan's
     `problems`, marked as loading marks its own (mark_overrides)."""
+    return notes_not_said_again(profile, problems) + mark_overrides(problems, overrides, profile.path)
+
+
+def notes_not_said_again(profile: Profile, problems: Sequence[Problem]) -> list[Problem]:
+    """The profile's notes less those a plan's `problems` say again (the profile alone warns where the plan
+    refuses, e.g. several machines without main_process_port: said once, as the error)."""
     again = {(p.key, p.message) for p in problems}
-    notes = [note for note in profile.notes if (note.key, note.message) not in again]
-    return notes + mark_overrides(problems, overrides, profile.path)
+    return [note for note in profile.notes if (note.key, note.message) not in again]
 
 
 # --------------------------------------------------------------------------- migrations

@@ -25,7 +25,7 @@ from typing import IO, Any
 
 from tuitrain.remote import wire
 from tuitrain.remote.runs_stream import HOME_SILENCE_SECONDS, HostNews, RunsStream, listen_for_home
-from tuitrain.remote.workstations import Workstation, version_problem
+from tuitrain.remote.workstations import Workstation
 
 MIRROR_ARG = "--mirror"  # tuitrain workstations --mirror RUN: the box's side
 POLL_SECONDS = 0.25  # how often the box looks at the run's files (a log line's way to the screen: well under 1 s)
@@ -211,22 +211,14 @@ class RunMirror(RunsStream):
         self.cache.mkdir(parents=True, exist_ok=True)
         wire.send(stdin, wire.encode("setup", offsets=held_offsets(self.cache)))
 
-    def _message(self, line: bytes) -> str | None:
-        if not line.strip():
-            return None
-        try:
-            message = wire.decode(line)
-        except wire.WireError:
-            return None  # a login shell's words before ours
+    def _act(self, message: dict[str, Any]) -> str | None:
         kind = message["t"]
-        if kind == "hello":
-            return version_problem(self.station, str(message.get("version", "?")), self.version)
         if kind in ("append", "file"):
             try:
                 apply(self.cache, message)
             except OSError as exc:
                 return f"{self.station.host}: cannot write its run into {self.cache} ({exc.strerror})"
-        if kind != "hello" and (kind != "beat" or self.problem is not None):
+        if kind != "beat" or self.problem is not None:
             self.problem = None  # heard again
             self.on_mirror(MirrorNews(self.station.host, self.run_id))
         return None

@@ -245,9 +245,13 @@ class RunsStream:
             message = wire.decode(line)
         except wire.WireError:
             return None  # a login shell's words before ours
-        kind = message["t"]
-        if kind == "hello":
+        if message["t"] == "hello":
             return version_problem(self.station, str(message.get("version", "?")), self.version)
+        return self._act(message)
+
+    def _act(self, message: dict[str, Any]) -> str | None:
+        """Act on one of the box's messages after its hello; why to give up on it, or None."""
+        kind = message["t"]
         if kind == "runs":
             rows = message.get("rows")
             if isinstance(rows, list):

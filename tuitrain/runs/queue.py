@@ -240,11 +240,17 @@ def queue_fields(folder: Path, gpus: tuple[int, ...], after: tuple[Dependency, .
     return {"queue": fields}
 
 
-def sweep_of(record: RunRecord) -> str | None:
-    """The id of the sweep a run was queued in, or None."""
+def sweep_fields(record: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The sweep a run was queued in, as its record keeps it (`id`, `index`, `of`, `label`), or None."""
     queue = record.get("queue")
     sweep = queue.get("sweep") if isinstance(queue, Mapping) else None
-    return str(sweep["id"]) if isinstance(sweep, Mapping) and sweep.get("id") else None
+    return dict(sweep) if isinstance(sweep, Mapping) else None
+
+
+def sweep_of(record: RunRecord) -> str | None:
+    """The id of the sweep a run was queued in, or None."""
+    sweep = sweep_fields(record)
+    return str(sweep["id"]) if sweep and sweep.get("id") else None
 
 
 @dataclass(frozen=True)

@@ -65,23 +65,10 @@ def queue_rows() -> list[dict[str, Any]]:
         rows.append({"position": position, "run": entry.run, "run_dir": entry.run_dir, "user": entry.user,
                      "queued": entry.queued, "gpus": list(entry.gpus), "any_gpus": entry.count,
                      "min_free_memory": entry.min_free,
-                     "after": [{"run": d.run, "ok": d.ok} for d in entry.after], "waits": waits,
-                     "sweep": _sweep(entry.run_dir)})
+                     "after": [{"run": d.run, "ok": d.ok} for d in entry.after], "waits": waits})
     started = [{"run": e.run, "run_dir": e.run_dir, "user": e.user, "gpus": list(e.gpus), "started": e.started}
                for e in entries if e.state == "started"]
     return rows + [{**s, "position": None, "waits": []} for s in started]
-
-
-def _sweep(run_dir: str) -> dict[str, Any] | None:
-    """The sweep a queued run belongs to, as its record keeps it (None: not of a sweep, or unreadable)."""
-    from tuitrain.runs.record import RunRecordError, read_record
-
-    try:
-        queue = read_record(RunPaths(Path(run_dir))).get("queue")
-    except (OSError, RunRecordError):
-        return None
-    sweep = queue.get("sweep") if isinstance(queue, dict) else None
-    return dict(sweep) if isinstance(sweep, dict) else None
 
 
 def run_key(run_dir: Path | str) -> str:
