@@ -13,7 +13,7 @@ import threading
 import time
 from pathlib import Path
 
-from conftest import cli, wait_for
+from conftest import as_in_a_terminal, cli, wait_for
 
 
 def dead_pid() -> int:
@@ -80,6 +80,7 @@ def test_ctrl_c_while_the_follower_prints_still_asks_the_run_to_stop(runs_dir):
         follower.send_signal(signal.SIGINT)
         wait_for(lambda: (run / "control" / "terminate").exists(), 30, "a terminate request")
         set_status(run, "stopped")
+        supervisor.kill()  # a real supervisor exits once it has recorded the end
         assert follower.wait(timeout=30) == 2
         reader.join(timeout=10)
         assert "Traceback" not in follower.stderr.read()
@@ -89,6 +90,32 @@ def test_ctrl_c_while_the_follower_prints_still_asks_the_run_to_stop(runs_dir):
     finally:
         supervisor.kill()
         supervisor.wait()
+
+
+def test_the_follower_returns_once_the_supervisor_is_gone_too(runs_dir):
+    """After recording the end a supervisor still frees the run's queue claims and sends word of it: `tuitrain run`
+    returns once it is gone (seen on a loaded CI machine: the run had ended, its supervisor was still there), as
+    `accelerate launch` returns with its processes; a Ctrl-C ends that wait at once."""
+    for interrupt in (False, True):
+        supervisor = subprocess.Popen(["sleep", "300"])
+        try:
+            run = fake_run(runs_dir, "finished", supervisor.pid, ranks=1, name=f"20200101-00000{int(interrupt)}-demo")
+            follower = subprocess.Popen([sys.executable, "-c", FOLLOW, str(run)], stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, text=True, preexec_fn=as_in_a_terminal)
+            lines: list[str] = []
+            reader = threading.Thread(target=lambda: lines.extend(follower.stdout), daemon=True)
+            reader.start()
+            wait_for(lambda: any(f"run {run.name} finished" in line for line in lines), 60, "the end said")
+            assert follower.poll() is None  # the end is said, and the supervisor is still there
+            if interrupt:
+                follower.send_signal(signal.SIGINT)
+            else:
+                supervisor.kill()
+            assert follower.wait(timeout=60) == 0
+            assert "Traceback" not in follower.stderr.read()
+        finally:
+            supervisor.kill()
+            supervisor.wait()
 
 
 def test_logs_into_a_pipe_carry_no_terminal_codes(runs_dir):

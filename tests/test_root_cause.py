@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tuitrain.runs.exits import root_cause
+from tuitrain.runs.exits import RootCause, first_of_several, root_cause
 
 REPORT = """\
 torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
@@ -48,3 +48,27 @@ def test_a_report_with_only_a_root_cause(tmp_path: Path) -> None:
     log.write_text(REPORT[REPORT.index("Root Cause"):])
     cause = root_cause(log)
     assert cause is not None and cause.rank == 1 and cause.exit_codes == {1: -9}
+
+
+# Found dead at one look: torch's agent orders by whole seconds and breaks ties by rank, so it may name rank 0,
+# whose gloo collective failed only because rank 1 had been killed (seen on a loaded CI machine).
+TIE = RootCause(rank=0, exit_code=1, pid=13021, exit_codes={0: 1, 1: -9})
+
+
+def test_of_several_dead_the_one_killed_from_outside_came_first() -> None:
+    dead = {0: {"exit_code": 1}, 1: {"exit_code": None}}
+    assert first_of_several(TIE, dead) == 1
+    assert first_of_several(None, dead) == 1  # no word from torch: our records alone say it never got to say
+
+
+def test_ranks_ended_by_the_teardown_do_not_count_as_killed_from_outside() -> None:
+    cause = RootCause(rank=0, exit_code=1, pid=1, exit_codes={0: 1, 1: -9, 2: -15, 3: -15})
+    dead = {0: {"exit_code": 1}, 1: {"exit_code": None}, 2: {"exit_code": None}, 3: {"exit_code": None}}
+    assert first_of_several(cause, dead) == 1
+
+
+def test_when_the_dead_cannot_be_told_apart_torch_has_the_word() -> None:
+    both_killed = RootCause(rank=0, exit_code=-9, pid=1, exit_codes={0: -9, 1: -9})
+    assert first_of_several(both_killed, {0: {"exit_code": None}, 1: {"exit_code": None}}) == 0
+    both_raised = RootCause(rank=1, exit_code=1, pid=1, exit_codes={0: 1, 1: 1})
+    assert first_of_several(both_raised, {0: {"exit_code": 1}, 1: {"exit_code": 1}}) == 1

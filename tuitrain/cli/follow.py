@@ -5,7 +5,10 @@ from __future__ import annotations
 import signal
 import sys
 import time
+from collections.abc import Callable, Mapping
 from typing import Any, TextIO
+
+import psutil
 
 from tuitrain.humanize import number
 from tuitrain.runs.catalog import load_record
@@ -13,7 +16,7 @@ from tuitrain.runs.control import ControlError, request
 from tuitrain.runs.events import parse_event
 from tuitrain.runs.exits import EXIT_USER_ERROR
 from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.liveness import effective_status
+from tuitrain.runs.liveness import effective_status, live_processes
 from tuitrain.runs.record import FINAL_STATUSES
 from tuitrain.runs.summary import last_traceback
 from tuitrain.runs.tail import read_new_lines
@@ -127,6 +130,7 @@ def follow_run(paths: RunPaths, out: TextIO | None = None, poll: float = 0.1, er
                     _ask_to_end(paths, nth, out)
                 ended = _follow_once(paths, printer, out)
                 if ended is not None:
+                    await_run_processes(load_record(paths), lambda: interrupts.count > interrupts.handled)
                     return ended
                 time.sleep(poll)
             except KeyboardInterrupt:
@@ -142,6 +146,19 @@ def _follow_once(paths: RunPaths, printer: _EventPrinter, out: TextIO) -> int | 
     if status in FINAL_STATUSES:
         return report_end(paths, {**record, "status": status}, out, printer.err)
     return None
+
+
+PROCESSES_EXIT_SECONDS = 30.0  # the supervisor's last steps (the queue's claims, [notify] word) after the end
+
+
+def await_run_processes(record: Mapping[str, Any], interrupted: Callable[[], bool]) -> None:
+    """`tuitrain run` returns once the run's own processes are gone too, as `accelerate launch` does: the
+    supervisor records the end and then still frees the run's queue claims and sends word of it. Bounded, and
+    a Ctrl-C ends the wait: a supervisor that lingers (a webhook slower than its timeout) finishes alone."""
+    left = list(live_processes(record).values())
+    deadline = time.monotonic() + PROCESSES_EXIT_SECONDS
+    while left and time.monotonic() < deadline and not interrupted():
+        _, left = psutil.wait_procs(left, timeout=0.2)
 
 
 def checkpoints_where(record: dict) -> str:

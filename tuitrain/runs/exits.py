@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -76,6 +77,25 @@ def root_cause(launcher_log: Path) -> RootCause | None:
         pid=int(exit_.group(2)) if exit_ and exit_.group(2) else None,
         exit_codes=codes,
     )
+
+
+def first_of_several(cause: RootCause | None, dead: dict[int, dict[str, Any]]) -> int | None:
+    """Of several ranks found dead at one look (`dead`: their records), the one that failed first. torch's
+    agent orders failures by whole seconds and breaks ties by rank, so within one second its word is "the
+    lowest rank". A rank ended by a signal from outside (SIGKILL: the OOM killer, a user) did not react to
+    anything; a peer that exits with a code ran its own error path, usually a collective that lost that rank.
+    So when exactly one of the dead was ended that way, it is the first; otherwise torch's word. SIGTERM is
+    left out: it is how torch's agent and tuitrain end the others."""
+    outside = []
+    for rank, rec in dead.items():
+        code = rec.get("exit_code")
+        if code is None and cause is not None:
+            code = cause.exit_codes.get(rank)
+        if code is None or (isinstance(code, int) and code < 0 and code != -signal.SIGTERM):
+            outside.append(rank)  # no code anywhere: it never got to say
+    if len(outside) == 1 and len(dead) > 1:
+        return outside[0]
+    return cause.rank if cause is not None else None
 
 
 _EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)\b.*)$")

@@ -24,7 +24,7 @@ from typing import Any, Callable, Unpack
 import psutil
 
 from tuitrain.runs.exit_waiter import ExitWaiter
-from tuitrain.runs.exits import describe_exit, full_disk, last_exception_line, root_cause
+from tuitrain.runs.exits import describe_exit, first_of_several, full_disk, last_exception_line, root_cause
 from tuitrain.runs.layout import CONTROL_ENDING, CONTROL_STOP, CONTROL_TERMINATE, SUPERVISOR_ENV, RunPaths
 from tuitrain.runs.parent_death import die_with_parent
 from tuitrain.runs.process_tree import KILL_GRACE_SECONDS, descendants, end_processes, find, identity, running
@@ -84,6 +84,7 @@ class Supervisor:
         self.poll_seconds = POLL_SECONDS
         self.rank_exit_codes: dict[int, int | None] = {}  # as the rank records last said
         self.first_dead_alone = False  # the first rank that died badly was the only dead one when seen
+        self.first_dead_seen: tuple[int, ...] = ()  # every rank found dead at that look
         self._gone_since: float | None = None  # when the run directory was first found missing
         self.launcher_outlived_ranks = False  # the end was recorded before accelerate launch exited
         self.sampler: Any = None  # tuitrain.runs.samples.RunSampler, from start() to finish()
@@ -250,7 +251,7 @@ class Supervisor:
         self.rank_exit_codes = {rank: rec["exit_code"] for rank, rec in records.items()}
         changed = False
         first_now = False
-        dead_now = 0
+        dead_now: list[int] = []
         for rank, rec in records.items():
             known = self.ranks.get(rank)
             if known is None or known["pid"] != rec["pid"]:
@@ -263,14 +264,16 @@ class Supervisor:
             proc = self.ranks[rank]["proc"]
             gone = proc is None or not running(proc)
             died_badly = rec["exit_code"] not in (None, 0) or (rec["exit_code"] is None and gone)
-            dead_now += died_badly
+            if died_badly:
+                dead_now.append(rank)
             if died_badly and self.first_dead_rank is None and not self.terminating:
                 first_now = True
                 self.first_dead_rank = rank
                 self.rank_death_time = now
                 log(f"rank {rank} (pid {rec['pid']}) ended ({describe_exit(rec['exit_code'])}); tearing down the others")
         if first_now:  # woken by its exit, it was seen dying alone: the first for certain; else torch's word decides
-            self.first_dead_alone = dead_now == 1
+            self.first_dead_seen = tuple(dead_now)
+            self.first_dead_alone = len(dead_now) == 1
         self.adopt_output_dir(records)
         if changed or now - self._scanned_at > SCAN_SECONDS:
             self.scan(now)
@@ -527,8 +530,9 @@ class Supervisor:
             return "finished", None, None
         if self.first_dead_rank is not None and self.first_dead_alone:
             rank: int | None = self.first_dead_rank  # seen dying before any other: its peers failed after it
-        else:  # several found dead in one look: torch's agent ordered them by time
-            rank = cause.rank if cause is not None and cause.rank is not None else self.first_dead_rank
+        else:  # several found dead in one look
+            found = first_of_several(cause, {r: records[r] for r in self.first_dead_seen if r in records})
+            rank = found if found is not None else self.first_dead_rank
         if rank is None and launcher_code < 0:
             pid = self.launcher.pid if self.launcher else "?"
             return "failed", None, f"accelerate launch (pid {pid}) was {describe_exit(launcher_code)}"
