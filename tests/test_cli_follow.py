@@ -92,6 +92,21 @@ def test_ctrl_c_while_the_follower_prints_still_asks_the_run_to_stop(runs_dir):
         supervisor.wait()
 
 
+def follow_to_the_end(run: Path, supervisor: subprocess.Popen, interrupt: bool) -> None:
+    follower = subprocess.Popen([sys.executable, "-c", FOLLOW, str(run)], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, preexec_fn=as_in_a_terminal)
+    lines: list[str] = []
+    threading.Thread(target=lambda: lines.extend(follower.stdout), daemon=True).start()
+    wait_for(lambda: any(f"run {run.name} finished" in line for line in lines), 60, "the end said")
+    assert follower.poll() is None  # the end is said, and the supervisor is still there
+    if interrupt:
+        follower.send_signal(signal.SIGINT)
+    else:
+        supervisor.kill()
+    assert follower.wait(timeout=60) == 0
+    assert "Traceback" not in follower.stderr.read()
+
+
 def test_the_follower_returns_once_the_supervisor_is_gone_too(runs_dir):
     """After recording the end a supervisor still frees the run's queue claims and sends word of it: `tuitrain run`
     returns once it is gone (seen on a loaded CI machine: the run had ended, its supervisor was still there), as
@@ -100,19 +115,7 @@ def test_the_follower_returns_once_the_supervisor_is_gone_too(runs_dir):
         supervisor = subprocess.Popen(["sleep", "300"])
         try:
             run = fake_run(runs_dir, "finished", supervisor.pid, ranks=1, name=f"20200101-00000{int(interrupt)}-demo")
-            follower = subprocess.Popen([sys.executable, "-c", FOLLOW, str(run)], stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, text=True, preexec_fn=as_in_a_terminal)
-            lines: list[str] = []
-            reader = threading.Thread(target=lambda: lines.extend(follower.stdout), daemon=True)
-            reader.start()
-            wait_for(lambda: any(f"run {run.name} finished" in line for line in lines), 60, "the end said")
-            assert follower.poll() is None  # the end is said, and the supervisor is still there
-            if interrupt:
-                follower.send_signal(signal.SIGINT)
-            else:
-                supervisor.kill()
-            assert follower.wait(timeout=60) == 0
-            assert "Traceback" not in follower.stderr.read()
+            follow_to_the_end(run, supervisor, interrupt)
         finally:
             supervisor.kill()
             supervisor.wait()

@@ -11,12 +11,14 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import re
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from conftest import FAST, check_clean, cli, losses, record, wait_for, wait_until_ended
+from machine_profiles import free_port
 from tuitrain.hardware.devices import discover, no_identity
 
 pytestmark = [pytest.mark.gpu, pytest.mark.slow]
@@ -130,3 +132,54 @@ def test_impossible_choices_are_refused_in_one_line(runs_dir, sets, key):
         cli("stop", started.name, "--now", runs_dir=runs_dir)
     check_clean(done, key)
     assert not [p for p in runs_dir.iterdir() if p.is_dir()], "refused, yet a run directory was made"
+
+
+# One GPU holds one NCCL rank (two are refused above), so the hang is made with one rank: the GPU stalls before its
+# second all_reduce, which then never completes; NCCL's watchdog times it out after 10 s, the flight recorder that
+# tuitrain turns on for CUDA runs (tuitrain.launch.flight_recorder) dumps into logs/, and the process is ended.
+NCCL_STALL = """
+import datetime
+import sys
+
+import torch
+import torch.distributed as dist
+
+torch.cuda.set_device(0)
+dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{sys.argv[1]}", rank=0, world_size=1,
+                        timeout=datetime.timedelta(seconds=10))
+x = torch.ones(1024, device="cuda")
+dist.all_reduce(x)
+torch.cuda.synchronize()
+print("first all_reduce done", flush=True)
+torch.cuda._sleep(2**40)  # minutes of a busy GPU: the next all_reduce cannot complete
+dist.all_reduce(x)
+torch.cuda.synchronize()
+print("not reached", flush=True)
+"""
+
+
+def test_an_nccl_collective_that_never_completes_is_dumped_and_named(tmp_path, runs_dir):
+    folder = tmp_path / "proj"
+    folder.mkdir()
+    (folder / "stall.py").write_text(NCCL_STALL)
+    (folder / "stall.toml").write_text(
+        f'[script]\npath = "stall.py"\nargs = ["{free_port()}"]\n\n[hardware]\naccelerator = "cuda"\ngpus = [0]\n\n'
+        '[distributed]\nstrategy = "single"\nnum_processes = 1\n')
+    started = cli("run", str(folder / "stall.toml"), "--detach", runs_dir=runs_dir)
+    assert started.returncode == 0, started.stdout + started.stderr
+    run_dir = runs_dir / started.stdout.strip()
+    try:
+        rec = wait_until_ended(run_dir, 300)
+    finally:
+        cli("stop", run_dir.name, "--now", runs_dir=runs_dir)
+    rank_log = (run_dir / "logs" / "rank-0.log").read_text(errors="replace")
+    assert rec["status"] == "failed" and "first all_reduce done" in rank_log, (rec, rank_log[-3000:])
+    assert (run_dir / "logs" / "nccl-trace-rank-0").is_file(), (rec, sorted(p.name for p in (run_dir / "logs").iterdir()),
+                                                               rank_log[-3000:])
+    shown = cli("stacks", run_dir.name, runs_dir=runs_dir)
+    assert shown.returncode == 0, shown.stderr
+    assert re.search(r"NCCL flight recorder, rank 0: last collective all_?reduce #\d+, (scheduled|started)",
+                     shown.stdout), shown.stdout
+    status = cli("status", run_dir.name, runs_dir=runs_dir).stdout
+    assert "NCCL flight recorder, rank 0: last collective" in status, status
+    print(shown.stdout, status, rec["error"], sep="\n")  # what the GPU machine said, for docs/benchmarks.md

@@ -143,3 +143,15 @@ def test_stacks_of_a_run_an_nccl_timeout_ended_shows_what_its_ranks_dumped(tmp_p
     os.remove(made[FAILED] / "logs" / "nccl-trace-rank-2")
     refused = cli("stacks", FAILED, runs_dir=tmp_path / "runs")
     assert refused.returncode != 0 and "only a live run has stacks" in refused.stderr, refused.stderr
+
+
+def test_status_of_a_run_an_nccl_timeout_ended_says_what_its_ranks_dumped(tmp_path):
+    """`tuitrain status` of the failed run says it too, not only `tuitrain stacks`: the user asks status first."""
+    made = make_runs(tmp_path / "runs")
+    write_dumps(made[FAILED], hung_world())
+    shown = cli("status", FAILED, runs_dir=tmp_path / "runs")
+    assert shown.returncode == 0, shown.stderr
+    (line,) = [line for line in shown.stdout.splitlines() if line.startswith("stacks ")]
+    assert f"{LABEL}, rank 1: last collective all_reduce #41, completed (behind)" in line, shown.stdout
+    data = json.loads(cli("status", FAILED, "--json", runs_dir=tmp_path / "runs").stdout)
+    assert data["stacks_digest"][0].startswith(f"{LABEL} (logs/nccl-trace-rank-K): ranks 0, 1, 2 dumped")

@@ -10,7 +10,7 @@ from tuitrain.runs.checkpoints import run_checkpoints
 from tuitrain.runs.events import progress, read_events
 from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.liveness import settle_lost, supervisor_gone
-from tuitrain.runs.record import RunRecord
+from tuitrain.runs.record import FINAL_STATUSES, RunRecord
 from tuitrain.runs.scheduler import settle_job
 from tuitrain.runs.tail import read_tail
 
@@ -49,7 +49,18 @@ def hang_summary(paths: RunPaths, record: RunRecord) -> dict[str, Any]:
         digest = read_digest(paths)
         if digest is not None and float(digest.get("time") or 0) >= (hang.since or 0):
             out["stacks_digest"] = digest["lines"]
+    elif record.get("status") in FINAL_STATUSES:
+        out.update(ended_digest(paths))
     return out
+
+
+def ended_digest(paths: RunPaths) -> dict[str, Any]:
+    """Of a run that has ended: what its ranks' NCCL flight recorders dumped, when an NCCL timeout ended it (the
+    digest `tuitrain stacks` shows of it)."""
+    from tuitrain.runs.nccl_trace import trace_files
+    from tuitrain.runs.stacks import digest_data
+
+    return {"stacks_digest": digest_data(paths, {})["lines"]} if trace_files(paths) else {}
 
 
 def run_summary(paths: RunPaths, record: RunRecord, with_checkpoints: bool = True,
