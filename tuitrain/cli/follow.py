@@ -8,8 +8,6 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, TextIO
 
-import psutil
-
 from tuitrain.humanize import number
 from tuitrain.runs.catalog import load_record
 from tuitrain.runs.control import ControlError, request
@@ -17,6 +15,7 @@ from tuitrain.runs.events import parse_event
 from tuitrain.runs.exits import EXIT_USER_ERROR
 from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.liveness import effective_status, live_processes
+from tuitrain.runs.process_tree import running
 from tuitrain.runs.record import FINAL_STATUSES
 from tuitrain.runs.summary import last_traceback
 from tuitrain.runs.tail import read_new_lines
@@ -158,7 +157,8 @@ def await_run_processes(record: Mapping[str, Any], interrupted: Callable[[], boo
     left = list(live_processes(record).values())
     deadline = time.monotonic() + PROCESSES_EXIT_SECONDS
     while left and time.monotonic() < deadline and not interrupted():
-        _, left = psutil.wait_procs(left, timeout=0.2)
+        time.sleep(0.1)
+        left = [proc for proc in left if running(proc)]  # a zombie is gone too: its parent has yet to reap it
 
 
 def checkpoints_where(record: dict) -> str:
