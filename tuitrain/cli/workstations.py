@@ -59,31 +59,52 @@ def remote_target(args: argparse.Namespace) -> tuple[str, str] | None:
     return (host, ref) if any(w.host == host for w in workstations()) else None
 
 
-def remote_argv(argv: Sequence[str], run: str, ref: str) -> list[str]:
-    """The command line as given, for the other box: without --host/-H and --runs-dir (its own runs folder is the
-    workstation's), the run named as it is there."""
-    out: list[str] = []
-    skip = False
-    for token in argv:
-        if skip:
-            skip = False
+HERE_ONLY = frozenset({"host", "runs_root"})  # options naming this machine's view: the box has its own runs folder
+
+
+def verb_parser(command: str) -> argparse.ArgumentParser:
+    """The parser of one command: the one list of the options its local verb takes."""
+    from tuitrain.cli import build_parser
+
+    verbs = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return verbs.choices[command]
+
+
+def remote_argv(args: argparse.Namespace, ref: str) -> list[str]:
+    """The command as this machine's parser read it, for the other box: each option of the verb's parser from its
+    parsed value (`--key=value`, so a value is never read as an option there; a default is not said), without
+    --host/-H and --runs-dir however they were written, the run named as it is there."""
+    options: list[str] = []
+    positionals: list[str] = []
+    for action in verb_parser(args.command)._actions:
+        if isinstance(action, argparse._HelpAction) or action.dest in HERE_ONLY or not hasattr(args, action.dest):
             continue
-        if token in ("--host", "-H", "--runs-dir"):
-            skip = True
+        value = getattr(args, action.dest)
+        if not action.option_strings:
+            positionals += [ref] if action.dest == "run" else [str(v) for v in as_list(value)]
             continue
-        if token.startswith(("--host=", "--runs-dir=")):
-            continue
-        out.append(ref if token == run else token)
-    return out
+        flag = max(action.option_strings, key=len)
+        if action.nargs == 0:  # store_true and its kind: said when it differs from its default
+            options += [flag] if value != action.default else []
+        elif isinstance(action, argparse._AppendAction) or value != action.default:
+            options += [f"{flag}={v}" for v in as_list(value)]
+    return [args.command, *options, "--", *positionals]
+
+
+def as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
 def cmd_remote(args: argparse.Namespace, argv: Sequence[str], host: str, ref: str) -> int:
-    """Run this command on `host`, its output streamed here; ssh's own failures as one line."""
+    """Run this command on `host`, its output streamed here; ssh's own failures as one line. Its options are read
+    from `args` (remote_argv), not from `argv` as written."""
     from tuitrain.remote import ssh
     from tuitrain.remote.workstations import find, workstations
 
     station = find(host, workstations())
-    command = station.tuitrain(remote_argv(argv, args.run, ref))
+    command = station.tuitrain(remote_argv(args, ref))
     try:
         proc = ssh.start(station.host, command, station.options(), stdout=None, stderr=subprocess.PIPE)
     except (OSError, ValueError) as exc:
