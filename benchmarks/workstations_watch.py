@@ -5,10 +5,13 @@ with 3 workstations in the settings against none.
 
 The workstations are the test suite's namespace hosts (tests/hosts.py: network namespaces, each with its own sshd;
 root needed), each with the app tests' three fixed runs in its own runs folder; nothing changes there meanwhile.
+Each box's tuitrain answers NVML from a recorded table (--nvml-table, default eight H100s: tests/fixtures/nvml), so
+its GPU sampler has GPUs to sample as on a real workstation.
 
-CPU: one `remote.runs_stream.RunsStream` per host, as Home starts them; once all three answered, the CPU time over
---seconds of (here) this process's stream threads and the three ssh clients, and (there) each box's
-`tuitrain workstations --stream` and its sshd session, as a share of one core. Goal: < 2 % here.
+CPU: one `remote.runs_stream.RunsStream` per host, as Home starts them (with `on_gpus`: the box streams its GPUs
+too, `workstations --stream --gpus`); once all three answered with runs and GPUs, the CPU time over --seconds of
+(here) this process's stream threads and the three ssh clients, and (there) each box's stream and its sshd
+session, as a share of one core. Goal: < 2 % here.
 
 First frame: `python -m tuitrain` in an 80x24 pty (benchmarks/tui_pty.py), TUITRAIN_CONFIG naming the three hosts
 or an empty file, taking turns; the moments the pty first shows Home ("Profiles"), this machine's runs (the running
@@ -33,13 +36,24 @@ from supervisor_cpu import cpu_seconds
 from tui_pty import PtyProgram
 
 HOSTS = ("node1", "node2", "node3")
+NVML_TABLES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "nvml"
 FIRST_RUN = "23/40"  # the STEP cell of the fixtures' running run (here painted before any box answers)
 
 
-def settings(folder: Path, hosts, names: tuple[str, ...]) -> Path:
+def nvml_python(folder: Path, table: str) -> str:
+    """The workstations' python: this one, answering NVML from tests/fixtures/nvml/TABLE.json ("none": as is)."""
+    if table == "none":
+        return sys.executable
+    wrapper = folder / f"python-{table}"
+    wrapper.write_text(f'#!/bin/sh\nTUITRAIN_NVML_TABLE={NVML_TABLES / f"{table}.json"} exec {sys.executable} "$@"\n')
+    wrapper.chmod(0o755)
+    return str(wrapper)
+
+
+def settings(folder: Path, hosts, names: tuple[str, ...], python: str = sys.executable) -> Path:
     lines = []
     for host in names:
-        lines += ["[[workstations]]", f'host = "{host}"', f'python = "{sys.executable}"',
+        lines += ["[[workstations]]", f'host = "{host}"', f'python = "{python}"',
                   f'runs = "{folder / f"{host}-runs"}"', f'ssh_config = "{hosts.ssh_config}"', ""]
     path = folder / f"config-{len(names)}.toml"
     path.write_text("\n".join(lines))
@@ -63,23 +77,25 @@ def remote_processes(hosts) -> list[psutil.Process]:
 
 
 def watch_cpu(hosts, seconds: float) -> tuple[float, float, int]:
-    """(here, there) as percent of one core over `seconds`, and how many remote processes were counted."""
+    """(here, there) as percent of one core over `seconds`, and how many remote processes were counted. The streams
+    are Home's: runs and, through `on_gpus`, each box's GPUs."""
     from tuitrain import __version__
     from tuitrain.remote.runs_stream import RunsStream
     from tuitrain.remote.workstations import workstations
 
     news: queue.Queue = queue.Queue()
-    streams = [RunsStream(station, __version__, news.put) for station in workstations()]
+    streams = [RunsStream(station, __version__, lambda item: news.put(("runs", item)),
+                          on_gpus=lambda item: news.put(("gpus", item))) for station in workstations()]
     for stream in streams:
         stream.start()
     try:
-        answered: set[str] = set()
+        answered: set[tuple[str, str]] = set()
         deadline = time.monotonic() + 120
-        while answered != set(HOSTS):
-            item = news.get(timeout=max(0.1, deadline - time.monotonic()))
+        while answered != {(kind, host) for kind in ("runs", "gpus") for host in HOSTS}:
+            kind, item = news.get(timeout=max(0.1, deadline - time.monotonic()))
             if item.problem:
                 raise RuntimeError(item.problem)
-            answered.add(item.host)
+            answered.add((kind, item.host))
         time.sleep(3)  # past the streams' start
         me = psutil.Process()
         on_hosts = {pid for name in HOSTS for pid in hosts.pids(name)}  # the hosts' sshds are children too
@@ -113,6 +129,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=60.0, help="how long the CPU is counted (default 60)")
     parser.add_argument("--repeat", type=int, default=5, help="first frames of each kind (default 5)")
+    parser.add_argument("--nvml-table", default="eight_h100",
+                        help="the GPUs each box's tuitrain sees: tests/fixtures/nvml/NAME.json (default eight_h100; "
+                             "none: the box's own NVML)")
     opts = parser.parse_args()
 
     from hosts import cannot_make_hosts, ensure_tools, make_hosts
@@ -129,7 +148,8 @@ def main() -> int:
         make_runs(base / "runs")
         for host in HOSTS:
             make_runs(base / f"{host}-runs")
-        three, none = settings(base, hosts, HOSTS), settings(base, hosts, ())
+        python = nvml_python(base, opts.nvml_table)
+        three, none = settings(base, hosts, HOSTS, python), settings(base, hosts, (), python)
         os.environ["TUITRAIN_CONFIG"] = str(three)
         gate = QuietGate()
         gate.wait()
@@ -147,7 +167,7 @@ def main() -> int:
         values = [f[part] for f in frames[name] if f[part] is not None]
         return f"{statistics.median(values):.3f} s" if values else "-"
 
-    print(f"workstations_watch: 3 idle namespace hosts over ssh, CPU over {opts.seconds:g} s, "
+    print(f"workstations_watch: 3 idle namespace hosts over ssh (GPUs: {opts.nvml_table}), CPU over {opts.seconds:g} s, "
           f"first frames median of {opts.repeat} (80x24 pty, taking turns)")
     print(machine_line())
     print(gate.summary())
