@@ -182,4 +182,5 @@ def test_an_nccl_collective_that_never_completes_is_dumped_and_named(tmp_path, r
                      shown.stdout), shown.stdout
     status = cli("status", run_dir.name, runs_dir=runs_dir).stdout
     assert "NCCL flight recorder, rank 0: last collective" in status, status
+    assert "NCCL's watchdog timed out all_reduce #2 after 10 s" in rec["error"], rec["error"]
     print(shown.stdout, status, rec["error"], sep="\n")  # what the GPU machine said, for docs/benchmarks.md

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tuitrain.runs.exits import RootCause, first_of_several, root_cause
+from tuitrain.runs.exits import RootCause, first_of_several, last_exception_line, root_cause
 
 REPORT = """\
 torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
@@ -72,3 +72,13 @@ def test_when_the_dead_cannot_be_told_apart_torch_has_the_word() -> None:
     assert first_of_several(both_killed, {0: {"exit_code": None}, 1: {"exit_code": None}}) == 0
     both_raised = RootCause(rank=1, exit_code=1, pid=1, exit_codes={0: 1, 1: 1})
     assert first_of_several(both_raised, {0: {"exit_code": 1}, 1: {"exit_code": 1}}) == 1
+
+
+# The end of a rank's log on an H100 (torch 2.11, tests/test_gpu_lane.py's NCCL stall), shortened.
+NCCL_WATCHDOG = (Path(__file__).parent / "fixtures" / "nccl_watchdog_rank.log").read_text()
+
+
+def test_a_rank_the_nccl_watchdog_ended_says_which_collective_timed_out():
+    said = last_exception_line(NCCL_WATCHDOG)
+    assert said == "NCCL's watchdog timed out all_reduce #2 after 10 s: a rank never joined it, or a GPU stalled"
+    assert last_exception_line("Traceback …\nValueError: bad\n") == "ValueError: bad"

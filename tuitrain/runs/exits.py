@@ -102,8 +102,31 @@ _EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)\b.
 FULL_BELOW_BYTES = 1024 * 1024
 
 
+# What torch's NCCL watchdog says (torch 2.11, seen on an H100) before it aborts the process: the C++ exception
+# that ends the rank, whose "what()" no "SomeError:" line carries.
+_NCCL_TIMEOUT = re.compile(r"Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(\d+), OpType=(\w+)"
+                           r".*?Timeout\(ms\)=(\d+)\)")
+_NCCL_OPS = {"ALLREDUCE": "all_reduce", "ALLGATHER": "all_gather", "_ALLGATHER_BASE": "all_gather",
+             "REDUCE_SCATTER": "reduce_scatter", "_REDUCE_SCATTER_BASE": "reduce_scatter", "ALLTOALL": "all_to_all",
+             "ALLTOALL_BASE": "all_to_all", "BROADCAST": "broadcast", "BARRIER": "barrier", "SEND": "send", "RECV": "recv"}
+
+
+def nccl_timeout_line(text: str) -> str | None:
+    """"NCCL's watchdog timed out all_reduce #2 after 10 s …" when the log says the rank ended that way."""
+    found = _NCCL_TIMEOUT.search(text)
+    if found is None:
+        return None
+    seq, op, ms = found.groups()
+    return (f"NCCL's watchdog timed out {_NCCL_OPS.get(op, op.lower())} #{seq} after {int(ms) / 1000:g} s: a rank "
+            "never joined it, or a GPU stalled")
+
+
 def last_exception_line(text: str) -> str | None:
-    """The last "SomeError: message" line of a log tail: what a traceback ended with."""
+    """The last "SomeError: message" line of a log tail: what a traceback ended with (an NCCL watchdog's timeout
+    first: the rank's own traceback, if any, only follows from it)."""
+    nccl = nccl_timeout_line(text)
+    if nccl is not None:
+        return nccl
     for line in reversed(text.replace("\r", "\n").splitlines()):
         match = _EXCEPTION.match(line.strip())
         if match:
