@@ -15,7 +15,7 @@ import pytest
 from tests.conftest import FAST, check_clean, cli, record, wait_for, wait_until_ended
 from tests.queue_tables import NVML, gpu_two, held
 from tuitrain.cli.queueing import status_lines
-from tuitrain.runs.queue import Dependency
+from tuitrain.runs.queue import Dependency, Entry
 from tuitrain.runs.queue_rule import dependency_cycle
 
 LONG = ["--set", "training.max_steps=100000", "--set", "training.logging_steps=1", "--set", "training.eval_strategy=no",
@@ -233,7 +233,6 @@ def test_runs_that_set_min_free_memory_share_a_gpu_by_the_memory_they_promised(t
     before it is allocated); a run without min_free_memory never joins a GPU a queued run holds; a run asking for
     any 2 GPUs takes the first two that fit, passing over the held one."""
     from tuitrain.hardware.devices import GpuInfo
-    from tuitrain.runs.queue import Entry
     from tuitrain.runs.queue_rule import verdict
 
     gib = 2**30
@@ -285,3 +284,23 @@ def test_queue_move_top_puts_a_waiting_run_first_and_the_queue_follows_it(runs_d
     assert record(first)["started"] is None
     assert cli("cancel", first.name, runs_dir=runs_dir).returncode == 0
     wait_until_ended(third)
+
+
+def test_a_move_to_the_top_jumps_only_the_users_own_runs(tmp_path: Path) -> None:
+    """On a shared workstation bob's move puts his run before his own, never before ann's (as Slurm's `scontrol top`
+    takes priority from the same user's other jobs): ann's run queued before his keeps its place."""
+    from tuitrain.runs.queue_move import renamed_to_top
+
+    def entry(place: int, run: str, uid: int) -> Entry:
+        return Entry(name=f"{place:020d}-{uid}-{run}.json", run=run, run_dir=str(tmp_path / run), uid=uid,
+                     user={0: "root", 1001: "ann", 1002: "bob"}[uid], queued=0.0)
+
+    b1, a1, b2, a2, b3 = entry(1, "b1", 1002), entry(2, "a1", 1001), entry(3, "b2", 1002), entry(4, "a2", 1001), \
+        entry(5, "b3", 1002)
+    renames = renamed_to_top(b3, [b1, a1, b2, a2, b3])
+    assert renames == {b3.name: f"{1:020d}-1002-b3.json", b1.name: f"{3:020d}-1002-b1.json",
+                       b2.name: f"{5:020d}-1002-b2.json"}
+    after = sorted([a1.name, a2.name, *renames.values()])
+    assert [name.rsplit("-", 1)[1] for name in after] == ["b3.json", "a1.json", "b1.json", "a2.json", "b2.json"]
+    assert not set(renames.values()) & {e.name for e in (b1, a1, b2, a2, b3)}  # no rename lands on a name in use
+    assert renamed_to_top(b1, [b1, a1]) == {}  # already first of his

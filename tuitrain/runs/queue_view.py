@@ -119,15 +119,18 @@ def queue_action(paths: RunPaths, what: str) -> str:
     if what == "top":
         from tuitrain.runs.queue_move import move_to_top
 
-        return moved_words(paths.id, move_to_top(paths))
+        return moved_words(paths.id, *move_to_top(paths))
     from tuitrain.runs.queue_cancel import cancel
 
     return cancelled_words(paths.id, cancel(paths))
 
 
-def moved_words(run_id: str, place: int) -> str:
-    """What a move to the front (`runs.queue_move.move_to_top`) ends with, `place` its place before."""
-    return f"run {run_id} is first in the queue" + (f" (it was {place})" if place > 1 else " (it was already)")
+def moved_words(run_id: str, before: int, after: int) -> str:
+    """What a move to the front (`runs.queue_move.move_to_top`) ends with: its places before and after."""
+    if after == 1:
+        return f"run {run_id} is first in the queue" + (f" (it was {before})" if before > 1 else " (it was already)")
+    return (f"run {run_id} is first of your runs in the queue, {after} in all (it was {before}): runs other users "
+            "queued before yours stay ahead")
 
 
 def cancelled_words(run_id: str, record: RunRecord) -> str:
