@@ -107,7 +107,7 @@ class HostNews:
 class RunsStream:
     """One workstation watched: `start()`, then `on_news` is called (from this stream's own thread) with each
     change of its runs and each failure, and `on_gpus` (when given: the box then sends them) with each change of
-    its GPUs; `stop()` ends the stream there and here."""
+    its GPUs and each failure too; `stop()` ends the stream there and here."""
 
     def __init__(self, station: Workstation, version: str, on_news: Callable[[HostNews], None], *,
                  on_gpus: Callable[[HostNews], None] | None = None,
@@ -154,6 +154,8 @@ class RunsStream:
                 return
             failures = 0 if answered else failures + 1
             self.on_news(HostNews(self.station.host, problem=problem))
+            if self.on_gpus is not None:  # its GPUs' watchers learn it too: what they show may be old
+                self.on_gpus(HostNews(self.station.host, problem=problem))
             self._stopped.wait(self.retry[min(max(failures - 1, 0), len(self.retry) - 1)])
 
     def _argv(self) -> list[str]:

@@ -28,7 +28,9 @@ from tuitrain.tui.run_table import CheckpointNews, checkpoints_written
 
 if TYPE_CHECKING:
     from tuitrain.hardware.sampler import SampledView
+    from tuitrain.remote.runs_stream import HostNews
     from tuitrain.runs.live import Change, RunRow
+    from tuitrain.tui.widgets.hardware_strip import HardwareStrip
 
 
 class TuitrainApp(TuitrainAppApi):
@@ -70,6 +72,7 @@ class TuitrainApp(TuitrainAppApi):
         self.polls = 0
         self.hardware: Any = hardware
         self.hardware_line = hardware_line or "…"
+        self.host_gpus: dict[str, "HostNews"] = {}
         self._poke = threading.Event()
         self.checkpoint_news = CheckpointNews()
         self.terminal_word: tuple[str, ...] = ()  # the run endings [notify] terminal = true rings for (read once)
@@ -149,6 +152,15 @@ class TuitrainApp(TuitrainAppApi):
         self.hardware_line = message.line
         self.hardware_view = message.view
         self._to_screens("hardware_sampled", message.line)
+
+    def on_hardware_strip_host_gpus(self, message: HardwareStrip.HostGpus) -> None:
+        """A workstation's GPUs (or why its stream failed), up from Home's strip: kept for every screen. A failure
+        keeps the GPUs last heard (shown as old, under the problem); a sample clears the problem."""
+        news = message.news
+        before = self.host_gpus.get(news.host)
+        gpus = news.gpus if news.gpus is not None else (before.gpus if before is not None else None)
+        self.host_gpus[news.host] = dataclasses.replace(news, gpus=gpus)
+        self._to_screens("box_gpus_heard", news.host)
 
     def _to_screens(self, method: str, *args: Any) -> None:
         """Method calls down: every screen on the stack that has `method` gets the news."""

@@ -12,6 +12,7 @@ from textual.app import App
 
 if TYPE_CHECKING:
     from tuitrain.hardware.sampler import SampledView
+    from tuitrain.remote.runs_stream import HostNews
     from tuitrain.runs.live import RunRow
     from tuitrain.tui.run_table import CheckpointNews
 
@@ -25,6 +26,10 @@ class TuitrainAppApi(App[int]):
     hardware: Any  # the last detect_hardware(), or None before the first sample
     hardware_view: SampledView | None
     hardware_line: str
+    # each workstation's latest GPUs (`gpus`) and why its stream failed (`problem`), as Home's one stream of that box
+    # told them (through its hardware strip): the GPUs screen and a remote run's monitor read them here, and a screen
+    # with a `box_gpus_heard(host)` method is told of each change
+    host_gpus: dict[str, HostNews]
     rows: list[RunRow]
     polls: int
     checkpoint_news: CheckpointNews

@@ -6,8 +6,8 @@ whole on the line under the table. The figures are the app's hardware sampler's 
 by one of this screen's); this screen only draws them. `o` sorts each GPU's processes, `k` ends one of the user's
 own processes (asks; SIGTERM, then SIGKILL after a grace, in a worker); a rank of a tuitrain run is stopped through
 its run instead. With workstations in the user's settings, each box's GPUs follow under a heading of its own,
-streamed by its tuitrain (`remote.runs_stream` with its GPUs, while this screen is open): read-only, since `k`
-ends only this machine's processes."""
+streamed by its tuitrain over Home's one connection to that box (`remote.runs_stream` with its GPUs; the app keeps
+them, `host_gpus`), never one of this screen's: read-only, since `k` ends only this machine's processes."""
 
 from __future__ import annotations
 
@@ -40,7 +40,6 @@ if TYPE_CHECKING:
     from textual import getters
 
     from tuitrain.hardware.sampler import SampledView
-    from tuitrain.remote.runs_stream import HostNews, RunsStream
     from tuitrain.tui.app_api import TuitrainAppApi
 
 SORT_NAMES = {"memory": "GPU memory", "pid": "pid", "user": "user"}
@@ -182,12 +181,12 @@ def box_heading(host: str, gpus: tuple[GpuInfo, ...] | None, problem: str | None
     return [Text(host, "bold reverse"), Text(""), Text(""), _cut(said, style), Text(""), Text("")]
 
 
-class BoxGpusHeard(Message):
-    """A watched workstation's GPUs, or why it cannot be watched (from its stream's thread)."""
+class BoxesListed(Message):
+    """The workstations of the settings, in their order (from the worker that read them)."""
 
-    def __init__(self, news: "HostNews") -> None:
+    def __init__(self, hosts: list[str]) -> None:
         super().__init__()
-        self.news = news
+        self.hosts = hosts
 
 
 Line = tuple[str, list[Text], "GpuProcessRow | GpuInfo | None", "Sequence[GpuPoint]"]  # key, cells, what, history
@@ -218,7 +217,7 @@ class GpusScreen(Screen):
         self._widths: tuple[int, ...] | None = None  # the columns' widths as last set
         self.boxes: dict[str, tuple[tuple[GpuInfo, ...] | None, str | None]] = {}  # host → (its GPUs, why not seen)
         self.remote_rows: dict[str, tuple[str, GpuProcessRow]] = {}  # row key → another box's process, and its host
-        self._streams: list[RunsStream] = []
+        self.hosts: list[str] = []  # the workstations of the settings, in their order
 
     def compose(self) -> ComposeResult:
         yield TextLine("GPUs on this machine: every process", classes="title-bar", id="gpus-title")
@@ -231,49 +230,41 @@ class GpusScreen(Screen):
         self._ensure_columns(tuple(len(name) for name in COLUMNS))
         self.show(self.app.hardware_view)
         self.query_one(DataTable).focus()
-        self.watch_boxes()
-
-    def on_unmount(self) -> None:
-        for stream in self._streams:
-            stream.stop()
+        self.list_boxes()
 
     # ------------------------------------------------------------------------------ other workstations
     @work(thread=True, exclusive=True, group="gpu-boxes", exit_on_error=False)
-    def watch_boxes(self) -> None:
-        """One stream per workstation of the settings, carrying its GPUs, while this screen is open."""
-        from tuitrain import __version__
-        from tuitrain.remote.runs_stream import HostNews, RunsStream
+    def list_boxes(self) -> None:
+        """The workstations of the settings, in their order (a file read: in a worker). Their GPUs are those Home's
+        one stream of each box carries (`app.host_gpus`): this screen opens no connection of its own."""
         from tuitrain.remote.workstations import configured
 
         stations, problem = configured()
         if problem is not None:
             self.app.call_from_thread(self.notify, problem, title="Workstations", severity="error", timeout=15)
-        if not stations or not self.is_attached:
-            return
-        for station in stations:
-            self.post_message(BoxGpusHeard(HostNews(station.host)))  # its heading, waiting
-            stream = RunsStream(station, __version__, self._heard, on_gpus=self._heard)
-            self._streams.append(stream)
-            stream.start()
-        if not self.is_attached:  # the screen closed meanwhile: on_unmount may have missed these
-            for stream in self._streams:
-                stream.stop()
+        if stations:
+            self.post_message(BoxesListed([station.host for station in stations]))
 
-    def _heard(self, news: "HostNews") -> None:
-        if news.gpus is not None or news.problem is not None:  # its runs are Home's
-            self.post_message(BoxGpusHeard(news))
+    @on(BoxesListed)
+    def _boxes_listed(self, message: BoxesListed) -> None:
+        self.hosts = message.hosts
+        self.read_boxes()
 
-    @on(BoxGpusHeard)
-    def _box_heard(self, message: BoxGpusHeard) -> None:
+    def box_gpus_heard(self, host: str) -> None:
+        """The app heard a workstation's GPUs, or why its stream failed (Home's stream of that box): draw them."""
+        if host in self.hosts:
+            self.read_boxes()
+
+    def read_boxes(self) -> None:
+        """Each listed box's GPUs and problem as the app last heard them (waiting: neither yet), then drawn."""
         from tuitrain.hardware.report import gpus_from_json
 
-        news = message.news
-        gpus, problem = self.boxes.get(news.host, (None, None))
-        if news.gpus is not None:
-            gpus, problem = gpus_from_json(news.gpus), None
-        elif news.problem is not None:
-            problem = news.problem
-        self.boxes[news.host] = (gpus, problem)
+        boxes: dict[str, tuple[tuple[GpuInfo, ...] | None, str | None]] = {}
+        for host in self.hosts:
+            news = self.app.host_gpus.get(host)
+            gpus = gpus_from_json(news.gpus) if news is not None and news.gpus is not None else None
+            boxes[host] = (gpus, news.problem if news is not None else None)
+        self.boxes = boxes
         self.show(self.app.hardware_view)
 
     def on_resize(self) -> None:

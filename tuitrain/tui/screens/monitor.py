@@ -408,21 +408,31 @@ class MonitorScreen(Screen):
         return self.query_one(CheckpointList).selected()
 
     def show_gpus(self) -> None:
-        """The GPUs tab: this run's devices, ranks and the host, as last sampled (see gpu_panel)."""
-        from tuitrain.tui.widgets.gpu_panel import run_panel
+        """The GPUs tab: this run's devices, ranks and the host, as last sampled (see gpu_panel); another
+        workstation's run: its devices there, as Home's one stream of that box carries them (`app.host_gpus`)."""
+        from tuitrain.tui.widgets.gpu_panel import box_panel, run_panel
 
         w = self.run_watch
-        self._gpus_of = self.app.hardware_view
-        here = self._gpus_of if self.host is None else None  # another box's run: none of this machine's GPUs
-        panel = run_panel(here, w.record, w.paths.id, live=w.status not in FINAL_STATUSES,
-                          machines=self.machines, samples=self.machine_samples, run_dir=w.paths.root,
-                          now=self.app.clock())
+        live = w.status not in FINAL_STATUSES
+        if self.host is not None:
+            self._gpus_of = self.app.host_gpus.get(self.host)
+            panel = box_panel(self.host, self._gpus_of, w.record, w.paths.id, live, run_dir=w.paths.root)
+        else:
+            self._gpus_of = self.app.hardware_view
+            panel = run_panel(self._gpus_of, w.record, w.paths.id, live=live, machines=self.machines,
+                              samples=self.machine_samples, run_dir=w.paths.root, now=self.app.clock())
         self._samples_changed = False
         self.query_one("#gpus", Static).update(panel)
 
+    def box_gpus_heard(self, host: str) -> None:
+        """The app heard a workstation's GPUs: this run's box's are drawn when its GPUs tab shows."""
+        if host == self.host:
+            self.hardware_sampled("")
+
     def hardware_sampled(self, _line: str) -> None:
         tabs = self.query_one("#tabs", TabbedContent) if self._ready else None
-        if tabs is not None and tabs.active == "tab-gpus" and self.app.hardware_view is not self._gpus_of:
+        latest = self.app.hardware_view if self.host is None else self.app.host_gpus.get(self.host)
+        if tabs is not None and tabs.active == "tab-gpus" and latest is not self._gpus_of:
             self.show_gpus()
 
     # ------------------------------------------------------------------------------ logs

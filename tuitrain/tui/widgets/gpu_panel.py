@@ -12,7 +12,7 @@ from rich.text import Text
 from tuitrain.hardware.devices import GpuInfo
 from tuitrain.hardware.mapping import visible_gpus
 from tuitrain.hardware.na import NA, NaType
-from tuitrain.hardware.sampler import SampledView
+from tuitrain.hardware.sampler import GpuPoint, SampledView
 from tuitrain.humanize import duration, gib, gpu_memory, percent, size
 from tuitrain.runs.record import RunRecord
 from tuitrain.tui.format import bar
@@ -20,6 +20,7 @@ from tuitrain.tui.format import bar
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from tuitrain.remote.runs_stream import HostNews
     from tuitrain.runs.samples import MachineSamples
     from tuitrain.tui.machines import Machine
 
@@ -245,39 +246,8 @@ def _device_lines(out: Text, view: SampledView, record: Mapping[str, Any], run_i
     """The run's devices here (its CUDA_VISIBLE_DEVICES), their processes, and its ranks here (only `ranks_of`, the
     ranks of this machine, for a run on several: the sampler may take a rank of another machine for a pid here)."""
     snapshot = view.snapshot
-    env = record.get("env") or {}
-    devices = run_gpus(record, snapshot.gpus)
-    if record.get("accelerator") == "cuda":
-        out.append(f"CUDA_VISIBLE_DEVICES={env.get('CUDA_VISIBLE_DEVICES', '(all)')}  "
-                   f"CUDA_DEVICE_ORDER={env.get('CUDA_DEVICE_ORDER', 'FASTEST_FIRST')}\n", style="dim")
-        if not devices:
-            out.append(f"none of this run's GPUs is on this machine now ({snapshot.discovery.status_line})\n",
-                       style="yellow")
-    else:
-        out.append(f"this run trains on {str(record.get('accelerator') or 'cpu').upper()}: "
-                   f"{snapshot.discovery.status_line}\n", style="dim")
-    for cuda_index, gpu in enumerate(devices):
-        history = view.gpu_history.get(gpu.index, ())
-        temperature = f"{gpu.temperature}°C" if gpu.temperature is not NA else "N/A °C"
-        power = f"{gpu.power_draw:.0f}/{gpu.power_limit:.0f} W" if gpu.power_draw is not NA else "N/A W"
-        out.append(f"cuda:{cuda_index} = GPU {gpu.index}  {gpu.name}", style="bold")
-        out.append(f"  {temperature}  {power}")
-        if gpu.lost:
-            out.append("  LOST (fell off the bus)", style="bold red")
-        out.append("\n")
-        out.append(f"  util   {percent(gpu.utilization, 3):>15} ")
-        out.append(spark((p.utilization for p in history), 100), style="green")
-        out.append(f"\n  memory {gpu_memory(gpu.memory_used, gpu.memory_total, gpu.lost):>15} ")
-        top = gpu.memory_total if not isinstance(gpu.memory_total, NaType) else 0
-        out.append(spark((p.memory_used for p in history), top), style="cyan")
-        out.append("\n")
-        for proc in sorted(gpu.processes, key=lambda p: p.pid):
-            mine = proc.owner is not None and proc.owner.run_id == run_id
-            if mine and ranks_of is not None and proc.owner is not None and proc.owner.rank is not None \
-                    and proc.owner.rank not in ranks_of:
-                continue  # a rank of another machine, by a pid that is someone else's here
-            who = proc.owner.describe() if proc.owner else f"pid {proc.pid} ({proc.user})"
-            out.append(f"    {who}: {gib(proc.used_memory)} GiB\n", style="" if mine else "dim")
+    _gpu_lines(out, record, snapshot.gpus, snapshot.discovery.status_line, "this machine", run_id, ranks_of,
+               view.gpu_history)
     ranks = [r for r in snapshot.ranks if r.owner.run_id == run_id
              and (ranks_of is None or int(r.owner.rank or 0) in ranks_of)]
     if ranks:
@@ -290,6 +260,76 @@ def _device_lines(out: Text, view: SampledView, record: Mapping[str, Any], run_i
             out.append(f"   RSS {size(usage.rss) if not isinstance(usage.rss, NaType) else 'N/A'}\n")
     elif live:
         out.append("\nranks: not seen yet\n", style="dim")
+
+
+def _gpu_lines(out: Text, record: Mapping[str, Any], gpus: Sequence[GpuInfo], status_line: str, where: str,
+               run_id: str, ranks_of: tuple[int, ...] | None = None,
+               history: Mapping[int, Sequence[GpuPoint]] | None = None) -> None:
+    """The run's devices among a machine's `gpus` (by its CUDA_VISIBLE_DEVICES) and their processes; `history`: each
+    GPU's recent figures, drawn as sparklines (None: a machine whose history is not kept here)."""
+    env = record.get("env") or {}
+    devices = run_gpus(record, gpus)
+    if record.get("accelerator") == "cuda":
+        out.append(f"CUDA_VISIBLE_DEVICES={env.get('CUDA_VISIBLE_DEVICES', '(all)')}  "
+                   f"CUDA_DEVICE_ORDER={env.get('CUDA_DEVICE_ORDER', 'FASTEST_FIRST')}\n", style="dim")
+        if not devices:
+            out.append(f"none of this run's GPUs is on {where} now ({status_line})\n", style="yellow")
+    else:
+        out.append(f"this run trains on {str(record.get('accelerator') or 'cpu').upper()}: {status_line}\n", style="dim")
+    for cuda_index, gpu in enumerate(devices):
+        points = history.get(gpu.index, ()) if history is not None else None
+        temperature = f"{gpu.temperature}°C" if gpu.temperature is not NA else "N/A °C"
+        power = f"{gpu.power_draw:.0f}/{gpu.power_limit:.0f} W" if gpu.power_draw is not NA else "N/A W"
+        out.append(f"cuda:{cuda_index} = GPU {gpu.index}  {gpu.name}", style="bold")
+        out.append(f"  {temperature}  {power}")
+        if gpu.lost:
+            out.append("  LOST (fell off the bus)", style="bold red")
+        out.append("\n")
+        out.append(f"  util   {percent(gpu.utilization, 3):>15}")
+        if points is not None:
+            out.append(" ")
+            out.append(spark((p.utilization for p in points), 100), style="green")
+        out.append(f"\n  memory {gpu_memory(gpu.memory_used, gpu.memory_total, gpu.lost):>15}")
+        top = gpu.memory_total if not isinstance(gpu.memory_total, NaType) else 0
+        if points is not None:
+            out.append(" ")
+            out.append(spark((p.memory_used for p in points), top), style="cyan")
+        out.append("\n")
+        for proc in sorted(gpu.processes, key=lambda p: p.pid):
+            mine = proc.owner is not None and proc.owner.run_id == run_id
+            if mine and ranks_of is not None and proc.owner is not None and proc.owner.rank is not None \
+                    and proc.owner.rank not in ranks_of:
+                continue  # a rank of another machine, by a pid that is someone else's here
+            who = proc.owner.describe() if proc.owner else f"pid {proc.pid} ({proc.user})"
+            out.append(f"    {who}: {gib(proc.used_memory)} GiB\n", style="" if mine else "dim")
+
+
+def box_panel(host: str, news: "HostNews | None", record: RunRecord, run_id: str, live: bool,
+              run_dir: "Path | None" = None) -> Text:
+    """The GPUs tab of another workstation's run: its devices there as that box's tuitrain streams them to Home
+    (`news`: the app's `host_gpus` of it; no history, no ranks' CPU, which the stream does not carry), and what
+    the run's samples say (mirrored with the run), as `run_panel` has them for a run here."""
+    from tuitrain.hardware.report import gpus_from_json
+
+    recorded = _recorded(run_dir, record, live) if run_dir is not None else None
+    if not live and recorded is not None and not recorded.plain.startswith(NO_SAMPLES):
+        return recorded
+    out = Text()
+    out.append(f"on {host}, as its tuitrain streams them\n", style="bold")
+    if news is not None and news.problem:
+        out.append(f"{news.problem} (the GPUs below are as last heard)\n" if news.gpus is not None
+                   else f"{news.problem}\n", style="red")
+    if news is None or news.gpus is None:
+        if news is None or not news.problem:
+            out.append(f"waiting for {host}'s GPUs…\n", style="dim")
+    else:
+        nvml = news.gpus.get("nvml")
+        status = str(nvml.get("status") or "") if isinstance(nvml, Mapping) else ""
+        _gpu_lines(out, record, gpus_from_json(news.gpus), status or "no GPU figures", host, run_id)
+    if recorded is not None:
+        out.append("\n\n")
+        out.append_text(recorded)
+    return out
 
 
 def _host_lines(out: Text, view: SampledView, label: str) -> None:

@@ -1,6 +1,8 @@
 """One line about the machine at the foot of Home (the text comes from `gpu_panel.strip_line`), then a short part
 per other workstation whose GPUs its Home stream carries (`node1: 2 GPUs, 1 busy`): the strip keeps each box's
-latest sample, told by that stream (`gpus_heard`, from the stream's thread)."""
+latest sample, told by that stream (`gpus_heard`, from the stream's thread). Its `HostGpus` message goes on up to
+the app, which keeps each box's GPUs for every screen (`TuitrainAppApi.host_gpus`: the GPUs screen, a remote run's
+monitor), so that no screen opens a connection of its own to a box Home already streams."""
 
 from __future__ import annotations
 
@@ -41,12 +43,12 @@ class HardwareStrip(TextLine):
     """
 
     class HostGpus(Message):
-        """A workstation's latest GPU sample (`hardware.report.gpu_sample`)."""
+        """A workstation's latest GPU sample (`news.gpus`: `hardware.report.gpu_sample`), or why its stream failed
+        (`news.problem`); it bubbles up to the app (`host_gpus`)."""
 
-        def __init__(self, host: str, sample: dict[str, Any]) -> None:
+        def __init__(self, news: HostNews) -> None:
             super().__init__()
-            self.host = host
-            self.sample = sample
+            self.news = news
 
     def __init__(self, text: Text | str = "", *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(text, id=id, classes=classes)
@@ -58,11 +60,11 @@ class HardwareStrip(TextLine):
         super().set(strip_text(text, self.hosts))
 
     def gpus_heard(self, news: HostNews) -> None:
-        """A workstation stream's GPUs (its own thread): shown on the app's loop."""
-        if news.gpus is not None:
-            self.post_message(self.HostGpus(news.host, news.gpus))
+        """A workstation stream's GPUs or failure (its own thread): shown on the app's loop."""
+        if news.gpus is not None or news.problem is not None:
+            self.post_message(self.HostGpus(news))
 
     def on_hardware_strip_host_gpus(self, message: HostGpus) -> None:
-        message.stop()
-        self.hosts[message.host] = message.sample
-        self.set(self.line)
+        if message.news.gpus is not None:
+            self.hosts[message.news.host] = message.news.gpus
+            self.set(self.line)
