@@ -10,14 +10,18 @@ stdin closes or home falls silent (as `runs_stream.serve`): nothing stays runnin
 Here, `RunMirror` holds that one ssh connection (a `RunsStream`'s: the same beats, silence and retries) and
 writes what comes into `cache_dir(host, run)` (`apply`); it calls back on every change, and with why when the box
 cannot be reached or falls silent for SILENCE_SECONDS. The cache is a viewer's copy: a run's requests (stop, save,
-…) go to the box (`mirrored_run` says which), never to the cache.
+…) go to the box (`mirrored_run` says which), never to the cache. It is also only a copy to remove: an ended run's
+when its monitor closes (`RunMirror.stop_and_forget`), and at the app's start any not written for PRUNE_SECONDS
+(`prune_cache`); `remove_cache` removes only a folder under `cache_root()`, never a run folder of any machine.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import os
+import shutil
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +42,8 @@ WHOLE = ("profile.toml", "ranks/*.json", "heartbeats/*.json", "stacks/*.txt", "s
 RECORD = "run.json"  # made there for a viewer elsewhere: its status as the box judges it, no process ids (the
 # cache's processes are no processes of this machine)
 CHECKPOINTS = ".mirror/checkpoints.json"  # the box's own look at the run's checkpoints (the cache holds no weights)
+PRUNE_SECONDS = 7 * 24 * 3600.0  # a mirror not written for this long is removed at the app's start
+FORGET_WAIT_SECONDS = 30.0  # how long a closed mirror's thread may take to end before its folder is removed
 
 
 def mirrored(relative: str) -> bool:
@@ -62,6 +68,54 @@ def mirrored_run(run_dir: Path) -> tuple[str, str] | None:
     """(host, run id) when `run_dir` is another workstation's run mirrored here; None for a run of this machine."""
     folder = Path(run_dir).absolute()
     return (folder.parent.name, folder.name) if folder.parent.parent == cache_root().absolute() else None
+
+
+def remove_cache(run_dir: Path) -> bool:
+    """Remove a mirrored run's cache folder; only one `mirrored_run` names (under `cache_root()`, not a link), so a
+    run folder of this machine or of the box is never touched. Whether it was removed."""
+    folder = Path(run_dir)
+    if mirrored_run(folder) is None or folder.is_symlink() or not folder.is_dir():
+        return False
+    shutil.rmtree(folder, ignore_errors=True)
+    return not folder.exists()
+
+
+def last_written(folder: Path) -> float:
+    """When anything in a cache folder was last written (its own mtime when it holds nothing)."""
+    newest = 0.0
+    for root, _dirs, files in os.walk(folder):
+        for name in (".", *files):
+            try:
+                newest = max(newest, os.lstat(os.path.join(root, name)).st_mtime)
+            except OSError:
+                continue
+    return newest
+
+
+def prune_cache(older_than: float = PRUNE_SECONDS, keep: Path | None = None, now: float | None = None) -> list[Path]:
+    """Remove the mirrors not written for `older_than` seconds (but `keep`, a run a monitor opens on), and a host's
+    folder left empty; the folders removed."""
+    root = cache_root()
+    now = time.time() if now is None else now
+    removed: list[Path] = []
+    kept = Path(keep).absolute() if keep is not None else None
+    try:
+        hosts = [h for h in root.iterdir() if h.is_dir() and not h.is_symlink()]
+    except OSError:
+        return removed
+    for host in hosts:
+        try:
+            runs = [r for r in host.iterdir() if r.is_dir()]
+        except OSError:
+            continue
+        for run in runs:
+            if run.absolute() != kept and now - last_written(run) > older_than and remove_cache(run):
+                removed.append(run)
+        try:
+            host.rmdir()  # only when empty
+        except OSError:
+            pass
+    return removed
 
 
 # -- there ----------------------------------------------------------------------------------------------------
@@ -123,8 +177,6 @@ def serve(files: FolderFiles, version: str, out: IO[bytes], inp: IO[bytes], poll
           home_silence: float | None = HOME_SILENCE_SECONDS) -> int:
     """Send `files`' changes to `out` until `inp` closes, home falls silent (`home_silence`, None: never) or `out`
     is gone. Home's first line (`setup`) says the offsets it has of each appended file. Returns the exit status."""
-    import time
-
     try:
         first = wire.decode(inp.readline())
     except wire.WireError:
@@ -198,6 +250,19 @@ class RunMirror(RunsStream):
         self.on_mirror = on_news
         self.problem: str | None = None
         self._thread.name = f"mirror {station.host}:{run_id}"
+
+    def stop_and_forget(self, wait: float = FORGET_WAIT_SECONDS) -> None:
+        """End the mirror, then remove its cache folder once its thread has stopped writing there (an ended run's:
+        a viewer opening it again fetches it anew). The wait is a thread's of its own: returns at once."""
+        self.stop()
+
+        def forget() -> None:
+            if self._thread.ident is not None:  # started
+                self._thread.join(wait)
+            if not self._thread.is_alive():
+                remove_cache(self.cache)
+
+        threading.Thread(target=forget, daemon=True, name=f"forget {self.station.host}:{self.run_id}").start()
 
     def _failed(self, news: HostNews) -> None:
         self.problem = news.problem or f"{self.station.host}: no answer"

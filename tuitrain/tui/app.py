@@ -91,6 +91,15 @@ class TuitrainApp(TuitrainAppApi):
         self.poll_runs()
         if self.fixed_hardware_line is None:
             self.sample_hardware()
+        self.prune_mirrors()
+
+    @work(thread=True, group="mirrors", exit_on_error=False)
+    def prune_mirrors(self) -> None:
+        """Other workstations' runs mirrored here and not written for a long while: removed (the run opened at
+        start kept)."""
+        from tuitrain.remote.run_mirror import prune_cache
+
+        prune_cache(keep=self.initial_run)
 
     def show_path(self, path: Path | str | None) -> str:
         """A path as the user thinks of it: relative to the working folder when inside it."""

@@ -171,12 +171,25 @@ class MonitorScreen(Screen):
 
     def on_unmount(self) -> None:
         if self.mirror is not None:
-            self.mirror.stop()
+            if self._forget_mirror():
+                self.mirror.stop_and_forget()
+            else:
+                self.mirror.stop()
+        elif self.host is not None and self._forget_mirror():  # its box left the settings: nothing mirrors it
+            from tuitrain.remote.run_mirror import remove_cache
+
+            remove_cache(self.run_dir)
         self.run_watch.close()
         for log in self.machine_logs:
             log.close()
 
     # ------------------------------------------------------------------------------ data
+    def _forget_mirror(self) -> bool:
+        """Whether the cache of this workstation's run goes as its monitor closes: the run has ended, and no other
+        monitor on the app's stack reads the same folder."""
+        others = [s for s in self.app.screen_stack if isinstance(s, MonitorScreen) and s is not self]
+        return self.run_watch.status in FINAL_STATUSES and all(s.run_dir != self.run_dir for s in others)
+
     def _mirror_news(self, news: MirrorNews) -> None:
         """The mirror's thread: the box heard again (None), or why not; the header says it on its next second."""
         self.mirror_problem = news.problem
