@@ -5,13 +5,14 @@ loads torch): what `accelerate launch --config_file` reads. Tests prove that acc
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from tuitrain.launch.accelerate_export import deepspeed_section, fsdp_section
 from tuitrain.profile.implied import mixed_precision
+from tuitrain.profile.settings import SettingsArg
 
 
-def distributed_type(profile: Mapping[str, Any]) -> str:
+def distributed_type(profile: SettingsArg) -> str:
     """accelerate's distributed_type for a profile. CPU ranks are MULTI_GPU with every GPU hidden:
     on a machine without GPUs, MULTI_CPU (and --cpu) start ONE process, MULTI_GPU starts real
     gloo ranks."""
@@ -24,7 +25,7 @@ def distributed_type(profile: Mapping[str, Any]) -> str:
     return "MULTI_GPU" if multi else "NO"
 
 
-def accelerate_config(profile: Mapping[str, Any], accelerator: str, gpu_ids: list[str] | str,
+def accelerate_config(profile: SettingsArg, accelerator: str, gpu_ids: list[str] | str,
                       deepspeed_json: Path | None = None) -> dict[str, Any]:
     """The accelerate config for a profile on a device kind ("cuda", "mps", "cpu"; "auto" for a
     config written for wherever it will run). `gpu_ids`: "all", or the CUDA device numbers."""

@@ -5,11 +5,11 @@ hardware when the plan is made on it (`devices_here`), from the profile alone wh
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
 
 from tuitrain.hardware import Hardware
 from tuitrain.hardware.mapping import map_devices
 from tuitrain.profile.memory_size import parse_memory_size
+from tuitrain.profile.settings import SettingsArg
 
 
 @dataclass(frozen=True)
@@ -19,7 +19,7 @@ class Devices:
     notes: list[str] = field(default_factory=list)
 
 
-def choose_accelerator(profile: Mapping[str, Any], hardware: Hardware) -> tuple[str, list[str]]:
+def choose_accelerator(profile: SettingsArg, hardware: Hardware) -> tuple[str, list[str]]:
     """hardware.accelerator on this machine: `auto` becomes cuda, mps or cpu (with a note saying why)."""
     asked = profile["hardware"]["accelerator"]
     dist = profile["distributed"]
@@ -38,7 +38,7 @@ def choose_accelerator(profile: Mapping[str, Any], hardware: Hardware) -> tuple[
     return chosen, [f"accelerator auto → {chosen}: {why}"]
 
 
-def devices_here(profile: Mapping[str, Any], hardware: Hardware) -> Devices:
+def devices_here(profile: SettingsArg, hardware: Hardware) -> Devices:
     """This machine's devices for a profile with defaults (its hardware.gpus: this machine's selection)."""
     accelerator, notes = choose_accelerator(profile, hardware)
     chosen = profile["hardware"]
@@ -56,7 +56,7 @@ def devices_here(profile: Mapping[str, Any], hardware: Hardware) -> Devices:
     return Devices(accelerator, env, notes)
 
 
-def devices_elsewhere(profile: Mapping[str, Any]) -> Devices:
+def devices_elsewhere(profile: SettingsArg) -> Devices:
     """A machine's devices from the profile alone (its hardware is not known where the plan is made).
     `hardware.accelerator` is the same everywhere; with `auto`, a machine whose GPUs are listed runs on them with
     CUDA, `gpus = []` hides every GPU (CPU ranks), and a machine with no GPUs listed is planned for CUDA on all of
@@ -70,7 +70,7 @@ def devices_elsewhere(profile: Mapping[str, Any]) -> Devices:
         return Devices("cpu", {"CUDA_VISIBLE_DEVICES": ""}, [f"CPU ranks ({why})"])
     if asked == "mps":
         return Devices("mps", {"PYTORCH_ENABLE_MPS_FALLBACK": "1"} if hardware.get("mps_fallback") else {})
-    if gpus:
+    if isinstance(gpus, list) and gpus:  # a count (any N free GPUs) is chosen on the machine itself
         names = ", ".join(str(g) for g in gpus)
         return Devices("cuda", {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": ",".join(str(g) for g in gpus)},
                        [f"GPUs {names} (NVML numbers, as nvidia-smi shows them) → cuda:0…cuda:{len(gpus) - 1}"])

@@ -20,7 +20,7 @@ from typing import Any
 
 from tuitrain.launch.planner import MachineRole, pasteable_command, plan_machine, strategy_note
 from tuitrain.launch.planner import interface_env as interface_env  # the rule is the planner's; named here too
-from tuitrain.launch.script import is_script, resolved_script
+from tuitrain.launch.script import resolved_script, script_settings
 from tuitrain.profile import Problem
 from tuitrain.profile.implied import implied_notes
 from tuitrain.profile.rules.machines import (
@@ -29,6 +29,7 @@ from tuitrain.profile.rules.machines import (
     machine_processes,
     machines_port_problem,
 )
+from tuitrain.profile.settings import SettingsArg
 
 
 @dataclass(frozen=True)
@@ -113,7 +114,7 @@ class MachinesPlan:
         }
 
 
-def has_machines(settings: Mapping[str, Any]) -> bool:
+def has_machines(settings: SettingsArg) -> bool:
     """Whether a profile (raw or with defaults) lists [[distributed.machines]]."""
     dist = settings.get("distributed")
     return isinstance(dist, Mapping) and bool(listed_machines(dist))
@@ -125,7 +126,7 @@ def node_dir(run_id: str, machine_rank: int) -> str:
     return f".tuitrain/runs/{run_id}/machine-{machine_rank}"
 
 
-def plan_machines(settings: Mapping[str, Any], run_dir: Path, file: str = "profile", *,
+def plan_machines(settings: SettingsArg, run_dir: Path, file: str = "profile", *,
                   processes_set: bool = True, local_python: str | None = None,
                   local_cwd: str | None = None, ssh_config: str | None = None,
                   resume_from: Path | None = None) -> MachinesPlan:
@@ -173,8 +174,8 @@ def plan_machines(settings: Mapping[str, Any], run_dir: Path, file: str = "profi
         notes += implied_notes(settings)
         notes.append(f"{count} machine(s), {total} process(es) in all; the main machine (rank 0) is {plans[0].host}"
                      + (f", reached by the others at {ip}:{port}" if ip and port is not None else ""))
-    if is_script(settings) and plans:
-        script = settings["script"]
+    script = script_settings(settings)
+    if script is not None and plans:
         shown = f"module {script['module']}" if script.get("module") else resolved_script(script, Path(cwd_default))["path"]
         notes.append(f"script mode: every machine runs {shown} in its workdir, with its own tuitrain's hook on "
                      "PYTHONPATH (the script's path is the same on every machine)")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from tuitrain.hardware import Hardware
 from tuitrain.launch.accelerate_config import accelerate_config
@@ -32,6 +32,7 @@ from tuitrain.profile import Problem
 from tuitrain.profile.accelerate_names import CPU_RANKS_MARK
 from tuitrain.profile.implied import implied_notes
 from tuitrain.profile.processes import processes_per_machine
+from tuitrain.profile.settings import SettingsArg
 
 MACHINES_NOT_BUILT = "a profile that lists [[distributed.machines]] is planned machine by machine, not as one machine's run"
 
@@ -82,7 +83,7 @@ class LaunchPlan:
         }
 
 
-def export_accelerate_config(profile: Mapping[str, Any], file: str = "profile",
+def export_accelerate_config(profile: SettingsArg, file: str = "profile",
                              processes_set: bool = True) -> tuple[dict[str, Any], list[str]]:
     """The accelerate config of a profile with no machine checks, and comment lines that say what
     the YAML alone cannot (for `tuitrain profile export-accelerate`). `processes_set`: whether the
@@ -124,7 +125,7 @@ def export_accelerate_config(profile: Mapping[str, Any], file: str = "profile",
     return config, header
 
 
-def plan_launch(profile: dict[str, Any], hardware: Hardware, run_dir: Path, file: str = "profile",
+def plan_launch(profile: SettingsArg, hardware: Hardware, run_dir: Path, file: str = "profile",
                 *, machine: MachineFacts | None = None, resume_from: Path | None = None,
                 role: MachineRole | None = None) -> LaunchPlan:
     """`profile` is a profile with defaults filled in (tuitrain.profile.profile_with_defaults).

@@ -22,7 +22,7 @@ import shlex
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, cast
 
 from tuitrain.hardware import Hardware
 from tuitrain.hardware.preflight import check as hardware_preflight
@@ -31,16 +31,17 @@ from tuitrain.launch.devices import Devices, devices_elsewhere, devices_here
 from tuitrain.launch.flight_recorder import flight_recorder_env
 from tuitrain.launch.preflight import MachineFacts, machine_problems, probe_machine
 from tuitrain.launch.script import (
-    is_script,
     local_hook_path,
     resolved_script,
     script_env,
     script_note,
     script_program,
+    script_settings,
 )
 from tuitrain.launch.threads import cpu_threads
 from tuitrain.profile import Problem
 from tuitrain.profile.rules.strategies import FSDP_ALONE_FIX, fsdp_world_of_one
+from tuitrain.profile.settings import Settings, SettingsArg
 from tuitrain.script import SCRIPT_ENV
 
 ENGINE_MODULE = "tuitrain.engine"
@@ -58,7 +59,7 @@ class MachineRole:
     processes: int = 1  # on this machine
     main_ip: str | None = None
     port: int | None = None
-    gpus: list[Any] | None = None  # as the profile selects them for this machine (None: all it has)
+    gpus: list[Any] | int | None = None  # as the profile selects them for this machine (a count: any N free; None: all)
     interface: str | None = None  # the network interface its ranks meet the others' over
     python: str = sys.executable
     relative_to: str | None = None  # where a script's relative path starts when the profile has no folder (None: here)
@@ -82,7 +83,7 @@ class MachinePart:
     problems: list[Problem] = field(default_factory=list)  # this machine's checks (made only where it is planned)
 
 
-def role_of(settings: Mapping[str, Any], run_dir: Path) -> MachineRole:
+def role_of(settings: SettingsArg, run_dir: Path) -> MachineRole:
     """The role a profile gives the machine that runs it by itself (its distributed.machine_rank of num_machines)."""
     dist = settings["distributed"]
     return MachineRole(folder=str(run_dir), rank=dist["machine_rank"], machines=dist["num_machines"],
@@ -90,15 +91,16 @@ def role_of(settings: Mapping[str, Any], run_dir: Path) -> MachineRole:
                        port=dist.get("main_process_port"), gpus=settings["hardware"].get("gpus"))
 
 
-def machine_settings(settings: Mapping[str, Any], role: MachineRole) -> dict[str, Any]:
+def machine_settings(settings: SettingsArg, role: MachineRole) -> Settings:
     """The settings as this machine runs them: its rank, the machines, its processes and GPUs, where they meet."""
     hardware = settings["hardware"]
     gpus = None if role.scheduler_gpus and hardware["accelerator"] != "cpu" else role.gpus
-    return {**settings,
-            "hardware": {**hardware, "gpus": gpus},
-            "distributed": {**settings["distributed"], "machine_rank": role.rank, "num_machines": role.machines,
-                            "num_processes": role.processes, "main_process_ip": role.main_ip,
-                            "main_process_port": role.port}}
+    mine: dict[str, Any] = {
+        **settings,
+        "hardware": {**hardware, "gpus": gpus},
+        "distributed": {**settings["distributed"], "machine_rank": role.rank, "num_machines": role.machines,
+                        "num_processes": role.processes, "main_process_ip": role.main_ip, "main_process_port": role.port}}
+    return cast(Settings, mine)
 
 
 def profile_folder(file: str) -> Path | None:
@@ -108,7 +110,7 @@ def profile_folder(file: str) -> Path | None:
     return Path(file).expanduser().resolve().parent
 
 
-def deepspeed_json_path(profile: Mapping[str, Any], base_dir: Path | None) -> Path | None:
+def deepspeed_json_path(profile: SettingsArg, base_dir: Path | None) -> Path | None:
     ds = profile["distributed"].get("deepspeed") or {}
     raw = ds.get("config_file")
     if profile["distributed"]["strategy"] != "deepspeed" or not raw:
@@ -136,7 +138,7 @@ def interface_note(name: str) -> str:
             "(the '=' asks NCCL for this name exactly, not every name it begins)")
 
 
-def strategy_note(profile: Mapping[str, Any], accelerator: str, total: int) -> str:
+def strategy_note(profile: SettingsArg, accelerator: str, total: int) -> str:
     """What the run's strategy does with its `total` processes on `accelerator`: one line, the plan's first."""
     dist = profile["distributed"]
     strategy = dist["strategy"]
@@ -176,7 +178,7 @@ def _launch_argv(role: MachineRole, here: bool) -> list[str]:
     return argv
 
 
-def plan_machine(settings: Mapping[str, Any], role: MachineRole, hardware: Hardware | None, file: str = "profile",
+def plan_machine(settings: SettingsArg, role: MachineRole, hardware: Hardware | None, file: str = "profile",
                  *, facts: MachineFacts | None = None, resume_from: Path | None = None) -> MachinePart:
     """One machine's part of a run. `settings`: a profile with defaults (tuitrain.profile.profile_with_defaults).
     `hardware`: this machine's, when the plan is made on it (None: the machine is elsewhere; see the module's
@@ -205,8 +207,9 @@ def plan_machine(settings: Mapping[str, Any], role: MachineRole, hardware: Hardw
     if here and role.port is None and role.processes * role.machines > 1:
         launch_notes.append(FREE_PORT_NOTE)
     cwd = None
-    if is_script(mine):
-        script = resolved_script(mine["script"], base_dir or Path(role.relative_to or os.getcwd()))
+    given_script = script_settings(mine)
+    if given_script is not None:
+        script = resolved_script(given_script, base_dir or Path(role.relative_to or os.getcwd()))
         argv += script_program(script, resume_from)
         # here, the PYTHONPATH tuitrain runs with is kept behind the hook's folder, as a plain launch would see it;
         # elsewhere, that machine's agent puts its own tuitrain's hook folder first (script_env's is this one's)

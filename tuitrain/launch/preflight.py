@@ -13,12 +13,13 @@ import importlib.util
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Mapping
 
 from tuitrain.installed import distribution_version
 from tuitrain.profile import Problem
 from tuitrain.profile.rules.machines import machines_port_problem
 from tuitrain.profile.rules.strategies import cpu_strategy_problem, layerwise_problem, low_rank_optimizer, mps_strategy_problem
+from tuitrain.profile.settings import SettingsArg
 
 # strategy -> (module, pip name, what the install needs)
 STRATEGY_PACKAGES = {"deepspeed": ("deepspeed", "deepspeed", "it compiles CUDA ops at first use: a CUDA toolkit")}
@@ -62,12 +63,12 @@ def port_in_use(port: int) -> bool:
     return False
 
 
-def _world(settings: Mapping[str, Any]) -> int:
+def _world(settings: SettingsArg) -> int:
     dist = settings["distributed"]
     return int(dist["num_processes"]) * int(dist["num_machines"])
 
 
-def probe_machine(settings: Mapping[str, Any]) -> MachineFacts:
+def probe_machine(settings: SettingsArg) -> MachineFacts:
     """Look at this machine for what `settings` (a profile with defaults) will need."""
     dist = settings["distributed"]
     wanted = set()
@@ -88,7 +89,7 @@ def probe_machine(settings: Mapping[str, Any]) -> MachineFacts:
                         accelerate_version=version)
 
 
-def machine_problems(settings: Mapping[str, Any], accelerator: str, facts: MachineFacts, file: str,
+def machine_problems(settings: SettingsArg, accelerator: str, facts: MachineFacts, file: str,
                      deepspeed_json: Path | None = None, cpu_count: int | None = None) -> list[Problem]:
     """Refusals and warnings that depend on this machine, each naming the key to change."""
     dist = settings["distributed"]

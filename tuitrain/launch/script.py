@@ -10,13 +10,20 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
+from tuitrain.profile.settings import ScriptSettings, SettingsArg
 from tuitrain.script import SCRIPT_ENV
 
 SITE_DIR = Path(__file__).resolve().parent.parent / "script" / "site"
 
 
-def is_script(settings: Mapping[str, Any]) -> bool:
-    return bool(settings.get("script"))
+def script_settings(settings: SettingsArg) -> ScriptSettings | None:
+    """[script], or None when tuitrain's engine trains."""
+    script: ScriptSettings | None = settings.get("script") or None
+    return script
+
+
+def is_script(settings: SettingsArg) -> bool:
+    return script_settings(settings) is not None
 
 
 def _absolute(raw: str, base_dir: Path) -> str:

@@ -9,7 +9,8 @@ from .lookup import builtin_profile_path, list_profiles, resolve_profile_path
 from .overrides import apply_overrides, parse_override
 from .problems import Problem, ProfileError
 from .save import save_profile
-from .schema import Profile, profile_with_defaults
+from .schema import Profile, profile_with_defaults, settings_with_defaults
+from .settings import Settings, SettingsArg
 from .training_args import FieldSpec, training_args_fields
 from .validate import validate_profile
 
@@ -18,6 +19,8 @@ __all__ = [
     "Problem",
     "Profile",
     "ProfileError",
+    "Settings",
+    "SettingsArg",
     "apply_overrides",
     "builtin_profile_path",
     "list_profiles",
@@ -26,6 +29,7 @@ __all__ = [
     "profile_with_defaults",
     "resolve_profile_path",
     "save_profile",
+    "settings_with_defaults",
     "training_args_fields",
     "validate_profile",
 ]

@@ -9,9 +9,10 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from .problems import Problem
+from .settings import Settings
 
 TASKS = ("sequence-classification", "causal-lm", "token-classification", "seq2seq")
 # Each built-in generated data set, and the tasks its columns serve.
@@ -404,7 +405,7 @@ def section_defaults(section: str, task: str = "sequence-classification") -> dic
     return out
 
 
-def profile_with_defaults(profile: Profile) -> dict[str, Any]:
+def settings_with_defaults(profile: Profile) -> Settings:
     """A new dict with every section and key present: defaults filled in, optional keys as None.
 
     [training] stays as written (TrainingArguments supplies its own defaults); sub-tables that
@@ -445,4 +446,10 @@ def profile_with_defaults(profile: Profile) -> dict[str, Any]:
     out["run"]["name"] = profile.name
     for section, value in data.items():  # unknown sections pass through untouched
         out.setdefault(section, value)
-    return out
+    return cast(Settings, out)
+
+
+def profile_with_defaults(profile: Profile) -> dict[str, Any]:
+    """`settings_with_defaults` as a plain dict, for the readers not typed yet (a reader typed with `Settings`
+    takes `SettingsArg` until every caller passes `Settings`)."""
+    return dict(settings_with_defaults(profile))
