@@ -175,15 +175,32 @@ class ControlCallback(TrainerCallback):
 class HeartbeatCallback(TrainerCallback):
     """Every rank's progress into its heartbeat (tuitrain.engine.rank_io.Heartbeat). Added last, so at a step's end
     it sees what the Trainer and the control requests decided: an evaluation or a save starts then (the Trainer has
-    no callback before either), and a long one is judged as one (tuitrain.runs.hang), never as a stuck step."""
+    no callback before either), and a long one is judged as one (tuitrain.runs.hang), never as a stuck step.
+
+    The Trainer calls every callback four times a step, each time passing its six objects by name; the per-step
+    methods name them as parameters, so a call builds no keyword dict (most of the heartbeat's cost a step)."""
 
     def __init__(self, heartbeat: Heartbeat) -> None:
         self.heartbeat = heartbeat
 
-    def on_step_begin(self, args, state, control, **kwargs):
+    def on_step_begin(self, args, state, control, model=None, processing_class=None, optimizer=None,
+                      lr_scheduler=None, train_dataloader=None, eval_dataloader=None, **kwargs):
         self.heartbeat.beat(PHASE_STEP, state.global_step + 1)  # the step it is in
 
-    def on_step_end(self, args, state, control, **kwargs):
+    def on_pre_optimizer_step(self, args, state, control, model=None, processing_class=None, optimizer=None,
+                              lr_scheduler=None, train_dataloader=None, eval_dataloader=None, **kwargs):
+        pass
+
+    def on_optimizer_step(self, args, state, control, model=None, processing_class=None, optimizer=None,
+                          lr_scheduler=None, train_dataloader=None, eval_dataloader=None, **kwargs):
+        pass
+
+    def on_substep_end(self, args, state, control, model=None, processing_class=None, optimizer=None,
+                       lr_scheduler=None, train_dataloader=None, eval_dataloader=None, **kwargs):
+        pass
+
+    def on_step_end(self, args, state, control, model=None, processing_class=None, optimizer=None,
+                    lr_scheduler=None, train_dataloader=None, eval_dataloader=None, **kwargs):
         self.heartbeat.beat(PHASE_BETWEEN, state.global_step)
         if control.should_evaluate:
             self.heartbeat.beat(PHASE_EVALUATING, state.global_step)

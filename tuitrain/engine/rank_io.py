@@ -9,6 +9,7 @@ import socket
 import sys
 import threading
 import time
+from collections import deque
 from pathlib import Path
 from typing import NoReturn, cast
 
@@ -115,57 +116,68 @@ URGENT_PHASES = (PHASE_STARTING, PHASE_EVALUATING, PHASE_SAVING, PHASE_FINISHING
 class Heartbeat:
     """This rank's progress in heartbeats/rank-K.json: step, phase, when it last moved, and its recent step time.
 
-    `beat` only notes the state (a few attribute writes: it is called on every step); a daemon thread writes the
-    file atomically when the state changed, at most once a HEARTBEAT_SECONDS, at once for a slow phase. A rank that
-    stops moving leaves its last beat as it was: its age is how long it has not moved (tuitrain.runs.hang)."""
+    `beat` is called on every step, so it only notes the moment (no syscall, no formatting, no sorting: a clock
+    read, a deque append and one tuple); a daemon thread turns the notes into the file's record and writes it
+    atomically when they changed, at most once a HEARTBEAT_SECONDS, at once for a slow phase. A rank that stops
+    moving leaves its last beat as it was: its age is how long it has not moved (tuitrain.runs.hang)."""
 
     def __init__(self, paths: RunPaths, rank: int, interval: float = HEARTBEAT_SECONDS) -> None:
         self.path = paths.heartbeat(rank)
         self.rank = rank
         self.interval = interval
-        self._state: dict[str, object] = {}
+        self._pid = os.getpid()
+        self._last: tuple[int | None, str, float, float] | None = None  # step, phase, time, since: one beat's note
         self._changed = 0
         self._written = 0
         self._wake = threading.Event()
         self._phase = ""
         self._since = 0.0
         self._last_end: float | None = None  # the previous step's end, while no slow phase came between
-        self._step_times: list[float] = []
-        self._between_times: list[float] = []  # from a step's end to the next one's begin: its next batch, callbacks
-        self._slow: dict[str, float] = {}  # phase -> its longest stretch so far
+        self._step_times: deque[float] = deque(maxlen=STEP_TIMES_KEPT)
+        self._between_times: deque[float] = deque(maxlen=STEP_TIMES_KEPT)  # a step's end to the next one's begin
+        self._slow: dict[str, float] = {}  # phase -> its longest stretch so far (replaced, never changed in place)
         paths.heartbeats.mkdir(parents=True, exist_ok=True)
         threading.Thread(target=self._write_loop, name="tuitrain-heartbeat", daemon=True).start()
 
     def beat(self, phase: str, step: int | None) -> None:
         now = time.time()
-        if phase == PHASE_STEP and self._phase == PHASE_BETWEEN and self._last_end is not None:
-            self._between_times = [*self._between_times[-(STEP_TIMES_KEPT - 1):], now - self._last_end]
         if phase != self._phase:
             if self._phase in URGENT_PHASES:
-                self._slow[self._phase] = max(self._slow.get(self._phase, 0.0), now - self._since)
+                self._slow = {**self._slow, self._phase: max(self._slow.get(self._phase, 0.0), now - self._since)}
                 self._last_end = None  # a step time across an evaluation or a save is no step time
+            elif phase == PHASE_STEP and self._phase == PHASE_BETWEEN and self._last_end is not None:
+                self._between_times.append(now - self._last_end)
             self._phase, self._since = phase, now
         if phase == PHASE_BETWEEN:  # a step just ended
             if self._last_end is not None:
-                self._step_times = [*self._step_times[-(STEP_TIMES_KEPT - 1):], now - self._last_end]
+                self._step_times.append(now - self._last_end)
             self._last_end = now
-        self._state = {"rank": self.rank, "pid": os.getpid(), "step": step, "phase": phase, "time": now,
-                       "since": self._since, "step_seconds": _median(self._step_times),
-                       "between_seconds": _median(self._between_times), "slow_seconds": dict(self._slow)}
+        self._last = (step, phase, now, self._since)
         self._changed += 1
         if phase in URGENT_PHASES:
             self._wake.set()
+
+    def record(self) -> dict[str, object] | None:
+        """The heartbeat file's record of the latest beat (None before the first): tuitrain.runs.heartbeat reads it."""
+        last, slow = self._last, self._slow
+        if last is None:
+            return None
+        step, phase, moved, since = last
+        return {"rank": self.rank, "pid": self._pid, "step": step, "phase": phase, "time": moved, "since": since,
+                "step_seconds": _median(tuple(self._step_times)),
+                "between_seconds": _median(tuple(self._between_times)), "slow_seconds": dict(slow)}
 
     def flush(self) -> None:
         """Write the latest state now (the rank's last word before it ends)."""
         self._write()
 
     def _write(self) -> None:
-        changed, state = self._changed, self._state
-        if changed == self._written or not state:
+        changed = self._changed
+        record = self.record()
+        if changed == self._written or record is None:
             return
         try:
-            write_json_atomic(self.path, state)
+            write_json_atomic(self.path, record)
             self._written = changed
         except OSError:
             pass  # a full disk: the run's own files matter more; the next beat tries again
@@ -178,7 +190,7 @@ class Heartbeat:
             time.sleep(self.interval / 10)  # a burst of slow-phase changes is still a few writes
 
 
-def _median(times: list[float]) -> float | None:
+def _median(times: tuple[float, ...]) -> float | None:
     return sorted(times)[len(times) // 2] if times else None
 
 
