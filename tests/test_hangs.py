@@ -83,12 +83,14 @@ def main():
     parser.add_argument("--data_sleep", type=float, default=0.0)  # rank 1's, for each row it loads
     parser.add_argument("--workers", type=int, default=0)
     parser.add_argument("--worker_hang_after", type=int, default=-1)  # rows data loader worker 1 loads, then sleeps
+    parser.add_argument("--worker_hang_rank", type=int, default=-1)  # whose worker 1 sleeps (-1: every rank's)
     a = parser.parse_args()
+    rank = int(os.environ.get("RANK", "0"))
     args = TrainingArguments(output_dir="out", max_steps=a.max_steps, per_device_train_batch_size=4,
                              per_device_eval_batch_size=4, logging_steps=1, save_strategy="no", report_to="none",
                              eval_strategy="steps" if a.eval_steps else "no", eval_steps=a.eval_steps or None,
                              use_cpu=True, disable_tqdm=True, dataloader_num_workers=a.workers)
-    rows = Rows(a.data_sleep if int(os.environ.get("RANK", "0")) == 1 else 0.0, a.worker_hang_after)
+    rows = Rows(a.data_sleep if rank == 1 else 0.0, a.worker_hang_after if a.worker_hang_rank in (-1, rank) else -1)
     trainer = Trainer(model=Tiny(), args=args, train_dataset=rows,
                       eval_dataset=torch.utils.data.Subset(rows, range(a.eval_rows)),
                       callbacks=[Pace(a.hang_at, a.eval_sleep)])

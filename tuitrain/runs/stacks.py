@@ -44,6 +44,8 @@ _FAULTHANDLER_THREAD = re.compile(r"^(Current thread|Thread) (0x[0-9a-fA-F]+)")
 _FAULTHANDLER_FRAME = re.compile(r'^\s+File "(.*)", line (\d+) in (.*)$')
 _PY_SPY_THREAD = re.compile(r"^Thread (\S+) (.*)$")
 _PY_SPY_FRAME = re.compile(r"^\s+(\S.*?) \((.+):(\d+)\)$")
+_WORKER_HEAD = re.compile(r"^# tuitrain: data loader worker (\d+) \(pid (\d+), ([\w-]*)\)$", re.MULTILINE)
+_TAKEN = re.compile(r"^# tuitrain: taken, \d+ data loader workers?$", re.MULTILINE)
 
 
 class StacksError(Exception):
@@ -332,7 +334,37 @@ def take_stacks(paths: RunPaths, record: Mapping[str, Any], timeout: float = ANS
                                             if wtext else "", wtext, parse_stacks(wtext)))
         taken[rank] = RankStacks(rank, procs[rank].pid, how, text, threads=parse_stacks(text),
                                  workers=tuple(its_workers))
+        with open(paths.rank_stacks(rank), "a", encoding="utf-8") as out:  # appended: the rank keeps its file open
+            out.write(workers_part(its_workers))
     return dict(sorted(taken.items()))
+
+
+def workers_part(workers: Sequence[WorkerStacks]) -> str:
+    """What follows a rank's own stacks in stacks/rank-K.txt once they are taken: each data loader worker's stacks
+    under a heading, then the line that says the file is whole. That file is what comes home from another machine
+    (tuitrain.runs.mirror), part-written too, so home reads a rank's file only once whole (stacks_from_file)."""
+    parts = [f"\n# tuitrain: data loader worker {w.worker} (pid {w.pid}, {w.how})\n{w.text.rstrip()}\n" for w in workers]
+    return "".join(parts) + f"\n# tuitrain: taken, {len(workers)} data loader worker{'s' if len(workers) != 1 else ''}\n"
+
+
+def _how(text: str) -> str:
+    return ("py-spy" if text.startswith("Process ") else "faulthandler") if text.strip() else ""
+
+
+def stacks_from_file(rank: int, pid: int | None, text: str) -> RankStacks | None:
+    """A rank's stacks and its workers' from its stacks file as take_stacks left it (workers_part); None while the
+    file is not whole (its rank's dump, or its workers', still being written or carried)."""
+    taken = _TAKEN.search(text)
+    if taken is None:
+        return None
+    heads = list(_WORKER_HEAD.finditer(text, 0, taken.start()))
+    bounds = [*(head.start() for head in heads), taken.start()]
+    own = text[:bounds[0]].rstrip("\n")
+    workers = []
+    for head, end in zip(heads, bounds[1:], strict=True):
+        wtext = text[head.end():end].strip("\n")
+        workers.append(WorkerStacks(int(head.group(1)), int(head.group(2)), head.group(3), wtext, parse_stacks(wtext)))
+    return RankStacks(rank, pid, _how(own), own, threads=parse_stacks(own), workers=tuple(workers))
 
 
 # -- on every machine of a run over SSH ------------------------------------------------------------------------------
@@ -401,8 +433,9 @@ def keep_stacks(paths: RunPaths, got: Mapping[int, RankStacks]) -> Mapping[int, 
     names them)."""
     paths.stacks.mkdir(parents=True, exist_ok=True)
     for rank, stacks in got.items():
-        if stacks.text and _read(paths.rank_stacks(rank)) != stacks.text:
-            paths.rank_stacks(rank).write_text(stacks.text, encoding="utf-8")
+        text = stacks.text + workers_part(stacks.workers)
+        if stacks.text and _read(paths.rank_stacks(rank)) != text:
+            paths.rank_stacks(rank).write_text(text, encoding="utf-8")
     return got
 
 
@@ -455,9 +488,9 @@ def nodes_stacks(paths: RunPaths, nodes: Mapping[int, RunPaths],
 
 def mirrored_stacks(paths: RunPaths, beats: Iterable[Beat], states: Mapping[int, str]) -> tuple[dict[int, RankStacks],
                                                                                               list[int]]:
-    """At home, the stacks each machine's supervisor took of its ranks since they last moved, as the mirror brought
-    them (a stacks file newer here than the rank's heartbeat), and a rank that `states` says is stopped as stopped;
-    then the ranks with neither yet."""
+    """At home, the stacks each machine's supervisor took of its ranks (and their data loader workers) since they last
+    moved, as the mirror brought them (a whole stacks file newer here than the rank's heartbeat), and a rank that
+    `states` says is stopped as stopped; then the ranks with neither yet."""
     taken: dict[int, RankStacks] = {}
     missing = []
     for beat in sorted(beats, key=lambda b: b.rank):
@@ -469,11 +502,11 @@ def mirrored_stacks(paths: RunPaths, beats: Iterable[Beat], states: Mapping[int,
             text = paths.rank_stacks(beat.rank).read_text(encoding="utf-8", errors="replace") if fresh else None
         except OSError:
             text = None
-        if text is None:
+        stacks = stacks_from_file(beat.rank, beat.pid, text) if text is not None else None
+        if stacks is None:
             missing.append(beat.rank)
             continue
-        how = ("py-spy" if text.startswith("Process ") else "faulthandler") if text else ""
-        taken[beat.rank] = RankStacks(beat.rank, beat.pid, how, text, threads=parse_stacks(text))
+        taken[beat.rank] = stacks
     return taken, missing
 
 
