@@ -4,29 +4,31 @@ from __future__ import annotations
 
 from itertools import chain
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from tuitrain.engine.errors import DataError, first_line, offline
 from tuitrain.profile.datafiles import bad_json_line, not_commas, sniff_delimiter
 from tuitrain.profile.generated import GENERATORS
+from tuitrain.profile.settings import DataSettings, ModelSettings
 
 _FILE_BUILDERS = {".csv": "csv", ".json": "json", ".jsonl": "json", ".parquet": "parquet"}
 
 
-def raw_splits(data: dict[str, Any], seed: int, base_dir: Path) -> tuple[Any, Any | None]:
+def raw_splits(data: DataSettings, seed: int, base_dir: Path) -> tuple[Any, Any | None]:
     """Return (train, validation) `datasets.Dataset`s before tokenization."""
     import datasets
 
-    if data.get("generate"):
-        make = GENERATORS[data["generate"]]
+    if generate := data.get("generate"):
+        make = GENERATORS[generate]
         train = datasets.Dataset.from_dict(make(data["num_train"], seed))
         validation = datasets.Dataset.from_dict(make(data["num_validation"], seed + 1))
         return train, validation
-    if data.get("train_file"):
-        train = _load_file(data["train_file"], "train_file", base_dir)
-        validation = _load_file(data["validation_file"], "validation_file", base_dir) if data.get("validation_file") else None
+    if train_file := data.get("train_file"):
+        train = _load_file(train_file, "train_file", base_dir)
+        validation_file = data.get("validation_file")
+        validation = _load_file(validation_file, "validation_file", base_dir) if validation_file else None
         return train, validation
-    loaded = _load_hub(data["dataset"], data.get("dataset_config") or None)
+    loaded = _load_hub(str(data["dataset"]), data.get("dataset_config") or None)  # a source is required (rules.data)
     if data["train_split"] not in loaded:
         raise DataError(f"data.train_split = {data['train_split']!r}: data set {data['dataset']!r} has no such split "
                         f"(it has: {', '.join(loaded)}); set data.train_split to one of them")
@@ -72,7 +74,7 @@ def _load_hub(name: str, config: str | None) -> Any:
                         "check data.dataset and data.dataset_config") from exc
 
 
-def check_splits(train: Any, validation: Any | None, data: dict[str, Any], model: dict[str, Any],
+def check_splits(train: Any, validation: Any | None, data: DataSettings, model: ModelSettings,
                  eval_strategy: str) -> None:
     """Columns and class ids of each split, and validation data when the Trainer evaluates."""
     check_columns(train, data, model["task"], "training")
@@ -108,7 +110,7 @@ def check_labels(dataset: Any, column: str, num_labels: int, split: str) -> None
                         f"set model.num_labels = {high + 1}")
 
 
-def check_columns(dataset: Any, data: dict[str, Any], task: str, split: str) -> None:
+def check_columns(dataset: Any, data: DataSettings, task: str, split: str) -> None:
     import difflib
 
     wanted = {"text_column": data["text_column"]}
@@ -116,15 +118,16 @@ def check_columns(dataset: Any, data: dict[str, Any], task: str, split: str) -> 
         wanted["label_column"] = data["label_column"]
     if task == "seq2seq":
         wanted["target_column"] = data["target_column"]
-    if task == "sequence-classification" and data.get("text_pair_column"):
-        wanted["text_pair_column"] = data["text_pair_column"]
+    if task == "sequence-classification" and (pair := data.get("text_pair_column")):
+        wanted["text_pair_column"] = pair
     have = list(dataset.column_names)
     for key, column in wanted.items():
         sep = sniff_delimiter(have, have[0]) if column not in have and data.get("train_file") else None
         if sep is not None:  # validation says it first; a file changed since is said here the same way
-            leaf = "validation_file" if split == "validation" else "train_file"
-            what, fix = not_commas(Path(data[leaf]), sep, have[0])
-            raise DataError(f"data.{leaf} = {data[leaf]!r}: {what}; {fix}")
+            leaf: Literal["validation_file", "train_file"] = "validation_file" if split == "validation" else "train_file"
+            given = str(data[leaf])
+            what, fix = not_commas(Path(given), sep, have[0])
+            raise DataError(f"data.{leaf} = {given!r}: {what}; {fix}")
         if column not in have:
             near = difflib.get_close_matches(column, have, n=1)
             hint = f"; did you mean {near[0]!r}?" if near else ""
@@ -136,7 +139,7 @@ def _resolve(path: str, base_dir: Path) -> Path:
     return candidate if candidate.is_absolute() else base_dir / candidate
 
 
-def tokenize_for_classification(dataset: Any, tokenizer: Any, data: dict[str, Any]) -> Any:
+def tokenize_for_classification(dataset: Any, tokenizer: Any, data: DataSettings) -> Any:
     text, pair, label = data["text_column"], data.get("text_pair_column"), data["label_column"]
     max_length = data["max_length"]
 
@@ -149,7 +152,7 @@ def tokenize_for_classification(dataset: Any, tokenizer: Any, data: dict[str, An
     return dataset.map(encode, batched=True, remove_columns=dataset.column_names)
 
 
-def tokenize_for_causal_lm(dataset: Any, tokenizer: Any, data: dict[str, Any]) -> Any:
+def tokenize_for_causal_lm(dataset: Any, tokenizer: Any, data: DataSettings) -> Any:
     """Tokenize plain text and regroup it into blocks of block_size tokens (as run_clm.py does)."""
     text, block = data["text_column"], data["block_size"]
     eos = [tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else []
@@ -167,7 +170,7 @@ def tokenize_for_causal_lm(dataset: Any, tokenizer: Any, data: dict[str, Any]) -
     return encoded.map(group, batched=True)
 
 
-def training_texts(dataset: Any, data: dict[str, Any], task: str) -> list[str]:
+def training_texts(dataset: Any, data: DataSettings, task: str) -> list[str]:
     """The text a tokenizer trained on the fly learns from: the words of a tagged sentence joined,
     both sides of a seq2seq pair."""
     if task == "token-classification":
@@ -184,7 +187,7 @@ def words_of(value: Any) -> list[str]:
     return list(value)
 
 
-def tag_names(splits: list[Any], data: dict[str, Any], given: list[str] | None, generated: list[str] | None) -> list[str]:
+def tag_names(splits: list[Any], data: DataSettings, given: list[str] | None, generated: list[str] | None) -> list[str]:
     """The tag names in class id order: model.labels, a generated set's, a ClassLabel feature's
     (Hub data sets), else the tags found in the data, "O" first then sorted."""
     if given:
@@ -205,7 +208,7 @@ def tag_names(splits: list[Any], data: dict[str, Any], given: list[str] | None, 
     return (["O"] if "O" in found else []) + sorted(found - {"O"})
 
 
-def tag_ids(dataset: Any, data: dict[str, Any], labels: list[str], split: str) -> list[list[int]]:
+def tag_ids(dataset: Any, data: DataSettings, labels: list[str], split: str) -> list[list[int]]:
     """Each row's tags as class ids, one per word; a tag not among the labels, or a row whose
     tags and words differ in number, is one line naming the row."""
     ids = {name: i for i, name in enumerate(labels)}
@@ -231,7 +234,7 @@ def tag_ids(dataset: Any, data: dict[str, Any], labels: list[str], split: str) -
     return out
 
 
-def tokenize_for_token_classification(dataset: Any, tokenizer: Any, data: dict[str, Any], labels: list[str],
+def tokenize_for_token_classification(dataset: Any, tokenizer: Any, data: DataSettings, labels: list[str],
                                       split: str) -> Any:
     """Words to sub-tokens; each word's tag on its first sub-token, -100 (ignored by the loss and
     the metrics) on the others and on special tokens."""
@@ -251,7 +254,7 @@ def tokenize_for_token_classification(dataset: Any, tokenizer: Any, data: dict[s
     return datasets.Dataset.from_dict({**{k: encoded[k] for k in encoded.keys()}, "labels": aligned})
 
 
-def tokenize_for_seq2seq(dataset: Any, tokenizer: Any, data: dict[str, Any]) -> Any:
+def tokenize_for_seq2seq(dataset: Any, tokenizer: Any, data: DataSettings) -> Any:
     source, target = data["text_column"], data["target_column"]
 
     def encode(batch: dict[str, list]) -> dict[str, list]:

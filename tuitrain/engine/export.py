@@ -18,16 +18,17 @@ from tuitrain.atomic import follow_umask
 from tuitrain.engine.errors import EngineError, first_line
 from tuitrain.engine.lora import LORA_BASE, import_peft
 from tuitrain.engine.model import auto_class
+from tuitrain.profile.settings import ModelSettings, Settings
 
 
-def _profile(path: Path) -> dict[str, Any]:
-    from tuitrain.profile import Profile, profile_with_defaults
+def _profile(path: Path) -> Settings:
+    from tuitrain.profile import Profile, settings_with_defaults
 
     with open(path, "rb") as handle:
-        return profile_with_defaults(Profile(path=path, data=tomllib.load(handle), notes=[]))
+        return settings_with_defaults(Profile(path=path, data=tomllib.load(handle), notes=[]))
 
 
-def _base_model(model_spec: dict[str, Any], kept: Path) -> Any:
+def _base_model(model_spec: ModelSettings, kept: Path) -> Any:
     """The model an adapter was trained on: the from-scratch weights the run kept, or the pretrained
     model with the config the run kept (its labels)."""
     from transformers import AutoConfig
@@ -43,7 +44,7 @@ def _base_model(model_spec: dict[str, Any], kept: Path) -> Any:
     return auto.from_pretrained(model_spec["name_or_path"], trust_remote_code=remote, **extra)
 
 
-def _tokenizer(checkpoint: Path, model_spec: dict[str, Any]) -> Any | None:
+def _tokenizer(checkpoint: Path, model_spec: ModelSettings) -> Any | None:
     from transformers import AutoTokenizer
 
     for folder in (checkpoint, checkpoint.parent / "tokenizer"):

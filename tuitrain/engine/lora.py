@@ -22,6 +22,7 @@ from typing import Any
 from tuitrain.atomic import follow_umask
 from tuitrain.engine.errors import EngineError, first_line
 from tuitrain.engine.low_rank import LOW_RANK_PREFIXES
+from tuitrain.profile.settings import LoraSettings, Settings
 from tuitrain.runs.checkpoints import LORA_BASE
 
 _TASK_TYPES = {
@@ -87,10 +88,10 @@ def import_peft() -> Any:
     return _optional_package("peft", "[model.lora]", "peft")
 
 
-def apply_lora(model: Any, lora: dict[str, Any], task: str) -> Any:
+def apply_lora(model: Any, lora: LoraSettings, task: str) -> Any:
     """The model wrapped by peft with LoRA layers: only they (and a classifier head) train."""
     peft = import_peft()
-    targets = list(lora["target_modules"]) if lora.get("target_modules") else default_targets(model)
+    targets = list(given) if (given := lora.get("target_modules")) else default_targets(model)
     check_target_modules(model, targets)
     config = peft.LoraConfig(
         task_type=_TASK_TYPES[task], r=lora["r"], lora_alpha=lora["alpha"], lora_dropout=lora["dropout"],
@@ -115,7 +116,7 @@ def import_bitsandbytes() -> Any:
 _BITSANDBYTES_OPTIMIZERS = ("bnb", "8bit", "paged", "lion", "ademamix", *LOW_RANK_PREFIXES)
 
 
-def needs_bitsandbytes(profile: dict[str, Any]) -> bool:
+def needs_bitsandbytes(profile: Settings) -> bool:
     """Whether a rank of this profile loads bitsandbytes: a quantized base ([model.lora].quantize) or an
     optimizer that comes with it (training.optim)."""
     lora = profile.get("model", {}).get("lora") or {}
@@ -123,7 +124,7 @@ def needs_bitsandbytes(profile: dict[str, Any]) -> bool:
     return bool(lora.get("quantize")) or any(part in optim for part in _BITSANDBYTES_OPTIMIZERS)
 
 
-def keep_out_bitsandbytes(profile: dict[str, Any]) -> None:
+def keep_out_bitsandbytes(profile: Settings) -> None:
     """Before transformers loads: a rank that needs no bitsandbytes never imports it. transformers imports
     peft whenever it is installed, and peft imports bitsandbytes, which loads its CPU kernels and logs
     "Failed to load CPU gemm_4bit_forward …" in every rank. None in sys.modules makes an import of it fail
@@ -132,7 +133,7 @@ def keep_out_bitsandbytes(profile: dict[str, Any]) -> None:
         sys.modules.setdefault("bitsandbytes", None)  # type: ignore[arg-type]
 
 
-def quantization_config(lora: dict[str, Any], task: str, bf16: bool, fp16: bool) -> Any | None:
+def quantization_config(lora: LoraSettings, task: str, bf16: bool, fp16: bool) -> Any | None:
     """transformers' BitsAndBytesConfig for [model.lora].quantize, or None for a full-precision base.
     The 4-bit layers compute in the training's precision (bf16/fp16, else float32)."""
     kind = lora.get("quantize")

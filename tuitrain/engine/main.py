@@ -13,16 +13,17 @@ from tuitrain.atomic import read_json, write_json_atomic
 from tuitrain.engine.errors import DataError, EngineError
 from tuitrain.engine.rank_io import write_rank_record
 from tuitrain.profile.implied import implied_training, mixed_precision
+from tuitrain.profile.settings import LoraSettings, ModelSettings, Settings
 from tuitrain.runs.exits import EXIT_USER_ERROR
 from tuitrain.runs.layout import RunPaths
 
 
-def load_frozen_profile(paths: RunPaths) -> dict[str, Any]:
-    from tuitrain.profile import Profile, profile_with_defaults
+def load_frozen_profile(paths: RunPaths) -> Settings:
+    from tuitrain.profile import Profile, settings_with_defaults
 
     with open(paths.profile, "rb") as handle:
         data = tomllib.load(handle)
-    return profile_with_defaults(Profile(path=paths.profile, data=data, notes=[]))
+    return settings_with_defaults(Profile(path=paths.profile, data=data, notes=[]))
 
 
 def check_world(expected: int, rank: int) -> int:
@@ -49,7 +50,7 @@ def check_strategy_took_effect(trainer: Any, strategy: str, world_size: int) -> 
         raise EngineError(f"accelerate sees {trainer.accelerator.num_processes} process(es), the plan asked for {world_size}")
 
 
-def training_arguments(profile: dict[str, Any], output_dir: str, world_size: int) -> Any:
+def training_arguments(profile: Settings, output_dir: str, world_size: int) -> Any:
     from tuitrain.engine.tasks import arguments_class
 
     task = profile["model"]["task"]
@@ -89,7 +90,7 @@ def make_output_dir(path: Path) -> None:
                           "set run.output_dir to a folder you can write") from exc
 
 
-def build_trainer(paths: RunPaths, record: dict[str, Any], profile: dict[str, Any], rank: int, world_size: int) -> Any:
+def build_trainer(paths: RunPaths, record: dict[str, Any], profile: Settings, rank: int, world_size: int) -> Any:
     from transformers import EarlyStoppingCallback, set_seed
 
     from tuitrain.engine import tasks
@@ -139,8 +140,8 @@ def build_trainer(paths: RunPaths, record: dict[str, Any], profile: dict[str, An
     # Trainer seeds only in its __init__, after a from-scratch model has drawn its weights: seed
     # here so two runs of one profile start from the same weights.
     set_seed(profile["run"]["seed"])
-    if model_spec.get("lora"):
-        model = build_lora_model(model_spec, tokenizer, output_dir, record.get("resume_from"), args, labels)
+    if lora := model_spec.get("lora"):
+        model = build_lora_model(model_spec, lora, tokenizer, output_dir, record.get("resume_from"), args, labels)
     else:
         model = build_model(model_spec, tokenizer, labels=labels)
     check_optim_targets(model, str(getattr(args.optim, "value", args.optim)), args.optim_target_modules)
@@ -150,8 +151,8 @@ def build_trainer(paths: RunPaths, record: dict[str, Any], profile: dict[str, An
                             StepsFromProfileCallback()]
     if events is not None:
         callbacks.insert(1, EventsCallback(events, record["id"], world_size))
-    if metrics_spec.get("early_stopping_patience"):
-        callbacks.append(EarlyStoppingCallback(metrics_spec["early_stopping_patience"], metrics_spec["early_stopping_threshold"]))
+    if patience := metrics_spec.get("early_stopping_patience"):
+        callbacks.append(EarlyStoppingCallback(patience, metrics_spec["early_stopping_threshold"]))
     callbacks.append(HeartbeatCallback(start_heartbeat(paths.root, rank)))  # last: it reads the step's decisions
     return tasks.trainer_class(task)(
         model=model,
@@ -167,8 +168,8 @@ def build_trainer(paths: RunPaths, record: dict[str, Any], profile: dict[str, An
     )
 
 
-def build_lora_model(model_spec: dict[str, Any], tokenizer: Any, output_dir: str, resume_from: str | None,
-                     args: Any, labels: list[str] | None = None) -> Any:
+def build_lora_model(model_spec: ModelSettings, lora: LoraSettings, tokenizer: Any, output_dir: str,
+                     resume_from: str | None, args: Any, labels: list[str] | None = None) -> Any:
     """The base (quantized when [model.lora].quantize says so) with LoRA adapters on it."""
     from tuitrain.engine.lora import (
         LORA_BASE,
@@ -184,7 +185,7 @@ def build_lora_model(model_spec: dict[str, Any], tokenizer: Any, output_dir: str
     from tuitrain.engine.model import build_model
 
     import_peft()  # before anything is built: a missing peft is one line
-    lora, task = model_spec["lora"], model_spec["task"]
+    task = model_spec["task"]
     quantization = quantization_config(lora, task, bool(args.bf16), bool(args.fp16))
     # a quantized model is placed when loaded (the Trainer does not move it): on this rank's GPU
     placed = {"quantization_config": quantization,

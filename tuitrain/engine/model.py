@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from tuitrain.engine.errors import EngineError, first_line, not_loadable
+from tuitrain.profile.settings import ModelSettings
 
 _AUTO_CLASSES = {
     "sequence-classification": "AutoModelForSequenceClassification",
@@ -21,7 +22,7 @@ def auto_class(task: str) -> Any:
     return getattr(transformers, _AUTO_CLASSES[task])
 
 
-def label_arguments(model: dict[str, Any], labels: list[str] | None) -> dict[str, Any]:
+def label_arguments(model: ModelSettings, labels: list[str] | None) -> dict[str, Any]:
     """What a classifier's config needs: its number of labels (token classification: the tag names too)."""
     if model["task"] == "sequence-classification":
         return {"num_labels": model["num_labels"]}
@@ -30,7 +31,7 @@ def label_arguments(model: dict[str, Any], labels: list[str] | None) -> dict[str
     return {}
 
 
-def build_model(model: dict[str, Any], tokenizer: Any, base: Path | None = None, labels: list[str] | None = None,
+def build_model(model: ModelSettings, tokenizer: Any, base: Path | None = None, labels: list[str] | None = None,
                 quantized: dict[str, Any] | None = None) -> Any:
     """`base`: a folder holding the from-scratch base model a LoRA run kept (a resume loads it
     rather than drawing new weights). `labels`: the tag names of token classification.
@@ -51,7 +52,10 @@ def build_model(model: dict[str, Any], tokenizer: Any, base: Path | None = None,
         except OSError as exc:
             raise EngineError(not_loadable("model.name_or_path", source, "model", exc)) from exc
     else:
-        inline = dict(model["config"])
+        config = model["config"]
+        if config is None:  # validation refuses it first (rules.model); a profile run unchecked is told here
+            raise EngineError("[model]: no model: neither model.name_or_path nor [model.config] is given")
+        inline = dict(config)
         # the tokenizer's special ids, not the model type's defaults (gpt2's 50256 in a 128-token vocabulary):
         # the Trainer aligns them at train start, but a LoRA base is saved before that
         for key in ("bos_token_id", "eos_token_id"):

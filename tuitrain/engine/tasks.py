@@ -7,12 +7,13 @@ from typing import Any, Callable
 
 from tuitrain.engine import data as data_mod
 from tuitrain.engine import metrics as metrics_mod
+from tuitrain.profile.settings import DataSettings, ModelSettings
 
 SEQ2SEQ = "seq2seq"
 TOKEN_CLASSIFICATION = "token-classification"
 
 
-def tag_names_for(model: dict[str, Any], data: dict[str, Any], splits: list[Any]) -> list[str] | None:
+def tag_names_for(model: ModelSettings, data: DataSettings, splits: list[Any]) -> list[str] | None:
     """Token classification's tag names in class id order; None for the other tasks."""
     if model["task"] != TOKEN_CLASSIFICATION:
         return None
@@ -21,7 +22,7 @@ def tag_names_for(model: dict[str, Any], data: dict[str, Any], splits: list[Any]
     return data_mod.tag_names(splits, data, model.get("labels"), GENERATED_LABELS.get(data.get("generate") or ""))
 
 
-def tokenize_split(task: str, dataset: Any, tokenizer: Any, data: dict[str, Any], labels: list[str] | None,
+def tokenize_split(task: str, dataset: Any, tokenizer: Any, data: DataSettings, labels: list[str] | None,
                    split: str) -> Any:
     if task == "sequence-classification":
         return data_mod.tokenize_for_classification(dataset, tokenizer, data)
@@ -46,7 +47,7 @@ def collator(task: str, tokenizer: Any, model: Any) -> Any:
     return transformers.default_data_collator
 
 
-def compute_metrics(task: str, names: list[str], model: dict[str, Any], tokenizer: Any,
+def compute_metrics(task: str, names: list[str], model: ModelSettings, tokenizer: Any,
                     labels: list[str] | None) -> Callable[[Any], dict[str, float]] | None:
     if task == "sequence-classification":
         return metrics_mod.classification_metrics(names, model["num_labels"])

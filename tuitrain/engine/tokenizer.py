@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from tuitrain.engine.errors import EngineError, not_loadable
+from tuitrain.profile.settings import ModelSettings, TrainTokenizerSettings
 
 _CLASSIFICATION_SPECIALS = {"pad_token": "[PAD]", "unk_token": "[UNK]", "cls_token": "[CLS]", "sep_token": "[SEP]", "mask_token": "[MASK]"}
 _CAUSAL_SPECIALS = {"pad_token": "<pad>", "unk_token": "<unk>", "eos_token": "<eos>", "bos_token": "<bos>"}
@@ -14,7 +15,7 @@ _SEQ2SEQ_SPECIALS = {"pad_token": "<pad>", "eos_token": "</s>", "unk_token": "<u
 _ENCODER_TASKS = ("sequence-classification", "token-classification")  # [CLS] text [SEP], as BERT
 
 
-def train_tokenizer(texts: Iterable[str], spec: dict[str, Any], task: str) -> Any:
+def train_tokenizer(texts: Iterable[str], spec: TrainTokenizerSettings, task: str) -> Any:
     """Train a small WordLevel or WordPiece tokenizer and wrap it as a fast transformers tokenizer."""
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
     from transformers import PreTrainedTokenizerFast
@@ -56,7 +57,7 @@ def load_tokenizer(source: str, trust_remote_code: bool, key: str = "model.token
         raise EngineError(not_loadable(key, source, "tokenizer", exc)) from exc
 
 
-def build_tokenizer(model: dict[str, Any], train_texts: Any, saved_dir: Path, is_main: bool) -> Any:
+def build_tokenizer(model: ModelSettings, train_texts: Any, saved_dir: Path, is_main: bool) -> Any:
     """A trained-on-the-fly tokenizer is saved beside the checkpoints, so every rank and every
     resumed run reads the same vocabulary."""
     source = model.get("tokenizer") or model.get("name_or_path")
@@ -67,7 +68,10 @@ def build_tokenizer(model: dict[str, Any], train_texts: Any, saved_dir: Path, is
         return load_tokenizer(str(saved_dir), False)
     if not is_main:
         raise RuntimeError(f"this machine's main process did not save a tokenizer to {saved_dir}")
-    tokenizer = train_tokenizer(train_texts, model["train_tokenizer"], model["task"])
+    spec = model["train_tokenizer"]
+    if spec is None:  # validation refuses it first (rules.model); a profile run unchecked is told here
+        raise EngineError("[model]: no tokenizer: set model.tokenizer, or add a [model.train_tokenizer] table")
+    tokenizer = train_tokenizer(train_texts, spec, model["task"])
     try:
         tokenizer.save_pretrained(str(saved_dir))
     except OSError as exc:
