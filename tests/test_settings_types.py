@@ -13,8 +13,9 @@ import pytest
 
 from tuitrain.profile import Profile, load_profile, profile_with_defaults
 from tuitrain.profile.lookup import BUILTIN_DIR
+from tuitrain.profile.rules.common import key_spec, section_of
 from tuitrain.profile.schema import SCHEMA, KeySpec, TableListSpec, TableSpec
-from tuitrain.profile.settings import Settings
+from tuitrain.profile.settings import SectionName, SettingKey, Settings
 
 # The Python types each SCHEMA kind allows (shape.py's checks), besides None for an optional key.
 KIND_TYPES: dict[str, set[Any]] = {
@@ -116,3 +117,15 @@ def test_listed_machines_and_strategy_tables_are_declared() -> None:
             "script": {"path": "train.py"}}
     settings = profile_with_defaults(Profile(path=None, data=data))
     assert _undeclared(dict(settings), Settings) == []
+
+
+def test_the_rules_key_names_are_schema_s_plain_keys_and_sections() -> None:
+    """rules.common.value_or_default / table_of take `SettingKey` / `SectionName`: exactly SCHEMA's."""
+    plain = {f"{section}.{key}" for section, keys in SCHEMA.items() for key, spec in keys.items()
+             if isinstance(spec, KeySpec)}
+    plain |= {f"{section}.{key}.{leaf}" for section, keys in SCHEMA.items() for key, spec in keys.items()
+              if isinstance(spec, TableSpec) for leaf in spec.keys}
+    assert set(typing.get_args(SettingKey)) == plain
+    assert set(typing.get_args(SectionName)) == set(SCHEMA)
+    for dotted in typing.get_args(SettingKey):
+        assert section_of(dotted) in SCHEMA and isinstance(key_spec(dotted), KeySpec)

@@ -12,7 +12,7 @@ read here. Unknown sections pass through `profile_with_defaults` untyped.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, TypedDict
+from typing import Any, Literal, Mapping, TypedDict
 
 
 class RunSettings(TypedDict, total=False):
@@ -177,3 +177,35 @@ class Settings(TypedDict, total=False):
 # What a typed reader takes while some of its callers still hold the settings as `dict[str, Any]`
 # (`profile_with_defaults`'s, or a Mapping): mypy checks every key the reader names against `Settings` all the same.
 SettingsArg = Settings | Mapping[str, Any]
+
+# The profile's sections, and every plain key of them and of their sub-tables by its dotted name, as the rules
+# name them (rules.common.table_of, value_or_default) over the profile as written: a misspelt name is a mypy error.
+SectionName = Literal["run", "model", "data", "training", "metrics", "hardware", "distributed", "logging", "script"]
+SettingKey = Literal[
+    "run.name", "run.output_dir", "run.seed", "run.hang_after", "run.queue", "run.on_hang", "model.task",
+    "model.name_or_path", "model.tokenizer", "model.num_labels", "model.labels", "model.class_weights",
+    "model.trust_remote_code", "model.train_tokenizer.vocab_size", "model.train_tokenizer.kind",
+    "model.train_tokenizer.lowercase", "model.lora.r", "model.lora.alpha", "model.lora.dropout",
+    "model.lora.target_modules", "model.lora.quantize", "model.lora.double_quant", "data.generate", "data.num_train",
+    "data.num_validation", "data.dataset", "data.dataset_config", "data.train_file", "data.validation_file",
+    "data.train_split", "data.validation_split", "data.text_column", "data.text_pair_column", "data.label_column",
+    "data.target_column", "data.max_target_length", "data.max_length", "data.block_size", "metrics.names",
+    "metrics.early_stopping_patience", "metrics.early_stopping_threshold", "hardware.accelerator", "hardware.gpus",
+    "hardware.min_free_memory", "hardware.device_order", "hardware.mps_fallback", "hardware.mixed_precision",
+    "hardware.cpu_threads_per_process", "distributed.strategy", "distributed.num_processes",
+    "distributed.num_machines", "distributed.machine_rank", "distributed.main_process_ip",
+    "distributed.main_process_port", "distributed.rdzv_backend", "distributed.same_network",
+    "distributed.downcast_bf16", "distributed.network_interface", "distributed.fsdp.version",
+    "distributed.fsdp.sharding_strategy", "distributed.fsdp.auto_wrap_policy",
+    "distributed.fsdp.transformer_layer_cls_to_wrap", "distributed.fsdp.min_num_params",
+    "distributed.fsdp.backward_prefetch", "distributed.fsdp.forward_prefetch", "distributed.fsdp.offload_params",
+    "distributed.fsdp.state_dict_type", "distributed.fsdp.sync_module_states", "distributed.fsdp.use_orig_params",
+    "distributed.fsdp.cpu_ram_efficient_loading", "distributed.fsdp.activation_checkpointing",
+    "distributed.deepspeed.config_file", "distributed.deepspeed.zero_stage",
+    "distributed.deepspeed.offload_optimizer_device", "distributed.deepspeed.offload_param_device",
+    "distributed.deepspeed.offload_optimizer_nvme_path", "distributed.deepspeed.offload_param_nvme_path",
+    "distributed.deepspeed.gradient_accumulation_steps", "distributed.deepspeed.gradient_clipping",
+    "distributed.deepspeed.zero3_init", "distributed.deepspeed.zero3_save_16bit_model", "logging.log_level",
+    "logging.log_level_replica", "logging.log_on_each_node", "script.path", "script.module", "script.args",
+    "script.workdir", "script.resume_arg"
+]

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, cast
 
 from ..schema import SCHEMA, KeySpec, TableSpec
+from ..settings import SectionName, SettingKey
 from ..values import is_kind
 
 
-def table_of(data: Mapping[str, Any], name: str) -> dict[str, Any]:
+def table_of(data: Mapping[str, Any], name: SectionName) -> dict[str, Any]:
     """The table at `name` ({} when it is absent or no table)."""
     value = data.get(name)
     return value if isinstance(value, dict) else {}
@@ -23,7 +24,12 @@ def value_of(table: Mapping[str, Any], leaf: str, kind: str, default: Any = None
     return value if value is not None and is_kind(value, kind) else default
 
 
-def key_spec(dotted: str) -> KeySpec:
+def section_of(dotted: SettingKey) -> SectionName:
+    """The section a key is in ("distributed" for "distributed.fsdp.version")."""
+    return cast(SectionName, dotted.split(".", 1)[0])  # every SettingKey starts with one (tests/test_settings_types)
+
+
+def key_spec(dotted: SettingKey) -> KeySpec:
     """The schema's spec of a plain key ("distributed.strategy", "distributed.fsdp.version")."""
     section, *tables, leaf = dotted.split(".")
     keys: Mapping[str, Any] = SCHEMA[section]
@@ -36,7 +42,7 @@ def key_spec(dotted: str) -> KeySpec:
     return spec
 
 
-def value_or_default(table: Mapping[str, Any], dotted: str) -> Any:
+def value_or_default(table: Mapping[str, Any], dotted: SettingKey) -> Any:
     """`value_of` a key of `table` (the section or sub-table `dotted` names), with the schema's kind and default."""
     spec = key_spec(dotted)
     return value_of(table, dotted.rsplit(".", 1)[-1], spec.kind, spec.default)

@@ -9,7 +9,7 @@ from typing import Any, Mapping
 from ..problems import Problem
 from ..schema import DATA_FILE_FORMATS, GENERATOR_TASKS, TASKS
 from ..values import toml_literal
-from .common import is_dir, is_file, relative_fix, resolve_path, table_of, task_of, value_of
+from .common import is_dir, is_file, relative_fix, resolve_path, table_of, task_of, value_of, value_or_default
 
 
 def rules_data(file: str, data: Mapping[str, Any], base_dir: Path | None) -> list[Problem]:
@@ -21,7 +21,7 @@ def rules_data(file: str, data: Mapping[str, Any], base_dir: Path | None) -> lis
         out.append(Problem(file, "data", "no data source",
                            'set one of data.generate = "sentiment-words", data.dataset = "<Hub name>", '
                            'or data.train_file = "train.csv"'))
-    generated = value_of(dat, "generate", "str")
+    generated = value_or_default(dat, "data.generate")
     serves = GENERATOR_TASKS.get(generated or "")
     if serves and task in TASKS and task not in serves:
         fits = [name for name, tasks in GENERATOR_TASKS.items() if task in tasks]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..problems import Problem
-from .common import table_of, value_of, value_or_default
+from .common import table_of, value_or_default
 from .machines import interface_problem, listed_machines, machine_count, rules_machines
 
 
@@ -30,7 +30,7 @@ def rules_distributed(file: str, data: Mapping[str, Any]) -> list[Problem]:
         out.append(Problem(file, "distributed.machine_rank",
                            f"must be less than num_machines ({machines}), got {rank}",
                            f"use 0 to {machines - 1}" if machines > 1 else "set machine_rank = 0"))
-    if not listed and machines > 1 and not value_of(dist, "main_process_ip", "str"):
+    if not listed and machines > 1 and not value_or_default(dist, "distributed.main_process_ip"):
         out.append(Problem(file, "distributed.main_process_ip",
                            f"needed when num_machines = {machines}",
                            'set main_process_ip = "<address of machine 0>"'))

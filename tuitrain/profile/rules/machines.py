@@ -10,7 +10,7 @@ from ..problems import Problem, Severity
 from ..processes import processes_per_machine
 from ..schema import MACHINE_KEYS
 from ..values import toml_literal
-from .common import value_of, value_or_default
+from .common import value_or_default
 
 
 def listed_machines(dist: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -149,7 +149,7 @@ def rules_machines(file: str, dist: Mapping[str, Any], hardware: Mapping[str, An
     if "machine_rank" in dist and listed:
         out.append(Problem(file, "distributed.machine_rank", "ignored: each listed machine's rank is its place in "
                            "[[distributed.machines]] (the first is 0)", "remove it", severity="warning"))
-    if len(listed) > 1 and not value_of(dist, "main_process_ip", "str"):
+    if len(listed) > 1 and not value_or_default(dist, "distributed.main_process_ip"):
         host = listed[0].get("host")
         out.append(Problem(file, "distributed.main_process_ip",
                            f"needed with {len(listed)} machines listed: the address of the main machine"

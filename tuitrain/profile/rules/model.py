@@ -13,6 +13,7 @@ from tuitrain.installed import distribution_version
 from ..model_config import accepts, config_keys, exact
 from ..problems import Problem, close_matches, did_you_mean
 from ..schema import GENERATOR_TASKS, QUANTIZE, TASKS
+from ..settings import SettingKey
 from ..values import describe_value, is_kind, toml_literal, type_problem
 from .common import is_dir, is_file, path_exists, relative_fix, resolve_path, table_of, value_of, value_or_default
 
@@ -112,7 +113,7 @@ TASK_ALIASES = {
 def data_tasks(data: Mapping[str, Any]) -> list[tuple[str, str]]:
     """The tasks the profile's [data] and [model] keys point to, each with why: (task, reason)."""
     dat, model = table_of(data, "data"), table_of(data, "model")
-    generated = value_of(dat, "generate", "str")
+    generated = value_or_default(dat, "data.generate")
     if generated in GENERATOR_TASKS:
         return [(task, f"data.generate = {toml_literal(generated)} makes data for it")
                 for task in GENERATOR_TASKS[generated]]
@@ -219,13 +220,13 @@ def rules_model(file: str, data: Mapping[str, Any], base_dir: Path | None,
                                'or set model.tokenizer = "<Hub id or folder>"'))
         positions = config.get("max_position_embeddings", config.get("n_positions"))
         if is_kind(positions, "int"):
-            leaf = "block_size" if task == "causal-lm" else "max_length"
-            length = value_or_default(dat, f"data.{leaf}")
+            dotted: SettingKey = "data.block_size" if task == "causal-lm" else "data.max_length"
+            length = value_or_default(dat, dotted)
             if length > positions:
-                out.append(Problem(file, f"data.{leaf}",
+                out.append(Problem(file, dotted,
                                    f"{length} tokens is more than the model's {positions} positions "
                                    "(model.config.max_position_embeddings)",
-                                   f"set data.{leaf} = {positions}, or raise max_position_embeddings"))
+                                   f"set {dotted} = {positions}, or raise max_position_embeddings"))
     if tokenizer and train_tok is not None:
         out.append(Problem(file, "model.train_tokenizer",
                            "both model.tokenizer and [model.train_tokenizer] are given", "keep one"))

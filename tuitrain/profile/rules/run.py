@@ -8,17 +8,17 @@ from typing import Any, Mapping
 from ..folders import unusable_folder
 from ..problems import Problem
 from ..values import toml_literal
-from .common import table_of, value_of, value_or_default
+from .common import table_of, value_or_default
 from .machines import listed_machines
 
 
 def rules_run(file: str, data: Mapping[str, Any]) -> list[Problem]:
     out: list[Problem] = []
-    name = value_of(table_of(data, "run"), "name", "str")
+    name = value_or_default(table_of(data, "run"), "run.name")
     if name is not None and (not name.strip() or name in (".", "..") or any(c in name for c in "/\\\0")):
         out.append(Problem(file, "run.name", f"{toml_literal(name)} cannot name a run (it names folders)",
                            'use letters, digits, "-" and "_", e.g. name = "my-run"'))
-    if value_of(table_of(data, "run"), "queue", "bool") and listed_machines(table_of(data, "distributed")):
+    if value_or_default(table_of(data, "run"), "run.queue") and listed_machines(table_of(data, "distributed")):
         out.append(Problem(file, "run.queue", "a run over several machines ([[distributed.machines]]) starts at once: "
                            "a queue waits on one machine", "remove run.queue, or the machines to queue it here"))
     output_dir = value_or_default(table_of(data, "run"), "run.output_dir")

@@ -9,7 +9,7 @@ from typing import Any, Mapping
 from ..problems import Problem
 from ..schema import ENGINE_SECTIONS
 from ..values import toml_literal
-from .common import is_dir, is_file, relative_fix, resolve_path, table_of, value_of
+from .common import is_dir, is_file, relative_fix, resolve_path, table_of, value_of, value_or_default
 
 _MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
@@ -23,8 +23,8 @@ def rules_script(file: str, data: Mapping[str, Any], base_dir: Path | None) -> l
             out.append(Problem(file, section, f"[{section}] is tuitrain's engine's, but [script] runs your own script "
                                "(it builds its own model, data and TrainingArguments)",
                                f"remove the [{section}] section, or remove [script] to train with tuitrain's engine"))
-    path = value_of(script, "path", "str")
-    module = value_of(script, "module", "str")
+    path = value_or_default(script, "script.path")
+    module = value_or_default(script, "script.module")
     where = relative_fix(base_dir)
     if "path" in script and "module" in script:
         out.append(Problem(file, "script", "both script.path and script.module are given",
@@ -42,14 +42,14 @@ def rules_script(file: str, data: Mapping[str, Any], base_dir: Path | None) -> l
     if module is not None and not _MODULE_NAME.match(module):
         out.append(Problem(file, "script.module", f"{toml_literal(module)} is not a module name",
                            'give a dotted name as python -m takes it, e.g. module = "pkg.train"'))
-    workdir = value_of(script, "workdir", "str")
+    workdir = value_or_default(script, "script.workdir")
     if workdir is not None and not is_dir(resolve_path(workdir, base_dir)):
         out.append(Problem(file, "script.workdir", f"no such folder: {resolve_path(workdir, base_dir)}", where))
     resume_arg = value_of(script, "resume_arg", "str")
     if resume_arg is not None and (not resume_arg.startswith("-") or any(c.isspace() for c in resume_arg)):
         out.append(Problem(file, "script.resume_arg", f"{toml_literal(resume_arg)} is not an option name",
                            'e.g. resume_arg = "--resume_from_checkpoint" (or "--resume=" for one argument)'))
-    if value_of(table_of(data, "run"), "output_dir", "str"):
+    if value_or_default(table_of(data, "run"), "run.output_dir"):
         out.append(Problem(file, "run.output_dir", "has no effect with [script]: checkpoints go where the script's "
                            "TrainingArguments(output_dir=...) says, and tuitrain reads it from the Trainer",
                            "remove it (pass the folder to your script in script.args)", severity="warning"))

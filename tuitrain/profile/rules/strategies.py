@@ -13,6 +13,7 @@ from tuitrain.installed import distribution_version
 from ..implied import mixed_precision
 from ..problems import Problem
 from ..schema import DEEPSPEED_KEYS, DEEPSPEED_PLUGIN_KEYS, FSDP_KEYS
+from ..settings import SettingKey
 from ..shape import check_table
 from ..training_args import FieldSpec
 from ..values import describe_value, is_kind, toml_literal
@@ -82,7 +83,7 @@ def fsdp_world_problem(file: str, dist: Mapping[str, Any]) -> Problem | None:
     is one per GPU at launch: `plan` says it then)."""
     fsdp = dist.get("fsdp")
     processes = value_of(dist, "num_processes", "int")
-    if value_of(dist, "strategy", "str") != "fsdp" or processes is None or listed_machines(dist):
+    if value_or_default(dist, "distributed.strategy") != "fsdp" or processes is None or listed_machines(dist):
         return None
     said = fsdp_world_of_one(fsdp if isinstance(fsdp, dict) else {}, processes * value_or_default(dist, "distributed.num_machines"))
     if said is None:
@@ -200,32 +201,32 @@ def rules_strategies(file: str, data: Mapping[str, Any], base_dir: Path | None,
 def _rules_fsdp(file: str, fsdp: Mapping[str, Any], training: Mapping[str, Any]) -> list[Problem]:
     out: list[Problem] = []
 
-    def setting(leaf: str) -> Any:
-        return value_or_default(fsdp, f"distributed.fsdp.{leaf}")
+    def setting(dotted: SettingKey) -> Any:
+        return value_or_default(fsdp, dotted)
 
-    version = setting("version")
-    sharding = setting("sharding_strategy")
+    version = setting("distributed.fsdp.version")
+    sharding = setting("distributed.fsdp.sharding_strategy")
     if version == 2:
         if sharding not in ("full_shard", "shard_grad_op"):
             out.append(Problem(file, "distributed.fsdp.sharding_strategy",
                                f"{toml_literal(sharding)} is not available with FSDP2 (version = 2), which shards "
                                "fully or keeps parameters gathered after forward",
                                'use "full_shard" or "shard_grad_op", or set distributed.fsdp.version = 1'))
-        if setting("forward_prefetch"):
+        if setting("distributed.fsdp.forward_prefetch"):
             out.append(Problem(file, "distributed.fsdp.forward_prefetch", "is not implemented in FSDP2 (version = 2)",
                                "set forward_prefetch = false, or distributed.fsdp.version = 1"))
-        if setting("state_dict_type") == "local":
+        if setting("distributed.fsdp.state_dict_type") == "local":
             out.append(Problem(file, "distributed.fsdp.state_dict_type", '"local" is not available with FSDP2',
                                'use "sharded" or "full"'))
         for leaf in ("backward_prefetch", "sync_module_states", "use_orig_params"):
             if leaf in fsdp:
                 out.append(Problem(file, f"distributed.fsdp.{leaf}", "ignored by FSDP2 (version = 2)",
                                    "remove it", severity="warning"))
-    elif setting("cpu_ram_efficient_loading") and not setting("sync_module_states"):
+    elif setting("distributed.fsdp.cpu_ram_efficient_loading") and not setting("distributed.fsdp.sync_module_states"):
         out.append(Problem(file, "distributed.fsdp.sync_module_states",
                            "must be true with cpu_ram_efficient_loading (the other ranks get rank 0's weights by it)",
                            "set sync_module_states = true, or cpu_ram_efficient_loading = false"))
-    policy = setting("auto_wrap_policy")
+    policy = setting("distributed.fsdp.auto_wrap_policy")
     if policy != "transformer" and "transformer_layer_cls_to_wrap" in fsdp:
         out.append(Problem(file, "distributed.fsdp.transformer_layer_cls_to_wrap",
                            f"ignored with auto_wrap_policy = {toml_literal(policy)}",
@@ -233,7 +234,7 @@ def _rules_fsdp(file: str, fsdp: Mapping[str, Any], training: Mapping[str, Any])
     if policy != "size" and "min_num_params" in fsdp:
         out.append(Problem(file, "distributed.fsdp.min_num_params", f"ignored with auto_wrap_policy = {toml_literal(policy)}",
                            'set auto_wrap_policy = "size" to use it', severity="warning"))
-    if setting("activation_checkpointing"):
+    if setting("distributed.fsdp.activation_checkpointing"):
         for leaf in ("activation_checkpointing", "gradient_checkpointing"):
             if value_of(training, leaf, "bool", False):
                 out.append(Problem(file, f"training.{leaf}",
@@ -246,7 +247,7 @@ def _rules_fsdp(file: str, fsdp: Mapping[str, Any], training: Mapping[str, Any])
 def _rules_deepspeed(file: str, ds: Mapping[str, Any], training: Mapping[str, Any], mixed: str,
                      base_dir: Path | None) -> list[Problem]:
     out: list[Problem] = []
-    config_file = value_of(ds, "config_file", "str")
+    config_file = value_or_default(ds, "distributed.deepspeed.config_file")
     if config_file is not None:
         for leaf in DEEPSPEED_PLUGIN_KEYS:
             if leaf in ds:
@@ -256,9 +257,12 @@ def _rules_deepspeed(file: str, ds: Mapping[str, Any], training: Mapping[str, An
                                    "or remove config_file"))
     else:
         stage = value_or_default(ds, "distributed.deepspeed.zero_stage")
-        for device_key, path_key in (("offload_optimizer_device", "offload_optimizer_nvme_path"),
-                                     ("offload_param_device", "offload_param_nvme_path")):
-            if value_or_default(ds, f"distributed.deepspeed.{device_key}") == "nvme" and not value_of(ds, path_key, "str"):
+        offloads: tuple[tuple[SettingKey, str], ...] = (
+            ("distributed.deepspeed.offload_optimizer_device", "offload_optimizer_nvme_path"),
+            ("distributed.deepspeed.offload_param_device", "offload_param_nvme_path"))
+        for device, path_key in offloads:
+            device_key = device.rsplit(".", 1)[-1]
+            if value_or_default(ds, device) == "nvme" and not value_of(ds, path_key, "str"):
                 out.append(Problem(file, f"distributed.deepspeed.{path_key}", f'needed with {device_key} = "nvme"',
                                    f'e.g. {path_key} = "/local_nvme"'))
         if value_or_default(ds, "distributed.deepspeed.offload_param_device") != "none" and stage != 3:

@@ -7,12 +7,13 @@ from typing import Any, Mapping
 
 from ..implied import PRECISION_FLAGS
 from ..problems import Problem
+from ..settings import SettingKey
 from ..training_args import FieldSpec
 from ..values import toml_literal
-from .common import table_of, value_of, value_or_default
+from .common import section_of, table_of, value_of, value_or_default
 
 # [training] keys that mirror a tuitrain key: both given with different values is an error.
-TRAINING_MIRRORS: dict[str, str] = {
+TRAINING_MIRRORS: dict[str, SettingKey] = {
     "seed": "run.seed",
     "log_level": "logging.log_level",
     "log_level_replica": "logging.log_level_replica",
@@ -32,9 +33,9 @@ def rules_training(file: str, data: Mapping[str, Any],
         return spec.default if spec is not None else None
 
     for leaf, other in TRAINING_MIRRORS.items():
-        section, other_leaf = other.split(".")
-        mine, theirs = training.get(leaf), table_of(data, section).get(other_leaf)
-        if leaf in training and other_leaf in table_of(data, section) and mine != theirs:
+        section, other_leaf = table_of(data, section_of(other)), other.rsplit(".", 1)[-1]
+        mine, theirs = training.get(leaf), section.get(other_leaf)
+        if leaf in training and other_leaf in section and mine != theirs:
             out.append(Problem(file, f"training.{leaf}",
                                f"{toml_literal(mine)} conflicts with {other} = {toml_literal(theirs)}",
                                f"keep only {other}"))
