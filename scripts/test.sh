@@ -7,6 +7,9 @@ bash scripts/bootstrap.sh
 .venv/bin/ruff check tuitrain tests benchmarks
 .venv/bin/mypy tuitrain
 export HF_HUB_OFFLINE=1
+# torch's OpenMP threads sleep between parallel regions instead of spinning: a one-rank run (every core's
+# threads) beside the other worker's runs otherwise spins its steps 50 times slower on a busy 2-core machine.
+export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"
 # One worker per core, a test file per worker at a time (files keep their shared runs and hosts together);
 # `-n 0` after it runs everything in this process.
 exec .venv/bin/python -m pytest -n auto --dist loadfile "$@"

@@ -23,6 +23,10 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 # names its own file.
 os.environ["TUITRAIN_CONFIG"] = str(Path(__file__).parent / "fixtures" / "no-user-settings.toml")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+# A one-rank run's OpenMP threads (one a core) sleep when waiting instead of spinning: beside the other xdist
+# worker's runs on a busy 2-core machine a spinning team makes each step 50 times slower (scripts/test.sh too).
+# How the threads wait changes no number a run computes; a developer's own setting wins.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 # Few steps, no dropout (so one and two ranks compute the same loss), frequent logs.
 FAST = [
