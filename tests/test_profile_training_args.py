@@ -1,6 +1,6 @@
 """The TrainingArguments table: made by a real subprocess (python -m tuitrain.engine.training_args_probe),
-cached per transformers install, shipped as a snapshot, and its failure said in one line (the first
-command not waiting for it: tests/test_training_args_cold.py)."""
+one at a time however many fills start at once, cached per transformers install, shipped as a snapshot, and
+its failure said in one line (the first command not waiting for it: tests/test_training_args_cold.py)."""
 
 from __future__ import annotations
 
@@ -51,16 +51,37 @@ def _env(cache: Path, *front: Path) -> dict[str, str]:
             "PYTHONPATH": os.pathsep.join([*map(str, front), str(REPO), os.environ.get("PYTHONPATH", "")])}
 
 
-@needs_transformers
-def test_table_from_a_real_subprocess_is_cached(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def probed_cache(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
+    """What the first commands start in the background, three at once into one empty cache: the fill, whose
+    probe imports transformers, one at a time under the lock (the others find its table). One real probe
+    serves the tests below. Returns (the XDG cache folder, the version, the folder transformers is in)."""
+    home = tmp_path_factory.mktemp("xdg")
     version = importlib.metadata.version("transformers")
     location = str(Path(importlib.util.find_spec("transformers").origin).resolve().parent)
-    env = _env(tmp_path)
-    # what the first command starts in the background: the probe, its table written atomically
-    fill = subprocess.run([sys.executable, "-m", FILL_MODULE, "--version", version, "--location", location],
-                          capture_output=True, text=True, env=env, cwd=REPO, timeout=600, umask=0o077)
-    assert fill.returncode == 0 and fill.stderr == "", fill.stderr
-    cache = tmp_path / "tuitrain" / cache_path(version, location).name
+    argv = [sys.executable, "-m", FILL_MODULE, "--version", version, "--location", location]
+    children = [subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(home),
+                                 cwd=REPO, umask=0o077) for _ in range(3)]
+    for child in children:
+        _, err = child.communicate(timeout=600)
+        assert child.returncode == 0 and err == "", err
+    return home, version, location
+
+
+@needs_transformers
+def test_concurrent_probes_leave_one_valid_table(probed_cache: tuple[Path, str, str]) -> None:
+    home, version, _ = probed_cache
+    [table] = sorted((home / "tuitrain").glob("training-args-*.json"))
+    data = json.loads(table.read_text())
+    assert usable_table(data) and data["version"] == version and "learning_rate" in data["fields"]
+    assert sorted(p.name for p in table.parent.iterdir()) == sorted([LOCK_NAME, table.name])  # no temp file left
+
+
+@needs_transformers
+def test_table_from_a_real_subprocess_is_cached(probed_cache: tuple[Path, str, str]) -> None:
+    home, version, location = probed_cache
+    env = _env(home)
+    cache = home / "tuitrain" / cache_path(version, location).name
     assert cache.name.startswith(f"training-args-{version}-")
     table = json.loads(cache.read_text())
     assert table["version"] == version and table["location"] == location and "learning_rate" in table["fields"]

@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterator
 import psutil
 import pytest
 
+from tuitrain.atomic import write_text_atomic
 from tuitrain.profile import ProfileError, builtin_profile_path, load_profile
 from tuitrain.profile import training_args as ta
 
@@ -125,6 +126,12 @@ def test_a_wrong_profile_is_refused_alike_with_a_cold_and_a_warm_cache(tmp_path:
         cold = tuitrain(cache, *args, cwd=tmp_path)
         if same:
             assert cached_tables(cache) == []
+            # the installed table is the snapshot's (tests/test_profile_training_args.py proves it of the real
+            # probe): written here, the background fill this command started finds it instead of importing
+            # transformers once more (the probe filling a cold cache: the test above)
+            location = ta.transformers_location()
+            write_text_atomic(cache / "tuitrain" / ta.cache_path(version, location).name,
+                              json.dumps({**snapshot, "location": location}))
     wait_for_fills(cache)
     assert len(cached_tables(cache)) == 1
     warm = tuitrain(cache, *args, cwd=tmp_path)
@@ -138,22 +145,6 @@ def test_a_wrong_profile_is_refused_alike_with_a_cold_and_a_warm_cache(tmp_path:
     assert any('training.optim: "adamw_foo" is not one of "adamw_torch"' in line for line in lines), cold.stderr
     assert any(line.endswith('model.config.model_type: "berty" is not a model type of the installed transformers '
                              "(from --set); did you mean 'bert'?") for line in lines), cold.stderr
-
-
-@needs_transformers
-def test_concurrent_probes_leave_one_valid_table(tmp_path: Path) -> None:
-    cache = tmp_path / "cache"
-    version, location = ta.transformers_version(), ta.transformers_location()
-    assert version is not None
-    argv = [sys.executable, "-m", ta.FILL_MODULE, "--version", version, "--location", location or ""]
-    children = [subprocess.Popen(argv, env=env_with_cache(cache), stderr=subprocess.PIPE, text=True) for _ in range(3)]
-    for child in children:
-        _, err = child.communicate(timeout=600)
-        assert child.returncode == 0, err
-    [table] = cached_tables(cache)
-    data = json.loads(table.read_text())
-    assert ta.usable_table(data) and data["version"] == version and "learning_rate" in data["fields"]
-    assert sorted(p.name for p in table.parent.iterdir()) == sorted([ta.LOCK_NAME, table.name])  # no temp file left
 
 
 # ------------------------------------------------------------------------------ in-process, with a fake install
