@@ -129,3 +129,14 @@ def test_the_rules_key_names_are_schema_s_plain_keys_and_sections() -> None:
     assert set(typing.get_args(SectionName)) == set(SCHEMA)
     for dotted in typing.get_args(SettingKey):
         assert section_of(dotted) in SCHEMA and isinstance(key_spec(dotted), KeySpec)
+
+
+def test_a_rank_told_to_train_a_tokenizer_it_has_no_table_for_says_so_in_one_line(tmp_path: Path) -> None:
+    """settings["model"]["train_tokenizer"] is None unless the table is given (validation refuses the profile
+    first): the engine's typed reader says so instead of failing on None."""
+    from tuitrain.engine.errors import EngineError
+    from tuitrain.engine.tokenizer import build_tokenizer
+
+    settings = profile_with_defaults(Profile(path=None, data={"model": {"config": {"model_type": "bert"}}}))
+    with pytest.raises(EngineError, match=r"no tokenizer: set model.tokenizer, or add a \[model.train_tokenizer\]"):
+        build_tokenizer(settings["model"], ["a b"], tmp_path, is_main=True)

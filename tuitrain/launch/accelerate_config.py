@@ -35,7 +35,7 @@ def accelerate_config(profile: SettingsArg, accelerator: str, gpu_ids: list[str]
         "compute_environment": "LOCAL_MACHINE",
         "debug": False,
         "distributed_type": kind,
-        "downcast_bf16": "yes" if dist.get("downcast_bf16") else "no",
+        "downcast_bf16": "yes" if dist["downcast_bf16"] else "no",
         "gpu_ids": gpu_ids if isinstance(gpu_ids, str) else (",".join(gpu_ids) or "all"),
         "machine_rank": dist["machine_rank"],
         "main_training_function": "main",
@@ -43,7 +43,7 @@ def accelerate_config(profile: SettingsArg, accelerator: str, gpu_ids: list[str]
         "num_machines": dist["num_machines"],
         "num_processes": dist["num_processes"] * dist["num_machines"],
         "rdzv_backend": dist["rdzv_backend"],
-        "same_network": bool(dist.get("same_network", True)),
+        "same_network": bool(dist["same_network"]),
         "tpu_env": [],
         "tpu_use_cluster": False,
         "tpu_use_sudo": False,
@@ -53,9 +53,9 @@ def accelerate_config(profile: SettingsArg, accelerator: str, gpu_ids: list[str]
         if dist.get(key) is not None:
             config[key] = dist[key]
     if kind == "FSDP":
-        config["fsdp_config"] = fsdp_section(dist.get("fsdp") or {})
+        config["fsdp_config"] = fsdp_section(dist["fsdp"] or {})
     if kind == "DEEPSPEED":
-        ds = dist.get("deepspeed") or {}
+        ds = dist["deepspeed"] or {}
         config["deepspeed_config"] = deepspeed_section(ds, str(deepspeed_json) if deepspeed_json else None)
         if dist["num_machines"] > 1:
             # Without it accelerate hands several machines to DeepSpeed's own runner (pdsh over ssh

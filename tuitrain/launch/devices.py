@@ -26,7 +26,7 @@ def choose_accelerator(profile: SettingsArg, hardware: Hardware) -> tuple[str, l
     if asked != "auto":
         return asked, []
     sharded = dist["strategy"] in ("fsdp", "deepspeed")
-    if hardware.has_cuda and profile["hardware"].get("gpus") == []:
+    if hardware.has_cuda and profile["hardware"]["gpus"] == []:
         chosen, why = "cpu", "hardware.gpus = [] hides every GPU"
     elif hardware.has_cuda:
         chosen, why = "cuda", f"{len(hardware.gpus)} NVIDIA GPU(s) found"
@@ -45,13 +45,13 @@ def devices_here(profile: SettingsArg, hardware: Hardware) -> Devices:
     env: dict[str, str] = {}
     if accelerator == "cuda":
         # The raw selection (None: every GPU), so FASTEST_FIRST can order "all GPUs" itself.
-        mapping = map_devices(hardware.gpus, chosen.get("gpus"), chosen["device_order"],
-                              parse_memory_size(chosen.get("min_free_memory")))
+        mapping = map_devices(hardware.gpus, chosen["gpus"], chosen["device_order"],
+                              parse_memory_size(chosen["min_free_memory"]))
         env.update(mapping.env)
         notes += [*mapping.lines, *mapping.notes]
     elif accelerator == "cpu":
         env["CUDA_VISIBLE_DEVICES"] = ""  # hide any GPU: the CPU run the Trainer docs describe
-    elif accelerator == "mps" and chosen.get("mps_fallback"):
+    elif accelerator == "mps" and chosen["mps_fallback"]:
         env["PYTORCH_ENABLE_MPS_FALLBACK"] = "1"  # FSDP/DeepSpeed on MPS: refused by machine_problems
     return Devices(accelerator, env, notes)
 
@@ -64,12 +64,12 @@ def devices_elsewhere(profile: SettingsArg) -> Devices:
     the order given."""
     hardware = profile["hardware"]
     asked = hardware["accelerator"]
-    gpus = hardware.get("gpus")
+    gpus = hardware["gpus"]
     if asked == "cpu" or (asked == "auto" and gpus == []):
         why = "hardware.gpus = [] hides every GPU" if asked == "auto" else "accelerator cpu"
         return Devices("cpu", {"CUDA_VISIBLE_DEVICES": ""}, [f"CPU ranks ({why})"])
     if asked == "mps":
-        return Devices("mps", {"PYTORCH_ENABLE_MPS_FALLBACK": "1"} if hardware.get("mps_fallback") else {})
+        return Devices("mps", {"PYTORCH_ENABLE_MPS_FALLBACK": "1"} if hardware["mps_fallback"] else {})
     if isinstance(gpus, list) and gpus:  # a count (any N free GPUs) is chosen on the machine itself
         names = ", ".join(str(g) for g in gpus)
         return Devices("cuda", {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": ",".join(str(g) for g in gpus)},

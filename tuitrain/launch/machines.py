@@ -141,8 +141,8 @@ def plan_machines(settings: SettingsArg, run_dir: Path, file: str = "profile", *
     count = len(machines)
     python_default = local_python or sys.executable
     cwd_default = local_cwd or os.getcwd()
-    ip = dist.get("main_process_ip")
-    port = dist.get("main_process_port")
+    ip = dist["main_process_ip"]
+    port = dist["main_process_port"]
     problems: list[Problem] = []
     no_port = machines_port_problem(file, count, port, "error")
     if no_port is not None:
@@ -152,7 +152,7 @@ def plan_machines(settings: SettingsArg, run_dir: Path, file: str = "profile", *
     for rank, machine in enumerate(machines):
         processes = machine_processes(machine, counting, settings["hardware"]) or 1
         total += processes
-        interface = machine.get("network_interface") or dist.get("network_interface")
+        interface = machine.get("network_interface") or dist["network_interface"]
         python = machine.get("python") or python_default
         workdir = machine.get("workdir") or cwd_default
         folder = node_dir(Path(run_dir).name, rank)
@@ -176,7 +176,7 @@ def plan_machines(settings: SettingsArg, run_dir: Path, file: str = "profile", *
                      + (f", reached by the others at {ip}:{port}" if ip and port is not None else ""))
     script = script_settings(settings)
     if script is not None and plans:
-        shown = f"module {script['module']}" if script.get("module") else resolved_script(script, Path(cwd_default))["path"]
+        shown = f"module {script['module']}" if script["module"] else resolved_script(script, Path(cwd_default))["path"]
         notes.append(f"script mode: every machine runs {shown} in its workdir, with its own tuitrain's hook on "
                      "PYTHONPATH (the script's path is the same on every machine)")
     notes.append("`tuitrain run` starts every machine over ssh (a tuitrain agent on each runs its command in its "

@@ -92,7 +92,7 @@ def export_accelerate_config(profile: SettingsArg, file: str = "profile",
     dist = profile["distributed"]
     accelerator = hw["accelerator"]
     # CPU ranks use no GPU: gpu_ids would make accelerate set CUDA_VISIBLE_DEVICES to them
-    raw = hw.get("gpus") if accelerator != "cpu" else None
+    raw = hw["gpus"] if accelerator != "cpu" else None
     gpus = raw if isinstance(raw, list) else None  # gpus = N: any N free GPUs, chosen at start: no ids to write
     gpu_ids = ",".join(str(g) for g in gpus) if gpus else "all"
     base_dir = profile_folder(file)
@@ -118,7 +118,7 @@ def export_accelerate_config(profile: SettingsArg, file: str = "profile",
     if gpus:
         header.append(f"gpu_ids are CUDA numbers; set CUDA_DEVICE_ORDER={hw['device_order']} so they match "
                       "the physical (nvidia-smi) indices")
-    if dist["strategy"] == "fsdp" and not (dist.get("fsdp") or {}).get("transformer_layer_cls_to_wrap"):
+    if dist["strategy"] == "fsdp" and not (dist["fsdp"] or {}).get("transformer_layer_cls_to_wrap"):
         header.append("fsdp: no layer class given: accelerate wraps the model's _no_split_modules")
     if dist["strategy"] == "fsdp" and accelerator == "cpu":
         header.append("fsdp on the CPU: accelerate 1.15 runs plain DDP instead (no GPU, no FSDP plugin)")
@@ -135,7 +135,7 @@ def plan_launch(profile: SettingsArg, hardware: Hardware, run_dir: Path, file: s
     role = role if role is not None else role_of(profile, run_dir)
     part = plan_machine(profile, role, hardware, file, facts=machine, resume_from=resume_from)
     problems: list[Problem] = []
-    if profile["distributed"].get("machines"):
+    if profile["distributed"]["machines"]:
         # one machine's plan would start a wrong, local run: machines are planned by launch/machines.py (the
         # machines backend); this guards a caller that skipped the chooser (tuitrain.backends.for_profile)
         problems.append(Problem(file, "distributed.machines", MACHINES_NOT_BUILT,

@@ -87,8 +87,8 @@ def role_of(settings: SettingsArg, run_dir: Path) -> MachineRole:
     """The role a profile gives the machine that runs it by itself (its distributed.machine_rank of num_machines)."""
     dist = settings["distributed"]
     return MachineRole(folder=str(run_dir), rank=dist["machine_rank"], machines=dist["num_machines"],
-                       processes=dist["num_processes"], main_ip=dist.get("main_process_ip"),
-                       port=dist.get("main_process_port"), gpus=settings["hardware"].get("gpus"))
+                       processes=dist["num_processes"], main_ip=dist["main_process_ip"],
+                       port=dist["main_process_port"], gpus=settings["hardware"]["gpus"])
 
 
 def machine_settings(settings: SettingsArg, role: MachineRole) -> Settings:
@@ -111,7 +111,7 @@ def profile_folder(file: str) -> Path | None:
 
 
 def deepspeed_json_path(profile: SettingsArg, base_dir: Path | None) -> Path | None:
-    ds = profile["distributed"].get("deepspeed") or {}
+    ds = profile["distributed"]["deepspeed"] or {}
     raw = ds.get("config_file")
     if profile["distributed"]["strategy"] != "deepspeed" or not raw:
         return None
@@ -151,7 +151,7 @@ def strategy_note(profile: SettingsArg, accelerator: str, total: int) -> str:
     if strategy == "ddp":
         return f"strategy ddp: {total} process(es), one per {where}, NCCL"
     if strategy == "fsdp":
-        fsdp = dist.get("fsdp") or {}
+        fsdp = dist["fsdp"] or {}
         version = fsdp.get("version", 1)
         text = (f"strategy fsdp (FSDP{version}): {total} process(es), "
                 f"{fsdp.get('sharding_strategy', 'full_shard')}, wrap {fsdp.get('auto_wrap_policy', 'transformer')}")
@@ -159,7 +159,7 @@ def strategy_note(profile: SettingsArg, accelerator: str, total: int) -> str:
             text += " (layer class: the model's _no_split_modules, read by accelerate in each rank)"
         alone = fsdp_world_of_one(fsdp, total)
         return f"{text}; {alone} ({FSDP_ALONE_FIX})" if alone else text
-    ds = dist.get("deepspeed") or {}
+    ds = dist["deepspeed"] or {}
     if ds.get("config_file"):
         return f"strategy deepspeed: {total} process(es), settings from {ds['config_file']}"
     return (f"strategy deepspeed: {total} process(es), ZeRO stage {ds.get('zero_stage', 2)}, "

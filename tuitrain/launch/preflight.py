@@ -74,11 +74,11 @@ def probe_machine(settings: SettingsArg) -> MachineFacts:
     wanted = set()
     if dist["strategy"] in STRATEGY_PACKAGES:
         wanted.add(STRATEGY_PACKAGES[dist["strategy"]][0])
-    found = low_rank_optimizer((settings.get("training") or {}).get("optim"))
+    found = low_rank_optimizer(settings["training"].get("optim"))
     if found:
         wanted.add(found[0])
     busy: set[int] = set()
-    port = dist.get("main_process_port")
+    port = dist["main_process_port"]
     hosts_rendezvous = int(dist["num_machines"]) == 1 or int(dist["machine_rank"]) == 0
     if port is not None and _world(settings) > 1 and hosts_rendezvous and port_in_use(int(port)):
         busy.add(int(port))
@@ -94,7 +94,7 @@ def machine_problems(settings: SettingsArg, accelerator: str, facts: MachineFact
     """Refusals and warnings that depend on this machine, each naming the key to change."""
     dist = settings["distributed"]
     strategy = dist["strategy"]
-    training = settings.get("training") or {}
+    training = settings["training"]
     out: list[Problem] = []
     pip = f"{facts.python} -m pip install"
 
@@ -125,7 +125,7 @@ def machine_problems(settings: SettingsArg, accelerator: str, facts: MachineFact
     if layerwise is not None:
         out.append(layerwise)
 
-    port = dist.get("main_process_port")
+    port = dist["main_process_port"]
     if port is not None and int(port) in facts.busy_ports:
         out.append(Problem(file, "distributed.main_process_port",
                            f"port {port} is already in use on this machine (the ranks' rendezvous would fail or "

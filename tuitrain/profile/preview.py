@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .schema import Profile, profile_with_defaults
+from .schema import Profile, settings_with_defaults
+from .settings import DataSettings, ModelSettings, Settings
 
 
 @dataclass
@@ -83,19 +84,18 @@ def _resolve(raw: str, base_dir: Path) -> Path:
     return path if path.is_absolute() else base_dir / path
 
 
-def load_rows(settings: dict[str, Any], base_dir: Path) -> tuple[str, list[dict[str, Any]] | None, str | None]:
+def load_rows(settings: Settings, base_dir: Path) -> tuple[str, list[dict[str, Any]] | None, str | None]:
     """(what the data is, its training rows, why they cannot be read here)."""
     data = settings["data"]
-    if data.get("generate"):
+    if name := data.get("generate"):
         from tuitrain.profile.generated import GENERATORS  # pure Python: the rows the engine trains on
 
-        name = data["generate"]
         columns = GENERATORS[name](data["num_train"], settings["run"]["seed"])
         rows = [dict(zip(columns, values, strict=True)) for values in zip(*columns.values(), strict=True)]
         return f"data.generate = {name!r} ({len(rows)} generated rows)", rows, None
-    if data.get("train_file"):
-        path = _resolve(data["train_file"], base_dir)
-        shown = f"data.train_file = {data['train_file']!r}"
+    if train_file := data.get("train_file"):
+        path = _resolve(train_file, base_dir)
+        shown = f"data.train_file = {train_file!r}"
         if path.suffix.lower() == ".parquet":
             return shown, None, f"{shown}: Parquet needs a reader the preview does not load; the rank reads it"
         try:
@@ -105,11 +105,11 @@ def load_rows(settings: dict[str, Any], base_dir: Path) -> tuple[str, list[dict[
         except (ValueError, csv.Error) as exc:
             return shown, None, f"{shown}: {exc}"
         return f"{shown} ({len(rows)} rows)", rows, None
-    shown = f"data.dataset = {data.get('dataset')!r}"
+    shown = f"data.dataset = {data['dataset']!r}"
     return shown, None, f"{shown}: a Hub data set is read by the rank (datasets); the preview reads local files only"
 
 
-def load_tokenizer(model: dict[str, Any], base_dir: Path) -> tuple[Any, str | None]:
+def load_tokenizer(model: ModelSettings, base_dir: Path) -> tuple[Any, str | None]:
     """A `tokenizers.Tokenizer` from the profile's pretrained tokenizer folder, or why not."""
     source = model.get("tokenizer") or model.get("name_or_path")
     key = "model.tokenizer" if model.get("tokenizer") else "model.name_or_path"
@@ -135,7 +135,7 @@ def load_tokenizer(model: dict[str, Any], base_dir: Path) -> tuple[Any, str | No
     return tokenizer, None
 
 
-def _inputs(row: dict[str, Any], data: dict[str, Any], task: str) -> tuple[Any, bool]:
+def _inputs(row: dict[str, Any], data: DataSettings, task: str) -> tuple[Any, bool]:
     """What the engine hands the tokenizer for one row: (text, is_pretokenized)."""
     text = row.get(data["text_column"])
     if task == "token-classification":
@@ -151,7 +151,7 @@ def _encode(tokenizer: Any, inputs: list[Any], pretokenized: bool) -> list[Any]:
 
 
 def preview_profile(profile: Profile, rows: int = 5) -> Preview:
-    settings = profile_with_defaults(profile)
+    settings = settings_with_defaults(profile)
     data, model = settings["data"], settings["model"]
     task = model["task"]
     base_dir = Path(profile.path).expanduser().resolve().parent if profile.path else Path.cwd()
