@@ -1,8 +1,9 @@
-"""The home supervisor of a multi-machine run: one node agent per machine, started over ssh, watched here.
+"""The workers of a multi-machine run as its home keeps them: one node agent per machine, started over ssh.
 
-It keeps the home run directory true, as the single-machine supervisor does: every node's files are mirrored in
-(tuitrain.runs.mirror), control requests written here are relayed (save-now and evaluate-now to the machine of
-global rank 0, which decides for every rank; stop and terminate to all), and the run's end is recorded here.
+The keeper (tuitrain.runs.supervisor.Supervisor, given these workers by tuitrain.runs.supervise) keeps the home
+run directory true, as for a single-machine run; these workers mirror every node's files in (tuitrain.runs.mirror),
+relay control requests (save-now and evaluate-now to the machine of global rank 0, which decides for every rank;
+stop and terminate to all), and gather every machine's word of its end.
 
 The run ends everywhere when any part of it ends badly: a machine whose ranks failed, an agent that ended without
 a word, or a machine silent for SILENCE_SECONDS (its link is down) makes every other machine end its ranks. The
@@ -23,13 +24,14 @@ from typing import IO, Any
 
 from tuitrain.remote import ssh
 from tuitrain.remote.wire import BEAT_SECONDS, SILENCE_SECONDS, WireError, decode, encode, send
-from tuitrain.runs.layout import CONTROL_EVALUATE, CONTROL_REQUESTS, CONTROL_SAVE, CONTROL_STOP, CONTROL_TERMINATE, RunPaths
+from tuitrain.runs.layout import CONTROL_EVALUATE, CONTROL_REQUESTS, CONTROL_SAVE, CONTROL_TERMINATE
 from tuitrain.runs.mirror import MirrorError, apply, machine_log
 from tuitrain.runs.node_command import agent_argv
 from tuitrain.runs.process_tree import identity, signal_name
 from tuitrain.runs.ranks import read_rank_records
-from tuitrain.runs.record import INHERITED_KEYS, record_end
-from tuitrain.runs.supervisor import HANG_CHECK_SECONDS, Supervisor, log
+from tuitrain.runs.record import INHERITED_KEYS
+from tuitrain.runs.supervisor_log import log
+from tuitrain.runs.workers import Keeper, Outcome, Settled
 from tuitrain.yaml_text import dump as dump_yaml
 
 POLL_SECONDS = 0.1
@@ -104,10 +106,17 @@ def _read_stderr(stream: IO[bytes], into: bytearray) -> None:
         pass
 
 
-class HomeSupervisor(Supervisor):
-    def __init__(self, paths: RunPaths) -> None:
-        super().__init__(paths)
-        self.options = ssh.SshOptions(config=self.record.get("ssh_config"))
+class MachineLinks:
+    STOP_SAID = "stop requested: every machine's ranks save a checkpoint and stop"
+    KILLED_SAID = "ended by `tuitrain stop --now`: every process on every machine was terminated"
+    HANG_SAID = "{said}; every machine takes its ranks' stacks (and acts on on_hang = {on_hang})"
+    SAMPLED_HERE = False  # each machine's own supervisor samples it; its files come home
+    ACTS_ON_HANG = False  # each machine's supervisor acts on `[run] on_hang` for its ranks
+
+    def __init__(self, keeper: Keeper) -> None:
+        self.keeper = keeper
+        self.paths = keeper.paths
+        self.options = ssh.SshOptions(config=keeper.record.get("ssh_config"))
         self.links: list[MachineLink] = []
         self.inbox: queue.Queue[tuple[int, dict[str, Any] | None]] = queue.Queue()
         self.failures: list[Failure] = []
@@ -115,12 +124,11 @@ class HomeSupervisor(Supervisor):
         self.teardown_since: float | None = None
         self.beat_at = 0.0
         self.fetchers: list[threading.Thread] = []  # bringing last words home (bring_last_words)
-        self.hang_said = ""  # the hang now seen: its first line (runs.hang.describe)
-        self.hang_digest_due: float | None = None  # until when home waits for its stacks; None once the digest is written
+        self.hang_digest_due: float | None = None  # until when home waits for a hang's stacks
 
     # -- start -------------------------------------------------------------------------------
     def setup_message(self, machine: dict[str, Any]) -> bytes:
-        record = self.record
+        record = self.keeper.record
         node_record = {**{key: record.get(key) for key in INHERITED_KEYS},
                        "argv": machine["argv"], "env": machine["env"], "accelerator": machine["accelerator"]}
         files = {"profile.toml": self.paths.profile.read_text(encoding="utf-8"),
@@ -131,7 +139,7 @@ class HomeSupervisor(Supervisor):
 
     def start(self) -> None:
         processes: dict[str, Any] = {"supervisor": identity(os.getpid())}
-        for machine in self.record["machines"]:
+        for machine in self.keeper.record["machines"]:
             argv = agent_argv(machine)
             log(f"machine {machine['machine_rank']}: starting its agent on {machine['host']}: {' '.join(argv)}")
             proc = ssh.start(machine["host"], argv, self.options, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -144,31 +152,40 @@ class HomeSupervisor(Supervisor):
             link.stderr_reader = threading.Thread(target=_read_stderr, args=(proc.stderr, link.stderr), daemon=True)
             link.stderr_reader.start()
             link.send(self.setup_message(machine))
-        self.update(status="running", started=time.time(), processes=processes,
-                    pids={"supervisor": os.getpid(), "ranks": {}})
+        self.keeper.update(status="running", started=time.time(), processes=processes,
+                           pids={"supervisor": os.getpid(), "ranks": {}})
 
     # -- watch -------------------------------------------------------------------------------
-    def watch(self) -> int:
-        while not all(link.done for link in self.links):
-            self.check_run_directory()  # removed at home: every machine's part ends (run_supervisor's abort)
-            self.receive()
-            now = time.monotonic()
-            if now - self.beat_at >= BEAT_SECONDS:
-                self.beat_at = now
-                for link in self.links:
-                    if not link.done:
-                        link.send(encode("beat"))
-            self.relay_control()
-            self.watch_hang()
-            self.check_links(now)
-            if self.failures and self.teardown_since is None:
-                self.teardown("another machine failed: " + self.root_failure().error)
-            if self.teardown_since is not None and now - self.teardown_since > TEARDOWN_SECONDS:
-                log(f"machines still running {TEARDOWN_SECONDS:.0f} s after being asked to end: cutting their links")
-                self.cut_links()
-                break
+    @property
+    def tearing_down(self) -> bool:
+        return self.teardown_since is not None
+
+    def poll(self, woke: bool) -> None:
+        """Beat every machine still running (their messages are read while the keeper waits)."""
+        now = time.monotonic()
+        if now - self.beat_at >= BEAT_SECONDS:
+            self.beat_at = now
+            for link in self.links:
+                if not link.done:
+                    link.send(encode("beat"))
+
+    def step(self) -> int | None:
+        """0 once every machine's part has ended (its word, or its link closed or cut): the outcome is theirs."""
+        now = time.monotonic()
+        self.check_links(now)
+        if self.failures and self.teardown_since is None:
+            self.teardown("another machine failed: " + self.root_failure().error)
+        if self.teardown_since is not None and now - self.teardown_since > TEARDOWN_SECONDS:
+            log(f"machines still running {TEARDOWN_SECONDS:.0f} s after being asked to end: cutting their links")
+            self.cut_links()
+        if not all(link.done for link in self.links):
+            return None
         self.receive()
         return 0
+
+    def wait(self) -> bool:
+        self.receive()
+        return False
 
     def receive(self) -> None:
         deadline = time.monotonic() + POLL_SECONDS
@@ -204,7 +221,7 @@ class HomeSupervisor(Supervisor):
             except (MirrorError, OSError) as exc:
                 log(f"machine {link.rank} ({link.host}): {exc}")
             if message.get("path") == "ranks/rank-0.json":
-                self.adopt_output_dir(read_rank_records(self.paths))
+                self.keeper.adopt_output_dir(read_rank_records(self.paths))
         elif kind == "hello":
             link.hello = message
             log(f"machine {link.rank} ({link.host}): agent pid {message.get('pid')} in {message.get('node_dir')}")
@@ -243,7 +260,7 @@ class HomeSupervisor(Supervisor):
     def on_machine_end(self, link: MachineLink, end: dict[str, Any]) -> None:
         status, error = end.get("status"), end.get("error")
         log(f"machine {link.rank} ({link.host}) ended: {status}" + (f": {error}" if error else ""))
-        if status == "failed" or (status == "killed" and self.teardown_since is None and not self.terminating):
+        if status == "failed" or (status == "killed" and self.teardown_since is None and not self.keeper.terminating):
             text = str(error or f"its ranks ended {status}")
             self.fail(Failure(link.host, link.rank, f"{link.host}: {text}", end.get("failed_rank"),
                               secondary=bool(_PEER_GONE.search(text))))
@@ -257,64 +274,46 @@ class HomeSupervisor(Supervisor):
                 link.closed = True
                 ssh_kill(link.proc)
 
-    def watch_hang(self) -> None:
-        """Judge every machine's mirrored heartbeats as the local supervisor judges its own (runs.hang.run_hang); each
-        machine's supervisor takes its own ranks' stacks on a hang and acts on `[run] on_hang`, and their files come
-        home. Once every rank's stacks are here (or a stopped rank is known stopped), or a step's limit and
-        HANG_STACKS_SECONDS have passed, home writes the digest of the hang, once."""
-        from tuitrain.runs.hang import describe, live_beats, machine_states, run_hang
+    # -- hangs -------------------------------------------------------------------------------
+    def rank_pids(self) -> dict[int, int]:
+        return {}
+
+    def rank_states(self) -> dict[int, str] | None:
+        return None  # runs.hang reads every machine's mirrored states
+
+    def hang_begins(self, limit: float | None) -> None:
+        self.hang_digest_due = time.monotonic() + (limit or 0.0) + HANG_STACKS_SECONDS
+
+    def hang_cause(self, stalled: str) -> str | None:
+        """Each machine's supervisor takes its own ranks' stacks on a hang, and their files come home. Once every
+        rank's stacks are here (or a stopped rank is known stopped), or a step's limit and HANG_STACKS_SECONDS have
+        passed, home writes the digest of the hang."""
+        from tuitrain.runs.hang import live_beats, machine_states
         from tuitrain.runs.stacks import digest_text, mirrored_stacks, write_digest
 
-        now = time.monotonic()
-        if self.teardown_since is not None or now - self._hang_checked_at < HANG_CHECK_SECONDS:
-            return
-        self._hang_checked_at = now
-        try:
-            verdict = run_hang(self.paths, self.record)
-            if verdict is None or not verdict.hung:
-                if self.hang_seen is not None:
-                    log("the ranks move again: no longer hung")
-                self.hang_seen, self.hang_digest_due = None, None
-                return
-            if self.hang_seen is None:
-                self.hang_seen, self.hang_said = verdict.since, describe(verdict, time.time())[0]
-                self.hang_digest_due = now + (verdict.limit or 0.0) + HANG_STACKS_SECONDS
-                log(f"{self.hang_said}; every machine takes its ranks' stacks (and acts on on_hang = {self.on_hang})")
-            if self.hang_digest_due is None:
-                return  # this hang's digest is written
-            taken, missing = mirrored_stacks(self.paths, live_beats(self.paths, self.record), machine_states(self.paths))
-            if missing and now < self.hang_digest_due:
-                return
-            hosts = {r: rec.get("host") for r, rec in read_rank_records(self.paths).items()}
-            problems = [f"rank {r}{f' ({hosts[r]})' if hosts.get(r) else ''}: its stacks did not come home" for r in missing]
-            digest = digest_text(write_digest(self.paths, taken, problems))
-        except Exception as exc:  # noqa: BLE001 — a judgement, never a reason to end the run
-            log(f"could not judge the hang: {type(exc).__name__}: {exc}")
-            return
-        self.hang_digest_due = None
+        record = self.keeper.record
+        taken, missing = mirrored_stacks(self.paths, live_beats(self.paths, record), machine_states(self.paths))
+        if missing and self.hang_digest_due is not None and time.monotonic() < self.hang_digest_due:
+            return None
+        hosts = {r: rec.get("host") for r, rec in read_rank_records(self.paths).items()}
+        problems = [f"rank {r}{f' ({hosts[r]})' if hosts.get(r) else ''}: its stacks did not come home" for r in missing]
+        digest = digest_text(write_digest(self.paths, taken, problems))
         log(f"stacks: {digest or '(none)'}")
-        self.hang_cause = f"hung: {self.hang_said.removeprefix('hung? ')}" + (f"; {digest}" if digest else "")
-        self.update(hang={"since": verdict.since, "ranks": [s.rank for s in verdict.stalled], "cause": self.hang_cause})
+        return f"hung: {stalled}" + (f"; {digest}" if digest else "")
 
+    # -- control -----------------------------------------------------------------------------
     def relay_control(self) -> None:
-        if self.teardown_since is not None:
-            return
+        """Every request but `stop --now` (the keeper's: `terminate`) goes on to the machines that act on it."""
         for name in CONTROL_REQUESTS:
-            if name in self.relayed or not self.paths.control_request(name).exists():
+            if name == CONTROL_TERMINATE or name in self.relayed or not self.paths.control_request(name).exists():
                 continue
             self.relayed.add(name)
-            if name == CONTROL_STOP and not self.stop_requested:
-                self.stop_requested = True
-                log("stop requested: every machine's ranks save a checkpoint and stop")
-                self.update(status="stopping")
-            if name == CONTROL_TERMINATE:
-                self.terminating = True
-                self.update(status="stopping")
-                self.teardown("ended by `tuitrain stop --now`")
-                continue
             for link in self.links:
                 if not link.done and (name not in _TO_MAIN_ONLY or link.rank == 0):
                     link.send(encode("control", name=name))
+
+    def terminate(self, why: str) -> None:
+        self.teardown(why)
 
     def fail(self, failure: Failure) -> None:
         log(f"machine {failure.machine_rank} failed: {failure.error}")
@@ -326,7 +325,7 @@ class HomeSupervisor(Supervisor):
 
     def teardown(self, why: str) -> None:
         """Ask every machine still running to end its ranks now."""
-        if self.failures and not self.terminating:
+        if self.failures and not self.keeper.terminating:
             wait_until = time.monotonic() + FAILURE_WINDOW  # a likelier root cause may be on its way
             while time.monotonic() < wait_until and all(f.secondary for f in self.failures):
                 self.receive()
@@ -348,36 +347,35 @@ class HomeSupervisor(Supervisor):
         self.cut_links()
 
     # -- finish ------------------------------------------------------------------------------
-    def finish(self, launcher_code: int) -> str:
+    def settle(self, code: int) -> Settled:
         exit_codes: dict[str, Any] = {}
         for link in self.links:
-            for key, code in ((link.end or {}).get("exit_codes") or {}).items():
-                exit_codes[f"{key} {link.host}" if key == "launcher" else key] = code
+            for key, link_code in ((link.end or {}).get("exit_codes") or {}).items():
+                exit_codes[f"{key} {link.host}" if key == "launcher" else key] = link_code
             if link.proc.stdin is not None:
                 link.proc.stdin.close()
             try:
                 link.proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 ssh_kill(link.proc)
-        status, failed_rank, error = self.machines_outcome()
-        self.record = record_end(self.paths, status=status, ended=time.time(), exit_codes=exit_codes,
-                                 failed_rank=failed_rank, error=error)
-        log(f"run {status}" + (f": {error}" if error else ""))
-        for thread in self.fetchers:  # the end is recorded first: last words only add to a machine's log
-            thread.join(timeout=LAST_WORDS_SECONDS + 5)
-        return status
+        return Settled(exit_codes)
 
-    def machines_outcome(self) -> tuple[str, int | None, str | None]:
-        if self.terminating:
-            return "killed", None, "ended by `tuitrain stop --now`: every process on every machine was terminated"
+    def outcome(self, code: int, records: dict[int, dict[str, Any]], cause: Any) -> Outcome:
         if self.failures:
             root = self.root_failure()
             return "failed", root.failed_rank, root.error
         statuses = {str((link.end or {}).get("status")) for link in self.links}
         if statuses <= {"finished", "stopped"}:
-            return ("stopped" if self.stop_requested or "stopped" in statuses else "finished"), None, None
+            return ("stopped" if self.keeper.stop_requested or "stopped" in statuses else "finished"), None, None
         return "failed", None, "machines ended " + ", ".join(f"{link.host}: {(link.end or {}).get('status')}"
                                                               for link in self.links)
+
+    def said_end(self, status: str, code: int, error: str | None) -> str:
+        return f"run {status}" + (f": {error}" if error else "")
+
+    def after_end(self, exit_codes: dict[str, Any]) -> None:
+        for thread in self.fetchers:  # the end is recorded first: last words only add to a machine's log
+            thread.join(timeout=LAST_WORDS_SECONDS + 5)
 
 
 def closed_why(link: MachineLink, said: str) -> str:

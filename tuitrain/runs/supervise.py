@@ -1,8 +1,10 @@
 """`python -m tuitrain.runs.supervise RUN_DIR`: the detached process that watches one run (started by
 tuitrain.runs.start.spawn_supervisor). A queued run's supervisor first waits for its turn
-(tuitrain.runs.queue_wait). Then it picks the supervisor for the run's kind (tuitrain.runs.kind.run_kind): the
-ordinary one, or the home supervisor of a run on several machines. Choosing here, above both, keeps either from
-importing the other. Once the end is recorded, it sends word of it ([notify], tuitrain.notify)."""
+(tuitrain.runs.queue_wait). Then it picks the workers the run's keeper (tuitrain.runs.supervisor.Supervisor) keeps,
+by the run's kind (tuitrain.runs.kind.run_kind): this machine's ranks under one `accelerate launch` (the default), or
+the node agents of a run on several machines (tuitrain.runs.home_supervisor.MachineLinks). Choosing here, above
+both, keeps either from importing the other. Once the end is recorded, it sends word of it ([notify],
+tuitrain.notify)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import time
 import traceback
 from pathlib import Path
 
-from tuitrain.runs.home_supervisor import HomeSupervisor
+from tuitrain.runs.home_supervisor import MachineLinks
 from tuitrain.runs.kind import run_kind
 from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.record import read_record, record_end
@@ -39,7 +41,7 @@ def _supervise(paths: RunPaths) -> str:
             ended = _ended_in_queue(paths)
             if ended is not None:
                 return ended
-        supervisor = HomeSupervisor(paths) if run_kind(record) == "machines" else Supervisor(paths)
+        supervisor = Supervisor(paths, MachineLinks) if run_kind(record) == "machines" else Supervisor(paths)
     except BaseException as exc:  # noqa: BLE001 — an unreadable record: say so where the run's viewers look
         traceback.print_exc()
         try:

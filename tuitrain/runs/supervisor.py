@@ -1,8 +1,11 @@
-"""The detached supervisor, started as `python -m tuitrain.runs.supervise RUN_DIR`.
+"""The detached supervisor, started as `python -m tuitrain.runs.supervise RUN_DIR`: a run's keeper.
 
 Started in a session of its own by `tuitrain run`, so a closed terminal or a dropped SSH
-connection does not reach it. It starts `accelerate launch`, keeps run.json true, tears the
-ranks down when one dies, and turns SIGTERM/SIGINT/SIGHUP into a graceful stop request.
+connection does not reach it. It keeps run.json true, turns SIGTERM/SIGINT/SIGHUP into a graceful stop request,
+honours control requests, watches for a hang, and records the run's end and its outcome. The processes it keeps
+are its workers (tuitrain.runs.workers): this machine's ranks under one `accelerate launch`
+(tuitrain.runs.local_launch, the default) or the node agents of a run on several machines
+(tuitrain.runs.home_supervisor); a node agent's and a Slurm node's supervisors are this one with hooks overridden.
 
 Whatever happens to it, the run does not outlive it: the launcher gets SIGTERM when the
 supervisor dies (Linux's parent-death signal), each rank watches it (tuitrain.engine.watchdog),
@@ -13,48 +16,26 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
-import subprocess
 import threading
 import time
 import traceback
-from pathlib import Path
-from typing import Any, Callable, Unpack
+from typing import Any, Callable, Mapping, Unpack
 
-import psutil
-
-from tuitrain.runs.exit_waiter import ExitWaiter
-from tuitrain.runs.exits import describe_exit, first_of_several, full_disk, last_exception_line, root_cause
-from tuitrain.runs.layout import CONTROL_ENDING, CONTROL_STOP, CONTROL_TERMINATE, SUPERVISOR_ENV, RunPaths
+from tuitrain.runs.layout import CONTROL_ENDING, CONTROL_STOP, CONTROL_TERMINATE, RunPaths
+from tuitrain.runs.local_launch import LocalLaunch, free_port
 from tuitrain.runs.parent_death import die_with_parent
-from tuitrain.runs.process_tree import KILL_GRACE_SECONDS, descendants, end_processes, find, identity, running
-from tuitrain.runs.ranks import read_rank_records
-from tuitrain.runs.record import RunPids, RunRecord, read_record, record_end, update_record
-from tuitrain.runs.tail import read_tail
-from tuitrain.script import MACHINE_RANK_ENV
+from tuitrain.runs.process_tree import KILL_GRACE_SECONDS, identity
+from tuitrain.runs.record import RunRecord, read_record, record_end, update_record
+from tuitrain.runs.supervisor_log import log
+from tuitrain.runs.workers import Keeper, Outcome, Workers
+
+__all__ = ["KILL_GRACE_SECONDS", "HANG_CHECK_SECONDS", "RunDirectoryGone", "Supervisor", "free_port", "log",
+           "run_supervisor"]
 
 POLL_SECONDS = 0.5  # how often control requests and rank records are looked at (an exit wakes it at once)
-SCAN_SECONDS = 5.0  # how often the launcher's process tree is walked when nothing changes
-TEARDOWN_AFTER_RANK_DEATH = 1.0  # the elastic agent usually does it first; we make sure
-TEARDOWN_GRACE_SECONDS = 1.5  # after a rank died: its peers are only waiting for it
-LAUNCHER_GRACE_SECONDS = 3.0  # then the launcher has this long to exit by itself
 GONE_SECONDS = 2.0  # the run directory missing this long (two looks at least) ends the run
-LAUNCHER_EXIT_SECONDS = 60.0  # after every rank finished, the launcher's own teardown may take this long
 HANG_CHECK_SECONDS = 2.0  # how often the ranks' heartbeats are judged (tuitrain.runs.hang)
 HANG_STOP_FLOOR = 10.0  # on_hang = "stop": the ranks get at least this long (and a step's limit) to stop themselves
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def log(message: str) -> None:
-    try:
-        print(f"[tuitrain supervisor {time.strftime('%H:%M:%S')}] {message}", flush=True)
-    except OSError:
-        pass  # a full disk must not take the supervisor down with it
 
 
 class RunDirectoryGone(Exception):
@@ -62,42 +43,34 @@ class RunDirectoryGone(Exception):
 
 
 class Supervisor:
+    """The keeper of one run: its record, control requests, signals, hang watch, end and outcome, over its workers
+    (`workers` makes them for this keeper; by default this machine's ranks under one `accelerate launch`)."""
+
     # Whether the run's end is recorded once every rank has exited 0, without waiting for accelerate launch's
     # own exit (its interpreter's teardown: 1-3 s of torch's, after the outcome is known). A backend whose
     # outcome needs more than its ranks (a node agent's home, a Slurm job's steps) keeps the launcher's word.
     END_WITH_RANKS = True
 
-    def __init__(self, paths: RunPaths) -> None:
+    def __init__(self, paths: RunPaths, workers: Callable[[Keeper], Workers] = LocalLaunch) -> None:
         self.paths = paths
         self.record = read_record(paths)
-        self.launcher: subprocess.Popen[bytes] | None = None
-        self.tracked: dict[int, psutil.Process] = {}  # every live process of the run we have seen
-        self.ranks: dict[int, dict[str, Any]] = {}  # rank → {"pid", "started"}
-        self.first_dead_rank: int | None = None
-        self.rank_death_time: float | None = None
-        self.ranks_ended = False
         self.stop_requested = False
         self.terminating = False
-        self._scanned_at = 0.0
-        self._ranks_stamp: tuple[int, int] | None = None  # the ranks folder's (mtime_ns, size) when last read
-        self.exits = ExitWaiter()
         self.poll_seconds = POLL_SECONDS
-        self.rank_exit_codes: dict[int, int | None] = {}  # as the rank records last said
-        self.first_dead_alone = False  # the first rank that died badly was the only dead one when seen
-        self.first_dead_seen: tuple[int, ...] = ()  # every rank found dead at that look
         self._gone_since: float | None = None  # when the run directory was first found missing
-        self.launcher_outlived_ranks = False  # the end was recorded before accelerate launch exited
         self.sampler: Any = None  # tuitrain.runs.samples.RunSampler, from start() to finish()
         self.manifest: Any = None  # tuitrain.runs.manifest.ManifestWriter, from start() to finish()
         from tuitrain.runs.hang import hang_settings
 
         self.hang_after, self.on_hang = hang_settings(paths)
         self._hang_checked_at = 0.0
-        self.hang_seen: float | None = None  # when the hang now acted on began (None: the run moves)
+        self.hang_seen: float | None = None  # when the hang now seen began (None: the run moves)
+        self._hang_said = ""  # the hang now seen: its first line (runs.hang.describe)
         self.hang_cause: str | None = None  # what it says of that hang: its ranks and the digest of their stacks
         self.hang_stop_deadline: float | None = None  # on_hang = "stop": when a stop the ranks could not agree on ends
         self.hang_error: str | None = None  # the run was ended for a hang: its recorded cause
         self._stop_wait = 0.0
+        self.workers = workers(self)
 
     # -- record ------------------------------------------------------------------------------
     def update(self, **fields: Unpack[RunRecord]) -> None:
@@ -112,6 +85,19 @@ class Supervisor:
         """Record this process first, so a viewer can tell a live run from a lost one."""
         me = identity(os.getpid())
         self.update(processes={"supervisor": me}, pids={"supervisor": os.getpid(), "ranks": {}})
+
+    @property
+    def machine_rank(self) -> int:
+        """This supervisor's machine, as its record says (0 for a local run). The ranks' records say it back
+        (MACHINE_RANK_ENV): torch's GROUP_RANK need not match it (a c10d rendezvous orders machines its own way)."""
+        return int(self.record.get("machine_rank") or 0)
+
+    def adopt_output_dir(self, records: Mapping[int, Mapping[str, Any]]) -> None:
+        """A script-mode run's checkpoints folder is its Trainer's: rank 0 names it in its record."""
+        named = (records.get(0) or {}).get("output_dir")
+        if isinstance(named, str) and named and named != self.record.get("output_dir"):
+            log(f"output folder (named by rank 0): {named}")
+            self.update(output_dir=named)
 
     # -- signals -----------------------------------------------------------------------------
     def install_signal_handlers(self) -> None:
@@ -129,7 +115,7 @@ class Supervisor:
         except OSError as exc:
             log(f"could not write the stop request: {exc}")
 
-    # -- launch ------------------------------------------------------------------------------
+    # -- start -------------------------------------------------------------------------------
     def launcher_env(self) -> dict[str, str]:
         """What the launcher's environment gets beyond the plan's (a Slurm agent's: see tuitrain.slurm.agent)."""
         return {}
@@ -137,37 +123,11 @@ class Supervisor:
     def launcher_preexec(self) -> Callable[[], None] | None:
         return die_with_parent()
 
-    def launch_argv(self) -> tuple[list[str], int | None]:
-        argv = list(self.record["argv"])
-        port = self.record.get("main_process_port")
-        if port is None and "--main_process_port" not in argv and int(self.record["num_processes"]) > 1:
-            port = free_port()
-            at = argv.index("--config_file") + 2
-            argv[at:at] = ["--main_process_port", str(port)]
-        return argv, port
-
     def start(self) -> None:
-        argv, port = self.launch_argv()
-        me = identity(os.getpid()) or {"pid": os.getpid(), "started": None}
-        env = {**os.environ, **self.record["env"], **self.launcher_env(), "TUITRAIN_RUN_DIR": str(self.paths.root),
-               SUPERVISOR_ENV: f"{me['pid']}:{me['started']}", MACHINE_RANK_ENV: str(self.machine_rank)}
-        log(f"starting: {' '.join(argv)}")
-        self.launcher = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, cwd=self.record.get("cwd") or None,
-                                         preexec_fn=self.launcher_preexec())
-        launcher = identity(self.launcher.pid)
-        if launcher is not None:
-            self.tracked[self.launcher.pid] = psutil.Process(self.launcher.pid)
-        self.exits.watch(self.launcher.pid)
-        self.update(
-            status="running",
-            started=time.time(),
-            argv=argv,
-            main_process_port=port,
-            pids={"supervisor": os.getpid(), "launcher": self.launcher.pid, "ranks": {}},
-            processes={"supervisor": me, "launcher": launcher},
-        )
-        self.start_sampling()
-        self.start_manifest()
+        self.workers.start()
+        if self.workers.SAMPLED_HERE:
+            self.start_sampling()
+            self.start_manifest()
 
     # -- manifest ----------------------------------------------------------------------------
     def start_manifest(self) -> None:
@@ -211,7 +171,7 @@ class Supervisor:
 
     def rank_pids(self) -> dict[int, int]:
         """rank → pid of this machine's ranks (read by the sampling thread; one that ended reads as gone there)."""
-        return {rank: info["pid"] for rank, info in list(self.ranks.items()) if info.get("proc") is not None}
+        return self.workers.rank_pids()
 
     def sampled(self, snapshot: Any) -> None:
         """Each sample of this machine, as taken (the first one names the manifest's GPUs; a node agent also sends
@@ -220,101 +180,22 @@ class Supervisor:
         if writer is not None:
             writer.offer(snapshot)
 
-    # -- watch -------------------------------------------------------------------------------
-    def scan(self, now: float) -> None:
-        """Track the launcher's descendants (dataloader workers and the like) and drop the dead."""
-        assert self.launcher is not None
-        self._scanned_at = now
-        launcher = self.tracked.get(self.launcher.pid)
-        if launcher is not None:
-            for proc in descendants(launcher):
-                self.tracked.setdefault(proc.pid, proc)
-        self.tracked = {pid: proc for pid, proc in self.tracked.items() if running(proc)}
-
-    def _ranks_changed(self) -> bool:
-        """Whether a rank record was written since the last look (each is replaced atomically: a new folder entry)."""
-        try:
-            info = os.stat(self.paths.ranks)
-        except OSError:
-            return False
-        stamp = (info.st_mtime_ns, info.st_size)
-        changed, self._ranks_stamp = stamp != self._ranks_stamp, stamp
-        return changed
-
-    def poll_ranks(self, exited: bool = True) -> None:
-        """`exited`: a watched process ended (or no exit could be watched): look at every rank again."""
-        assert self.launcher is not None
-        now = time.monotonic()
-        if not (self._ranks_changed() or exited or now - self._scanned_at > SCAN_SECONDS):
-            return
-        records = self.own_rank_records()
-        self.rank_exit_codes = {rank: rec["exit_code"] for rank, rec in records.items()}
-        changed = False
-        first_now = False
-        dead_now: list[int] = []
-        for rank, rec in records.items():
-            known = self.ranks.get(rank)
-            if known is None or known["pid"] != rec["pid"]:
-                proc = find(rec["pid"], rec.get("started"))
-                self.ranks[rank] = {"pid": rec["pid"], "started": rec.get("started"), "proc": proc}
-                if proc is not None:
-                    self.tracked[proc.pid] = proc
-                    self.exits.watch(proc.pid)
-                changed = True
-            proc = self.ranks[rank]["proc"]
-            gone = proc is None or not running(proc)
-            died_badly = rec["exit_code"] not in (None, 0) or (rec["exit_code"] is None and gone)
-            if died_badly:
-                dead_now.append(rank)
-            if died_badly and self.first_dead_rank is None and not self.terminating:
-                first_now = True
-                self.first_dead_rank = rank
-                self.rank_death_time = now
-                log(f"rank {rank} (pid {rec['pid']}) ended ({describe_exit(rec['exit_code'])}); tearing down the others")
-        if first_now:  # woken by its exit, it was seen dying alone: the first for certain; else torch's word decides
-            self.first_dead_seen = tuple(dead_now)
-            self.first_dead_alone = len(dead_now) == 1
-        self.adopt_output_dir(records)
-        if changed or now - self._scanned_at > SCAN_SECONDS:
-            self.scan(now)
-        if changed:
-            pids: RunPids = {**(self.record.get("pids") or {})}
-            pids["ranks"] = {str(r): info["pid"] for r, info in sorted(self.ranks.items())}
-            processes = dict(self.record.get("processes") or {})
-            processes.update({f"rank {r}": {"pid": info["pid"], "started": info["started"]}
-                              for r, info in sorted(self.ranks.items())})
-            self.update(pids=pids, processes=processes)
-
-    def own_rank_records(self) -> dict[int, dict[str, Any]]:
-        """The records of this machine's ranks. A Slurm run's node 0 also finds the other nodes' in the run's ranks/
-        (copied there for viewers): their pids name no process of this machine, or another one, and reading one as
-        a rank of its own tore the run down as soon as that rank's process was gone before its record came home."""
-        records = read_rank_records(self.paths).items()
-        return {rank: rec for rank, rec in records if int(rec.get("machine_rank", rec.get("node_rank")) or 0) == self.machine_rank}
-
-    @property
-    def machine_rank(self) -> int:
-        """This supervisor's machine, as its record says (0 for a local run). The ranks' records say it back
-        (MACHINE_RANK_ENV): torch's GROUP_RANK need not match it (a c10d rendezvous orders machines its own way)."""
-        return int(self.record.get("machine_rank") or 0)
-
-    def adopt_output_dir(self, records: dict[int, dict[str, Any]]) -> None:
-        """A script-mode run's checkpoints folder is its Trainer's: rank 0 names it in its record."""
-        named = (records.get(0) or {}).get("output_dir")
-        if isinstance(named, str) and named and named != self.record.get("output_dir"):
-            log(f"output folder (named by rank 0): {named}")
-            self.update(output_dir=named)
-
+    # -- control -----------------------------------------------------------------------------
     def poll_control(self) -> None:
+        """The run's control requests: stop and `stop --now` are the keeper's; the workers pass on what their
+        ranks cannot read here. While the workers are torn down after a failure, none is taken."""
+        if self.workers.tearing_down:
+            return
         if not self.stop_requested and self.paths.control_request(CONTROL_STOP).exists():
             self.stop_requested = True
-            log("stop requested: the ranks save a checkpoint and stop at the next step end")
+            log(self.workers.STOP_SAID)
             self.update(status="stopping")
         if not self.terminating and self.paths.control_request(CONTROL_TERMINATE).exists():
             self.terminating = True
             log("terminate requested: ending every process of the run now")
             self.update(status="stopping")
-            self.end_all(KILL_GRACE_SECONDS)
+            self.workers.terminate("ended by `tuitrain stop --now`")
+        self.workers.relay_control()
 
     def mark_ending(self) -> None:
         """Before tuitrain itself signals the run's processes: a rank that takes SIGTERM as a stop request (under
@@ -325,36 +206,24 @@ class Supervisor:
         except OSError as exc:
             log(f"could not write control/{CONTROL_ENDING}: {exc}")
 
-    def end_all(self, grace: float, spare_launcher: bool = False) -> None:
-        """End every process of the run; `spare_launcher`: all but the launcher, which then exits
-        by itself and says which rank failed first (ended at once, it would not)."""
-        self.mark_ending()
-        self.scan(time.monotonic())
-        launcher = self.launcher.pid if self.launcher is not None and spare_launcher else None
-        killed = end_processes([p for p in self.tracked.values() if p.pid != launcher], grace=grace)
-        if killed:
-            log(f"killed after {grace:.1f}s grace: {sorted(killed)}")
+    def end_all(self, grace: float = KILL_GRACE_SECONDS) -> None:
+        """End every process of the run now: a node agent's word when its link home is lost
+        (tuitrain.runs.node_agent). The workers' `terminate` gives every process KILL_GRACE_SECONDS, as it asks."""
+        self.workers.terminate("its link home is lost")
 
     # -- hangs -------------------------------------------------------------------------------
-    def rank_states(self) -> dict[int, str]:
-        states = {}
-        for rank, info in list(self.ranks.items()):
-            try:
-                states[rank] = info["proc"].status() if info.get("proc") is not None else ""
-            except psutil.Error:
-                continue
-        return states
-
     def watch_hang(self) -> None:
-        """Judge the heartbeats every HANG_CHECK_SECONDS; on a new hang take the stacks once, then do `[run] on_hang`."""
+        """Judge the heartbeats every HANG_CHECK_SECONDS; on a new hang take the stacks once (the workers say when
+        they are all here), then do `[run] on_hang` where the workers leave it to the keeper."""
         from tuitrain.runs.hang import describe, run_hang
 
         now = time.monotonic()
-        if self.terminating or self.hang_error or now - self._hang_checked_at < HANG_CHECK_SECONDS:
+        if (self.terminating or self.hang_error or self.workers.tearing_down
+                or now - self._hang_checked_at < HANG_CHECK_SECONDS):
             return
         self._hang_checked_at = now
         try:
-            verdict = run_hang(self.paths, self.record, states=self.rank_states())
+            verdict = run_hang(self.paths, self.record, states=self.workers.rank_states())
         except Exception as exc:  # noqa: BLE001 — a judgement, never a reason to end the run
             log(f"could not judge the heartbeats: {type(exc).__name__}: {exc}")
             return
@@ -366,13 +235,24 @@ class Supervisor:
         if self.hang_stop_deadline is not None and now >= self.hang_stop_deadline:
             self.end_hung(f"asked to stop, the ranks did not within {self._stop_wait:.0f}s")
             return
-        if self.hang_seen is not None:
+        if self.hang_seen is None:
+            self.hang_seen, self.hang_cause = verdict.since, None
+            self._hang_said = describe(verdict, time.time())[0]
+            log(self.workers.HANG_SAID.format(said=self._hang_said, on_hang=self.on_hang))
+            self.workers.hang_begins(verdict.limit)
+        elif self.hang_cause is not None:
             return  # this hang was acted on
-        self.hang_seen = verdict.since
-        said = describe(verdict, time.time())
-        log(f"{said[0]} (on_hang = {self.on_hang}); taking every rank's stacks")
-        self.hang_cause = self.hang_stacks(said[0].removeprefix("hung? "))
-        self.update(hang={"since": verdict.since, "ranks": [s.rank for s in verdict.stalled], "cause": self.hang_cause})
+        try:
+            cause = self.workers.hang_cause(self._hang_said.removeprefix("hung? "))
+        except Exception as exc:  # noqa: BLE001 — a judgement, never a reason to end the run
+            log(f"could not judge the hang: {type(exc).__name__}: {exc}")
+            return
+        if cause is None:
+            return  # its stacks are still on their way
+        self.hang_cause = cause
+        self.update(hang={"since": verdict.since, "ranks": [s.rank for s in verdict.stalled], "cause": cause})
+        if not self.workers.ACTS_ON_HANG:
+            return
         self.send_hang_word()
         if self.on_hang == "kill":
             self.end_hung("on_hang = \"kill\"")
@@ -410,41 +290,29 @@ class Supervisor:
         self.terminating = True
         log(f"{why}: ending every process of the run as hung")
         self.update(status="stopping")
-        self.end_all(KILL_GRACE_SECONDS)
+        self.workers.terminate(why)
 
+    # -- watch -------------------------------------------------------------------------------
     def tick(self) -> None:
         """Called once per poll; a node agent mirrors its files and talks to home here."""
 
     def abort(self) -> None:
         """End every process of the run now (the supervisor itself is failing)."""
-        if self.launcher is not None:
-            self.end_all(KILL_GRACE_SECONDS)
+        self.workers.abort()
 
     def watch(self) -> int:
-        assert self.launcher is not None
-        exited = True
+        """Until the workers have ended: their launcher's exit code (0 for machines, whose outcome is their word)."""
+        woke = True
         while True:
             self.check_run_directory()
             self.tick()
             self.poll_control()
-            self.poll_ranks(exited)
+            self.workers.poll(woke)
             self.watch_hang()
-            code = self.launcher.poll()
+            code = self.workers.step()
             if code is not None:
                 return code
-            if self.ranks_succeeded():
-                self.launcher_outlived_ranks = True
-                return 0  # what the launcher will say: accelerate launch exits with its ranks' code
-            since = time.monotonic() - self.rank_death_time if self.rank_death_time else None
-            if since is not None and since > TEARDOWN_AFTER_RANK_DEATH and not self.ranks_ended:
-                self.end_all(TEARDOWN_GRACE_SECONDS, spare_launcher=True)
-                self.ranks_ended = True
-            elif since is not None and since > TEARDOWN_AFTER_RANK_DEATH + LAUNCHER_GRACE_SECONDS:
-                self.end_all(KILL_GRACE_SECONDS)  # the launcher did not exit by itself
-                self.rank_death_time = None
-            # a rank's or the launcher's exit wakes this at once; while a teardown is under way, look often
-            wait = 0.1 if self.rank_death_time is not None else self.poll_seconds
-            exited = bool(self.exits.wait(wait)) or not self.exits.watching
+            woke = self.workers.wait()
 
     def check_run_directory(self) -> None:
         """Removed under a live run, nobody could see the run or stop it any more: it must not train on unseen.
@@ -463,107 +331,25 @@ class Supervisor:
             pass
         self._gone_since = None
 
-    def ranks_succeeded(self) -> bool:
-        """Every rank of this one-machine run has exited, each with code 0 in its record."""
-        expected = int(self.record.get("num_processes") or 0)
-        if not self.END_WITH_RANKS or int(self.record.get("num_machines") or 1) != 1 or expected < 1:
-            return False
-        if len(self.ranks) != expected or len(self.rank_exit_codes) != expected:
-            return False
-        if any(code != 0 for code in self.rank_exit_codes.values()):
-            return False
-        return all(info["proc"] is None or not running(info["proc"]) for info in self.ranks.values())
-
     # -- finish ------------------------------------------------------------------------------
     def finish(self, launcher_code: int) -> str:
-        self.poll_ranks()
-        self.scan(time.monotonic())
-        exiting = self.launcher.pid if self.launcher is not None and self.launcher_outlived_ranks else None
-        left = {pid: proc for pid, proc in self.tracked.items() if pid != exiting}
-        if left:
-            log(f"processes left after the launcher exited: {sorted(left)}; ending them")
-            self.mark_ending()
-            end_processes(left.values(), grace=KILL_GRACE_SECONDS)
-        records = read_rank_records(self.paths)
-        cause = root_cause(self.paths.launcher_log) if launcher_code != 0 else None
-        exit_codes: dict[str, Any] = {"launcher": launcher_code}
-        for rank, rec in sorted(records.items()):
-            code = rec["exit_code"]
-            if code is None and cause is not None:  # killed: only torch's agent saw how it ended
-                code = cause.exit_codes.get(rank, cause.exit_code if cause.rank == rank else None)
-            exit_codes[str(rank)] = code if code is not None else "killed"
-        status, failed_rank, error = self.outcome(launcher_code, records, cause)
+        settled = self.workers.settle(launcher_code)
+        status, failed_rank, error = self.outcome(launcher_code, settled.records, settled.cause)
         self.stop_sampling()
         self.stop_manifest()
-        self.record = record_end(self.paths, status=status, ended=time.time(), exit_codes=exit_codes,
+        self.record = record_end(self.paths, status=status, ended=time.time(), exit_codes=settled.exit_codes,
                                  failed_rank=failed_rank, error=error)
-        if exiting is None:
-            log(f"run {status} (launcher exit code {launcher_code})" + (f": {error}" if error else ""))
-        else:
-            log(f"run {status} (every rank exited 0; accelerate launch still exiting)")
-            self.await_launcher(exit_codes)
+        log(self.workers.said_end(status, launcher_code, error))
+        self.workers.after_end(settled.exit_codes)
         return status
 
-    def await_launcher(self, exit_codes: dict[str, Any]) -> None:
-        """After the end is recorded: reap accelerate launch, ending it if its teardown hangs; a code other than
-        the ranks' 0 is logged and recorded."""
-        assert self.launcher is not None
-        try:
-            code = self.launcher.wait(timeout=LAUNCHER_EXIT_SECONDS)
-        except subprocess.TimeoutExpired:
-            log(f"accelerate launch (pid {self.launcher.pid}) did not exit {LAUNCHER_EXIT_SECONDS:.0f}s after its ranks; ending it")
-            end_processes([p for p in self.tracked.values() if p.pid == self.launcher.pid], grace=KILL_GRACE_SECONDS)
-            code = self.launcher.wait()
-        if code != 0:
-            log(f"accelerate launch exited with code {code} after every rank had exited 0")
-            self.update(exit_codes={**exit_codes, "launcher": code})
-
-    def outcome(self, launcher_code: int, records: dict[int, dict[str, Any]], cause: Any) -> tuple[str, int | None, str | None]:
-        """(status, failed rank, one-line cause) of a run whose launcher exited."""
+    def outcome(self, launcher_code: int, records: dict[int, dict[str, Any]], cause: Any) -> Outcome:
+        """(status, failed rank, one-line cause) of a run whose workers ended."""
         if self.hang_error:
             return "failed", None, self.hang_error
         if self.terminating:
-            return "killed", None, "ended by `tuitrain stop --now`: every process was terminated, nothing was saved"
-        if self.stop_requested and launcher_code == 0:
-            return "stopped", None, None
-        if launcher_code == 0 and self.first_dead_rank is None:
-            return "finished", None, None
-        if self.first_dead_rank is not None and self.first_dead_alone:
-            rank: int | None = self.first_dead_rank  # seen dying before any other: its peers failed after it
-        else:  # several found dead in one look
-            found = first_of_several(cause, {r: records[r] for r in self.first_dead_seen if r in records})
-            rank = found if found is not None else self.first_dead_rank
-        if rank is None and launcher_code < 0:
-            pid = self.launcher.pid if self.launcher else "?"
-            return "failed", None, f"accelerate launch (pid {pid}) was {describe_exit(launcher_code)}"
-        if rank is None:
-            bad = [r for r, rec in records.items() if rec["exit_code"] not in (0, None)]
-            rank = min(bad) if bad else None
-        if rank is None:
-            return "failed", None, f"accelerate launch exited with code {launcher_code} before any rank failed (see logs/launcher.log)"
-        return "failed", rank, self.rank_failure(rank, records.get(rank), cause)
-
-    def rank_failure(self, rank: int, rec: dict[str, Any] | None, cause: Any) -> str:
-        from tuitrain.runs.events import read_events
-
-        code = rec["exit_code"] if rec else None
-        if code is None and cause is not None:
-            code = cause.exit_codes.get(rank, cause.exit_code if cause.rank == rank else None)
-        pid = rec["pid"] if rec else (cause.pid if cause is not None else None)
-        errors = [e for e in read_events(self.paths.events) if e.get("event") == "error" and e.get("rank") == rank]
-        where = f"rank {rank} (pid {pid})" if pid else f"rank {rank}"
-        if errors:
-            return str(errors[-1].get("message"))
-        said = last_exception_line(read_tail(self.paths.rank_log(rank)))
-        return f"{where} {describe_exit(code)}" + (f": {said}" if said else "") + self.full_disk_note()
-
-    def full_disk_note(self) -> str:
-        """A rank that dies while the disk is full rarely gets to say so (its log is on it too)."""
-        for folder in (self.record.get("output_dir"), str(self.paths.root)):
-            note = full_disk(Path(folder)) if folder else None
-            if note:
-                return f" — {note}"
-        return ""
+            return "killed", None, self.workers.KILLED_SAID
+        return self.workers.outcome(launcher_code, records, cause)
 
 
 def run_supervisor(supervisor: Supervisor) -> str:
