@@ -34,10 +34,10 @@ def _base_model(model_spec: ModelSettings, kept: Path) -> Any:
     from transformers import AutoConfig
 
     auto = auto_class(model_spec["task"])
-    remote = bool(model_spec.get("trust_remote_code"))
+    remote = bool(model_spec["trust_remote_code"])
     if (kept / "model.safetensors").is_file() or (kept / "model.safetensors.index.json").is_file():
         return auto.from_pretrained(str(kept))
-    if not model_spec.get("name_or_path"):
+    if not model_spec["name_or_path"]:
         raise EngineError(f"{kept} holds no base model (the run kept none); the adapter cannot be merged")
     config = AutoConfig.from_pretrained(str(kept), trust_remote_code=remote) if (kept / "config.json").is_file() else None
     extra = {"config": config} if config is not None else {}
@@ -50,8 +50,8 @@ def _tokenizer(checkpoint: Path, model_spec: ModelSettings) -> Any | None:
     for folder in (checkpoint, checkpoint.parent / "tokenizer"):
         if (folder / "tokenizer_config.json").is_file():
             return AutoTokenizer.from_pretrained(str(folder))
-    source = model_spec.get("tokenizer") or model_spec.get("name_or_path")
-    return AutoTokenizer.from_pretrained(source, trust_remote_code=bool(model_spec.get("trust_remote_code"))) if source else None
+    source = model_spec["tokenizer"] or model_spec["name_or_path"]
+    return AutoTokenizer.from_pretrained(source, trust_remote_code=bool(model_spec["trust_remote_code"])) if source else None
 
 
 def export(profile_path: Path, checkpoint: Path, out: Path) -> str:

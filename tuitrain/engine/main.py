@@ -140,7 +140,7 @@ def build_trainer(paths: RunPaths, record: dict[str, Any], profile: Settings, ra
     # Trainer seeds only in its __init__, after a from-scratch model has drawn its weights: seed
     # here so two runs of one profile start from the same weights.
     set_seed(profile["run"]["seed"])
-    if lora := model_spec.get("lora"):
+    if lora := model_spec["lora"]:
         model = build_lora_model(model_spec, lora, tokenizer, output_dir, record.get("resume_from"), args, labels)
     else:
         model = build_model(model_spec, tokenizer, labels=labels)
@@ -151,7 +151,7 @@ def build_trainer(paths: RunPaths, record: dict[str, Any], profile: Settings, ra
                             StepsFromProfileCallback()]
     if events is not None:
         callbacks.insert(1, EventsCallback(events, record["id"], world_size))
-    if patience := metrics_spec.get("early_stopping_patience"):
+    if patience := metrics_spec["early_stopping_patience"]:
         callbacks.append(EarlyStoppingCallback(patience, metrics_spec["early_stopping_threshold"]))
     callbacks.append(HeartbeatCallback(start_heartbeat(paths.root, rank)))  # last: it reads the step's decisions
     return tasks.trainer_class(task)(
@@ -163,7 +163,7 @@ def build_trainer(paths: RunPaths, record: dict[str, Any], profile: Settings, ra
         data_collator=tasks.collator(task, tokenizer, model),
         compute_metrics=tasks.compute_metrics(task, metrics_spec["names"], model_spec, tokenizer, labels),
         callbacks=callbacks,
-        class_weights=model_spec.get("class_weights"),
+        class_weights=model_spec["class_weights"],
         report_perplexity="perplexity" in metrics_spec["names"],
     )
 
@@ -190,7 +190,7 @@ def build_lora_model(model_spec: ModelSettings, lora: LoraSettings, tokenizer: A
     # a quantized model is placed when loaded (the Trainer does not move it): on this rank's GPU
     placed = {"quantization_config": quantization,
               "device_map": {"": str(args.device)} if args.device.type != "cpu" else None} if quantization else None
-    from_scratch = not model_spec.get("name_or_path")
+    from_scratch = not model_spec["name_or_path"]
     kept = base_folder(output_dir, resume_from) if from_scratch else None
     with args.main_process_first(local=True, desc="keep the LoRA base"):  # a quantized base is read from it
         model = build_model(model_spec, tokenizer, base=kept, labels=labels, quantized=None if from_scratch else placed)
