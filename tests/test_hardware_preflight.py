@@ -15,7 +15,7 @@ from tuitrain.hardware.host import ProcessMeter
 from tuitrain.hardware.preflight import check, resolve_accelerator
 from tuitrain.hardware.probe import Hardware, hardware_from
 from tuitrain.hardware.recorded import RecordedNvml, load_table
-from tuitrain.profile import Problem, load_profile, profile_with_defaults, resolve_profile_path
+from tuitrain.profile import Problem, load_profile, resolve_profile_path, settings_with_defaults
 
 FIXTURES = Path(__file__).parent / "fixtures" / "nvml"
 
@@ -27,7 +27,7 @@ def box(name: str, user: str = "me", table: dict[str, Any] | None = None, **extr
 
 def settings(**sections: dict[str, Any]) -> dict[str, Any]:
     """The built-in demo profile with defaults (accelerator "auto"), sections overridden."""
-    data = copy.deepcopy(profile_with_defaults(load_profile(resolve_profile_path("demo"))))
+    data = copy.deepcopy(settings_with_defaults(load_profile(resolve_profile_path("demo"))))
     data["hardware"]["accelerator"] = "auto"
     for section, values in sections.items():
         data.setdefault(section, {}).update(values)

@@ -21,7 +21,7 @@ from tuitrain.profile import (
     Problem,
     builtin_profile_path,
     load_profile,
-    profile_with_defaults,
+    settings_with_defaults,
     validate_profile,
 )
 
@@ -179,7 +179,7 @@ def test_a_file_with_machines_loads_and_set_still_works(tmp_path: Path) -> None:
     profile = load_profile(path, ["distributed.main_process_port=29600", "distributed.network_interface=net0"])
     assert profile.data["distributed"]["main_process_port"] == 29600
     assert [m["host"] for m in profile.data["distributed"]["machines"]] == ["node1", "node2"]
-    settings = profile_with_defaults(profile)
+    settings = settings_with_defaults(profile)
     assert settings["distributed"]["num_machines"] == 2  # the listed machines count
     assert has_machines(settings) and not has_machines(DEMO)
 
@@ -268,7 +268,7 @@ def test_interface_env() -> None:
 def profile_with_defaults_of(data: dict[str, Any]):
     from tuitrain.profile import Profile
 
-    return profile_with_defaults(Profile(path=None, data=data))
+    return settings_with_defaults(Profile(path=None, data=data))
 
 
 # ------------------------------------------------------------------ the command line

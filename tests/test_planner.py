@@ -16,7 +16,7 @@ from tuitrain.launch import plan_launch
 from tuitrain.launch.machines import plan_machines
 from tuitrain.launch.planner import MachineRole, arrival_env, plan_machine, role_of
 from tuitrain.launch.preflight import MachineFacts
-from tuitrain.profile import Profile, profile_with_defaults
+from tuitrain.profile import Profile, settings_with_defaults
 from tuitrain.profile.rules.machines import machine_processes
 from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.relaunch import launch_settings
@@ -29,7 +29,7 @@ RUN = Path("/runs/r1")
 
 
 def settings_of(data: dict[str, Any]) -> dict[str, Any]:
-    return profile_with_defaults(Profile(path=None, data=data))
+    return settings_with_defaults(Profile(path=None, data=data))
 
 
 def without_rank_flags(argv: list[str]) -> list[str]:

@@ -41,13 +41,13 @@ def test_a_plan_made_before_its_run_directory_exists_names_the_new_one(tmp_path)
 
     from conftest import DEMO_PROFILE
     from tuitrain.hardware import Hardware
-    from tuitrain.profile import Profile, profile_with_defaults
+    from tuitrain.profile import Profile, settings_with_defaults
     from tuitrain.runs.relaunch import local_plan, machines_plan
     from tuitrain.runs.start import NEW_RUN, new_run_dir, plan_files, prepare_run
 
     runs = tmp_path / "runs"
     here = Profile(path=tmp_path / "demo.toml", data=copy.deepcopy(DEMO_PROFILE))
-    settings = profile_with_defaults(here)
+    settings = settings_with_defaults(here)
     plan = local_plan(settings, new_run_dir(runs), str(here.path), Hardware(cpu_count=4, physical_cores=2))
     assert not plan.errors and f"{new_run_dir(runs)}/accelerate.yaml" in plan.argv
     paths = prepare_run(here, settings, runs, plan_files(plan), cwd=tmp_path)
@@ -59,7 +59,7 @@ def test_a_plan_made_before_its_run_directory_exists_names_the_new_one(tmp_path)
     data["distributed"] = {"strategy": "ddp", "num_processes": 1, "main_process_ip": "10.99.0.1",
                            "main_process_port": 29555, "machines": [{"host": "box-a"}, {"host": "box-b", "workdir": "/srv/work"}]}
     two = Profile(path=tmp_path / "two.toml", data=data)
-    settings = profile_with_defaults(two)
+    settings = settings_with_defaults(two)
     plan = machines_plan(two, settings, new_run_dir(runs), str(two.path), local_cwd=str(tmp_path))
     assert not plan.errors
     paths = prepare_run(two, settings, runs, plan_files(plan), cwd=tmp_path)

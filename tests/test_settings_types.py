@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tuitrain.profile import Profile, load_profile, profile_with_defaults
+from tuitrain.profile import Profile, load_profile, settings_with_defaults
 from tuitrain.profile.lookup import BUILTIN_DIR
 from tuitrain.profile.rules.common import key_spec, section_of
 from tuitrain.profile.schema import SCHEMA, KeySpec, TableListSpec, TableSpec
@@ -23,7 +23,7 @@ KIND_TYPES: dict[str, set[Any]] = {
     "list[str]": {list[str]}, "list[float]": {list[float]},
     "gpus": {list[int | str]}, "gpus|count": {list[int | str], int}, "dict": {dict[str, Any]},
 }
-# Keys with no default that are never None with defaults: profile_with_defaults sets the run's name and the task's
+# Keys with no default that are never None with defaults: settings_with_defaults sets the run's name and the task's
 # metrics; a listed machine's required keys.
 ALWAYS_SET = {"run.name", "metrics.names"}
 
@@ -105,7 +105,7 @@ def _undeclared(value: dict[str, Any], declared: Any, where: str = "") -> list[s
 
 @pytest.mark.parametrize("path", sorted(BUILTIN_DIR.glob("*.toml")), ids=lambda p: p.stem)
 def test_each_builtin_profile_with_defaults_has_only_declared_keys(path: Path) -> None:
-    settings = profile_with_defaults(load_profile(path))
+    settings = settings_with_defaults(load_profile(path))
     assert _undeclared(dict(settings), Settings) == []
 
 
@@ -115,7 +115,7 @@ def test_listed_machines_and_strategy_tables_are_declared() -> None:
                             "machines": [{"host": "a", "gpus": [0]}, {"host": "b", "python": "/p"}]},
             "model": {"lora": {"r": 4}, "train_tokenizer": {"kind": "wordpiece"}},
             "script": {"path": "train.py"}}
-    settings = profile_with_defaults(Profile(path=None, data=data))
+    settings = settings_with_defaults(Profile(path=None, data=data))
     assert _undeclared(dict(settings), Settings) == []
 
 
@@ -137,6 +137,6 @@ def test_a_rank_told_to_train_a_tokenizer_it_has_no_table_for_says_so_in_one_lin
     from tuitrain.engine.errors import EngineError
     from tuitrain.engine.tokenizer import build_tokenizer
 
-    settings = profile_with_defaults(Profile(path=None, data={"model": {"config": {"model_type": "bert"}}}))
+    settings = settings_with_defaults(Profile(path=None, data={"model": {"config": {"model_type": "bert"}}}))
     with pytest.raises(EngineError, match=r"no tokenizer: set model.tokenizer, or add a \[model.train_tokenizer\]"):
         build_tokenizer(settings["model"], ["a b"], tmp_path, is_main=True)

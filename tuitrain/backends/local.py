@@ -5,11 +5,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tuitrain.backends.base import Check, Pause, Preview, Resumed, Say, Started, resume_note
 from tuitrain.hardware import Hardware
-from tuitrain.profile import Problem, Profile, load_profile, profile_with_defaults
+from tuitrain.profile import Problem, Profile, Settings, load_profile, settings_with_defaults
 from tuitrain.runs.catalog import RUNS_ROOT_FIX
 from tuitrain.runs.kind import RunKind
 from tuitrain.runs.layout import RunPaths
@@ -26,15 +26,16 @@ if TYPE_CHECKING:
     from tuitrain.runs.queue import QueueRequest  # psutil: loaded by a queued start only
 
 
-def queued_gpus(settings: dict[str, Any], hardware: Hardware, accelerator: str) -> tuple[int, ...]:
+def queued_gpus(settings: Settings, hardware: Hardware, accelerator: str) -> tuple[int, ...]:
     """The physical GPUs (NVML indices) a run planned on `accelerator` takes: the ones its queue entry claims
     (none yet for `gpus = N`)."""
     from tuitrain.hardware.mapping import map_devices
 
     chosen = settings["hardware"]
-    if accelerator != "cuda" or isinstance(chosen.get("gpus"), int):
+    gpus = chosen["gpus"]
+    if accelerator != "cuda" or isinstance(gpus, int):
         return ()  # `gpus = N`: any N, chosen by the queue at the start (runs.queue_rule)
-    mapping = map_devices(hardware.gpus, chosen.get("gpus"), chosen["device_order"])
+    mapping = map_devices(hardware.gpus, gpus, chosen["device_order"])
     return tuple(dict.fromkeys(a.physical for a in mapping.assignments if a.physical is not None))
 
 
@@ -70,8 +71,8 @@ class LocalBackend:
     def plan(self, profile: Profile, runs_root: Path, cwd: Path | None = None) -> Preview:
         new_run = RunPaths(new_run_dir(runs_root))
         plan = plan_profile(profile, new_run.root, self.hardware)
-        settings = profile_with_defaults(profile)
-        output_dir = None if settings.get("script") else resolve_output_dir(settings, new_run, cwd or Path.cwd())
+        settings = settings_with_defaults(profile)
+        output_dir = None if settings["script"] else resolve_output_dir(settings, new_run, cwd or Path.cwd())
         problems = list(plan.problems)
         root_refusal = runs_root_refusal(runs_root)
         if root_refusal:  # said for the runs root, not again for the output folder it would hold

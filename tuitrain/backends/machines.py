@@ -10,7 +10,7 @@ from typing import Any
 from tuitrain.backends.base import Check, Pause, Preview, Resumed, Say, Started, resume_note
 from tuitrain.backends.local import stop_here
 from tuitrain.launch.machines import MachinePlan, MachinesPlan
-from tuitrain.profile import Profile, load_profile, profile_with_defaults
+from tuitrain.profile import Profile, load_profile, settings_with_defaults
 from tuitrain.runs.kind import RunKind
 from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.relaunch import launch_on_machines, machines_plan, resume_on_machines
@@ -20,7 +20,7 @@ from tuitrain.runs.start import new_run_dir
 def plan_profile_machines(profile: Profile, runs_root: Path, ssh_config: str | None = None,
                           local_cwd: str | None = None) -> MachinesPlan:
     """The profile's plan, one per machine, against `<new-run>` under `runs_root` (`runs.start.new_run_dir`)."""
-    return machines_plan(profile, profile_with_defaults(profile), new_run_dir(runs_root), str(profile.path),
+    return machines_plan(profile, settings_with_defaults(profile), new_run_dir(runs_root), str(profile.path),
                          ssh_config, local_cwd=local_cwd)
 
 

@@ -29,9 +29,9 @@ from tuitrain.profile import (
     ProfileError,
     list_profiles,
     load_profile,
-    profile_with_defaults,
     resolve_profile_path,
     save_profile,
+    settings_with_defaults,
     validate_profile,
 )
 from tuitrain.profile.accelerate_import import import_accelerate_file
@@ -59,7 +59,7 @@ def export_accelerate(ref: str) -> int:
         print(note, file=sys.stderr)
     from tuitrain.profile.processes import processes_set
 
-    config, header = export_accelerate_config(profile_with_defaults(profile), str(profile.path),
+    config, header = export_accelerate_config(settings_with_defaults(profile), str(profile.path),
                                               processes_set(profile.data))
     sys.stdout.write(dump_yaml(config, header))
     return 0

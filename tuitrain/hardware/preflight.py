@@ -10,7 +10,7 @@ capability 8.0; fp16 does not run on the CPU and bf16 there is slow without nati
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 from tuitrain.hardware.devices import GpuInfo, GpuProcess
 from tuitrain.hardware.gpu_choice import BUSY_UTILIZATION, NEAR_FULL, busy_reasons, chosen_now
@@ -18,6 +18,7 @@ from tuitrain.hardware.mapping import resolve
 from tuitrain.hardware.na import NA
 from tuitrain.hardware.probe import Hardware
 from tuitrain.profile import Problem
+from tuitrain.profile.settings import HardwareSettings, Settings
 
 __all__ = ["BUSY_UTILIZATION", "NEAR_FULL", "busy_reasons", "check", "resolve_accelerator"]
 
@@ -25,7 +26,7 @@ BF16_MIN_CC = (8, 0)
 
 
 def resolve_accelerator(asked: str, hardware: Hardware, num_processes: int,
-                        gpus: Sequence[Any] | None = None) -> tuple[str, str]:
+                        gpus: Sequence[Any] | int | None = None) -> tuple[str, str]:
     """`auto` → cuda, then mps (one process), then cpu; (choice, why). Others pass through.
     `gpus`: the profile's hardware.gpus (an empty list hides every GPU, so auto skips CUDA)."""
     if asked != "auto":
@@ -48,13 +49,13 @@ def _gpu_name(gpu: GpuInfo) -> str:
     return f"GPU {gpu.index} ({gpu.name})"
 
 
-def _precision_asks(settings: Mapping[str, Any]) -> list[tuple[str, str]]:
+def _precision_asks(settings: Settings) -> list[tuple[str, str]]:
     """[(precision, key that asked)] from hardware.mixed_precision and training.bf16/fp16."""
     asks = []
-    mixed = (settings.get("hardware") or {}).get("mixed_precision") or "no"
+    mixed = settings["hardware"]["mixed_precision"] or "no"
     if mixed in ("fp16", "bf16"):
         asks.append((mixed, "hardware.mixed_precision"))
-    training = settings.get("training") or {}
+    training = settings["training"]
     for name in ("bf16", "fp16"):
         if training.get(name) is True and all(p != name for p, _ in asks):
             asks.append((name, f"training.{name}"))
@@ -166,25 +167,26 @@ def _bf16(file: str, key: str, selected: list[GpuInfo], hardware: Hardware) -> l
     return []
 
 
-def _cuda_checks(file: str, settings: Mapping[str, Any], hardware: Hardware, near_full: float,
+def _cuda_checks(file: str, settings: Settings, hardware: Hardware, near_full: float,
                  busy: int = BUSY_UTILIZATION) -> list[Problem]:
-    selection: Sequence[Any] | None = (settings.get("hardware") or {}).get("gpus")
-    processes = int((settings.get("distributed") or {}).get("num_processes") or 1)
+    given = settings["hardware"]["gpus"]
+    selection: Sequence[Any] | None = None if isinstance(given, int) else given
+    processes = int(settings["distributed"]["num_processes"] or 1)
     if not hardware.gpus:
         return [Problem(file, "hardware.accelerator", f"asks for CUDA GPUs, but this machine has none "
                         f"({hardware.status_line})",
                         'set hardware.accelerator = "cpu" (or "auto"), or run on a machine with a GPU')]
-    if selection is not None and not selection:
+    if given is not None and not given:
         return [Problem(file, "hardware.gpus", "is empty, which hides every GPU, but the accelerator is CUDA",
                         'list GPUs in hardware.gpus (or remove it to use all), or set hardware.accelerator = "cpu"')]
-    if isinstance(selection, int) and not isinstance(selection, bool):
-        if selection > len(hardware.gpus):
-            return [Problem(file, "hardware.gpus", f"asks for any {selection} GPUs, but this machine has "
+    if isinstance(given, int) and not isinstance(given, bool):
+        if given > len(hardware.gpus):
+            return [Problem(file, "hardware.gpus", f"asks for any {given} GPUs, but this machine has "
                             f"{len(hardware.gpus)}", f"set gpus = {len(hardware.gpus)} or fewer "
                             "(`tuitrain gpus` lists them)")]
-        selection = [str(i) for i in chosen_now(hardware.gpus, selection, _min_free(settings))[0]]
+        selection = [str(i) for i in chosen_now(hardware.gpus, given, _min_free(settings))[0]]
     selected, migs, problems = _selection(file, selection, hardware)
-    listed_by_hand = isinstance((settings.get("hardware") or {}).get("gpus"), list)
+    listed_by_hand = isinstance(given, list)
     too_much = _more_than_any(file, settings, selected if listed_by_hand else hardware.gpus)
     if too_much is not None:
         return [too_much]
@@ -203,13 +205,13 @@ def _cuda_checks(file: str, settings: Mapping[str, Any], hardware: Hardware, nea
     return problems
 
 
-def _min_free(settings: Mapping[str, Any]) -> int | None:
+def _min_free(settings: Settings) -> int | None:
     from tuitrain.profile.memory_size import parse_memory_size
 
-    return parse_memory_size((settings.get("hardware") or {}).get("min_free_memory"))
+    return parse_memory_size(settings["hardware"]["min_free_memory"])
 
 
-def _more_than_any(file: str, settings: Mapping[str, Any], candidates: Sequence[GpuInfo]) -> Problem | None:
+def _more_than_any(file: str, settings: Settings, candidates: Sequence[GpuInfo]) -> Problem | None:
     """hardware.min_free_memory above what any GPU it may run on has in all: a run that would wait for ever."""
     wanted = _min_free(settings)
     sized = [g for g in candidates if g.memory_total is not NA]
@@ -218,17 +220,17 @@ def _more_than_any(file: str, settings: Mapping[str, Any], candidates: Sequence[
     largest = max(sized, key=lambda g: g.memory_total)
     if wanted <= largest.memory_total:
         return None
-    text = (settings.get("hardware") or {}).get("min_free_memory")
+    text = settings["hardware"]["min_free_memory"]
     return Problem(file, "hardware.min_free_memory", f"{text} is more than any GPU it may run on has: the largest, "
                    f"{_gpu_name(largest)}, has {_gib(largest.memory_total)} in all",
                    f"set it to at most {_gib(largest.memory_total)}, or remove it")
 
 
-def _listed_gpus_absent(file: str, hw: Mapping[str, Any], hardware: Hardware, accelerator: str) -> Problem | None:
+def _listed_gpus_absent(file: str, hw: HardwareSettings, hardware: Hardware, accelerator: str) -> Problem | None:
     """`auto` with GPUs listed lands on the CPU (or MPS) when there are none: a run the profile did not
     ask for, on a machine other than the one it was written for. Refused, naming hardware.gpus."""
-    gpus = hw.get("gpus")
-    if (hw.get("accelerator") or "auto") != "auto" or accelerator == "cuda" or not isinstance(gpus, list) or not gpus:
+    gpus = hw["gpus"]
+    if (hw["accelerator"] or "auto") != "auto" or accelerator == "cuda" or not isinstance(gpus, list) or not gpus:
         return None
     listed = ", ".join(str(g) for g in gpus)
     return Problem(file, "hardware.gpus", f"lists GPU(s) {listed}, but this machine has none "
@@ -237,16 +239,16 @@ def _listed_gpus_absent(file: str, hw: Mapping[str, Any], hardware: Hardware, ac
                    "for a CPU run, or run on the machine with these GPUs")
 
 
-def check(profile_settings: Mapping[str, Any], hardware: Hardware, file: str = "profile",
+def check(profile_settings: Settings, hardware: Hardware, file: str = "profile",
           accelerator: str | None = None, near_full: float = NEAR_FULL,
           busy: int = BUSY_UTILIZATION) -> list[Problem]:
     """Every hardware problem of a launch. `profile_settings`: the profile with defaults
-    (tuitrain.profile.profile_with_defaults); `accelerator`: the planner's choice (None: decided
+    (tuitrain.profile.settings_with_defaults); `accelerator`: the planner's choice (None: decided
     here the way the planner does, `resolve_accelerator`)."""
-    hw = profile_settings.get("hardware") or {}
-    processes = int((profile_settings.get("distributed") or {}).get("num_processes") or 1)
+    hw = profile_settings["hardware"]
+    processes = int(profile_settings["distributed"]["num_processes"] or 1)
     if accelerator is None:
-        accelerator, _ = resolve_accelerator(hw.get("accelerator") or "auto", hardware, processes, hw.get("gpus"))
+        accelerator, _ = resolve_accelerator(hw["accelerator"] or "auto", hardware, processes, hw["gpus"])
     problems: list[Problem] = []
     listed = _listed_gpus_absent(file, hw, hardware, accelerator)
     if listed is not None:

@@ -9,10 +9,10 @@ from typing import Any
 
 from tuitrain.launch.accelerate_export import deepspeed_section, fsdp_section
 from tuitrain.profile.implied import mixed_precision
-from tuitrain.profile.settings import SettingsArg
+from tuitrain.profile.settings import Settings
 
 
-def distributed_type(profile: SettingsArg) -> str:
+def distributed_type(profile: Settings) -> str:
     """accelerate's distributed_type for a profile. CPU ranks are MULTI_GPU with every GPU hidden:
     on a machine without GPUs, MULTI_CPU (and --cpu) start ONE process, MULTI_GPU starts real
     gloo ranks."""
@@ -25,7 +25,7 @@ def distributed_type(profile: SettingsArg) -> str:
     return "MULTI_GPU" if multi else "NO"
 
 
-def accelerate_config(profile: SettingsArg, accelerator: str, gpu_ids: list[str] | str,
+def accelerate_config(profile: Settings, accelerator: str, gpu_ids: list[str] | str,
                       deepspeed_json: Path | None = None) -> dict[str, Any]:
     """The accelerate config for a profile on a device kind ("cuda", "mps", "cpu"; "auto" for a
     config written for wherever it will run). `gpu_ids`: "all", or the CUDA device numbers."""

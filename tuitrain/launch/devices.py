@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from tuitrain.hardware import Hardware
 from tuitrain.hardware.mapping import map_devices
 from tuitrain.profile.memory_size import parse_memory_size
-from tuitrain.profile.settings import SettingsArg
+from tuitrain.profile.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -19,7 +19,7 @@ class Devices:
     notes: list[str] = field(default_factory=list)
 
 
-def choose_accelerator(profile: SettingsArg, hardware: Hardware) -> tuple[str, list[str]]:
+def choose_accelerator(profile: Settings, hardware: Hardware) -> tuple[str, list[str]]:
     """hardware.accelerator on this machine: `auto` becomes cuda, mps or cpu (with a note saying why)."""
     asked = profile["hardware"]["accelerator"]
     dist = profile["distributed"]
@@ -38,7 +38,7 @@ def choose_accelerator(profile: SettingsArg, hardware: Hardware) -> tuple[str, l
     return chosen, [f"accelerator auto → {chosen}: {why}"]
 
 
-def devices_here(profile: SettingsArg, hardware: Hardware) -> Devices:
+def devices_here(profile: Settings, hardware: Hardware) -> Devices:
     """This machine's devices for a profile with defaults (its hardware.gpus: this machine's selection)."""
     accelerator, notes = choose_accelerator(profile, hardware)
     chosen = profile["hardware"]
@@ -56,7 +56,7 @@ def devices_here(profile: SettingsArg, hardware: Hardware) -> Devices:
     return Devices(accelerator, env, notes)
 
 
-def devices_elsewhere(profile: SettingsArg) -> Devices:
+def devices_elsewhere(profile: Settings) -> Devices:
     """A machine's devices from the profile alone (its hardware is not known where the plan is made).
     `hardware.accelerator` is the same everywhere; with `auto`, a machine whose GPUs are listed runs on them with
     CUDA, `gpus = []` hides every GPU (CPU ranks), and a machine with no GPUs listed is planned for CUDA on all of

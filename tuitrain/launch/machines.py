@@ -29,7 +29,7 @@ from tuitrain.profile.rules.machines import (
     machine_processes,
     machines_port_problem,
 )
-from tuitrain.profile.settings import SettingsArg
+from tuitrain.profile.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,7 @@ class MachinesPlan:
         }
 
 
-def has_machines(settings: SettingsArg) -> bool:
+def has_machines(settings: Mapping[str, Any]) -> bool:
     """Whether a profile (raw or with defaults) lists [[distributed.machines]]."""
     dist = settings.get("distributed")
     return isinstance(dist, Mapping) and bool(listed_machines(dist))
@@ -126,11 +126,11 @@ def node_dir(run_id: str, machine_rank: int) -> str:
     return f".tuitrain/runs/{run_id}/machine-{machine_rank}"
 
 
-def plan_machines(settings: SettingsArg, run_dir: Path, file: str = "profile", *,
+def plan_machines(settings: Settings, run_dir: Path, file: str = "profile", *,
                   processes_set: bool = True, local_python: str | None = None,
                   local_cwd: str | None = None, ssh_config: str | None = None,
                   resume_from: Path | None = None) -> MachinesPlan:
-    """`settings`: a profile with defaults (tuitrain.profile.profile_with_defaults) that lists machines.
+    """`settings`: a profile with defaults (tuitrain.profile.settings_with_defaults) that lists machines.
     `run_dir`: the home run directory; each machine keeps its part in `node_dir(run id, rank)` under its workdir.
     `processes_set`: whether the profile itself sets distributed.num_processes (else a machine with GPUs listed runs
     one process per GPU). `local_python` / `local_cwd`: the defaults of a machine's `python` and `workdir` (this

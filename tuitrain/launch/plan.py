@@ -32,7 +32,7 @@ from tuitrain.profile import Problem
 from tuitrain.profile.accelerate_names import CPU_RANKS_MARK
 from tuitrain.profile.implied import implied_notes
 from tuitrain.profile.processes import processes_per_machine
-from tuitrain.profile.settings import SettingsArg
+from tuitrain.profile.settings import Settings
 
 MACHINES_NOT_BUILT = "a profile that lists [[distributed.machines]] is planned machine by machine, not as one machine's run"
 
@@ -83,7 +83,7 @@ class LaunchPlan:
         }
 
 
-def export_accelerate_config(profile: SettingsArg, file: str = "profile",
+def export_accelerate_config(profile: Settings, file: str = "profile",
                              processes_set: bool = True) -> tuple[dict[str, Any], list[str]]:
     """The accelerate config of a profile with no machine checks, and comment lines that say what
     the YAML alone cannot (for `tuitrain profile export-accelerate`). `processes_set`: whether the
@@ -125,10 +125,10 @@ def export_accelerate_config(profile: SettingsArg, file: str = "profile",
     return config, header
 
 
-def plan_launch(profile: SettingsArg, hardware: Hardware, run_dir: Path, file: str = "profile",
+def plan_launch(profile: Settings, hardware: Hardware, run_dir: Path, file: str = "profile",
                 *, machine: MachineFacts | None = None, resume_from: Path | None = None,
                 role: MachineRole | None = None) -> LaunchPlan:
-    """`profile` is a profile with defaults filled in (tuitrain.profile.profile_with_defaults).
+    """`profile` is a profile with defaults filled in (tuitrain.profile.settings_with_defaults).
     `machine`: the facts of this machine the checks need (None: probed now). `resume_from`: the
     checkpoint a [script] is told to resume from (the engine reads it from run.json). `role`: this machine's place
     in the run (None: the one the profile gives it, in `run_dir`)."""

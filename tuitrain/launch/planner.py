@@ -41,7 +41,7 @@ from tuitrain.launch.script import (
 from tuitrain.launch.threads import cpu_threads
 from tuitrain.profile import Problem
 from tuitrain.profile.rules.strategies import FSDP_ALONE_FIX, fsdp_world_of_one
-from tuitrain.profile.settings import Settings, SettingsArg
+from tuitrain.profile.settings import Settings
 from tuitrain.script import SCRIPT_ENV
 
 ENGINE_MODULE = "tuitrain.engine"
@@ -83,7 +83,7 @@ class MachinePart:
     problems: list[Problem] = field(default_factory=list)  # this machine's checks (made only where it is planned)
 
 
-def role_of(settings: SettingsArg, run_dir: Path) -> MachineRole:
+def role_of(settings: Settings, run_dir: Path) -> MachineRole:
     """The role a profile gives the machine that runs it by itself (its distributed.machine_rank of num_machines)."""
     dist = settings["distributed"]
     return MachineRole(folder=str(run_dir), rank=dist["machine_rank"], machines=dist["num_machines"],
@@ -91,7 +91,7 @@ def role_of(settings: SettingsArg, run_dir: Path) -> MachineRole:
                        port=dist["main_process_port"], gpus=settings["hardware"]["gpus"])
 
 
-def machine_settings(settings: SettingsArg, role: MachineRole) -> Settings:
+def machine_settings(settings: Settings, role: MachineRole) -> Settings:
     """The settings as this machine runs them: its rank, the machines, its processes and GPUs, where they meet."""
     hardware = settings["hardware"]
     gpus = None if role.scheduler_gpus and hardware["accelerator"] != "cpu" else role.gpus
@@ -110,7 +110,7 @@ def profile_folder(file: str) -> Path | None:
     return Path(file).expanduser().resolve().parent
 
 
-def deepspeed_json_path(profile: SettingsArg, base_dir: Path | None) -> Path | None:
+def deepspeed_json_path(profile: Settings, base_dir: Path | None) -> Path | None:
     ds = profile["distributed"]["deepspeed"] or {}
     raw = ds.get("config_file")
     if profile["distributed"]["strategy"] != "deepspeed" or not raw:
@@ -138,7 +138,7 @@ def interface_note(name: str) -> str:
             "(the '=' asks NCCL for this name exactly, not every name it begins)")
 
 
-def strategy_note(profile: SettingsArg, accelerator: str, total: int) -> str:
+def strategy_note(profile: Settings, accelerator: str, total: int) -> str:
     """What the run's strategy does with its `total` processes on `accelerator`: one line, the plan's first."""
     dist = profile["distributed"]
     strategy = dist["strategy"]
@@ -178,9 +178,9 @@ def _launch_argv(role: MachineRole, here: bool) -> list[str]:
     return argv
 
 
-def plan_machine(settings: SettingsArg, role: MachineRole, hardware: Hardware | None, file: str = "profile",
+def plan_machine(settings: Settings, role: MachineRole, hardware: Hardware | None, file: str = "profile",
                  *, facts: MachineFacts | None = None, resume_from: Path | None = None) -> MachinePart:
-    """One machine's part of a run. `settings`: a profile with defaults (tuitrain.profile.profile_with_defaults).
+    """One machine's part of a run. `settings`: a profile with defaults (tuitrain.profile.settings_with_defaults).
     `hardware`: this machine's, when the plan is made on it (None: the machine is elsewhere; see the module's
     docstring). `facts`: what its checks need (None: probed now, when here). `resume_from`: the checkpoint a
     [script] is told to resume from (the engine reads it from run.json)."""

@@ -19,7 +19,7 @@ from tuitrain.installed import distribution_version
 from tuitrain.profile import Problem
 from tuitrain.profile.rules.machines import machines_port_problem
 from tuitrain.profile.rules.strategies import cpu_strategy_problem, layerwise_problem, low_rank_optimizer, mps_strategy_problem
-from tuitrain.profile.settings import SettingsArg
+from tuitrain.profile.settings import Settings
 
 # strategy -> (module, pip name, what the install needs)
 STRATEGY_PACKAGES = {"deepspeed": ("deepspeed", "deepspeed", "it compiles CUDA ops at first use: a CUDA toolkit")}
@@ -63,12 +63,12 @@ def port_in_use(port: int) -> bool:
     return False
 
 
-def _world(settings: SettingsArg) -> int:
+def _world(settings: Settings) -> int:
     dist = settings["distributed"]
     return int(dist["num_processes"]) * int(dist["num_machines"])
 
 
-def probe_machine(settings: SettingsArg) -> MachineFacts:
+def probe_machine(settings: Settings) -> MachineFacts:
     """Look at this machine for what `settings` (a profile with defaults) will need."""
     dist = settings["distributed"]
     wanted = set()
@@ -89,7 +89,7 @@ def probe_machine(settings: SettingsArg) -> MachineFacts:
                         accelerate_version=version)
 
 
-def machine_problems(settings: SettingsArg, accelerator: str, facts: MachineFacts, file: str,
+def machine_problems(settings: Settings, accelerator: str, facts: MachineFacts, file: str,
                      deepspeed_json: Path | None = None, cpu_count: int | None = None) -> list[Problem]:
     """Refusals and warnings that depend on this machine, each naming the key to change."""
     dist = settings["distributed"]

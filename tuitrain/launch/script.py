@@ -10,19 +10,19 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
-from tuitrain.profile.settings import ScriptSettings, SettingsArg
+from tuitrain.profile.settings import ScriptSettings, Settings
 from tuitrain.script import SCRIPT_ENV
 
 SITE_DIR = Path(__file__).resolve().parent.parent / "script" / "site"
 
 
-def script_settings(settings: SettingsArg) -> ScriptSettings | None:
+def script_settings(settings: Settings) -> ScriptSettings | None:
     """[script], or None when tuitrain's engine trains."""
     script: ScriptSettings | None = settings.get("script") or None
     return script
 
 
-def is_script(settings: SettingsArg) -> bool:
+def is_script(settings: Settings) -> bool:
     return script_settings(settings) is not None
 
 
@@ -31,13 +31,14 @@ def _absolute(raw: str, base_dir: Path) -> str:
     return str(path if path.is_absolute() else (base_dir / path).resolve())
 
 
-def resolved_script(script: Mapping[str, Any], base_dir: Path) -> dict[str, Any]:
+def resolved_script(script: ScriptSettings, base_dir: Path) -> ScriptSettings:
     """[script] with its path and workdir absolute: relative ones start from `base_dir` (the
     profile's folder), and the workdir is that folder when the profile names none."""
-    out = dict(script)
-    if out.get("path"):
-        out["path"] = _absolute(out["path"], base_dir)
-    out["workdir"] = _absolute(out["workdir"], base_dir) if out.get("workdir") else str(base_dir)
+    out = ScriptSettings(**script)
+    path, workdir = out.get("path"), out.get("workdir")
+    if path:
+        out["path"] = _absolute(path, base_dir)
+    out["workdir"] = _absolute(workdir, base_dir) if workdir else str(base_dir)
     return out
 
 

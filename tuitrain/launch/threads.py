@@ -9,12 +9,12 @@ cores shared out, never oversubscribed), and `plan` can say what is set and why.
 
 from __future__ import annotations
 
-from tuitrain.profile.settings import SettingsArg
+from tuitrain.profile.settings import Settings
 
 THREADS_KEY = "hardware.cpu_threads_per_process"
 
 
-def cpu_threads(profile: SettingsArg, cores: int, processes_here: int) -> tuple[dict[str, str], str]:
+def cpu_threads(profile: Settings, cores: int, processes_here: int) -> tuple[dict[str, str], str]:
     """(environment, plan note) for the processes of one machine. `cores`: that machine's physical cores
     (0: not known where the plan is made: launch.planner.arrival_env applies this rule on that machine)."""
     asked = profile["hardware"].get("cpu_threads_per_process")

@@ -1,6 +1,6 @@
 """The shape of a profile: sections, keys, types, defaults, choices and ranges, as data.
 
-shape.py and rules/ check against these tables; `profile_with_defaults` fills them in. [training] is
+shape.py and rules/ check against these tables; `settings_with_defaults` fills them in. [training] is
 not described here: its keys are the installed TrainingArguments' (see training_args.py).
 """
 
@@ -61,7 +61,7 @@ class KeySpec:
 
     kind: "str" | "int" | "float" | "bool" | "list[float]" | "list[str]" | "gpus" | "gpus|count" | "dict".
     default: the value when absent; None means optional (absent stays absent in the file, and
-    `profile_with_defaults` puts None there). `min`/`max` are inclusive unless `min_exclusive`.
+    `settings_with_defaults` puts None there). `min`/`max` are inclusive unless `min_exclusive`.
     """
 
     kind: str
@@ -450,6 +450,6 @@ def settings_with_defaults(profile: Profile) -> Settings:
 
 
 def profile_with_defaults(profile: Profile) -> dict[str, Any]:
-    """`settings_with_defaults` as a plain dict, for the readers not typed yet (a reader typed with `Settings`
-    takes `SettingsArg` until every caller passes `Settings`)."""
+    """`settings_with_defaults` as a plain dict. No reader in tuitrain/ calls it any more (every one takes
+    `Settings`); it goes once the tests and benchmarks that still call it ask `settings_with_defaults`."""
     return dict(settings_with_defaults(profile))

@@ -1,5 +1,5 @@
 """The settings a run is planned and trained from, typed: a profile with its defaults filled in
-(`schema.profile_with_defaults`), one `TypedDict` per section and sub-table, so mypy checks every key a reader
+(`schema.settings_with_defaults`), one `TypedDict` per section and sub-table, so mypy checks every key a reader
 names. SCHEMA (schema.py) is the one source of the keys; tests/test_settings_types.py fails when these and SCHEMA
 differ by a key, either way.
 
@@ -7,7 +7,7 @@ total=False as `runs.record.RunRecord`: a profile with defaults has every key (a
 partial settings (a machine's arrival, a test's) may lack some. [training] stays `dict[str, Any]`: its keys are
 the installed TrainingArguments' (training_args.py), an open set. Sub-tables accept keys SCHEMA does not name
 (`free`: [model.config], foreign [distributed.fsdp] keys, each checked by the rules): only the declared keys are
-read here. Unknown sections pass through `profile_with_defaults` untyped.
+read here. Unknown sections pass through `settings_with_defaults` untyped.
 """
 
 from __future__ import annotations
@@ -161,7 +161,7 @@ class ScriptSettings(TypedDict, total=False):
 
 
 class Settings(TypedDict, total=False):
-    """A profile with defaults (`profile_with_defaults`): every section; [script] None when the engine trains."""
+    """A profile with defaults (`settings_with_defaults`): every section; [script] None when the engine trains."""
 
     run: RunSettings
     model: ModelSettings
@@ -174,8 +174,7 @@ class Settings(TypedDict, total=False):
     script: ScriptSettings | None
 
 
-# What a typed reader takes while some of its callers still hold the settings as `dict[str, Any]`
-# (`profile_with_defaults`'s, or a Mapping): mypy checks every key the reader names against `Settings` all the same.
+# No reader takes this any more (every caller passes `Settings`); it goes with its export from tuitrain.profile.
 SettingsArg = Settings | Mapping[str, Any]
 
 # The profile's sections, and every plain key of them and of their sub-tables by its dotted name, as the rules

@@ -15,8 +15,8 @@ from typing import Any, Callable, Sequence, cast
 from tuitrain.hardware import Hardware, detect_hardware
 from tuitrain.launch import LaunchPlan, plan_launch
 from tuitrain.launch.machines import MachinesPlan, plan_machines
-from tuitrain.launch.script import is_script, resolved_script
-from tuitrain.profile import Profile, load_profile, profile_with_defaults
+from tuitrain.launch.script import resolved_script, script_settings
+from tuitrain.profile import Profile, Settings, load_profile, settings_with_defaults
 from tuitrain.profile.processes import processes_per_machine, processes_set
 from tuitrain.runs.checkpoints import Checkpoint, inspect_checkpoint, latest_complete, run_checkpoints
 from tuitrain.runs.layout import RunPaths
@@ -29,7 +29,7 @@ class ResumeError(Exception):
     """Why a run cannot be resumed from the checkpoint asked for."""
 
 
-def local_plan(settings: dict[str, Any], run_dir: Path, file: str, hardware: Hardware | None = None,
+def local_plan(settings: Settings, run_dir: Path, file: str, hardware: Hardware | None = None,
                notes: Sequence[str] = (), resume_from: Path | None = None) -> LaunchPlan:
     """This machine's plan of `settings` against `run_dir` (for a start: `new_run_dir(runs_root)`, the run
     directory before it exists), with `notes` (what `launch_settings` chose) first among the plan's."""
@@ -38,17 +38,17 @@ def local_plan(settings: dict[str, Any], run_dir: Path, file: str, hardware: Har
     return dataclasses.replace(planned, notes=[*notes, *planned.notes]) if notes else planned
 
 
-def launch_settings(profile: Profile, hardware: Hardware) -> tuple[dict[str, Any], list[str]]:
+def launch_settings(profile: Profile, hardware: Hardware) -> tuple[Settings, list[str]]:
     """The profile with defaults, and `distributed.num_processes` as this machine runs it
     (profile.processes.processes_per_machine: one per selected GPU when the profile leaves it unset and runs a
     multi-process strategy on NVIDIA GPUs). Returns the settings and a note saying what was chosen."""
     from tuitrain.hardware.mapping import map_devices
 
-    settings = profile_with_defaults(profile)
+    settings = settings_with_defaults(profile)
     dist, chosen = settings["distributed"], settings["hardware"]
     if processes_set(profile.data):
         return settings, []
-    selected = len(map_devices(hardware.gpus, chosen.get("gpus"), chosen["device_order"]).assignments) if hardware.gpus else 0
+    selected = len(map_devices(hardware.gpus, chosen["gpus"], chosen["device_order"]).assignments) if hardware.gpus else 0
     count = processes_per_machine(None, dist["strategy"], chosen["accelerator"], selected)
     if count is None or count == dist["num_processes"]:
         return settings, []
@@ -56,22 +56,23 @@ def launch_settings(profile: Profile, hardware: Hardware) -> tuple[dict[str, Any
     return settings, [f"distributed.num_processes = {count}: one process per selected GPU (not set in the profile)"]
 
 
-def local_settings(profile: Profile, hardware: Hardware | None) -> tuple[dict[str, Any], list[str], Hardware]:
+def local_settings(profile: Profile, hardware: Hardware | None) -> tuple[Settings, list[str], Hardware]:
     """What a run on this machine plans from: `launch_settings` (with the hardware, detected when None) and a
     [script]'s paths from the profile's own folder. Returns the settings, their notes and the hardware."""
     hardware = hardware if hardware is not None else detect_hardware()
     settings, notes = launch_settings(profile, hardware)
-    if is_script(settings) and profile.path is not None:
+    script = script_settings(settings)
+    if script is not None and profile.path is not None:
         # the script's paths start from the profile's own folder, also when a resume plans from the frozen copy
-        settings["script"] = resolved_script(settings["script"], Path(profile.path).expanduser().resolve().parent)
+        settings["script"] = resolved_script(script, Path(profile.path).expanduser().resolve().parent)
     return settings, notes, hardware
 
 
-def run_cwd(settings: dict[str, Any], cwd: Path | None) -> Path | None:
+def run_cwd(settings: Settings, cwd: Path | None) -> Path | None:
     """Where the run's processes start: a script's workdir, else the folder tuitrain was started in."""
-    if is_script(settings) and settings["script"].get("workdir"):
-        return Path(settings["script"]["workdir"])
-    return cwd
+    script = script_settings(settings)
+    workdir = script.get("workdir") if script is not None else None
+    return Path(workdir) if workdir else cwd
 
 
 def plan_profile(profile: Profile, run_dir: Path, hardware: Hardware | None = None) -> LaunchPlan:
@@ -80,7 +81,7 @@ def plan_profile(profile: Profile, run_dir: Path, hardware: Hardware | None = No
     return local_plan(settings, run_dir, str(profile.path or "profile"), hardware, notes)
 
 
-def machines_plan(profile: Profile, settings: dict[str, Any], run_dir: Path, file: str,
+def machines_plan(profile: Profile, settings: Settings, run_dir: Path, file: str,
                   ssh_config: str | None = None, resume_from: Path | None = None,
                   local_cwd: str | None = None) -> MachinesPlan:
     """The plan of a profile that lists [[distributed.machines]] against `run_dir` (for a start or a preview:
@@ -101,7 +102,7 @@ def launch_on_machines(profile: Profile, runs_root: Path, cwd: Path | None = Non
                        ssh_config: str | None = None) -> RunPaths:
     """Start a run on every machine the profile lists (over ssh, with `ssh_config` if given): the machines
     backend's start."""
-    settings = profile_with_defaults(profile)
+    settings = settings_with_defaults(profile)
     plan = machines_plan(profile, settings, new_run_dir(runs_root), str(profile.path), ssh_config)
     return start_run(profile, settings, plan, runs_root, cwd=cwd)
 
@@ -239,7 +240,7 @@ def check_resume(parent: RunPaths, profile: Profile, checkpoint: Checkpoint, pro
 # What a backend's resume plans, once the checkpoint and profile are known: the settings, the plan (made against
 # `new_run_dir(runs_root)`), where the processes start, and the world (processes in all, machines) the checkpoint
 # must have been written by.
-ResumePlan = tuple[dict[str, Any], "LaunchPlan | MachinesPlan", "Path | None", int, int]
+ResumePlan = tuple[Settings, "LaunchPlan | MachinesPlan", "Path | None", int, int]
 
 
 def _resume(parent: RunPaths, runs_root: Path, checkpoint: str | Path, overrides: Sequence[str],
@@ -281,7 +282,7 @@ def resume_on_machines(parent: RunPaths, runs_root: Path, checkpoint: str | Path
     unless another is given."""
 
     def plan(record: RunRecord, profile: Profile, chosen: Checkpoint) -> ResumePlan:
-        settings = profile_with_defaults(profile)
+        settings = settings_with_defaults(profile)
         planned = machines_plan(profile, settings, new_run_dir(runs_root), str(parent.profile),
                                 ssh_config or record.get("ssh_config"), resume_from=chosen.path)
         return settings, planned, cwd, planned.num_processes, planned.num_machines

@@ -69,13 +69,13 @@ def value_text(value: Any) -> str:
 
 # ---------------------------------------------------------------------------------------------- reading a run
 def read_facts(paths: RunPaths, record: Mapping[str, Any]) -> RunFacts:
-    from tuitrain.profile.schema import Profile, profile_with_defaults
+    from tuitrain.profile.schema import Profile, settings_with_defaults
     from tuitrain.runs.lineage import read_lineage
     from tuitrain.runs.manifest import read_frozen_profile, read_manifests
 
     frozen = read_frozen_profile(paths)
     try:
-        profile: Mapping[str, Any] = profile_with_defaults(Profile(path=None, data=frozen)) if frozen else {}
+        profile: Mapping[str, Any] = settings_with_defaults(Profile(path=None, data=frozen)) if frozen else {}
     except Exception:  # noqa: BLE001 — a damaged frozen profile compares as written
         profile = frozen
     try:

@@ -17,7 +17,7 @@ import tomli_w
 from tuitrain.atomic import write_text_atomic
 from tuitrain.launch import LaunchPlan
 from tuitrain.launch.machines import MachinesPlan
-from tuitrain.profile import Profile
+from tuitrain.profile import Profile, Settings
 from tuitrain.profile.folders import unusable_folder
 from tuitrain.profile.paths import PATH_KEYS
 from tuitrain.runs.catalog import RUNS_ROOT_FIX, runs_root_shape
@@ -108,8 +108,8 @@ def make_run_dir(root: Path, name: str) -> RunPaths:
     raise StartError(f"too many runs named {stem} in {root}")
 
 
-def resolve_output_dir(profile: dict[str, Any], paths: RunPaths, cwd: Path) -> Path:
-    configured = profile["run"].get("output_dir")
+def resolve_output_dir(settings: Settings, paths: RunPaths, cwd: Path) -> Path:
+    configured = settings["run"]["output_dir"]
     if not configured:
         return paths.default_output_dir
     out = Path(configured).expanduser()
@@ -157,7 +157,7 @@ class RunFiles:
 
 def prepare_run(
     profile: Profile,
-    settings: dict[str, Any],
+    settings: Settings,
     runs_root: Path,
     make_files: Callable[[RunPaths, dict[str, Any]], RunFiles],
     lineage: Lineage | None = None,
@@ -172,7 +172,7 @@ def prepare_run(
     paths = make_run_dir(runs_root, profile.name)
     try:
         # a [script]'s output folder is its Trainer's (or what tuitrain.saved names): its ranks record it
-        output_dir = None if settings.get("script") else resolve_output_dir(settings, paths, cwd)
+        output_dir = None if settings["script"] else resolve_output_dir(settings, paths, cwd)
         if output_dir is not None:
             refusal = holder_problem(output_dir, paths) or output_dir_refusal(output_dir, lineage)
             if refusal:
@@ -275,7 +275,7 @@ def join_queue(paths: RunPaths, queue: QueueRequest) -> None:
 
 def start_run(
     profile: Profile,
-    settings: dict[str, Any],
+    settings: Settings,
     plan: LaunchPlan | MachinesPlan,
     runs_root: Path,
     lineage: Lineage | None = None,

@@ -49,6 +49,7 @@ from tuitrain.yaml_text import dump as dump_yaml
 
 if TYPE_CHECKING:
     from tuitrain.launch.planner import MachineRole
+    from tuitrain.profile.settings import Settings
 
 PORT_BASE = 20000  # with no main_process_port in the profile, every node derives the same one from the job id
 PORT_SPAN = 20000
@@ -87,7 +88,7 @@ def prepare_node(home: RunPaths, node: int, processes: int, record: RunRecord) -
     return paths
 
 
-def node_role(settings: dict[str, Any], root: Path, node: int, nodes: int, main_host: str | None, job_id: str,
+def node_role(settings: Settings, root: Path, node: int, nodes: int, main_host: str | None, job_id: str,
               environ: Mapping[str, str]) -> MachineRole:
     """Node `node` of `nodes`'s place in the job: it meets the others at the job's first host (None: one node,
     nobody to meet), at the profile's port or the job's; its network interface is the profile's; with Slurm's
@@ -95,11 +96,11 @@ def node_role(settings: dict[str, Any], root: Path, node: int, nodes: int, main_
     from tuitrain.launch.planner import role_of
 
     dist = settings["distributed"]
-    port = dist.get("main_process_port")
+    port = dist["main_process_port"]
     if nodes > 1 and port is None:
         port = job_port(job_id)
     return dataclasses.replace(role_of(settings, root), rank=node, machines=nodes, main_ip=main_host, port=port,
-                               interface=dist.get("network_interface"),
+                               interface=dist["network_interface"],
                                scheduler_gpus=bool(environ.get("CUDA_VISIBLE_DEVICES")))
 
 

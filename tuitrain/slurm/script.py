@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from tuitrain.profile.processes import processes_per_machine
+from tuitrain.profile.settings import Settings
 from tuitrain.runs.layout import CONTROL_STOP
 
 AGENT_MODULE = "tuitrain.slurm.agent"
@@ -83,21 +84,21 @@ def check_options(options: JobOptions) -> None:
                           "job saves a checkpoint (1 to 65535)")
 
 
-def job_resources(settings: Mapping[str, Any], file: str, processes_set: bool = True) -> Resources:
+def job_resources(settings: Settings, file: str, processes_set: bool = True) -> Resources:
     """Nodes, processes and GPUs per node from a profile with defaults; ScriptError for what Slurm cannot place.
     `processes_set`: whether the profile itself sets distributed.num_processes (else each node runs one process per
     listed GPU, profile.processes.processes_per_machine: the job asks for one GPU per process)."""
     dist, hardware = settings["distributed"], settings["hardware"]
-    if dist.get("machines"):
+    if dist["machines"]:
         raise ScriptError(f"{file}: distributed.machines: Slurm chooses the machines of a job; remove the "
                           "[[distributed.machines]] tables and set distributed.num_machines to the number of nodes")
-    nodes = int(dist.get("num_machines") or 1)
-    gpus = hardware.get("gpus")
+    nodes = int(dist["num_machines"] or 1)
+    gpus = hardware["gpus"]
     # under Slurm only how many GPUs counts (the job gets that many per node): a list's length, or gpus = N itself
     counted = isinstance(gpus, int) and not isinstance(gpus, bool)
     count = len(gpus) if isinstance(gpus, list) else gpus if counted else None
     accelerator = hardware["accelerator"]
-    processes = processes_per_machine(dist.get("num_processes") if processes_set else None, dist["strategy"],
+    processes = processes_per_machine(dist["num_processes"] if processes_set else None, dist["strategy"],
                                       accelerator, count) or 1
     if accelerator == "mps":
         raise ScriptError(f"{file}: hardware.accelerator = 'mps': Slurm nodes run CUDA or CPU ranks; set "

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from tuitrain.profile import Profile, profile_with_defaults
+from tuitrain.profile import Profile, Settings, settings_with_defaults
 from tuitrain.profile.processes import processes_set
 from tuitrain.runs.checkpoints import Checkpoint
 from tuitrain.runs.layout import RunPaths
@@ -32,9 +32,9 @@ class Submitted:
     script: str
 
 
-def job_settings(profile: Profile) -> tuple[dict[str, Any], Resources]:
+def job_settings(profile: Profile) -> tuple[Settings, Resources]:
     """The profile with defaults, and what each node of its job needs (ScriptError when Slurm cannot place it)."""
-    settings = profile_with_defaults(profile)
+    settings = settings_with_defaults(profile)
     return settings, job_resources(settings, str(profile.path or "profile"), processes_set(profile.data))
 
 
