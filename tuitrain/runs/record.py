@@ -144,7 +144,7 @@ class RunRecord(TypedDict, total=False):
     profile_path: str | None  # the profile file it was started from
     cwd: str
     max_steps: int | None
-    # several machines over SSH, each a MachineEntry (list[MachineEntry] once HomeSupervisor's MachineLink.machine
+    # several machines over SSH, each a MachineEntry (list[MachineEntry] once MachineLinks' MachineLink.machine
     # and setup_message take one)
     machines: list[dict[str, Any]]
     ssh_config: str | None
