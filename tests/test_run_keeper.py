@@ -4,13 +4,19 @@ are. These drive it over fake workers, with no process started."""
 
 from __future__ import annotations
 
+import json
+import signal
+import sys
 from pathlib import Path
 from typing import Any
 
+from tuitrain.runs import preemption
 from tuitrain.runs.layout import CONTROL_SAVE, CONTROL_STOP, CONTROL_TERMINATE, RunPaths
+from tuitrain.runs.local_launch import LauncherOptions, LocalLaunch
 from tuitrain.runs.record import new_record, read_record, write_record
 from tuitrain.runs.supervisor import Supervisor, run_supervisor
 from tuitrain.runs.workers import Keeper, Outcome, Settled
+from tuitrain.slurm.agent import SlurmSupervisor
 
 
 class FakeWorkers:
@@ -133,3 +139,32 @@ def test_while_the_workers_are_torn_down_no_control_request_is_taken(tmp_path: P
     assert run_supervisor(keeper) == "failed"
     assert not keeper.stop_requested and not keeper.terminating
     assert [a for a in fakes.asked if a == "relay" or a.startswith("terminate")] == []
+
+
+LAUNCHER_SAYS = """
+import json, os, signal, sys
+json.dump({"x": os.environ.get("TUITRAIN_TEST_OPTION"), "term_ignored": signal.getsignal(signal.SIGTERM) == signal.SIG_IGN},
+          open(sys.argv[1], "w"))
+"""
+
+
+def test_the_launchers_options_are_its_workers_not_the_keepers(tmp_path: Path) -> None:
+    """LocalLaunch starts the launcher with the options it was made with (environment, what runs in it first):
+    a keeper of any kind only chooses its workers."""
+    paths = _run_dir(tmp_path)
+    said = tmp_path / "said.json"
+    write_record(paths, new_record("run", "fake", argv=[sys.executable, "-c", LAUNCHER_SAYS, str(said)]))
+    options = LauncherOptions(env={"TUITRAIN_TEST_OPTION": "given"}, first=preemption.ignore_term)
+    keeper = Supervisor(paths, lambda k: LocalLaunch(k, options))
+    assert isinstance(keeper.workers, LocalLaunch)
+    keeper.workers.start()
+    assert keeper.workers.launcher is not None and keeper.workers.launcher.wait(timeout=120) == 0
+    assert json.loads(said.read_text()) == {"x": "given", "term_ignored": True}
+
+
+def test_a_slurm_node_chooses_a_launcher_that_outlives_slurms_sigterm(tmp_path: Path) -> None:
+    paths = _run_dir(tmp_path)
+    workers = SlurmSupervisor(paths, paths).workers
+    assert isinstance(workers, LocalLaunch)
+    assert dict(workers.options.env) == preemption.launcher_env()
+    assert (workers.options.parent_death_signal, workers.options.first) == (signal.SIGKILL, preemption.ignore_term)

@@ -1,6 +1,6 @@
 """A run keeper's workers on one machine: its ranks under one `accelerate launch` (tuitrain.runs.workers).
 
-The launcher is started here with the keeper's environment; each rank is found by the record it writes
+The launcher is started here with the plan's environment and its `LauncherOptions`; each rank is found by the record it writes
 (tuitrain.runs.ranks) and watched by its pid, and every process the launcher starts is tracked, so that none
 outlives the run. When a rank dies the others are torn down, and the rank seen dying first is the one blamed.
 """
@@ -8,17 +8,20 @@ outlives the run. When a rank dies the others are torn down, and the rank seen d
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Mapping
 
 import psutil
 
 from tuitrain.runs.exit_waiter import ExitWaiter
 from tuitrain.runs.exits import describe_exit, first_of_several, full_disk, last_exception_line, root_cause
 from tuitrain.runs.layout import SUPERVISOR_ENV
+from tuitrain.runs.parent_death import die_with_parent
 from tuitrain.runs.process_tree import KILL_GRACE_SECONDS, descendants, end_processes, find, identity, running
 from tuitrain.runs.ranks import read_rank_records
 from tuitrain.runs.record import RunPids
@@ -40,6 +43,17 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+@dataclass(frozen=True)
+class LauncherOptions:
+    """What the launcher gets beyond the plan: more environment, the signal it is sent when its keeper dies, and
+    what runs in it before `accelerate launch` does (tuitrain.runs.parent_death.die_with_parent's `first`). A Slurm
+    node's are tuitrain.slurm.agent.SLURM_LAUNCHER; everyone else's are the defaults."""
+
+    env: Mapping[str, str] = field(default_factory=dict)
+    parent_death_signal: int = signal.SIGTERM
+    first: Callable[[], None] | None = None
+
+
 class LocalLaunch:
     STOP_SAID = "stop requested: the ranks save a checkpoint and stop at the next step end"
     KILLED_SAID = "ended by `tuitrain stop --now`: every process was terminated, nothing was saved"
@@ -48,9 +62,10 @@ class LocalLaunch:
     ACTS_ON_HANG = True
     tearing_down = False  # a rank's death is torn down by `step`, while control requests are still honoured
 
-    def __init__(self, keeper: Keeper) -> None:
+    def __init__(self, keeper: Keeper, options: LauncherOptions = LauncherOptions()) -> None:
         self.keeper = keeper
         self.paths = keeper.paths
+        self.options = options
         self.launcher: subprocess.Popen[bytes] | None = None
         self.tracked: dict[int, psutil.Process] = {}  # every live process of the run we have seen
         self.ranks: dict[int, dict[str, Any]] = {}  # rank → {"pid", "started", "proc"}
@@ -80,11 +95,11 @@ class LocalLaunch:
         keeper = self.keeper
         argv, port = self.launch_argv()
         me = identity(os.getpid()) or {"pid": os.getpid(), "started": None}
-        env = {**os.environ, **keeper.record["env"], **keeper.launcher_env(), "TUITRAIN_RUN_DIR": str(self.paths.root),
+        env = {**os.environ, **keeper.record["env"], **self.options.env, "TUITRAIN_RUN_DIR": str(self.paths.root),
                SUPERVISOR_ENV: f"{me['pid']}:{me['started']}", MACHINE_RANK_ENV: str(keeper.machine_rank)}
         log(f"starting: {' '.join(argv)}")
         self.launcher = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, cwd=keeper.record.get("cwd") or None,
-                                         preexec_fn=keeper.launcher_preexec())
+                                         preexec_fn=die_with_parent(self.options.parent_death_signal, self.options.first))
         launcher = identity(self.launcher.pid)
         if launcher is not None:
             self.tracked[self.launcher.pid] = psutil.Process(self.launcher.pid)

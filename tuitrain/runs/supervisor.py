@@ -116,8 +116,9 @@ class Supervisor:
             log(f"could not write the stop request: {exc}")
 
     # -- start -------------------------------------------------------------------------------
+    # Asked by nothing: the launcher's options are LocalLaunch's (runs.local_launch.LauncherOptions). They stay
+    # only while the Keeper protocol (runs.workers) still names them; they go with its two lines.
     def launcher_env(self) -> dict[str, str]:
-        """What the launcher's environment gets beyond the plan's (a Slurm agent's: see tuitrain.slurm.agent)."""
         return {}
 
     def launcher_preexec(self) -> Callable[[], None] | None:

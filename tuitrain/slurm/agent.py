@@ -23,12 +23,12 @@ import sys
 import time
 import tomllib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, cast
+from typing import TYPE_CHECKING, Any, Mapping, cast
 
 from tuitrain.atomic import write_json_atomic, write_text_atomic
 from tuitrain.runs import preemption
 from tuitrain.runs.layout import CONTROL_ENDING, CONTROL_REQUESTS, CONTROL_STOP, RunPaths
-from tuitrain.runs.parent_death import die_with_parent
+from tuitrain.runs.local_launch import LauncherOptions, LocalLaunch
 from tuitrain.runs.record import (
     FINAL_STATUSES,
     INHERITED_KEYS,
@@ -125,6 +125,12 @@ def plan_node(paths: RunPaths, node: int, nodes: int, main_host: str | None, job
     return plan
 
 
+def slurm_launcher() -> LauncherOptions:
+    """A Slurm node's launcher ignores SIGTERM (Slurm's reaches every process: the ranks save and stop, the launcher
+    waits for them; tuitrain.runs.preemption), and gets SIGKILL, not SIGTERM, when this agent dies."""
+    return LauncherOptions(env=preemption.launcher_env(), parent_death_signal=signal.SIGKILL, first=preemption.ignore_term)
+
+
 class SlurmSupervisor(Supervisor):
     """The ordinary supervisor, with a launcher that outlives Slurm's SIGTERM (tuitrain.runs.preemption), saying
     so when the stop came from Slurm (its time-limit warning, or its SIGTERM)."""
@@ -132,21 +138,13 @@ class SlurmSupervisor(Supervisor):
     END_WITH_RANKS = False  # a requeued or preempted job's outcome is the launcher's and Slurm's word
 
     def __init__(self, paths: RunPaths, home: RunPaths, requeue: bool = False) -> None:
-        super().__init__(paths)
+        super().__init__(paths, workers=lambda keeper: LocalLaunch(keeper, slurm_launcher()))
         self.home = home
         self.requeue = requeue
         self.slurm_term = False  # Slurm's SIGTERM reached this agent (preemption, requeue, scancel)
         self.published: dict[str, int] = {}  # node M > 0: rank record → the mtime it was copied home at
         self.told_states: dict[int, str] = {}  # its stopped ranks as last written (tell_stopped_ranks)
         self._states_at = 0.0
-
-    def launcher_env(self) -> dict[str, str]:
-        return preemption.launcher_env()
-
-    def launcher_preexec(self) -> Callable[[], None] | None:
-        """The launcher ignores SIGTERM (Slurm's reaches every process: the ranks save and stop, the launcher waits
-        for them) and gets SIGKILL, not SIGTERM, when this agent dies."""
-        return die_with_parent(signal.SIGKILL, first=preemption.ignore_term)
 
     def _on_signal(self, signum: int, frame: Any) -> None:
         if signum == signal.SIGTERM and not self.stop_requested:  # the cause, unless a stop was asked before
