@@ -53,15 +53,25 @@ def make_trainer(steps: int, hidden: int, out: Path, callbacks: list) -> object:
 
 
 def steps_per_second(steps: int, hidden: int, folder: Path, heartbeat: bool) -> float:
+    """Steps/s from the end of the first tenth of the steps to the end of the last: the training loop's throughput,
+    without the run's fixed start and end (the heartbeat's last write, at the end, is once a run, not a step)."""
+    from transformers import TrainerCallback
+
     from tuitrain.engine.callbacks import HeartbeatCallback
     from tuitrain.engine.rank_io import Heartbeat
     from tuitrain.runs.layout import RunPaths
 
-    callbacks = [HeartbeatCallback(Heartbeat(RunPaths(folder), 0))] if heartbeat else []
+    ends: list[float] = []
+
+    class StepEnds(TrainerCallback):  # first in the list: the same on both sides
+        def on_step_end(self, args, state, control, **kwargs):
+            ends.append(time.perf_counter())
+
+    callbacks = [StepEnds(), *([HeartbeatCallback(Heartbeat(RunPaths(folder), 0))] if heartbeat else [])]
     trainer = make_trainer(steps, hidden, folder / "out", callbacks)
-    start = time.perf_counter()
     trainer.train()  # type: ignore[attr-defined]
-    return steps / (time.perf_counter() - start)
+    first = steps // 10
+    return (steps - 1 - first) / (ends[-1] - ends[first])
 
 
 def callback_seconds(steps: int, folder: Path) -> tuple[float, float]:
