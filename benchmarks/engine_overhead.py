@@ -54,7 +54,7 @@ TARGET_RATIO = 0.97
 
 
 def demo_profile(steps: int, logging_steps: int) -> dict:
-    from tuitrain.profile import builtin_profile_path, load_profile, profile_with_defaults
+    from tuitrain.profile import builtin_profile_path, load_profile, settings_with_defaults
 
     overrides = [
         f"training.max_steps={steps}",
@@ -64,7 +64,7 @@ def demo_profile(steps: int, logging_steps: int) -> dict:
         'training.report_to="none"',
         "training.disable_tqdm=true",
     ]
-    return profile_with_defaults(load_profile(builtin_profile_path("demo"), overrides))
+    return settings_with_defaults(load_profile(builtin_profile_path("demo"), overrides))
 
 
 def new_run_dir(root: Path, profile: dict):

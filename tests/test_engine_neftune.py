@@ -8,7 +8,7 @@ import math
 from typing import Any
 
 from conftest import demo_profile_data
-from tuitrain.profile import Profile, profile_with_defaults
+from tuitrain.profile import Profile, settings_with_defaults
 
 ALPHA = 5.0
 WIDTH = 32
@@ -24,7 +24,7 @@ def test_neftune_noise_is_on_while_training_and_off_at_evaluation(tmp_path) -> N
 
     data = demo_profile_data(training={"neftune_noise_alpha": ALPHA, "max_steps": 2, "eval_strategy": "no",
                                        "save_strategy": "no", "logging_steps": 1, "warmup_steps": 0})
-    profile = profile_with_defaults(Profile(path=None, data=data))
+    profile = settings_with_defaults(Profile(path=None, data=data))
     args = training_arguments(profile, str(tmp_path / "out"), 1)
     assert args.neftune_noise_alpha == ALPHA
     torch.manual_seed(0)

@@ -12,7 +12,7 @@ import pytest
 from conftest import cli, demo_profile_data
 from tuitrain.hardware import Hardware
 from tuitrain.launch import plan_launch
-from tuitrain.profile import Problem, Profile, profile_with_defaults, validate_profile
+from tuitrain.profile import Problem, Profile, settings_with_defaults, validate_profile
 from tuitrain.profile.rules.strategies import fsdp_world_of_one
 
 NO_SHARD = ("with one process FSDP cannot shard: full_shard runs as NO_SHARD: the whole model, gradients and "
@@ -36,7 +36,7 @@ def warnings_of(data: dict[str, Any]) -> list[Problem]:
 
 
 def strategy_note(data: dict[str, Any], tmp_path: Path) -> str:
-    plan = plan_launch(profile_with_defaults(Profile(path=None, data=data)), Hardware(cpu_count=2), tmp_path)
+    plan = plan_launch(settings_with_defaults(Profile(path=None, data=data)), Hardware(cpu_count=2), tmp_path)
     return plan.notes[0]
 
 

@@ -20,7 +20,7 @@ from tuitrain.hardware.probe import Hardware, hardware_from
 from tuitrain.hardware.recorded import RecordedNvml, load_table
 from tuitrain.launch.plan import plan_launch
 from tuitrain.launch.preflight import MachineFacts
-from tuitrain.profile import Problem, builtin_profile_path, load_profile, profile_with_defaults
+from tuitrain.profile import Problem, builtin_profile_path, load_profile, settings_with_defaults
 
 NVML = Path(__file__).parent / "fixtures" / "nvml"
 
@@ -30,7 +30,7 @@ def box(name: str) -> Hardware:
 
 
 def demo_settings(**sections: dict[str, Any]) -> dict[str, Any]:
-    data = copy.deepcopy(profile_with_defaults(load_profile(builtin_profile_path())))
+    data = copy.deepcopy(settings_with_defaults(load_profile(builtin_profile_path())))
     for section, values in sections.items():
         data.setdefault(section, {}).update(values)
     return data

@@ -14,7 +14,7 @@ from conftest import cli, demo_profile_data, events, wait_until_ended
 from tuitrain.hardware import Hardware
 from tuitrain.launch import plan_launch
 from tuitrain.launch.plan import export_accelerate_config
-from tuitrain.profile import Problem, Profile, profile_with_defaults, validate_profile
+from tuitrain.profile import Problem, Profile, settings_with_defaults, validate_profile
 from tuitrain.profile.implied import implied_notes, mixed_precision
 
 CPU_BOX = Hardware(cpu_count=2)
@@ -23,7 +23,7 @@ SHORT = ["--set", "training.max_steps=4", "--set", "training.eval_steps=4", "--s
 
 
 def settings(**sections: dict[str, Any]) -> dict[str, Any]:
-    return profile_with_defaults(Profile(path=None, data=demo_profile_data(**sections)))
+    return settings_with_defaults(Profile(path=None, data=demo_profile_data(**sections)))
 
 
 def errors(data: dict[str, Any]) -> list[Problem]:
@@ -41,7 +41,7 @@ def errors(data: dict[str, Any]) -> list[Problem]:
 def test_the_one_rule(hardware: dict[str, Any], training: dict[str, Any], expected: tuple[str, str]) -> None:
     data = demo_profile_data(hardware=hardware, training=training)
     assert mixed_precision(data) == expected
-    assert mixed_precision(profile_with_defaults(Profile(path=None, data=data))) == expected
+    assert mixed_precision(settings_with_defaults(Profile(path=None, data=data))) == expected
 
 
 @pytest.mark.parametrize("flag", ["bf16", "fp16"])

@@ -19,8 +19,8 @@ from tuitrain.profile import (
     builtin_profile_path,
     load_profile,
     parse_override,
-    profile_with_defaults,
     resolve_profile_path,
+    settings_with_defaults,
 )
 
 REPO = Path(__file__).resolve().parent.parent
@@ -212,14 +212,14 @@ def test_problem_formatting() -> None:
 
 
 def test_profile_with_defaults_fills_every_section() -> None:
-    full = profile_with_defaults(load_profile(builtin_profile_path()))
+    full = settings_with_defaults(load_profile(builtin_profile_path()))
     assert full["run"]["name"] == "demo"
     assert full["distributed"]["num_processes"] == 1
     assert full["distributed"]["main_process_port"] is None
     assert full["metrics"]["names"] == ["accuracy", "f1"]
     assert full["model"]["train_tokenizer"] == {"vocab_size": 128, "kind": "wordlevel", "lowercase": True}
     assert full["hardware"]["device_order"] == "PCI_BUS_ID"
-    bare = profile_with_defaults(Profile(Path("x/causal.toml"), {"model": {"task": "causal-lm"}}))
+    bare = settings_with_defaults(Profile(Path("x/causal.toml"), {"model": {"task": "causal-lm"}}))
     assert bare["metrics"]["names"] == ["perplexity"]
     assert bare["run"]["name"] == "causal"
     assert bare["training"] == {} and bare["logging"]["log_level_replica"] == "warning"

@@ -19,7 +19,7 @@ from accelerate.commands.launch import _validate_launch_command, launch_command_
 from conftest import cli
 from tuitrain.launch.accelerate_default_config import default_config_path
 from tuitrain.launch.plan import export_accelerate_config
-from tuitrain.profile import builtin_profile_path, profile_with_defaults, validate_profile
+from tuitrain.profile import builtin_profile_path, settings_with_defaults, validate_profile
 from tuitrain.profile.accelerate_canonical import canonical_config
 from tuitrain.profile.accelerate_import import import_accelerate_config
 from tuitrain.profile.accelerate_names import LAUNCH_FSDP_DEFAULTS, TOP_DEFAULTS
@@ -49,7 +49,7 @@ def write(tmp_path: Path, config: dict[str, Any], name: str = "accelerate.yaml")
 def settings_of(data: dict[str, Any]) -> dict[str, Any]:
     from tuitrain.profile import Profile
 
-    return profile_with_defaults(Profile(path=None, data=data))
+    return settings_with_defaults(Profile(path=None, data=data))
 
 
 def demo(**sections: dict[str, Any]) -> dict[str, Any]:

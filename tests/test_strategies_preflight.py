@@ -16,7 +16,7 @@ import pytest
 from conftest import demo_profile_data
 from tuitrain.hardware import Hardware
 from tuitrain.launch import plan_launch
-from tuitrain.profile import Problem, Profile, profile_with_defaults, validate_profile
+from tuitrain.profile import Problem, Profile, settings_with_defaults, validate_profile
 
 CPU_BOX = Hardware(cpu_count=2)   # what this machine is: no NVIDIA GPU, no MPS
 MAC = Hardware(mps=True, cpu_count=8)
@@ -28,7 +28,7 @@ def validation(data: dict[str, Any], base_dir: Path | None = None, severity: str
 
 def planned(data: dict[str, Any], hardware: Hardware = CPU_BOX, file: str = "p.toml",
             tmp: Path = Path("/tmp/tuitrain-test-run")) -> list[Problem]:
-    plan = plan_launch(profile_with_defaults(Profile(path=None, data=data)), hardware, tmp, file=file)
+    plan = plan_launch(settings_with_defaults(Profile(path=None, data=data)), hardware, tmp, file=file)
     return plan.problems
 
 
@@ -62,7 +62,7 @@ def test_fsdp_or_deepspeed_with_mps(strategy: str) -> None:
 
 def test_auto_on_a_mac_never_picks_mps_for_fsdp() -> None:
     data = demo_profile_data(hardware={"accelerator": "auto"}, distributed={"strategy": "fsdp"})
-    plan = plan_launch(profile_with_defaults(Profile(None, data)), MAC, Path("/tmp/x"))
+    plan = plan_launch(settings_with_defaults(Profile(None, data)), MAC, Path("/tmp/x"))
     assert plan.accelerator == "cpu"
     assert any(p.key == "distributed.strategy" and "CPU" in p.message for p in plan.errors)
 

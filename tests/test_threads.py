@@ -13,13 +13,13 @@ from tuitrain.hardware.probe import Hardware
 from tuitrain.launch.machines import plan_machines
 from tuitrain.launch.plan import LaunchPlan, plan_launch
 from tuitrain.launch.preflight import MachineFacts
-from tuitrain.profile import Profile, profile_with_defaults
+from tuitrain.profile import Profile, settings_with_defaults
 
 BOX = Hardware(cpu_count=16, physical_cores=8)
 
 
 def settings(data: dict) -> dict:
-    return profile_with_defaults(Profile(path=None, data=data))
+    return settings_with_defaults(Profile(path=None, data=data))
 
 
 def planned(tmp_path: Path, box: Hardware = BOX, **sections: dict) -> LaunchPlan:

@@ -23,10 +23,10 @@ def test_transformers_loads_without_bitsandbytes_for_a_demo_profile_and_with_it_
     script = """
 import sys
 from tuitrain.engine.lora import keep_out_bitsandbytes
-from tuitrain.profile import profile_with_defaults
+from tuitrain.profile import settings_with_defaults
 from tuitrain.profile.load import load_profile
 from tuitrain.profile.lookup import builtin_profile_path
-profile = profile_with_defaults(load_profile(builtin_profile_path("demo")))
+profile = settings_with_defaults(load_profile(builtin_profile_path("demo")))
 keep_out_bitsandbytes(profile)
 from transformers import Trainer  # noqa: F401  (imports peft, which would import bitsandbytes)
 import peft  # noqa: F401

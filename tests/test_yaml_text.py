@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from tuitrain.launch.plan import export_accelerate_config
-from tuitrain.profile import Profile, builtin_profile_path, profile_with_defaults
+from tuitrain.profile import Profile, builtin_profile_path, settings_with_defaults
 from tuitrain.yaml_text import dump, scalar
 
 FIXTURES = Path(__file__).parent / "fixtures" / "accelerate"
@@ -58,7 +58,7 @@ def test_values_yaml_cannot_hold_are_refused() -> None:
 @pytest.mark.parametrize("path", PROFILES, ids=lambda p: p.stem)
 def test_the_config_of_every_fixture_profile_reads_back(path: Path) -> None:
     data = tomllib.loads(path.read_text(encoding="utf-8"))
-    config, _ = export_accelerate_config(profile_with_defaults(Profile(path=path, data=data)))
+    config, _ = export_accelerate_config(settings_with_defaults(Profile(path=path, data=data)))
     assert yaml.safe_load(dump(config)) == config
 
 

@@ -9,8 +9,8 @@ from .lookup import builtin_profile_path, list_profiles, resolve_profile_path
 from .overrides import apply_overrides, parse_override
 from .problems import Problem, ProfileError
 from .save import save_profile
-from .schema import Profile, profile_with_defaults, settings_with_defaults
-from .settings import Settings, SettingsArg
+from .schema import Profile, settings_with_defaults
+from .settings import Settings
 from .training_args import FieldSpec, training_args_fields
 from .validate import validate_profile
 
@@ -20,13 +20,11 @@ __all__ = [
     "Profile",
     "ProfileError",
     "Settings",
-    "SettingsArg",
     "apply_overrides",
     "builtin_profile_path",
     "list_profiles",
     "load_profile",
     "parse_override",
-    "profile_with_defaults",
     "resolve_profile_path",
     "save_profile",
     "settings_with_defaults",

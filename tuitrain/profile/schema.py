@@ -448,8 +448,3 @@ def settings_with_defaults(profile: Profile) -> Settings:
         out.setdefault(section, value)
     return cast(Settings, out)
 
-
-def profile_with_defaults(profile: Profile) -> dict[str, Any]:
-    """`settings_with_defaults` as a plain dict. No reader in tuitrain/ calls it any more (every one takes
-    `Settings`); it goes once the tests and benchmarks that still call it ask `settings_with_defaults`."""
-    return dict(settings_with_defaults(profile))

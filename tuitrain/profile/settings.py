@@ -12,7 +12,7 @@ read here. Unknown sections pass through `settings_with_defaults` untyped.
 
 from __future__ import annotations
 
-from typing import Any, Literal, Mapping, TypedDict
+from typing import Any, Literal, TypedDict
 
 
 class RunSettings(TypedDict, total=False):
@@ -173,9 +173,6 @@ class Settings(TypedDict, total=False):
     logging: LoggingSettings
     script: ScriptSettings | None
 
-
-# No reader takes this any more (every caller passes `Settings`); it goes with its export from tuitrain.profile.
-SettingsArg = Settings | Mapping[str, Any]
 
 # The profile's sections, and every plain key of them and of their sub-tables by its dotted name, as the rules
 # name them (rules.common.table_of, value_or_default) over the profile as written: a misspelt name is a mypy error.

@@ -23,7 +23,6 @@ from typing import Any, Callable, Mapping, Unpack
 
 from tuitrain.runs.layout import CONTROL_ENDING, CONTROL_STOP, CONTROL_TERMINATE, RunPaths
 from tuitrain.runs.local_launch import LocalLaunch, free_port
-from tuitrain.runs.parent_death import die_with_parent
 from tuitrain.runs.process_tree import KILL_GRACE_SECONDS, identity
 from tuitrain.runs.record import RunRecord, read_record, record_end, update_record
 from tuitrain.runs.supervisor_log import log
@@ -116,14 +115,6 @@ class Supervisor:
             log(f"could not write the stop request: {exc}")
 
     # -- start -------------------------------------------------------------------------------
-    # Asked by nothing: the launcher's options are LocalLaunch's (runs.local_launch.LauncherOptions). They stay
-    # only while the Keeper protocol (runs.workers) still names them; they go with its two lines.
-    def launcher_env(self) -> dict[str, str]:
-        return {}
-
-    def launcher_preexec(self) -> Callable[[], None] | None:
-        return die_with_parent()
-
     def start(self) -> None:
         self.workers.start()
         if self.workers.SAMPLED_HERE:

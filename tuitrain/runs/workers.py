@@ -10,7 +10,7 @@ process context it runs. A new kind of workers implements `Workers` and is chose
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Protocol, Unpack
+from typing import Any, Mapping, Protocol, Unpack
 
 from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.record import RunRecord
@@ -46,10 +46,6 @@ class Keeper(Protocol):
     def mark_ending(self) -> None: ...
 
     def adopt_output_dir(self, records: Mapping[int, Mapping[str, Any]]) -> None: ...
-
-    def launcher_env(self) -> dict[str, str]: ...
-
-    def launcher_preexec(self) -> Callable[[], None] | None: ...
 
     def hang_stacks(self, stalled: str) -> str: ...
 
