@@ -32,7 +32,7 @@ from tuitrain.runs.mirror import NodeFiles, machine_gpus
 from tuitrain.runs.process_tree import alive
 from tuitrain.runs.record import INHERITED_KEYS, new_record, reserve_space, write_record
 from tuitrain.runs.redirect import redirect_output
-from tuitrain.runs.supervisor import KILL_GRACE_SECONDS, Supervisor, log
+from tuitrain.runs.supervisor import Supervisor, log
 
 SETUP_TIMEOUT = 30.0
 LAST_WORDS_WAIT = 20.0  # how long --last-words waits for the agent to end (it ends its ranks first)
@@ -138,7 +138,7 @@ class NodeSupervisor(Supervisor):
             self.terminating = True
             log(f"{lost}: ending this machine's ranks")
             self.update(status="stopping")
-            self.end_all(KILL_GRACE_SECONDS)
+            self.workers.terminate(lost)
 
     def sampled(self, snapshot: Any) -> None:
         """Each sample of this machine (the supervisor's sampling thread, every samples.SAMPLE_SECONDS) goes home as

@@ -198,11 +198,6 @@ class Supervisor:
         except OSError as exc:
             log(f"could not write control/{CONTROL_ENDING}: {exc}")
 
-    def end_all(self, grace: float = KILL_GRACE_SECONDS) -> None:
-        """End every process of the run now: a node agent's word when its link home is lost
-        (tuitrain.runs.node_agent). The workers' `terminate` gives every process KILL_GRACE_SECONDS, as it asks."""
-        self.workers.terminate("its link home is lost")
-
     # -- hangs -------------------------------------------------------------------------------
     def watch_hang(self) -> None:
         """Judge the heartbeats every HANG_CHECK_SECONDS; on a new hang take the stacks once (the workers say when
