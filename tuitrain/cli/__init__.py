@@ -144,8 +144,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("export", _lazy("tuitrain.cli.exporting", "cmd_export"),
                 "write one of a run's checkpoints as a full model folder (a LoRA adapter merged into its base)")
     p.add_argument("run")
-    p.add_argument("out", help="the folder to write (new or empty)")
+    p.add_argument("out", help="the folder to write (new or empty); of HOST:RUN, a folder on that workstation (a "
+                               "relative one from your home there), written there")
     p.add_argument("--checkpoint", default="latest", help="latest (newest complete), checkpoint-N, or a path")
+    _arguments_from("tuitrain.cli.workstations", "add_host_option", p)
 
     p = command("save", controlling.cmd_save, "ask a running run to save a checkpoint at the next step end")
     p.add_argument("run")

@@ -1,5 +1,6 @@
 """Several workstations from one terminal (issue 23): `workstations` checks each, `runs --all-hosts` lists every
-box's runs with a HOST column, and a run's verbs (`logs HOST:RUN --follow`, `status`, `stop`, …) run on its box.
+box's runs with a HOST column, and a run's verbs (`logs HOST:RUN --follow`, `status`, `stop`, `export`, …) run on its
+box (export's folder is written there).
 Every box, this one included, answers through the same CLI contract (`runs --json`, the verbs' own output)."""
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 from tuitrain.cli.errors import CliError
 
-REMOTE_VERBS = frozenset({"status", "logs", "checkpoints", "save", "evaluate", "stop", "resume", "stacks"})
+REMOTE_VERBS = frozenset({"status", "logs", "checkpoints", "save", "evaluate", "stop", "resume", "stacks", "export"})
 LIST_SECONDS = 20.0  # what one box may take to list its runs before it is shown as unreachable
 ALL_HOSTS_SECONDS = 30.0  # what one box may take to answer `gpus` or `queue` (--all-hosts)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from textual.worker import get_current_worker
 
@@ -98,42 +98,42 @@ def remote_request(app: Any, host: str, run_id: str, what: str, title: str) -> N
     app.poke()
 
 
-def remote_resume(app: Any, run_dir: Path, checkpoint: str) -> None:
-    """A new run on the box of another workstation's run, from `checkpoint` (`latest`, or a path there), started
-    there detached as `tuitrain resume HOST:RUN --checkpoint … --detach` does; its monitor then takes this one's
-    place (its files mirrored here first). Why not, in one toast."""
-    from tuitrain.remote.run_mirror import fetch, mirrored_run
+def resume_argv(run_id: str, checkpoint: str, overrides: Sequence[str]) -> list[str]:
+    """`tuitrain resume` of a run of another workstation, as its box's tuitrain takes it: each option `--key=value`
+    (so a value is never read as an option there), the run after `--`, as `tuitrain resume HOST:RUN` sends it."""
+    return ["resume", f"--checkpoint={checkpoint}", "--detach", *(f"--set={o}" for o in overrides), "--", run_id]
+
+
+def remote_resume(host: str, run_id: str, checkpoint: str, overrides: Sequence[str]) -> tuple[Path | None, str]:
+    """A new run on the box of another workstation's run, from `checkpoint` (`latest`, or a path there) with the
+    `--set` overrides, started there detached as `tuitrain resume HOST:RUN --detach` does and mirrored here until
+    its record is (its monitor opens on that folder): (its folder here, a note), or (None, why not: the box's one
+    line, naming the host)."""
+    from tuitrain.remote.run_mirror import fetch
     from tuitrain.remote.workstations import find, problem_line, run_on, workstations
-    from tuitrain.tui.messages import RunStarted
     from tuitrain.user_config import UserConfigError
 
-    found = mirrored_run(run_dir)
-    if found is None:
-        return
-    host, run_id = found
-    app.call_from_thread(app.notify, f"resuming {host}:{run_id} from {Path(checkpoint).name} there…", title="Resume")
     try:
         station = find(host, workstations())
     except UserConfigError as exc:
-        app.call_from_thread(app.notify, str(exc), title="Cannot resume", severity="warning")
-        return
-    done = run_on(station, ["resume", run_id, "--checkpoint", checkpoint, "--detach"], REMOTE_SECONDS)
+        return None, str(exc)
+    done = run_on(station, resume_argv(run_id, checkpoint, overrides), REMOTE_SECONDS)
     said = done.stdout.strip().splitlines()
     problem = problem_line(station, done) or (None if said else f"{host}: `tuitrain resume` there printed no run id")
-    new_dir, problem = (None, problem) if problem else fetch(host, said[-1])
-    if problem or new_dir is None:
-        app.call_from_thread(app.notify, problem, title="Cannot resume", severity="warning", timeout=15)
-        return
-    app.post_message(RunStarted(str(new_dir), note=f"{host}:{said[-1]} started on {host}"))
+    if problem:
+        return None, problem
+    new_dir, problem = fetch(host, said[-1])
+    return (None, problem) if problem else (new_dir, f"{host}:{said[-1]} started on {host}")
 
 
-def elsewhere(run_dir: Path, command: str) -> str | None:
-    """For a run of another workstation, the command that does it there (`command`, with {host} and {run}): the
-    app does not do it there yet; None for a run of this machine."""
+def elsewhere(run_dir: Path, command: str, note: str = "") -> str | None:
+    """For a run of another workstation, the command that does it there (`command`, with {host} and {run}; `note`
+    after it, with {host}): the app does not do it there yet; None for a run of this machine."""
     from tuitrain.remote.run_mirror import mirrored_run
 
     found = mirrored_run(run_dir)
     if found is None:
         return None
     host, run_id = found
-    return f"{run_id} runs on {host}: `{command.format(host=host, run=run_id)}` reaches it from a terminal"
+    said = f"{run_id} runs on {host}: `{command.format(host=host, run=run_id)}` reaches it from a terminal"
+    return f"{said} ({note.format(host=host)})" if note else said

@@ -659,9 +659,9 @@ class MonitorScreen(Screen):
         self.app.push_screen(ConfirmScreen(f"Kill run {self.run_watch.paths.id}?\nEvery process ends now: no checkpoint "
                                            "is saved (SIGTERM, then SIGKILL).", yes="Kill"), answered)
 
-    def _elsewhere(self, command: str) -> bool:
+    def _elsewhere(self, command: str, note: str = "") -> bool:
         """Another workstation's run, for what the app does not do there yet: said how to, True."""
-        said = elsewhere(self.run_dir, command)
+        said = elsewhere(self.run_dir, command, note)
         if said:
             self.notify(said, title=str(self.host), timeout=10)
         return said is not None
@@ -671,11 +671,10 @@ class MonitorScreen(Screen):
                         exit_on_error=False)
 
     def action_stacks(self) -> None:
-        """Every rank's stacks and their digest, taken in the stacks screen's worker."""
+        """Every rank's stacks and their digest, taken in the stacks screen's worker (another workstation's run's
+        there, by its tuitrain)."""
         from tuitrain.tui.screens.stacks import StacksScreen
 
-        if self._elsewhere("tuitrain stacks {host}:{run}"):
-            return
         if self.run_watch.status in FINAL_STATUSES:
             self.notify(f"run {self.run_watch.paths.id} has ended ({self.run_watch.status}): no stacks to take",
                         severity="warning")
@@ -703,22 +702,7 @@ class MonitorScreen(Screen):
         tabs = self.query_one("#tabs", TabbedContent)
         chosen = self.selected_checkpoint() if tabs.active == "tab-checkpoints" else None
         checkpoint = str(chosen) if chosen is not None else "latest"
-        if self.host is not None:  # another workstation's run: resumed there, as `tuitrain resume HOST:RUN`
-            self._resume_there(checkpoint)
-            return
         self.app.push_screen(ResumeScreen(self.run_dir, checkpoint, self.app.launch_overrides))
-
-    def _resume_there(self, checkpoint: str) -> None:
-        from tuitrain.tui.actions import remote_resume
-        from tuitrain.tui.screens.confirm import ConfirmScreen
-
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self.run_worker(lambda: remote_resume(self.app, self.run_dir, checkpoint), thread=True,
-                                group="control", exit_on_error=False)
-
-        self.app.push_screen(ConfirmScreen(f"Resume {self.host}:{self.run_watch.paths.id} on {self.host} from "
-                                           f"{Path(checkpoint).name}?\nA new run starts there.", yes="Resume"), answered)
 
     def action_export(self) -> None:
         """The export dialog (best, last or selected checkpoint; a folder), then `tuitrain export` in a worker."""
@@ -726,7 +710,7 @@ class MonitorScreen(Screen):
         from tuitrain.tui.screens.export import ExportChoice, ExportScreen
         from tuitrain.tui.widgets.checkpoints import best_checkpoint
 
-        if self._elsewhere("ssh {host} tuitrain export {run}"):
+        if self._elsewhere("tuitrain export {host}:{run} OUT", "OUT: a new folder on {host}"):
             return
         w = self.run_watch
         complete = {c.path: c for c in w.checkpoints if c.complete}

@@ -1,7 +1,8 @@
 """Resume a run from one of its checkpoints, with `--set` overrides: the checkpoint it continues
 from, the overrides checked as you type (the CLI's own parser and validator), then the run's own
 backend resumes it as `tuitrain resume` does, in a worker. Problems show here, one line each; nothing
-starts until they are gone."""
+starts until they are gone. Another workstation's run (its mirror here) is resumed on its box, as `tuitrain resume
+HOST:RUN --set …` does: its overrides are checked there, and a refusal is the box's one line."""
 
 from __future__ import annotations
 
@@ -53,6 +54,15 @@ def override_problems(profile: Path, overrides: Sequence[str], checkpoint: Check
     return [against] if against else []
 
 
+def box_checkpoint(found: Sequence[dict], ref: str) -> dict | None:
+    """Of another workstation's run's checkpoints as its box sees them (`to_dict` each), the one `ref` names:
+    `latest` (the newest complete), `checkpoint-N` or its path there."""
+    complete = [c for c in found if c.get("complete")]
+    if ref == "latest":
+        return max(complete, key=lambda c: int(c.get("step") or 0), default=None)
+    return next((c for c in complete if ref in (str(c.get("path")), Path(str(c.get("path"))).name)), None)
+
+
 class ResumeScreen(ModalScreen[None]):
     if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
         app = getters.app(TuitrainAppApi)
@@ -73,8 +83,11 @@ class ResumeScreen(ModalScreen[None]):
 
     def __init__(self, run_dir: Path, checkpoint: str, overrides: Sequence[str] = ()) -> None:
         """`checkpoint`: `latest`, `checkpoint-N` or a path, as `tuitrain resume --checkpoint` takes."""
+        from tuitrain.remote.run_mirror import mirrored_run
+
         super().__init__()
         self.run_dir = Path(run_dir)
+        self.elsewhere = mirrored_run(self.run_dir)  # (host, run id) of another workstation's run
         self.checkpoint = checkpoint
         self.initial = " ".join(shlex.quote(o) for o in overrides)
         self.busy = False
@@ -84,7 +97,8 @@ class ResumeScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(f"Resume run {self.run_dir.name}", id="resume-title")
+            on = f" on {self.elsewhere[0]}" if self.elsewhere else ""
+            yield Static(f"Resume run {self.run_dir.name}{on}", id="resume-title")
             yield Static("finding the checkpoint…", id="checkpoint")
             yield Static("Overrides, like --set (section.key=value, space separated):", classes="hint")
             yield Input(self.initial, placeholder="section.key=value …", id="resume-set")
@@ -107,6 +121,9 @@ class ResumeScreen(ModalScreen[None]):
         from tuitrain.runs.record import RunRecordError, read_record
         from tuitrain.runs.relaunch import ResumeError, choose_checkpoint
 
+        if self.elsewhere is not None:
+            self.app.call_from_thread(self._show_checkpoint, self._box_checkpoint_line(*self.elsewhere))
+            return
         try:
             chosen = choose_checkpoint(read_record(RunPaths(self.run_dir)), self.checkpoint)
         except (ResumeError, RunRecordError, OSError, KeyError) as exc:
@@ -115,6 +132,16 @@ class ResumeScreen(ModalScreen[None]):
         self.app.call_from_thread(self._show_checkpoint,
                                   f"from [b]{chosen.path.name}[/] (step {chosen.step}): the new run starts at step "
                                   f"{chosen.step + 1}  [dim]{_escape(self.app.show_path(chosen.path))}[/]", chosen)
+
+    def _box_checkpoint_line(self, host: str, run_id: str) -> str:
+        from tuitrain.remote.run_mirror import read_checkpoints
+
+        chosen = box_checkpoint(read_checkpoints(self.run_dir), self.checkpoint)
+        if chosen is None:
+            return f"from {_escape(Path(self.checkpoint).name)}, as {host} finds it: a new run starts there"
+        step = int(chosen.get("step") or 0)
+        return (f"from [b]{_escape(Path(str(chosen['path'])).name)}[/] (step {step}): a new run starts on {host} at "
+                f"step {step + 1}; the overrides are checked there  [dim]{_escape(str(chosen['path']))}[/]")
 
     def _show_checkpoint(self, text: str, chosen: Checkpoint | None = None) -> None:
         self.query_one("#checkpoint", Static).update(text)
@@ -129,8 +156,11 @@ class ResumeScreen(ModalScreen[None]):
         self.check(event.value)
 
     def check(self, value: str) -> None:
-        """Validate again in a worker; only the latest answer is shown."""
+        """Validate again in a worker; only the latest answer is shown. Another workstation's run's overrides are
+        checked by its box as it resumes (its profile's data paths are there, not here)."""
         self._checks += 1
+        if self.elsewhere is not None:
+            return
         self._validate(split_overrides(value), self._checks, self.chosen)
 
     @work(thread=True, group="resume-check", exit_on_error=False)
@@ -169,6 +199,9 @@ class ResumeScreen(ModalScreen[None]):
         from tuitrain.runs.relaunch import ResumeError
         from tuitrain.runs.start import StartError
 
+        if self.elsewhere is not None:
+            self._start_there(*self.elsewhere, overrides)
+            return
         parent = RunPaths(self.run_dir)
         problems = override_problems(parent.profile, overrides)
         if problems:
@@ -184,6 +217,15 @@ class ResumeScreen(ModalScreen[None]):
             self.app.call_from_thread(self._failed, [str(exc)])
             return
         self.app.call_from_thread(self._started, str(resumed.paths.root), resumed.note)
+
+    def _start_there(self, host: str, run_id: str, overrides: list[str]) -> None:
+        from tuitrain.tui.actions import remote_resume
+
+        new_dir, said = remote_resume(host, run_id, self.checkpoint, overrides)
+        if new_dir is None:
+            self.app.call_from_thread(self._failed, [said])
+            return
+        self.app.call_from_thread(self._started, str(new_dir), said)
 
     def _failed(self, problems: list[str]) -> None:
         self.busy = False

@@ -1,9 +1,12 @@
 """Where every rank of a live run is: its stacks, all threads, taken as `tuitrain stacks` takes them
-(tuitrain.runs.stacks.gather, in a worker) and shown as the digest, then each rank's main thread."""
+(tuitrain.runs.stacks.gather, in a worker) and shown as the digest, then each rank's main thread. Another
+workstation's run (its mirror here) is asked there, `tuitrain stacks RUN --json` on its box, and drawn the same."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping
 
 from rich.text import Text
 from textual import work
@@ -16,9 +19,15 @@ from textual.widgets import Static
 
 from tuitrain.runs.layout import RunPaths
 
+if TYPE_CHECKING:
+    from tuitrain.runs.stacks import RankStacks
 
-def stacks_text(digest: list[str], blocks: list[list[str]], folder: Path) -> Text:
-    """The digest first (one line a group of ranks, those elsewhere first), then each rank's block."""
+REMOTE_STACKS_SECONDS = 60.0  # ssh, then the box's ranks' answers (as runs.stacks.MACHINE_SECONDS)
+
+
+def stacks_text(digest: list[str], blocks: list[list[str]], files: str) -> Text:
+    """The digest first (one line a group of ranks, those elsewhere first), then each rank's block; `files` says
+    where every thread of each rank is kept."""
     out = Text()
     out.append("digest\n", style="bold")
     for line in digest:
@@ -27,8 +36,41 @@ def stacks_text(digest: list[str], blocks: list[list[str]], folder: Path) -> Tex
         out.append("\n")
         out.append(block[0] + "\n", style="bold")
         out.append("\n".join(block[2:]) + "\n")
-    out.append(f"\nevery thread of each rank: {folder}/rank-K.txt", style="dim")
+    out.append(f"\nevery thread of each rank: {files}", style="dim")
     return out
+
+
+def ranks_from_json(ranks: Mapping[str, Any]) -> tuple[dict[int, RankStacks], dict[int, str]]:
+    """Each rank's stacks and where it is, from the `ranks` of `tuitrain stacks --json` (cli.stacks writes them)."""
+    from tuitrain.runs.stacks import Frame, RankStacks, Thread
+
+    taken: dict[int, RankStacks] = {}
+    where: dict[int, str] = {}
+    for key, entry in sorted(ranks.items(), key=lambda item: int(item[0])):
+        threads = tuple(Thread(str(t["name"]), tuple(Frame(str(f[0]), int(f[1]), str(f[2])) for f in t["frames"]))
+                        for t in entry.get("threads") or [])
+        pid = entry.get("pid")
+        taken[int(key)] = RankStacks(int(key), int(pid) if pid is not None else None, str(entry.get("how") or ""),
+                                     state=entry.get("state"), threads=threads)
+        where[int(key)] = str(entry.get("where") or "")
+    return taken, where
+
+
+def remote_stacks_text(host: str, answer: str) -> tuple[Text, bool]:
+    """What another workstation's `tuitrain stacks RUN --json` answered, drawn as a run of this machine's is; a
+    reply that is no such JSON is one line naming the host."""
+    from tuitrain.runs.stacks import rank_block
+
+    try:
+        data = json.loads(answer)
+        taken, where = ranks_from_json(data["ranks"])
+        digest = [str(line) for line in data["digest"]]
+    except (ValueError, KeyError, TypeError, IndexError):
+        return Text(f"{host}: `tuitrain stacks --json` there printed no stacks JSON (another tuitrain version?)",
+                    style="red"), False
+    files = [entry["file"] for entry in data["ranks"].values() if entry.get("file")]
+    folder = f"{Path(files[0]).parent}/rank-K.txt on {host}" if files else f"the run's stacks/ folder on {host}"
+    return stacks_text(digest, [rank_block(s, where[r]) for r, s in taken.items()], folder), True
 
 
 class StacksScreen(ModalScreen[None]):
@@ -52,14 +94,18 @@ class StacksScreen(ModalScreen[None]):
             self.ok = ok
 
     def __init__(self, run_dir: Path) -> None:
+        from tuitrain.remote.run_mirror import mirrored_run
+
         super().__init__()
         self.paths = RunPaths(Path(run_dir))
+        self.elsewhere = mirrored_run(self.paths.root)  # (host, run id) of another workstation's run
         self.taking = False
         self.shown = ""  # the plain text on screen, for tests and copying
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(f"Stacks of run {self.paths.id}  [dim]r: take again · escape: close[/]", id="stacks-title")
+            on = f" on {self.elsewhere[0]}" if self.elsewhere else ""
+            yield Static(f"Stacks of run {self.paths.id}{on}  [dim]r: take again · escape: close[/]", id="stacks-title")
             with VerticalScroll(id="stacks-box"):
                 yield Static("", id="stacks")
 
@@ -76,6 +122,9 @@ class StacksScreen(ModalScreen[None]):
 
     @work(thread=True, exclusive=True, group="stacks", exit_on_error=False)
     def take(self) -> None:
+        if self.elsewhere is not None:
+            self.post_message(self.Taken(*take_there(*self.elsewhere)))
+            return
         from tuitrain.runs.catalog import load_record
         from tuitrain.runs.record import RunRecordError
         from tuitrain.runs.stacks import StacksError, gather, rank_block
@@ -86,7 +135,8 @@ class StacksScreen(ModalScreen[None]):
             self.post_message(self.Taken(Text(str(exc), style="red"), ok=False))
             return
         blocks = [rank_block(s, summary["ranks"][str(r)]) for r, s in taken.items()]
-        self.post_message(self.Taken(stacks_text(summary["lines"], blocks, self.paths.stacks), ok=True))
+        self.post_message(self.Taken(stacks_text(summary["lines"], blocks, f"{self.paths.stacks}/rank-K.txt"),
+                                     ok=True))
 
     def on_stacks_screen_taken(self, message: Taken) -> None:
         self.taking = False
@@ -95,3 +145,20 @@ class StacksScreen(ModalScreen[None]):
 
     def action_close(self) -> None:
         self.dismiss(None)
+
+
+def take_there(host: str, run_id: str) -> tuple[Text, bool]:
+    """Another workstation's run's stacks, taken there by its tuitrain (`tuitrain stacks RUN --json` through the
+    workstation's python and runs folder); why not in one line."""
+    from tuitrain.remote.workstations import find, problem_line, run_on, workstations
+    from tuitrain.user_config import UserConfigError
+
+    try:
+        station = find(host, workstations())
+    except UserConfigError as exc:
+        return Text(str(exc), style="red"), False
+    done = run_on(station, ["stacks", run_id, "--json"], REMOTE_STACKS_SECONDS)
+    problem = problem_line(station, done)
+    if problem:
+        return Text(problem, style="red"), False
+    return remote_stacks_text(host, done.stdout)
