@@ -361,3 +361,14 @@ def test_tuitrain_report_moves_the_heartbeat(tmp_path, monkeypatch):
         api.report(step, loss=1.0)
     beats = wait_for(lambda: {b.step for b in read_beats(run).values()} == {3} and read_beats(run), 30, "rank 0's beat")
     assert beats[0].phase == PHASE_BETWEEN and beats[0].step_seconds is not None
+
+
+def test_a_lone_ranks_backward_is_not_said_to_wait_for_ddp():
+    """DDP all-reduces the gradients in backward only among several ranks: a one-process run's digest must not say
+    its rank waits there for the others (seen on a one-process run over SSH)."""
+    backward = Thread("main", (Frame("/venv/lib/python3.11/site-packages/torch/autograd/graph.py", 825,
+                                     "_engine_run_backward"), Frame("/home/me/train.py", 90, "main")), current=True)
+    said = describe_thread(backward)
+    assert said == "in backward (train.py:90 → graph.py:825)"
+    assert digest({0: said}) == [f"rank 0: {said}"]
+    assert digest({0: said, 1: said}) == [f"ranks 0, 1: {said}, where DDP all-reduces the gradients"]

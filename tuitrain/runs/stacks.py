@@ -160,7 +160,7 @@ def describe_thread(thread: Thread) -> str:
         return f"waiting in {frames[at].func} {_place(frames, at)}"
     backward = next((i for i, f in enumerate(frames) if f.func == "_engine_run_backward"), None)
     if backward is not None:
-        return f"in backward, where DDP all-reduces the gradients {_place(frames, backward)}"
+        return f"in backward {_place(frames, backward)}"
     loading = next((i for i, f in enumerate(frames) if f.func in _DATA_LOADER_WAITS
                     and f.file.endswith(os.path.join("torch", "utils", "data", "dataloader.py"))), None)
     if loading is not None:
@@ -225,7 +225,10 @@ def digest(where: Mapping[int, str]) -> list[str]:
     for rank, text in sorted(where.items()):
         groups.setdefault(text, []).append(rank)
     ordered = sorted(groups.items(), key=lambda g: (len(g[1]), g[0].startswith(_WAITING), g[1][0]))
-    return [f"rank{'s' if len(ranks) > 1 else ''} {', '.join(map(str, ranks))}: {text}" for text, ranks in ordered]
+    several = len(where) > 1  # a lone rank's backward waits for no one: DDP all-reduces only among several
+    return [f"rank{'s' if len(ranks) > 1 else ''} {', '.join(map(str, ranks))}: {text}"
+            + (", where DDP all-reduces the gradients" if several and text.startswith("in backward") else "")
+            for text, ranks in ordered]
 
 
 # -- taking them -----------------------------------------------------------------------------------------------------
