@@ -105,6 +105,7 @@ def test_enter_on_a_boxs_run_opens_its_monitor_and_its_stop_stops_it_there(
     from tuitrain.runs.layout import RunPaths
     from tuitrain.runs.record import read_record
     from tuitrain.tui.screens.monitor import MonitorScreen
+    from tuitrain.tui.screens.resume import ResumeScreen
 
     make_runs(tmp_path / "runs")
     monkeypatch.setenv("TUITRAIN_CONFIG", str(settings(tmp_path, hosts)))
@@ -134,7 +135,9 @@ def test_enter_on_a_boxs_run_opens_its_monitor_and_its_stop_stops_it_there(
         assert list((there / "output").glob("checkpoint-*")), "the stop saved a checkpoint there"
         assert not (monitor.run_dir / "control").exists(), "nothing asked of the cache"
 
-        await pilot.press("R", "y")  # resumed there, its monitor in this one's place
+        await pilot.press("R")  # the resume dialog; resumed there, its monitor in this one's place
+        await until(pilot, lambda: isinstance(app.screen, ResumeScreen), 30, what="the resume dialog")
+        await pilot.press("enter")
         resumed = await until(pilot, lambda: isinstance(app.screen, MonitorScreen) and app.screen is not monitor
                               and app.screen.query("#header") and app.screen, 300, what="the resumed run's monitor")
         new_there = tmp_path / "node1-runs" / resumed.run_dir.name
