@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psutil
@@ -89,11 +91,10 @@ def test_a_straggler_is_named_in_the_header(base):  # noqa: F811
     run_app(make_app(base), script)
 
 
-def test_h_takes_every_ranks_stacks_in_a_worker_and_shows_the_digest(base, tmp_path):  # noqa: F811
-    from textual.widgets import Static
-
-    run_dir = base / "runs" / RUNNING
-    sleeper = tmp_path / "sleeper.py"
+@contextmanager
+def sleeper_rank(run_dir: Path, folder: Path) -> Iterator[subprocess.Popen[str]]:
+    """The run's rank 0 as a real process that answers SIGUSR2 as a rank does (SLEEPER), named in its run.json."""
+    sleeper = folder / "sleeper.py"
     sleeper.write_text(SLEEPER, encoding="utf-8")
     (run_dir / "stacks").mkdir()
     proc = subprocess.Popen([sys.executable, str(sleeper), str(run_dir / "stacks" / "rank-0.txt")],
@@ -103,7 +104,17 @@ def test_h_takes_every_ranks_stacks_in_a_worker_and_shows_the_digest(base, tmp_p
         record = json.loads((run_dir / "run.json").read_text())
         record["processes"] = {"rank 0": {"pid": proc.pid, "started": psutil.Process(proc.pid).create_time()}}
         (run_dir / "run.json").write_text(json.dumps(record))
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait()
 
+
+def test_h_takes_every_ranks_stacks_in_a_worker_and_shows_the_digest(base, tmp_path):  # noqa: F811
+    from textual.widgets import Static
+
+    run_dir = base / "runs" / RUNNING
+    with sleeper_rank(run_dir, tmp_path) as proc:
         async def script(pilot):
             monitor = await open_monitor(pilot, RUNNING)
             await pilot.press("h")
@@ -121,9 +132,6 @@ def test_h_takes_every_ranks_stacks_in_a_worker_and_shows_the_digest(base, tmp_p
             await until(pilot, lambda: pilot.app.screen is monitor, what="back to the monitor")
 
         run_app(make_app(base), script)
-    finally:
-        proc.kill()
-        proc.wait()
 
 
 def test_h_on_an_ended_run_says_there_is_nothing_to_take(base):  # noqa: F811

@@ -8,17 +8,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
 
 from conftest import check_clean, cli, wait_for
 from test_tui_fixtures import FAILED, FINISHED, RUNNING, make_runs
-from test_tui_hangs import SLEEPER
+from test_tui_hangs import sleeper_rank
 
 STACKS_JSON = {"run": RUNNING, "digest": ["rank 0: in your script, sleeper.py line 6 `time.sleep(…)`"],
                "ranks": {"0": {"pid": 4242, "how": "faulthandler", "state": None,
@@ -72,20 +69,8 @@ def rank_on_node1(tmp_path: Path) -> Any:
     """node1's runs folder with the fixture runs, its running one's rank 0 a real process that answers SIGUSR2 as a
     rank does (the hosts share this machine's process table)."""
     run_dir = make_runs(tmp_path / "node1-runs")[RUNNING]
-    sleeper = tmp_path / "sleeper.py"
-    sleeper.write_text(SLEEPER, encoding="utf-8")
-    (run_dir / "stacks").mkdir()
-    proc = subprocess.Popen([sys.executable, str(sleeper), str(run_dir / "stacks" / "rank-0.txt")],
-                            stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
-        record = json.loads((run_dir / "run.json").read_text())
-        record["processes"] = {"rank 0": {"pid": proc.pid, "started": psutil.Process(proc.pid).create_time()}}
-        (run_dir / "run.json").write_text(json.dumps(record))
+    with sleeper_rank(run_dir, tmp_path) as proc:
         yield proc
-    finally:
-        proc.kill()
-        proc.wait()
 
 
 @pytest.mark.slow
