@@ -372,3 +372,18 @@ def test_a_lone_ranks_backward_is_not_said_to_wait_for_ddp():
     assert said == "in backward (train.py:90 → graph.py:825)"
     assert digest({0: said}) == [f"rank 0: {said}"]
     assert digest({0: said, 1: said}) == [f"ranks 0, 1: {said}, where DDP all-reduces the gradients"]
+
+
+def test_the_stacks_json_reads_back_as_it_was_written(tmp_path):
+    """`tuitrain stacks --json` (runs.stacks_json) is what the app reads from another workstation: one form, both ways."""
+    from tuitrain.runs.stacks import RankStacks
+    from tuitrain.runs.stacks_json import ranks_from_json, stacks_json
+
+    threads = parse_stacks(FAULTHANDLER)
+    taken = {0: RankStacks(0, 41, "faulthandler", FAULTHANDLER, threads=threads), 1: RankStacks(1, None, "", state="stopped")}
+    summary = {"lines": ["rank 1: stopped"], "ranks": {"0": "waiting in all_reduce", "1": "stopped"}}
+    data = json.loads(json.dumps(stacks_json(RunPaths(tmp_path / "r1"), taken, summary)))
+    back, where = ranks_from_json(data["ranks"])
+    assert where == {0: "waiting in all_reduce", 1: "stopped"} and data["digest"] == ["rank 1: stopped"]
+    assert [(s.rank, s.pid, s.how, s.state, s.threads) for s in back.values()] == \
+        [(0, 41, "faulthandler", None, threads), (1, None, "", "stopped", ())]

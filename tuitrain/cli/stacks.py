@@ -39,12 +39,9 @@ def cmd_stacks(args: argparse.Namespace) -> int:
     except StacksError as exc:
         raise CliError(str(exc)) from None
     if args.json:
-        print_json({"run": paths.id, "digest": summary["lines"],
-                    "ranks": {str(r): {"pid": s.pid, "how": s.how, "state": s.state, "where": summary["ranks"][str(r)],
-                                       "file": str(paths.rank_stacks(r)) if s.how else None,
-                                       "threads": [{"name": t.name, "frames": [[f.file, f.line, f.func] for f in t.frames]}
-                                                   for t in s.threads]}
-                              for r, s in taken.items()}})
+        from tuitrain.runs.stacks_json import stacks_json
+
+        print_json(stacks_json(paths, taken, summary))
         return 0
     width = shutil.get_terminal_size((120, 24)).columns
     for line in columns([rank_block(s, summary["ranks"][str(r)]) for r, s in taken.items()], width):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import work
@@ -20,7 +20,7 @@ from textual.widgets import Static
 from tuitrain.runs.layout import RunPaths
 
 if TYPE_CHECKING:
-    from tuitrain.runs.stacks import RankStacks
+    pass
 
 REMOTE_STACKS_SECONDS = 60.0  # ssh, then the box's ranks' answers (as runs.stacks.MACHINE_SECONDS)
 
@@ -40,26 +40,11 @@ def stacks_text(digest: list[str], blocks: list[list[str]], files: str) -> Text:
     return out
 
 
-def ranks_from_json(ranks: Mapping[str, Any]) -> tuple[dict[int, RankStacks], dict[int, str]]:
-    """Each rank's stacks and where it is, from the `ranks` of `tuitrain stacks --json` (cli.stacks writes them)."""
-    from tuitrain.runs.stacks import Frame, RankStacks, Thread
-
-    taken: dict[int, RankStacks] = {}
-    where: dict[int, str] = {}
-    for key, entry in sorted(ranks.items(), key=lambda item: int(item[0])):
-        threads = tuple(Thread(str(t["name"]), tuple(Frame(str(f[0]), int(f[1]), str(f[2])) for f in t["frames"]))
-                        for t in entry.get("threads") or [])
-        pid = entry.get("pid")
-        taken[int(key)] = RankStacks(int(key), int(pid) if pid is not None else None, str(entry.get("how") or ""),
-                                     state=entry.get("state"), threads=threads)
-        where[int(key)] = str(entry.get("where") or "")
-    return taken, where
-
-
 def remote_stacks_text(host: str, answer: str) -> tuple[Text, bool]:
     """What another workstation's `tuitrain stacks RUN --json` answered, drawn as a run of this machine's is; a
     reply that is no such JSON is one line naming the host."""
     from tuitrain.runs.stacks import rank_block
+    from tuitrain.runs.stacks_json import ranks_from_json
 
     try:
         data = json.loads(answer)
