@@ -32,9 +32,12 @@ from tuitrain.tui.curves import (
     x_values,
 )
 from tuitrain.tui.format import short_metric
+from tuitrain.tui.plain import plain
+from tuitrain.tui.widgets.field import Field
 from tuitrain.tui.widgets.key_bar import KeyBar
 from tuitrain.tui.widgets.overlay_plot import Curve, OverlayPlot
 from tuitrain.tui.widgets.text_line import TextLine
+from tuitrain.tui.widgets.words import Words
 
 if TYPE_CHECKING:
     from textual import getters
@@ -107,10 +110,10 @@ class CompareScreen(Screen):
                        classes="title-bar", id="title")
         with Horizontal(id="compare-body"):
             with Vertical(id="picker"):
-                yield Input(placeholder="filter metrics", id="metric-filter")
-                yield OptionList(id="metrics")
+                yield Field(placeholder="filter metrics", id="metric-filter")
+                yield OptionList(id="metrics", markup=False)
             yield OverlayPlot(id="overlay")
-        yield Static("", id="diff-panel", markup=False)
+        yield Words("", id="diff-panel")
         yield TextLine("", id="compare-status")
         yield KeyBar()
 
@@ -150,7 +153,7 @@ class CompareScreen(Screen):
         if shown != self.shown:
             self.shown = shown
             options.clear_options()
-            options.add_options([Option(short_metric(name) if name.startswith("eval_") else name, id=name)
+            options.add_options([Option(plain(short_metric(name) if name.startswith("eval_") else name), id=name)
                                  for name in shown])
         if not shown:
             return

@@ -7,7 +7,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Static
+from textual.widgets import Button
+
+from tuitrain.tui.plain import plain
+from tuitrain.tui.widgets.words import Words
 
 
 class ConfirmScreen(ModalScreen[bool]):
@@ -29,9 +32,9 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(self.question, id="question")
+            yield Words(self.question, id="question")
             with Horizontal():
-                yield Button(f"{self.yes} (y)", variant="error", id="yes")
+                yield Button(plain(f"{self.yes} (y)"), variant="error", id="yes")
                 yield Button("No (n)", id="no")
 
     def on_mount(self) -> None:

@@ -27,14 +27,17 @@ from tuitrain.profile.schema import SCHEMA, KeySpec, TableSpec
 from tuitrain.tui.editor_model import Check, EditorModel, Loaded, LoadError
 from tuitrain.tui.fields import REMOVE, FieldDef, parse_value
 from tuitrain.tui.form_fields import TRAINING_FIELDS, field_for, training_field
+from tuitrain.tui.plain import plain
 from tuitrain.tui.plan_preview import plan_text
 from tuitrain.tui.profile_edits import machine_path
 from tuitrain.tui.save_as import SAVE_AS_QUESTION, change_notes, with_changes
+from tuitrain.tui.widgets.field import Field
 from tuitrain.tui.widgets.field_row import FieldRow
 from tuitrain.tui.widgets.gpu_picker import GpuList, GpuPicker, busy_note, cuda_labels
 from tuitrain.tui.widgets.key_bar import KeyBar
 from tuitrain.tui.widgets.machine_card import MachineCard
 from tuitrain.tui.widgets.tabs import SteadyTabbedContent
+from tuitrain.tui.widgets.words import Words
 
 if TYPE_CHECKING:
     from textual import getters
@@ -110,22 +113,22 @@ class EditorScreen(Screen):
 
     # ------------------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
-        yield Static(self._title(), classes="title-bar", id="title")
-        yield Static("", id="notice", classes="hint")
+        yield Words(self._title(), classes="title-bar", id="title")
+        yield Words("", id="notice", classes="hint")
         with Horizontal(id="start-bar"):
-            yield Static("or start from", classes="start-label")
+            yield Words("or start from", classes="start-label")
             yield Button("a pretrained model folder…", id="start-model", compact=True,
-                         tooltip="Fine-tune a model folder (or Hub id): its tokenizer, no [model.config]")
+                         tooltip=plain("Fine-tune a model folder (or Hub id): its tokenizer, no [model.config]"))
             yield Button("data files…", id="start-data", compact=True,
                          tooltip="Train on your train (and validation) files instead of generated data")
         with Horizontal(id="editor-body"):
             with SteadyTabbedContent(id="sections"):
                 for section in SECTIONS:
-                    with TabPane(section.capitalize(), id=f"sec-{section}"):
+                    with TabPane(plain(section.capitalize()), id=f"sec-{section}"):
                         yield VerticalScroll(id=f"form-{section}")
             with VerticalScroll(id="preview"):
-                yield Static("", id="problems")
-                yield Static("", id="plan")
+                yield Words("", id="problems")
+                yield Words("", id="plan")
         yield KeyBar()
 
     def _title(self) -> str:
@@ -231,11 +234,11 @@ class EditorScreen(Screen):
             for key in TRAINING_FIELDS:
                 out.append(self._row(training_field(key, model.training_specs), show_help=False))
             extra = model.extra_training_keys(TRAINING_FIELDS)
-            out.append(Label("other TrainingArguments keys (TOML values)", classes="subtable"))
+            out.append(Label("other TrainingArguments keys (TOML values)", classes="subtable", markup=False))
             for key in extra:
                 out.append(self._row(FieldDef(("training", key), "literal")))
-            out.append(Horizontal(Input(placeholder="key", id="new-key", compact=True),
-                                  Input(placeholder="value (TOML)", id="new-value", compact=True),
+            out.append(Horizontal(Field(placeholder="key", id="new-key", compact=True),
+                                  Field(placeholder="value (TOML)", id="new-value", compact=True),
                                   Button("Add", id="add-key", compact=True), id="add-row"))
             return out
         if section == "distributed":
@@ -257,13 +260,13 @@ class EditorScreen(Screen):
 
     def _table_rows(self, section: str, key: str, spec: TableSpec) -> list[Any]:
         table = self.model.get((section, key))
-        head = Static(f"[{section}.{key}]  {spec.doc}", classes="subtable", markup=False)
+        head = Words(f"[{section}.{key}]  {spec.doc}", classes="subtable")
         out: list[Any] = [head]
         if table is not None:
-            out = [Horizontal(head, Button(f"remove [{section}.{key}]", id=f"remove-{section}-{key}", compact=True,
+            out = [Horizontal(head, Button(plain(f"remove [{section}.{key}]"), id=f"remove-{section}-{key}", compact=True,
                                            tooltip="Remove this section from the profile (its defaults apply)"),
                               classes="table-head")]
-        out.append(Static("", id=f"ignored-{section}-{key}", classes="ignored-note -empty", markup=False))
+        out.append(Words("", id=f"ignored-{section}-{key}", classes="ignored-note -empty"))
         if spec.keys:
             for sub, sub_spec in spec.keys.items():
                 out.append(self._row(field_for((section, key, sub), sub_spec), f"{sub}"))
@@ -271,7 +274,7 @@ class EditorScreen(Screen):
             for sub in table:
                 out.append(self._row(FieldDef((section, key, sub), "literal"), sub))
         if not spec.keys and not isinstance(table, dict):
-            out.append(Static("  (not set: add keys in the TOML file)", classes="hint"))
+            out.append(Words("  (not set: add keys in the TOML file)", classes="hint"))
         return out
 
     def _strategy_rows(self) -> list[Any]:
@@ -287,16 +290,16 @@ class EditorScreen(Screen):
             return []
         fields = fields_for(strategy)
         section: dict[str, Any] = SCHEMA["distributed"]
-        out: list[Any] = [Static(f"{strategy}: {STRATEGY_HELP[strategy]}", classes="hint")]
-        plain = [f.name for f in fields if f.section == "distributed"]
+        out: list[Any] = [Words(f"{strategy}: {STRATEGY_HELP[strategy]}", classes="hint")]
+        own = [f.name for f in fields if f.section == "distributed"]
         tables = sorted({f.section.split(".")[1] for f in fields if f.section.count(".") == 1})
-        for key in plain:
+        for key in own:
             out.append(self._row(field_for(("distributed", key), section[key])))
-        if not plain and not tables:
-            out.append(Static("nothing more to set here: precision and GPUs are in the Hardware tab", classes="hint"))
+        if not own and not tables:
+            out.append(Words("nothing more to set here: precision and GPUs are in the Hardware tab", classes="hint"))
         for key in tables:
             out += self._table_rows("distributed", key, section[key])
-        return out + self._leftover_rows(strategy, {"strategy", *plain, *tables, *MACHINES_SECTION_KEYS})
+        return out + self._leftover_rows(strategy, {"strategy", *own, *tables, *MACHINES_SECTION_KEYS})
 
     def _leftover_rows(self, strategy: str, used: set[str]) -> list[Any]:
         """[distributed] keys set away from their default and tables set, that `strategy` does not
@@ -305,12 +308,12 @@ class EditorScreen(Screen):
         keys, tables = self.model.unused_by_strategy(used)
         if not keys and not tables:
             return []
-        out: list[Any] = [Static(f"set in this profile, not used by {strategy} (empty a field to remove it)",
-                                 classes="subtable")]
+        out: list[Any] = [Words(f"set in this profile, not used by {strategy} (empty a field to remove it)",
+                                classes="subtable")]
         out += [self._row(field_for(("distributed", key), section[key])) for key in keys]
-        out += [Horizontal(Static(f"[distributed.{key}]: {len(self.model.get(('distributed', key)))} key(s)",
-                                  classes="stale-table", markup=False),
-                           Button(f"remove [distributed.{key}]", id=f"drop-{key}", compact=True), classes="stale-row")
+        out += [Horizontal(Words(f"[distributed.{key}]: {len(self.model.get(('distributed', key)))} key(s)",
+                                 classes="stale-table"),
+                           Button(plain(f"remove [distributed.{key}]"), id=f"drop-{key}", compact=True), classes="stale-row")
                 for key in tables]
         return out
 
@@ -386,13 +389,12 @@ class EditorScreen(Screen):
 
         section: dict[str, Any] = SCHEMA["distributed"]
         listed = self.model.machines
-        out: list[Any] = [Static(f"[[distributed.machines]]  {section['machines'].doc}", classes="subtable",
-                                 markup=False)]
+        out: list[Any] = [Words(f"[[distributed.machines]]  {section['machines'].doc}", classes="subtable")]
         if not listed:
-            out.append(Static("none listed: the run is on this machine (a run started by hand on each machine "
-                              "uses num_machines and machine_rank above); add a machine to start several over SSH",
-                              classes="hint", markup=False))
-        out.append(Static("", id="machines-error", classes="-empty", markup=False))
+            out.append(Words("none listed: the run is on this machine (a run started by hand on each machine "
+                             "uses num_machines and machine_rank above); add a machine to start several over SSH",
+                             classes="hint"))
+        out.append(Words("", id="machines-error", classes="-empty"))
         out.append(self._row(field_for(("distributed", "network_interface"), section["network_interface"])))
         for index, item in enumerate(listed):
             if isinstance(item, dict):
@@ -465,8 +467,8 @@ class EditorScreen(Screen):
         gpus = tuple(getattr(hardware, "gpus", ()) or ())
         if not gpus:
             row = self._row(FieldDef(("hardware", "gpus"), "literal", doc="absent = all visible"))
-            return Vertical(Static("  no NVIDIA GPU found: gpus picks physical GPUs on a machine that has them",
-                                   classes="hint"), row, classes="gpu-box")
+            return Vertical(Words("  no NVIDIA GPU found: gpus picks physical GPUs on a machine that has them",
+                                  classes="hint"), row, classes="gpu-box")
         ticked = self.model.ticked_gpus(gpus)
         items = [(prompt, g.index, g.index in ticked) for g, prompt in zip(gpus, self._gpu_prompts(gpus), strict=True)]
         return GpuPicker(items, self.model.gpu_mapping_lines(gpus))

@@ -18,6 +18,10 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, RadioButton, RadioSet, Static
 
+from tuitrain.tui.plain import plain
+from tuitrain.tui.widgets.field import Field
+from tuitrain.tui.widgets.words import Words
+
 if TYPE_CHECKING:
     from textual import getters
 
@@ -98,14 +102,14 @@ class ExportScreen(ModalScreen[ExportRequest | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(f"Export a model of run {self.run_id}", id="export-title")
+            yield Words(f"Export a model of run {self.run_id}", id="export-title")
             with RadioSet(id="export-which"):
                 for i, choice in enumerate(self.choices):
                     label = f"{self.LABELS[choice.kind]}: {choice.path.name} (step {choice.step})"
-                    yield Choice(label, value=i == 0, id=f"export-{choice.kind}")
-            yield Static("Into the folder (new or empty):", classes="hint")
-            yield Input(self._prefilled, id="export-out")
-            yield Static("", id="export-problem")
+                    yield Choice(plain(label), value=i == 0, id=f"export-{choice.kind}")
+            yield Words("Into the folder (new or empty):", classes="hint")
+            yield Field(self._prefilled, id="export-out")
+            yield Words("", id="export-problem")
             with Horizontal(classes="buttons"):
                 yield Button("Export", variant="primary", id="export")
                 yield Button("Cancel", id="cancel")

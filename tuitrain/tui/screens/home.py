@@ -40,10 +40,12 @@ from tuitrain.tui.run_table import (
     run_labels,
     run_rows,
 )
+from tuitrain.tui.widgets.field import Field
 from tuitrain.tui.widgets.hardware_strip import HardwareStrip
 from tuitrain.tui.widgets.key_bar import KeyBar
 from tuitrain.tui.widgets.runs_table import RunsTable
 from tuitrain.tui.widgets.text_line import TextLine
+from tuitrain.tui.widgets.words import Words
 
 if TYPE_CHECKING:
     from textual import getters
@@ -109,15 +111,15 @@ class HomeScreen(Screen):
         yield HardwareStrip(self.app.hardware_line, id="hardware")
         with Horizontal(id="home-body"):
             with Vertical(id="profiles-pane"):
-                yield Static("Profiles", classes="pane-title")
-                yield OptionList(id="profiles")
+                yield Words("Profiles", classes="pane-title")
+                yield OptionList(id="profiles", markup=False)
             with Vertical(id="runs-pane"):
                 yield TextLine("Runs", classes="pane-title", id="runs-title")
-                yield Input(placeholder="filter runs: id, profile or status", id="runs-filter")
+                yield Field(placeholder="filter runs: id, profile or status", id="runs-filter")
                 table: DataTable = RunsTable(id="runs", cursor_type="row", zebra_stripes=False)
                 yield table
-                yield Static(id="queue-waits")  # the highlighted queued run: its place and what it waits for
-                yield Static(id="host-problems")  # each workstation that cannot be watched: why, in full
+                yield Words(id="queue-waits")  # the highlighted queued run: its place and what it waits for
+                yield Words(id="host-problems")  # each workstation that cannot be watched: why, in full
         yield KeyBar()
 
     def on_mount(self) -> None:
@@ -205,8 +207,7 @@ class HomeScreen(Screen):
         highlighted = options.highlighted
         options.clear_options()
         for entry in entries:
-            prompt = Text.assemble((entry.name, "bold"), ("  " + entry.where, "dim"))
-            options.add_option(Option(prompt, id=str(entry.path)))
+            options.add_option(Option(Text.assemble((entry.name, "bold"), ("  " + entry.where, "dim")), id=str(entry.path)))
         if entries:
             options.highlighted = min(highlighted or 0, len(entries) - 1)
 

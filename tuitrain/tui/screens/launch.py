@@ -8,6 +8,7 @@ import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -16,6 +17,9 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Select, Static
 
 from tuitrain.tui.messages import RunStarted
+from tuitrain.tui.plain import plain
+from tuitrain.tui.widgets.field import Field
+from tuitrain.tui.widgets.words import Words
 
 if TYPE_CHECKING:
     from textual import getters
@@ -67,19 +71,19 @@ class LaunchScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(f"Launch {self.path.stem}  [dim]{self._where()}[/]", id="launch-title")
+            yield Words(Text.assemble(f"Launch {self.path.stem}  ", (self._where(), "dim")), id="launch-title")
             if self.hosts:  # shown only with workstations in the settings
                 with Horizontal(id="where-row"):
-                    yield Static("Where:")
-                    yield Select([("this machine", ""), *((host, host) for host in self.hosts)], allow_blank=False,
+                    yield Words("Where:")
+                    yield Select([("this machine", ""), *((plain(host), host) for host in self.hosts)], allow_blank=False,
                                  value="", id="where", compact=True)
-            yield Static("Overrides, like --set (section.key=value, space separated):", classes="hint")
-            yield Input(self.initial, placeholder="training.max_steps=40 training.logging_steps=5", id="overrides")
-            yield Static("Slurm options, for Submit (as `tuitrain submit` takes them):", classes="hint")
-            yield Input("", placeholder="--partition gpu --time 2:00:00 --account lab --requeue", id="sbatch")
+            yield Words("Overrides, like --set (section.key=value, space separated):", classes="hint")
+            yield Field(self.initial, placeholder="training.max_steps=40 training.logging_steps=5", id="overrides")
+            yield Words("Slurm options, for Submit (as `tuitrain submit` takes them):", classes="hint")
+            yield Field("", placeholder="--partition gpu --time 2:00:00 --account lab --requeue", id="sbatch")
             with VerticalScroll(id="plan-box"):
-                yield Static("planning…", id="plan")
-                yield Static("", id="problems")
+                yield Words("planning…", id="plan")
+                yield Words("", id="problems")
             with Horizontal(classes="buttons"):
                 yield Button("Preview (^t)", id="preview-data")
                 yield Button("Slurm (^b)", id="submit")

@@ -30,6 +30,7 @@ from tuitrain.slurm.state import job_id as slurm_job_id
 from tuitrain.tui.actions import elsewhere, run_request, wait_or_cancel
 from tuitrain.tui.format import bar, short_metric, status_text
 from tuitrain.tui.machines import Machine, machine_of_rank, machines_line, run_machines, this_host
+from tuitrain.tui.plain import plain
 from tuitrain.tui.widgets.checkpoints import CheckpointList
 from tuitrain.tui.widgets.key_bar import KeyBar
 from tuitrain.tui.widgets.log_view import LogView
@@ -37,6 +38,7 @@ from tuitrain.tui.widgets.metrics import MetricsPanel
 from tuitrain.tui.widgets.search_bar import SearchBar
 from tuitrain.tui.widgets.tabs import SteadyTabbedContent
 from tuitrain.tui.widgets.text_line import TextLine
+from tuitrain.tui.widgets.words import Words
 
 if TYPE_CHECKING:
     from textual import getters
@@ -140,19 +142,19 @@ class MonitorScreen(Screen):
             with TabPane("All ranks", id="tab-all"):
                 yield LogView(w.folded if self.fold else w.merged, ranks=True, id="log-all")
             for rank, log in enumerate(w.ranks):
-                with TabPane(f"Rank {rank}", id=f"tab-rank-{rank}"):
+                with TabPane(plain(f"Rank {rank}"), id=f"tab-rank-{rank}"):
                     yield LogView(log, id=f"log-rank-{rank}")
             with TabPane("Launcher", id="tab-launcher"):
                 yield LogView(w.launcher, id="log-launcher")
             for position, (machine, log) in enumerate(zip(self.machines, self.machine_logs, strict=True)):
-                with TabPane(machine.host, id=f"tab-machine-{position}"):
+                with TabPane(plain(machine.host), id=f"tab-machine-{position}"):
                     yield LogView(log, id=f"log-machine-{position}")
             with TabPane("Metrics", id="tab-metrics"):
                 yield MetricsPanel(w.paths.profile, id="metrics")
             with TabPane("Checkpoints", id="tab-checkpoints"):
                 yield CheckpointList(id="checkpoint-list")
             with TabPane("GPUs", id="tab-gpus"):
-                yield Static("", id="gpus")
+                yield Words("", id="gpus")
         yield TextLine("", id="log-status")
         yield SearchBar(id="search")
         yield KeyBar()

@@ -19,6 +19,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
 from tuitrain.tui.messages import RunStarted
+from tuitrain.tui.widgets.field import Field
+from tuitrain.tui.widgets.words import Words
 
 if TYPE_CHECKING:
     from textual import getters
@@ -98,11 +100,11 @@ class ResumeScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             on = f" on {self.elsewhere[0]}" if self.elsewhere else ""
-            yield Static(f"Resume run {self.run_dir.name}{on}", id="resume-title")
-            yield Static("finding the checkpoint…", id="checkpoint")
-            yield Static("Overrides, like --set (section.key=value, space separated):", classes="hint")
-            yield Input(self.initial, placeholder="section.key=value …", id="resume-set")
-            yield Static("", id="resume-problems")
+            yield Words(f"Resume run {self.run_dir.name}{on}", id="resume-title")
+            yield Words("finding the checkpoint…", id="checkpoint")
+            yield Words("Overrides, like --set (section.key=value, space separated):", classes="hint")
+            yield Field(self.initial, placeholder="section.key=value …", id="resume-set")
+            yield Words("", id="resume-problems")
             with Horizontal(classes="buttons"):
                 yield Button("Resume", variant="primary", id="resume")
                 yield Button("Cancel", id="cancel")
@@ -127,23 +129,24 @@ class ResumeScreen(ModalScreen[None]):
         try:
             chosen = choose_checkpoint(read_record(RunPaths(self.run_dir)), self.checkpoint)
         except (ResumeError, RunRecordError, OSError, KeyError) as exc:
-            self.app.call_from_thread(self._show_checkpoint, f"[red]{_escape(str(exc))}[/]")
+            self.app.call_from_thread(self._show_checkpoint, Text(str(exc), style="red"))
             return
-        self.app.call_from_thread(self._show_checkpoint,
-                                  f"from [b]{chosen.path.name}[/] (step {chosen.step}): the new run starts at step "
-                                  f"{chosen.step + 1}  [dim]{_escape(self.app.show_path(chosen.path))}[/]", chosen)
+        self.app.call_from_thread(self._show_checkpoint, Text.assemble(
+            "from ", (chosen.path.name, "bold"), f" (step {chosen.step}): the new run starts at step {chosen.step + 1}  ",
+            (self.app.show_path(chosen.path), "dim")), chosen)
 
-    def _box_checkpoint_line(self, host: str, run_id: str) -> str:
+    def _box_checkpoint_line(self, host: str, run_id: str) -> Text:
         from tuitrain.remote.run_mirror import read_checkpoints
 
         chosen = box_checkpoint(read_checkpoints(self.run_dir), self.checkpoint)
         if chosen is None:
-            return f"from {_escape(Path(self.checkpoint).name)}, as {host} finds it: a new run starts there"
+            return Text(f"from {Path(self.checkpoint).name}, as {host} finds it: a new run starts there")
         step = int(chosen.get("step") or 0)
-        return (f"from [b]{_escape(Path(str(chosen['path'])).name)}[/] (step {step}): a new run starts on {host} at "
-                f"step {step + 1}; the overrides are checked there  [dim]{_escape(str(chosen['path']))}[/]")
+        return Text.assemble("from ", (Path(str(chosen["path"])).name, "bold"),
+                             f" (step {step}): a new run starts on {host} at step {step + 1}; the overrides are checked "
+                             "there  ", (str(chosen["path"]), "dim"))
 
-    def _show_checkpoint(self, text: str, chosen: Checkpoint | None = None) -> None:
+    def _show_checkpoint(self, text: Text, chosen: Checkpoint | None = None) -> None:
         self.query_one("#checkpoint", Static).update(text)
         if chosen is not None:
             self.chosen = chosen
@@ -236,8 +239,3 @@ class ResumeScreen(ModalScreen[None]):
         self.dismiss(None)
         self.app.post_message(RunStarted(run_dir, note))
 
-
-def _escape(text: str) -> str:
-    from rich.markup import escape
-
-    return escape(text)

@@ -18,6 +18,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from tuitrain.runs.layout import RunPaths
+from tuitrain.tui.widgets.words import Words
 
 if TYPE_CHECKING:
     pass
@@ -90,9 +91,10 @@ class StacksScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             on = f" on {self.elsewhere[0]}" if self.elsewhere else ""
-            yield Static(f"Stacks of run {self.paths.id}{on}  [dim]r: take again · escape: close[/]", id="stacks-title")
+            yield Words(Text.assemble(f"Stacks of run {self.paths.id}{on}  ", ("r: take again · escape: close", "dim")),
+                        id="stacks-title")
             with VerticalScroll(id="stacks-box"):
-                yield Static("", id="stacks")
+                yield Words("", id="stacks")
 
     def on_mount(self) -> None:
         self.query_one("#stacks-box").focus()

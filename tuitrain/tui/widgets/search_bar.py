@@ -13,10 +13,11 @@ from textual.message import Message
 from textual.widgets import Input
 from textual.worker import get_current_worker
 
+from tuitrain.tui.widgets.field import Field
 from tuitrain.tui.widgets.log_view import LogView
 
 
-class SearchBar(Input):
+class SearchBar(Field):
     class TermChanged(Message):
         """The user submitted a term (None: no search)."""
 

@@ -4,12 +4,15 @@ Static.update() asks for a new layout (its size might change), which repaints th
 for lines updated every second or faster (progress header, log status, hardware strip) that
 would be most of what the app paints. Give a TextLine its height in CSS.
 
-A line longer than the widget ends in an ellipsis, never cut mid-word without a sign."""
+A line longer than the widget ends in an ellipsis, never cut mid-word without a sign. A `str` is text, its control
+characters shown (tui.plain.visible), never markup."""
 
 from __future__ import annotations
 
 from rich.text import Text
 from textual.widget import Widget
+
+from tuitrain.tui.plain import visible, visible_text
 
 
 class TextLine(Widget):
@@ -38,7 +41,7 @@ class TextLine(Widget):
         return self._text.plain if isinstance(self._text, Text) else self._text
 
     def render(self) -> Text:
-        text = Text(self._text, end="") if isinstance(self._text, str) else self._text.copy()
+        text = Text(visible(self._text), end="") if isinstance(self._text, str) else visible_text(self._text).copy()
         text.no_wrap = True
         text.overflow = "ellipsis"
         return text
