@@ -15,6 +15,7 @@ Unicode picture, ␛ ␇)."""
 from __future__ import annotations
 
 import re
+from typing import Iterable
 
 from rich.text import Text
 from textual.content import Content
@@ -68,6 +69,11 @@ def cut(text: str, limit: int = PANE_CHARS) -> str:
     space = head.rfind(" ", limit - 40)
     head = head[:space] if space > 0 else head
     return f"{head}… ({len(text) - len(head):,} more characters)"
+
+
+def problem_lines(problems: Iterable[str]) -> str:
+    """An error pane's lines, each cut at PANE_CHARS: a 3 kB value pasted into a field is named, not printed whole."""
+    return "\n".join(cut(problem) for problem in problems)
 
 
 def escaped(text: object) -> str:

@@ -27,7 +27,7 @@ from tuitrain.profile.schema import SCHEMA, KeySpec, TableSpec
 from tuitrain.tui.editor_model import Check, EditorModel, Loaded, LoadError
 from tuitrain.tui.fields import REMOVE, FieldDef, parse_value
 from tuitrain.tui.form_fields import TRAINING_FIELDS, field_for, training_field
-from tuitrain.tui.plain import plain
+from tuitrain.tui.plain import plain, problem_lines
 from tuitrain.tui.plan_preview import plan_text
 from tuitrain.tui.profile_edits import machine_path
 from tuitrain.tui.save_as import SAVE_AS_QUESTION, change_notes, with_changes
@@ -602,13 +602,13 @@ class EditorScreen(Screen):
         summary = Text()
         if errors:
             summary.append(f"{errors} error(s)\n", style="bold red")
-            summary.append("\n".join(f"• {p.key or 'profile'}: {p.message}" for p in problems if p.is_error) + "\n\n",
+            summary.append(problem_lines(f"• {p.key or 'profile'}: {p.message}" for p in problems if p.is_error) + "\n\n",
                            style="red")
         else:
             summary.append("no errors\n\n", style="green")
         others = [p for p in problems if not p.is_error]
         if others:
-            summary.append("\n".join(f"{p.severity}: {p.key or 'profile'}: {p.message}" for p in others) + "\n\n",
+            summary.append(problem_lines(f"{p.severity}: {p.key or 'profile'}: {p.message}" for p in others) + "\n\n",
                            style="yellow")
         self.query_one("#problems", Static).update(summary)
         self.query_one("#plan", Static).update(plan)
@@ -622,15 +622,15 @@ class EditorScreen(Screen):
         by_row = self.model.problems_by_field({*self.rows, *cards, "distributed.machines"})
         for key, row in self.rows.items():
             if row.is_mounted:
-                row.set_error("\n".join(by_row.get(key, [])) or None)
+                row.set_error(problem_lines(by_row.get(key, [])) or None)
         for key, card in cards.items():
             if card.is_mounted:
-                card.set_error("\n".join(by_row.get(key, [])) or None)
+                card.set_error(problem_lines(by_row.get(key, [])) or None)
         try:
             above = self.query_one("#machines-error", Static)
         except NoMatches:
             return
-        words = "\n".join(by_row.get("distributed.machines", []))
+        words = problem_lines(by_row.get("distributed.machines", []))
         above.update(words)
         above.set_class(not words, "-empty")
 

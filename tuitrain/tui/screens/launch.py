@@ -17,7 +17,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Select, Static
 
 from tuitrain.tui.messages import RunStarted
-from tuitrain.tui.plain import plain
+from tuitrain.tui.plain import plain, problem_lines
 from tuitrain.tui.widgets.field import Field
 from tuitrain.tui.widgets.words import Words
 
@@ -142,7 +142,7 @@ class LaunchScreen(ModalScreen[None]):
         if number != self._previews:
             return
         self.query_one("#plan", Static).update(plan)
-        self.query_one("#problems", Static).update("\n".join(problems))
+        self.query_one("#problems", Static).update(problem_lines(problems))
 
     def host(self) -> str:
         """The workstation chosen to run it; "" for this machine."""
@@ -316,7 +316,7 @@ class LaunchScreen(ModalScreen[None]):
         self.busy = False
         self._previews += 1  # a plan still on its way would hide why nothing started
         self.query_one("#plan", Static).update("not started:")
-        self.query_one("#problems", Static).update("\n".join(problems))
+        self.query_one("#problems", Static).update(problem_lines(problems))
 
     def _started(self, run_dir: str) -> None:
         self.dismiss(None)

@@ -19,6 +19,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
 from tuitrain.tui.messages import RunStarted
+from tuitrain.tui.plain import problem_lines
 from tuitrain.tui.widgets.field import Field
 from tuitrain.tui.widgets.words import Words
 
@@ -177,7 +178,7 @@ class ResumeScreen(ModalScreen[None]):
         if number != self._checks:
             return
         self.problems = problems
-        self.query_one("#resume-problems", Static).update(Text("\n".join(problems)))
+        self.query_one("#resume-problems", Static).update(problem_lines(problems))
 
     @on(Input.Submitted, "#resume-set")
     @on(Button.Pressed, "#resume")
@@ -233,7 +234,7 @@ class ResumeScreen(ModalScreen[None]):
     def _failed(self, problems: list[str]) -> None:
         self.busy = False
         self.problems = problems
-        self.query_one("#resume-problems", Static).update(Text("not started:\n" + "\n".join(problems)))
+        self.query_one("#resume-problems", Static).update("not started:\n" + problem_lines(problems))
 
     def _started(self, run_dir: str, note: str) -> None:
         self.dismiss(None)
