@@ -417,7 +417,8 @@ class HomeScreen(Screen):
         self.action_edit_profile()
 
     def action_mark_run(self) -> None:
-        """Mark or unmark the highlighted run, then move down (as htop tags)."""
+        """Mark or unmark the highlighted run, as the help says; the cursor stays on it, so the mark is seen on the run
+        just marked (moving down as htop does marked the run below on the next space: the wrong runs three times)."""
         run_dir = self.run_dir_to_act_on("no run to mark")
         if run_dir is None:
             return
@@ -430,7 +431,6 @@ class HomeScreen(Screen):
         table = self.query_one("#runs", DataTable)
         if entry is not None:
             table.update_cell(run_id, "RUN", self._cells(entry)["RUN"], update_width=True)
-        table.action_cursor_down()
 
     def action_compare(self) -> None:
         """The marked runs; with none, the highlighted run, or every run of its sweep (marked together)."""
