@@ -33,7 +33,7 @@ from tuitrain.tui.curves import (
 )
 from tuitrain.tui.format import short_metric
 from tuitrain.tui.plain import plain
-from tuitrain.tui.widgets.field import Field
+from tuitrain.tui.widgets.field import Field, open_field_key
 from tuitrain.tui.widgets.key_bar import KeyBar
 from tuitrain.tui.widgets.overlay_plot import Curve, OverlayPlot
 from tuitrain.tui.widgets.text_line import TextLine
@@ -74,7 +74,8 @@ class CompareScreen(Screen):
     HELP_TITLE = "Compare runs"
     BINDINGS = [
         Binding("escape", "back", "Back", tooltip="Leave the metric filter, or go back to the runs"),
-        Binding("slash", "filter", "Filter", key_display="/", tooltip="Type part of a metric's name to filter the list"),
+        Binding("slash", "filter", "Filter", key_display="/", priority=True,
+                tooltip="Type part of a metric's name to filter the list"),
         Binding("x", "cycle_x", "X axis", tooltip="x as step, epoch or time since the run began"),
         Binding("s", "cycle_smoothing", "Smooth", tooltip="Smoothing (EMA): 0, 0.6, 0.9"),
         Binding("l", "toggle_log", "Log y", tooltip="Log scale for y (values ≤ 0 are left out)"),
@@ -220,7 +221,8 @@ class CompareScreen(Screen):
 
     # ------------------------------------------------------------------------------ keys
     def action_filter(self) -> None:
-        self.query_one("#metric-filter", Input).focus()
+        open_field_key(self)
+        self.query_one("#metric-filter", Field).focus_now()
 
     def action_cycle_x(self) -> None:
         self.x_axis = X_AXES[(X_AXES.index(self.x_axis) + 1) % len(X_AXES)]

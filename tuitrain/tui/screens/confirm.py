@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -46,3 +48,24 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def action_answer(self, yes: bool) -> None:
         self.dismiss(yes)
+
+
+# A request that cannot be taken back asks once, the same words wherever its key is. Asked rather than undoable: a run
+# acts on a stop at its next step end, often within a second, and a stopped run only goes on as a new run.
+QUESTIONS = {
+    "stop": ("Stop", "Stop run {run}?\nIt saves a checkpoint at the next step end, then ends (R resumes it from there)."),
+    "terminate": ("Kill", "Kill run {run}?\nEvery process ends now: no checkpoint is saved (SIGTERM, then SIGKILL)."),
+    "cancel": ("Drop it", "Drop queued run {run} from the queue?\nIt never starts; its folder stays."),
+}
+
+
+def ask_first(app: Any, what: str, run_id: str, then: Callable[[], object]) -> None:
+    """Ask before `what` (a QUESTIONS key) is done to run `run_id`: `y` does it (`then`); `n`, escape and enter (No has
+    the focus) do not."""
+    yes, question = QUESTIONS[what]
+
+    def answered(answer: bool | None) -> None:
+        if answer:
+            then()
+
+    app.push_screen(ConfirmScreen(question.format(run=run_id), yes=yes), answered)

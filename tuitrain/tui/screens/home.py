@@ -40,7 +40,7 @@ from tuitrain.tui.run_table import (
     run_labels,
     run_rows,
 )
-from tuitrain.tui.widgets.field import Field
+from tuitrain.tui.widgets.field import Field, open_field_key
 from tuitrain.tui.widgets.hardware_strip import HardwareStrip
 from tuitrain.tui.widgets.key_bar import KeyBar
 from tuitrain.tui.widgets.runs_table import RunsTable
@@ -75,7 +75,7 @@ class HomeScreen(Screen):
         Binding("space", "mark_run", "Mark", show=False, tooltip="Mark the highlighted run for compare (again: unmark)"),
         Binding("C", "compare", "Compare",
                 tooltip="Overlay the marked runs' curves (none marked: the highlighted run)"),
-        Binding("slash", "filter_runs", "Filter", show=False, key_display="/",
+        Binding("slash", "filter_runs", "Filter", show=False, key_display="/", priority=True,
                 tooltip="Filter the runs by id, profile or status as you type (enter keeps it, escape clears it)"),
         Binding("o", "sort_runs", "Sort", show=False, tooltip="Sort the runs by the next column: started, status, profile, loss"),
         Binding("O", "reverse_runs", "Reverse", show=False, tooltip="Reverse the runs' order"),
@@ -458,10 +458,11 @@ class HomeScreen(Screen):
         self._arrange(dataclasses.replace(self.order, reverse=not self.order.reverse))
 
     def action_filter_runs(self) -> None:
-        box = self.query_one("#runs-filter", Input)
+        open_field_key(self)
+        box = self.query_one("#runs-filter", Field)
         box.display = True
         box.value = self.order.filter
-        box.focus()
+        box.focus_now()
 
     def action_clear_filter(self) -> None:
         box = self.query_one("#runs-filter", Input)
@@ -548,10 +549,16 @@ class HomeScreen(Screen):
         self.app.open_editor(entry.path)
 
     def action_stop_run(self) -> None:
+        from tuitrain.tui.screens.confirm import ask_first
+
         run_dir = self.run_dir_to_act_on()
         if run_dir is None:
             return
-        self.request(run_dir, "stop")
+        row = next((e.row for e in self._rows if e.host is None and e.key == run_dir.name), None)
+        if row is not None and row.final:
+            self.notify(f"run {row.id} has already ended ({row.status})", severity="warning")
+            return
+        ask_first(self.app, "stop", run_dir.name, lambda: self.request(run_dir, "stop"))
 
     def action_resume_run(self) -> None:
         """The resume dialog for the selected run from its latest complete checkpoint, as the monitor's R
@@ -577,9 +584,16 @@ class HomeScreen(Screen):
             self.queue_request(run_dir, "top")
 
     def action_cancel_run(self) -> None:
+        from tuitrain.tui.screens.confirm import ask_first
+
         run_dir = self.run_dir_to_act_on("no run selected: x drops a queued run from the queue")
-        if run_dir is not None:
+        if run_dir is None:
+            return
+        row = next((e.row for e in self._rows if e.host is None and e.key == run_dir.name), None)
+        if row is None or row.status != "queued":  # not in the queue: refused in `tuitrain cancel`'s words, unasked
             self.queue_request(run_dir, "cancel")
+            return
+        ask_first(self.app, "cancel", run_dir.name, lambda: self.queue_request(run_dir, "cancel"))
 
     @work(thread=True, group="control", exit_on_error=False)
     def queue_request(self, run_dir: Path, what: str) -> None:

@@ -240,6 +240,12 @@ class LaunchScreen(ModalScreen[None]):
         return queueing_backend(backend, profile.path).queue(profile, self.app.runs_root, QueueRequest(), self.app.cwd)
 
     @on(Input.Submitted, "#sbatch")
+    def _slurm_options_typed(self, event: Input.Submitted) -> None:
+        """Enter in the Slurm options ends the typing there, it submits nothing (it sent a job to Slurm): the Slurm
+        button takes the focus, and its enter (or ctrl+b) submits."""
+        event.stop()
+        self.query_one("#submit", Button).focus()
+
     @on(Button.Pressed, "#submit")
     def action_submit(self) -> None:
         if self.host():

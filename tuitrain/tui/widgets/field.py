@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from textual.actions import SkipAction
+from textual.screen import Screen
 from textual.validation import Integer, Number
 from textual.widgets import Input
 
@@ -29,3 +31,17 @@ class Field(Input):
 
     def validate_value(self, value: str) -> str:
         return typed(value)
+
+    def focus_now(self) -> None:
+        """Take the focus before the app reads its next key (Textual's focus() waits a turn of the app)."""
+        self.screen.set_focus(self)
+
+
+def open_field_key(screen: Screen[Any]) -> None:
+    """The first thing an action does whose key opens a field (`/` search, `&`, Home's filter), bound with
+    priority=True so that it runs before the app reads the keys after it. A terminal sends a word typed fast (`/loss`)
+    at once: with an ordinary binding the app had handed `l o s s` to the log (then the screen's keys: `o` showed the
+    output folder, `s` stopped a run) before the search took the focus (issue 34, item 2). Inside a field the key is
+    text: SkipAction hands it on to the field."""
+    if isinstance(screen.focused, Input):
+        raise SkipAction()

@@ -53,7 +53,8 @@ class SearchBar(Field):
         self.placeholder = self.FILTER if filtering else self.SEARCH
         self.display = True
         self.value = (value if filtering else self.term) or ""
-        self.focus()
+        self.select_all()  # the last term offered: enter keeps it, a word typed takes its place
+        self.focus_now()
 
     def close(self) -> bool:
         """Hide the box; False when it was not open."""
