@@ -10,7 +10,9 @@ from typing import Any, Iterable
 
 from transformers import Seq2SeqTrainer, Trainer
 
+from tuitrain.engine.errors import EngineError, first_line
 from tuitrain.runs.best import best_rule, best_written
+from tuitrain.runs.disk_space import disk_full, exception_text
 
 
 def checkpoints_to_delete(written: list[Path], limit: int | None, kept: Iterable[str | Path | None]) -> list[Path]:
@@ -47,7 +49,14 @@ class EngineTrainer(Trainer):
         best = best_written(self.written_checkpoints, self.state.log_history, rule)
         if best is not None:
             self.state.best_model_checkpoint = str(best)
-        super()._save_checkpoint(model, trial)
+        try:
+            super()._save_checkpoint(model, trial)
+        except Exception as exc:
+            full = disk_full([folder.parent], exception_text(exc))
+            if full is None:
+                raise
+            raise EngineError(f"{folder.name} was not saved: {full} ({first_line(exc)}); free space there, then resume "
+                              "the run: it continues from its last complete checkpoint") from exc
         if self.args.should_save:
             kept = (best, self.state.best_model_checkpoint)
             for old in checkpoints_to_delete(self.written_checkpoints, self.save_total_limit, kept):
