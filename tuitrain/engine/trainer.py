@@ -11,6 +11,7 @@ from typing import Any, Iterable
 from transformers import Seq2SeqTrainer, Trainer
 
 from tuitrain.engine.errors import EngineError, first_line
+from tuitrain.engine.resume_state import keep_profile_settings, settings_of
 from tuitrain.runs.best import best_rule, best_written
 from tuitrain.runs.disk_space import disk_full, exception_text
 
@@ -62,6 +63,18 @@ class EngineTrainer(Trainer):
             for old in checkpoints_to_delete(self.written_checkpoints, self.save_total_limit, kept):
                 shutil.rmtree(old, ignore_errors=True)
                 self.written_checkpoints.remove(old)
+
+    def _load_optimizer_and_scheduler(self, checkpoint):
+        """The checkpoint's optimizer and schedule, with the profile's rates and hyperparameters put back
+        (`engine.resume_state`; DeepSpeed restores its own, and `runs.resume_rule` refuses changing them there)."""
+        if checkpoint is None or self.is_deepspeed_enabled or self.optimizer is None:
+            return super()._load_optimizer_and_scheduler(checkpoint)
+        fresh = settings_of(self.optimizer.param_groups)
+        super()._load_optimizer_and_scheduler(checkpoint)
+        changed = keep_profile_settings(self.optimizer.param_groups, fresh, self.lr_scheduler)
+        if changed:
+            print(f"[tuitrain] resume: the profile's optimizer settings, not the checkpoint's: {', '.join(changed)} "
+                  f"(from step {self.state.global_step} on)", flush=True)
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         if not self.class_weights:
