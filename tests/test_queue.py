@@ -112,16 +112,11 @@ def test_two_queued_runs_wanting_one_gpu_start_one_after_the_other(runs_dir: Pat
 
 
 @pytest.mark.slow
-def test_cancel_drops_a_queued_run_only_for_its_owner_and_a_killed_waiter_is_lost(runs_dir: Path) -> None:
+def test_cancel_drops_a_queued_run_and_a_killed_waiter_is_lost(runs_dir: Path) -> None:
     first = runs_dir / cli("run", "demo", "--detach", *LONG, runs_dir=runs_dir).stdout.strip()
     dropped = queued(runs_dir, "--after", first.name)
     orphan = queued(runs_dir, "--after", first.name)
     signalled = queued(runs_dir, "--after", first.name)
-    if os.getuid() == 0:  # another user's run: owned by someone else, as root can make it
-        os.chown(dropped, 12345, -1)
-        check_clean(cli("cancel", dropped.name, runs_dir=runs_dir), f"run {dropped.name} was queued by ",
-                    "only they can cancel it")
-        os.chown(dropped, 0, -1)
     done = cli("cancel", dropped.name, runs_dir=runs_dir)
     assert done.returncode == 0, done.stderr
     rec = record(dropped)
