@@ -19,10 +19,14 @@ def others_run_refusal(paths: RunPaths, verb: str) -> str | None:
     owner = owner_uid(paths)
     if owner == os.getuid():
         return None
+    return f"run {paths.id} is {user_name(owner)}'s; only they can {verb} it"
+
+
+def user_name(uid: int) -> str:
+    """A user's login name, or "uid N" where this machine has none for it."""
     import pwd
 
     try:
-        name = pwd.getpwuid(owner).pw_name
+        return pwd.getpwuid(uid).pw_name
     except KeyError:
-        name = f"uid {owner}"
-    return f"run {paths.id} is {name}'s; only they can {verb} it"
+        return f"uid {uid}"
