@@ -354,6 +354,7 @@ class QueueRequest:
     folder: Path = field(default_factory=queue_dir)
     gpus_for: Callable[[str], tuple[int, ...]] | None = None  # the physical GPUs a run on this accelerator takes
     sweep: Mapping[str, Any] | None = None  # `run --sweep`: {id, index, of, label} (queue_fields)
+    hold: bool = False  # created held (control/hold): it waits until the starter lets go (a sweep, queued whole)
 
     def dependencies(self) -> tuple[Dependency, ...]:
         return (*(Dependency(p.id, str(p.root), False) for p in self.after),
