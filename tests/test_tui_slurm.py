@@ -52,9 +52,9 @@ def test_home_shows_job_states_and_stops_slurm_runs(slurm_cluster: Cluster, tmp_
 
             table.move_cursor(row=table.get_row_index(one.name))
             await pilot.press("s")  # pending: cancelled at once
-            await until(pilot, lambda: record(one)["status"] == "killed", 30, "the pending job cancelled")
+            await until(pilot, lambda: record(one)["status"] == "cancelled", 30, "the pending job cancelled")
             assert "cancelled while pending" in record(one)["error"]
-            await until(pilot, lambda: status_cell(app, one.name) == "killed · CANCELLED", 30, "CANCELLED shown")
+            await until(pilot, lambda: status_cell(app, one.name) == "cancelled · CANCELLED", 30, "CANCELLED shown")
             assert any(f"Slurm job {job1} was still pending" in n.message for n in app._notifications)
 
             await until(pilot, lambda: losses(two), 120, "training to start")
