@@ -63,7 +63,7 @@ def test_home_shows_job_states_and_stops_slurm_runs(slurm_cluster: Cluster, tmp_
             await until(pilot, lambda: record(two)["status"] == "stopped", 150, "the run stopped")
             await until(pilot, lambda: job2 not in queued(slurm_cluster), 30, "the job gone from squeue")
             await until(pilot, lambda: status_cell(app, two.name) == "stopped · COMPLETED", 30, "COMPLETED shown")
-            await until(pilot, lambda: any(n.message == f"run {two.name} stopped" and n.title == "Stop"
+            await until(pilot, lambda: any(n.message.startswith(f"run {two.name} stopped on request") and n.title == "Stop"
                                            for n in app._notifications), 10, "the stop's end said")
             checkpoints = list((two / "output").glob("checkpoint-*"))
             assert len(checkpoints) == 1 and (checkpoints[0] / "tuitrain.json").exists()
