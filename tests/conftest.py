@@ -85,7 +85,8 @@ def demo_profile_data(**sections: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-MRPC = Path(__file__).resolve().parents[2] / "shared" / "data" / "mrpc"  # real MRPC CSVs, beside the checkout
+# Real MRPC sentence pairs, a sample the checkout carries (its source, terms and how it was cut: README.md there).
+MRPC = Path(__file__).resolve().parent / "data" / "mrpc"
 
 
 def minilm_dir() -> Path:
