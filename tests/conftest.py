@@ -17,7 +17,7 @@ import pytest
 
 from tuitrain.profile import builtin_profile_path
 
-pytest_plugins = ["hosts_plugin", "slurm_plugin", "gpu_plugin"]  # sshd hosts, Slurm, the gpu markers
+pytest_plugins = ["hosts_plugin", "slurm_plugin", "gpu_plugin", "skip_count_plugin"]  # sshd hosts, Slurm, the gpu markers, the skip count
 os.environ["HF_HUB_OFFLINE"] = "1"
 # The developer's own settings (workstations, [notify] webhooks) stay out of the tests: a test that wants settings
 # names its own file.
