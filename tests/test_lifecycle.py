@@ -101,6 +101,8 @@ def test_a_resume_into_a_shared_folder_never_deletes_a_checkpoint_it_did_not_wri
     before = json.loads(cli("checkpoints", run_dir.name, "--json", runs_dir=runs_dir).stdout)
     assert before and all(c["complete"] and c["run"] == run_dir.name for c in before)
     stop_step = before[-1]["step"]
+    assert parent["error"] == (f"stopped on request (`tuitrain stop`, or the app) after saving checkpoint-{stop_step}; "
+                               f"`tuitrain resume {run_dir.name}` continues from it"), parent["error"]
 
     child_run = cli("resume", run_dir.name, "--set", f"training.max_steps={stop_step + 7}",
                     "--set", "training.save_total_limit=1", runs_dir=runs_dir)

@@ -75,7 +75,7 @@ class SlurmBackend:
             raise ControlError(str(exc)) from None
         if record.get("status") not in FINAL_STATUSES:
             return f"run {paths.id} {record.get('status')}: the stop request stays"  # the caller gave up the wait
-        why = f": {record['error']}" if record.get("error") else ""
-        return f"run {record['id']} {record['status']}{why}"
+        error, status = str(record.get("error") or ""), str(record.get("status"))
+        return f"run {record['id']} " + (error if error.startswith(status) else f"{status}: {error}" if error else status)
 
 
