@@ -4,7 +4,8 @@ Every `import` and `from ... import` under tuitrain/ counts, at module level, in
 under `if TYPE_CHECKING:` alike (a type-only import is still an arrow between layers). A layer is
 the first folder under tuitrain/ (profile, hardware, launch, remote, runs, slurm, backends, engine, script, tui,
 cli); the small
-top-level modules (atomic, humanize, installed, yaml_text, user_config) are helpers that import no layer.
+top-level modules (atomic, humanize, installed, yaml_text, user_config, errors) are helpers that import no layer
+(`errors`, the root of every refusal, is the one helper the others may import).
 Starting a process (`python -m tuitrain.engine`, `-m tuitrain.runs.supervise`) is not an import.
 """
 
@@ -18,7 +19,7 @@ from typing import Iterator
 
 PACKAGE = Path(__file__).resolve().parents[1] / "tuitrain"
 
-HELPERS = frozenset({"atomic", "humanize", "installed", "yaml_text", "user_config", "package"})  # package: tuitrain/__init__.py
+HELPERS = frozenset({"atomic", "humanize", "installed", "yaml_text", "user_config", "errors", "package"})  # package: tuitrain/__init__.py
 LAYERS = ("profile", "hardware", "launch", "remote", "notify", "runs", "slurm", "backends", "engine", "script", "tui", "cli")
 
 # layer -> the other layers (and helpers) it may import; its own modules always.
@@ -36,9 +37,9 @@ ALLOWED: dict[str, frozenset[str]] = {
     "slurm": HELPERS | {"profile", "hardware", "launch", "remote", "runs"},
     # what each rank loads: runs only for the run directory's contract (see ENGINE_RUNS), no psutil-heavy
     # watching, no planning, no hardware
-    "engine": frozenset({"atomic", "profile", "runs"}),
+    "engine": frozenset({"atomic", "errors", "profile", "runs"}),
     # script mode's rank side (a user's own script): what the engine's ranks get, and the engine's callbacks
-    "script": frozenset({"atomic", "runs", "engine"}),
+    "script": frozenset({"atomic", "errors", "runs", "engine"}),
     # how a run is carried (this machine, SSH machines, a Slurm job): one interface over the three, chosen once
     "backends": HELPERS | {"profile", "hardware", "launch", "remote", "runs", "slurm"},
     # slurm: the app acts on a Slurm run as the CLI does (its stop cancels the job when it must)
@@ -150,7 +151,7 @@ def test_every_module_has_a_layer() -> None:
 
 
 def test_helpers_import_no_layer() -> None:
-    assert [str(i) for i in cross_layer() if layer_of(i.importer) in HELPERS
+    assert [str(i) for i in cross_layer() if layer_of(i.importer) in HELPERS and i.target != "tuitrain.errors"
             and not (layer_of(i.importer) == "package" and i.target in PACKAGE_SCRIPT and i.lazy)] == []
 
 

@@ -33,6 +33,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Mapping
 
+from tuitrain.errors import TuitrainError
+
 TABLE_ENV = "TUITRAIN_NVML_TABLE"
 
 
@@ -208,7 +210,7 @@ class RecordedNvml:
         return _Handle(handle.index, index)
 
 
-class RecordedTableError(Exception):
+class RecordedTableError(TuitrainError):
     """A recorded device table that cannot be read: one line naming the file and the fix."""
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from tuitrain.errors import TuitrainError
 from tuitrain.runs.layout import CONTROL_EVALUATE, CONTROL_SAVE, CONTROL_STOP, CONTROL_TERMINATE, RunPaths
 from tuitrain.runs.liveness import live_processes, settle_lost, supervisor_gone
 from tuitrain.runs.process_tree import KILL_GRACE_SECONDS, end_processes
@@ -13,7 +14,7 @@ from tuitrain.runs.run_owner import others_run_refusal
 REQUESTS = {"save": CONTROL_SAVE, "evaluate": CONTROL_EVALUATE, "stop": CONTROL_STOP, "terminate": CONTROL_TERMINATE}
 
 
-class ControlError(Exception):
+class ControlError(TuitrainError):
     pass
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from tuitrain.atomic import write_text_atomic
+from tuitrain.errors import TuitrainError
 from tuitrain.hardware.host import physical_cores
 from tuitrain.launch.planner import arrival_env
 from tuitrain.remote.wire import BEAT_SECONDS, SILENCE_SECONDS, WireError, decode, encode, encode_bytes, send
@@ -41,7 +42,7 @@ MIRROR_SECONDS = 0.2  # how often new bytes are sent home (the watch loop's peri
 RECORD_KEYS = ("argv", "env", *INHERITED_KEYS)  # what this machine's record takes from the setup message
 
 
-class SetupError(Exception):
+class SetupError(TuitrainError):
     """Why this machine cannot take its part, in one line (sent home as the machine's end)."""
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, cast
 
 from tuitrain.atomic import write_json_atomic, write_text_atomic
+from tuitrain.errors import TuitrainError
 from tuitrain.runs import preemption
 from tuitrain.runs.layout import CONTROL_ENDING, CONTROL_REQUESTS, CONTROL_STOP, RunPaths
 from tuitrain.runs.local_launch import LauncherOptions, LocalLaunch
@@ -55,7 +56,7 @@ PORT_BASE = 20000  # with no main_process_port in the profile, every node derive
 PORT_SPAN = 20000
 
 
-class AgentError(Exception):
+class AgentError(TuitrainError):
     """Why this node cannot take its part, in one line (recorded as the run's end)."""
 
 

@@ -40,12 +40,12 @@ def wait_or_cancel(seconds: float, poke: threading.Event | None = None) -> bool:
 def run_request(app: Any, run_dir: Path, what: str) -> None:
     """A control request from a worker, announced either way. A stop goes through the run's backend (a Slurm
     job's is cancelled when it does not end in time), each of its steps said in a toast; quitting the app gives up
-    any wait (the request stays)."""
+    any wait (the request stays). A refusal is the app's to say (`on_work_failed`)."""
     from tuitrain.backends import for_run
     from tuitrain.remote.run_mirror import mirrored_run
-    from tuitrain.runs.control import ControlError, request
+    from tuitrain.runs.control import request
     from tuitrain.runs.layout import RunPaths
-    from tuitrain.runs.record import RunRecordError, read_record
+    from tuitrain.runs.record import read_record
 
     paths = RunPaths(Path(run_dir))
     title = {"terminate": "Stop now"}.get(what, what.capitalize())
@@ -63,7 +63,7 @@ def run_request(app: Any, run_dir: Path, what: str) -> None:
             say(for_run(read_record(paths)).stop(paths, what == "terminate", say, pause=wait_or_cancel))
             return
         request(paths, what)
-    except (ControlError, RunRecordError, OSError) as exc:
+    except OSError as exc:  # a control file not written: said with what could not be done
         app.call_from_thread(app.notify, str(exc), title=f"Cannot {what}", severity="warning")
         return
     app.call_from_thread(app.notify, f"asked {Path(run_dir).name} to {REQUEST_WORDS[what]}", title=title)
@@ -79,15 +79,10 @@ def remote_request(app: Any, host: str, run_id: str, what: str, title: str) -> N
     (`cli.workstations.cmd_remote`: the verb over ssh, through `Workstation.tuitrain`); what it printed last, or
     why it failed, in one toast."""
     from tuitrain.remote.workstations import find, problem_line, run_on, workstations
-    from tuitrain.user_config import UserConfigError
 
     verb, *flags = REMOTE_ARGS[what]
     app.call_from_thread(app.notify, f"asking {host}:{run_id} to {REQUEST_WORDS[what]}…", title=title)
-    try:
-        station = find(host, workstations())
-    except UserConfigError as exc:
-        app.call_from_thread(app.notify, str(exc), title=f"Cannot {what}", severity="warning")
-        return
+    station = find(host, workstations())  # a settings file's refusal is the app's to say
     done = run_on(station, [verb, run_id, *flags], REMOTE_SECONDS)
     problem = problem_line(station, done)
     if problem:

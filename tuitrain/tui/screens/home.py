@@ -19,6 +19,7 @@ from textual.widgets.option_list import Option
 
 from tuitrain.humanize import duration, number
 from tuitrain.tui.actions import run_request
+from tuitrain.tui.failed_work import PassesFailedWorkUp
 from tuitrain.tui.format import clock, short_metric, status_text, step_text
 from tuitrain.tui.messages import WorkstationHeard, WorkstationsListed
 from tuitrain.tui.run_columns import (
@@ -53,7 +54,7 @@ if TYPE_CHECKING:
     from tuitrain.tui.app_api import TuitrainAppApi
     from tuitrain.tui.profiles import ProfileEntry
 
-class HomeScreen(Screen):
+class HomeScreen(PassesFailedWorkUp, Screen):
     if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
         app = getters.app(TuitrainAppApi)
 
@@ -583,16 +584,14 @@ class HomeScreen(Screen):
     @work(thread=True, group="control", exit_on_error=False)
     def queue_request(self, run_dir: Path, what: str) -> None:
         """Move a queued run first ("top") or cancel it, as the CLI does (runs.queue_view.queue_action, its
-        refusals too): the outcome in one line."""
-        from tuitrain.runs.control import ControlError
+        refusals too, which the app says: `on_work_failed`): the outcome in one line."""
         from tuitrain.runs.layout import RunPaths
         from tuitrain.runs.queue_view import queue_action
-        from tuitrain.runs.record import RunRecordError
 
         title = "Queue" if what == "top" else "Cancel"
         try:
             said = queue_action(RunPaths(run_dir), what)
-        except (ControlError, RunRecordError, OSError) as exc:
+        except OSError as exc:  # the queue's files not written: said with what could not be done
             self.app.call_from_thread(self.notify, str(exc), title=f"Cannot {title.lower()}", severity="warning")
             return
         self.app.call_from_thread(self.notify, said, title=title)
