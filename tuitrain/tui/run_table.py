@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 if TYPE_CHECKING:
     from tuitrain.runs.live import Change, RunRow
@@ -73,14 +73,42 @@ def run_label(run_id: str, now: float, seconds: bool = False) -> str:
     return f"{year}-{month}-{day} {clock} {name}"
 
 
-def run_labels(run_ids: Iterable[str], now: float) -> dict[str, str]:
-    """Each run's label (`run_label`); runs that would read alike (same minute, same name) get their seconds."""
+def run_labels(run_ids: Iterable[str], now: float, names: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Each run's label (`run_label`); runs that would read alike (same minute, same name) get their seconds.
+    `names`: a run's name to show in place of its id's (a sweep's run: its name with its values whole, which its
+    id has folder-safe and cut to 40 characters)."""
     ids = list(run_ids)
-    short = {i: run_label(i, now) for i in ids}
+    names = names or {}
+
+    def label(run_id: str, seconds: bool = False) -> str:
+        said = run_label(run_id, now, seconds)
+        name = names.get(run_id)
+        parts = _id_parts(run_id)
+        return said if not name or parts is None else said[:len(said) - len(parts[1])] + name
+
+    short = {i: label(i) for i in ids}
     seen: dict[str, int] = {}
-    for label in short.values():
-        seen[label] = seen.get(label, 0) + 1
-    return {i: run_label(i, now, seconds=True) if seen[label] > 1 else label for i, label in short.items()}
+    for said in short.values():
+        seen[said] = seen.get(said, 0) + 1
+    return {i: label(i, seconds=True) if seen[said] > 1 else said for i, said in short.items()}
+
+
+# a label's time (run_label): '18:30 ', '11-24 18:30:05 ', '2025-11-24 18:30 '
+_LABEL_TIME = re.compile(r"^(?:\d{4}-)?(?:\d{2}-\d{2} )?\d{2}:\d{2}(?::\d{2})? ")
+
+
+def cut_label(label: str, width: int) -> str:
+    """`label` in at most `width` cells: its time whole, then its name cut in the middle (the name's start and its
+    end, where a sweep's values and a run's -2 are, kept), '18:30 bert-b…ned-mrpc'."""
+    if len(label) <= width:
+        return label
+    found = _LABEL_TIME.match(label)
+    time_part = found.group(0) if found and len(found.group(0)) < width - 2 else ""
+    name, room = label[len(time_part):], width - len(time_part) - 1
+    if room < 1:
+        return label[:max(0, width - 1)] + "…"
+    head = room // 3
+    return f"{time_part}{name[:head]}…{name[len(name) - (room - head):]}"
 
 
 def matches(row: RunRow, text: str, host: str = "") -> bool:

@@ -19,22 +19,16 @@ from textual.widgets.option_list import Option
 
 from tuitrain.humanize import duration, number
 from tuitrain.tui.actions import run_request
-from tuitrain.tui.format import clock, short_metric, status_text, step_text
+from tuitrain.tui.format import short_metric, status_text, step_text
 from tuitrain.tui.messages import WorkstationHeard, WorkstationsListed
-from tuitrain.tui.run_columns import (
-    NARROW_COLUMNS,
-    WIDE_COLUMNS,
-    cell_len,
-    column_widths,
-    empty_runs_hint,
-    runs_title,
-)
+from tuitrain.tui.run_columns import COLUMNS, Layout, cell_len, empty_runs_hint, fit_columns, runs_title
 from tuitrain.tui.run_table import (
     SORTS,
     Entry,
     HostRuns,
     RunOrder,
     checkpoint_step,
+    cut_label,
     host_entries,
     queue_line,
     run_labels,
@@ -89,7 +83,7 @@ class HomeScreen(Screen):
         super().__init__()
         self.profiles: list[ProfileEntry] = []
         self._columns: tuple[str, ...] = ()
-        self._widths: tuple[int | None, ...] = ()
+        self._layout = Layout(())
         self._rows: list[Entry] = []  # what the table shows, in its order
         self.remote: dict[str, HostRuns] = {}  # each workstation of the settings, in their order
         self._streams: list[RunsStream] = []
@@ -223,27 +217,27 @@ class HomeScreen(Screen):
 
     # ------------------------------------------------------------------------------ runs
     def _wanted_columns(self) -> tuple[str, ...]:
-        columns = NARROW_COLUMNS if self.has_class("-narrow") or self.app.size.width < 100 else WIDE_COLUMNS
-        return ("HOST", *columns) if self.remote else columns
+        return ("HOST", *COLUMNS) if self.remote else COLUMNS
 
     def _room(self) -> int:
         """The cells' room in the runs table (less a scrollbar's); before its first layout, the
-        screen's width less the profiles pane's."""
+        screen's width less the profiles pane's (beside the runs from 100 columns on)."""
         table = self.query_one("#runs", DataTable)
         if table.size.width:
             return table.scrollable_content_region.width
-        return self.app.size.width - (0 if "STARTED" not in self._wanted_columns() else 29)
+        return self.app.size.width - (0 if self.has_class("-narrow") or self.app.size.width < 100 else 29)
 
-    def _ensure_columns(self, widths: tuple[int | None, ...] | None = None) -> None:
+    def _ensure_columns(self, layout: Layout | None = None) -> None:
         columns = self._wanted_columns()
-        widths = widths if widths is not None and len(widths) == len(columns) else (None,) * len(columns)
-        if (columns, widths) == (self._columns, self._widths):
+        if layout is None or len(layout.widths) != len(columns):
+            layout = Layout((None,) * len(columns))
+        if (columns, layout) == (self._columns, self._layout):
             return
         table = self.query_one("#runs", DataTable)
         table.clear(columns=True)
-        for name, width in zip(columns, widths, strict=True):
+        for name, width in zip(columns, layout.widths, strict=True):
             table.add_column(name, key=name, width=width)
-        self._columns, self._widths = columns, widths
+        self._columns, self._layout = columns, layout
         self._rows = []
 
     def on_resize(self) -> None:
@@ -252,8 +246,15 @@ class HomeScreen(Screen):
         self.runs_polled(self.app.rows)  # the columns' widths follow the table's
 
     def _cells(self, entry: Entry) -> dict[str, object]:
-        cells = self._all_cells(entry)
-        return {k: cells[k] for k in self._columns}
+        """The line's cells as the table's layout shows them: short forms where they give way, RUN cut to its width
+        (run_columns)."""
+        full = self._all_cells(entry)
+        short = self._short_cells(entry)
+        cells = {k: short[k] if k in self._layout.short and k in short else full[k] for k in self._columns}
+        width = dict(zip(self._columns, self._layout.widths, strict=True)).get("RUN")
+        if width is not None and entry.row is not None:
+            cells["RUN"] = self._run_text(entry.row, entry.host is None, width)
+        return cells
 
     def _all_cells(self, entry: Entry) -> dict[str, object]:
         row = entry.row
@@ -261,14 +262,33 @@ class HomeScreen(Screen):
             status = Text("unreachable", style="bold red") if entry.note else Text("connecting…", style="dim")
             cause = entry.note.split(" — ")[0]
             cells: dict[str, object] = {"RUN": Text(cause, no_wrap=True, overflow="ellipsis", end=""),
-                                        "STATUS": status, "STEP": "", "LOSS": "", "BEST": "", "STARTED": "", "TIME": ""}
+                                        "STATUS": status, "STEP": "", "LOSS": "", "BEST": "", "TIME": ""}
         else:
             cells = self._run_cells(row, local=entry.host is None)
         if self.remote:  # workstations in the settings: the HOST column (the worker has loaded remote by now)
             from tuitrain.remote.workstations import LOCAL
 
-            cells["HOST"] = Text(entry.host or LOCAL, style="" if entry.host else "dim", no_wrap=True, end="")
+            cells["HOST"] = Text(entry.host or LOCAL, style="" if entry.host else "dim", no_wrap=True,
+                                 overflow="ellipsis", end="")
         return cells
+
+    @staticmethod
+    def _short_cells(entry: Entry) -> dict[str, object]:
+        """The short forms of the cells that give way first (run_columns.GIVE_WAY): the step without its bar, the
+        best value without its metric's name (the same in every row of a profile)."""
+        row = entry.row
+        if row is None:
+            return {}
+        return {"STEP": f"{row.step}/{row.max_steps or '?'}", "BEST": number(row.best) if row.best is not None else "-"}
+
+    def _run_text(self, row: RunRow, local: bool, width: int | None = None) -> Text:
+        """The RUN cell: the run's label (a mark first when marked for compare), cut in its middle to `width`."""
+        marked = local and row.id in self.marked
+        mark = "✓ " if marked else ""
+        label = self.labels.get(row.id, row.id)
+        if width is not None:
+            label = cut_label(label, width - len(mark))
+        return Text(mark + label, style="bold" if marked else "", no_wrap=True, overflow="ellipsis", end="")
 
     def _run_cells(self, row: RunRow, local: bool) -> dict[str, object]:
         now = self.app.clock()
@@ -283,16 +303,12 @@ class HomeScreen(Screen):
             status.append(f" {row.queue.position}/{row.queue.length}")
         if local and row.id in self.saved and not row.final:  # a live run's checkpoint written lately (run_table.NEWS_SECONDS)
             status.append(f" · ckpt {checkpoint_step(self.saved[row.id])}", style="bold green")
-        marked = local and row.id in self.marked
-        label = self.labels.get(row.id, row.id)
         return {
-            "RUN": Text(("✓ " if marked else "") + label, style="bold" if marked else "", no_wrap=True,
-                        overflow="ellipsis", end=""),
+            "RUN": self._run_text(row, local),
             "STATUS": status,
             "STEP": step_text(row.step, row.max_steps, 5),
             "LOSS": number(row.loss),
             "BEST": Text(best, no_wrap=True, overflow="ellipsis", end=""),
-            "STARTED": clock(row.started or row.created),
             "TIME": duration(end - row.started) if row.started and end else "-",
         }
 
@@ -306,12 +322,14 @@ class HomeScreen(Screen):
         count = len(rows) + len(remote_rows) if self.app.polls else None
         self._count = len(rows) + len(remote_rows)
         now = self.app.clock()
-        self.labels = run_labels([r.id for r in [*rows, *remote_rows]], now)
+        every = [*rows, *remote_rows]
+        self.labels = run_labels([r.id for r in every], now, {r.id: r.profile for r in every if r.sweep})
         saved = self.app.checkpoint_news.marks(now)
         news_changed, self.saved = saved != self.saved, saved
         entries = host_entries(rows, self.remote, self.order)
         columns = self._wanted_columns()
-        self._ensure_columns(column_widths(columns, [self._all_cells(e) for e in entries], self._room()))
+        self._ensure_columns(fit_columns(columns, [self._all_cells(e) for e in entries],
+                                         [self._short_cells(e) for e in entries], self._room()))
         keys = [e.key for e in entries]
         shown = sum(e.row is not None for e in entries)
         self.query_one("#runs-title", TextLine).set(
