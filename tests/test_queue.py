@@ -60,7 +60,7 @@ def test_a_run_queued_after_a_running_run_starts_after_its_end_and_not_before(ru
     assert record(second)["status"] == "queued" and record(second)["started"] is None
     shown = queue_json(runs_dir)["runs"]
     assert [r["run"] for r in shown] == [second.name]
-    assert shown[0]["position"] == 1 and shown[0]["waits"][0].startswith(f"after {first.name} (running, step ")
+    assert shown[0]["position"] == 1 and shown[0]["waits"][0].startswith(f"run {first.name} to end (running, step ")
     assert cli("stop", first.name, "--now", runs_dir=runs_dir).returncode == 0
     ended = wait_until_ended(first, 60)
     rec = wait_until_ended(second, 240)

@@ -200,7 +200,7 @@ def queue_line(label: str, row: RunRow) -> str:
     if row.queue is None:
         return ""
     place, waits = row.queue.words()[0], row.queue.words()[1:]
-    more = f" (and {len(waits) - 1} more: tuitrain queue)" if len(waits) > 1 else ""
+    more = f" (and {len(waits) - 1} more: enter shows them)" if len(waits) > 1 else ""  # its monitor says each
     return " · ".join([label, place, *waits[:1]]) + more + " · t: first · x: cancel"
 
 

@@ -607,12 +607,12 @@ class HomeScreen(Screen):
         from tuitrain.runs.queue_view import queue_action
         from tuitrain.runs.record import RunRecordError
 
-        title = "Queue" if what == "top" else "Cancel"
+        done, verb = ("First in queue", "move") if what == "top" else ("Cancelled", "cancel")  # as queue_action says
         try:
             said = queue_action(RunPaths(run_dir), what)
         except (ControlError, RunRecordError, OSError) as exc:
-            self.app.call_from_thread(self.notify, str(exc), title=f"Cannot {title.lower()}", severity="warning")
+            self.app.call_from_thread(self.notify, str(exc), title=f"Cannot {verb}", severity="warning")
             return
-        self.app.call_from_thread(self.notify, said, title=title)
+        self.app.call_from_thread(self.notify, said, title=done)
         self.app.poke()
 
