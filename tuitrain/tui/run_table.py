@@ -5,6 +5,7 @@ so the order survives every refresh."""
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from dataclasses import dataclass, field
@@ -239,17 +240,24 @@ def checkpoints_written(folders: Sequence[str]) -> str:
 class CheckpointNews:
     """The checkpoints the app heard of lately (runs it saw live): each is news for NEWS_SECONDS, which
     Home shows as a mark on its run's row and a count ('3 checkpoints of 2 runs'), not as a toast on
-    whatever screen is open."""
+    whatever screen is open. A checkpoint counts once, and only while its folder is there: one that rotation
+    (save_total_limit) has deleted is no news (Home said 'new: 4 checkpoints' when 3 were left)."""
 
-    heard: list[tuple[float, str, str]] = field(default_factory=list)  # (when heard, run id, checkpoint folder)
+    heard: list[tuple[float, str, str, str | None]] = field(default_factory=list)  # (when, run id, folder, its path)
 
     def add(self, changes: Iterable[Change], now: float) -> None:
         self.heard = [h for h in self.heard if now - h[0] < NEWS_SECONDS]
-        self.heard += [(now, c.run_id, c.detail) for c in changes if c.kind == "checkpoint"]
+        known = {(h[1], h[2]) for h in self.heard}
+        for change in changes:
+            if change.kind == "checkpoint" and (change.run_id, change.detail) not in known:
+                known.add((change.run_id, change.detail))
+                self.heard.append((now, change.run_id, change.detail, change.path))
 
     def fresh(self, now: float) -> list[tuple[str, str]]:
-        """(run id, checkpoint folder) of each checkpoint still news, oldest first."""
-        return [(run_id, folder) for when, run_id, folder in self.heard if now - when < NEWS_SECONDS]
+        """(run id, checkpoint folder) of each checkpoint still news and still there, oldest first (a stat of each:
+        a handful a minute)."""
+        return [(run_id, folder) for when, run_id, folder, path in self.heard
+                if now - when < NEWS_SECONDS and (path is None or os.path.isdir(path))]
 
     def marks(self, now: float) -> dict[str, str]:
         """Run id → the newest of its checkpoints still news."""
