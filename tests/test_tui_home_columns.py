@@ -61,17 +61,26 @@ def a_box_answers(app, host: str) -> None:
     app.screen._heard(HostNews(host, rows=rows))
 
 
+def listed_but_not_streamed(folder: Path, monkeypatch: pytest.MonkeyPatch, hosts: list[str]) -> None:
+    """Settings that name these workstations; Home lists them but opens no ssh stream (what a stream would say
+    comes from the test: `a_box_answers`)."""
+    from tuitrain.tui.workstation_streams import WorkstationStreams
+
+    (folder / "config.toml").write_text("".join(f'[[workstations]]\nhost = "{host}"\n' for host in hosts))
+    monkeypatch.setenv("TUITRAIN_CONFIG", str(folder / "config.toml"))
+    monkeypatch.setattr(WorkstationStreams, "follow", lambda self, stations: [s.host for s in stations])
+
+
 @pytest.mark.parametrize("with_host", [False, True], ids=["here", "with-HOST"])
-def test_at_120_columns_a_sweeps_runs_read_apart_and_time_shows_whole(base, with_host):  # noqa: F811
+def test_at_120_columns_a_sweeps_runs_read_apart_and_time_shows_whole(base, with_host, monkeypatch):  # noqa: F811
     sweep_runs(base)
+    if with_host:
+        listed_but_not_streamed(base, monkeypatch, [LONG_HOST])
     app = make_app(base)
 
     async def script(pilot):
-        await until(pilot, lambda: len(shown_ids(app)) == 7, what="seven runs")
+        await until(pilot, lambda: len(shown_ids(app)) == 7 + with_host, what="seven runs (and the box's line)")
         if with_host:
-            from tuitrain.tui.messages import WorkstationsListed
-
-            app.screen.post_message(WorkstationsListed([LONG_HOST]))
             await until(pilot, lambda: header(app)[0] == "HOST", what="the HOST column")
             a_box_answers(app, LONG_HOST)
             await until(pilot, lambda: len(shown_ids(app)) == 14, what="the box's runs too")

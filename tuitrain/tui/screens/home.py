@@ -17,18 +17,15 @@ from textual.widgets import DataTable, Input, OptionList, Static
 from textual.widgets.data_table import ColumnKey
 from textual.widgets.option_list import Option
 
-from tuitrain.humanize import duration, number
 from tuitrain.tui.actions import run_request
-from tuitrain.tui.format import short_metric, status_text, step_text
 from tuitrain.tui.messages import WorkstationHeard, WorkstationsListed
+from tuitrain.tui.run_cells import RunCells
 from tuitrain.tui.run_columns import COLUMNS, Layout, cell_len, empty_runs_hint, fit_columns, runs_title
 from tuitrain.tui.run_table import (
     SORTS,
     Entry,
     HostRuns,
     RunOrder,
-    checkpoint_step,
-    cut_label,
     host_entries,
     queue_line,
     run_labels,
@@ -38,11 +35,12 @@ from tuitrain.tui.widgets.hardware_strip import HardwareStrip
 from tuitrain.tui.widgets.key_bar import KeyBar
 from tuitrain.tui.widgets.runs_table import RunsTable
 from tuitrain.tui.widgets.text_line import TextLine
+from tuitrain.tui.workstation_streams import SETTINGS_SECONDS, WorkstationStreams
 
 if TYPE_CHECKING:
     from textual import getters
 
-    from tuitrain.remote.runs_stream import HostNews, RunsStream
+    from tuitrain.remote.runs_stream import HostNews
     from tuitrain.runs.live import RunRow
     from tuitrain.tui.app_api import TuitrainAppApi
     from tuitrain.tui.profiles import ProfileEntry
@@ -86,7 +84,7 @@ class HomeScreen(Screen):
         self._layout = Layout(())
         self._rows: list[Entry] = []  # what the table shows, in its order
         self.remote: dict[str, HostRuns] = {}  # each workstation of the settings, in their order
-        self._streams: list[RunsStream] = []
+        self._streams: WorkstationStreams | None = None  # made on mount (its news goes to the strip, a widget)
         self._problems = ""
         self._queue_said = ""
         self._watching = False
@@ -124,34 +122,39 @@ class HomeScreen(Screen):
         self._ensure_columns()
         self.runs_polled(self.app.rows)
         self.query_one("#runs", DataTable).focus()
+        self._streams = WorkstationStreams(self._heard, self.query_one(HardwareStrip).gpus_heard)
+        self.set_interval(SETTINGS_SECONDS, self._settings_changed)
 
     def on_unmount(self) -> None:
-        for stream in self._streams:
-            stream.stop()
+        if self._streams is not None:
+            self._streams.stop()
 
     # ------------------------------------------------------------------------------ workstations
     @work(thread=True, exclusive=True, group="workstations", exit_on_error=False)
     def watch_workstations(self) -> None:
         """One stream per workstation of the settings (remote.runs_stream), started once this machine's runs are
-        on screen (ssh and the settings never delay them): the other boxes' runs fill in as they come."""
-        from tuitrain import __version__
-        from tuitrain.remote.runs_stream import RunsStream
-        from tuitrain.remote.workstations import configured
-
-        stations, problem = configured()
-        if problem:
+        on screen (ssh and the settings never delay them): the other boxes' runs fill in as they come. Again
+        whenever the settings file changes (`_settings_changed`): a box added is watched, a box removed or changed
+        is let go (and watched anew), without a restart of the app."""
+        streams = self._streams
+        if streams is None:
+            return
+        stations, problem = streams.read()
+        if problem:  # the boxes watched so far stay watched until the file is right
             self.app.call_from_thread(self.notify, problem, title="Workstations", severity="error", timeout=15)
             return
-        if not stations or not self.is_attached:
+        if not self.is_attached:
             return
-        self.post_message(WorkstationsListed([s.host for s in stations]))
-        for station in stations:
-            stream = RunsStream(station, __version__, self._heard, on_gpus=self.query_one(HardwareStrip).gpus_heard)
-            self._streams.append(stream)
-            stream.start()
+        hosts = streams.follow(stations)
+        if hosts or self.remote:
+            self.post_message(WorkstationsListed(hosts))
         if not self.is_attached:  # the app closed meanwhile: on_unmount may have missed these
-            for stream in self._streams:
-                stream.stop()
+            streams.stop()
+
+    def _settings_changed(self) -> None:
+        """Every SETTINGS_SECONDS once the boxes are watched: the settings file edited (one stat) is read again."""
+        if self._watching and self._streams is not None and self._streams.changed():
+            self.watch_workstations()
 
     def _heard(self, news: HostNews) -> None:
         """A stream's news (its own thread): rows made here, shown on the app's loop."""
@@ -162,6 +165,8 @@ class HomeScreen(Screen):
     @on(WorkstationsListed)
     def _workstations_listed(self, message: WorkstationsListed) -> None:
         self.remote = {host: self.remote.get(host, HostRuns()) for host in message.hosts}
+        self.query_one(HardwareStrip).keep_hosts(message.hosts)
+        self._show_problems()
         self.runs_polled(self.app.rows)
 
     @on(WorkstationHeard)
@@ -245,72 +250,11 @@ class HomeScreen(Screen):
             return
         self.runs_polled(self.app.rows)  # the columns' widths follow the table's
 
+    def _cell_maker(self) -> RunCells:
+        return RunCells(self.app.clock(), self.labels, self.marked, self.saved, hosts=bool(self.remote))
+
     def _cells(self, entry: Entry) -> dict[str, object]:
-        """The line's cells as the table's layout shows them: short forms where they give way, RUN cut to its width
-        (run_columns)."""
-        full = self._all_cells(entry)
-        short = self._short_cells(entry)
-        cells = {k: short[k] if k in self._layout.short and k in short else full[k] for k in self._columns}
-        width = dict(zip(self._columns, self._layout.widths, strict=True)).get("RUN")
-        if width is not None and entry.row is not None:
-            cells["RUN"] = self._run_text(entry.row, entry.host is None, width)
-        return cells
-
-    def _all_cells(self, entry: Entry) -> dict[str, object]:
-        row = entry.row
-        if row is None:  # a workstation asked, or one that cannot be watched: what went wrong (in full below)
-            status = Text("unreachable", style="bold red") if entry.note else Text("connecting…", style="dim")
-            cause = entry.note.split(" — ")[0]
-            cells: dict[str, object] = {"RUN": Text(cause, no_wrap=True, overflow="ellipsis", end=""),
-                                        "STATUS": status, "STEP": "", "LOSS": "", "BEST": "", "TIME": ""}
-        else:
-            cells = self._run_cells(row, local=entry.host is None)
-        if self.remote:  # workstations in the settings: the HOST column (the worker has loaded remote by now)
-            from tuitrain.remote.workstations import LOCAL
-
-            cells["HOST"] = Text(entry.host or LOCAL, style="" if entry.host else "dim", no_wrap=True,
-                                 overflow="ellipsis", end="")
-        return cells
-
-    @staticmethod
-    def _short_cells(entry: Entry) -> dict[str, object]:
-        """The short forms of the cells that give way first (run_columns.GIVE_WAY): the step without its bar, the
-        best value without its metric's name (the same in every row of a profile)."""
-        row = entry.row
-        if row is None:
-            return {}
-        return {"STEP": f"{row.step}/{row.max_steps or '?'}", "BEST": number(row.best) if row.best is not None else "-"}
-
-    def _run_text(self, row: RunRow, local: bool, width: int | None = None) -> Text:
-        """The RUN cell: the run's label (a mark first when marked for compare), cut in its middle to `width`."""
-        marked = local and row.id in self.marked
-        mark = "✓ " if marked else ""
-        label = self.labels.get(row.id, row.id)
-        if width is not None:
-            label = cut_label(label, width - len(mark))
-        return Text(mark + label, style="bold" if marked else "", no_wrap=True, overflow="ellipsis", end="")
-
-    def _run_cells(self, row: RunRow, local: bool) -> dict[str, object]:
-        now = self.app.clock()
-        end = row.ended or (now if not row.final and row.status != "lost" else None)
-        best = f"{short_metric(row.best_metric)} {number(row.best)}" if row.best is not None else "-"
-        status = status_text(row.status)
-        if row.status == "failed" and row.failed_rank is not None:
-            status.append(f" r{row.failed_rank}", style="red")
-        if row.job:  # a Slurm run: its job's state beside tuitrain's own
-            status.append(f" · {row.job}", style="dim" if row.final else "")
-        if row.queue is not None:  # its place among this machine's waiting runs
-            status.append(f" {row.queue.position}/{row.queue.length}")
-        if local and row.id in self.saved and not row.final:  # a live run's checkpoint written lately (run_table.NEWS_SECONDS)
-            status.append(f" · ckpt {checkpoint_step(self.saved[row.id])}", style="bold green")
-        return {
-            "RUN": self._run_text(row, local),
-            "STATUS": status,
-            "STEP": step_text(row.step, row.max_steps, 5),
-            "LOSS": number(row.loss),
-            "BEST": Text(best, no_wrap=True, overflow="ellipsis", end=""),
-            "TIME": duration(end - row.started) if row.started and end else "-",
-        }
+        return self._cell_maker().shown(entry, self._columns, self._layout)
 
     def runs_polled(self, rows: list[RunRow]) -> None:
         if not self._ready or not self.shown:
@@ -328,8 +272,9 @@ class HomeScreen(Screen):
         news_changed, self.saved = saved != self.saved, saved
         entries = host_entries(rows, self.remote, self.order)
         columns = self._wanted_columns()
-        self._ensure_columns(fit_columns(columns, [self._all_cells(e) for e in entries],
-                                         [self._short_cells(e) for e in entries], self._room()))
+        cells = self._cell_maker()
+        self._ensure_columns(fit_columns(columns, [cells.full(e) for e in entries], [cells.short(e) for e in entries],
+                                         self._room()))
         keys = [e.key for e in entries]
         shown = sum(e.row is not None for e in entries)
         self.query_one("#runs-title", TextLine).set(
@@ -416,8 +361,8 @@ class HomeScreen(Screen):
             self.notify(f"{host}: {entry.note}" if entry.note else f"{host}: asking it for its runs…",
                         title=host, severity="warning" if entry.note else "information", timeout=10)
             return
-        self.notify(f"{entry.key} runs on {host}: `tuitrain logs {entry.key} --follow`, `status`, `stop` "
-                    "and `resume` reach it from a terminal", title=host, timeout=10)
+        self.notify(f"{entry.key} runs on {host}: enter opens its monitor, where s, c, e, k and R act on it there",
+                    title=host, timeout=10)
 
     # ------------------------------------------------------------------------------ actions
     @on(DataTable.RowSelected, "#runs")

@@ -70,6 +70,12 @@ class HardwareStrip(TextLine):
         text = strip_text(self.line, self.hosts, self.content_region.width or None)
         return self.one_line(text)
 
+    def keep_hosts(self, hosts: list[str]) -> None:
+        """The workstations of the settings now: a box no longer in them leaves the strip."""
+        if set(self.hosts) - set(hosts):
+            self.hosts = {host: sample for host, sample in self.hosts.items() if host in hosts}
+            self.set(self.line)
+
     def gpus_heard(self, news: HostNews) -> None:
         """A workstation stream's GPUs or failure (its own thread): shown on the app's loop."""
         if news.gpus is not None or news.problem is not None:
