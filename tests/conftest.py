@@ -17,7 +17,7 @@ import pytest
 
 from tuitrain.profile import builtin_profile_path
 
-pytest_plugins = ["hosts_plugin", "slurm_plugin", "gpu_plugin"]  # sshd hosts, Slurm, the gpu markers
+pytest_plugins = ["hosts_plugin", "slurm_plugin", "gpu_plugin", "skip_count_plugin"]  # sshd hosts, Slurm, the gpu markers, the skip count
 os.environ["HF_HUB_OFFLINE"] = "1"
 # The developer's own settings (workstations, [notify] webhooks) stay out of the tests: a test that wants settings
 # names its own file.
@@ -85,7 +85,8 @@ def demo_profile_data(**sections: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-MRPC = Path(__file__).resolve().parents[2] / "shared" / "data" / "mrpc"  # real MRPC CSVs, beside the checkout
+# Real MRPC sentence pairs, a sample the checkout carries (its source, terms and how it was cut: README.md there).
+MRPC = Path(__file__).resolve().parent / "data" / "mrpc"
 
 
 def minilm_dir() -> Path:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from conftest import FAST, cli, losses, record, wait_for, wait_until_ended
 from slurm_cluster import Cluster
-from test_script_mode_runs import data_args, needs_mrpc, script_profile, toml_list
+from test_script_mode_runs import data_args, script_profile, toml_list
 
 LONG = ["--set", "training.eval_steps=100000", "--set", "training.save_steps=100000",
         "--set", "training.max_steps=100000"]  # saves on request only
@@ -72,7 +72,6 @@ def test_a_requeued_job_resumes_from_its_checkpoint(slurm_cluster: Cluster, runs
     assert begins[0] == 0 and begins[-1] == step, begins
 
 
-@needs_mrpc
 def test_a_trainer_script_saves_and_stops_at_slurms_sigterm_then_resumes(slurm_cluster: Cluster, runs_dir: Path,
                                                                        tmp_path: Path) -> None:
     """Script mode under Slurm: the user's own Trainer script, unchanged, gets the same save-then-stop
