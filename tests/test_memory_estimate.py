@@ -176,7 +176,8 @@ def test_the_count_from_the_config_is_the_models(model_type: str, task: str) -> 
     ({"model_type": "phi", "hidden_size": 32}, "causal-lm", "model type 'phi' is not one the estimate knows"),
     ({"model_type": "gpt2"}, "seq2seq", "a gpt2 model for seq2seq is not one the estimate knows"),
     ({"hidden_size": 32}, "causal-lm", "the config names no model_type"),
-    ({"model_type": "llama", "hidden_size": "big"}, "causal-lm", "no number"),
+    ({"model_type": "llama", "hidden_size": "big"}, "causal-lm", "the llama config's hidden_size = 'big' is no size"),
+    ({"model_type": "llama", "num_attention_heads": 0}, "causal-lm", "num_attention_heads = 0 is no size"),
 ])
 def test_anything_else_is_unknown_never_a_guess(config: dict[str, Any], task: str, why: str) -> None:
     shape = model_shape(config, task, defaults=defaults(str(config.get("model_type", ""))))
@@ -515,3 +516,28 @@ def test_the_editors_preview_says_the_estimate_and_the_refusal(tmp_path: Path) -
     assert "does not fit: ≈ " in text and "would fit: training.per_device_train_batch_size = 4" in text
     notes = text.split("\nnotes\n", 1)[1]
     assert "GPU memory" not in notes  # said once, in its own part
+
+
+@pytest.mark.slow
+def test_a_run_others_memory_keeps_out_is_refused_now_but_may_wait_in_the_queue(tmp_path: Path, monkeypatch) -> None:
+    import tomli_w
+
+    from conftest import record, wait_until_ended
+
+    monkeypatch.setenv("TUITRAIN_QUEUE_DIR", str(tmp_path / "queue"))
+    monkeypatch.setenv("TUITRAIN_NVML_TABLE", str(NVML / "four_gpu_mixed.json"))
+    data = demo_profile_data(model={"task": "causal-lm", "num_labels": None}, data={"block_size": 1024},
+                             hardware={"accelerator": "cuda", "gpus": [1], "mixed_precision": "bf16"})
+    data["model"]["config"] = {"model_type": "gpt2", "vocab_size": 50257}
+    profile = tmp_path / "gpt2.toml"
+    profile.write_text(tomli_w.dumps(data))
+    runs = tmp_path / "runs"
+    now = cli("run", str(profile), runs_dir=runs)  # GPU 1 has 1.8 GiB free of 48: others hold the rest
+    assert now.returncode != 0 and "does not fit: ≈ " in now.stderr and "--queue" in now.stderr
+    assert not runs.exists() or not any(runs.iterdir())
+    waiting = cli("run", str(profile), "--queue", runs_dir=runs)
+    assert waiting.returncode == 0, waiting.stderr
+    run_dir = runs / waiting.stdout.strip()
+    assert record(run_dir)["status"] == "queued"
+    assert cli("cancel", run_dir.name, runs_dir=runs).returncode == 0
+    assert wait_until_ended(run_dir)["status"] == "cancelled"

@@ -36,6 +36,7 @@ class MemoryCheck:
     problems: list[Problem] = field(default_factory=list)
     gpus: tuple[GpuRoom, ...] = ()
     fits: list[str] = field(default_factory=list)  # changes that would fit, as the problem's fix names them
+    waits: bool = False  # it would fit once others free the GPU: a queued run waits for that, and is not refused
 
     def to_dict(self) -> dict[str, Any]:
         verdict = next((p.severity for p in self.problems), "fits" if self.estimate and self.gpus else None)
@@ -169,7 +170,9 @@ def memory_check(shape: ModelShape | Unknown, setup: MemorySetup, gpus: Sequence
     fix = ("would fit: " + "; ".join(f"{words} (≈ {gib(e.needed)} GiB)" for _, words, e in fits) if fits
            else "no change of these fits, not even two together: a smaller batch, gradient checkpointing, sharding, "
                 "an 8-bit optimizer, LoRA; choose GPUs with more memory")
-    if least.free is not None and least.total and estimate.needed <= least.total and least.free < least.total:
+    waits = least.free is not None and bool(least.total) and estimate.needed <= (least.total or 0) \
+        and least.free < (least.total or 0)
+    if waits:
         fix += (f"; or wait for room: hardware.min_free_memory = \"{int(estimate.needed / GIB + 1)}GiB\" and "
                 "`tuitrain run --queue` start it when a GPU has that much free")
     key = fits[0][0] if fits else "training.per_device_train_batch_size"
@@ -180,4 +183,4 @@ def memory_check(shape: ModelShape | Unknown, setup: MemorySetup, gpus: Sequence
         message = f"may not fit: {summary(estimate)}; {room_words(least)}"
         severity = "warning"
     return MemoryCheck(estimate, None, lines, [Problem(file, key, message, fix, severity)],  # type: ignore[arg-type]
-                       tuple(gpus), [words for _, words, _ in fits])
+                       tuple(gpus), [words for _, words, _ in fits], waits)

@@ -10,6 +10,7 @@ machine at all (a cluster's config written on a laptop).
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,6 +85,16 @@ class LaunchPlan:
             "problems": [p.to_dict() for p in self.problems],
             "memory": self.memory.to_dict() if self.memory is not None else None,
         }
+
+
+def queued_plan(plan: LaunchPlan) -> LaunchPlan:
+    """The plan of a run that waits in the queue for its GPUs: memory that others hold now refuses nothing (the
+    memory estimate's refusal becomes a warning where the run would fit the GPU once it is free)."""
+    memory = plan.memory
+    if memory is None or not memory.waits:
+        return plan
+    problems = [dataclasses.replace(p, severity="warning") if p in memory.problems else p for p in plan.problems]
+    return dataclasses.replace(plan, problems=problems)
 
 
 def export_accelerate_config(profile: Settings, file: str = "profile",
