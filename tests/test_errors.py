@@ -21,6 +21,7 @@ INTERNAL = {
     "_NoError": "hardware.nvml: stands for the error class of a library that has none; never raised",
     "_Lost": "hardware.nvml: a GPU that answered GPU_IS_LOST, caught by device_call",
     "_FallbackNVMLError": "hardware.recorded: pynvml's NVMLError as a recorded table raises it, caught as NVML's own",
+    "_Refused": "launch.model_size: a config key the count needs, made the estimate's Unknown with its reason",
     "BadLine": "profile.datafiles: a data file's bad line, made a Problem of the profile where the file is read",
     "TrainingArgsProbeError": "profile.training_args: the probe's failure, kept as a note; the shipped table serves",
     "WireError": "remote.wire: a line that is no message of ours (a shell's welcome text), skipped by its readers",

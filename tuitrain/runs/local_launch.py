@@ -20,7 +20,7 @@ import psutil
 from tuitrain.runs.disk_space import disk_full, names_full_disk
 from tuitrain.runs.exit_waiter import ExitWaiter
 from tuitrain.runs.exits import describe_exit, first_of_several, last_exception_line, root_cause
-from tuitrain.runs.layout import SUPERVISOR_ENV
+from tuitrain.runs.layout import KILL_REQUEST, SUPERVISOR_ENV
 from tuitrain.runs.parent_death import die_with_parent
 from tuitrain.runs.process_tree import KILL_GRACE_SECONDS, descendants, end_processes, find, identity, running
 from tuitrain.runs.ranks import read_rank_records
@@ -56,7 +56,7 @@ class LauncherOptions:
 
 class LocalLaunch:
     STOP_SAID = "stop requested: the ranks save a checkpoint and stop at the next step end"
-    KILLED_SAID = "ended by `tuitrain stop --now`: every process was terminated, nothing was saved"
+    KILLED_SAID = f"ended by {KILL_REQUEST}: every process was terminated, nothing was saved"
     HANG_SAID = "{said} (on_hang = {on_hang}); taking every rank's stacks"
     SAMPLED_HERE = True
     ACTS_ON_HANG = True
