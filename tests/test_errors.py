@@ -8,9 +8,15 @@ import ast
 import builtins
 from pathlib import Path
 
+import pytest
+from textual import work
+from textual.screen import Screen
+
 from conftest import check_clean, cli
 from test_tui_app import make_app, run, until
 from test_tui_fixtures import FINISHED, make_runs
+from tuitrain.errors import TuitrainError
+from tuitrain.tui.failed_work import PassesFailedWorkUp
 
 PACKAGE = Path(__file__).resolve().parents[1] / "tuitrain"
 ROOT = "TuitrainError"
@@ -105,8 +111,8 @@ def test_a_cli_refusal_is_one_line_on_stderr(tmp_path: Path) -> None:
 
 
 def test_an_app_refusal_is_one_toast_of_plain_text(tmp_path: Path) -> None:
-    """Home's `t` on an ended run: queue_action's refusal, raised in Home's worker, is the app's one toast; the
-    run's folder name, markup to Textual, is shown as typed."""
+    """Home's `t` on an ended run: queue_action's refusal, titled with what could not be done; the run's folder
+    name, markup to Textual, is shown as typed."""
     runs = tmp_path / "runs"
     make_runs(runs)
     odd = runs / f"{FINISHED}-[b]x[red]"
@@ -119,10 +125,51 @@ def test_an_app_refusal_is_one_toast_of_plain_text(tmp_path: Path) -> None:
                                            for i in range(table.row_count)] if table.row_count else None, what="the runs")
         table.move_cursor(row=keys.index(odd.name))
         await pilot.press("t")
-        toast = await until(pilot, lambda: next((n for n in app._notifications if n.title == "Refused"), None),
+        toast = await until(pilot, lambda: next((n for n in app._notifications if n.title == "Cannot move"), None),
                             what="the refusal")
         assert toast.message == f"run {odd.name} already ended (finished); there is nothing to move"
         assert not toast.markup
-        assert app.is_running
+
+    run(script, app, size=(120, 40), notifications=True)
+
+
+def test_a_refusal_no_screen_says_is_the_apps_one_toast(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The app's own worker (the hardware strip's sampler) on a recorded device table that is not there: its
+    RecordedTableError is one toast of its own words, as text (it was 'RecordedTableError: …' as markup)."""
+    make_runs(tmp_path / "runs")
+    table = tmp_path / "gpus [b]x[red].json"
+    monkeypatch.setenv("TUITRAIN_NVML_TABLE", str(table))
+    app = make_app(tmp_path, hardware_line=None)
+
+    async def script(pilot) -> None:
+        toast = await until(pilot, lambda: next((n for n in app._notifications if n.title == "Refused"), None),
+                            what="the refusal")
+        assert toast.message.startswith(f"TUITRAIN_NVML_TABLE={table}: no such file; point it at a recorded")
+        assert "\n" not in toast.message and "Error" not in toast.message
+        assert not toast.markup
+
+    run(script, app, size=(120, 40), notifications=True)
+
+
+class Refusing(PassesFailedWorkUp, Screen):
+    """A screen whose worker refuses, as any screen's may: Textual tells only this screen of it."""
+
+    def on_mount(self) -> None:
+        self.refuse()
+
+    @work(thread=True, exit_on_error=False)
+    def refuse(self) -> None:
+        raise TuitrainError("[b]runs[/b] is full")
+
+
+def test_a_screens_worker_that_refuses_reaches_the_apps_one_toast(tmp_path: Path) -> None:
+    make_runs(tmp_path / "runs")
+    app = make_app(tmp_path)
+
+    async def script(pilot) -> None:
+        await app.push_screen(Refusing())
+        toast = await until(pilot, lambda: next((n for n in app._notifications if n.title == "Refused"), None),
+                            what="the refusal")
+        assert toast.message == "[b]runs[/b] is full" and not toast.markup
 
     run(script, app, size=(120, 40), notifications=True)

@@ -14,6 +14,8 @@ from typing import Any, Sequence
 
 from textual.worker import get_current_worker
 
+from tuitrain.errors import TuitrainError
+
 REQUEST_WORDS = {"stop": "save a checkpoint and stop", "save": "save a checkpoint at the next step end",
                  "evaluate": "evaluate at the next step end", "terminate": "end every process now"}
 
@@ -40,7 +42,7 @@ def wait_or_cancel(seconds: float, poke: threading.Event | None = None) -> bool:
 def run_request(app: Any, run_dir: Path, what: str) -> None:
     """A control request from a worker, announced either way. A stop goes through the run's backend (a Slurm
     job's is cancelled when it does not end in time), each of its steps said in a toast; quitting the app gives up
-    any wait (the request stays). A refusal is the app's to say (`on_work_failed`)."""
+    any wait (the request stays); a refusal is titled with what could not be done."""
     from tuitrain.backends import for_run
     from tuitrain.remote.run_mirror import mirrored_run
     from tuitrain.runs.control import request
@@ -63,8 +65,8 @@ def run_request(app: Any, run_dir: Path, what: str) -> None:
             say(for_run(read_record(paths)).stop(paths, what == "terminate", say, pause=wait_or_cancel))
             return
         request(paths, what)
-    except OSError as exc:  # a control file not written: said with what could not be done
-        app.call_from_thread(app.notify, str(exc), title=f"Cannot {what}", severity="warning")
+    except (TuitrainError, OSError) as exc:
+        app.call_from_thread(app.notify, str(exc), title=f"Cannot {what}", severity="warning", markup=False)
         return
     app.call_from_thread(app.notify, f"asked {Path(run_dir).name} to {REQUEST_WORDS[what]}", title=title)
     app.poke()
@@ -79,10 +81,15 @@ def remote_request(app: Any, host: str, run_id: str, what: str, title: str) -> N
     (`cli.workstations.cmd_remote`: the verb over ssh, through `Workstation.tuitrain`); what it printed last, or
     why it failed, in one toast."""
     from tuitrain.remote.workstations import find, problem_line, run_on, workstations
+    from tuitrain.user_config import UserConfigError
 
     verb, *flags = REMOTE_ARGS[what]
     app.call_from_thread(app.notify, f"asking {host}:{run_id} to {REQUEST_WORDS[what]}…", title=title)
-    station = find(host, workstations())  # a settings file's refusal is the app's to say
+    try:
+        station = find(host, workstations())
+    except UserConfigError as exc:
+        app.call_from_thread(app.notify, str(exc), title=f"Cannot {what}", severity="warning")
+        return
     done = run_on(station, [verb, run_id, *flags], REMOTE_SECONDS)
     problem = problem_line(station, done)
     if problem:

@@ -711,7 +711,7 @@ class EditorScreen(PassesFailedWorkUp, Screen):
 
     @work(thread=True, exclusive=True, group="editor-launch", exit_on_error=False)
     def launch(self, data: dict[str, Any], number: int) -> None:
-        """A refusal of the start (a `TuitrainError`) is the app's to say (`on_work_failed`)."""
+        from tuitrain.errors import TuitrainError
         from tuitrain.tui.messages import RunStarted
 
         check = self.model.check(data, number, self.app.runs_root, self.app.hardware)
@@ -722,8 +722,9 @@ class EditorScreen(PassesFailedWorkUp, Screen):
             return
         try:
             run_dir = self.model.launch(self.app.runs_root, self.app.launch_overrides, self.app.hardware, data)
-        except OSError as exc:  # a folder or file not written: said as "Not launched", not as the work's failure
-            self.app.call_from_thread(self.notify, str(exc), title="Not launched", severity="error", timeout=10)
+        except (TuitrainError, OSError) as exc:
+            self.app.call_from_thread(self.notify, str(exc), title="Not launched", severity="error", timeout=10,
+                                      markup=False)
             return
         self.app.post_message(RunStarted(str(run_dir)))
 

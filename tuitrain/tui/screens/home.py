@@ -17,6 +17,7 @@ from textual.widgets import DataTable, Input, OptionList, Static
 from textual.widgets.data_table import ColumnKey
 from textual.widgets.option_list import Option
 
+from tuitrain.errors import TuitrainError
 from tuitrain.tui.actions import run_request
 from tuitrain.tui.failed_work import PassesFailedWorkUp
 from tuitrain.tui.messages import WorkstationHeard, WorkstationsListed
@@ -547,15 +548,15 @@ class HomeScreen(PassesFailedWorkUp, Screen):
     @work(thread=True, group="control", exit_on_error=False)
     def queue_request(self, run_dir: Path, what: str) -> None:
         """Move a queued run first ("top") or cancel it, as the CLI does (runs.queue_view.queue_action, its
-        refusals too, which the app says: `on_work_failed`): the outcome in one line."""
+        refusals too): the outcome in one line, titled with what was done or could not be."""
         from tuitrain.runs.layout import RunPaths
         from tuitrain.runs.queue_view import queue_action
 
         done, verb = ("First in queue", "move") if what == "top" else ("Cancelled", "cancel")  # as queue_action says
         try:
             said = queue_action(RunPaths(run_dir), what)
-        except OSError as exc:  # the queue's files not written: said with what could not be done
-            self.app.call_from_thread(self.notify, str(exc), title=f"Cannot {verb}", severity="warning")
+        except (TuitrainError, OSError) as exc:
+            self.app.call_from_thread(self.notify, str(exc), title=f"Cannot {verb}", severity="warning", markup=False)
             return
         self.app.call_from_thread(self.notify, said, title=done)
         self.app.poke()
