@@ -62,8 +62,8 @@ def start_run(work: Path, runs: Path, ranks: int) -> Path:
 
 def wait_hung(run_dir: Path, ranks: int) -> float:
     """Until every rank has reported step 5 (rank 1 then sleeps, the others wait for it); seconds it took."""
-    from tuitrain.runs.heartbeat import read_beats
-    from tuitrain.runs.layout import RunPaths
+    from tuitrain.rundir.heartbeat import read_beats
+    from tuitrain.rundir.layout import RunPaths
 
     start = time.perf_counter()
     while time.perf_counter() - start < READY_SECONDS:
@@ -90,8 +90,8 @@ def stacks_once(run_dir: Path, runs: Path) -> tuple[float, list[str]]:
 
 
 def gather_once(run_dir: Path) -> float:
-    from tuitrain.runs.layout import RunPaths
-    from tuitrain.runs.record import read_record
+    from tuitrain.rundir.layout import RunPaths
+    from tuitrain.rundir.record import read_record
     from tuitrain.runs.stacks import gather
 
     paths = RunPaths(run_dir)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import cli, record
-from tuitrain.runs.checkpoints import MARKER, inspect_checkpoint, run_checkpoints
+from tuitrain.rundir.checkpoints import MARKER, inspect_checkpoint, run_checkpoints
 from tuitrain.runs.relaunch import ResumeError, choose_checkpoint
 
 pytestmark = pytest.mark.slow  # uses the shared finished run

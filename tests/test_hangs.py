@@ -17,9 +17,9 @@ import psutil
 import pytest
 
 from conftest import FINAL, cli, record, wait_for, wait_until_ended
+from tuitrain.rundir.heartbeat import Beat, read_beats
+from tuitrain.rundir.layout import PHASE_BETWEEN, PHASE_EVALUATING, PHASE_SAVING, PHASE_STARTING, PHASE_STEP, RunPaths
 from tuitrain.runs.hang import HANG_FLOOR, SLOW_FLOOR, describe, judge, run_hang
-from tuitrain.runs.heartbeat import Beat, read_beats
-from tuitrain.runs.layout import PHASE_BETWEEN, PHASE_EVALUATING, PHASE_SAVING, PHASE_STARTING, PHASE_STEP, RunPaths
 from tuitrain.runs.live import RunsWatcher
 from tuitrain.runs.stacks import Frame, Thread, describe_thread, digest, parse_stacks, read_digest
 

@@ -242,7 +242,7 @@ def test_a_view_told_of_millions_of_new_lines_asks_only_about_its_old_end():
 
 
 def test_line_times_read_in_bulk_match_them_read_one_by_one(tmp_path):
-    from tuitrain.runs.linetimes import LineTimes
+    from tuitrain.rundir.linetimes import LineTimes
 
     class OneByOne(LineTimes):
         def _take_all(self, data):

@@ -83,7 +83,7 @@ def test_a_live_merge_puts_a_late_read_line_before_a_later_written_one(tmp_path)
 
 def test_ranks_mirrored_from_another_machine_merge_in_time_order_at_home(tmp_path):
     from tuitrain.remote.wire import decode
-    from tuitrain.runs.layout import RunPaths
+    from tuitrain.rundir.layout import RunPaths
     from tuitrain.runs.logfile import LogFile
     from tuitrain.runs.merged_log import MergedLog
     from tuitrain.runs.mirror import NodeFiles, apply

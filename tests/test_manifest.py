@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from conftest import cli
-from tuitrain.runs.layout import RunPaths
+from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.record import new_record, write_record
 from tuitrain.runs.manifest import file_fact, read_manifests
-from tuitrain.runs.record import new_record, write_record
 
 
 def git(repo: Path, *args: str) -> str:

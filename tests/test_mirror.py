@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tuitrain.remote.wire import CHUNK, WireError, decode, encode, encode_bytes
-from tuitrain.runs.layout import RunPaths
+from tuitrain.rundir.layout import RunPaths
 from tuitrain.runs.mirror import MirrorError, NodeFiles, apply
 
 
@@ -81,7 +81,7 @@ def test_a_rank_record_is_replaced_whole_when_it_changes(tmp_path: Path) -> None
 
 def test_heartbeats_and_stacks_come_home_whole_so_home_judges_every_machines_ranks(tmp_path: Path) -> None:
     """Issue 26: hung? and the stacks' digest name the ranks of every machine (runs.hang reads heartbeats/ at home)."""
-    from tuitrain.runs.heartbeat import read_beats
+    from tuitrain.rundir.heartbeat import read_beats
 
     node, home = node_and_home(tmp_path)
     files = NodeFiles(node, 1)
@@ -108,8 +108,8 @@ def test_a_rank_stopped_on_a_node_is_known_stopped_at_home(tmp_path: Path) -> No
     import time
 
     from conftest import wait_for
+    from tuitrain.rundir.process_tree import identity
     from tuitrain.runs.hang import run_hang, stop_waits_for
-    from tuitrain.runs.process_tree import identity
 
     node, home = node_and_home(tmp_path)
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])

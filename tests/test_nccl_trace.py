@@ -17,7 +17,7 @@ from typing import Any
 
 from conftest import cli
 from test_tui_fixtures import FAILED, make_runs
-from tuitrain.runs.layout import RunPaths
+from tuitrain.rundir.layout import RunPaths
 from tuitrain.runs.nccl_trace import LABEL, behind, read_traces, trace_lines
 from tuitrain.runs.stacks import write_digest
 

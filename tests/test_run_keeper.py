@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tuitrain.runs import preemption
-from tuitrain.runs.layout import CONTROL_SAVE, CONTROL_STOP, CONTROL_TERMINATE, RunPaths
+from tuitrain.rundir import preemption
+from tuitrain.rundir.layout import CONTROL_SAVE, CONTROL_STOP, CONTROL_TERMINATE, RunPaths
+from tuitrain.rundir.record import new_record, read_record, write_record
 from tuitrain.runs.local_launch import LauncherOptions, LocalLaunch
-from tuitrain.runs.record import new_record, read_record, write_record
 from tuitrain.runs.supervisor import Supervisor, run_supervisor
 from tuitrain.runs.workers import Keeper, Outcome, Settled
 from tuitrain.slurm.agent import SlurmSupervisor

@@ -1,4 +1,4 @@
-"""run.json holds only the keys `RunRecord` declares (tuitrain.runs.record), nested values included, so mypy guards
+"""run.json holds only the keys `RunRecord` declares (tuitrain.rundir.record), nested values included, so mypy guards
 the one contract between launching and viewing: a key the code writes must be declared there first."""
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from test_machines import profile_with_defaults_of, two_machines
 from test_tui_fixtures import make_runs
 from test_tui_multinode import make_multinode_run
 from tuitrain.launch.machines import plan_machines
-from tuitrain.runs import record as run_record
+from tuitrain.rundir import record as run_record
+from tuitrain.rundir.record import MachineEntry, RunRecord
 from tuitrain.runs.queue import Dependency, queue_fields
-from tuitrain.runs.record import MachineEntry, RunRecord
 
 # Values the record types loosely (list[dict[str, Any]]) while their shape is declared apart.
 ITEMS = {"machines": MachineEntry}

@@ -23,9 +23,9 @@ from conftest import FINAL, cli, record, wait_for, wait_until_ended
 from slurm_cluster import TWO_NODES, Cluster
 from test_hangs import HANG_AFTER, SCRIPT, SLEEP_LINE
 from test_multinode import leftovers
+from tuitrain.rundir.layout import CONTROL_STACKS, PHASE_STEP, RunPaths
+from tuitrain.rundir.record import read_record
 from tuitrain.runs.hang import run_hang
-from tuitrain.runs.layout import CONTROL_STACKS, PHASE_STEP, RunPaths
-from tuitrain.runs.record import read_record
 from tuitrain.runs.stacks import answer_stacks_request, gather
 
 # -- a run directory made here --------------------------------------------------------------------------------------
@@ -125,7 +125,7 @@ def test_word_of_a_hang_comes_from_node_0_alone(tmp_path: Path, monkeypatch) -> 
     """Every node's supervisor judges its own ranks (to act on on_hang there); node 0 judges them all, and its word
     of the hang is the job's."""
     from tuitrain import notify
-    from tuitrain.runs.record import new_record, write_record
+    from tuitrain.rundir.record import new_record, write_record
     from tuitrain.slurm.agent import SlurmSupervisor, prepare_node
 
     home = RunPaths(tmp_path / "run")

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from test_tui_app import make_app, run, until
 from test_tui_fixtures import FINISHED, T0, _events, _record, _write, make_runs
-from tuitrain.runs.layout import RunPaths
+from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.record import read_record
 from tuitrain.runs.lineage import read_lineage
-from tuitrain.runs.record import read_record
 
 CHILD = "20260101-003000-demo"
 GRANDCHILD = "20260101-004000-demo"

@@ -97,7 +97,7 @@ def _torch_file(name: str, size: int) -> bytes:
 def _checkpoint(output: Path, step: int, events: list[dict[str, Any]], complete: bool = True) -> None:
     """A 2-rank checkpoint whose files are whole (tuitrain checks them), sealed with its marker;
     an incomplete one was cut short: no optimizer, scheduler or marker."""
-    from tuitrain.runs.checkpoints import MARKER, files_with_sizes
+    from tuitrain.rundir.checkpoints import MARKER, files_with_sizes
 
     folder = output / f"checkpoint-{step}"
     history = [{k: v for k, v in e.items() if k not in ("event", "time")} for e in events
@@ -183,8 +183,8 @@ def make_runs(root: Path) -> dict[str, Path]:
 # ------------------------------------------------------------------------------ the fixtures read as real runs
 
 def test_fixture_runs_read_like_real_ones(tmp_path):
+    from tuitrain.rundir.checkpoints import list_checkpoints
     from tuitrain.runs.catalog import list_runs
-    from tuitrain.runs.checkpoints import list_checkpoints
     from tuitrain.runs.summary import run_summary
 
     made = make_runs(tmp_path / "runs")

@@ -308,7 +308,7 @@ def test_the_gpus_tab_shows_each_other_machine_as_its_agent_sampled_it(tmp_path)
     sample of another machine is left out, never raised on."""
     import json
 
-    from tuitrain.runs.layout import RunPaths
+    from tuitrain.rundir.layout import RunPaths
     from tuitrain.runs.mirror import read_machine_samples
     from tuitrain.tui.machines import Machine
     from tuitrain.tui.widgets.gpu_panel import run_panel

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from tuitrain.profile import Problem, Profile
-from tuitrain.runs.checkpoints import Checkpoint
-from tuitrain.runs.kind import RunKind
-from tuitrain.runs.layout import RunPaths
+from tuitrain.rundir.checkpoints import Checkpoint
+from tuitrain.rundir.kind import RunKind
+from tuitrain.rundir.layout import RunPaths
 
 Say = Callable[[str], None]
 Pause = Callable[[float], bool]  # wait this long; False when the caller is going away (an app closing)

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 from tuitrain.backends.base import Check, Pause, Preview, Resumed, Say, Started, resume_note
 from tuitrain.hardware import Hardware
 from tuitrain.profile import Problem, Profile, Settings, load_profile, settings_with_defaults
+from tuitrain.rundir.kind import RunKind
+from tuitrain.rundir.layout import RunPaths
 from tuitrain.runs.catalog import RUNS_ROOT_FIX
-from tuitrain.runs.kind import RunKind
-from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.relaunch import launch, local_plan, local_settings, plan_profile, resume, run_cwd
 from tuitrain.runs.start import (
     new_run_dir,
@@ -45,8 +45,8 @@ OUTPUT_DIR_FIX = "set run.output_dir to a folder this machine can write (e.g. --
 def stop_here(paths: RunPaths, now: bool) -> str:
     """A stop asked through the run's control files (a run started from this machine, on it or on the machines
     it lists: the home supervisor relays it)."""
+    from tuitrain.rundir.record import read_record
     from tuitrain.runs.control import request  # psutil: not for `plan`
-    from tuitrain.runs.record import read_record
 
     if read_record(paths).get("status") == "queued":
         request(paths, "stop")  # its waiting supervisor takes any stop as leaving the queue

@@ -11,8 +11,8 @@ from tuitrain.backends.base import Check, Pause, Preview, Resumed, Say, Started,
 from tuitrain.backends.local import stop_here
 from tuitrain.launch.machines import MachinePlan, MachinesPlan
 from tuitrain.profile import Profile, load_profile, settings_with_defaults
-from tuitrain.runs.kind import RunKind
-from tuitrain.runs.layout import RunPaths
+from tuitrain.rundir.kind import RunKind
+from tuitrain.rundir.layout import RunPaths
 from tuitrain.runs.relaunch import launch_on_machines, machines_plan, resume_on_machines
 from tuitrain.runs.start import new_run_dir
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from tuitrain.rundir.layout import RunPaths
 from tuitrain.runs.catalog import find_run, load_record
 from tuitrain.runs.control import request
-from tuitrain.runs.layout import RunPaths
 
 
 def cmd_save(args: argparse.Namespace) -> int:

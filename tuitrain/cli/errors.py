@@ -14,9 +14,9 @@ class CliError(Exception):
 def user_errors() -> tuple[type[BaseException], ...]:
     from tuitrain.hardware.recorded import RecordedTableError
     from tuitrain.profile import ProfileError
+    from tuitrain.rundir.record import RunRecordError
     from tuitrain.runs.catalog import RunNotFound, RunsRootError
     from tuitrain.runs.control import ControlError
-    from tuitrain.runs.record import RunRecordError
     from tuitrain.runs.relaunch import ResumeError
     from tuitrain.runs.start import StartError
     from tuitrain.user_config import UserConfigError

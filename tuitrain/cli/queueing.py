@@ -114,9 +114,9 @@ def cmd_queue(args: argparse.Namespace) -> int:
 def _sweep(row: dict[str, Any]) -> dict[str, Any] | None:
     """The sweep a waiting run of the queue belongs to, from its record (None: of no sweep, or unreadable); read
     here, for `tuitrain queue`, not in queue_rows, which the app polls."""
-    from tuitrain.runs.layout import RunPaths
+    from tuitrain.rundir.layout import RunPaths
+    from tuitrain.rundir.record import RunRecordError, read_record
     from tuitrain.runs.queue import sweep_fields
-    from tuitrain.runs.record import RunRecordError, read_record
 
     try:
         return sweep_fields(read_record(RunPaths(Path(row["run_dir"]))))

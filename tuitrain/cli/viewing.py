@@ -11,18 +11,18 @@ from typing import TYPE_CHECKING, Any
 from tuitrain.cli.errors import CliError
 from tuitrain.cli.output import age, print_json, table
 from tuitrain.humanize import duration, number, size
+from tuitrain.rundir.checkpoints import run_checkpoints
+from tuitrain.rundir.exits import EXIT_USER_ERROR, exit_name
+from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.record import FINAL_STATUSES, RunRecordError
+from tuitrain.rundir.tail import read_new_lines
 from tuitrain.runs.catalog import UNREADABLE, RunEntry, find_run, load_record, scan_runs
-from tuitrain.runs.checkpoints import run_checkpoints
-from tuitrain.runs.exits import EXIT_USER_ERROR, exit_name
 from tuitrain.runs.hang import status_label
-from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.liveness import effective_status
 from tuitrain.runs.logfile import display_text, plain_text
 from tuitrain.runs.manifest import read_manifests
-from tuitrain.runs.record import FINAL_STATUSES, RunRecordError
 from tuitrain.runs.scheduler import job_states, refresh_job
 from tuitrain.runs.summary import run_summary
-from tuitrain.runs.tail import read_new_lines
 
 if TYPE_CHECKING:
     from tuitrain.runs.warning_fold import WarningFold

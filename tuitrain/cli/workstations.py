@@ -296,14 +296,14 @@ LOOK_SECONDS = 5.0  # how often a live run's checkpoints (and whether its superv
 def viewer_files(paths: Any) -> Callable[[], dict[str, bytes]]:
     """What a viewer on another box needs that is no file here as it is: the record as this box judges it
     (`lost` when its supervisor is gone; no process ids, which name no process there) and the checkpoints as
-    `runs.checkpoints` finds them. Looked at again when run.json changes, else every LOOK_SECONDS."""
+    `rundir.checkpoints` finds them. Looked at again when run.json changes, else every LOOK_SECONDS."""
     import os
     import time
 
     from tuitrain.remote.run_mirror import CHECKPOINTS, RECORD
-    from tuitrain.runs.checkpoints import run_checkpoints
+    from tuitrain.rundir.checkpoints import run_checkpoints
+    from tuitrain.rundir.record import FINAL_STATUSES, RunRecordError, read_record
     from tuitrain.runs.liveness import effective_status
-    from tuitrain.runs.record import FINAL_STATUSES, RunRecordError, read_record
 
     looked: dict[str, Any] = {"stamp": None, "at": 0.0, "ended": False, "files": {}}
 

@@ -11,8 +11,8 @@ from transformers import TrainerCallback
 
 from tuitrain.atomic import follow_umask, write_json_atomic
 from tuitrain.engine.events import EventLog
-from tuitrain.runs.checkpoints import MARKER, files_with_sizes
-from tuitrain.runs.layout import (
+from tuitrain.rundir.checkpoints import MARKER, files_with_sizes
+from tuitrain.rundir.layout import (
     CONTROL_EVALUATE,
     CONTROL_SAVE,
     CONTROL_STOP,
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 class CheckpointMarkerCallback(TrainerCallback):
     """Writes tuitrain.json into each checkpoint once every rank has written its part: the run
     that wrote it and every file with its size. Written last, it is what makes a checkpoint
-    complete (tuitrain.runs.checkpoints checks it), so a save cut short is never resumed from."""
+    complete (tuitrain.rundir.checkpoints checks it), so a save cut short is never resumed from."""
 
     def __init__(self, run_id: str, world_size: int) -> None:
         self.run_id = run_id

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import NoReturn, cast
 
 from tuitrain.atomic import write_json_atomic
-from tuitrain.runs.layout import (
+from tuitrain.rundir.layout import (
     PHASE_BETWEEN,
     PHASE_EVALUATING,
     PHASE_FINISHING,
@@ -24,9 +24,9 @@ from tuitrain.runs.layout import (
     STACKS_SIGNAL,
     RunPaths,
 )
-from tuitrain.runs.linetimes import timed_stream, times_path
-from tuitrain.runs.redirect import redirect_output
-from tuitrain.script import MACHINE_RANK_ENV
+from tuitrain.rundir.linetimes import timed_stream, times_path
+from tuitrain.rundir.redirect import redirect_output
+from tuitrain.rundir.script_env import MACHINE_RANK_ENV
 
 
 def global_rank() -> int:
@@ -158,7 +158,7 @@ class Heartbeat:
             self._wake.set()
 
     def record(self) -> dict[str, object] | None:
-        """The heartbeat file's record of the latest beat (None before the first): tuitrain.runs.heartbeat reads it."""
+        """The heartbeat file's record of the latest beat (None before the first): tuitrain.rundir.heartbeat reads it."""
         last, slow = self._last, self._slow
         if last is None:
             return None

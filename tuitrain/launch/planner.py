@@ -42,7 +42,7 @@ from tuitrain.launch.threads import cpu_threads
 from tuitrain.profile import Problem
 from tuitrain.profile.rules.strategies import FSDP_ALONE_FIX, fsdp_world_of_one
 from tuitrain.profile.settings import Settings
-from tuitrain.script import SCRIPT_ENV
+from tuitrain.rundir.script_env import SCRIPT_ENV
 
 ENGINE_MODULE = "tuitrain.engine"
 LAUNCH_MODULE = "accelerate.commands.launch"

@@ -20,8 +20,8 @@ from dataclasses import asdict, dataclass
 from typing import Any, Iterable, Mapping
 
 from tuitrain.profile.schema import SCHEMA, KeySpec
-from tuitrain.runs.heartbeat import Beat, heartbeat_folders, read_beats
-from tuitrain.runs.layout import (
+from tuitrain.rundir.heartbeat import Beat, heartbeat_folders, read_beats
+from tuitrain.rundir.layout import (
     PHASE_BETWEEN,
     PHASE_EVALUATING,
     PHASE_FINISHING,
@@ -224,7 +224,7 @@ def machine_states(paths: RunPaths) -> dict[int, str]:
 def live_beats(paths: RunPaths, record: Mapping[str, Any]) -> list[Beat]:
     """The heartbeats of ranks still running: a rank that has exited, or a beat of an earlier process under the
     same rank (a requeued job), is no rank to judge."""
-    from tuitrain.runs.ranks import read_rank_records
+    from tuitrain.rundir.ranks import read_rank_records
 
     records = read_rank_records(paths)
     out = []
@@ -259,7 +259,7 @@ def status_label(summary: Mapping[str, Any]) -> str:
 
 def process_names(paths: RunPaths, record: Mapping[str, Any]) -> dict[int, str]:
     """rank -> "pid P" of this machine's ranks (the record), "pid P on HOST" of another machine's (its rank record)."""
-    from tuitrain.runs.ranks import read_rank_records
+    from tuitrain.rundir.ranks import read_rank_records
 
     names = {}
     for rank, rec in read_rank_records(paths).items():  # every machine's (an SSH run's mirrored, a Slurm node's copied)

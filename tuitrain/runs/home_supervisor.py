@@ -24,12 +24,12 @@ from typing import IO, Any
 
 from tuitrain.remote import ssh
 from tuitrain.remote.wire import BEAT_SECONDS, SILENCE_SECONDS, WireError, decode, encode, send
-from tuitrain.runs.layout import CONTROL_EVALUATE, CONTROL_REQUESTS, CONTROL_SAVE, CONTROL_TERMINATE
+from tuitrain.rundir.layout import CONTROL_EVALUATE, CONTROL_REQUESTS, CONTROL_SAVE, CONTROL_TERMINATE
+from tuitrain.rundir.process_tree import identity, signal_name
+from tuitrain.rundir.ranks import read_rank_records
+from tuitrain.rundir.record import INHERITED_KEYS
 from tuitrain.runs.mirror import MirrorError, apply, machine_log
 from tuitrain.runs.node_command import agent_argv
-from tuitrain.runs.process_tree import identity, signal_name
-from tuitrain.runs.ranks import read_rank_records
-from tuitrain.runs.record import INHERITED_KEYS
 from tuitrain.runs.supervisor_log import log
 from tuitrain.runs.workers import Keeper, Outcome, Settled
 from tuitrain.yaml_text import dump as dump_yaml

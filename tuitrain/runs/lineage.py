@@ -8,9 +8,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from tuitrain.runs.layout import RunPaths
+from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.record import RunRecordError, read_record
 from tuitrain.runs.live import EventsTail, Series
-from tuitrain.runs.record import RunRecordError, read_record
 
 MAX_GENERATIONS = 32  # a resume of a resume of …: far past any real chain, and a loop in damaged records ends
 

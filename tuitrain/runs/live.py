@@ -20,15 +20,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tuitrain.rundir.events import empty_progress, fold_progress, parse_event
+from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.record import FINAL_STATUSES, RunRecord, RunRecordError, read_record
+from tuitrain.rundir.tail import read_new_lines
 from tuitrain.runs.catalog import UNREADABLE, load_record
-from tuitrain.runs.events import empty_progress, fold_progress, parse_event
-from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.liveness import effective_status
 from tuitrain.runs.queue import sweep_of
 from tuitrain.runs.queue_view import QueueLook, QueuePlace, run_key
-from tuitrain.runs.record import FINAL_STATUSES, RunRecord, RunRecordError, read_record
 from tuitrain.runs.scheduler import job_states, settle_job
-from tuitrain.runs.tail import read_new_lines
 
 SERIES_KEYS = ("loss", "learning_rate", "grad_norm")
 NOT_METRICS = ("runtime", "per_second", "epoch")
@@ -356,7 +356,7 @@ class RunWatch:
         """Read what changed; True when anything did."""
         import time as _time
 
-        from tuitrain.runs.checkpoints import run_checkpoints
+        from tuitrain.rundir.checkpoints import run_checkpoints
 
         now = _time.monotonic() if now is None else now
         changed = self.polls == 0

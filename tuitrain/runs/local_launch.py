@@ -1,7 +1,7 @@
 """A run keeper's workers on one machine: its ranks under one `accelerate launch` (tuitrain.runs.workers).
 
 The launcher is started here with the plan's environment and its `LauncherOptions`; each rank is found by the record it writes
-(tuitrain.runs.ranks) and watched by its pid, and every process the launcher starts is tracked, so that none
+(tuitrain.rundir.ranks) and watched by its pid, and every process the launcher starts is tracked, so that none
 outlives the run. When a rank dies the others are torn down, and the rank seen dying first is the one blamed.
 """
 
@@ -18,17 +18,17 @@ from typing import Any, Callable, Mapping
 
 import psutil
 
+from tuitrain.rundir.exits import describe_exit, first_of_several, full_disk, last_exception_line, root_cause
+from tuitrain.rundir.layout import SUPERVISOR_ENV
+from tuitrain.rundir.process_tree import KILL_GRACE_SECONDS, descendants, end_processes, find, identity, running
+from tuitrain.rundir.ranks import read_rank_records
+from tuitrain.rundir.record import RunPids
+from tuitrain.rundir.script_env import MACHINE_RANK_ENV
+from tuitrain.rundir.tail import read_tail
 from tuitrain.runs.exit_waiter import ExitWaiter
-from tuitrain.runs.exits import describe_exit, first_of_several, full_disk, last_exception_line, root_cause
-from tuitrain.runs.layout import SUPERVISOR_ENV
 from tuitrain.runs.parent_death import die_with_parent
-from tuitrain.runs.process_tree import KILL_GRACE_SECONDS, descendants, end_processes, find, identity, running
-from tuitrain.runs.ranks import read_rank_records
-from tuitrain.runs.record import RunPids
 from tuitrain.runs.supervisor_log import log
-from tuitrain.runs.tail import read_tail
 from tuitrain.runs.workers import Keeper, Outcome, Settled
-from tuitrain.script import MACHINE_RANK_ENV
 
 SCAN_SECONDS = 5.0  # how often the launcher's process tree is walked when nothing changes
 TEARDOWN_AFTER_RANK_DEATH = 1.0  # the elastic agent usually does it first; we make sure
@@ -323,7 +323,7 @@ class LocalLaunch:
         return "failed", rank, self.rank_failure(rank, records.get(rank), cause)
 
     def rank_failure(self, rank: int, rec: dict[str, Any] | None, cause: Any) -> str:
-        from tuitrain.runs.events import read_events
+        from tuitrain.rundir.events import read_events
 
         code = rec["exit_code"] if rec else None
         if code is None and cause is not None:

@@ -23,7 +23,7 @@ from bisect import bisect_right
 from collections import OrderedDict
 from pathlib import Path
 
-from tuitrain.runs.linetimes import LineTimes, times_path
+from tuitrain.rundir.linetimes import LineTimes, times_path
 
 CHUNK = 4 * 1024 * 1024
 MAX_LINE_BYTES = 64 * 1024  # a longer line is read from its end (the part a terminal would show)

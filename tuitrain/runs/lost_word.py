@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tuitrain.runs.layout import RunPaths
+from tuitrain.rundir.layout import RunPaths
 
 MARKER = ".lost-word-sent"
 

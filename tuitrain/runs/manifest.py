@@ -44,7 +44,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
-from tuitrain.runs.layout import RunPaths
+from tuitrain.rundir.layout import RunPaths
 
 FORMAT = 1
 PACKAGES = ("torch", "transformers", "accelerate", "datasets", "evaluate", "peft", "bitsandbytes", "deepspeed",

@@ -1,7 +1,7 @@
 """Several ranks' logs (`runs.logfile.LogFile`) seen as one.
 
 `MergedLog` shows them in the order their lines were written: each rank notes when it wrote its
-lines in logs/rank-K.times (runs.linetimes), and lines merge by (time, rank, line). A log with no
+lines in logs/rank-K.times (rundir.linetimes), and lines merge by (time, rank, line). A log with no
 such index (a run from before it existed) is interleaved by relative position in each file (a block
 of lines at a time), later lines in arrival order. `FoldedLog` shows a line that several ranks print
 alike once, marked with the ranks that printed it.

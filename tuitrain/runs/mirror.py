@@ -5,11 +5,11 @@ does; the home side (`apply`) appends or replaces exactly those files, so a view
 run as it reads a local one. Which files travel, and where they land, is decided here and only here:
 
     logs/rank-K.log      → logs/rank-K.log       (global rank numbers: unique across machines)
-    logs/rank-K.times    → logs/rank-K.times     (when each line was written: runs.linetimes)
+    logs/rank-K.times    → logs/rank-K.times     (when each line was written: rundir.linetimes)
     logs/launcher.log    → logs/machine-M.log    (each machine's accelerate launch and agent)
     events.jsonl         → events.jsonl          (whole lines only: several machines append to it)
     ranks/rank-K.json    → ranks/rank-K.json     (replaced whole when it changes)
-    heartbeats/rank-K.json → the same            (the rank's step and phase, tuitrain.runs.heartbeat: home judges
+    heartbeats/rank-K.json → the same            (the rank's step and phase, tuitrain.rundir.heartbeat: home judges
                                                   every machine's ranks for a hang; replaced whole when it changes)
     stacks/rank-K.txt    → the same              (the rank's stacks, taken on its machine: tuitrain.runs.stacks;
                                                   replaced whole when it changes; its data loader workers' stay)
@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from tuitrain.remote.wire import CHUNK, encode_bytes, write_into
-from tuitrain.runs.layout import RunPaths
+from tuitrain.rundir.layout import RunPaths
 from tuitrain.runs.samples import samples_path
 
 _HOME_PATH = re.compile(r"(logs/rank-\d+\.(log|times)|logs/machine-\d+\.log|events\.jsonl|ranks/rank-\d+\.json"
@@ -131,8 +131,8 @@ class NodeFiles:
         if now - self.states_at < STATES_SECONDS:
             return []
         self.states_at = now
+        from tuitrain.rundir.record import RunRecordError, read_record
         from tuitrain.runs.hang import stopped_ranks
-        from tuitrain.runs.record import RunRecordError, read_record
 
         try:
             states = {str(r): s for r, s in stopped_ranks(read_record(self.paths)).items()}

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from tuitrain.launch.flight_recorder import TRACE_FILE_PREFIX
-from tuitrain.runs.layout import RunPaths
+from tuitrain.rundir.layout import RunPaths
 
 MAX_DUMP_BYTES = 256 * 1024 * 1024  # 2000 entries with their frames are a few MiB; anything far larger is no dump
 LABEL = "NCCL flight recorder"

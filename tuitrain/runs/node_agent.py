@@ -27,11 +27,11 @@ from tuitrain.atomic import write_text_atomic
 from tuitrain.hardware.host import physical_cores
 from tuitrain.launch.planner import arrival_env
 from tuitrain.remote.wire import BEAT_SECONDS, SILENCE_SECONDS, WireError, decode, encode, encode_bytes, send
-from tuitrain.runs.layout import CONTROL_REQUESTS, CONTROL_TERMINATE, RunPaths
+from tuitrain.rundir.layout import CONTROL_REQUESTS, CONTROL_TERMINATE, RunPaths
+from tuitrain.rundir.process_tree import alive
+from tuitrain.rundir.record import INHERITED_KEYS, new_record, reserve_space, write_record
+from tuitrain.rundir.redirect import redirect_output
 from tuitrain.runs.mirror import NodeFiles, machine_gpus
-from tuitrain.runs.process_tree import alive
-from tuitrain.runs.record import INHERITED_KEYS, new_record, reserve_space, write_record
-from tuitrain.runs.redirect import redirect_output
 from tuitrain.runs.supervisor import Supervisor, log
 
 SETUP_TIMEOUT = 30.0

@@ -10,8 +10,8 @@ import json
 from pathlib import Path
 
 from tuitrain.atomic import write_text_atomic
-from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.record import FINAL_STATUSES, RunRecordError, read_record
+from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.record import FINAL_STATUSES, RunRecordError, read_record
 
 CLAIM = ".tuitrain-run"
 LOCK = ".tuitrain-run.lock"

@@ -20,10 +20,10 @@ from typing import Any, Callable, Iterable, Mapping
 
 from tuitrain.hardware.devices import OwnerOf
 from tuitrain.hardware.host import nearest_owned, parent_pids
+from tuitrain.rundir.process_tree import find
+from tuitrain.rundir.ranks import read_rank_records
+from tuitrain.rundir.record import FINAL_STATUSES
 from tuitrain.runs.catalog import list_runs
-from tuitrain.runs.process_tree import find
-from tuitrain.runs.ranks import read_rank_records
-from tuitrain.runs.record import FINAL_STATUSES
 
 Ancestors = Callable[[int], "list[int]"]
 

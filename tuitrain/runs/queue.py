@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
 from tuitrain.atomic import write_text_atomic
-from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.record import FINAL_STATUSES, RunRecord, RunRecordError, read_record
+from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.record import FINAL_STATUSES, RunRecord, RunRecordError, read_record
 
 QUEUE_DIR_ENV = "TUITRAIN_QUEUE_DIR"
 SHARED_QUEUE_DIR = Path("/tmp/tuitrain-queue")  # not $TMPDIR: that may be each user's own
@@ -156,7 +156,7 @@ def entry_alive(entry: Entry, now: float | None = None) -> bool:
     record = run_record(entry)
     if record is not None and record.get("status") in FINAL_STATUSES:
         return False
-    from tuitrain.runs.process_tree import find_recorded  # psutil
+    from tuitrain.rundir.process_tree import find_recorded  # psutil
 
     if entry.supervisor is None:
         return (now if now is not None else time.time()) - entry.queued < ANNOUNCE_GRACE

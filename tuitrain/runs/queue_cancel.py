@@ -8,11 +8,11 @@ import os
 import time
 from pathlib import Path
 
+from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.record import FINAL_STATUSES, RunRecord, read_record, record_end
 from tuitrain.runs.control import ControlError
-from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.liveness import supervisor_gone
 from tuitrain.runs.queue import drop, queue_dir
-from tuitrain.runs.record import FINAL_STATUSES, RunRecord, read_record, record_end
 
 CANCEL_WAIT_SECONDS = 15.0
 

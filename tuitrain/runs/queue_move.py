@@ -9,11 +9,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.record import read_record
 from tuitrain.runs.control import ControlError
-from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.queue import Entry, entry_of, live_entries, locked, queue_dir
 from tuitrain.runs.queue_cancel import cancel_refusal
-from tuitrain.runs.record import read_record
 
 
 def slot(entry: Entry) -> str:

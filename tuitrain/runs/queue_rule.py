@@ -17,10 +17,10 @@ from typing import Any, Callable, Mapping, Sequence
 from tuitrain.hardware.devices import GpuInfo
 from tuitrain.hardware.gpu_choice import choose_free, unfit_reasons
 from tuitrain.hardware.na import NA
-from tuitrain.runs.layout import RunPaths
+from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.record import FINAL_STATUSES, RunRecord, RunRecordError, read_record
 from tuitrain.runs.liveness import effective_status
 from tuitrain.runs.queue import Dependency, Entry
-from tuitrain.runs.record import FINAL_STATUSES, RunRecord, RunRecordError, read_record
 
 ReadGpus = Callable[[], Sequence[GpuInfo]]
 Progress = Callable[[RunPaths], str]  # " step 400/3000", or ""

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.record import RunRecord
+from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.record import RunRecord
 
 QUEUE_LOOK_SECONDS = 2.0  # a viewer reads the queue again this often (GPU state has no events), or when it changes
 
@@ -31,7 +31,7 @@ class QueuePlace:
 
 
 def _progress_of(paths: RunPaths) -> str:
-    from tuitrain.runs.events import progress, read_events
+    from tuitrain.rundir.events import progress, read_events
 
     summary = progress(read_events(paths.events))
     if not summary["step"]:

@@ -14,8 +14,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.process_tree import identity
+from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.process_tree import identity
+from tuitrain.rundir.record import QueueRecord, RunRecord, read_record, update_record
 from tuitrain.runs.queue import (
     Entry,
     ensure_queue_dir,
@@ -29,7 +30,6 @@ from tuitrain.runs.queue import (
 )
 from tuitrain.runs.queue_rule import Verdict, verdict
 from tuitrain.runs.queue_watch import Wakeup
-from tuitrain.runs.record import QueueRecord, RunRecord, read_record, update_record
 
 GPU_POLL_SECONDS = 2.0  # NVML has no events: a run waiting for GPUs reads them this often
 FULL_LOOK_SECONDS = 10.0  # and any run looks again this often (a supervisor of another entry may have died)

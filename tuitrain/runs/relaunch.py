@@ -18,9 +18,9 @@ from tuitrain.launch.machines import MachinesPlan, plan_machines
 from tuitrain.launch.script import resolved_script, script_settings
 from tuitrain.profile import Profile, Settings, load_profile, settings_with_defaults
 from tuitrain.profile.processes import processes_per_machine, processes_set
-from tuitrain.runs.checkpoints import Checkpoint, inspect_checkpoint, latest_complete, run_checkpoints
-from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.record import FINAL_STATUSES, RunRecord, read_record
+from tuitrain.rundir.checkpoints import Checkpoint, inspect_checkpoint, latest_complete, run_checkpoints
+from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.record import FINAL_STATUSES, RunRecord, read_record
 from tuitrain.runs.scheduler import job_words
 from tuitrain.runs.start import Lineage, new_run_dir, start_run
 

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from tuitrain.runs.layout import RunPaths
+from tuitrain.rundir.layout import RunPaths
 
 KIND_ORDER = ("lineage", "data", "code", "profile", "versions", "hardware", "host", "note")
 DATA_KEYS = ("data.train_file", "data.validation_file")

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from tuitrain.runs.layout import RunPaths
+from tuitrain.rundir.layout import RunPaths
 
 FORMAT = 1
 SAMPLE_SECONDS = 2.0  # how often a machine of a run is sampled (a node agent sends its latest home as often)
@@ -465,8 +465,8 @@ _WINDOWS: dict[Path, tuple[int, float | None, float | None]] = {}
 def training_window(events: Path) -> tuple[float | None, float | None]:
     """(time of the first train_begin, time of the last train_end) in a run's events.jsonl; None where there is
     none yet. Read incrementally (a live run's events are read once each)."""
-    from tuitrain.runs.events import parse_event
-    from tuitrain.runs.tail import read_new_lines
+    from tuitrain.rundir.events import parse_event
+    from tuitrain.rundir.tail import read_new_lines
 
     offset, begin, end = _WINDOWS.get(events, (0, None, None))
     try:

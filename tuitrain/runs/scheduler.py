@@ -4,7 +4,7 @@ A run a scheduler holds (a Slurm job: tuitrain.slurm.state) has a job state besi
 without recording an end (cancelled, its time limit, never started: settled here, as runs.liveness.settle_lost
 settles a run whose supervisor died), and may be supervised on a machine this one cannot look at. A run no
 scheduler holds (local, several machines over SSH) gets nothing from here, and costs no query. A fourth backend
-with a scheduler of its own answers here (and in runs.kind.run_kind), and no viewer changes.
+with a scheduler of its own answers here (and in rundir.kind.run_kind), and no viewer changes.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from __future__ import annotations
 import os
 from typing import Any, Iterable, Mapping
 
-from tuitrain.runs.kind import run_kind
-from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.record import RunRecord
+from tuitrain.rundir.kind import run_kind
+from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.record import RunRecord
 
 JobLabel = dict[str, Any]  # {"job_id", "state", "reason", "label", "problem"}: what viewers show of a job
 

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from tuitrain.atomic import read_json, write_json_atomic
-from tuitrain.runs.heartbeat import Beat
-from tuitrain.runs.layout import CONTROL_STACKS, STACKS_SIGNAL, RunPaths
+from tuitrain.rundir.heartbeat import Beat
+from tuitrain.rundir.layout import CONTROL_STACKS, STACKS_SIGNAL, RunPaths
 
 ANSWER_SECONDS = 5.0  # how long the ranks have to write their stacks
 SETTLED_SECONDS = 0.3  # a stacks file that has not grown for this long is complete
@@ -393,7 +393,7 @@ def stacks_from_json(data: Mapping[str, Any]) -> dict[int, RankStacks]:
 
 def node_stacks(root: Path) -> dict[str, Any]:
     """A node agent's answer to `NODE_DIR --stacks`: the stacks of the ranks its node run directory records."""
-    from tuitrain.runs.record import read_record
+    from tuitrain.rundir.record import read_record
 
     paths = RunPaths(root)
     return stacks_json(take_stacks(paths, read_record(paths)))
@@ -516,8 +516,8 @@ def mirrored_stacks(paths: RunPaths, beats: Iterable[Beat], states: Mapping[int,
 def digest_data(paths: RunPaths, taken: Mapping[int, RankStacks], problems: Sequence[str] = ()) -> dict[str, Any]:
     """The digest of `taken`, a line for each machine that did not answer, and what the NCCL flight recorder's
     dumps in the run directory say (tuitrain.runs.nccl_trace)."""
+    from tuitrain.rundir.ranks import read_rank_records
     from tuitrain.runs.nccl_trace import read_traces, trace_lines, traces_json
-    from tuitrain.runs.ranks import read_rank_records
 
     where = {rank: describe_rank(s) for rank, s in taken.items()}
     traces = read_traces(paths)
@@ -549,7 +549,7 @@ def gather(paths: RunPaths, record: Mapping[str, Any]) -> tuple[dict[int, RankSt
         if trace_files(paths):  # an NCCL timeout ended it: what its ranks' flight recorders dumped still says why
             return {}, digest_data(paths, {})
         raise StacksError(f"run {paths.id} is {status}: only a live run has stacks to take")
-    from tuitrain.runs.kind import run_kind
+    from tuitrain.rundir.kind import run_kind
     from tuitrain.runs.scheduler import supervised_elsewhere
 
     problems: list[str] = []

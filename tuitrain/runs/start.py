@@ -20,12 +20,12 @@ from tuitrain.launch.machines import MachinesPlan
 from tuitrain.profile import Profile, Settings
 from tuitrain.profile.folders import unusable_folder
 from tuitrain.profile.paths import PATH_KEYS
+from tuitrain.rundir.checkpoints import list_checkpoints
+from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.record import RunRecordError, new_record, read_record, record_end, reserve_space, write_record
+from tuitrain.rundir.tail import read_tail
 from tuitrain.runs.catalog import RUNS_ROOT_FIX, runs_root_shape
-from tuitrain.runs.checkpoints import list_checkpoints
-from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.output_claim import claim_output_dir, holder_problem
-from tuitrain.runs.record import RunRecordError, new_record, read_record, record_end, reserve_space, write_record
-from tuitrain.runs.tail import read_tail
 from tuitrain.yaml_text import dump as dump_yaml
 
 if TYPE_CHECKING:

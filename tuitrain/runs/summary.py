@@ -6,13 +6,13 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, cast
 
-from tuitrain.runs.checkpoints import run_checkpoints
-from tuitrain.runs.events import progress, read_events
-from tuitrain.runs.layout import RunPaths
+from tuitrain.rundir.checkpoints import run_checkpoints
+from tuitrain.rundir.events import progress, read_events
+from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.record import FINAL_STATUSES, RunRecord
+from tuitrain.rundir.tail import read_tail
 from tuitrain.runs.liveness import settle_lost, supervisor_gone
-from tuitrain.runs.record import FINAL_STATUSES, RunRecord
 from tuitrain.runs.scheduler import settle_job
-from tuitrain.runs.tail import read_tail
 
 
 def last_traceback(log: Path, max_lines: int = 25) -> list[str]:

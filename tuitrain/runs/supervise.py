@@ -1,7 +1,7 @@
 """`python -m tuitrain.runs.supervise RUN_DIR`: the detached process that watches one run (started by
 tuitrain.runs.start.spawn_supervisor). A queued run's supervisor first waits for its turn
 (tuitrain.runs.queue_wait). Then it picks the workers the run's keeper (tuitrain.runs.supervisor.Supervisor) keeps,
-by the run's kind (tuitrain.runs.kind.run_kind): this machine's ranks under one `accelerate launch` (the default), or
+by the run's kind (tuitrain.rundir.kind.run_kind): this machine's ranks under one `accelerate launch` (the default), or
 the node agents of a run on several machines (tuitrain.runs.home_supervisor.MachineLinks). Choosing here, above
 both, keeps either from importing the other. Once the end is recorded, it sends word of it ([notify],
 tuitrain.notify)."""
@@ -13,10 +13,10 @@ import time
 import traceback
 from pathlib import Path
 
+from tuitrain.rundir.kind import run_kind
+from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.record import read_record, record_end
 from tuitrain.runs.home_supervisor import MachineLinks
-from tuitrain.runs.kind import run_kind
-from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.record import read_record, record_end
 from tuitrain.runs.supervisor import Supervisor, run_supervisor
 
 
@@ -66,7 +66,7 @@ def _after_the_end(paths: RunPaths) -> None:
         traceback.print_exc()
     try:
         from tuitrain.notify import notify_end
-        from tuitrain.runs.events import progress, read_events
+        from tuitrain.rundir.events import progress, read_events
 
         notify_end(record, lambda: progress(read_events(paths.events)), str(paths.root))
     except Exception:  # noqa: BLE001

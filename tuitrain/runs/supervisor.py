@@ -21,10 +21,10 @@ import time
 import traceback
 from typing import Any, Callable, Mapping, Unpack
 
-from tuitrain.runs.layout import CONTROL_ENDING, CONTROL_STOP, CONTROL_TERMINATE, RunPaths
+from tuitrain.rundir.layout import CONTROL_ENDING, CONTROL_STOP, CONTROL_TERMINATE, RunPaths
+from tuitrain.rundir.process_tree import KILL_GRACE_SECONDS, identity
+from tuitrain.rundir.record import RunRecord, read_record, record_end, update_record
 from tuitrain.runs.local_launch import LocalLaunch, free_port
-from tuitrain.runs.process_tree import KILL_GRACE_SECONDS, identity
-from tuitrain.runs.record import RunRecord, read_record, record_end, update_record
 from tuitrain.runs.supervisor_log import log
 from tuitrain.runs.workers import Keeper, Outcome, Workers
 
@@ -254,7 +254,7 @@ class Supervisor:
         """[notify] word of the hang (`on` lists "hung"), with the digest as its cause, from a thread of its own:
         a webhook that hangs too never holds the supervisor."""
         from tuitrain.notify import notify_end
-        from tuitrain.runs.events import progress, read_events
+        from tuitrain.rundir.events import progress, read_events
 
         hung = {**self.record, "status": "hung", "error": self.hang_cause}
         threading.Thread(target=notify_end, args=(hung, lambda: progress(read_events(self.paths.events)),

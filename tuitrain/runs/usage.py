@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from tuitrain.runs.layout import RunPaths
+from tuitrain.rundir.layout import RunPaths
 from tuitrain.runs.samples import MachineSamples, in_window
 
 IDLE_GPU = 50.0  # % utilisation (mean over a bucket) under which the run's GPUs count as mostly idle
@@ -213,7 +213,7 @@ def training_settings(root: Path) -> dict[str, Any]:
 
 
 def is_script(record: Mapping[str, Any]) -> bool:
-    from tuitrain.script import SCRIPT_ENV
+    from tuitrain.rundir.script_env import SCRIPT_ENV
 
     return SCRIPT_ENV in (record.get("env") or {})
 

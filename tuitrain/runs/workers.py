@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Protocol, Unpack
 
-from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.record import RunRecord
+from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.record import RunRecord
 
 Outcome = tuple[str, int | None, str | None]  # (status, failed rank, one-line cause) of a run that ended
 
@@ -21,7 +21,7 @@ Outcome = tuple[str, int | None, str | None]  # (status, failed rank, one-line c
 @dataclass
 class Settled:
     """What the workers left once they ended: the record's exit codes, and for a local launch its ranks' records
-    and torch's word on which failed (tuitrain.runs.exits.root_cause), which the outcome reads."""
+    and torch's word on which failed (tuitrain.rundir.exits.root_cause), which the outcome reads."""
 
     exit_codes: dict[str, Any]
     records: dict[int, dict[str, Any]] = field(default_factory=dict)

@@ -26,10 +26,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, cast
 
 from tuitrain.atomic import write_json_atomic, write_text_atomic
-from tuitrain.runs import preemption
-from tuitrain.runs.layout import CONTROL_ENDING, CONTROL_REQUESTS, CONTROL_STOP, RunPaths
-from tuitrain.runs.local_launch import LauncherOptions, LocalLaunch
-from tuitrain.runs.record import (
+from tuitrain.rundir import preemption
+from tuitrain.rundir.layout import CONTROL_ENDING, CONTROL_REQUESTS, CONTROL_STOP, RunPaths
+from tuitrain.rundir.record import (
     FINAL_STATUSES,
     INHERITED_KEYS,
     RunRecord,
@@ -41,7 +40,8 @@ from tuitrain.runs.record import (
     update_record,
     write_record,
 )
-from tuitrain.runs.redirect import redirect_output
+from tuitrain.rundir.redirect import redirect_output
+from tuitrain.runs.local_launch import LauncherOptions, LocalLaunch
 from tuitrain.runs.supervisor import HANG_CHECK_SECONDS, Supervisor, log, run_supervisor
 from tuitrain.slurm.commands import SlurmError, hostnames, node_address
 from tuitrain.slurm.script import WARNED_FILE
@@ -127,12 +127,12 @@ def plan_node(paths: RunPaths, node: int, nodes: int, main_host: str | None, job
 
 def slurm_launcher() -> LauncherOptions:
     """A Slurm node's launcher ignores SIGTERM (Slurm's reaches every process: the ranks save and stop, the launcher
-    waits for them; tuitrain.runs.preemption), and gets SIGKILL, not SIGTERM, when this agent dies."""
+    waits for them; tuitrain.rundir.preemption), and gets SIGKILL, not SIGTERM, when this agent dies."""
     return LauncherOptions(env=preemption.launcher_env(), parent_death_signal=signal.SIGKILL, first=preemption.ignore_term)
 
 
 class SlurmSupervisor(Supervisor):
-    """The ordinary supervisor, with a launcher that outlives Slurm's SIGTERM (tuitrain.runs.preemption), saying
+    """The ordinary supervisor, with a launcher that outlives Slurm's SIGTERM (tuitrain.rundir.preemption), saying
     so when the stop came from Slurm (its time-limit warning, or its SIGTERM)."""
 
     END_WITH_RANKS = False  # a requeued or preempted job's outcome is the launcher's and Slurm's word

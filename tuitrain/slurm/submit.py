@@ -15,9 +15,9 @@ from typing import Any, Sequence
 
 from tuitrain.profile import Profile, Settings, settings_with_defaults
 from tuitrain.profile.processes import processes_set
-from tuitrain.runs.checkpoints import Checkpoint
-from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.record import RunRecord, SlurmRecord, read_record, update_record
+from tuitrain.rundir.checkpoints import Checkpoint
+from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.record import RunRecord, SlurmRecord, read_record, update_record
 from tuitrain.runs.start import NEW_RUN, Lineage, RunFiles, discard, new_run_dir, prepare_run
 from tuitrain.slurm import commands
 from tuitrain.slurm.script import FIRST_NODE, JobOptions, Resources, batch_script, job_resources

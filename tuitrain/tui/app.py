@@ -240,7 +240,7 @@ class TuitrainApp(TuitrainAppApi):
         self.open_run(Path(message.run_dir), replace=True)
 
     def open_run(self, run_dir: Path, replace: bool = False) -> None:
-        from tuitrain.runs.record import RunRecordError
+        from tuitrain.rundir.record import RunRecordError
         from tuitrain.tui.screens.monitor import MonitorScreen
 
         try:

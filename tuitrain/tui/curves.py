@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from tuitrain.runs.events import parse_event
-from tuitrain.runs.layout import RunPaths
+from tuitrain.rundir.events import parse_event
+from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.record import RunRecord
+from tuitrain.rundir.tail import read_new_lines
 from tuitrain.runs.live import is_metric
-from tuitrain.runs.record import RunRecord
-from tuitrain.runs.tail import read_new_lines
 
 X_AXES = ("step", "epoch", "time")
 SMOOTHINGS = (0.0, 0.6, 0.9)

@@ -65,7 +65,7 @@ def rank_machine(rank_record: Mapping[str, Any]) -> int | None:
 def rank_process_here(rank_record: Mapping[str, Any]) -> bool:
     """The record's pid is a live process of this machine started when the record says (a pid alone may be anyone's
     here, or another machine's)."""
-    from tuitrain.runs.process_tree import find
+    from tuitrain.rundir.process_tree import find
 
     pid, started = rank_record.get("pid"), rank_record.get("started")
     if not isinstance(pid, int) or isinstance(pid, bool) or not isinstance(started, (int, float)):

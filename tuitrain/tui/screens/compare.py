@@ -48,7 +48,7 @@ class ComparedRun:
     """One run on the compare screen: its id, profile and curves."""
 
     def __init__(self, run_dir: Path, profile: str) -> None:
-        from tuitrain.runs.layout import RunPaths
+        from tuitrain.rundir.layout import RunPaths
 
         self.paths = RunPaths(run_dir)
         self.id = self.paths.id
@@ -245,7 +245,7 @@ class CompareScreen(Screen):
 
     @work(thread=True, exclusive=True, group="compare-diff", exit_on_error=False)
     def read_diff(self) -> None:
-        from tuitrain.runs.record import RunRecordError, read_record
+        from tuitrain.rundir.record import RunRecordError, read_record
         from tuitrain.runs.run_diff import NO_DIFFERENCE, compare_runs
 
         a, b = self.runs[0].paths, self.runs[1].paths

@@ -584,10 +584,10 @@ class HomeScreen(Screen):
     def queue_request(self, run_dir: Path, what: str) -> None:
         """Move a queued run first ("top") or cancel it, as the CLI does (runs.queue_view.queue_action, its
         refusals too): the outcome in one line."""
+        from tuitrain.rundir.layout import RunPaths
+        from tuitrain.rundir.record import RunRecordError
         from tuitrain.runs.control import ControlError
-        from tuitrain.runs.layout import RunPaths
         from tuitrain.runs.queue_view import queue_action
-        from tuitrain.runs.record import RunRecordError
 
         title = "Queue" if what == "top" else "Cancel"
         try:

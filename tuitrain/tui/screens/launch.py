@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     from tuitrain.backends import Backend
     from tuitrain.profile import Profile
-    from tuitrain.runs.layout import RunPaths
+    from tuitrain.rundir.layout import RunPaths
     from tuitrain.tui.app_api import TuitrainAppApi
 
 

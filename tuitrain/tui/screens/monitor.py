@@ -22,10 +22,10 @@ from textual.screen import Screen
 from textual.widgets import Static, TabbedContent, TabPane
 
 from tuitrain.humanize import duration, number
+from tuitrain.rundir.record import FINAL_STATUSES
 from tuitrain.runs.hang import HUNG_LABEL, Hang, describe, waits_for
 from tuitrain.runs.live import RunWatch
 from tuitrain.runs.logfile import TRACEBACK
-from tuitrain.runs.record import FINAL_STATUSES
 from tuitrain.slurm.state import job_id as slurm_job_id
 from tuitrain.tui.actions import elsewhere, run_request, wait_or_cancel
 from tuitrain.tui.format import bar, short_metric, status_text
@@ -197,7 +197,7 @@ class MonitorScreen(Screen):
     def poll_mirrored_checkpoints(self) -> bool:
         """Another workstation's run: its checkpoints as the box sees them (the cache holds none)."""
         from tuitrain.remote.run_mirror import read_checkpoints
-        from tuitrain.runs.checkpoints import Checkpoint
+        from tuitrain.rundir.checkpoints import Checkpoint
 
         found = [Checkpoint(**{**c, "path": Path(c["path"]), "missing": tuple(c.get("missing") or ())})
                  for c in read_checkpoints(self.run_dir)]
@@ -233,7 +233,7 @@ class MonitorScreen(Screen):
         """The machine logs, and (every few seconds) the rank records that say where each rank runs."""
         import time
 
-        from tuitrain.runs.ranks import read_rank_records
+        from tuitrain.rundir.ranks import read_rank_records
 
         changed = False
         for log in self.machine_logs:
@@ -706,7 +706,7 @@ class MonitorScreen(Screen):
 
     def action_export(self) -> None:
         """The export dialog (best, last or selected checkpoint; a folder), then `tuitrain export` in a worker."""
-        from tuitrain.runs.checkpoints import latest_complete
+        from tuitrain.rundir.checkpoints import latest_complete
         from tuitrain.tui.screens.export import ExportChoice, ExportScreen
         from tuitrain.tui.widgets.checkpoints import best_checkpoint
 

@@ -23,7 +23,7 @@ from tuitrain.tui.messages import RunStarted
 if TYPE_CHECKING:
     from textual import getters
 
-    from tuitrain.runs.checkpoints import Checkpoint
+    from tuitrain.rundir.checkpoints import Checkpoint
     from tuitrain.tui.app_api import TuitrainAppApi
 
 
@@ -117,8 +117,8 @@ class ResumeScreen(ModalScreen[None]):
 
     @work(thread=True, group="resume-checkpoint", exit_on_error=False)
     def _find_checkpoint(self) -> None:
-        from tuitrain.runs.layout import RunPaths
-        from tuitrain.runs.record import RunRecordError, read_record
+        from tuitrain.rundir.layout import RunPaths
+        from tuitrain.rundir.record import RunRecordError, read_record
         from tuitrain.runs.relaunch import ResumeError, choose_checkpoint
 
         if self.elsewhere is not None:
@@ -165,7 +165,7 @@ class ResumeScreen(ModalScreen[None]):
 
     @work(thread=True, group="resume-check", exit_on_error=False)
     def _validate(self, overrides: list[str], number: int, chosen: Checkpoint | None) -> None:
-        from tuitrain.runs.layout import RunPaths
+        from tuitrain.rundir.layout import RunPaths
 
         problems = override_problems(RunPaths(self.run_dir).profile, overrides, chosen)
         self.app.call_from_thread(self._show_problems, problems, number)
@@ -194,8 +194,8 @@ class ResumeScreen(ModalScreen[None]):
         does (a Slurm run is submitted again; a run on several machines starts on them)."""
         from tuitrain.backends import for_run
         from tuitrain.profile import ProfileError
-        from tuitrain.runs.layout import RunPaths
-        from tuitrain.runs.record import RunRecordError, read_record
+        from tuitrain.rundir.layout import RunPaths
+        from tuitrain.rundir.record import RunRecordError, read_record
         from tuitrain.runs.relaunch import ResumeError
         from tuitrain.runs.start import StartError
 

@@ -17,7 +17,7 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from tuitrain.runs.layout import RunPaths
+from tuitrain.rundir.layout import RunPaths
 
 if TYPE_CHECKING:
     pass
@@ -110,8 +110,8 @@ class StacksScreen(ModalScreen[None]):
         if self.elsewhere is not None:
             self.post_message(self.Taken(*take_there(*self.elsewhere)))
             return
+        from tuitrain.rundir.record import RunRecordError
         from tuitrain.runs.catalog import load_record
-        from tuitrain.runs.record import RunRecordError
         from tuitrain.runs.stacks import StacksError, gather, rank_block
 
         try:

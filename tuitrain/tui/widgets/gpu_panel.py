@@ -14,7 +14,7 @@ from tuitrain.hardware.mapping import visible_gpus
 from tuitrain.hardware.na import NA, NaType
 from tuitrain.hardware.sampler import GpuPoint, SampledView
 from tuitrain.humanize import duration, gib, gpu_memory, percent, size
-from tuitrain.runs.record import RunRecord
+from tuitrain.rundir.record import RunRecord
 from tuitrain.tui.format import bar
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 import psutil
 
 if TYPE_CHECKING:
-    from tuitrain.runs.record import ProcessIdentity
+    from tuitrain.rundir.record import ProcessIdentity
 
 START_TIME_TOLERANCE = 0.05  # seconds; /proc reports start times in clock ticks
 KILL_GRACE_SECONDS = 5.0  # between SIGTERM and SIGKILL when tuitrain ends a run's processes

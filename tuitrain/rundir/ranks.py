@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tuitrain.atomic import read_json
-from tuitrain.runs.layout import RunPaths
+from tuitrain.rundir.layout import RunPaths
 
 
 def read_rank_records(paths: RunPaths) -> dict[int, dict[str, Any]]:

@@ -24,7 +24,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable
 
-from tuitrain.runs.layout import CONTROL_ENDING, CONTROL_STOP, RunPaths
+from tuitrain.rundir.layout import CONTROL_ENDING, CONTROL_STOP, RunPaths
 
 LAUNCHER_IGNORES_TERM = "TUITRAIN_SLURM_TERM_IGNORED"  # set in the launcher's environment by the Slurm agent
 

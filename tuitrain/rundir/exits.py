@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tuitrain.runs.process_tree import signal_name
-from tuitrain.runs.tail import read_tail
+from tuitrain.rundir.process_tree import signal_name
+from tuitrain.rundir.tail import read_tail
 
 EXIT_USER_ERROR = 3  # a rank that explained its failure in one line (an `error` event)
 EXIT_SUPERVISOR_GONE = 75  # a rank that ended itself because the run's supervisor died

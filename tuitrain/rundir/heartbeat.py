@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from tuitrain.atomic import read_json
-from tuitrain.runs.layout import RunPaths
+from tuitrain.rundir.layout import RunPaths
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ import time
 from typing import Any, TypedDict, Unpack
 
 from tuitrain.atomic import read_json, write_json_atomic
-from tuitrain.runs.layout import RunPaths
+from tuitrain.rundir.layout import RunPaths
 
 STATUS_ORDER = ("planned", "queued", "starting", "running", "stopping", "finished", "stopped", "killed", "failed", "lost",
                 "cancelled")

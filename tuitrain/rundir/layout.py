@@ -15,7 +15,7 @@ CONTROL_STOP = "stop"
 CONTROL_TERMINATE = "terminate"
 CONTROL_REQUESTS = (CONTROL_SAVE, CONTROL_EVALUATE, CONTROL_STOP, CONTROL_TERMINATE)
 # no request: written by the supervisor before it ends processes itself, so a rank under Slurm (which takes SIGTERM
-# as Slurm's stop, tuitrain.runs.preemption) knows this SIGTERM is tuitrain's and ends at once
+# as Slurm's stop, tuitrain.rundir.preemption) knows this SIGTERM is tuitrain's and ends at once
 CONTROL_ENDING = "ending"
 # no request to the ranks either: a node's supervisor that finds it in its control/ takes its own ranks' stacks into
 # its stacks/ and removes it (a Slurm job's nodes, asked through the shared run directory: tuitrain.runs.stacks)
@@ -91,7 +91,7 @@ class RunPaths:
 
     @property
     def heartbeats(self) -> Path:
-        """One small JSON per rank: its step, what it is doing and since when (tuitrain.runs.heartbeat)."""
+        """One small JSON per rank: its step, what it is doing and since when (tuitrain.rundir.heartbeat)."""
         return self.root / "heartbeats"
 
     def heartbeat(self, rank: int) -> Path:
