@@ -38,7 +38,7 @@ from tuitrain.hardware.recorded import RecordedNvml, load_table
 from tuitrain.hardware.sampler import Sampler
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.record import new_record, write_record
-from tuitrain.runs.owners import OwnerIndex
+from tuitrain.runs.view.owners import OwnerIndex
 
 TABLE = ROOT / "tests" / "fixtures" / "nvml" / "eight_h100.json"
 TARGET_SAMPLE_MS = 5.0

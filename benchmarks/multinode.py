@@ -31,7 +31,7 @@ from machine_profiles import free_port, write_profile
 from tuitrain.atomic import write_json_atomic
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.record import new_record
-from tuitrain.runs.start import spawn_supervisor
+from tuitrain.runs.start.new_run import spawn_supervisor
 
 FAST = ["--set", "training.max_steps=4", "--set", "training.logging_steps=1", "--set", "training.eval_strategy=no",
         "--set", "training.save_strategy=no"]

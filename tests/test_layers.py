@@ -5,7 +5,7 @@ under `if TYPE_CHECKING:` alike (a type-only import is still an arrow between la
 the first folder under tuitrain/ (rundir, profile, hardware, launch, remote, runs, slurm, backends, engine, script,
 tui, cli); the small
 top-level modules (atomic, humanize, installed, yaml_text, user_config) are helpers that import no layer.
-Starting a process (`python -m tuitrain.engine`, `-m tuitrain.runs.supervise`) is not an import.
+Starting a process (`python -m tuitrain.engine`, `-m tuitrain.runs.keeper.supervise`) is not an import.
 """
 
 from __future__ import annotations
@@ -50,10 +50,10 @@ ALLOWED: dict[str, frozenset[str]] = {
     "main": frozenset({"cli"}),  # tuitrain/__main__.py
 }
 CLI_TUI = frozenset({"tuitrain.tui.app"})
-# Viewers read a Slurm run's job state (squeue/sacct) through tuitrain.runs.scheduler, inside a function: the one
+# Viewers read a Slurm run's job state (squeue/sacct) through tuitrain.runs.view.scheduler, inside a function: the one
 # arrow from runs upward, from that one module (no other reader of runs/ asks Slurm itself)
 RUNS_SLURM = frozenset({"tuitrain.slurm.state"})
-RUNS_SLURM_FROM = frozenset({"tuitrain.runs.scheduler"})
+RUNS_SLURM_FROM = frozenset({"tuitrain.runs.view.scheduler"})
 # `tuitrain.report` / `tuitrain.saved` at the package's top, for scripts: they load script mode's API when called
 PACKAGE_SCRIPT = frozenset({"tuitrain.script.api"})
 
@@ -266,7 +266,7 @@ def _module_graph() -> dict[str, set[str]]:
 
 def test_no_two_modules_import_each_other_even_through_others() -> None:
     """No import circle anywhere (issue 25): a screen types the app by tui.app_api, the supervisor is chosen in
-    runs.supervise, a log view and its filters share tui.line_source."""
+    runs.keeper.supervise, a log view and its filters share tui.line_source."""
     assert [sorted(c) for c in _components(_module_graph()) if len(c) > 1] == []
 
 

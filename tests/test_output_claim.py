@@ -13,7 +13,7 @@ import pytest
 from conftest import check_clean, cli, losses, record, wait_for, wait_until_ended
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.record import new_record, write_record
-from tuitrain.runs.output_claim import CLAIM, claim_output_dir, holder_problem
+from tuitrain.runs.start.output_claim import CLAIM, claim_output_dir, holder_problem
 
 LONG = ["--set", "training.max_steps=100000", "--set", "training.logging_steps=1", "--set", "training.eval_strategy=no",
         "--set", "training.save_steps=100000"]

@@ -83,7 +83,7 @@ def test_checkpoints_of_several_runs_cover_no_table_and_are_news_on_home(base): 
 
 
 def test_checkpoint_news_is_counted_and_fades():
-    from tuitrain.runs.live import Change
+    from tuitrain.runs.view.live import Change
     from tuitrain.tui.run_table import NEWS_SECONDS, CheckpointNews, checkpoints_written
 
     news = CheckpointNews()

@@ -46,7 +46,7 @@ def test_the_resume_dialogs_example_is_a_value_resume_accepts(base: Path) -> Non
     from tuitrain.rundir.checkpoints import latest_complete, run_checkpoints
     from tuitrain.rundir.layout import RunPaths
     from tuitrain.rundir.record import read_record
-    from tuitrain.runs.relaunch import nothing_left
+    from tuitrain.runs.start.from_profile import nothing_left
     from tuitrain.tui.screens.resume import ResumeScreen
 
     run_dir = base / "runs" / FINISHED

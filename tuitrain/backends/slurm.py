@@ -13,7 +13,7 @@ from tuitrain.rundir.kind import RunKind
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.record import FINAL_STATUSES
 from tuitrain.runs.control import ControlError
-from tuitrain.runs.start import StartError
+from tuitrain.runs.start.new_run import StartError
 from tuitrain.slurm.commands import SlurmError
 from tuitrain.slurm.script import JobOptions, ScriptError
 from tuitrain.slurm.submit import dry_run_script, job_notes, job_settings, load_job_profile, resume_job, submit

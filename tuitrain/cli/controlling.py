@@ -32,7 +32,7 @@ def cmd_stop(args: argparse.Namespace) -> int:
 
 def stop_blockers(paths: RunPaths) -> list[str]:
     """Why a graceful stop of this run may wait for ever, and what ends it instead (nothing when it can stop)."""
-    from tuitrain.runs.hang import stop_waits_for
+    from tuitrain.runs.view.hang import stop_waits_for
 
     lines = stop_waits_for(paths, load_record(paths))
     return [*lines, f"`tuitrain stop --now {paths.id}` ends every process of the run now"] if lines else []

@@ -18,7 +18,7 @@ from tuitrain.rundir.tail import read_new_lines
 from tuitrain.runs.catalog import load_record
 from tuitrain.runs.control import ControlError, request
 from tuitrain.runs.liveness import effective_status, live_processes
-from tuitrain.runs.summary import last_traceback
+from tuitrain.runs.view.summary import last_traceback
 
 # killed: ended by the user (Ctrl-C twice, `stop --now`), like a stop but with nothing saved; cancelled: dropped by
 # the user while queued (`tuitrain cancel`, a stop), or by the queue when it could never start (a gone dependency).

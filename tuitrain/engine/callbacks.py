@@ -175,7 +175,7 @@ class ControlCallback(TrainerCallback):
 class HeartbeatCallback(TrainerCallback):
     """Every rank's progress into its heartbeat (tuitrain.engine.rank_io.Heartbeat). Added last, so at a step's end
     it sees what the Trainer and the control requests decided: an evaluation or a save starts then (the Trainer has
-    no callback before either), and a long one is judged as one (tuitrain.runs.hang), never as a stuck step.
+    no callback before either), and a long one is judged as one (tuitrain.runs.view.hang), never as a stuck step.
 
     The Trainer calls every callback four times a step, each time passing its six objects by name; the per-step
     methods name them as parameters, so a call builds no keyword dict (most of the heartbeat's cost a step)."""

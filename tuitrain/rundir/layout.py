@@ -18,17 +18,17 @@ CONTROL_REQUESTS = (CONTROL_SAVE, CONTROL_EVALUATE, CONTROL_STOP, CONTROL_TERMIN
 # as Slurm's stop, tuitrain.rundir.preemption) knows this SIGTERM is tuitrain's and ends at once
 CONTROL_ENDING = "ending"
 # no request to the ranks either: a node's supervisor that finds it in its control/ takes its own ranks' stacks into
-# its stacks/ and removes it (a Slurm job's nodes, asked through the shared run directory: tuitrain.runs.stacks)
+# its stacks/ and removes it (a Slurm job's nodes, asked through the shared run directory: tuitrain.runs.view.stacks)
 CONTROL_STACKS = "stacks"
 # what a rank's heartbeat says it is doing (heartbeats/rank-K.json): the slow phases (start-up, evaluating, saving,
-# after training) are judged apart from training steps by tuitrain.runs.hang
+# after training) are judged apart from training steps by tuitrain.runs.view.hang
 PHASE_STARTING = "starting"  # from the rank's start to its first training step: model, data, process group
 PHASE_STEP = "step"
 PHASE_BETWEEN = "between steps"  # after a step's end: control, logging, the next batch
 PHASE_EVALUATING = "evaluating"
 PHASE_SAVING = "saving"
 PHASE_FINISHING = "after training"
-# a rank dumps every thread's Python stack into its stacks file on this signal (faulthandler, tuitrain.runs.stacks)
+# a rank dumps every thread's Python stack into its stacks file on this signal (faulthandler, tuitrain.runs.view.stacks)
 STACKS_SIGNAL = "SIGUSR2"
 
 
@@ -103,7 +103,7 @@ class RunPaths:
 
     @property
     def stacks(self) -> Path:
-        """Each rank's latest Python stacks (all threads) and their digest (tuitrain.runs.stacks)."""
+        """Each rank's latest Python stacks (all threads) and their digest (tuitrain.runs.view.stacks)."""
         return self.root / "stacks"
 
     def rank_stacks(self, rank: int) -> Path:
@@ -115,7 +115,7 @@ class RunPaths:
 
     @property
     def stacks_taken(self) -> Path:
-        """A node's answer to CONTROL_STACKS: its ranks' stacks as JSON (tuitrain.runs.stacks.stacks_json)."""
+        """A node's answer to CONTROL_STACKS: its ranks' stacks as JSON (tuitrain.runs.view.stacks.stacks_json)."""
         return self.stacks / "taken.json"
 
     @property
@@ -146,11 +146,11 @@ class RunPaths:
         return self.machines / f"machine-{machine_rank}-gpus.json"
 
     def machine_samples(self, machine_rank: int) -> Path:
-        """Machine M's whole-run GPU, host and rank figures (tuitrain.runs.samples)."""
+        """Machine M's whole-run GPU, host and rank figures (tuitrain.runs.keeper.samples)."""
         return self.machines / f"machine-{machine_rank}-samples.json"
 
     def machine_manifest(self, machine_rank: int) -> Path:
-        """What machine M ran on: versions, host, GPUs, data hashes, git state (tuitrain.runs.manifest)."""
+        """What machine M ran on: versions, host, GPUs, data hashes, git state (tuitrain.runs.keeper.manifest)."""
         return self.machines / f"machine-{machine_rank}-manifest.json"
 
     def machine_git_diff(self, machine_rank: int, index: int) -> Path:

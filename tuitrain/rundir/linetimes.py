@@ -7,7 +7,7 @@ before END was written by TIME. Bytes written around Python (C extensions, a cra
 covered by the next entry, or else by the log's mtime.
 
 `LineTimes` reads the index incrementally, as `LogFile` reads the log. The index is a plain
-appended file, so a multi-machine run mirrors it home beside the log (runs.mirror).
+appended file, so a multi-machine run mirrors it home beside the log (runs.keeper.mirror).
 """
 
 from __future__ import annotations

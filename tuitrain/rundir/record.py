@@ -11,7 +11,7 @@ from tuitrain.rundir.layout import RunPaths
 
 STATUS_ORDER = ("planned", "queued", "starting", "running", "stopping", "finished", "stopped", "killed", "failed", "lost",
                 "cancelled")
-# queued: its supervisor waits for its turn (tuitrain.runs.queue_wait); cancelled: dropped while queued, it never
+# queued: its supervisor waits for its turn (tuitrain.runs.queue.wait); cancelled: dropped while queued, it never
 # started; stopped: ended by a stop that saved a checkpoint; killed: ended by `stop --now` (nothing saved);
 # lost: its supervisor died without recording an end (found by a viewer once no process is left).
 FINAL_STATUSES = frozenset({"finished", "stopped", "killed", "failed", "lost", "cancelled"})
@@ -31,7 +31,7 @@ class ProcessIdentity(TypedDict):
 
 
 class QueueDependency(TypedDict):
-    """A run a queued run waits for (`runs.queue.Dependency`): any end, or only `finished` (`ok`)."""
+    """A run a queued run waits for (`runs.queue.entries.Dependency`): any end, or only `finished` (`ok`)."""
 
     run: str
     run_dir: str
@@ -56,7 +56,7 @@ class QueueSweep(TypedDict):
 
 
 class QueueRecord(TypedDict, total=False):
-    """What a queued run's record keeps of its queueing (`runs.queue.queue_fields`)."""
+    """What a queued run's record keeps of its queueing (`runs.queue.entries.queue_fields`)."""
 
     dir: str
     gpus: list[int]  # the NVML indices it claims

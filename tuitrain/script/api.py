@@ -67,7 +67,7 @@ def _take_requests(state: RankState, step: int) -> tuple[bool, bool, bool]:
 
 
 def _beat(state: RankState, step: int) -> None:
-    """A report is a step's end: the rank's heartbeat moves (tuitrain.runs.hang reads it)."""
+    """A report is a step's end: the rank's heartbeat moves (tuitrain.runs.view.hang reads it)."""
     from tuitrain.engine.rank_io import start_heartbeat
     from tuitrain.rundir.layout import PHASE_BETWEEN
 

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from textual import getters
 
     from tuitrain.remote.runs_stream import HostNews, RunsStream
-    from tuitrain.runs.live import RunRow
+    from tuitrain.runs.view.live import RunRow
     from tuitrain.tui.app_api import TuitrainAppApi
     from tuitrain.tui.profiles import ProfileEntry
 
@@ -582,12 +582,12 @@ class HomeScreen(Screen):
 
     @work(thread=True, group="control", exit_on_error=False)
     def queue_request(self, run_dir: Path, what: str) -> None:
-        """Move a queued run first ("top") or cancel it, as the CLI does (runs.queue_view.queue_action, its
+        """Move a queued run first ("top") or cancel it, as the CLI does (runs.queue.look.queue_action, its
         refusals too): the outcome in one line."""
         from tuitrain.rundir.layout import RunPaths
         from tuitrain.rundir.record import RunRecordError
         from tuitrain.runs.control import ControlError
-        from tuitrain.runs.queue_view import queue_action
+        from tuitrain.runs.queue.look import queue_action
 
         title = "Queue" if what == "top" else "Cancel"
         try:

@@ -40,7 +40,7 @@ def override_problems(profile: Path, overrides: Sequence[str], checkpoint: Check
     `checkpoint` to resume from, also what `tuitrain resume` refuses against it (another base, nothing left
     to train)."""
     from tuitrain.profile import ProfileError, load_profile
-    from tuitrain.runs.relaunch import checkpoint_refusal
+    from tuitrain.runs.start.from_profile import checkpoint_refusal
 
     try:
         loaded = load_profile(profile, list(overrides))
@@ -119,7 +119,7 @@ class ResumeScreen(ModalScreen[None]):
     def _find_checkpoint(self) -> None:
         from tuitrain.rundir.layout import RunPaths
         from tuitrain.rundir.record import RunRecordError, read_record
-        from tuitrain.runs.relaunch import ResumeError, choose_checkpoint
+        from tuitrain.runs.start.from_profile import ResumeError, choose_checkpoint
 
         if self.elsewhere is not None:
             self.app.call_from_thread(self._show_checkpoint, self._box_checkpoint_line(*self.elsewhere))
@@ -196,8 +196,8 @@ class ResumeScreen(ModalScreen[None]):
         from tuitrain.profile import ProfileError
         from tuitrain.rundir.layout import RunPaths
         from tuitrain.rundir.record import RunRecordError, read_record
-        from tuitrain.runs.relaunch import ResumeError
-        from tuitrain.runs.start import StartError
+        from tuitrain.runs.start.from_profile import ResumeError
+        from tuitrain.runs.start.new_run import StartError
 
         if self.elsewhere is not None:
             self._start_there(*self.elsewhere, overrides)

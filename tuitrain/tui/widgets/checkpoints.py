@@ -15,11 +15,11 @@ from textual.coordinate import Coordinate
 from textual.widgets import DataTable, Static
 
 from tuitrain.humanize import number, size
-from tuitrain.runs.live import is_metric
+from tuitrain.runs.view.live import is_metric
 from tuitrain.tui.format import clock, short_metric
 
 if TYPE_CHECKING:
-    from tuitrain.runs.live import RunWatch
+    from tuitrain.runs.view.live import RunWatch
 
 COLUMNS = ("STEP", "BEST", "STATE", "WRITTEN", "SIZE", "METRICS")
 
