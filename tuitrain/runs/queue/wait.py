@@ -18,7 +18,9 @@ from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.process_tree import identity
 from tuitrain.rundir.record import QueueRecord, RunRecord, read_record, update_record
 from tuitrain.runs.queue.entries import (
+    DAMAGED_SUFFIX,
     Entry,
+    damaged_entry_of,
     ensure_queue_dir,
     entry_of,
     live_entries,
@@ -117,7 +119,7 @@ def wait_turn(paths: RunPaths, record: RunRecord) -> tuple[str, str] | None:
                 entries = live_entries(folder)
                 mine = entry_of(paths.root, entries)
                 if mine is None:
-                    return "cancelled", f"its entry in the queue folder {folder} was removed; it never started"
+                    return gone_entry(folder, paths)
                 if mine.supervisor != me:
                     mine = update_entry(folder, mine, supervisor=me)
                 decided = verdict(mine, entries, read_gpus)
@@ -138,6 +140,20 @@ def wait_turn(paths: RunPaths, record: RunRecord) -> tuple[str, str] | None:
     finally:
         watch.close()
         signalled.restore()
+
+
+def gone_entry(folder: Path, paths: RunPaths) -> tuple[str, str]:
+    """How a queued run ends whose entry is no longer in the line (call under `locked`): damaged (set aside, then
+    removed once its cause is in the record), or removed."""
+    damaged = damaged_entry_of(folder, paths.id)
+    if damaged is None:
+        return "cancelled", f"its entry in the queue folder {folder} was removed; it never started"
+    try:
+        (folder / damaged.name).unlink()  # its cause is now the run's: the record keeps it
+    except OSError:
+        pass
+    return "failed", (f"its queue entry {folder / damaged.name.removesuffix(DAMAGED_SUFFIX)} was damaged "
+                      f"({damaged.reason}); it never started: queue it again (`tuitrain run PROFILE --queue`)")
 
 
 def leave_queue(record: RunRecord, paths: RunPaths) -> None:
