@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.layout import CONTROL_DROP_SWEEP, CONTROL_HOLD, RunPaths
 from tuitrain.rundir.process_tree import identity
 from tuitrain.rundir.record import QueueRecord, RunRecord, read_record, update_record
 from tuitrain.runs.queue.entries import (
@@ -35,7 +35,8 @@ from tuitrain.runs.queue.wakeup import Wakeup
 
 GPU_POLL_SECONDS = 2.0  # NVML has no events: a run waiting for GPUs reads them this often
 FULL_LOOK_SECONDS = 10.0  # and any run looks again this often (a supervisor of another entry may have died)
-CANCEL_REQUESTS = ("cancel", "stop", "terminate")  # `tuitrain cancel`, and `stop` (with or without --now)
+CANCEL_REQUESTS = {"cancel": "`tuitrain cancel`", "stop": "`tuitrain stop`", "terminate": "`tuitrain stop --now`",
+                   CONTROL_DROP_SWEEP: "its sweep was interrupted while being queued"}  # each leaves the queue
 
 
 def log(message: str) -> None:
@@ -111,8 +112,11 @@ def wait_turn(paths: RunPaths, record: RunRecord) -> tuple[str, str] | None:
                     mine = entry_of(paths.root, read_entries(folder))
                     if mine is not None:
                         remove_entry(folder, mine)
-                how = f"`tuitrain {asked}`" if asked else signalled.name
+                how = CANCEL_REQUESTS[asked] if asked else signalled.name
                 return "cancelled", f"cancelled while queued ({how}); it never started"
+            if paths.control_request(CONTROL_HOLD).exists():  # its sweep is still being queued
+                watch.wait(FULL_LOOK_SECONDS)
+                continue
             if not paths.record.exists():
                 return "cancelled", "its run directory was removed while it was queued"
             with locked(folder):

@@ -21,7 +21,7 @@ from tuitrain.profile import Profile, Settings
 from tuitrain.profile.folders import unusable_folder
 from tuitrain.profile.paths import PATH_KEYS
 from tuitrain.rundir.checkpoints import list_checkpoints
-from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.layout import CONTROL_HOLD, RunPaths
 from tuitrain.rundir.record import RunRecordError, new_record, read_record, record_end, reserve_space, write_record
 from tuitrain.rundir.tail import read_tail
 from tuitrain.runs.catalog import RUNS_ROOT_FIX, runs_root_shape
@@ -265,6 +265,9 @@ def join_queue(paths: RunPaths, queue: QueueRequest) -> None:
     from tuitrain.runs.queue.entries import enqueue
 
     fields = read_record(paths)["queue"]
+    if queue.hold:
+        paths.control.mkdir(exist_ok=True)
+        paths.control_request(CONTROL_HOLD).touch()
     try:
         enqueue(queue.folder, paths, tuple(fields["gpus"]), queue.dependencies(), current_user())
     except OSError as exc:
