@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from tuitrain.backends.base import Check, Pause, Preview, Resumed, Say, Started, resume_note
 from tuitrain.hardware import Hardware
+from tuitrain.launch.plan import queued_plan
 from tuitrain.profile import Problem, Profile, Settings, load_profile, settings_with_defaults
 from tuitrain.rundir.kind import RunKind
 from tuitrain.rundir.layout import RunPaths
@@ -102,7 +103,7 @@ class LocalBackend:
         let it (tuitrain.runs.queue.rule): planned as `from_profile.launch` plans, its GPUs claimed by `queued_gpus`."""
         settings, notes, hardware = local_settings(profile, self.hardware)
         request = dataclasses.replace(queue, gpus_for=lambda accelerator: queued_gpus(settings, hardware, accelerator))
-        plan = local_plan(settings, new_run_dir(runs_root), str(profile.path), hardware, notes)
+        plan = queued_plan(local_plan(settings, new_run_dir(runs_root), str(profile.path), hardware, notes))
         return start_run(profile, settings, plan, runs_root, cwd=run_cwd(settings, cwd), queue=request)
 
     def resume(self, parent: RunPaths, runs_root: Path, checkpoint: str | Path = "latest",

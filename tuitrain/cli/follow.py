@@ -11,7 +11,7 @@ from typing import Any, TextIO
 from tuitrain.humanize import number
 from tuitrain.rundir.events import parse_event
 from tuitrain.rundir.exits import EXIT_USER_ERROR
-from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.layout import KILL_REQUEST, RunPaths
 from tuitrain.rundir.process_tree import running
 from tuitrain.rundir.record import FINAL_STATUSES
 from tuitrain.rundir.tail import read_new_lines
@@ -184,7 +184,7 @@ def report_end(paths: RunPaths, record: dict, out: TextIO, err: TextIO | None = 
             print(f"  {tb}", file=out)
         print(f"full log: {log}", file=out, flush=True)
     elif status == "killed":
-        print(f"{line}: {record.get('error') or 'ended by stop --now'}{checkpoints_where(record)}", file=out, flush=True)
+        print(f"{line}: {record.get('error') or f'ended by {KILL_REQUEST}'}{checkpoints_where(record)}", file=out, flush=True)
     elif status == "cancelled":
         print(f"{line}: {record.get('error') or 'dropped while queued; it never started'}", file=out, flush=True)
     elif status == "lost":

@@ -19,7 +19,7 @@ import psutil
 
 from tuitrain.rundir.disk_space import disk_full, names_full_disk
 from tuitrain.rundir.exits import describe_exit, first_of_several, last_exception_line, root_cause
-from tuitrain.rundir.layout import SUPERVISOR_ENV
+from tuitrain.rundir.layout import KILL_REQUEST, SUPERVISOR_ENV
 from tuitrain.rundir.process_tree import KILL_GRACE_SECONDS, descendants, end_processes, find, identity, running
 from tuitrain.rundir.ranks import read_rank_records
 from tuitrain.rundir.record import RunPids
@@ -56,7 +56,7 @@ class LauncherOptions:
 
 class LocalLaunch:
     STOP_SAID = "stop requested: the ranks save a checkpoint and stop at the next step end"
-    KILLED_SAID = "ended by `tuitrain stop --now`: every process was terminated, nothing was saved"
+    KILLED_SAID = f"ended by {KILL_REQUEST}: every process was terminated, nothing was saved"
     HANG_SAID = "{said} (on_hang = {on_hang}); taking every rank's stacks"
     SAMPLED_HERE = True
     ACTS_ON_HANG = True

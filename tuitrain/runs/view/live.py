@@ -177,6 +177,7 @@ class Change:
     run_id: str
     detail: str = ""
     rank: int | None = None
+    path: str | None = None  # a checkpoint's folder, as its run's events name it
 
 
 class _Watched:
@@ -281,7 +282,7 @@ class RunsWatcher:
             rid = watched.paths.id
             if saves > watched.saves:
                 for path in watched.events.progress["checkpoints"][watched.saves:]:
-                    out.append(Change("checkpoint", rid, Path(str(path)).name))
+                    out.append(Change("checkpoint", rid, Path(str(path)).name, path=str(path)))
             if status != watched.status and (status in FINAL_STATUSES or status == "lost"):
                 record = watched.record or {}
                 rank = record.get("failed_rank")
