@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 from typing import TYPE_CHECKING, Any, Iterable
 
 import psutil
@@ -94,6 +95,17 @@ def end_processes(procs: Iterable[psutil.Process], grace: float = 5.0) -> list[i
     _send(left, signal.SIGKILL)
     psutil.wait_procs(left, timeout=2.0)
     return [p.pid for p in left]
+
+
+def keep_popen_code(child: subprocess.Popen[bytes], ended: Iterable[psutil.Process]) -> None:
+    """`end_processes` waits for what it ends, and for a child of ours that wait reaps it: Popen, asking later,
+    finds no child and calls its exit 0 (a launcher killed in a teardown then read as a success). Give Popen the
+    code psutil saw."""
+    if child.returncode is not None:
+        return
+    code = next((getattr(p, "returncode", None) for p in ended if p.pid == child.pid), None)
+    if code is not None:
+        child.returncode = int(code)
 
 
 def signal_name(code: int | None) -> str | None:

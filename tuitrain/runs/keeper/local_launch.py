@@ -20,7 +20,15 @@ import psutil
 from tuitrain.rundir.disk_space import disk_full, names_full_disk
 from tuitrain.rundir.exits import describe_exit, first_of_several, last_exception_line, root_cause
 from tuitrain.rundir.layout import KILL_REQUEST, SUPERVISOR_ENV
-from tuitrain.rundir.process_tree import KILL_GRACE_SECONDS, descendants, end_processes, find, identity, running
+from tuitrain.rundir.process_tree import (
+    KILL_GRACE_SECONDS,
+    descendants,
+    end_processes,
+    find,
+    identity,
+    keep_popen_code,
+    running,
+)
 from tuitrain.rundir.ranks import read_rank_records
 from tuitrain.rundir.record import RunPids
 from tuitrain.rundir.script_env import MACHINE_RANK_ENV
@@ -200,7 +208,10 @@ class LocalLaunch:
         self.keeper.mark_ending()
         self.scan(time.monotonic())
         launcher = self.launcher.pid if self.launcher is not None and spare_launcher else None
-        killed = end_processes([p for p in self.tracked.values() if p.pid != launcher], grace=grace)
+        targets = [p for p in self.tracked.values() if p.pid != launcher]
+        killed = end_processes(targets, grace=grace)
+        if self.launcher is not None:
+            keep_popen_code(self.launcher, targets)
         if killed:
             log(f"killed after {grace:.1f}s grace: {sorted(killed)}")
 
