@@ -11,7 +11,7 @@ Where the plan is made is the one thing that changes the answers, and `hardware`
   packages, the port, the GPUs: `problems`);
 - None, the machine is elsewhere and nothing of it is known: its devices are read from the profile alone
   (devices_elsewhere), what only that machine knows is filled in on arrival (`arrival_env`: its threads from its
-  cores, its own hook's path; asked by its agent, runs.node_agent), and `tuitrain doctor` checks it; its command
+  cores, its own hook's path; asked by its agent, runs.keeper.node_agent), and `tuitrain doctor` checks it; its command
   spells out its place in the run (a person reads one per machine).
 """
 
@@ -45,7 +45,7 @@ from tuitrain.launch.threads import cpu_threads
 from tuitrain.profile import Problem
 from tuitrain.profile.rules.strategies import FSDP_ALONE_FIX, fsdp_world_of_one
 from tuitrain.profile.settings import Settings
-from tuitrain.script import SCRIPT_ENV
+from tuitrain.rundir.script_env import SCRIPT_ENV
 
 ENGINE_MODULE = "tuitrain.engine"
 LAUNCH_MODULE = "accelerate.commands.launch"

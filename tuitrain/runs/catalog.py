@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tuitrain.errors import TuitrainError
-from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.record import RunRecord, RunRecordError
+from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.record import RunRecord, RunRecordError
 from tuitrain.runs.run_owner import user_name
 
 UNREADABLE = "unreadable"

@@ -45,9 +45,9 @@ def run_request(app: Any, run_dir: Path, what: str) -> None:
     any wait (the request stays); a refusal is titled with what could not be done."""
     from tuitrain.backends import for_run
     from tuitrain.remote.run_mirror import mirrored_run
+    from tuitrain.rundir.layout import RunPaths
+    from tuitrain.rundir.record import read_record
     from tuitrain.runs.control import request
-    from tuitrain.runs.layout import RunPaths
-    from tuitrain.runs.record import read_record
 
     paths = RunPaths(Path(run_dir))
     title = {"terminate": "Stop now"}.get(what, what.capitalize())

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
     from tuitrain.backends import Backend
     from tuitrain.profile import Profile
-    from tuitrain.runs.layout import RunPaths
+    from tuitrain.rundir.layout import RunPaths
     from tuitrain.tui.app_api import TuitrainAppApi
 
 
@@ -233,7 +233,7 @@ class LaunchScreen(PassesFailedWorkUp, ModalScreen[None]):
 
     def _queue(self, backend: "Backend", profile: "Profile") -> "RunPaths":
         from tuitrain.backends.queueing import queueing_backend
-        from tuitrain.runs.queue import QueueRequest
+        from tuitrain.runs.queue.entries import QueueRequest
 
         return queueing_backend(backend, profile.path).queue(profile, self.app.runs_root, QueueRequest(), self.app.cwd)
 
@@ -270,7 +270,7 @@ class LaunchScreen(PassesFailedWorkUp, ModalScreen[None]):
         from tuitrain.remote.launch_there import launch_there
         from tuitrain.remote.run_mirror import fetch
         from tuitrain.remote.workstations import find, workstations
-        from tuitrain.runs.start import sent_profile_text
+        from tuitrain.runs.start.new_run import sent_profile_text
 
         try:
             station = find(host, workstations())

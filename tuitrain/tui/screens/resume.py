@@ -25,7 +25,7 @@ from tuitrain.tui.messages import RunStarted
 if TYPE_CHECKING:
     from textual import getters
 
-    from tuitrain.runs.checkpoints import Checkpoint
+    from tuitrain.rundir.checkpoints import Checkpoint
     from tuitrain.tui.app_api import TuitrainAppApi
 
 
@@ -42,7 +42,7 @@ def override_problems(profile: Path, overrides: Sequence[str], checkpoint: Check
     `checkpoint` to resume from, also what `tuitrain resume` refuses against it (another base, nothing left
     to train)."""
     from tuitrain.profile import ProfileError, load_profile
-    from tuitrain.runs.relaunch import checkpoint_refusal
+    from tuitrain.runs.start.from_profile import checkpoint_refusal
 
     try:
         loaded = load_profile(profile, list(overrides))
@@ -119,9 +119,9 @@ class ResumeScreen(PassesFailedWorkUp, ModalScreen[None]):
 
     @work(thread=True, group="resume-checkpoint", exit_on_error=False)
     def _find_checkpoint(self) -> None:
-        from tuitrain.runs.layout import RunPaths
-        from tuitrain.runs.record import read_record
-        from tuitrain.runs.relaunch import choose_checkpoint
+        from tuitrain.rundir.layout import RunPaths
+        from tuitrain.rundir.record import read_record
+        from tuitrain.runs.start.from_profile import choose_checkpoint
 
         if self.elsewhere is not None:
             self.app.call_from_thread(self._show_checkpoint, self._box_checkpoint_line(*self.elsewhere))
@@ -167,7 +167,7 @@ class ResumeScreen(PassesFailedWorkUp, ModalScreen[None]):
 
     @work(thread=True, group="resume-check", exit_on_error=False)
     def _validate(self, overrides: list[str], number: int, chosen: Checkpoint | None) -> None:
-        from tuitrain.runs.layout import RunPaths
+        from tuitrain.rundir.layout import RunPaths
 
         problems = override_problems(RunPaths(self.run_dir).profile, overrides, chosen)
         self.app.call_from_thread(self._show_problems, problems, number)
@@ -195,8 +195,8 @@ class ResumeScreen(PassesFailedWorkUp, ModalScreen[None]):
         """Checked once more as the CLI checks them, then the run's own backend resumes it, as `tuitrain resume`
         does (a Slurm run is submitted again; a run on several machines starts on them)."""
         from tuitrain.backends import for_run
-        from tuitrain.runs.layout import RunPaths
-        from tuitrain.runs.record import read_record
+        from tuitrain.rundir.layout import RunPaths
+        from tuitrain.rundir.record import read_record
 
         if self.elsewhere is not None:
             self._start_there(*self.elsewhere, overrides)
