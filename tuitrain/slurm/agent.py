@@ -44,7 +44,7 @@ from tuitrain.rundir.record import (
 from tuitrain.rundir.redirect import redirect_output
 from tuitrain.runs.keeper.local_launch import LauncherOptions, LocalLaunch
 from tuitrain.runs.keeper.supervisor import HANG_CHECK_SECONDS, Supervisor, log, run_supervisor
-from tuitrain.slurm.commands import SlurmError, hostnames, node_address
+from tuitrain.slurm.commands import hostnames, node_address
 from tuitrain.slurm.script import WARNED_FILE
 from tuitrain.yaml_text import dump as dump_yaml
 
@@ -296,8 +296,8 @@ def main(run_dir: Path) -> int:
     try:
         main_host = node_address(hostnames(os.environ["SLURM_JOB_NODELIST"])[0]) if nodes > 1 else None
         plan = plan_node(paths, node, nodes, main_host, job_id)
-    except (AgentError, SlurmError, OSError, KeyError, ValueError, IndexError) as exc:
-        why = str(exc) if isinstance(exc, (AgentError, SlurmError)) else f"{type(exc).__name__}: {exc}"
+    except (TuitrainError, OSError, KeyError, ValueError, IndexError) as exc:
+        why = str(exc) if isinstance(exc, TuitrainError) else f"{type(exc).__name__}: {exc}"
         log(f"node {node} cannot start: {why}")
         record_end(paths, status="failed", ended=time.time(), error=f"Slurm job {job_id}, node {node}: {why}")
         return 1

@@ -267,8 +267,8 @@ def main() -> int:
     try:
         setup = link.read_setup()
         paths = prepare(setup)
-    except (SetupError, WireError, OSError, KeyError, ValueError) as exc:
-        why = str(exc) if isinstance(exc, SetupError) else f"could not set up ({type(exc).__name__}: {exc})"
+    except (TuitrainError, WireError, OSError, KeyError, ValueError) as exc:
+        why = str(exc) if isinstance(exc, TuitrainError) else f"could not set up ({type(exc).__name__}: {exc})"
         link.send(encode("end", status="failed", error=why, failed_rank=None, exit_codes={}))
         return 1
     redirect_output(paths.launcher_log)  # what this process and its children print: not into the wire

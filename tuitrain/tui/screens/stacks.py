@@ -112,7 +112,6 @@ class StacksScreen(PassesFailedWorkUp, ModalScreen[None]):
         if self.elsewhere is not None:
             self.post_message(self.Taken(*take_there(*self.elsewhere)))
             return
-        from tuitrain.rundir.record import RunRecordError
         from tuitrain.runs.catalog import load_record
         from tuitrain.runs.view.stacks import gather, rank_block
 
