@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Callable
 
 from tuitrain.hardware.devices import GpuInfo, GpuProcess
 from tuitrain.hardware.na import NA, NaType
+from tuitrain.humanize import gib
 
 if TYPE_CHECKING:
     import psutil
@@ -49,6 +50,48 @@ def process_rows(gpus: tuple[GpuInfo, ...], by: str) -> list[GpuProcessRow]:
     """Each GPU's processes in NVML order of GPUs, sorted `by` within each GPU."""
     return [GpuProcessRow(gpu.index, proc) for gpu in sorted(gpus, key=lambda g: g.index)
             for proc in sort_processes(gpu.processes, by)]
+
+
+def sm_share(process: GpuProcess) -> str:
+    """A process's SM share as shown: '15%', or 'N/A' where the driver does not give it (`use_notes` says why)."""
+    return f"{process.sm_util}%" if process.sm_util is not NA else "N/A"
+
+
+def sm_missing(gpu: GpuInfo) -> str | None:
+    """Why the processes of `gpu` have no SM share, or None where they have one."""
+    return None if gpu.process_sm is True else "the driver gives no per-process samples there"
+
+
+def peak_missing(gpu: GpuInfo) -> str | None:
+    """Why the processes of `gpu` have no peak memory, or None where accounting mode keeps it."""
+    if gpu.accounting is True:
+        return None
+    if gpu.accounting is False:
+        return f"accounting mode is off: `sudo nvidia-smi -i {gpu.index} -am 1` turns it on"
+    return "no accounting mode there"
+
+
+def use_words(gpu: GpuInfo, process: GpuProcess) -> str:
+    """'SM 15% of late · peak 4.0 GiB', each figure N/A with why where the driver does not give it."""
+    sm_why, peak_why = sm_missing(gpu), peak_missing(gpu)
+    sm = f"SM {sm_share(process)} of late" if sm_why is None else f"SM share N/A ({sm_why})"
+    peak = f"peak {gib(process.peak_memory, unit=True)}" if peak_why is None else f"peak memory N/A ({peak_why})"
+    return f"{sm} · {peak}"
+
+
+def use_notes(gpus: tuple[GpuInfo, ...]) -> list[str]:
+    """Why a process's SM share or peak memory reads N/A, one line per reason, for the GPUs that hold processes: the
+    driver gives no per-process samples there (`nvmlDeviceGetProcessUtilization`: GeForce, MIG, old drivers), or
+    accounting mode is off or absent (it keeps each process's peak memory). [] when every figure is there."""
+    held = [g for g in sorted(gpus, key=lambda g: g.index) if g.processes and not g.lost]
+    reasons: dict[tuple[str, str], list[int]] = {}
+    for gpu in held:
+        for what, why in (("SM share", sm_missing(gpu)), ("peak memory", peak_missing(gpu))):
+            if why is not None:
+                reasons.setdefault((what, why.replace(f"-i {gpu.index} ", "-i GPUS ")), []).append(gpu.index)
+    return [f"{what} per process: N/A on GPU {', '.join(map(str, indices))} "
+            f"({why.replace('-i GPUS ', '-i ' + ','.join(map(str, indices)) + ' ')})"
+            for (what, why), indices in reasons.items()]
 
 
 def command_line(pid: int) -> str | NaType:
