@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import FAST, check_clean, cli, record, wait_for, wait_until_ended
-from tests.queue_tables import LAUNCH_BOUND, NVML, gpu_two, held, launch_bound
+from tests.queue_tables import LAUNCH_BOUND, NVML, gpu_two, held, launch_bound, queued_behind_a_run
 from tuitrain.cli.queueing import status_lines
 from tuitrain.runs.queue import Dependency, Entry
 from tuitrain.runs.queue_rule import dependency_cycle
@@ -115,38 +115,29 @@ def test_two_queued_runs_wanting_one_gpu_start_one_after_the_other(runs_dir: Pat
     assert record(second)["started"] >= ended["ended"]
 
 
-def rank_pid(run_dir: Path) -> int | None:
-    path = run_dir / "ranks" / "rank-0.json"
-    return json.loads(path.read_text())["pid"] if path.exists() else None
-
-
 @pytest.mark.slow
 def test_a_queued_run_waits_for_a_gpu_a_launch_bound_run_holds_naming_it_and_starts_once_it_is_gone(
         runs_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 35: a run at 15% of an H100 and 5% of its memory holds it. Run A's rank is the table's one process (a
     live process here, so the queue names it by its run); a plain run onto it warns in one line; a queued run waits,
-    saying who holds the GPU, and starts once the driver no longer lists the process."""
+    saying who holds the GPU, and starts once the driver no longer lists the process. The GPU lane runs the same
+    flow on a real GPU (tests/test_gpu_queue_lane.py)."""
     table = tmp_path / "nvml.json"
     launch_bound(table, None)
     monkeypatch.setenv("TUITRAIN_NVML_TABLE", str(table))
     on_gpu = ["--set", "hardware.accelerator=cuda", "--set", "hardware.gpus=[0]"]
-    first = runs_dir / cli("run", "demo", "--detach", *on_gpu, *LONG, runs_dir=runs_dir).stdout.strip()
-    pid = wait_for(lambda: rank_pid(first), 180, "run A's rank")
-    launch_bound(table, pid)  # its rank computes on GPU 0: 15% busy, 3.8 of 79.6 GiB
-    holder = f"held by rank 0 of run {first.name} (3.8 GiB)"
-    plain = cli("validate", "demo", *on_gpu, *FAST, runs_dir=runs_dir)
-    (warning,) = [line for line in plain.stderr.splitlines() if "hardware.gpus" in line]
-    assert f"warning: hardware.gpus: GPU 0 (NVIDIA H100 80GB HBM3) is {holder}" in warning, plain.stderr
-    assert "--queue" in warning and plain.returncode == 0
-    second = queued(runs_dir, "--queue", *on_gpu, *FAST)
-    shown = queue_json(runs_dir)["runs"]
-    assert shown[0]["waits"] == [f"GPU 0: {holder}"], shown
-    assert cli("stop", first.name, "--now", runs_dir=runs_dir).returncode == 0
-    ended = wait_until_ended(first, 60)
-    assert record(second)["started"] is None  # the driver still lists the process: the GPU is not free yet
-    launch_bound(table, None)  # and now it does not
-    rec = wait_until_ended(second, 240)
-    assert rec["started"] >= ended["ended"] and rec["queue"]["gpus"] == [0]
+
+    def plain_run_warns(first: Path) -> None:
+        plain = cli("validate", "demo", *on_gpu, *FAST, runs_dir=runs_dir)
+        (warning,) = [line for line in plain.stderr.splitlines() if "hardware.gpus" in line]
+        assert (f"warning: hardware.gpus: GPU 0 (NVIDIA H100 80GB HBM3) is held by rank 0 of run {first.name} "
+                "(3.8 GiB)") in warning, plain.stderr
+        assert "--queue" in warning and plain.returncode == 0
+        shown = queue_json(runs_dir)["runs"]
+        assert shown[0]["waits"] == [f"GPU 0: held by rank 0 of run {first.name} (3.8 GiB)"], shown  # 15%: no "busy"
+
+    _, rec = queued_behind_a_run(runs_dir, on_gpu, lambda pid: launch_bound(table, pid), plain_run_warns)
+    assert rec["queue"]["gpus"] == [0] and rec["status"] == "finished", rec
 
 
 def test_a_gpu_a_process_computes_on_is_shared_only_by_a_run_that_sets_min_free_memory(tmp_path: Path) -> None:

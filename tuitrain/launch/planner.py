@@ -25,11 +25,12 @@ from pathlib import Path
 from typing import Any, Mapping, cast
 
 from tuitrain.hardware import Hardware
+from tuitrain.hardware.na import NA
 from tuitrain.hardware.preflight import check as hardware_preflight
 from tuitrain.launch.accelerate_config import accelerate_config
 from tuitrain.launch.devices import Devices, devices_elsewhere, devices_here
 from tuitrain.launch.flight_recorder import flight_recorder_env
-from tuitrain.launch.preflight import MachineFacts, machine_problems, probe_machine
+from tuitrain.launch.preflight import MachineFacts, machine_problems, probe_machine, torch_problem
 from tuitrain.launch.script import (
     local_hook_path,
     resolved_script,
@@ -81,6 +82,7 @@ class MachinePart:
     launch_notes: list[str] = field(default_factory=list)  # what the launch decides there: a free port, a script's hook
     interface_note: str | None = None
     problems: list[Problem] = field(default_factory=list)  # this machine's checks (made only where it is planned)
+    accelerator_why: str = ""  # how `auto` chose it (launch.devices.Devices.why); "" where the profile asked
 
 
 def role_of(settings: Settings, run_dir: Path) -> MachineRole:
@@ -186,7 +188,9 @@ def plan_machine(settings: Settings, role: MachineRole, hardware: Hardware | Non
     [script] is told to resume from (the engine reads it from run.json)."""
     here = hardware is not None
     mine = machine_settings(settings, role)
-    devices: Devices = devices_here(mine, hardware) if hardware is not None else devices_elsewhere(mine)
+    found = (facts if facts is not None else probe_machine(mine)) if hardware is not None else None
+    devices: Devices = devices_here(mine, hardware, found.torch) if hardware is not None and found is not None \
+        else devices_elsewhere(mine)
     base_dir = profile_folder(file)
     ds_json = deepspeed_json_path(mine, base_dir)
     cores = (getattr(hardware, "physical_cores", 0) or getattr(hardware, "cpu_count", 0)) if here else 0
@@ -197,10 +201,12 @@ def plan_machine(settings: Settings, role: MachineRole, hardware: Hardware | Non
     env = {"PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false", **device_env, **interface_env(role.interface),
            **thread_env, **flight_recorder_env(role.folder, devices.accelerator, os.environ if here else {})}
     problems: list[Problem] = []
-    if hardware is not None:
-        found = facts if facts is not None else probe_machine(mine)
+    if hardware is not None and found is not None:
         problems += machine_problems(mine, devices.accelerator, found, file, deepspeed_json=ds_json,
                                      cpu_count=getattr(hardware, "cpu_count", None))
+        cpu_torch = torch_problem(file, mine, devices.accelerator, found, hardware.real_gpus,
+                                  str(hardware.driver_version) if hardware.driver_version is not NA else None)
+        problems += [cpu_torch] if cpu_torch is not None else []
         problems += hardware_preflight(mine, hardware, file=file, accelerator=devices.accelerator)
     argv = _launch_argv(role, here)
     launch_notes: list[str] = []
@@ -224,7 +230,8 @@ def plan_machine(settings: Settings, role: MachineRole, hardware: Hardware | Non
         # gpu_ids "all": the GPUs are chosen by CUDA_VISIBLE_DEVICES above. accelerate launch would
         # set CUDA_VISIBLE_DEVICES to any other gpu_ids value, replacing the physical selection.
         accelerate_config=accelerate_config(mine, devices.accelerator, "all", ds_json),
-        accelerator=devices.accelerator, processes=role.processes, cwd=cwd, device_notes=devices.notes,
+        accelerator=devices.accelerator, accelerator_why=devices.why, processes=role.processes, cwd=cwd,
+        device_notes=devices.notes,
         thread_note=thread_note, launch_notes=launch_notes,
         interface_note=interface_note(role.interface) if role.interface else None, problems=problems)
 

@@ -20,6 +20,7 @@ from tuitrain.profile import Problem
 from tuitrain.profile.rules.machines import machines_port_problem
 from tuitrain.profile.rules.strategies import cpu_strategy_problem, layerwise_problem, low_rank_optimizer, mps_strategy_problem
 from tuitrain.profile.settings import Settings
+from tuitrain.torch_build import TorchBuild, cpu_torch_refusal, read_torch_build
 
 # strategy -> (module, pip name, what the install needs)
 STRATEGY_PACKAGES = {"deepspeed": ("deepspeed", "deepspeed", "it compiles CUDA ops at first use: a CUDA toolkit")}
@@ -33,6 +34,7 @@ class MachineFacts:
     busy_ports: frozenset[int] = frozenset()
     accelerate_version: str | None = None
     python: str = sys.executable
+    torch: TorchBuild | None = None  # the ranks' torch, where a CUDA run asks (None: not looked at, or none installed)
 
 
 def module_found(name: str) -> bool:
@@ -85,8 +87,33 @@ def probe_machine(settings: Settings) -> MachineFacts:
     version: str | None = None
     if dist["strategy"] == "fsdp":  # named in the FSDP-on-CPU refusal
         version = distribution_version("accelerate")
+    torch = read_torch_build() if settings["hardware"]["accelerator"] in ("cuda", "auto") else None
     return MachineFacts(modules={m: module_found(m) for m in sorted(wanted)}, busy_ports=frozenset(busy),
-                        accelerate_version=version)
+                        accelerate_version=version, torch=torch)
+
+
+def torch_problem(file: str, settings: Settings, accelerator: str, facts: MachineFacts, real_gpus: bool,
+                  driver: str | None) -> Problem | None:
+    """A CUDA run on this machine's own GPUs (`real_gpus`: read from its driver) with a torch that has no CUDA:
+    refused (its ranks would train on the CPU while the run said `cuda`). Where `auto` chose the CPU for that reason
+    (launch.devices.choose_accelerator), a warning says so and how to get the GPUs. `driver`: this machine's NVIDIA
+    driver's version, for the build to install. GPUs of a recorded table are no machine's here: no torch reaches
+    them, and the ranks train on the CPU, as the plan's environment says (launch.devices.RECORDED_GPUS_ENV)."""
+    torch = facts.torch
+    if torch is None or torch.uses_gpu or not real_gpus:
+        return None
+    message, fix = cpu_torch_refusal(torch, facts.python, driver)
+    hw = settings["hardware"]
+    if accelerator == "cuda":
+        key = "hardware.accelerator" if hw["accelerator"] == "cuda" else "hardware.gpus"
+        return Problem(file, key, message if key == "hardware.accelerator" else
+                       f"chooses GPUs (so accelerator \"auto\" is CUDA), but {message.removeprefix('asks for CUDA, but ')}",
+                       fix)
+    if hw["accelerator"] == "auto" and accelerator == "cpu":
+        return Problem(file, "hardware.accelerator", f"\"auto\" trains on the CPU: this machine has NVIDIA GPUs, but "
+                       f"{facts.python} has {torch.words()}", fix.replace('; or set hardware.accelerator = "cpu"',
+                                                                          ' to train on the GPUs'), "warning")
+    return None
 
 
 def machine_problems(settings: Settings, accelerator: str, facts: MachineFacts, file: str,

@@ -141,6 +141,7 @@ class RunRecord(TypedDict, total=False):
     output_dir: str | None
     main_process_port: int | None
     accelerator: str
+    accelerator_why: str  # how `auto` chose it ("accelerator auto → cuda: 1 NVIDIA GPU(s) found"); absent where asked
     profile_path: str | None  # the profile file it was started from
     cwd: str
     max_steps: int | None
