@@ -12,10 +12,8 @@ cannot use the GPUs this machine has).
 
 from __future__ import annotations
 
-import platform
 import re
 import shutil
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,7 +83,8 @@ def read_torch_build(path: Iterable[str] | None = None) -> TorchBuild | None:
 
 def nvml_library_loads() -> bool:
     """False when, on Linux, libnvidia-ml.so.1 cannot be loaded (no driver): pynvml's nvmlInit would fail with
-    LIBRARY_NOT_FOUND for the same reason. Elsewhere (pynvml searches more places) True."""
+    LIBRARY_NOT_FOUND for the same reason, and this answer costs no pynvml import (~15 ms of every `tuitrain plan` on
+    a machine without a driver: hardware.nvml asks it first). Elsewhere (pynvml searches more places) True."""
     if not sys.platform.startswith("linux"):
         return True
     import ctypes
@@ -121,6 +120,8 @@ def driver_version() -> str | None:
     smi = shutil.which("nvidia-smi")
     if smi is None:
         return None
+    import subprocess
+
     try:
         done = subprocess.run([smi, "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True,
                               text=True, timeout=20)
@@ -143,6 +144,8 @@ def cuda_build_for(driver: str | None) -> str | None:
 def labelled() -> bool:
     """torch's index labels its builds (+cpu, +cu130) for Linux on x86_64; elsewhere (macOS, aarch64) pip's plain
     wheel is the one to take."""
+    import platform
+
     return sys.platform.startswith("linux") and platform.machine() in ("x86_64", "AMD64")
 
 

@@ -11,11 +11,11 @@ or a `tuitrain.hardware.recorded.RecordedNvml` (a recorded device table, for mac
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
 from typing import Any, Callable
 
 from tuitrain.hardware.na import NA
+from tuitrain.torch_build import nvml_library_loads as driver_library_loadable  # one look at the driver
 
 GPU_IS_LOST = 15
 NOT_FOUND = 6
@@ -35,21 +35,6 @@ def default_library() -> Any:
     except ImportError:
         return None
     return pynvml
-
-
-def driver_library_loadable() -> bool:
-    """False when, on Linux, libnvidia-ml.so.1 cannot be loaded: pynvml would fail nvmlInit with
-    LIBRARY_NOT_FOUND for the same reason, and this answer costs no pynvml import (~15 ms of every
-    `tuitrain plan` on a machine without a driver). Elsewhere pynvml searches more places: True."""
-    if not sys.platform.startswith("linux"):
-        return True
-    import ctypes
-
-    try:
-        ctypes.CDLL("libnvidia-ml.so.1")  # the very name pynvml loads on Linux
-    except OSError:
-        return False
-    return True
 
 
 def error_class(lib: Any) -> type[BaseException]:
