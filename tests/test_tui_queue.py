@@ -117,7 +117,7 @@ def test_the_runs_table_puts_a_queued_run_first_and_cancels_one_as_the_cli_does(
             await highlight(pilot, first.name)
             for key, verb in (("x", "cancel"), ("t", "move")):
                 await pilot.press(key)
-                await until(pilot, lambda verb=verb: said(app, f"run {first.name} was queued by ") and
+                await until(pilot, lambda verb=verb: said(app, f"run {first.name} is uid 12345's") and
                             said(app, f"only they can {verb} it"), what=f"the refusal to {verb} another's run")
             os.chown(first, 0, -1)
             assert statuses(app)[first.name] == "queued 2/2"

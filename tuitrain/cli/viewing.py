@@ -138,6 +138,9 @@ def cmd_status(args: argparse.Namespace) -> int:
               f"its files there: {machine['node_dir']}")
     print(f"duration   {duration(summary.get('duration'))}   started {age(summary.get('started'))}")
     print(f"output     {summary.get('output_dir') or '(none named: the script made no Trainer and reported no checkpoint)'}")
+    if summary.get("output_removed"):
+        print(f"           removed at {time.strftime('%H:%M:%S', time.localtime(summary['output_removed']))} while the "
+              "run went on (made again): the checkpoints written before then are gone")
     if summary.get("parent"):
         print(f"resumed    from {summary['parent']} at {summary.get('resume_from')}")
     if summary.get("exit_codes"):

@@ -139,6 +139,7 @@ class RunRecord(TypedDict, total=False):
     parent: str | None  # the run this one resumes
     resume_from: str | None  # the checkpoint it resumes from
     output_dir: str | None
+    output_removed: float  # when the supervisor found the output folder removed under the run (and made it again)
     main_process_port: int | None
     accelerator: str
     accelerator_why: str  # how `auto` chose it ("accelerator auto → cuda: 1 NVIDIA GPU(s) found"); absent where asked

@@ -21,6 +21,7 @@ from tuitrain.profile.processes import processes_per_machine, processes_set
 from tuitrain.runs.checkpoints import Checkpoint, inspect_checkpoint, latest_complete, run_checkpoints
 from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.record import FINAL_STATUSES, RunRecord, read_record
+from tuitrain.runs.run_owner import others_run_refusal
 from tuitrain.runs.scheduler import job_words
 from tuitrain.runs.start import Lineage, new_run_dir, start_run
 
@@ -208,6 +209,18 @@ def not_ended_refusal(parent: RunPaths, record: RunRecord) -> str | None:
     return f"run {parent.id} is still {record['status']}; stop it first (`tuitrain stop {parent.id}`)"
 
 
+def into_others_folder_refusal(parent: RunPaths, record: RunRecord, profile: Profile) -> str | None:
+    """Why this resume may not write into the parent's output folder: the parent is another user's run (its
+    checkpoints are theirs). Continuing from its checkpoint into a folder of one's own is allowed."""
+    configured = (profile.data.get("run") or {}).get("output_dir")
+    folder = Path(str(configured)).expanduser() if configured else None
+    if folder is None or folder.resolve() != Path(str(record["output_dir"])).resolve():
+        return None
+    refusal = others_run_refusal(parent, "resume")
+    return refusal and (f"{refusal} into its folder (its checkpoints are theirs); to continue from its checkpoint, "
+                        "resume into a folder of yours (--set run.output_dir=outputs/NAME)")
+
+
 def resume_inputs(parent: RunPaths, record: RunRecord, checkpoint: str | Path = "latest",
                   overrides: Sequence[str] = ()) -> tuple[Checkpoint, Profile]:
     """What every backend's resume starts from, checked in one order: the parent has ended, it has an output
@@ -220,6 +233,9 @@ def resume_inputs(parent: RunPaths, record: RunRecord, checkpoint: str | Path = 
         raise ResumeError(f"run {parent.id} has no output folder; nothing to resume from")
     chosen = choose_checkpoint(record, checkpoint)
     loaded = load_profile(parent.profile, overrides)
+    refusal = into_others_folder_refusal(parent, record, loaded)
+    if refusal:
+        raise ResumeError(refusal)
     return chosen, Profile(path=Path(record.get("profile_path") or parent.profile), data=loaded.data, notes=loaded.notes)
 
 

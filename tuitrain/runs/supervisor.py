@@ -19,6 +19,7 @@ import signal
 import threading
 import time
 import traceback
+from pathlib import Path
 from typing import Any, Callable, Mapping, Unpack
 
 from tuitrain.runs.layout import CONTROL_ENDING, CONTROL_STOP, CONTROL_TERMINATE, RunPaths
@@ -33,6 +34,7 @@ __all__ = ["KILL_GRACE_SECONDS", "HANG_CHECK_SECONDS", "RunDirectoryGone", "Supe
 
 POLL_SECONDS = 0.5  # how often control requests and rank records are looked at (an exit wakes it at once)
 GONE_SECONDS = 2.0  # the run directory missing this long (two looks at least) ends the run
+OUTPUT_LOOK_SECONDS = 1.0  # how often the output folder is looked for
 HANG_CHECK_SECONDS = 2.0  # how often the ranks' heartbeats are judged (tuitrain.runs.hang)
 HANG_STOP_FLOOR = 10.0  # on_hang = "stop": the ranks get at least this long (and a step's limit) to stop themselves
 
@@ -57,6 +59,10 @@ class Supervisor:
         self.terminating = False
         self.poll_seconds = POLL_SECONDS
         self._gone_since: float | None = None  # when the run directory was first found missing
+        # the output folder was here once (made with the run's claim before it started; a home of several
+        # machines may never have it)
+        self._output_seen = bool(self.record.get("output_dir")) and os.path.isdir(str(self.record.get("output_dir")))
+        self._output_looked = 0.0
         self.sampler: Any = None  # tuitrain.runs.samples.RunSampler, from start() to finish()
         self.manifest: Any = None  # tuitrain.runs.manifest.ManifestWriter, from start() to finish()
         from tuitrain.runs.hang import hang_settings
@@ -292,6 +298,7 @@ class Supervisor:
         woke = True
         while True:
             self.check_run_directory()
+            self.check_output_dir()
             self.tick()
             self.poll_control()
             self.workers.poll(woke)
@@ -317,6 +324,30 @@ class Supervisor:
         except OSError:
             pass
         self._gone_since = None
+
+    def check_output_dir(self) -> None:
+        """An output folder removed under the run (by hand, a cleanup job) is made again with its claim, so that no
+        second run is let into it, and said: its checkpoints until then are gone (`output_removed`)."""
+        folder = self.record.get("output_dir")
+        now = time.monotonic()
+        if not folder or now - self._output_looked < OUTPUT_LOOK_SECONDS:
+            return
+        self._output_looked = now
+        try:
+            os.stat(folder)
+        except FileNotFoundError:
+            if not self._output_seen:
+                return
+            from tuitrain.runs.output_claim import claim_output_dir
+
+            taken = claim_output_dir(Path(folder), self.paths)
+            self.update(output_removed=time.time())
+            log(f"the output folder {folder} was removed while the run went on: its checkpoints until now are gone; "
+                + (f"made again, but {taken}" if taken else "made again and claimed for this run"))
+            return
+        except OSError:
+            return
+        self._output_seen = True
 
     # -- finish ------------------------------------------------------------------------------
     def finish(self, launcher_code: int) -> str:
