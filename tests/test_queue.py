@@ -122,20 +122,24 @@ def test_two_queued_runs_wanting_one_gpu_start_one_after_the_other(runs_dir: Pat
 def test_a_queued_run_waits_for_a_gpu_a_launch_bound_run_holds_naming_it_and_starts_once_it_is_gone(
         runs_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 35: a run at 15% of an H100 and 5% of its memory holds it. Run A's rank is the table's one process (a
-    live process here, so the queue names it by its run); a plain run onto it warns in one line; a queued run waits,
-    saying who holds the GPU, and starts once the driver no longer lists the process. The GPU lane runs the same
-    flow on a real GPU (tests/test_gpu_queue_lane.py)."""
+    live process here, so the queue names it by its run); a plain run onto it starts with a one-line warning; a
+    queued run waits, saying who holds the GPU, and starts once the driver no longer lists the process. The GPU lane
+    runs the same flow on a real GPU (tests/test_gpu_queue_lane.py)."""
     table = tmp_path / "nvml.json"
     launch_bound(table, None)
     monkeypatch.setenv("TUITRAIN_NVML_TABLE", str(table))
     on_gpu = ["--set", "hardware.accelerator=cuda", "--set", "hardware.gpus=[0]"]
 
     def plain_run_warns(first: Path) -> None:
-        plain = cli("validate", "demo", *on_gpu, *FAST, runs_dir=runs_dir)
+        plain = cli("run", "demo", "--detach", *on_gpu, *FAST, runs_dir=runs_dir)
+        beside = runs_dir / plain.stdout.strip()
+        assert plain.returncode == 0 and beside.is_dir(), plain.stderr  # it starts, as python train.py would
+        cli("stop", beside.name, "--now", runs_dir=runs_dir)
         (warning,) = [line for line in plain.stderr.splitlines() if "hardware.gpus" in line]
         assert (f"warning: hardware.gpus: GPU 0 (NVIDIA H100 80GB HBM3) is held by rank 0 of run {first.name} "
                 "(3.8 GiB)") in warning, plain.stderr
-        assert "--queue" in warning and plain.returncode == 0
+        assert "--queue" in warning
+        wait_until_ended(beside, 120)
         shown = queue_json(runs_dir)["runs"]
         assert shown[0]["waits"] == [f"GPU 0: held by rank 0 of run {first.name} (3.8 GiB)"], shown  # 15%: no "busy"
 
