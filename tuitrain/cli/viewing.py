@@ -99,7 +99,10 @@ def cmd_status(args: argparse.Namespace) -> int:
     usage = _run_usage(paths, summary)
     manifests = read_manifests(paths.root)
     if args.json:
-        print_json({**summary, "usage": usage, "manifests": {str(rank): m for rank, m in manifests.items()}})
+        from tuitrain.runs.manifest import damaged_manifests
+
+        print_json({**summary, "usage": usage, "manifests": {str(rank): m for rank, m in manifests.items()},
+                    "damaged_manifests": {str(rank): why for rank, why in damaged_manifests(paths.root).items()}})
         return 0
     p = summary["progress"]
     print(f"run        {summary['id']}  ({summary['run_dir']})")
@@ -167,9 +170,11 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def _manifest_lines(paths: RunPaths, summary: dict, manifests: dict[int, dict]) -> list[str]:
     """What the run ran on, short (machine 0's; other machines only where they differ): `--json` has it all."""
+    from tuitrain.runs.manifest import damaged_manifests
     from tuitrain.runs.run_diff import RunFacts, machine_differences, short_manifest
 
     lines = [f"{label:<10} {text}" for label, text in short_manifest(manifests)]
+    lines += [f"{'manifest':<10} machine {rank}'s is damaged: {why}" for rank, why in damaged_manifests(paths.root).items()]
     facts = RunFacts(paths.id, str(paths.root), summary, {}, None, manifests)
     lines += [f"{'differs':<10} {d.line()[10:]}" for d in machine_differences(facts)]
     return lines

@@ -57,14 +57,51 @@ class Entry:
         return data
 
 
-def entry_from(name: str, data: Mapping[str, Any]) -> Entry:
-    return Entry(name=name, run=str(data["run"]), run_dir=str(data["run_dir"]), uid=int(data["uid"]),
-                 user=str(data.get("user") or data["uid"]), queued=float(data["queued"]),
-                 gpus=tuple(int(g) for g in data.get("gpus") or ()),
-                 after=tuple(Dependency(str(d["run"]), str(d["run_dir"]), bool(d.get("ok"))) for d in data.get("after") or ()),
-                 state=str(data.get("state") or "waiting"), supervisor=data.get("supervisor"),
-                 started=data.get("started"), count=int(data.get("count") or 0),
-                 min_free=int(data["min_free"]) if data.get("min_free") is not None else None)
+def entry_from(name: str, data: Any) -> Entry:
+    """An entry as its file holds it, every field checked (ValueError or TypeError, naming the field, otherwise:
+    another version, a user's editor or a cut-short write may have made it)."""
+    if not isinstance(data, Mapping):
+        raise TypeError(f"not a JSON object but {type(data).__name__}")
+    supervisor = data.get("supervisor")
+    if supervisor is not None and not (isinstance(supervisor, Mapping) and 0 < _whole(supervisor.get("pid"), "supervisor.pid") < 2**31
+                                       and _number(supervisor.get("started"), "supervisor.started") >= 0):
+        raise ValueError(f"supervisor: {supervisor!r} is no process")
+    state = data.get("state") or "waiting"
+    if state not in ("waiting", "started"):
+        raise ValueError(f"state: {state!r} is neither 'waiting' nor 'started'")
+    after = data.get("after") or ()
+    if not isinstance(after, (list, tuple)) or not all(isinstance(d, Mapping) for d in after):
+        raise TypeError(f"after: {after!r} is not a list of runs")
+    gpus = data.get("gpus") or ()
+    if not isinstance(gpus, (list, tuple)):
+        raise TypeError(f"gpus: {gpus!r} is not a list")
+    return Entry(name=name, run=_text(data["run"], "run"), run_dir=_text(data["run_dir"], "run_dir"),
+                 uid=_whole(data["uid"], "uid"), user=str(data.get("user") or data["uid"]),
+                 queued=_number(data["queued"], "queued"), gpus=tuple(_whole(g, "gpus") for g in gpus),
+                 after=tuple(Dependency(_text(d["run"], "after.run"), _text(d["run_dir"], "after.run_dir"), bool(d.get("ok")))
+                             for d in after),
+                 state=state, supervisor=dict(supervisor) if supervisor is not None else None,
+                 started=_number(data["started"], "started") if data.get("started") is not None else None,
+                 count=_whole(data.get("count") or 0, "count"),
+                 min_free=_whole(data["min_free"], "min_free") if data.get("min_free") is not None else None)
+
+
+def _whole(value: Any, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{field}: {value!r} is not a whole number")
+    return value
+
+
+def _number(value: Any, field: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or abs(value) == float("inf"):
+        raise ValueError(f"{field}: {value!r} is not a number")
+    return float(value)
+
+
+def _text(value: Any, field: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{field}: {value!r} is not a name")
+    return value
 
 
 def queue_dir(environ: Mapping[str, str] | None = None) -> Path:

@@ -56,6 +56,7 @@ class Supervisor:
         self.paths = paths
         self.record = read_record(paths)
         self.stop_requested = False
+        self.stop_signal: str | None = None  # the signal that asked the stop ("SIGTERM to its supervisor"), if one did
         self.terminating = False
         self.poll_seconds = POLL_SECONDS
         self._gone_since: float | None = None  # when the run directory was first found missing
@@ -111,6 +112,7 @@ class Supervisor:
 
     def _on_signal(self, signum: int, _frame: Any) -> None:
         log(f"received {signal.Signals(signum).name}: asking the ranks to save a checkpoint and stop")
+        self.stop_signal = self.stop_signal or f"{signal.Signals(signum).name} to its supervisor"
         self.request_stop()
 
     def request_stop(self) -> None:
@@ -367,7 +369,18 @@ class Supervisor:
             return "failed", None, self.hang_error
         if self.terminating:
             return "killed", None, self.workers.KILLED_SAID
-        return self.workers.outcome(launcher_code, records, cause)
+        status, rank, error = self.workers.outcome(launcher_code, records, cause)
+        return status, rank, (self.stopped_why() if status == "stopped" and error is None else error)
+
+    def stopped_why(self) -> str:
+        """A stopped run's one line: who asked, and the checkpoint it saved to continue from."""
+        from tuitrain.runs.checkpoints import latest_complete, run_checkpoints
+
+        how = f"on {self.stop_signal}" if self.stop_signal else "on request (`tuitrain stop`, or the app)"
+        newest = latest_complete(run_checkpoints(self.record))
+        if newest is None:  # none here: a run of several machines may keep them on its machine 0
+            return f"stopped {how}"
+        return f"stopped {how} after saving {newest.path.name}; `tuitrain resume {self.paths.id}` continues from it"
 
 
 def run_supervisor(supervisor: Supervisor) -> str:

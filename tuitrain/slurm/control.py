@@ -53,7 +53,7 @@ def stop_job(paths: RunPaths, now: bool, timeout: float | None, say: Callable[[s
         if state.state == "PENDING":
             scancel(job)
             say(f"Slurm job {job} was still pending: cancelled (nothing had run)")
-            return record_end(paths, status="killed", ended=time.time(),
+            return record_end(paths, status="cancelled", ended=time.time(),
                               error=f"cancelled while pending in Slurm (job {job}): nothing had run")
         paths.control.mkdir(exist_ok=True)
         paths.control_request(CONTROL_TERMINATE if now else CONTROL_STOP).touch()
