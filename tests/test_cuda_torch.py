@@ -115,8 +115,9 @@ def test_gpus_of_a_recorded_table_plan_a_rehearsal_on_the_cpu_and_the_plan_says_
 def test_a_rank_that_finds_no_gpu_fails_at_its_start_naming_the_torch_and_trains_nothing(runs_dir, tmp_path,
                                                                                           monkeypatch):
     """The rank checks its own device. A run planned where its GPUs were this machine's own (made so here by taking the
-    recorded-GPUs word out of its queued record's environment: as if planned on the box, before torch was swapped for
-    its CPU build) fails at its start in validate's line, instead of training "cuda" on the CPU."""
+    recorded-GPUs word out of its queued record's environment, and the table out of its ranks': as if planned on the
+    box, before torch was swapped for its CPU build) fails at its start in validate's line, instead of training
+    "cuda" on the CPU."""
     table = tmp_path / "nvml.json"
     gpu_two(table, taken=True)
     monkeypatch.setenv("TUITRAIN_NVML_TABLE", str(table))
@@ -127,6 +128,7 @@ def test_a_rank_that_finds_no_gpu_fails_at_its_start_naming_the_torch_and_trains
     wait_for(lambda: (record(run_dir).get("pids") or {}).get("supervisor"), 60, "the queued run's supervisor")
     env = dict(record(run_dir)["env"])
     assert env.pop(RECORDED_GPUS_ENV) == "1"
+    env["TUITRAIN_NVML_TABLE"] = ""  # and its ranks, launched with this environment, see no table either
     update_record(RunPaths(run_dir), env=env)
     gpu_two(table, taken=False)
     rec = wait_until_ended(run_dir)

@@ -131,6 +131,8 @@ def test_a_queued_run_waits_for_a_gpu_a_launch_bound_run_holds_naming_it_and_sta
     on_gpu = ["--set", "hardware.accelerator=cuda", "--set", "hardware.gpus=[0]"]
 
     def plain_run_warns(first: Path) -> None:
+        said = (first / "logs" / "rank-0.log").read_text()  # a rehearsal on the CPU, and the rank says so
+        assert "rank 0 trains on the CPU: the run's GPUs are a recorded device table's" in said, said[-2000:]
         plain = cli("run", "demo", "--detach", *on_gpu, *FAST, runs_dir=runs_dir)
         beside = runs_dir / plain.stdout.strip()
         assert plain.returncode == 0 and beside.is_dir(), plain.stderr  # it starts, as python train.py would

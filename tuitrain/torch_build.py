@@ -28,6 +28,7 @@ OLDEST_DRIVER = CUDA_BUILDS[-1][1]
 # In a plan's environment: its GPUs are a recorded table's (a machine without them rehearses a CUDA run), so its
 # ranks train on the CPU and say so, instead of refusing a device no torch here can reach (tuitrain.engine.device).
 RECORDED_GPUS_ENV = "TUITRAIN_RECORDED_GPUS"
+NVML_TABLE_ENV = "TUITRAIN_NVML_TABLE"  # a machine that answers NVML from a recorded table (tuitrain.hardware.recorded)
 
 
 @dataclass(frozen=True)

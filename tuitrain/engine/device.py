@@ -1,8 +1,8 @@
 """The device a rank trains on is the one its run says (run.json's `accelerator`): a CUDA run whose rank sees no CUDA
 GPU fails at its start in one line, naming the torch installed and how to get its CUDA build (the words validate and
 plan say, `tuitrain.torch_build.cpu_torch_refusal`), rather than train on the CPU as torch's Trainer would, with a
-warning in the log. Where the plan's GPUs were a recorded table's (its environment says so), the rank trains on the
-CPU and says it: no torch on this machine reaches them."""
+warning in the log. Where the plan's GPUs were a recorded table's (its environment says so, or this machine answers
+NVML from one), the rank trains on the CPU and says it: no torch on this machine reaches them."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import sys
 from typing import Any, Mapping
 
 from tuitrain.engine.errors import EngineError
-from tuitrain.torch_build import RECORDED_GPUS_ENV, TorchBuild, cpu_torch_refusal, driver_version
+from tuitrain.torch_build import NVML_TABLE_ENV, RECORDED_GPUS_ENV, TorchBuild, cpu_torch_refusal, driver_version
 
 
 def check_device(accelerator: str | None, torch: Any, environ: Mapping[str, str] = os.environ) -> str:
@@ -22,7 +22,7 @@ def check_device(accelerator: str | None, torch: Any, environ: Mapping[str, str]
     if torch.cuda.is_available():
         index = int(environ.get("LOCAL_RANK", "0"))
         return f"cuda:{index}, {torch.cuda.get_device_name(index)}"
-    if environ.get(RECORDED_GPUS_ENV):
+    if environ.get(RECORDED_GPUS_ENV) or environ.get(NVML_TABLE_ENV):  # planned there, or this machine answers so
         return ("the CPU: the run's GPUs are a recorded device table's (TUITRAIN_NVML_TABLE), which no torch here "
                 "reaches")
     build = TorchBuild(str(torch.__version__), getattr(torch.version, "cuda", None), getattr(torch.version, "hip", None))

@@ -40,7 +40,9 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Mapping
 
-TABLE_ENV = "TUITRAIN_NVML_TABLE"
+from tuitrain.torch_build import NVML_TABLE_ENV
+
+TABLE_ENV = NVML_TABLE_ENV  # the name, in one place (a rank reads it too: tuitrain.engine.device)
 
 
 @functools.cache
