@@ -102,6 +102,8 @@ def test_auto_on_a_gpu_machine_with_a_cpu_torch_trains_on_the_cpu_and_says_why(t
         "-m pip install 'torch==" in warning.fix, warning
     why = preview.plan.record_fields()["accelerator_why"]
     assert why.startswith("accelerator auto → cpu: 1 NVIDIA GPU(s) found, but torch ") and "CPU-only" in why
+    hidden = planned(box(real=True), tmp_path, "hardware.accelerator=auto", "hardware.gpus=[]")
+    assert hidden.problems == [] and hidden.plan.accelerator == "cpu"  # GPUs hidden on purpose: nothing to say
 
 
 def test_gpus_of_a_recorded_table_plan_a_rehearsal_on_the_cpu_and_the_plan_says_so(tmp_path):

@@ -20,7 +20,7 @@ from tuitrain.profile import Problem
 from tuitrain.profile.rules.machines import machines_port_problem
 from tuitrain.profile.rules.strategies import cpu_strategy_problem, layerwise_problem, low_rank_optimizer, mps_strategy_problem
 from tuitrain.profile.settings import Settings
-from tuitrain.torch_build import TorchBuild, cpu_torch_refusal, read_torch_build
+from tuitrain.torch_build import TorchBuild, cpu_torch_refusal, cuda_install_command, read_torch_build
 
 # strategy -> (module, pip name, what the install needs)
 STRATEGY_PACKAGES = {"deepspeed": ("deepspeed", "deepspeed", "it compiles CUDA ops at first use: a CUDA toolkit")}
@@ -98,7 +98,7 @@ def torch_problem(file: str, settings: Settings, accelerator: str, facts: Machin
     refused (its ranks would train on the CPU while the run said `cuda`). Where `auto` chose the CPU for that reason
     (launch.devices.choose_accelerator), a warning says so and how to get the GPUs. `driver`: this machine's NVIDIA
     driver's version, for the build to install. GPUs of a recorded table are no machine's here: no torch reaches
-    them, and the ranks train on the CPU, as the plan's environment says (launch.devices.RECORDED_GPUS_ENV)."""
+    them, and the ranks train on the CPU, as the plan's environment says (torch_build.RECORDED_GPUS_ENV)."""
     torch = facts.torch
     if torch is None or torch.uses_gpu or not real_gpus:
         return None
@@ -109,10 +109,10 @@ def torch_problem(file: str, settings: Settings, accelerator: str, facts: Machin
         return Problem(file, key, message if key == "hardware.accelerator" else
                        f"chooses GPUs (so accelerator \"auto\" is CUDA), but {message.removeprefix('asks for CUDA, but ')}",
                        fix)
-    if hw["accelerator"] == "auto" and accelerator == "cpu":
+    if hw["accelerator"] == "auto" and accelerator == "cpu" and hw["gpus"] is None:
         return Problem(file, "hardware.accelerator", f"\"auto\" trains on the CPU: this machine has NVIDIA GPUs, but "
-                       f"{facts.python} has {torch.words()}", fix.replace('; or set hardware.accelerator = "cpu"',
-                                                                          ' to train on the GPUs'), "warning")
+                       f"{facts.python} has {torch.words()}", "install its CUDA build to train on the GPUs: "
+                       f"{cuda_install_command(facts.python, torch, driver)}", "warning")
     return None
 
 
