@@ -57,25 +57,31 @@ def sm_share(process: GpuProcess) -> str:
     return f"{process.sm_util}%" if process.sm_util is not NA else "N/A"
 
 
-def sm_missing(gpu: GpuInfo) -> str | None:
-    """Why the processes of `gpu` have no SM share, or None where they have one."""
-    return None if gpu.process_sm is True else "the driver gives no per-process samples there"
+def _missing(gpu: GpuInfo) -> dict[str, str]:
+    """The per-process figures `gpu` does not give, each with why (a code `_why` words)."""
+    out = {}
+    if gpu.process_sm is not True:
+        out["SM share"] = "no samples"
+    if gpu.accounting is not True:
+        out["peak memory"] = "accounting off" if gpu.accounting is False else "no accounting"
+    return out
 
 
-def peak_missing(gpu: GpuInfo) -> str | None:
-    """Why the processes of `gpu` have no peak memory, or None where accounting mode keeps it."""
-    if gpu.accounting is True:
-        return None
-    if gpu.accounting is False:
-        return f"accounting mode is off: `sudo nvidia-smi -i {gpu.index} -am 1` turns it on"
+def _why(code: str, indices: list[int]) -> str:
+    if code == "no samples":
+        return "the driver gives no per-process samples there"
+    if code == "accounting off":
+        return f"accounting mode is off: `sudo nvidia-smi -i {','.join(map(str, indices))} -am 1` turns it on"
     return "no accounting mode there"
 
 
 def use_words(gpu: GpuInfo, process: GpuProcess) -> str:
     """'SM 15% of late · peak 4.0 GiB', each figure N/A with why where the driver does not give it."""
-    sm_why, peak_why = sm_missing(gpu), peak_missing(gpu)
-    sm = f"SM {sm_share(process)} of late" if sm_why is None else f"SM share N/A ({sm_why})"
-    peak = f"peak {gib(process.peak_memory, unit=True)}" if peak_why is None else f"peak memory N/A ({peak_why})"
+    missing = _missing(gpu)
+    sm = f"SM {sm_share(process)} of late" if "SM share" not in missing else \
+        f"SM share N/A ({_why(missing['SM share'], [gpu.index])})"
+    peak = f"peak {gib(process.peak_memory, unit=True)}" if "peak memory" not in missing else \
+        f"peak memory N/A ({_why(missing['peak memory'], [gpu.index])})"
     return f"{sm} · {peak}"
 
 
@@ -83,15 +89,13 @@ def use_notes(gpus: tuple[GpuInfo, ...]) -> list[str]:
     """Why a process's SM share or peak memory reads N/A, one line per reason, for the GPUs that hold processes: the
     driver gives no per-process samples there (`nvmlDeviceGetProcessUtilization`: GeForce, MIG, old drivers), or
     accounting mode is off or absent (it keeps each process's peak memory). [] when every figure is there."""
-    held = [g for g in sorted(gpus, key=lambda g: g.index) if g.processes and not g.lost]
     reasons: dict[tuple[str, str], list[int]] = {}
-    for gpu in held:
-        for what, why in (("SM share", sm_missing(gpu)), ("peak memory", peak_missing(gpu))):
-            if why is not None:
-                reasons.setdefault((what, why.replace(f"-i {gpu.index} ", "-i GPUS ")), []).append(gpu.index)
-    return [f"{what} per process: N/A on GPU {', '.join(map(str, indices))} "
-            f"({why.replace('-i GPUS ', '-i ' + ','.join(map(str, indices)) + ' ')})"
-            for (what, why), indices in reasons.items()]
+    for gpu in sorted(gpus, key=lambda g: g.index):
+        if gpu.processes and not gpu.lost:
+            for what, code in _missing(gpu).items():
+                reasons.setdefault((what, code), []).append(gpu.index)
+    return [f"{what} per process: N/A on GPU {', '.join(map(str, indices))} ({_why(code, indices)})"
+            for (what, code), indices in reasons.items()]
 
 
 def command_line(pid: int) -> str | NaType:
