@@ -19,8 +19,8 @@ from tuitrain.hardware.probe import Hardware, detect_hardware, hardware_from
 from tuitrain.hardware.recorded import RecordedNvml, load_table
 from tuitrain.installed import distribution_version
 from tuitrain.profile import load_profile, resolve_profile_path
-from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.record import update_record
+from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.record import update_record
 from tuitrain.torch_build import (
     RECORDED_GPUS_ENV,
     TorchBuild,

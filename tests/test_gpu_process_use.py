@@ -16,7 +16,7 @@ from tuitrain.hardware.processes import use_notes, use_words
 from tuitrain.hardware.recorded import RecordedNvml, load_table
 from tuitrain.hardware.report import gpus_from_json, to_json
 from tuitrain.hardware.sampler import Sampler
-from tuitrain.runs.owners import RankOwner
+from tuitrain.runs.view.owners import RankOwner
 from tuitrain.tui.screens.gpus import gpu_detail, process_cells
 from tuitrain.tui.widgets.gpu_panel import run_panel
 

@@ -220,7 +220,7 @@ def test_a_gpu_busy_computing_with_little_memory_used_warns_too():
 def test_one_rule_says_why_a_gpu_is_taken():
     from tuitrain.hardware.devices import GpuProcess
     from tuitrain.hardware.preflight import busy_reasons
-    from tuitrain.runs.owners import RankOwner
+    from tuitrain.runs.view.owners import RankOwner
 
     gpus = box("four_gpu_mixed").gpus
     held = "held by pid 4100001 (user unknown, 30.0 GiB), pid 4100002 (user unknown, 16.0 GiB)"

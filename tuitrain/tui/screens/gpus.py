@@ -41,7 +41,7 @@ from tuitrain.hardware.processes import (
 from tuitrain.hardware.sampler import GpuPoint
 from tuitrain.humanize import gib, gpu_memory
 from tuitrain.remote.workstations import LOCAL
-from tuitrain.runs.layout import RunPaths
+from tuitrain.rundir.layout import RunPaths
 from tuitrain.tui.run_table import run_labels
 from tuitrain.tui.widgets.gpu_panel import spark
 from tuitrain.tui.widgets.key_bar import KeyBar
@@ -484,7 +484,8 @@ class GpusScreen(Screen):
             return False
         host, row = self.remote_rows[key]
         owner = row.process.owner
-        there = f"`tuitrain stop {host}:{owner.run_id}`" if owner is not None else f"`ssh {host} kill {row.process.pid}`"
+        there = (f"enter on {host}:{owner.run_id} in Home opens its monitor, where s stops it" if owner is not None
+                 else f"`ssh {host} kill {row.process.pid}`")
         self.notify(f"pid {row.process.pid} runs on {host}: {what}; there, {there}", title=host, severity="warning",
                     timeout=8)
         return True

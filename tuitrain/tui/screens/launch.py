@@ -8,6 +8,7 @@ import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -15,6 +16,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Select, Static
 
+from tuitrain.tui.command_fold import WithCommands
 from tuitrain.tui.messages import RunStarted
 
 if TYPE_CHECKING:
@@ -22,8 +24,11 @@ if TYPE_CHECKING:
 
     from tuitrain.backends import Backend
     from tuitrain.profile import Profile
-    from tuitrain.runs.layout import RunPaths
+    from tuitrain.rundir.layout import RunPaths
     from tuitrain.tui.app_api import TuitrainAppApi
+
+
+SCRIPT_EXAMPLE = "distributed.num_processes=2 run.name=try-2"  # overrides a [script] profile takes (no [training])
 
 
 class LaunchScreen(ModalScreen[None]):
@@ -40,8 +45,8 @@ class LaunchScreen(ModalScreen[None]):
     LaunchScreen #plan { height: auto; max-height: 12; color: $text-muted; }
     LaunchScreen #problems { height: auto; color: $text-error; }
     LaunchScreen .buttons { height: 3; align-horizontal: right; }
-    LaunchScreen #where-row { height: 3; }
-    LaunchScreen #where-row > Static { width: auto; padding: 1 1 0 0; }
+    LaunchScreen #where-row { height: 1; margin-bottom: 1; }
+    LaunchScreen #where-row > Static { width: auto; padding: 0 1 0 0; }
     LaunchScreen #where { width: 40; }
     LaunchScreen Button { margin-left: 1; min-width: 0; }
     """
@@ -120,7 +125,7 @@ class LaunchScreen(ModalScreen[None]):
         from tuitrain.backends import for_profile
         from tuitrain.profile import ProfileError, load_profile
         from tuitrain.profile.load import plan_problems
-        from tuitrain.runs.start import StartError
+        from tuitrain.runs.start.new_run import StartError
 
         try:
             profile = load_profile(self.path, overrides)
@@ -132,12 +137,15 @@ class LaunchScreen(ModalScreen[None]):
             self.app.call_from_thread(self._show, "", [str(exc)], number)
             return
         notes = [str(p) for p in plan_problems(profile, preview.problems, overrides)]
-        self.app.call_from_thread(self._show, f"{preview.summary}\n{preview.command}", notes, number)
+        if profile.data.get("script"):  # your own script: no [training] to override
+            self.app.call_from_thread(setattr, self.query_one("#overrides", Input), "placeholder", SCRIPT_EXAMPLE)
+        self.app.call_from_thread(self._show, WithCommands([Text(f"{preview.summary}\n"), preview.command]), notes,
+                                  number)
 
-    def _show(self, plan: str, problems: list[str], number: int) -> None:
+    def _show(self, plan: "str | WithCommands", problems: list[str], number: int) -> None:
         if number != self._previews:
             return
-        self.query_one("#plan", Static).update(plan)
+        self.query_one("#plan", Static).update(plan)  # the command folded between its words (tui.command_fold)
         self.query_one("#problems", Static).update("\n".join(problems))
 
     def host(self) -> str:
@@ -203,7 +211,7 @@ class LaunchScreen(ModalScreen[None]):
         from tuitrain.backends import for_profile
         from tuitrain.backends.queueing import profile_queues
         from tuitrain.profile import ProfileError, load_profile
-        from tuitrain.runs.start import StartError
+        from tuitrain.runs.start.new_run import StartError
 
         def say(line: str) -> None:
             self.app.call_from_thread(self.query_one("#plan", Static).update, line)
@@ -214,7 +222,7 @@ class LaunchScreen(ModalScreen[None]):
             if queue or profile_queues(profile.data):  # ctrl+o, or a profile that always queues
                 queued = self._queue(backend, profile)
                 self.app.call_from_thread(self._submitted, str(queued.root), f"queued run {queued.id}: it starts "
-                                          "by itself when its GPUs are free (`tuitrain queue` shows what it waits for)")
+                                          "by itself when its GPUs are free; its monitor says what it waits for")
                 return
             check = backend.check(profile, self.app.runs_root, 20.0, say)
             if check.failed:
@@ -231,7 +239,7 @@ class LaunchScreen(ModalScreen[None]):
 
     def _queue(self, backend: "Backend", profile: "Profile") -> "RunPaths":
         from tuitrain.backends.queueing import queueing_backend
-        from tuitrain.runs.queue import QueueRequest
+        from tuitrain.runs.queue.entries import QueueRequest
 
         return queueing_backend(backend, profile.path).queue(profile, self.app.runs_root, QueueRequest(), self.app.cwd)
 
@@ -252,7 +260,7 @@ class LaunchScreen(ModalScreen[None]):
         """`tuitrain submit PROFILE --set … OPTIONS`, through the same Slurm backend."""
         from tuitrain.backends import for_profile
         from tuitrain.profile import ProfileError
-        from tuitrain.runs.start import StartError
+        from tuitrain.runs.start.new_run import StartError
         from tuitrain.slurm.options import options_from_text
         from tuitrain.slurm.script import ScriptError
 
@@ -275,7 +283,7 @@ class LaunchScreen(ModalScreen[None]):
         from tuitrain.remote.launch_there import launch_there
         from tuitrain.remote.run_mirror import fetch
         from tuitrain.remote.workstations import find, workstations
-        from tuitrain.runs.start import sent_profile_text
+        from tuitrain.runs.start.new_run import sent_profile_text
         from tuitrain.user_config import UserConfigError
 
         try:
