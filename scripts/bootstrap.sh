@@ -17,7 +17,10 @@ if ! .venv/bin/python -c "import torch" 2>/dev/null; then
     torch_args=()
     while IFS= read -r arg; do torch_args+=("$arg"); done < <(.venv/bin/python -m tuitrain.torch_build pip-args)
   fi
-  .venv/bin/pip install --disable-pip-version-check -q "${torch_args[@]}"
+  # The build from what pip already finds (a wheel cache, a mirror, find-links) first: torch's own index is asked only
+  # where that has none (unreachable, it costs retries and warnings).
+  .venv/bin/pip install --disable-pip-version-check -q "${torch_args[0]}" 2>/dev/null \
+    || .venv/bin/pip install --disable-pip-version-check -q "${torch_args[@]}"
 fi
 stamp=.venv/.tuitrain-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
