@@ -3,6 +3,7 @@ said, and build profile data from the demo profile."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import os
@@ -11,7 +12,7 @@ import sys
 import time
 import tomllib
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import pytest
 
@@ -196,3 +197,20 @@ def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert result.returncode == 0, result.stdout + result.stderr
     (run_dir,) = [p for p in runs.iterdir() if p.is_dir()]
     return run_dir
+
+
+@contextlib.contextmanager
+def small_tmpfs(folder: Path, size: str) -> Iterator[Path]:
+    """A real small filesystem at `folder` (a tmpfs of `size`, "800k"), for a real ENOSPC; the test is skipped, with
+    the reason, where mounting is not allowed (CI runs as root on a fresh clone)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root (CI runs as root)")
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
+                          capture_output=True, text=True)
+    if made.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {made.stderr.strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)

@@ -108,7 +108,7 @@ class LocalBackend:
     def resume(self, parent: RunPaths, runs_root: Path, checkpoint: str | Path = "latest",
                overrides: Sequence[str] = (), cwd: Path | None = None) -> Resumed:
         paths, chosen, profile = resume(parent, runs_root, checkpoint, overrides, cwd=cwd, hardware=self.hardware)
-        return Resumed(paths, chosen, profile, resume_note(parent, chosen, paths))
+        return Resumed(paths, chosen, profile, resume_note(parent, chosen, paths, profile))
 
     def stop(self, paths: RunPaths, now: bool, say: Say, pause: Pause | None = None,
              timeout: float | None = None) -> str:

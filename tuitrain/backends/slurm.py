@@ -58,7 +58,7 @@ class SlurmBackend:
             done, chosen, profile = resume_job(parent, runs_root, str(checkpoint), overrides, python=self.python, cwd=cwd)
         except (ScriptError, SlurmError) as exc:
             raise StartError(str(exc)) from None
-        return Resumed(done.paths, chosen, profile, f"{resume_note(parent, chosen, done.paths)}, Slurm job {done.job_id}",
+        return Resumed(done.paths, chosen, profile, resume_note(parent, chosen, done.paths, profile, done.job_id),
                        done.job_id)
 
     def stop(self, paths: RunPaths, now: bool, say: Say, pause: Pause | None = None,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from tuitrain.runs.layout import CONTROL_EVALUATE, CONTROL_SAVE, CONTROL_STOP, CONTROL_TERMINATE, RunPaths
+from tuitrain.runs.layout import CONTROL_EVALUATE, CONTROL_SAVE, CONTROL_STOP, CONTROL_TERMINATE, KILL_REQUEST, RunPaths
 from tuitrain.runs.liveness import live_processes, settle_lost, supervisor_gone
 from tuitrain.runs.process_tree import KILL_GRACE_SECONDS, end_processes
 from tuitrain.runs.record import FINAL_STATUSES, RunRecord, read_record, record_end
@@ -42,6 +42,6 @@ def _without_supervisor(paths: RunPaths, record: RunRecord, what: str) -> str:
                            f"`tuitrain stop --now {paths.id}` ends them now")
     killed = end_processes(processes.values(), grace=KILL_GRACE_SECONDS)
     record_end(paths, status="killed", ended=time.time(),
-               error=f"ended by `tuitrain stop --now` after its supervisor was lost ({len(processes)} process(es) ended"
+               error=f"ended by {KILL_REQUEST} after its supervisor was lost ({len(processes)} process(es) ended"
                      + (f", {len(killed)} killed" if killed else "") + ")")
     return "ended"

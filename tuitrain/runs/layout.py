@@ -13,6 +13,8 @@ CONTROL_SAVE = "save-now"
 CONTROL_EVALUATE = "evaluate-now"
 CONTROL_STOP = "stop"
 CONTROL_TERMINATE = "terminate"
+# what ended a killed run, in its record: a terminate request does not say who dropped it (the CLI or the app's k)
+KILL_REQUEST = "a kill request (`tuitrain stop --now`, or k in the app)"
 CONTROL_REQUESTS = (CONTROL_SAVE, CONTROL_EVALUATE, CONTROL_STOP, CONTROL_TERMINATE)
 # no request: written by the supervisor before it ends processes itself, so a rank under Slurm (which takes SIGTERM
 # as Slurm's stop, tuitrain.runs.preemption) knows this SIGTERM is tuitrain's and ends at once

@@ -22,7 +22,7 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable, Mapping, Unpack
 
-from tuitrain.runs.layout import CONTROL_ENDING, CONTROL_STOP, CONTROL_TERMINATE, RunPaths
+from tuitrain.runs.layout import CONTROL_ENDING, CONTROL_STOP, CONTROL_TERMINATE, KILL_REQUEST, RunPaths
 from tuitrain.runs.local_launch import LocalLaunch, free_port
 from tuitrain.runs.process_tree import KILL_GRACE_SECONDS, identity
 from tuitrain.runs.record import RunRecord, read_record, record_end, update_record
@@ -194,7 +194,7 @@ class Supervisor:
             self.terminating = True
             log("terminate requested: ending every process of the run now")
             self.update(status="stopping")
-            self.workers.terminate("ended by `tuitrain stop --now`")
+            self.workers.terminate(f"ended by {KILL_REQUEST}")
         self.workers.relay_control()
 
     def mark_ending(self) -> None:
