@@ -136,7 +136,12 @@ def test_a_request_without_the_right_token_gets_403_and_starts_no_app(serve, tmp
     with urllib.request.urlopen(request, timeout=patient(10)) as answer:
         assert answer.status == 200
     assert served.apps() == []
-    assert served.stop(signal.SIGTERM, group=False) == 0
+    # the page's websocket carries the cookie, not the token: a tab, whose app ends when the tab closes
+    apps: list[psutil.Process] = []
+    assert asyncio.run(_open_tab(base, None, cookie=cookie, then=lambda: apps.extend(served.apps()))) == 101
+    assert len(apps) == 1, (apps, served.said())
+    wait_for(lambda: not any(_is_app(a) for a in apps), 30, "a closed tab's app to end")
+    assert served.stop(signal.SIGTERM, group=False) == 0, served.said()
     assert "Traceback" not in served.said(), served.said()
 
 
