@@ -35,6 +35,12 @@ echo "== tests that say what they need of the driver, and the snapshots" | tee "
 timeout 120 "$py" -m pytest -q -p no:cacheprovider -n 6 -rs tests/test_hardware_discovery.py tests/test_hardware_cli.py \
   tests/test_cli_errors.py::test_gpus_on_a_machine_without_them tests/test_tui_snapshots.py 2>&1 | tee -a "$out/driver.txt"
 
+# Issue 37, fits before it starts: the memory estimate against torch.cuda.max_memory_allocated for five models and
+# setups built from config (BERT-base fp32, GPT-2 small in bf16, with checkpointing, with LoRA, a 0.9B Llama-like in
+# bf16 weights); about a minute on an H100. The table goes into docs/benchmarks.md ("Fits before it starts").
+echo "== the memory estimate against the measured peak" | tee "$out/memory.txt"
+timeout 150 "$py" benchmarks/memory_estimate.py 2>&1 | tee -a "$out/memory.txt"
+
 echo "== speed against the plain script" | tee "$out/speed.txt"
 timeout 360 "$py" benchmarks/real_model_speed.py --gpu "$@" 2>&1 | tee -a "$out/speed.txt"
 rm -rf "$scratch"

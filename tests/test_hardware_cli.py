@@ -15,8 +15,8 @@ import pytest
 
 from conftest import as_in_a_terminal
 from tuitrain.cli import main
-from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.record import new_record, write_record
+from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.record import new_record, write_record
 
 FIXTURES = Path(__file__).parent / "fixtures" / "nvml"
 

@@ -219,7 +219,7 @@ def test_a_gpu_busy_computing_with_little_memory_used_warns_too():
 def test_one_rule_says_why_a_gpu_is_taken():
     from tuitrain.hardware.devices import GpuProcess
     from tuitrain.hardware.preflight import busy_reasons
-    from tuitrain.runs.owners import RankOwner
+    from tuitrain.runs.view.owners import RankOwner
 
     gpus = box("four_gpu_mixed").gpus
     assert busy_reasons(gpus[1]) == ["96% full", "97% busy"] and busy_reasons(gpus[2]) == []

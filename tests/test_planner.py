@@ -18,8 +18,8 @@ from tuitrain.launch.planner import MachineRole, arrival_env, plan_machine, role
 from tuitrain.launch.preflight import MachineFacts
 from tuitrain.profile import Profile, settings_with_defaults
 from tuitrain.profile.rules.machines import machine_processes
-from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.relaunch import launch_settings
+from tuitrain.rundir.layout import RunPaths
+from tuitrain.runs.start.from_profile import launch_settings
 from tuitrain.slurm.agent import job_port, plan_node
 from tuitrain.slurm.submit import job_settings
 

@@ -15,8 +15,8 @@ import pytest
 from tests.conftest import FAST, check_clean, cli, record, wait_for, wait_until_ended
 from tests.queue_tables import NVML, gpu_two, held
 from tuitrain.cli.queueing import status_lines
-from tuitrain.runs.queue import Dependency, Entry
-from tuitrain.runs.queue_rule import dependency_cycle
+from tuitrain.runs.queue.entries import Dependency, Entry
+from tuitrain.runs.queue.rule import dependency_cycle
 
 LONG = ["--set", "training.max_steps=100000", "--set", "training.logging_steps=1", "--set", "training.eval_strategy=no",
         "--set", "training.save_strategy=no"]
@@ -231,7 +231,7 @@ def test_runs_that_set_min_free_memory_share_a_gpu_by_the_memory_they_promised(t
     before it is allocated); a run without min_free_memory never joins a GPU a queued run holds; a run asking for
     any 2 GPUs takes the first two that fit, passing over the held one."""
     from tuitrain.hardware.devices import GpuInfo
-    from tuitrain.runs.queue_rule import verdict
+    from tuitrain.runs.queue.rule import verdict
 
     gib = 2**30
     for name in ("r0", "r1", "r2", "r3", "r4", "r5", "r6"):
@@ -287,7 +287,7 @@ def test_queue_move_top_puts_a_waiting_run_first_and_the_queue_follows_it(runs_d
 def test_a_move_to_the_top_jumps_only_the_users_own_runs(tmp_path: Path) -> None:
     """On a shared workstation bob's move puts his run before his own, never before ann's (as Slurm's `scontrol top`
     takes priority from the same user's other jobs): ann's run queued before his keeps its place."""
-    from tuitrain.runs.queue_move import renamed_to_top
+    from tuitrain.runs.queue.move import renamed_to_top
 
     def entry(place: int, run: str, uid: int) -> Entry:
         return Entry(name=f"{place:020d}-{uid}-{run}.json", run=run, run_dir=str(tmp_path / run), uid=uid,

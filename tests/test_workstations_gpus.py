@@ -22,8 +22,8 @@ from test_tui_app import make_app, run, until
 from test_workstations import next_news, settings, tuitrain_processes
 from tuitrain.remote import wire
 from tuitrain.remote.runs_stream import serve
-from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.record import new_record, write_record
+from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.record import new_record, write_record
 
 FIXTURES = Path(__file__).parent / "fixtures" / "nvml"
 RUN_ID = "20240101-120000-demo"

@@ -9,11 +9,11 @@ from pathlib import Path
 
 from tuitrain.backends.base import Check, Pause, Preview, Resumed, Say, Started, resume_note
 from tuitrain.profile import Profile
+from tuitrain.rundir.kind import RunKind
+from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.record import FINAL_STATUSES
 from tuitrain.runs.control import ControlError
-from tuitrain.runs.kind import RunKind
-from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.record import FINAL_STATUSES
-from tuitrain.runs.start import StartError
+from tuitrain.runs.start.new_run import StartError
 from tuitrain.slurm.commands import SlurmError
 from tuitrain.slurm.script import JobOptions, ScriptError
 from tuitrain.slurm.submit import dry_run_script, job_notes, job_settings, load_job_profile, resume_job, submit

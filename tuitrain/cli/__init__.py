@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Sequence
 
 from tuitrain import __version__
-from tuitrain.runs.layout import default_runs_root
+from tuitrain.rundir.layout import default_runs_root
 
 
 def _ssh_options(p: argparse.ArgumentParser) -> None:

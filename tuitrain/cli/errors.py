@@ -14,11 +14,11 @@ class CliError(Exception):
 def user_errors() -> tuple[type[BaseException], ...]:
     from tuitrain.hardware.recorded import RecordedTableError
     from tuitrain.profile import ProfileError
+    from tuitrain.rundir.record import RunRecordError
     from tuitrain.runs.catalog import RunNotFound, RunsRootError
     from tuitrain.runs.control import ControlError
-    from tuitrain.runs.record import RunRecordError
-    from tuitrain.runs.relaunch import ResumeError
-    from tuitrain.runs.start import StartError
+    from tuitrain.runs.start.from_profile import ResumeError
+    from tuitrain.runs.start.new_run import StartError
     from tuitrain.user_config import UserConfigError
 
     return (CliError, ProfileError, RunNotFound, RunsRootError, ControlError, RunRecordError, StartError, ResumeError,

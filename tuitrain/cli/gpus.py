@@ -26,7 +26,7 @@ from tuitrain.hardware.recorded import library_from_env
 from tuitrain.hardware.report import to_json
 from tuitrain.hardware.sampler import Sampler, Snapshot
 from tuitrain.humanize import gib, gpu_memory, percent
-from tuitrain.runs.owners import OwnerIndex
+from tuitrain.runs.view.owners import OwnerIndex
 
 WATCH_INTERVAL = 1.0
 

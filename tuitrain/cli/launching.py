@@ -98,7 +98,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     profile = _load(args.profile, args.set, notes=False)
     backend = for_profile(profile.data, ssh_config=_ssh_config(args))
     if queue is None and profile_queues(profile.data):  # [run] queue = true: as --queue
-        from tuitrain.runs.queue import QueueRequest
+        from tuitrain.runs.queue.entries import QueueRequest
 
         queue = QueueRequest()
     if queue is not None:

@@ -31,7 +31,7 @@ def columns(blocks: list[list[str]], width: int) -> list[str]:
 def cmd_stacks(args: argparse.Namespace) -> int:
     from tuitrain.cli.output import print_json
     from tuitrain.runs.catalog import find_run, load_record
-    from tuitrain.runs.stacks import StacksError, gather, rank_block
+    from tuitrain.runs.view.stacks import StacksError, gather, rank_block
 
     paths = find_run(args.runs_root, args.run)
     try:
@@ -39,7 +39,7 @@ def cmd_stacks(args: argparse.Namespace) -> int:
     except StacksError as exc:
         raise CliError(str(exc)) from None
     if args.json:
-        from tuitrain.runs.stacks_json import stacks_json
+        from tuitrain.runs.view.stacks_json import stacks_json
 
         print_json(stacks_json(paths, taken, summary))
         return 0

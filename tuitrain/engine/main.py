@@ -14,9 +14,9 @@ from tuitrain.engine.errors import DataError, EngineError
 from tuitrain.engine.rank_io import write_rank_record
 from tuitrain.profile.implied import implied_training, mixed_precision
 from tuitrain.profile.settings import LoraSettings, ModelSettings, Settings
-from tuitrain.runs.disk_space import disk_full, exception_text
-from tuitrain.runs.exits import EXIT_USER_ERROR
-from tuitrain.runs.layout import RunPaths
+from tuitrain.rundir.disk_space import disk_full, exception_text
+from tuitrain.rundir.exits import EXIT_USER_ERROR
+from tuitrain.rundir.layout import RunPaths
 
 
 def load_frozen_profile(paths: RunPaths) -> Settings:
@@ -216,7 +216,7 @@ def _report_error(paths: RunPaths, rank: int, message: str) -> None:
 
 
 def main(run_dir: Path, rank: int) -> int:
-    from tuitrain.runs import preemption
+    from tuitrain.rundir import preemption
 
     preemption.restore_term()
     preemption.install(run_dir, rank)  # under Slurm, its SIGTERM saves a checkpoint and stops

@@ -19,7 +19,7 @@ Identify = Callable[[int], "tuple[str | NaType, str | NaType]"]  # pid → (user
 
 
 class ProcessOwner(Protocol):
-    """Who a process works for, as the layer that started it says (tuitrain/runs/owners.py: a
+    """Who a process works for, as the layer that started it says (tuitrain/runs/view/owners.py: a
     run's rank, launcher or supervisor). Hardware reads only these, and imports nothing of runs."""
 
     @property

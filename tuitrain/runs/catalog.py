@@ -12,8 +12,8 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.record import RunRecord, RunRecordError
+from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.record import RunRecord, RunRecordError
 from tuitrain.runs.run_owner import user_name
 
 UNREADABLE = "unreadable"

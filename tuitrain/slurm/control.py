@@ -11,9 +11,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from tuitrain.rundir.layout import CONTROL_STOP, CONTROL_TERMINATE, RunPaths
+from tuitrain.rundir.record import FINAL_STATUSES, RunRecord, read_record, record_end
 from tuitrain.runs.control import ControlError
-from tuitrain.runs.layout import CONTROL_STOP, CONTROL_TERMINATE, RunPaths
-from tuitrain.runs.record import FINAL_STATUSES, RunRecord, read_record, record_end
 from tuitrain.runs.run_owner import others_run_refusal
 from tuitrain.slurm.commands import JobState, SlurmError, job_states, scancel
 from tuitrain.slurm.state import job_id, settle

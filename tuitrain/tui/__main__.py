@@ -19,7 +19,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.parent is not None:
         import signal
 
-        from tuitrain.runs.parent_death import end_with
+        from tuitrain.runs.keeper.parent_death import end_with
 
         # a server killed outright leaves no app behind. SIGKILL, not SIGTERM: Textual's web driver catches SIGTERM
         # to quit cleanly, and that quit, its pipes gone with the server, never ends (Textual 8.2); the app has

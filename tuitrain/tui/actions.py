@@ -43,9 +43,9 @@ def run_request(app: Any, run_dir: Path, what: str) -> None:
     any wait (the request stays)."""
     from tuitrain.backends import for_run
     from tuitrain.remote.run_mirror import mirrored_run
+    from tuitrain.rundir.layout import RunPaths
+    from tuitrain.rundir.record import RunRecordError, read_record
     from tuitrain.runs.control import ControlError, request
-    from tuitrain.runs.layout import RunPaths
-    from tuitrain.runs.record import RunRecordError, read_record
 
     paths = RunPaths(Path(run_dir))
     title = {"terminate": "Stop now"}.get(what, what.capitalize())

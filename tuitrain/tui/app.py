@@ -29,7 +29,7 @@ from tuitrain.tui.run_table import CheckpointNews, checkpoints_written
 if TYPE_CHECKING:
     from tuitrain.hardware.sampler import SampledView
     from tuitrain.remote.runs_stream import HostNews
-    from tuitrain.runs.live import Change, RunRow
+    from tuitrain.runs.view.live import Change, RunRow
     from tuitrain.tui.widgets.hardware_strip import HardwareStrip
 
 
@@ -119,7 +119,7 @@ class TuitrainApp(TuitrainAppApi):
 
     @work(thread=True, exclusive=True, group="runs", exit_on_error=False)
     def poll_runs(self) -> None:
-        from tuitrain.runs.live import RunsWatcher
+        from tuitrain.runs.view.live import RunsWatcher
 
         watcher = RunsWatcher(self.runs_root)
         self.terminal_word = terminal_endings()
@@ -137,7 +137,7 @@ class TuitrainApp(TuitrainAppApi):
         from tuitrain.hardware import detect_hardware
         from tuitrain.hardware.recorded import library_from_env
         from tuitrain.hardware.sampler import Sampler
-        from tuitrain.runs.owners import OwnerIndex
+        from tuitrain.runs.view.owners import OwnerIndex
         from tuitrain.tui.widgets.gpu_panel import strip_line
 
         # ranks of this machine only: a rank on another machine has a pid that means nothing here
@@ -242,7 +242,7 @@ class TuitrainApp(TuitrainAppApi):
         self.open_run(Path(message.run_dir), replace=True)
 
     def open_run(self, run_dir: Path, replace: bool = False) -> None:
-        from tuitrain.runs.record import RunRecordError
+        from tuitrain.rundir.record import RunRecordError
         from tuitrain.tui.screens.monitor import MonitorScreen
 
         try:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 if TYPE_CHECKING:
-    from tuitrain.runs.live import Change, RunRow
+    from tuitrain.runs.view.live import Change, RunRow
 
 SORTS = ("started", "status", "profile", "loss")
 # what needs looking at first: going, then ended badly, then ended well
@@ -47,7 +47,7 @@ def _key(row: RunRow, sort: str) -> tuple[Any, ...]:
     return (-(row.created or row.started or 0.0),)
 
 
-# what runs.start.make_run_dir names a run: YYYYMMDD-HHMMSS-<slug>[-n], in local time
+# what runs.start.new_run.make_run_dir names a run: YYYYMMDD-HHMMSS-<slug>[-n], in local time
 _RUN_ID = re.compile(r"^(\d{4})(\d{2})(\d{2})-(\d{2})(\d{2})(\d{2})-(.+)$")
 
 
@@ -174,12 +174,12 @@ def host_entries(local: Sequence[RunRow], remote: dict[str, HostRuns], order: Ru
 
 
 def run_rows(found: Sequence[dict[str, Any]]) -> tuple[RunRow, ...]:
-    """Another workstation's rows (`runs.live.RunRow` as dicts, from its stream) as rows again; a row this
+    """Another workstation's rows (`runs.view.live.RunRow` as dicts, from its stream) as rows again; a row this
     version cannot read is left out (the stream's hello already refused another version)."""
     import dataclasses
 
-    from tuitrain.runs.live import RunRow
-    from tuitrain.runs.queue_view import QueuePlace
+    from tuitrain.runs.queue.look import QueuePlace
+    from tuitrain.runs.view.live import RunRow
 
     names = {f.name for f in dataclasses.fields(RunRow)}
     rows = []
@@ -197,7 +197,7 @@ def run_rows(found: Sequence[dict[str, Any]]) -> tuple[RunRow, ...]:
 
 def queue_line(label: str, row: RunRow) -> str:
     """What Home says under its table of a highlighted queued run: its place and the first thing it waits for, as
-    `tuitrain queue` says them (`runs.queue_view`), and the keys that act on it; '' for any other run."""
+    `tuitrain queue` says them (`runs.queue.look`), and the keys that act on it; '' for any other run."""
     if row.queue is None:
         return ""
     place, waits = row.queue.words()[0], row.queue.words()[1:]

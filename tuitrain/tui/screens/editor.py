@@ -711,7 +711,7 @@ class EditorScreen(Screen):
     @work(thread=True, exclusive=True, group="editor-launch", exit_on_error=False)
     def launch(self, data: dict[str, Any], number: int) -> None:
         from tuitrain.profile import ProfileError
-        from tuitrain.runs.start import StartError
+        from tuitrain.runs.start.new_run import StartError
         from tuitrain.tui.messages import RunStarted
 
         check = self.model.check(data, number, self.app.runs_root, self.app.hardware)

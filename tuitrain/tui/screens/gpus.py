@@ -29,7 +29,7 @@ from tuitrain.hardware.processes import GRACE, SORTS, GpuProcessRow, command_lin
 from tuitrain.hardware.sampler import GpuPoint
 from tuitrain.humanize import gib, gpu_memory
 from tuitrain.remote.workstations import LOCAL
-from tuitrain.runs.layout import RunPaths
+from tuitrain.rundir.layout import RunPaths
 from tuitrain.tui.run_table import run_labels
 from tuitrain.tui.widgets.gpu_panel import spark
 from tuitrain.tui.widgets.key_bar import KeyBar

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from textual import getters
 
     from tuitrain.remote.runs_stream import HostNews
-    from tuitrain.runs.live import RunRow
+    from tuitrain.runs.view.live import RunRow
     from tuitrain.tui.app_api import TuitrainAppApi
     from tuitrain.tui.profiles import ProfileEntry
 
@@ -545,12 +545,12 @@ class HomeScreen(Screen):
 
     @work(thread=True, group="control", exit_on_error=False)
     def queue_request(self, run_dir: Path, what: str) -> None:
-        """Move a queued run first ("top") or cancel it, as the CLI does (runs.queue_view.queue_action, its
+        """Move a queued run first ("top") or cancel it, as the CLI does (runs.queue.look.queue_action, its
         refusals too): the outcome in one line."""
+        from tuitrain.rundir.layout import RunPaths
+        from tuitrain.rundir.record import RunRecordError
         from tuitrain.runs.control import ControlError
-        from tuitrain.runs.layout import RunPaths
-        from tuitrain.runs.queue_view import queue_action
-        from tuitrain.runs.record import RunRecordError
+        from tuitrain.runs.queue.look import queue_action
 
         done, verb = ("First in queue", "move") if what == "top" else ("Cancelled", "cancel")  # as queue_action says
         try:

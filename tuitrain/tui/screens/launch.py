@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
     from tuitrain.backends import Backend
     from tuitrain.profile import Profile
-    from tuitrain.runs.layout import RunPaths
+    from tuitrain.rundir.layout import RunPaths
     from tuitrain.tui.app_api import TuitrainAppApi
 
 
@@ -125,7 +125,7 @@ class LaunchScreen(ModalScreen[None]):
         from tuitrain.backends import for_profile
         from tuitrain.profile import ProfileError, load_profile
         from tuitrain.profile.load import plan_problems
-        from tuitrain.runs.start import StartError
+        from tuitrain.runs.start.new_run import StartError
 
         try:
             profile = load_profile(self.path, overrides)
@@ -211,7 +211,7 @@ class LaunchScreen(ModalScreen[None]):
         from tuitrain.backends import for_profile
         from tuitrain.backends.queueing import profile_queues
         from tuitrain.profile import ProfileError, load_profile
-        from tuitrain.runs.start import StartError
+        from tuitrain.runs.start.new_run import StartError
 
         def say(line: str) -> None:
             self.app.call_from_thread(self.query_one("#plan", Static).update, line)
@@ -239,7 +239,7 @@ class LaunchScreen(ModalScreen[None]):
 
     def _queue(self, backend: "Backend", profile: "Profile") -> "RunPaths":
         from tuitrain.backends.queueing import queueing_backend
-        from tuitrain.runs.queue import QueueRequest
+        from tuitrain.runs.queue.entries import QueueRequest
 
         return queueing_backend(backend, profile.path).queue(profile, self.app.runs_root, QueueRequest(), self.app.cwd)
 
@@ -260,7 +260,7 @@ class LaunchScreen(ModalScreen[None]):
         """`tuitrain submit PROFILE --set … OPTIONS`, through the same Slurm backend."""
         from tuitrain.backends import for_profile
         from tuitrain.profile import ProfileError
-        from tuitrain.runs.start import StartError
+        from tuitrain.runs.start.new_run import StartError
         from tuitrain.slurm.options import options_from_text
         from tuitrain.slurm.script import ScriptError
 
@@ -283,7 +283,7 @@ class LaunchScreen(ModalScreen[None]):
         from tuitrain.remote.launch_there import launch_there
         from tuitrain.remote.run_mirror import fetch
         from tuitrain.remote.workstations import find, workstations
-        from tuitrain.runs.start import sent_profile_text
+        from tuitrain.runs.start.new_run import sent_profile_text
         from tuitrain.user_config import UserConfigError
 
         try:

@@ -23,7 +23,7 @@ from tuitrain.tui.messages import RunStarted
 if TYPE_CHECKING:
     from textual import getters
 
-    from tuitrain.runs.checkpoints import Checkpoint
+    from tuitrain.rundir.checkpoints import Checkpoint
     from tuitrain.tui.app_api import TuitrainAppApi
 
 
@@ -40,7 +40,7 @@ def override_problems(profile: Path, overrides: Sequence[str], checkpoint: Check
     `checkpoint` to resume from, also what `tuitrain resume` refuses against it (another base, nothing left
     to train)."""
     from tuitrain.profile import ProfileError, load_profile
-    from tuitrain.runs.relaunch import checkpoint_refusal
+    from tuitrain.runs.start.from_profile import checkpoint_refusal
 
     try:
         loaded = load_profile(profile, list(overrides))
@@ -117,9 +117,9 @@ class ResumeScreen(ModalScreen[None]):
 
     @work(thread=True, group="resume-checkpoint", exit_on_error=False)
     def _find_checkpoint(self) -> None:
-        from tuitrain.runs.layout import RunPaths
-        from tuitrain.runs.record import RunRecordError, read_record
-        from tuitrain.runs.relaunch import ResumeError, choose_checkpoint
+        from tuitrain.rundir.layout import RunPaths
+        from tuitrain.rundir.record import RunRecordError, read_record
+        from tuitrain.runs.start.from_profile import ResumeError, choose_checkpoint
 
         if self.elsewhere is not None:
             self.app.call_from_thread(self._show_checkpoint, self._box_checkpoint_line(*self.elsewhere))
@@ -165,7 +165,7 @@ class ResumeScreen(ModalScreen[None]):
 
     @work(thread=True, group="resume-check", exit_on_error=False)
     def _validate(self, overrides: list[str], number: int, chosen: Checkpoint | None) -> None:
-        from tuitrain.runs.layout import RunPaths
+        from tuitrain.rundir.layout import RunPaths
 
         problems = override_problems(RunPaths(self.run_dir).profile, overrides, chosen)
         self.app.call_from_thread(self._show_problems, problems, number)
@@ -194,10 +194,10 @@ class ResumeScreen(ModalScreen[None]):
         does (a Slurm run is submitted again; a run on several machines starts on them)."""
         from tuitrain.backends import for_run
         from tuitrain.profile import ProfileError
-        from tuitrain.runs.layout import RunPaths
-        from tuitrain.runs.record import RunRecordError, read_record
-        from tuitrain.runs.relaunch import ResumeError
-        from tuitrain.runs.start import StartError
+        from tuitrain.rundir.layout import RunPaths
+        from tuitrain.rundir.record import RunRecordError, read_record
+        from tuitrain.runs.start.from_profile import ResumeError
+        from tuitrain.runs.start.new_run import StartError
 
         if self.elsewhere is not None:
             self._start_there(*self.elsewhere, overrides)

@@ -14,14 +14,14 @@ from tuitrain.hardware.mapping import visible_gpus
 from tuitrain.hardware.na import NA, NaType
 from tuitrain.hardware.sampler import GpuPoint, SampledView
 from tuitrain.humanize import duration, gib, gpu_memory, percent, size
-from tuitrain.runs.record import RunRecord
+from tuitrain.rundir.record import RunRecord
 from tuitrain.tui.format import bar
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from tuitrain.remote.runs_stream import HostNews
-    from tuitrain.runs.samples import MachineSamples
+    from tuitrain.runs.keeper.samples import MachineSamples
     from tuitrain.tui.machines import Machine
 
 SPARKS = "▁▂▃▄▅▆▇█"
@@ -113,8 +113,8 @@ def run_panel(view: SampledView | None, record: RunRecord, run_id: str, live: bo
               now: float | None = None, run_dir: "Path | None" = None) -> Text:
     """The GPUs tab: the run's devices, its ranks, the host. A run on several machines shows what
     this machine runs of it (its devices, its ranks' figures) and names the ranks of the others,
-    whose figures their agents sampled there (`samples`: machine rank → runs.mirror.read_machine_samples'
-    JSON), never from a local pid. `run_dir`: the run's directory, whose samples (tuitrain.runs.samples) show what
+    whose figures their agents sampled there (`samples`: machine rank → runs.keeper.mirror.read_machine_samples'
+    JSON), never from a local pid. `run_dir`: the run's directory, whose samples (tuitrain.runs.keeper.samples) show what
     the run used over its whole training, with the hints they call for; a finished run shows those in place of the
     devices now."""
     recorded = _recorded(run_dir, record, live) if run_dir is not None else None
@@ -147,8 +147,8 @@ NO_SAMPLES = "this run kept no GPU/CPU samples"
 
 def _recorded(run_dir: "Path", record: RunRecord, live: bool) -> Text | None:
     """What the run's samples say over its training time (all of them before it trains), and the hints."""
-    from tuitrain.runs.samples import in_window, read_run_samples, training_window
-    from tuitrain.runs.usage import is_script, summarise, training_settings, usage_hints
+    from tuitrain.runs.keeper.samples import in_window, read_run_samples, training_window
+    from tuitrain.runs.view.usage import is_script, summarise, training_settings, usage_hints
 
     samples = read_run_samples(run_dir)
     out = Text()
