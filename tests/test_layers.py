@@ -4,8 +4,8 @@ Every `import` and `from ... import` under tuitrain/ counts, at module level, in
 under `if TYPE_CHECKING:` alike (a type-only import is still an arrow between layers). A layer is
 the first folder under tuitrain/ (rundir, profile, hardware, launch, remote, runs, slurm, backends, engine, script,
 tui, cli); the small
-top-level modules (atomic, humanize, installed, yaml_text, user_config, errors) are helpers that import no layer
-(`errors`, the root of every refusal, is the one helper the others may import).
+top-level modules (atomic, humanize, installed, torch_build, yaml_text, user_config, errors) are helpers that
+import no layer (`errors`, the root of every refusal, is the one helper the others may import).
 Starting a process (`python -m tuitrain.engine`, `-m tuitrain.runs.keeper.supervise`) is not an import.
 """
 
@@ -19,7 +19,8 @@ from typing import Iterator
 
 PACKAGE = Path(__file__).resolve().parents[1] / "tuitrain"
 
-HELPERS = frozenset({"atomic", "humanize", "installed", "yaml_text", "user_config", "errors", "package"})  # package: tuitrain/__init__.py
+# package: tuitrain/__init__.py
+HELPERS = frozenset({"atomic", "humanize", "installed", "torch_build", "yaml_text", "user_config", "errors", "package"})
 LAYERS = ("rundir", "profile", "hardware", "launch", "remote", "notify", "runs", "slurm", "backends", "engine", "script", "tui", "cli")
 
 # layer -> the other layers (and helpers) it may import; its own modules always.
@@ -39,7 +40,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     # the scheduler: sbatch/squeue/sacct/scancel around the ordinary planner and supervisor
     "slurm": HELPERS | {"rundir", "profile", "hardware", "launch", "remote", "runs"},
     # what each rank loads: the run directory's contract, no psutil-heavy watching, no planning, no hardware
-    "engine": frozenset({"atomic", "errors", "profile", "rundir"}),
+    "engine": frozenset({"atomic", "errors", "torch_build", "profile", "rundir"}),
     # script mode's rank side (a user's own script): what the engine's ranks get, and the engine's callbacks
     "script": frozenset({"atomic", "errors", "rundir", "engine"}),
     # how a run is carried (this machine, SSH machines, a Slurm job): one interface over the three, chosen once
