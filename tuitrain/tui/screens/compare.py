@@ -1,7 +1,7 @@
 """Compare runs: the curves of several runs overlaid, one colour a run, a metric picked from a list
 that typing filters; x as step, epoch or time; EMA smoothing; a log scale. Runs still going keep
 drawing (their events are read incrementally in a worker). `d` shows, in a panel under the plot, what differs
-between the first two runs (tuitrain.runs.run_diff: the lines `tuitrain diff` prints)."""
+between the first two runs (tuitrain.runs.view.diff: the lines `tuitrain diff` prints)."""
 
 from __future__ import annotations
 
@@ -31,6 +31,7 @@ from tuitrain.tui.curves import (
     samples_per_step,
     x_values,
 )
+from tuitrain.tui.failed_work import PassesFailedWorkUp
 from tuitrain.tui.format import short_metric
 from tuitrain.tui.plain import plain
 from tuitrain.tui.widgets.field import Field, open_field_key
@@ -51,7 +52,7 @@ class ComparedRun:
     """One run on the compare screen: its id, profile and curves."""
 
     def __init__(self, run_dir: Path, profile: str) -> None:
-        from tuitrain.runs.layout import RunPaths
+        from tuitrain.rundir.layout import RunPaths
 
         self.paths = RunPaths(run_dir)
         self.id = self.paths.id
@@ -59,7 +60,7 @@ class ComparedRun:
         self.curves = RunCurves(self.paths.events, samples_root=self.paths.root)
 
 
-class CompareScreen(Screen):
+class CompareScreen(PassesFailedWorkUp, Screen):
     if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
         app = getters.app(TuitrainAppApi)
 
@@ -250,8 +251,8 @@ class CompareScreen(Screen):
 
     @work(thread=True, exclusive=True, group="compare-diff", exit_on_error=False)
     def read_diff(self) -> None:
-        from tuitrain.runs.record import RunRecordError, read_record
-        from tuitrain.runs.run_diff import NO_DIFFERENCE, compare_runs
+        from tuitrain.rundir.record import RunRecordError, read_record
+        from tuitrain.runs.view.diff import NO_DIFFERENCE, compare_runs
 
         a, b = self.runs[0].paths, self.runs[1].paths
         try:

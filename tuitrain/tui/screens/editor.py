@@ -25,6 +25,7 @@ from textual.widgets import Button, Input, Label, SelectionList, Static, TabbedC
 
 from tuitrain.profile.schema import SCHEMA, KeySpec, TableSpec
 from tuitrain.tui.editor_model import Check, EditorModel, Loaded, LoadError
+from tuitrain.tui.failed_work import PassesFailedWorkUp
 from tuitrain.tui.fields import REMOVE, FieldDef, parse_value
 from tuitrain.tui.form_fields import TRAINING_FIELDS, field_for, training_field
 from tuitrain.tui.plain import plain, problem_lines
@@ -44,11 +45,12 @@ if TYPE_CHECKING:
     from textual.timer import Timer
 
     from tuitrain.tui.app_api import TuitrainAppApi
+    from tuitrain.tui.command_fold import WithCommands
 
 # [distributed] keys the machines section shows (not the strategy's fields, nor left over from one)
 MACHINES_SECTION_KEYS = ("network_interface", "machines")
 SECTIONS = ("run", "model", "data", "training", "metrics", "hardware", "distributed", "logging")
-class EditorScreen(Screen):
+class EditorScreen(PassesFailedWorkUp, Screen):
     if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
         app = getters.app(TuitrainAppApi)
 
@@ -593,7 +595,7 @@ class EditorScreen(Screen):
         if not get_current_worker().is_cancelled:
             self.app.call_from_thread(self._checked, check, plan_text(check))
 
-    def _checked(self, check: Check, plan: Text) -> None:
+    def _checked(self, check: Check, plan: "Text | WithCommands") -> None:
         if not self.model.take_check(check):
             return  # a later edit's check is on its way
         self._apply_problems()
@@ -681,7 +683,8 @@ class EditorScreen(Screen):
         self.app.call_from_thread(self._saved, target, warnings, data, check, plan_text(check),  # type: ignore[arg-type]
                                   changes)
 
-    async def _saved(self, target: Path, warnings: list[str], data: dict[str, Any], check: Check, plan: Text,
+    async def _saved(self, target: Path, warnings: list[str], data: dict[str, Any], check: Check,
+                     plan: "Text | WithCommands",
                      changes: list[Any]) -> None:
         note = self.model.saved(target, data, check, changes)
         await self._rebuild(*{key[0] for key, _old, _new in changes})  # the fields show what the file says
@@ -710,8 +713,7 @@ class EditorScreen(Screen):
 
     @work(thread=True, exclusive=True, group="editor-launch", exit_on_error=False)
     def launch(self, data: dict[str, Any], number: int) -> None:
-        from tuitrain.profile import ProfileError
-        from tuitrain.runs.start import StartError
+        from tuitrain.errors import TuitrainError
         from tuitrain.tui.messages import RunStarted
 
         check = self.model.check(data, number, self.app.runs_root, self.app.hardware)
@@ -722,8 +724,9 @@ class EditorScreen(Screen):
             return
         try:
             run_dir = self.model.launch(self.app.runs_root, self.app.launch_overrides, self.app.hardware, data)
-        except (ProfileError, StartError, OSError) as exc:
-            self.app.call_from_thread(self.notify, str(exc), title="Not launched", severity="error", timeout=10)
+        except (TuitrainError, OSError) as exc:
+            self.app.call_from_thread(self.notify, str(exc), title="Not launched", severity="error", timeout=10,
+                                      markup=False)
             return
         self.app.post_message(RunStarted(str(run_dir)))
 

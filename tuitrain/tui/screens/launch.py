@@ -16,6 +16,9 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Select, Static
 
+from tuitrain.errors import TuitrainError, error_lines
+from tuitrain.tui.command_fold import WithCommands
+from tuitrain.tui.failed_work import PassesFailedWorkUp
 from tuitrain.tui.messages import RunStarted
 from tuitrain.tui.plain import plain, problem_lines
 from tuitrain.tui.widgets.field import Field
@@ -26,11 +29,14 @@ if TYPE_CHECKING:
 
     from tuitrain.backends import Backend
     from tuitrain.profile import Profile
-    from tuitrain.runs.layout import RunPaths
+    from tuitrain.rundir.layout import RunPaths
     from tuitrain.tui.app_api import TuitrainAppApi
 
 
-class LaunchScreen(ModalScreen[None]):
+SCRIPT_EXAMPLE = "distributed.num_processes=2 run.name=try-2"  # overrides a [script] profile takes (no [training])
+
+
+class LaunchScreen(PassesFailedWorkUp, ModalScreen[None]):
     if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
         app = getters.app(TuitrainAppApi)
 
@@ -44,8 +50,8 @@ class LaunchScreen(ModalScreen[None]):
     LaunchScreen #plan { height: auto; max-height: 12; color: $text-muted; }
     LaunchScreen #problems { height: auto; color: $text-error; }
     LaunchScreen .buttons { height: 3; align-horizontal: right; }
-    LaunchScreen #where-row { height: 3; }
-    LaunchScreen #where-row > Static { width: auto; padding: 1 1 0 0; }
+    LaunchScreen #where-row { height: 1; margin-bottom: 1; }
+    LaunchScreen #where-row > Static { width: auto; padding: 0 1 0 0; }
     LaunchScreen #where { width: 40; }
     LaunchScreen Button { margin-left: 1; min-width: 0; }
     """
@@ -122,26 +128,25 @@ class LaunchScreen(ModalScreen[None]):
     def _plan(self, overrides: list[str], number: int) -> None:
         """The profile's own backend plans it, as `tuitrain plan` does: this machine's plan, or one per machine."""
         from tuitrain.backends import for_profile
-        from tuitrain.profile import ProfileError, load_profile
+        from tuitrain.profile import load_profile
         from tuitrain.profile.load import plan_problems
-        from tuitrain.runs.start import StartError
 
         try:
             profile = load_profile(self.path, overrides)
             preview = for_profile(profile.data, hardware=self.app.hardware).plan(profile, self.app.runs_root)
-        except ProfileError as exc:
-            self.app.call_from_thread(self._show, "", [str(p) for p in exc.problems], number)
-            return
-        except (StartError, OSError) as exc:
-            self.app.call_from_thread(self._show, "", [str(exc)], number)
+        except (TuitrainError, OSError) as exc:  # said in the dialog, in place of the plan
+            self.app.call_from_thread(self._show, "", error_lines(exc), number)
             return
         notes = [str(p) for p in plan_problems(profile, preview.problems, overrides)]
-        self.app.call_from_thread(self._show, f"{preview.summary}\n{preview.command}", notes, number)
+        if profile.data.get("script"):  # your own script: no [training] to override
+            self.app.call_from_thread(setattr, self.query_one("#overrides", Input), "placeholder", SCRIPT_EXAMPLE)
+        self.app.call_from_thread(self._show, WithCommands([Text(f"{preview.summary}\n"), preview.command]), notes,
+                                  number)
 
-    def _show(self, plan: str, problems: list[str], number: int) -> None:
+    def _show(self, plan: "str | WithCommands", problems: list[str], number: int) -> None:
         if number != self._previews:
             return
-        self.query_one("#plan", Static).update(plan)
+        self.query_one("#plan", Static).update(plan)  # the command folded between its words (tui.command_fold)
         self.query_one("#problems", Static).update(problem_lines(problems))
 
     def host(self) -> str:
@@ -206,8 +211,7 @@ class LaunchScreen(ModalScreen[None]):
         starts the run; with `queue`, as `tuitrain run --queue` creates it queued."""
         from tuitrain.backends import for_profile
         from tuitrain.backends.queueing import profile_queues
-        from tuitrain.profile import ProfileError, load_profile
-        from tuitrain.runs.start import StartError
+        from tuitrain.profile import load_profile
 
         def say(line: str) -> None:
             self.app.call_from_thread(self.query_one("#plan", Static).update, line)
@@ -218,24 +222,21 @@ class LaunchScreen(ModalScreen[None]):
             if queue or profile_queues(profile.data):  # ctrl+o, or a profile that always queues
                 queued = self._queue(backend, profile)
                 self.app.call_from_thread(self._submitted, str(queued.root), f"queued run {queued.id}: it starts "
-                                          "by itself when its GPUs are free (`tuitrain queue` shows what it waits for)")
+                                          "by itself when its GPUs are free; its monitor says what it waits for")
                 return
             check = backend.check(profile, self.app.runs_root, 20.0, say)
             if check.failed:
                 self.app.call_from_thread(self._failed, [*check.lines, f"{len(check.failed)} machine check(s) failed"])
                 return
             started = backend.start(profile, self.app.runs_root, cwd=self.app.cwd)
-        except ProfileError as exc:
-            self.app.call_from_thread(self._failed, [str(p) for p in exc.problems])
-            return
-        except (StartError, OSError) as exc:
-            self.app.call_from_thread(self._failed, [str(exc)])
+        except (TuitrainError, OSError) as exc:  # said in the dialog, which stays open to change what was typed
+            self.app.call_from_thread(self._failed, error_lines(exc))
             return
         self.app.call_from_thread(self._started, str(started.paths.root))
 
     def _queue(self, backend: "Backend", profile: "Profile") -> "RunPaths":
         from tuitrain.backends.queueing import queueing_backend
-        from tuitrain.runs.queue import QueueRequest
+        from tuitrain.runs.queue.entries import QueueRequest
 
         return queueing_backend(backend, profile.path).queue(profile, self.app.runs_root, QueueRequest(), self.app.cwd)
 
@@ -261,19 +262,13 @@ class LaunchScreen(ModalScreen[None]):
     def submit_job(self, options_text: str) -> None:
         """`tuitrain submit PROFILE --set … OPTIONS`, through the same Slurm backend."""
         from tuitrain.backends import for_profile
-        from tuitrain.profile import ProfileError
-        from tuitrain.runs.start import StartError
         from tuitrain.slurm.options import options_from_text
-        from tuitrain.slurm.script import ScriptError
 
         try:
             backend = for_profile(None, slurm=options_from_text(options_text))
             started = backend.start(backend.load(self.path, self.overrides()), self.app.runs_root, cwd=self.app.cwd)
-        except ProfileError as exc:
-            self.app.call_from_thread(self._failed, [str(p) for p in exc.problems])
-            return
-        except (ScriptError, StartError, OSError) as exc:
-            self.app.call_from_thread(self._failed, [str(exc)])
+        except (TuitrainError, OSError) as exc:
+            self.app.call_from_thread(self._failed, error_lines(exc))
             return
         self.app.call_from_thread(self._submitted, str(started.paths.root), started.note)
 
@@ -281,21 +276,16 @@ class LaunchScreen(ModalScreen[None]):
     def start_there(self, host: str, overrides: list[str], passed: Sequence[str] = ()) -> None:
         """As `tuitrain run --host HOST PROFILE` starts it (remote.launch_there): sent frozen, checked there, started
         there detached; then mirrored here (remote.run_mirror.fetch) and its monitor opened, as Home's Enter does."""
-        from tuitrain.profile import ProfileError
         from tuitrain.remote.launch_there import launch_there
         from tuitrain.remote.run_mirror import fetch
         from tuitrain.remote.workstations import find, workstations
-        from tuitrain.runs.start import sent_profile_text
-        from tuitrain.user_config import UserConfigError
+        from tuitrain.runs.start.new_run import sent_profile_text
 
         try:
             station = find(host, workstations())
             launched = launch_there(station, self.path, sent_profile_text(self.path, overrides), passed)
-        except ProfileError as exc:
-            self.app.call_from_thread(self._failed, [str(p) for p in exc.problems])
-            return
-        except (UserConfigError, OSError) as exc:
-            self.app.call_from_thread(self._failed, [str(exc)])
+        except (TuitrainError, OSError) as exc:
+            self.app.call_from_thread(self._failed, error_lines(exc))
             return
         if launched.run_id is None:
             self.app.call_from_thread(self._failed, list(launched.problems))

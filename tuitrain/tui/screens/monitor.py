@@ -3,7 +3,7 @@ requests a live run honours (save, evaluate, stop, kill) or a new run (resume fr
 
 Over 600 lines on purpose: it is one screen's keys and the header they change, over one run's watch (`RunWatch`);
 what does not need the screen already lives apart (the log views, search bar, checkpoints table and GPU panel
-widgets, `runs.hang`, `runs.queue_view`, `tui.run_command`), and a further split would hand the screen's state
+widgets, `runs.view.hang`, `runs.queue.look`, `tui.run_command`), and a further split would hand the screen's state
 around by reference."""
 
 from __future__ import annotations
@@ -22,12 +22,13 @@ from textual.screen import Screen
 from textual.widgets import Static, TabbedContent, TabPane
 
 from tuitrain.humanize import duration, number
-from tuitrain.runs.hang import HUNG_LABEL, Hang, describe, waits_for
-from tuitrain.runs.live import RunWatch
-from tuitrain.runs.logfile import TRACEBACK
-from tuitrain.runs.record import FINAL_STATUSES
+from tuitrain.rundir.record import FINAL_STATUSES
+from tuitrain.runs.view.hang import HUNG_LABEL, Hang, describe, waits_for
+from tuitrain.runs.view.live import RunWatch
+from tuitrain.runs.view.logfile import TRACEBACK
 from tuitrain.slurm.state import job_id as slurm_job_id
 from tuitrain.tui.actions import elsewhere, run_request, wait_or_cancel
+from tuitrain.tui.failed_work import PassesFailedWorkUp
 from tuitrain.tui.format import bar, short_metric, status_text
 from tuitrain.tui.machines import Machine, machine_of_rank, machines_line, run_machines, this_host
 from tuitrain.tui.plain import plain
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
     from textual import getters
 
     from tuitrain.remote.run_mirror import MirrorNews
-    from tuitrain.runs.lineage import Lineage
+    from tuitrain.runs.view.lineage import Lineage
     from tuitrain.tui.app_api import TuitrainAppApi
 
 
@@ -57,7 +58,7 @@ def log_range(top: int, height: int, count: int) -> str:
     return f"lines {top + 1}-{min(count, top + height)} of {count}"
 
 
-class MonitorScreen(Screen):
+class MonitorScreen(PassesFailedWorkUp, Screen):
     if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
         app = getters.app(TuitrainAppApi)
 
@@ -93,7 +94,7 @@ class MonitorScreen(Screen):
         Binding("h", "stacks", "Stacks", show=False,
                 tooltip="Where every rank is: its stacks, all threads, and a digest (as `tuitrain stacks`)"),
     ]
-    HANG_POLL_SECONDS = 2.0  # how often the heartbeats are judged (runs.hang), as the supervisor does
+    HANG_POLL_SECONDS = 2.0  # how often the heartbeats are judged (runs.view.hang), as the supervisor does
 
     class Updated(Message):
         """The worker read something new; the screen refreshes from its RunWatch."""
@@ -109,11 +110,12 @@ class MonitorScreen(Screen):
         self._landed = False
         self._ready = False
         self._gpus_of: object = None
+        self._gpus_live = False  # the GPUs tab was drawn while the run went on ("so far")
         self._status_at = 0.0
         self._status_lines = 0
         self.fold = self.run_watch.num_ranks > 1
         # a run on several machines: each machine's ranks, and its agent's log (logs/machine-M.log)
-        from tuitrain.runs.logfile import LogFile
+        from tuitrain.runs.view.logfile import LogFile
 
         self.hostname = this_host()
         self.machines: list[Machine] = run_machines(self.run_watch.record, hostname=self.hostname)
@@ -125,7 +127,7 @@ class MonitorScreen(Screen):
         self._shown = threading.Event()  # what the worker read last is on screen
         self._samples_changed = False
         self.job: str | None = None  # a Slurm run's job state, as the app's runs watcher reads it ("RUNNING", …)
-        self.hang: Hang | None = None  # runs.hang's verdict on the live run, read by the worker
+        self.hang: Hang | None = None  # runs.view.hang's verdict on the live run, read by the worker
         self.hang_digest: str | None = None  # the digest of the stacks taken during this hang (stacks/digest.json)
         self.hang_names: dict[int, str] = {}  # rank -> its process ("pid P on HOST"), for what a stop waits for
         self._hang_at = 0.0
@@ -134,6 +136,9 @@ class MonitorScreen(Screen):
 
         self.host = (mirrored_run(self.run_dir) or (None, None))[0]
         self.mirror, self.mirror_problem = mirror_of(self.run_dir, self._mirror_news)
+        self.heard_at: float | None = None  # its box not heard: when the cache was last written (what it last said)
+        if self.mirror_problem is not None:
+            self._mirror_news(None)
 
     # ------------------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
@@ -195,14 +200,20 @@ class MonitorScreen(Screen):
         others = [s for s in self.app.screen_stack if isinstance(s, MonitorScreen) and s is not self]
         return self.run_watch.status in FINAL_STATUSES and all(s.run_dir != self.run_dir for s in others)
 
-    def _mirror_news(self, news: MirrorNews) -> None:
-        """The mirror's thread: the box heard again (None), or why not; the header says it on its next second."""
-        self.mirror_problem = news.problem
+    def _mirror_news(self, news: MirrorNews | None) -> None:
+        """The mirror's thread: the box heard again (None), or why not; the header says it on its next second. While
+        the box is not heard, what it said last is as of the cache's last write (None: the problem the mirror
+        could not start with)."""
+        from tuitrain.remote.run_mirror import last_written
+
+        if news is not None:
+            self.mirror_problem = news.problem
+        self.heard_at = last_written(self.run_dir) if self.mirror_problem is not None else None
 
     def poll_mirrored_checkpoints(self) -> bool:
         """Another workstation's run: its checkpoints as the box sees them (the cache holds none)."""
         from tuitrain.remote.run_mirror import read_checkpoints
-        from tuitrain.runs.checkpoints import Checkpoint
+        from tuitrain.rundir.checkpoints import Checkpoint
 
         found = [Checkpoint(**{**c, "path": Path(c["path"]), "missing": tuple(c.get("missing") or ())})
                  for c in read_checkpoints(self.run_dir)]
@@ -213,7 +224,7 @@ class MonitorScreen(Screen):
 
     @work(thread=True, exclusive=True, group="monitor", exit_on_error=False)
     def follow_run(self) -> None:
-        from tuitrain.runs.lineage import read_lineage
+        from tuitrain.runs.view.lineage import read_lineage
 
         self.lineage = read_lineage(self.run_watch.paths, self.run_watch.record)  # ancestors have ended: read once
         while True:
@@ -238,7 +249,7 @@ class MonitorScreen(Screen):
         """The machine logs, and (every few seconds) the rank records that say where each rank runs."""
         import time
 
-        from tuitrain.runs.ranks import read_rank_records
+        from tuitrain.rundir.ranks import read_rank_records
 
         changed = False
         for log in self.machine_logs:
@@ -247,7 +258,7 @@ class MonitorScreen(Screen):
         now = time.monotonic()
         if now - self._rank_records_at > 3.0:
             self._rank_records_at = now
-            from tuitrain.runs.mirror import read_machine_samples
+            from tuitrain.runs.keeper.mirror import read_machine_samples
 
             samples = read_machine_samples(self.run_watch.paths)
             if samples != self.machine_samples:
@@ -263,14 +274,14 @@ class MonitorScreen(Screen):
         return changed
 
     def poll_hang(self) -> bool:
-        """Every HANG_POLL_SECONDS: is the run hung? (runs.hang, which ranks, since when, stragglers) and the digest of
+        """Every HANG_POLL_SECONDS: is the run hung? (runs.view.hang, which ranks, since when, stragglers) and the digest of
         the stacks taken since its ranks stopped; True when the verdict changed."""
         now = time.monotonic()
         if now - self._hang_at < self.HANG_POLL_SECONDS:
             return False
         self._hang_at = now
-        from tuitrain.runs.hang import process_names, run_hang
-        from tuitrain.runs.stacks import digest_text, read_digest
+        from tuitrain.runs.view.hang import process_names, run_hang
+        from tuitrain.runs.view.stacks import digest_text, read_digest
 
         hang = run_hang(self.run_watch.paths, self.run_watch.record, now=self.app.clock())
         if hang is not None and hang.hung and self.run_watch.record.get("status") == "stopping":
@@ -284,7 +295,7 @@ class MonitorScreen(Screen):
         return changed
 
     def hang_lines(self) -> list[Text]:
-        """What the header says of a hang or a straggler, as `tuitrain status` says it (runs.hang.describe)."""
+        """What the header says of a hang or a straggler, as `tuitrain status` says it (runs.view.hang.describe)."""
         if self.hang is None or self.run_watch.status not in ("running", "stopping"):
             return []
         said = describe(self.hang, self.app.clock())
@@ -317,8 +328,9 @@ class MonitorScreen(Screen):
         self.update_metrics()
         self.update_checkpoints()
         self.update_log_status(throttle=self._status_lines > 0)
-        if self._samples_changed and self._ready and self.query_one("#tabs", TabbedContent).active == "tab-gpus":
-            self.show_gpus()  # another machine's figures arrived
+        ended = self._gpus_live and self.run_watch.status in FINAL_STATUSES
+        if (self._samples_changed or ended) and self._ready and self.query_one("#tabs", TabbedContent).active == "tab-gpus":
+            self.show_gpus()  # another machine's figures arrived, or the run ended: what it used while it ran
         if not self._landed:
             self._landed = True
             if self.run_watch.status == "failed":
@@ -349,7 +361,15 @@ class MonitorScreen(Screen):
         step = p["step"]
         hang_lines = self.hang_lines()
         hung = self.hang is not None and self.hang.hung and bool(hang_lines)
-        line1 = Text.assemble("● ", status_text(HUNG_LABEL if hung else status), no_wrap=True, overflow="ellipsis")
+        # another box's live run, the box not heard: its status now is not known, only what it said last
+        heard_at = self.heard_at if self.mirror_problem is not None and status not in FINAL_STATUSES else None
+        if heard_at is not None:
+            line1 = Text.assemble("● ", ("not heard", "bold red"),
+                                  f" · {status} when last heard ({time.strftime('%H:%M:%S', time.localtime(heard_at))})",
+                                  no_wrap=True, overflow="ellipsis")
+        else:
+            line1 = Text.assemble("● ", status_text(HUNG_LABEL if hung else status), no_wrap=True,
+                                  overflow="ellipsis")
         if status == "failed":
             line1.append(f" ({self.failed_where()})", style="red")
         job = slurm_job_id(record)
@@ -372,17 +392,21 @@ class MonitorScreen(Screen):
         line2.append(bar(fraction, width), style="green")
         line2.append(f" {fraction:4.0%}" if fraction is not None else "   ?%")
         rate = w.events.steps_per_second
-        if rate:
+        if hung or heard_at is not None:  # no step now, or none heard of: not known
+            line2.append("  steps/s and ETA unknown" + (" (no progress: hung?)" if hung else ""))
+        elif rate:
             line2.append(f"  {rate:.2f} steps/s")
-            if total and status not in FINAL_STATUSES and step < total:
+            if total and status == "running" and step < total:  # a stopping run ends at its next step
                 line2.append(f"  ETA {duration((total - step) / rate)}")
         started = record.get("started")
         if started:
             end = record.get("ended") or (self.app.clock() if status not in FINAL_STATUSES else None)
-            if end:
+            if heard_at is not None:  # it went on for at least as long as the box was heard
+                line2.append(f"  elapsed ≥ {duration(max(0.0, heard_at - started))}")
+            elif end:
                 line2.append(f"  elapsed {duration(end - started)}")
         lines = [line1, line2, *hang_lines]
-        if w.queue is not None:  # queued: its place and what it waits for (runs.queue_view), read by the worker
+        if w.queue is not None:  # queued: its place and what it waits for (runs.queue.look), read by the worker
             place, *waits = w.queue.words()
             lines += [Text.assemble(place, (" · s: cancel", "bold"), style="yellow", no_wrap=True),
                       *(Text(wait, style="yellow", no_wrap=True) for wait in waits)]
@@ -416,8 +440,10 @@ class MonitorScreen(Screen):
     def update_metrics(self) -> None:
         lineage = self.lineage
         series = lineage.joined(self.run_watch.events.series) if lineage is not None else self.run_watch.events.series
-        self.query_one(MetricsPanel).show(series, live=self.run_watch.status not in FINAL_STATUSES,
-                                          lineage=lineage.note() if lineage is not None else None)
+        status = self.run_watch.status
+        self.query_one(MetricsPanel).show(series, live=status not in FINAL_STATUSES,
+                                          lineage=lineage.note() if lineage is not None else None,
+                                          ended=status if status in FINAL_STATUSES else None)
 
     def update_checkpoints(self) -> None:
         self.query_one(CheckpointList).show(self.run_watch, self.app.show_path(self.run_watch.output_dir))
@@ -431,7 +457,7 @@ class MonitorScreen(Screen):
         from tuitrain.tui.widgets.gpu_panel import box_panel, run_panel
 
         w = self.run_watch
-        live = w.status not in FINAL_STATUSES
+        live = self._gpus_live = w.status not in FINAL_STATUSES
         if self.host is not None:
             self._gpus_of = self.app.host_gpus.get(self.host)
             panel = box_panel(self.host, self._gpus_of, w.record, w.paths.id, live, run_dir=w.paths.root)
@@ -718,7 +744,7 @@ class MonitorScreen(Screen):
 
     def action_export(self) -> None:
         """The export dialog (best, last or selected checkpoint; a folder), then `tuitrain export` in a worker."""
-        from tuitrain.runs.checkpoints import latest_complete
+        from tuitrain.rundir.checkpoints import latest_complete
         from tuitrain.tui.screens.export import ExportChoice, ExportScreen
         from tuitrain.tui.widgets.checkpoints import best_checkpoint
 

@@ -18,6 +18,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
+from tuitrain.errors import TuitrainError, error_lines
+from tuitrain.tui.failed_work import PassesFailedWorkUp
 from tuitrain.tui.messages import RunStarted
 from tuitrain.tui.plain import problem_lines
 from tuitrain.tui.widgets.field import Field
@@ -26,7 +28,7 @@ from tuitrain.tui.widgets.words import Words
 if TYPE_CHECKING:
     from textual import getters
 
-    from tuitrain.runs.checkpoints import Checkpoint
+    from tuitrain.rundir.checkpoints import Checkpoint
     from tuitrain.tui.app_api import TuitrainAppApi
 
 
@@ -43,7 +45,7 @@ def override_problems(profile: Path, overrides: Sequence[str], checkpoint: Check
     `checkpoint` to resume from, also what `tuitrain resume` refuses against it (another base, nothing left
     to train)."""
     from tuitrain.profile import ProfileError, load_profile
-    from tuitrain.runs.relaunch import checkpoint_refusal
+    from tuitrain.runs.start.from_profile import checkpoint_refusal
 
     try:
         loaded = load_profile(profile, list(overrides))
@@ -66,7 +68,7 @@ def box_checkpoint(found: Sequence[dict], ref: str) -> dict | None:
     return next((c for c in complete if ref in (str(c.get("path")), Path(str(c.get("path"))).name)), None)
 
 
-class ResumeScreen(ModalScreen[None]):
+class ResumeScreen(PassesFailedWorkUp, ModalScreen[None]):
     if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
         app = getters.app(TuitrainAppApi)
 
@@ -120,16 +122,16 @@ class ResumeScreen(ModalScreen[None]):
 
     @work(thread=True, group="resume-checkpoint", exit_on_error=False)
     def _find_checkpoint(self) -> None:
-        from tuitrain.runs.layout import RunPaths
-        from tuitrain.runs.record import RunRecordError, read_record
-        from tuitrain.runs.relaunch import ResumeError, choose_checkpoint
+        from tuitrain.rundir.layout import RunPaths
+        from tuitrain.rundir.record import read_record
+        from tuitrain.runs.start.from_profile import choose_checkpoint
 
         if self.elsewhere is not None:
             self.app.call_from_thread(self._show_checkpoint, self._box_checkpoint_line(*self.elsewhere))
             return
         try:
             chosen = choose_checkpoint(read_record(RunPaths(self.run_dir)), self.checkpoint)
-        except (ResumeError, RunRecordError, OSError, KeyError) as exc:
+        except (TuitrainError, OSError, KeyError) as exc:  # said in the dialog, where the checkpoint would be
             self.app.call_from_thread(self._show_checkpoint, Text(str(exc), style="red"))
             return
         self.app.call_from_thread(self._show_checkpoint, Text.assemble(
@@ -169,7 +171,7 @@ class ResumeScreen(ModalScreen[None]):
 
     @work(thread=True, group="resume-check", exit_on_error=False)
     def _validate(self, overrides: list[str], number: int, chosen: Checkpoint | None) -> None:
-        from tuitrain.runs.layout import RunPaths
+        from tuitrain.rundir.layout import RunPaths
 
         problems = override_problems(RunPaths(self.run_dir).profile, overrides, chosen)
         self.app.call_from_thread(self._show_problems, problems, number)
@@ -197,11 +199,8 @@ class ResumeScreen(ModalScreen[None]):
         """Checked once more as the CLI checks them, then the run's own backend resumes it, as `tuitrain resume`
         does (a Slurm run is submitted again; a run on several machines starts on them)."""
         from tuitrain.backends import for_run
-        from tuitrain.profile import ProfileError
-        from tuitrain.runs.layout import RunPaths
-        from tuitrain.runs.record import RunRecordError, read_record
-        from tuitrain.runs.relaunch import ResumeError
-        from tuitrain.runs.start import StartError
+        from tuitrain.rundir.layout import RunPaths
+        from tuitrain.rundir.record import read_record
 
         if self.elsewhere is not None:
             self._start_there(*self.elsewhere, overrides)
@@ -214,11 +213,8 @@ class ResumeScreen(ModalScreen[None]):
         try:
             resumed = for_run(read_record(parent)).resume(parent, self.app.runs_root, self.checkpoint, overrides,
                                                           cwd=self.app.cwd)
-        except ProfileError as exc:
-            self.app.call_from_thread(self._failed, [str(p) for p in exc.problems])
-            return
-        except (ResumeError, StartError, RunRecordError, OSError) as exc:
-            self.app.call_from_thread(self._failed, [str(exc)])
+        except (TuitrainError, OSError) as exc:  # said in the dialog, which stays open to change the overrides
+            self.app.call_from_thread(self._failed, error_lines(exc))
             return
         self.app.call_from_thread(self._started, str(resumed.paths.root), resumed.note)
 

@@ -17,7 +17,7 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
 from textual.strip import Strip
-from textual.widgets import Label, SelectionList, Static
+from textual.widgets import SelectionList, Static
 
 from tuitrain.hardware.devices import GpuInfo
 from tuitrain.hardware.preflight import busy_reasons
@@ -37,7 +37,7 @@ def cuda_labels(ticked: Sequence[int | None]) -> dict[int, str]:
 
 def busy_note(gpu: GpuInfo) -> str:
     """'  ⚠ taken: 95% busy' beside a ticked GPU that the launch's preflight warns about (one rule,
-    hardware.preflight.busy_reasons: near-full of memory, or busy computing); '' when it has room."""
+    hardware.gpu_choice.busy_reasons: a process computing on it, near-full of memory, or busy); '' when it has room."""
     if gpu.lost:  # it stopped answering: the launch's preflight refuses it
         return "  ⚠ lost: stopped answering (NVML), untick it"
     reasons = busy_reasons(gpu)
@@ -87,7 +87,7 @@ class GpuPicker(Vertical):
         self.mapping = list(mapping)
 
     def compose(self) -> ComposeResult:
-        yield Label(HOW, markup=False)
+        yield Words(HOW, id="gpu-how")  # wrapped whole (a Label kept one line, cut at the edge)
         yield GpuList(*((plain(prompt), gpu, ticked) for prompt, gpu, ticked in self.items), id="gpu-list")
         yield Words(self._mapping_text(), id="gpu-mapping")
 

@@ -41,7 +41,13 @@ class TextLine(Widget):
         return self._text.plain if isinstance(self._text, Text) else self._text
 
     def render(self) -> Text:
-        text = Text(visible(self._text), end="") if isinstance(self._text, str) else visible_text(self._text).copy()
+        return self.one_line(self._text)
+
+    @staticmethod
+    def one_line(content: Text | str) -> Text:
+        """`content` as one line, ending in an ellipsis where the widget cuts it; words from outside shown as they are
+        (control characters as pictures)."""
+        text = Text(visible(content), end="") if isinstance(content, str) else visible_text(content).copy()
         text.no_wrap = True
         text.overflow = "ellipsis"
         return text
