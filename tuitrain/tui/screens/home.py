@@ -520,8 +520,8 @@ class HomeScreen(PassesFailedWorkUp, Screen):
         if run_dir is None:
             return
         row = next((e.row for e in self._rows if e.host is None and e.key == run_dir.name), None)
-        if row is not None and row.final:
-            self.notify(f"run {row.id} has already ended ({row.status})", severity="warning")
+        if row is not None and row.final:  # nothing to ask: refused in runs.control's words
+            self.request(run_dir, "stop")
             return
         ask_first(self.app, "stop", run_dir.name, lambda: self.request(run_dir, "stop"))
 
