@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from conftest import cli, only_run, wait_until_ended
 from test_tui_app import make_app, open_run, run, show_field, until
-from test_tui_fixtures import FAILED, RUNNING, make_runs
+from test_tui_fixtures import FAILED, FINISHED, RUNNING, make_runs
 from tuitrain.tui.plain import CONTROL, visible
 
 TUI = Path(__file__).resolve().parents[1] / "tuitrain" / "tui"
@@ -239,15 +239,21 @@ def test_home_shows_a_runs_cause_a_hosts_problem_a_profile_and_the_filter_as_tex
     from tuitrain.tui.messages import WorkstationHeard, WorkstationsListed
     from tuitrain.tui.run_table import HostRuns
 
-    cause, problem, name, typed = (data.draw(WORDS, label=label) for label in ("cause", "problem", "profile", "filter"))
+    cause, problem, name, typed, swept = (data.draw(WORDS, label=label)
+                                          for label in ("cause", "problem", "profile", "filter", "a sweep run's name"))
     base = tmp_path_factory.mktemp("home")
-    make_runs(base / "runs")
+    made = make_runs(base / "runs")
+    path = made[FINISHED] / "run.json"  # a sweep's run: Home labels it by its name, its values whole
+    record = json.loads(path.read_text())
+    record.update(profile=swept, queue={"sweep": {"id": "s1", "index": 0, "of": 1, "label": swept}})
+    path.write_text(json.dumps(record))
     (base / "profiles").mkdir()
     shutil.copy(builtin_profile_path(), base / "profiles" / f"{file_name(name)}.toml")
     app = make_app(base)
 
     async def script(pilot):
         home = app.screen
+        await until(pilot, lambda: FINISHED in home.labels, what="the sweep run's label")
         path = base / "runs" / RUNNING / "run.json"  # the run fails, its cause in the words (as a supervisor writes it)
         record = json.loads(path.read_text())
         record.update(status="failed", failed_rank=0, ended=record["created"] + 100, error=cause)

@@ -21,6 +21,7 @@ from tuitrain.errors import TuitrainError
 from tuitrain.tui.actions import run_request
 from tuitrain.tui.failed_work import PassesFailedWorkUp
 from tuitrain.tui.messages import WorkstationHeard, WorkstationsListed
+from tuitrain.tui.plain import visible_text
 from tuitrain.tui.run_cells import RunCells
 from tuitrain.tui.run_columns import COLUMNS, Layout, cell_len, empty_runs_hint, fit_columns, runs_title
 from tuitrain.tui.run_table import (
@@ -208,7 +209,8 @@ class HomeScreen(PassesFailedWorkUp, Screen):
         highlighted = options.highlighted
         options.clear_options()
         for entry in entries:
-            options.add_option(Option(Text.assemble((entry.name, "bold"), ("  " + entry.where, "dim")), id=str(entry.path)))
+            options.add_option(Option(visible_text(Text.assemble((entry.name, "bold"), ("  " + entry.where, "dim"))),
+                                      id=str(entry.path)))
         if entries:
             options.highlighted = min(highlighted or 0, len(entries) - 1)
 
