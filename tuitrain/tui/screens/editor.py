@@ -83,6 +83,10 @@ class EditorScreen(PassesFailedWorkUp, Screen):
         self.rows: dict[str, FieldRow] = {}  # the fields mounted so far, by dotted key
         self._check_timer: Timer | None = None
         self.populated: set[str] = set()  # the sections whose forms are built
+        # what an edit last showed beside the fields and in the GPU picker: an edit that changes neither (most of
+        # them, a paste too) asks no query of the form (issue 34, item 5: each edit walked every row)
+        self._ignored_shown: dict[str, str] | None = None
+        self._gpus_shown: tuple[list[str], list[str]] | None = None
 
     # what the app (an unsaved editor holds the quit) and the tests read: the model's state
     @property
@@ -188,16 +192,21 @@ class EditorScreen(PassesFailedWorkUp, Screen):
         self._apply_problems()
         self._show_ignored()
 
-    def _show_ignored(self) -> None:
-        """Beside each key (or table) that the chosen model or data source makes the engine ignore, why."""
+    def _show_ignored(self, if_changed: bool = False) -> None:
+        """Beside each key (or table) that the chosen model or data source makes the engine ignore, why.
+        `if_changed`: only when that differs from what was shown last (a form just built is always shown)."""
         ignored = self.model.ignored_keys()
+        if if_changed and ignored == self._ignored_shown:
+            return
+        self._ignored_shown = ignored
         for key, row in self.rows.items():
             if row.is_mounted:
                 row.set_note(ignored.get(key))
         for note in self.query(".ignored-note").results(Static):
             words = ignored.get(str(note.id).removeprefix("ignored-").replace("-", "."), "")
-            note.update(words)
-            note.set_class(not words, "-empty")
+            if note.has_class("-empty") != (not words) or str(note.content) != words:
+                note.update(words)
+                note.set_class(not words, "-empty")
 
     @on(TabbedContent.TabActivated, "#sections")
     async def _section_shown(self, event: TabbedContent.TabActivated) -> None:
@@ -486,8 +495,12 @@ class EditorScreen(PassesFailedWorkUp, Screen):
     def _show_gpus(self) -> None:
         """The picker shows the GPUs' order (cuda:N labels, the mapping) and live figures as they are now."""
         gpus = tuple(getattr(self.app.hardware, "gpus", ()) or ())
+        shown = (self._gpu_prompts(gpus), self.model.gpu_mapping_lines(gpus))
+        if shown == self._gpus_shown:
+            return  # (a picker built since was built from the same model and figures)
+        self._gpus_shown = shown
         for picker in self.query(GpuPicker).results():
-            picker.show(self._gpu_prompts(gpus), self.model.gpu_mapping_lines(gpus))
+            picker.show(*shown)
 
     def _gpu_prompt(self, gpu: Any) -> str:
         """'GPU 1  NVIDIA RTX A6000  46.2/48.0 GiB in use, 97%': the live figures when sampled (memory as every
@@ -551,7 +564,7 @@ class EditorScreen(PassesFailedWorkUp, Screen):
         changes pause (`check_delay` after the last one)."""
         self.query_one("#title", Static).update(self._title())
         self._show_gpus()
-        self._show_ignored()
+        self._show_ignored(if_changed=True)
         self._recheck_soon()
 
     def _recheck_soon(self) -> None:

@@ -26,6 +26,7 @@ from tuitrain.tui.widgets.words import Words
 
 if TYPE_CHECKING:
     from textual import getters
+    from textual.timer import Timer
 
     from tuitrain.backends import Backend
     from tuitrain.profile import Profile
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from tuitrain.tui.app_api import TuitrainAppApi
 
 
+PLAN_DELAY = 0.2  # seconds of quiet after an edit of the overrides before they are planned (as the editor checks)
 SCRIPT_EXAMPLE = "distributed.num_processes=2 run.name=try-2"  # overrides a [script] profile takes (no [training])
 
 
@@ -73,6 +75,7 @@ class LaunchScreen(PassesFailedWorkUp, ModalScreen[None]):
         self.initial = " ".join(shlex.quote(o) for o in overrides)
         self.busy = False
         self._previews = 0
+        self._plan_timer: Timer | None = None
         self.hosts = configured_hosts()  # the workstations of the settings: where else it may go
 
     def compose(self) -> ComposeResult:
@@ -116,7 +119,11 @@ class LaunchScreen(PassesFailedWorkUp, ModalScreen[None]):
 
     @on(Input.Changed, "#overrides")
     def _changed(self, event: Input.Changed) -> None:
-        self.preview(event.value)
+        """One plan once the typing pauses, not a plan a key: each plan is a thread that holds the interpreter while
+        it plans, and a paste with keys behind it had four of them slow the screen (issue 34, item 5)."""
+        if self._plan_timer is not None:
+            self._plan_timer.stop()
+        self._plan_timer = self.set_timer(PLAN_DELAY, lambda: self.preview(event.value))
 
     def preview(self, _value: str) -> None:
         """Plan again in a worker; thread workers are not stopped by newer ones, so only the
@@ -311,6 +318,8 @@ class LaunchScreen(PassesFailedWorkUp, ModalScreen[None]):
     def _failed(self, problems: list[str]) -> None:
         self.busy = False
         self._previews += 1  # a plan still on its way would hide why nothing started
+        if self._plan_timer is not None:
+            self._plan_timer.stop()
         self.query_one("#plan", Static).update("not started:")
         self.query_one("#problems", Static).update(problem_lines(problems))
 

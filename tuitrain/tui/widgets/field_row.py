@@ -169,6 +169,8 @@ class FieldRow(Vertical):
 
     def set_note(self, note: str | None) -> None:
         """A word about this key that is no error (e.g. that the chosen model ignores it)."""
+        if (note or "") == self._note:
+            return  # each edit asks every row again (the editor's _show_ignored): an unchanged note costs no repaint
         self._note = note or ""
         for line in self.query(".field-note").results(Static):
             line.update(self._note)
