@@ -560,11 +560,10 @@ class EditorScreen(PassesFailedWorkUp, Screen):
                         else "it is already at that end", severity="warning", timeout=3)
 
     def _modified(self) -> None:
-        """The model has changed: the title says so and the profile is checked again once the
-        changes pause (`check_delay` after the last one)."""
+        """The model has changed: the title says so, and once the changes pause (`check_delay` after the last one)
+        the notes beside the fields follow and the profile is checked again."""
         self.query_one("#title", Static).update(self._title())
         self._show_gpus()
-        self._show_ignored(if_changed=True)
         self._recheck_soon()
 
     def _recheck_soon(self) -> None:
@@ -598,6 +597,7 @@ class EditorScreen(PassesFailedWorkUp, Screen):
         if self._check_timer is not None:
             self._check_timer.stop()
             self._check_timer = None
+        self._show_ignored(if_changed=True)  # here, not on each edit: a note that comes or goes lays out the form
         self._check(*self.model.begin_check())
 
     @work(thread=True, exclusive=True, group="editor-check", exit_on_error=False)

@@ -157,6 +157,8 @@ class FieldRow(Vertical):
 
     def set_error(self, message: str | None) -> None:
         """The validator's words about this key; kept until the row is composed when it is not yet."""
+        if (message or "") == self._error:
+            return  # each check asks every row again: an unchanged error costs no repaint
         self._error = message or ""
         for error in self.query(".field-error").results(Static):
             error.update(self._error)
