@@ -562,7 +562,9 @@ class EditorScreen(PassesFailedWorkUp, Screen):
     def _modified(self) -> None:
         """The model has changed: the title says so, and once the changes pause (`check_delay` after the last one)
         the notes beside the fields follow and the profile is checked again."""
-        self.query_one("#title", Static).update(self._title())
+        title, shown = self._title(), self.query_one("#title", Static)
+        if str(shown.content) != str(title):  # an update lays out the whole form again: only when its words change
+            shown.update(title)
         self._show_gpus()
         self._recheck_soon()
 
