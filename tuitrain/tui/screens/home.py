@@ -321,6 +321,17 @@ class HomeScreen(Screen):
     def hardware_sampled(self, line: str) -> None:
         if self._ready and self.shown:
             self.query_one(HardwareStrip).set(line)
+            self._show_history()
+
+    def box_gpus_heard(self, _host: str) -> None:
+        """The app heard a workstation's GPUs (through the strip): their history on the strip."""
+        if self._ready and self.shown:
+            self._show_history()
+
+    def _show_history(self) -> None:
+        from tuitrain.remote.workstations import LOCAL
+
+        self.query_one(HardwareStrip).show_history(self.app.gpu_history.every([LOCAL, *self.remote]))
 
     def selected_run_id(self) -> str | None:
         table = self.query_one("#runs", DataTable)
