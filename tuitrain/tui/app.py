@@ -249,12 +249,12 @@ class TuitrainApp(TuitrainAppApi):
         # a resume from a monitor takes that monitor's place: escape goes back to where it was opened from
         self.open_run(Path(message.run_dir), replace=True)
 
-    def open_run(self, run_dir: Path, replace: bool = False) -> None:
+    def open_run(self, run_dir: Path, replace: bool = False, tab: str | None = None) -> None:
         from tuitrain.runs.record import RunRecordError
         from tuitrain.tui.screens.monitor import MonitorScreen
 
         try:
-            screen = MonitorScreen(Path(run_dir))
+            screen = MonitorScreen(Path(run_dir), tab)
         except RunRecordError as exc:  # a damaged run.json: say so, the app goes on
             self.notify(str(exc), title="Cannot open this run", severity="error", timeout=15)
             return

@@ -45,8 +45,8 @@ class TuitrainAppApi(App[int]):
         """Poll the runs root now (after starting or stopping a run)."""
 
     @abstractmethod
-    def open_run(self, run_dir: Path, replace: bool = False) -> None:
-        """The run's monitor (in place of the current monitor when `replace`)."""
+    def open_run(self, run_dir: Path, replace: bool = False, tab: str | None = None) -> None:
+        """The run's monitor (in place of the current monitor when `replace`; on the pane `tab`, `tab-rank-3`)."""
 
     @abstractmethod
     def open_compare(self, runs: list[tuple[Path, str]]) -> None:

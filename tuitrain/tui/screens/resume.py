@@ -192,31 +192,21 @@ class ResumeScreen(ModalScreen[None]):
     def start(self, overrides: list[str]) -> None:
         """Checked once more as the CLI checks them, then the run's own backend resumes it, as `tuitrain resume`
         does (a Slurm run is submitted again; a run on several machines starts on them)."""
-        from tuitrain.backends import for_run
-        from tuitrain.profile import ProfileError
         from tuitrain.runs.layout import RunPaths
-        from tuitrain.runs.record import RunRecordError, read_record
-        from tuitrain.runs.relaunch import ResumeError
-        from tuitrain.runs.start import StartError
+        from tuitrain.tui.actions import resume_here
 
         if self.elsewhere is not None:
             self._start_there(*self.elsewhere, overrides)
             return
-        parent = RunPaths(self.run_dir)
-        problems = override_problems(parent.profile, overrides)
+        problems = override_problems(RunPaths(self.run_dir).profile, overrides)
         if problems:
             self.app.call_from_thread(self._failed, problems)
             return
-        try:
-            resumed = for_run(read_record(parent)).resume(parent, self.app.runs_root, self.checkpoint, overrides,
-                                                          cwd=self.app.cwd)
-        except ProfileError as exc:
-            self.app.call_from_thread(self._failed, [str(p) for p in exc.problems])
+        new_dir, said = resume_here(self.run_dir, self.app.runs_root, self.checkpoint, overrides, self.app.cwd)
+        if new_dir is None:
+            self.app.call_from_thread(self._failed, said.splitlines())
             return
-        except (ResumeError, StartError, RunRecordError, OSError) as exc:
-            self.app.call_from_thread(self._failed, [str(exc)])
-            return
-        self.app.call_from_thread(self._started, str(resumed.paths.root), resumed.note)
+        self.app.call_from_thread(self._started, str(new_dir), said)
 
     def _start_there(self, host: str, run_id: str, overrides: list[str]) -> None:
         from tuitrain.tui.actions import remote_resume
