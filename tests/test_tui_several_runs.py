@@ -242,5 +242,5 @@ def test_the_focused_pane_is_lit_and_the_key_bar_shows_its_keys(base):  # noqa: 
 
 def test_keys_of_the_several_runs_are_in_the_readme():
     readme = (Path(__file__).parent.parent / "README.md").read_text()
-    for words in ("`space` marks runs", "`0`–`9`", "click on a column's header"):
+    for words in ("`space` marks runs", "`0`–`9`", "click on a column's header", "`v`"):
         assert words in readme, words
