@@ -1,6 +1,6 @@
 """Every run keeps its GPU/CPU samples (issue 28, item 8): machines/machine-M-samples.json, written by the
 supervisor's sampling thread, bounded in size; shown by the monitor's GPUs tab, as curves in Compare, and turned into
-hints (input-bound, GPU memory far from full) by one rule, tuitrain.runs.usage.usage_hints."""
+hints (input-bound, GPU memory far from full) by one rule, tuitrain.runs.view.usage.usage_hints."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import os
 from pathlib import Path
 
 from conftest import cli, record, wait_for, wait_until_ended
-from tuitrain.runs.samples import MAX_BUCKETS, SampleLog, parse, read_run_samples, samples_path
-from tuitrain.runs.usage import BUSY_RANK, IDLE_GPU, MIN_SECONDS, summarise, usage_hints
+from tuitrain.runs.keeper.samples import MAX_BUCKETS, SampleLog, parse, read_run_samples, samples_path
+from tuitrain.runs.view.usage import BUSY_RANK, IDLE_GPU, MIN_SECONDS, summarise, usage_hints
 
 NVML_TABLE = Path(__file__).parent / "fixtures" / "nvml" / "four_gpu_mixed.json"
 GPU = {"index": 0, "name": "NVIDIA H100 80GB HBM3", "memory_total": 81559}  # MiB

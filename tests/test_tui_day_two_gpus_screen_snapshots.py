@@ -35,7 +35,7 @@ def fixed_view(table: str):
     from tuitrain.hardware.na import NA
     from tuitrain.hardware.recorded import RecordedNvml, load_table
     from tuitrain.hardware.sampler import GpuPoint, Sampler
-    from tuitrain.runs.owners import RankOwner
+    from tuitrain.runs.view.owners import RankOwner
 
     with Sampler(RecordedNvml(load_table(FIXTURES / f"{table}.json"))) as sampler:
         view = sampler.view()

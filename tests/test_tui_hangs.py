@@ -1,5 +1,5 @@
-"""Issue 26 in the app: the monitor's header says a live run is hung? (runs.hang's verdict: which ranks stopped moving
-and since when, a straggler), and its `h` takes every rank's stacks in a worker (runs.stacks.gather, as `tuitrain
+"""Issue 26 in the app: the monitor's header says a live run is hung? (runs.view.hang's verdict: which ranks stopped moving
+and since when, a straggler), and its `h` takes every rank's stacks in a worker (runs.view.stacks.gather, as `tuitrain
 stacks`) and shows their digest. Fixed run directories (test_tui_fixtures.make_runs) with heartbeats written here;
 the stacks are a real process's, a sleeper that answers SIGUSR2 as a rank does (faulthandler)."""
 

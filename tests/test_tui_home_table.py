@@ -106,7 +106,7 @@ def test_slash_filters_as_one_types_and_the_filter_and_sort_hold_across_refreshe
 
 
 def test_the_filter_matches_every_word_against_id_profile_and_status():
-    from tuitrain.runs.live import RunRow
+    from tuitrain.runs.view.live import RunRow
     from tuitrain.tui.run_table import RunOrder, arrange
 
     def row(run_id: str, profile: str, status: str, created: float) -> RunRow:

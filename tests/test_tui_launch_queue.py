@@ -13,8 +13,8 @@ import tomli_w
 from conftest import FINAL, wait_until_ended
 from test_tui_app import make_app, run, until
 from tuitrain.profile.lookup import BUILTIN_DIR
-from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.record import read_record
+from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.record import read_record
 
 QUICK = ["training.max_steps=2", "training.logging_steps=1", "training.eval_strategy=no", "training.save_strategy=no"]
 

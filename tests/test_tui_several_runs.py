@@ -17,7 +17,7 @@ from test_tui_home_table import shown_ids
 
 
 def row(run_id: str, status: str, checkpoints: int = 0):
-    from tuitrain.runs.live import RunRow
+    from tuitrain.runs.view.live import RunRow
 
     return RunRow(run_id, "", "demo", status, 0, None, None, "eval_loss", None, 1.0, None, None, None, checkpoints)
 
@@ -209,8 +209,8 @@ def test_a_click_on_a_header_sorts_by_it_and_the_header_says_the_sort(base):  # 
 
 
 def test_the_focused_pane_is_lit_and_the_key_bar_shows_its_keys(base):  # noqa: F811
+    from tuitrain.rundir.layout import RunPaths
     from tuitrain.runs.control import REQUESTS
-    from tuitrain.runs.layout import RunPaths
     from tuitrain.tui.widgets.key_bar import KeyBar
 
     app = make_app(base)

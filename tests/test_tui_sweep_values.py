@@ -40,7 +40,7 @@ def sweep_of_three(folder: Path) -> None:
 
 
 def test_the_results_are_sorted_by_the_metric_with_the_winner_marked():
-    from tuitrain.runs.best import best_rule
+    from tuitrain.rundir.best import best_rule
     from tuitrain.tui.sweep_results import greater_is_better, label_values, result, table
 
     assert label_values("learning_rate=3e-05 seed=1") == (("learning_rate", "3e-05"), ("seed", "1"))

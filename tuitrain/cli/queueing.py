@@ -55,7 +55,7 @@ def queue_request(args: argparse.Namespace) -> Any:
     """The QueueRequest `tuitrain run` asked for, or None (no --queue, --after or --after-ok)."""
     if not (getattr(args, "queue", False) or getattr(args, "after", None) or getattr(args, "after_ok", None)):
         return None
-    from tuitrain.runs.queue import QueueRequest
+    from tuitrain.runs.queue.entries import QueueRequest
 
     return QueueRequest(after=_runs(args.runs_root, args.after, "--after"),
                         after_ok=_runs(args.runs_root, args.after_ok, "--after-ok"))
@@ -69,7 +69,7 @@ def status_lines(run_dir: Path, record: dict[str, Any]) -> list[str]:
         return [f"gpus       {', '.join(map(str, chosen['gpus']))}, chosen by the queue at its start: {chosen['why']}"]
     if record.get("status") != "queued":
         return []
-    from tuitrain.runs.queue_view import places, queue_rows, run_key
+    from tuitrain.runs.queue.look import places, queue_rows, run_key
 
     mine = places(queue_rows()).get(run_key(run_dir))
     if mine is None:
@@ -79,7 +79,7 @@ def status_lines(run_dir: Path, record: dict[str, Any]) -> list[str]:
 
 def cmd_move(args: argparse.Namespace) -> int:
     from tuitrain.runs.catalog import find_run
-    from tuitrain.runs.queue_view import queue_action
+    from tuitrain.runs.queue.look import queue_action
 
     if not args.run or not args.top:
         raise CliError("queue move needs a run and where to: tuitrain queue move RUN --top")
@@ -89,8 +89,8 @@ def cmd_move(args: argparse.Namespace) -> int:
 
 def cmd_queue(args: argparse.Namespace) -> int:
     from tuitrain.cli.output import print_json
-    from tuitrain.runs.queue import damaged_entries, queue_dir
-    from tuitrain.runs.queue_view import queue_rows
+    from tuitrain.runs.queue.entries import damaged_entries, queue_dir
+    from tuitrain.runs.queue.look import queue_rows
     from tuitrain.runs.run_owner import user_name
 
     if getattr(args, "action", None) == "move":
@@ -122,9 +122,9 @@ def cmd_queue(args: argparse.Namespace) -> int:
 def _sweep(row: dict[str, Any]) -> dict[str, Any] | None:
     """The sweep a waiting run of the queue belongs to, from its record (None: of no sweep, or unreadable); read
     here, for `tuitrain queue`, not in queue_rows, which the app polls."""
-    from tuitrain.runs.layout import RunPaths
-    from tuitrain.runs.queue import sweep_fields
-    from tuitrain.runs.record import RunRecordError, read_record
+    from tuitrain.rundir.layout import RunPaths
+    from tuitrain.rundir.record import RunRecordError, read_record
+    from tuitrain.runs.queue.entries import sweep_fields
 
     try:
         return sweep_fields(read_record(RunPaths(Path(row["run_dir"]))))
@@ -165,7 +165,7 @@ def queue_lines(waiting: list[dict[str, Any]], expand: bool = False) -> list[str
 
 def cmd_cancel(args: argparse.Namespace) -> int:
     from tuitrain.runs.catalog import find_run
-    from tuitrain.runs.queue_view import queue_action
+    from tuitrain.runs.queue.look import queue_action
 
     print(queue_action(find_run(args.runs_root, args.run), "cancel"), file=sys.stderr)
     return 0

@@ -94,7 +94,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from tuitrain.backends.queueing import queueing_backend
     from tuitrain.cli.queueing import queue_request
     from tuitrain.profile import load_profile, resolve_profile_path
-    from tuitrain.runs.queue import QueueRequest
+    from tuitrain.runs.queue.entries import QueueRequest
 
     if args.max_parallel is not None and args.max_parallel < 1:
         raise CliError(f"--max-parallel {args.max_parallel}: must be 1 or more (how many runs of the sweep at once)")
@@ -136,7 +136,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 def let_go(held: Sequence[Any], drop: bool) -> None:
     """Release the held runs of a sweep (all queued), or have each leave the queue (the sweep was cut short)."""
-    from tuitrain.runs.layout import CONTROL_DROP_SWEEP, CONTROL_HOLD
+    from tuitrain.rundir.layout import CONTROL_DROP_SWEEP, CONTROL_HOLD
 
     for paths in held:
         if drop:

@@ -259,7 +259,7 @@ def cmd_stream(args: argparse.Namespace) -> int:
     from tuitrain import __version__
     from tuitrain.remote.runs_stream import HOME_SILENCE_SECONDS, serve
     from tuitrain.runs.catalog import scan_runs
-    from tuitrain.runs.live import RunsWatcher
+    from tuitrain.runs.view.live import RunsWatcher
 
     scan_runs(args.runs_root)
     watcher = RunsWatcher(args.runs_root)
@@ -296,14 +296,14 @@ LOOK_SECONDS = 5.0  # how often a live run's checkpoints (and whether its superv
 def viewer_files(paths: Any) -> Callable[[], dict[str, bytes]]:
     """What a viewer on another box needs that is no file here as it is: the record as this box judges it
     (`lost` when its supervisor is gone; no process ids, which name no process there) and the checkpoints as
-    `runs.checkpoints` finds them. Looked at again when run.json changes, else every LOOK_SECONDS."""
+    `rundir.checkpoints` finds them. Looked at again when run.json changes, else every LOOK_SECONDS."""
     import os
     import time
 
     from tuitrain.remote.run_mirror import CHECKPOINTS, RECORD
-    from tuitrain.runs.checkpoints import run_checkpoints
+    from tuitrain.rundir.checkpoints import run_checkpoints
+    from tuitrain.rundir.record import FINAL_STATUSES, RunRecordError, read_record
     from tuitrain.runs.liveness import effective_status
-    from tuitrain.runs.record import FINAL_STATUSES, RunRecordError, read_record
 
     looked: dict[str, Any] = {"stamp": None, "at": 0.0, "ended": False, "files": {}}
 
@@ -339,7 +339,7 @@ def gpu_sampler(runs_root: Any) -> Iterator[Callable[[], dict[str, Any]]]:
     from tuitrain.hardware.recorded import library_from_env
     from tuitrain.hardware.report import gpu_sample
     from tuitrain.hardware.sampler import Sampler
-    from tuitrain.runs.owners import OwnerIndex
+    from tuitrain.runs.view.owners import OwnerIndex
 
     mps = mps_available()
     with Sampler(library_from_env(os.environ), owners=OwnerIndex(runs_root).get) as sampler:
@@ -351,10 +351,10 @@ PASSED_ON = (("no_doctor", "--no-doctor"), ("queue", "--queue"), ("after", "--af
 
 def sent_profile(ref: str, overrides: Sequence[str]) -> tuple[Path, str]:
     """A profile of this machine as it is sent to another: its --set applied and its relative local paths made
-    absolute from its folder here (`runs.start.freeze_paths`, as a run's frozen profile), as TOML. Checked there,
+    absolute from its folder here (`runs.start.new_run.freeze_paths`, as a run's frozen profile), as TOML. Checked there,
     not here: its data files need only be there."""
     from tuitrain.profile import resolve_profile_path
-    from tuitrain.runs.start import sent_profile_text
+    from tuitrain.runs.start.new_run import sent_profile_text
 
     path = resolve_profile_path(ref)
     return path, sent_profile_text(path, overrides)

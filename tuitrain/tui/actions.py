@@ -14,6 +14,8 @@ from typing import Any, Sequence
 
 from textual.worker import get_current_worker
 
+from tuitrain.errors import TuitrainError
+
 REQUEST_WORDS = {"stop": "save a checkpoint and stop", "save": "save a checkpoint at the next step end",
                  "evaluate": "evaluate at the next step end", "terminate": "end every process now"}
 
@@ -40,11 +42,9 @@ def wait_or_cancel(seconds: float, poke: threading.Event | None = None) -> bool:
 def run_request(app: Any, run_dir: Path, what: str) -> None:
     """A control request from a worker, announced either way. A stop goes through the run's backend (a Slurm
     job's is cancelled when it does not end in time), each of its steps said in a toast; quitting the app gives up
-    any wait (the request stays)."""
+    any wait (the request stays); a refusal is titled with what could not be done."""
     from tuitrain.remote.run_mirror import mirrored_run
-    from tuitrain.runs.control import ControlError
-    from tuitrain.runs.layout import RunPaths
-    from tuitrain.runs.record import RunRecordError
+    from tuitrain.rundir.layout import RunPaths
 
     paths = RunPaths(Path(run_dir))
     title = {"terminate": "Stop now"}.get(what, what.capitalize())
@@ -59,18 +59,18 @@ def run_request(app: Any, run_dir: Path, what: str) -> None:
 
     try:
         said = request_here(paths, what, say)
-    except (ControlError, RunRecordError, OSError) as exc:
-        app.call_from_thread(app.notify, str(exc), title=f"Cannot {what}", severity="warning")
+    except (TuitrainError, OSError) as exc:
+        app.call_from_thread(app.notify, str(exc), title=f"Cannot {what}", severity="warning", markup=False)
         return
     say(said)
 
 
 def request_here(paths: Any, what: str, say: Any) -> str:
     """A request to a run of this machine, in a worker: a stop through the run's backend (each of its steps to
-    `say`), any other as a control file; the line it ends with. Raises ControlError, RunRecordError or OSError."""
+    `say`), any other as a control file; the line it ends with. Raises a TuitrainError (the refusal) or OSError."""
     from tuitrain.backends import for_run
+    from tuitrain.rundir.record import read_record
     from tuitrain.runs.control import request
-    from tuitrain.runs.record import read_record
 
     if what in ("stop", "terminate"):
         return for_run(read_record(paths)).stop(paths, what == "terminate", say, pause=wait_or_cancel)
@@ -112,19 +112,15 @@ def resume_here(run_dir: Path, runs_root: Path, checkpoint: str, overrides: Sequ
     `tuitrain resume` does (a Slurm run is submitted again; a run on several machines starts on them), in a worker:
     (its folder, a note), or (None, why not: every problem, one a line)."""
     from tuitrain.backends import for_run
-    from tuitrain.profile import ProfileError
-    from tuitrain.runs.layout import RunPaths
-    from tuitrain.runs.record import RunRecordError, read_record
-    from tuitrain.runs.relaunch import ResumeError
-    from tuitrain.runs.start import StartError
+    from tuitrain.errors import error_lines
+    from tuitrain.rundir.layout import RunPaths
+    from tuitrain.rundir.record import read_record
 
     parent = RunPaths(run_dir)
     try:
         resumed = for_run(read_record(parent)).resume(parent, runs_root, checkpoint, overrides, cwd=cwd)
-    except ProfileError as exc:
-        return None, "\n".join(str(p) for p in exc.problems)
-    except (ResumeError, StartError, RunRecordError, OSError) as exc:
-        return None, str(exc)
+    except (TuitrainError, OSError) as exc:
+        return None, "\n".join(error_lines(exc))
     return resumed.paths.root, resumed.note
 
 

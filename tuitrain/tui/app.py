@@ -19,10 +19,11 @@ from textual import work
 from textual.app import SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.worker import Worker, WorkerState
 
+from tuitrain.errors import TuitrainError
 from tuitrain.tui.actions import wait_or_cancel
 from tuitrain.tui.app_api import TuitrainAppApi
+from tuitrain.tui.failed_work import PassesFailedWorkUp, WorkFailed
 from tuitrain.tui.gpu_history import GpuHistory
 from tuitrain.tui.messages import HardwareSampled, RunsPolled, RunStarted
 from tuitrain.tui.run_table import CheckpointNews, checkpoints_written
@@ -30,11 +31,11 @@ from tuitrain.tui.run_table import CheckpointNews, checkpoints_written
 if TYPE_CHECKING:
     from tuitrain.hardware.sampler import SampledView
     from tuitrain.remote.runs_stream import HostNews
-    from tuitrain.runs.live import Change, RunRow
+    from tuitrain.runs.view.live import Change, RunRow
     from tuitrain.tui.widgets.hardware_strip import HardwareStrip
 
 
-class TuitrainApp(TuitrainAppApi):
+class TuitrainApp(PassesFailedWorkUp, TuitrainAppApi):
     TITLE = "tuitrain"
     CSS_PATH = "app.tcss"
     BINDINGS = [
@@ -90,6 +91,8 @@ class TuitrainApp(TuitrainAppApi):
         self.call_after_refresh(self._start_watching)
 
     def _start_watching(self) -> None:
+        if not self.is_running:  # quit before the first frame (a browser tab closed at once): its shutdown has
+            return  # cancelled the workers already, and a loop started now would hold the process for ever
         self.poll_runs()
         if self.fixed_hardware_line is None:
             self.sample_hardware()
@@ -119,7 +122,7 @@ class TuitrainApp(TuitrainAppApi):
 
     @work(thread=True, exclusive=True, group="runs", exit_on_error=False)
     def poll_runs(self) -> None:
-        from tuitrain.runs.live import RunsWatcher
+        from tuitrain.runs.view.live import RunsWatcher
 
         watcher = RunsWatcher(self.runs_root)
         self.terminal_word = terminal_endings()
@@ -137,7 +140,7 @@ class TuitrainApp(TuitrainAppApi):
         from tuitrain.hardware import detect_hardware
         from tuitrain.hardware.recorded import library_from_env
         from tuitrain.hardware.sampler import Sampler
-        from tuitrain.runs.owners import OwnerIndex
+        from tuitrain.runs.view.owners import OwnerIndex
         from tuitrain.tui.widgets.gpu_panel import strip_line
 
         # ranks of this machine only: a rank on another machine has a pid that means nothing here
@@ -234,12 +237,15 @@ class TuitrainApp(TuitrainAppApi):
         if not self.is_headless and self._driver is not None:
             self._driver.write(sequence)
 
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        """Every failed worker is said out loud, with what it was doing."""
-        if event.state == WorkerState.ERROR:
-            error = event.worker.error
-            self.notify(f"{type(error).__name__}: {error}", title=f"{event.worker.name or 'work'} failed",
-                        severity="error", timeout=15)
+    def on_work_failed(self, message: WorkFailed) -> None:
+        """Every failed worker of the app or a screen, said in one toast, as text (its words are no markup): a
+        refusal (`TuitrainError`) as its own words, any other error with its kind and what it was doing."""
+        error = message.error
+        if isinstance(error, TuitrainError):
+            self.notify("\n".join(error.lines()), title="Refused", severity="warning", timeout=15, markup=False)
+        else:
+            self.notify(f"{type(error).__name__}: {error}", title=f"{message.worker_name or 'work'} failed",
+                        severity="error", timeout=15, markup=False)
 
     # ------------------------------------------------------------------------------ navigation
     def on_run_started(self, message: RunStarted) -> None:
@@ -250,7 +256,7 @@ class TuitrainApp(TuitrainAppApi):
         self.open_run(Path(message.run_dir), replace=True)
 
     def open_run(self, run_dir: Path, replace: bool = False, tab: str | None = None) -> None:
-        from tuitrain.runs.record import RunRecordError
+        from tuitrain.rundir.record import RunRecordError
         from tuitrain.tui.screens.monitor import MonitorScreen
 
         try:

@@ -13,7 +13,7 @@ from textual.app import App
 if TYPE_CHECKING:
     from tuitrain.hardware.sampler import SampledView
     from tuitrain.remote.runs_stream import HostNews
-    from tuitrain.runs.live import RunRow
+    from tuitrain.runs.view.live import RunRow
     from tuitrain.tui.gpu_history import GpuHistory
     from tuitrain.tui.run_table import CheckpointNews
 

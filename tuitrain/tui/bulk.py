@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from tuitrain.runs.live import RunRow
+    from tuitrain.runs.view.live import RunRow
 
 # what each verb does to a run it applies to, as the question says it
 DOES = {"stop": "save a checkpoint and stop", "cancel": "leave the queue (never started)",

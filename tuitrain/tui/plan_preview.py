@@ -24,6 +24,15 @@ def plan_text(check: Check) -> Text | WithCommands:
     text = Text("\n")
     text.append("environment\n", style="bold")
     text.append("\n".join(f"{k}={v}" for k, v in sorted(plan.env.items())) + "\n\n")
+    memory = getattr(plan, "memory", None)
+    if memory is not None:  # the estimate's lines, here rather than among the notes
+        text.append("GPU memory (an estimate, before anything is loaded)\n", style="bold")
+        problem = next(iter(memory.problems), None)
+        text.append("\n".join(line.removeprefix("GPU memory: ") for line in memory.lines) + "\n",
+                    style="red" if problem is not None and problem.is_error else "yellow" if problem else "")
+        if problem is not None:
+            text.append(f"{problem.message}; {problem.fix}\n", style="bold")
+        text.append("\n")
     return WithCommands([head, check.command, with_config_and_notes(text, "accelerate.yaml", plan)])
 
 
@@ -56,7 +65,9 @@ def with_config_and_notes(text: Text, title: str, plan: Any) -> Text:
 
     text.append(f"{title}\n", style="bold")
     text.append(dump_yaml(plan.accelerate_config))
-    if plan.notes:
+    memory = getattr(plan, "memory", None)
+    notes = [n for n in plan.notes if memory is None or n not in memory.lines]
+    if notes:
         text.append("\nnotes\n", style="bold")
-        text.append("\n".join(plan.notes), style="dim")
+        text.append("\n".join(notes), style="dim")
     return text

@@ -15,7 +15,7 @@ from tuitrain.tui.run_columns import Layout
 from tuitrain.tui.run_table import Entry, checkpoint_step, cut_label
 
 if TYPE_CHECKING:
-    from tuitrain.runs.live import RunRow
+    from tuitrain.runs.view.live import RunRow
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 if TYPE_CHECKING:
-    from tuitrain.runs.live import Change, RunRow
+    from tuitrain.runs.view.live import Change, RunRow
 
 SORTS = ("started", "status", "profile", "loss", "best", "step", "time")
 # the sort a click on a column's header picks (the RUN label starts with when the run started)
@@ -55,7 +55,7 @@ class RunOrder:
 
 def _best_first(row: RunRow) -> float:
     """The row's best value, turned so that the best sorts first (runs.best's rule of its metric's name)."""
-    from tuitrain.runs.best import best_rule
+    from tuitrain.rundir.best import best_rule
 
     value = row.best or 0.0
     return -value if best_rule(row.best_metric).greater_is_better else value
@@ -79,7 +79,7 @@ def _key(row: RunRow, sort: str, now: float) -> tuple[Any, ...]:
     return (-(row.created or row.started or 0.0),)
 
 
-# what runs.start.make_run_dir names a run: YYYYMMDD-HHMMSS-<slug>[-n], in local time
+# what runs.start.new_run.make_run_dir names a run: YYYYMMDD-HHMMSS-<slug>[-n], in local time
 _RUN_ID = re.compile(r"^(\d{4})(\d{2})(\d{2})-(\d{2})(\d{2})(\d{2})-(.+)$")
 
 
@@ -241,12 +241,12 @@ def host_entries(local: Sequence[RunRow], remote: dict[str, HostRuns], order: Ru
 
 
 def run_rows(found: Sequence[dict[str, Any]]) -> tuple[RunRow, ...]:
-    """Another workstation's rows (`runs.live.RunRow` as dicts, from its stream) as rows again; a row this
+    """Another workstation's rows (`runs.view.live.RunRow` as dicts, from its stream) as rows again; a row this
     version cannot read is left out (the stream's hello already refused another version)."""
     import dataclasses
 
-    from tuitrain.runs.live import RunRow
-    from tuitrain.runs.queue_view import QueuePlace
+    from tuitrain.runs.queue.look import QueuePlace
+    from tuitrain.runs.view.live import RunRow
 
     names = {f.name for f in dataclasses.fields(RunRow)}
     rows = []
@@ -264,7 +264,7 @@ def run_rows(found: Sequence[dict[str, Any]]) -> tuple[RunRow, ...]:
 
 def queue_line(label: str, row: RunRow) -> str:
     """What Home says under its table of a highlighted queued run: its place and the first thing it waits for, as
-    `tuitrain queue` says them (`runs.queue_view`), and the keys that act on it; '' for any other run."""
+    `tuitrain queue` says them (`runs.queue.look`), and the keys that act on it; '' for any other run."""
     if row.queue is None:
         return ""
     place, waits = row.queue.words()[0], row.queue.words()[1:]

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from tuitrain.humanize import number
 
 if TYPE_CHECKING:
-    from tuitrain.runs.best import BestRule
+    from tuitrain.rundir.best import BestRule
 
 RUN_COLUMN = "run"  # the column of a run's words that name no key (a run of no sweep: its label)
 WINNER = "★"
@@ -44,7 +44,7 @@ def label_values(label: str) -> tuple[tuple[str, str], ...]:
 def greater_is_better(metric: str, rules: Sequence[BestRule]) -> bool:
     """Whether a higher value of `metric` is better: the runs' own rule (`training.greater_is_better`) when it is
     the metric they choose their best checkpoint by, else runs.best's rule of the metric's name."""
-    from tuitrain.runs.best import best_rule
+    from tuitrain.rundir.best import best_rule
 
     own = [rule for rule in rules if rule.metric == metric]
     if own:

@@ -1,7 +1,7 @@
 """Compare runs: the curves of several runs overlaid, one colour a run, a metric picked from a list
 that typing filters; x as step, epoch or time; EMA smoothing; a log scale. Runs still going keep
 drawing (their events are read incrementally in a worker). `d` shows, in a panel under the plot, what differs
-between the first two runs (tuitrain.runs.run_diff: the lines `tuitrain diff` prints). `v` shows a table of each
+between the first two runs (tuitrain.runs.view.diff: the lines `tuitrain diff` prints). `v` shows a table of each
 run's values (a sweep's, as its runs record them) against its final and best value of the metric in view, the best
 first and the winner marked (tui.sweep_results): shown at once when the runs are one sweep's."""
 
@@ -20,6 +20,7 @@ from textual.screen import Screen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
+from tuitrain.errors import TuitrainError
 from tuitrain.humanize import duration, number
 from tuitrain.tui.actions import wait_or_cancel
 from tuitrain.tui.curves import (
@@ -33,6 +34,7 @@ from tuitrain.tui.curves import (
     samples_per_step,
     x_values,
 )
+from tuitrain.tui.failed_work import PassesFailedWorkUp
 from tuitrain.tui.format import short_metric
 from tuitrain.tui.sweep_results import direction, greater_is_better, result, table
 from tuitrain.tui.widgets.key_bar import KeyBar
@@ -43,7 +45,7 @@ from tuitrain.tui.widgets.text_line import TextLine
 if TYPE_CHECKING:
     from textual import getters
 
-    from tuitrain.runs.best import BestRule
+    from tuitrain.rundir.best import BestRule
     from tuitrain.tui.app_api import TuitrainAppApi
 
 RUN_STYLES = ("cyan", "magenta", "green", "yellow", "blue", "red", "bright_cyan", "bright_magenta")
@@ -53,7 +55,7 @@ class ComparedRun:
     """One run on the compare screen: its id, profile and curves."""
 
     def __init__(self, run_dir: Path, profile: str) -> None:
-        from tuitrain.runs.layout import RunPaths
+        from tuitrain.rundir.layout import RunPaths
 
         self.paths = RunPaths(run_dir)
         self.id = self.paths.id
@@ -64,13 +66,13 @@ class ComparedRun:
 
     def read_record(self) -> None:
         """Its sweep and its best rule, from its files (in the worker)."""
-        from tuitrain.runs.best import profile_best_rule
-        from tuitrain.runs.queue import sweep_fields
-        from tuitrain.runs.record import RunRecordError, read_record
+        from tuitrain.rundir.best import profile_best_rule
+        from tuitrain.rundir.record import read_record
+        from tuitrain.runs.queue.entries import sweep_fields
 
         try:
             self.sweep = sweep_fields(read_record(self.paths))
-        except (RunRecordError, OSError):
+        except (TuitrainError, OSError):
             self.sweep = None
         self.rule = profile_best_rule(self.paths.profile)
 
@@ -81,7 +83,7 @@ class ComparedRun:
         return str(self.sweep.get("label") or self.id) if self.sweep else run_label(self.id, now)
 
 
-class CompareScreen(Screen):
+class CompareScreen(PassesFailedWorkUp, Screen):
     if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
         app = getters.app(TuitrainAppApi)
 
@@ -303,8 +305,8 @@ class CompareScreen(Screen):
 
     @work(thread=True, exclusive=True, group="compare-diff", exit_on_error=False)
     def read_diff(self) -> None:
-        from tuitrain.runs.record import RunRecordError, read_record
-        from tuitrain.runs.run_diff import NO_DIFFERENCE, compare_runs
+        from tuitrain.rundir.record import RunRecordError, read_record
+        from tuitrain.runs.view.diff import NO_DIFFERENCE, compare_runs
 
         a, b = self.runs[0].paths, self.runs[1].paths
         try:

@@ -18,8 +18,10 @@ from textual.widgets import DataTable, Input, OptionList, Static
 from textual.widgets.data_table import ColumnKey
 from textual.widgets.option_list import Option
 
+from tuitrain.errors import TuitrainError
 from tuitrain.tui.actions import run_request
 from tuitrain.tui.bulk import TITLES, BulkPlan, plan_for
+from tuitrain.tui.failed_work import PassesFailedWorkUp
 from tuitrain.tui.messages import WorkstationHeard, WorkstationsListed
 from tuitrain.tui.run_cells import RunCells
 from tuitrain.tui.run_columns import COLUMNS, Layout, cell_len, empty_runs_hint, fit_columns, header, runs_title
@@ -43,11 +45,11 @@ if TYPE_CHECKING:
     from textual import getters
 
     from tuitrain.remote.runs_stream import HostNews
-    from tuitrain.runs.live import RunRow
+    from tuitrain.runs.view.live import RunRow
     from tuitrain.tui.app_api import TuitrainAppApi
     from tuitrain.tui.profiles import ProfileEntry
 
-class HomeScreen(Screen):
+class HomeScreen(PassesFailedWorkUp, Screen):
     if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
         app = getters.app(TuitrainAppApi)
 
@@ -451,10 +453,8 @@ class HomeScreen(Screen):
     def act(self, plan: BulkPlan) -> None:
         """The confirmed verb on each run in turn (a stop as `s` asks it, a cancel as `x`, a resume from the latest
         checkpoint with the app's overrides, as `tuitrain resume`); one toast for them all."""
-        from tuitrain.runs.control import ControlError
-        from tuitrain.runs.layout import RunPaths
-        from tuitrain.runs.queue_view import queue_action
-        from tuitrain.runs.record import RunRecordError
+        from tuitrain.rundir.layout import RunPaths
+        from tuitrain.runs.queue.look import queue_action
         from tuitrain.tui.actions import request_here, resume_here
         from tuitrain.tui.bulk import outcome
 
@@ -475,7 +475,7 @@ class HomeScreen(Screen):
                                                 self.app.cwd)
                     (done if new_dir is not None else failed).append(
                         f"{label}: {new_dir.name} started" if new_dir is not None else f"{label}: {said}")
-            except (ControlError, RunRecordError, OSError) as exc:
+            except (TuitrainError, OSError) as exc:
                 failed.append(f"{label}: {exc}")
             self.app.poke()
         self.app.call_from_thread(self.notify, outcome(plan.verb, done, failed), title=TITLES[plan.verb],
@@ -664,18 +664,16 @@ class HomeScreen(Screen):
 
     @work(thread=True, group="control", exit_on_error=False)
     def queue_request(self, run_dir: Path, what: str) -> None:
-        """Move a queued run first ("top") or cancel it, as the CLI does (runs.queue_view.queue_action, its
-        refusals too): the outcome in one line."""
-        from tuitrain.runs.control import ControlError
-        from tuitrain.runs.layout import RunPaths
-        from tuitrain.runs.queue_view import queue_action
-        from tuitrain.runs.record import RunRecordError
+        """Move a queued run first ("top") or cancel it, as the CLI does (runs.queue.look.queue_action, its
+        refusals too): the outcome in one line, titled with what was done or could not be."""
+        from tuitrain.rundir.layout import RunPaths
+        from tuitrain.runs.queue.look import queue_action
 
         done, verb = ("First in queue", "move") if what == "top" else ("Cancelled", "cancel")  # as queue_action says
         try:
             said = queue_action(RunPaths(run_dir), what)
-        except (ControlError, RunRecordError, OSError) as exc:
-            self.app.call_from_thread(self.notify, str(exc), title=f"Cannot {verb}", severity="warning")
+        except (TuitrainError, OSError) as exc:
+            self.app.call_from_thread(self.notify, str(exc), title=f"Cannot {verb}", severity="warning", markup=False)
             return
         self.app.call_from_thread(self.notify, said, title=done)
         self.app.poke()

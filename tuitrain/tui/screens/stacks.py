@@ -1,5 +1,5 @@
 """Where every rank of a live run is: its stacks, all threads, taken as `tuitrain stacks` takes them
-(tuitrain.runs.stacks.gather, in a worker) and shown as the digest, then each rank's main thread. Another
+(tuitrain.runs.view.stacks.gather, in a worker) and shown as the digest, then each rank's main thread. Another
 workstation's run (its mirror here) is asked there, `tuitrain stacks RUN --json` on its box, and drawn the same."""
 
 from __future__ import annotations
@@ -17,12 +17,14 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from tuitrain.runs.layout import RunPaths
+from tuitrain.errors import TuitrainError
+from tuitrain.rundir.layout import RunPaths
+from tuitrain.tui.failed_work import PassesFailedWorkUp
 
 if TYPE_CHECKING:
     pass
 
-REMOTE_STACKS_SECONDS = 60.0  # ssh, then the box's ranks' answers (as runs.stacks.MACHINE_SECONDS)
+REMOTE_STACKS_SECONDS = 60.0  # ssh, then the box's ranks' answers (as runs.view.stacks.MACHINE_SECONDS)
 
 
 def stacks_text(digest: list[str], blocks: list[list[str]], files: str) -> Text:
@@ -43,8 +45,8 @@ def stacks_text(digest: list[str], blocks: list[list[str]], files: str) -> Text:
 def remote_stacks_text(host: str, answer: str) -> tuple[Text, bool]:
     """What another workstation's `tuitrain stacks RUN --json` answered, drawn as a run of this machine's is; a
     reply that is no such JSON is one line naming the host."""
-    from tuitrain.runs.stacks import rank_block
-    from tuitrain.runs.stacks_json import ranks_from_json
+    from tuitrain.runs.view.stacks import rank_block
+    from tuitrain.runs.view.stacks_json import ranks_from_json
 
     try:
         data = json.loads(answer)
@@ -58,7 +60,7 @@ def remote_stacks_text(host: str, answer: str) -> tuple[Text, bool]:
     return stacks_text(digest, [rank_block(s, where[r]) for r, s in taken.items()], folder), True
 
 
-class StacksScreen(ModalScreen[None]):
+class StacksScreen(PassesFailedWorkUp, ModalScreen[None]):
     DEFAULT_CSS = """
     StacksScreen { align: center middle; }
     StacksScreen > Vertical {
@@ -111,12 +113,11 @@ class StacksScreen(ModalScreen[None]):
             self.post_message(self.Taken(*take_there(*self.elsewhere)))
             return
         from tuitrain.runs.catalog import load_record
-        from tuitrain.runs.record import RunRecordError
-        from tuitrain.runs.stacks import StacksError, gather, rank_block
+        from tuitrain.runs.view.stacks import gather, rank_block
 
         try:
             taken, summary = gather(self.paths, load_record(self.paths))
-        except (StacksError, RunRecordError, OSError) as exc:
+        except (TuitrainError, OSError) as exc:  # said in the screen, in place of the stacks
             self.post_message(self.Taken(Text(str(exc), style="red"), ok=False))
             return
         blocks = [rank_block(s, summary["ranks"][str(r)]) for r, s in taken.items()]
