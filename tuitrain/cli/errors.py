@@ -17,12 +17,13 @@ def user_errors() -> tuple[type[BaseException], ...]:
     from tuitrain.rundir.record import RunRecordError
     from tuitrain.runs.catalog import RunNotFound, RunsRootError
     from tuitrain.runs.control import ControlError
+    from tuitrain.runs.queue.options import QueueOptionsError
     from tuitrain.runs.start.from_profile import ResumeError
     from tuitrain.runs.start.new_run import StartError
     from tuitrain.user_config import UserConfigError
 
     return (CliError, ProfileError, RunNotFound, RunsRootError, ControlError, RunRecordError, StartError, ResumeError,
-            UserConfigError, RecordedTableError)
+            UserConfigError, RecordedTableError, QueueOptionsError)
 
 
 def permission_line(exc: PermissionError) -> str:

@@ -12,15 +12,12 @@ from tuitrain.cli.errors import CliError
 
 
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
-    """The queue's options of `tuitrain run`."""
-    p.add_argument("--queue", action="store_true",
-                   help="create the run queued and return its id: it starts by itself once its GPUs are free "
-                        "(first queued, first started) and the runs of --after/--after-ok have ended")
-    p.add_argument("--after", default=None, metavar="RUN[,RUN]",
-                   help="queue it to start after these runs end, however they end (implies --queue)")
-    p.add_argument("--after-ok", default=None, metavar="RUN[,RUN]",
-                   help="queue it to start after these runs finish; if one ends otherwise, it never starts "
-                        "(implies --queue)")
+    """The queue's and the sweep's options of `tuitrain run` (runs.queue.options: the app's launch dialog reads
+    the same flags)."""
+    from tuitrain.runs.queue.options import add_queue_options, add_sweep_options
+
+    add_queue_options(p)
+    add_sweep_options(p)
 
 
 def add_queue_arguments(p: argparse.ArgumentParser) -> None:
@@ -33,32 +30,6 @@ def add_queue_arguments(p: argparse.ArgumentParser) -> None:
 
 def add_cancel_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("run")
-
-
-def _runs(root: Path, refs: str | None, option: str) -> tuple[Any, ...]:
-    from tuitrain.runs.catalog import RunNotFound, find_run
-
-    found = []
-    for ref in (r.strip() for r in (refs or "").split(",")):
-        if not ref:
-            continue
-        try:
-            found.append(find_run(root, ref))
-        except RunNotFound as exc:
-            raise CliError(f"{option} {ref}: {exc}") from exc
-    if refs is not None and not found:
-        raise CliError(f"{option} needs run ids (comma-separated); `tuitrain runs` lists them")
-    return tuple(found)
-
-
-def queue_request(args: argparse.Namespace) -> Any:
-    """The QueueRequest `tuitrain run` asked for, or None (no --queue, --after or --after-ok)."""
-    if not (getattr(args, "queue", False) or getattr(args, "after", None) or getattr(args, "after_ok", None)):
-        return None
-    from tuitrain.runs.queue.entries import QueueRequest
-
-    return QueueRequest(after=_runs(args.runs_root, args.after, "--after"),
-                        after_ok=_runs(args.runs_root, args.after_ok, "--after-ok"))
 
 
 def status_lines(run_dir: Path, record: dict[str, Any]) -> list[str]:

@@ -54,6 +54,9 @@ class HomeScreen(Screen):
         Binding("r", "run_profile", "Run", tooltip="Launch the highlighted profile"),
         Binding("n", "new_profile", "New", tooltip="Create a profile in the editor"),
         Binding("e", "edit_profile", "Edit", tooltip="Edit the highlighted profile"),
+        Binding("v", "check_profile", "Check", show=False,
+                tooltip="Check the highlighted profile without starting it: `tuitrain validate` (o there: --offline, "
+                        "the profile alone; d: `tuitrain doctor`, its machines over ssh)"),
         Binding("enter", "open_run", "Open", tooltip="Open the selected run's monitor", show=False),
         Binding("R", "resume_run", "Resume", tooltip="Resume the selected run from its latest complete checkpoint "
                 "(a dialog: the checkpoint, --set overrides)"),
@@ -477,6 +480,15 @@ class HomeScreen(Screen):
             self.notify("no profile: create one with n", severity="warning")
             return
         self.app.push_screen(LaunchScreen(entry.path, self.app.launch_overrides))
+
+    def action_check_profile(self) -> None:
+        from tuitrain.tui.screens.check import CheckScreen
+
+        entry = self.selected_profile()
+        if entry is None:
+            self.notify("no profile to check: create one with n", severity="warning")
+            return
+        self.app.push_screen(CheckScreen(entry.path, self.app.launch_overrides))
 
     def action_new_profile(self) -> None:
         self.app.open_editor(None)
