@@ -1,7 +1,7 @@
 """The options of `tuitrain run` that queue a run (issue 22): `--queue`, `--after`, `--after-ok`, `--sweep`,
 `--max-parallel`, as the command line takes them and as the app's launch dialog takes them typed: one set of flags
 for both (as `slurm.options` is for Slurm's), and the runs they name found in the runs root. Imported when the
-command line's parser is built: the standard library only, at import."""
+command line's parser is built: the standard library (and `tuitrain.errors`) only, at import."""
 
 from __future__ import annotations
 
@@ -11,11 +11,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
+from tuitrain.errors import TuitrainError
+
 if TYPE_CHECKING:
     from tuitrain.runs.queue.entries import QueueRequest
 
 
-class QueueOptionsError(Exception):
+class QueueOptionsError(TuitrainError):
     """Queue options that cannot be read or do not go together, a run they name not found, or a sweep refused: one
     line that says the fix."""
 

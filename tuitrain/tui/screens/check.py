@@ -78,18 +78,16 @@ class CheckScreen(ModalScreen[None]):
     @work(thread=True, group="check", exit_on_error=False)
     def check(self, mode: str, number: int) -> None:
         from tuitrain.backends.checks import Said, doctor, validation
-        from tuitrain.profile import ProfileError
-        from tuitrain.runs.start.new_run import StartError
+        from tuitrain.errors import TuitrainError, error_lines
 
         try:
             if mode == "doctor":
                 said = doctor(self.path, self.overrides, self.app.runs_root)
             else:
                 said = validation(self.path, self.overrides, self.app.runs_root, mode == "offline", self.app.hardware)
-        except ProfileError as exc:
-            said = Said(tuple(str(p) for p in exc.problems), f"{len(exc.problems)} problem(s)", ok=False)
-        except (StartError, OSError) as exc:
-            said = Said((), str(exc), ok=False)
+        except (TuitrainError, OSError) as exc:  # said in the screen, in place of the check's lines
+            lines = error_lines(exc)
+            said = Said(tuple(lines[:-1]), lines[-1], ok=False)
         self.app.call_from_thread(self._show, said, number)
 
     def _show(self, said: Said, number: int) -> None:
