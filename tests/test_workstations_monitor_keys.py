@@ -45,16 +45,21 @@ def test_export_of_a_workstations_run_is_sent_to_its_box_with_the_folder_there(t
 
 
 def test_a_boxs_stacks_json_is_drawn_as_a_local_runs_stacks_and_a_bad_answer_is_one_line() -> None:
-    from tuitrain.tui.screens.stacks import remote_stacks_text
+    from tuitrain.tui.screens.stacks import Stacks, remote_stacks, stacks_text
 
-    shown, ok = remote_stacks_text("node1", json.dumps(STACKS_JSON))
-    lines = shown.plain.splitlines()
-    assert ok and lines[:2] == ["digest", "  rank 0: in your script, sleeper.py line 6 `time.sleep(…)`"], shown.plain
-    assert "rank 0 (pid 4242, faulthandler)" in lines and "<module> sleeper.py:6" in lines, shown.plain
-    assert "(+1 other thread)" in lines, shown.plain
-    assert lines[-1] == f"every thread of each rank: /box/runs/{RUNNING}/stacks/rank-K.txt on node1", shown.plain
-    bad, ok = remote_stacks_text("node1", "usage: tuitrain …")
-    assert not ok and bad.plain.startswith("node1: ") and "\n" not in bad.plain
+    stacks = remote_stacks("node1", json.dumps(STACKS_JSON))
+    assert isinstance(stacks, Stacks)
+    shown = stacks_text(stacks).plain
+    lines = shown.splitlines()
+    assert lines[:2] == ["digest", "  rank 0: in your script, sleeper.py line 6 `time.sleep(…)`"], shown
+    assert "rank 0 (pid 4242, faulthandler)" in lines and "<module> sleeper.py:6" in lines, shown
+    assert "(+1 other thread)" in lines, shown
+    assert lines[-1] == f"every thread of each rank: /box/runs/{RUNNING}/stacks/rank-K.txt on node1", shown
+    every = stacks_text(stacks, all_threads=True).plain.splitlines()  # `a`: the box's other thread too
+    assert ["0x7f00 (main, 1 frame):", "  <module> sleeper.py:6", "0x7f01 (1 frame):", "  wait threading.py:9"] == [
+        line for line in every if line.startswith(("0x", "  <", "  wait"))], every
+    bad = remote_stacks("node1", "usage: tuitrain …")
+    assert isinstance(bad, str) and bad.startswith("node1: ") and "\n" not in bad
 
 
 def test_a_resume_there_sends_each_override_as_one_option_value() -> None:
