@@ -88,7 +88,7 @@ def test_a_value_run_would_refuse_queues_nothing(queue_env: Path) -> None:
 
 
 def test_a_sweep_is_one_line_in_the_queue_unless_expanded() -> None:
-    from tuitrain.cli.queueing import queue_lines
+    from tuitrain.runs.queue.look import queue_lines
 
     def row(position: int, run: str, index: int | None) -> dict:
         sweep = {"id": "s1", "index": index, "of": 3, "label": f"lr={index}"} if index else None

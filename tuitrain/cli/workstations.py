@@ -19,7 +19,6 @@ from tuitrain.cli.errors import CliError
 
 REMOTE_VERBS = frozenset({"status", "logs", "checkpoints", "save", "evaluate", "stop", "resume", "stacks", "export"})
 LIST_SECONDS = 20.0  # what one box may take to list its runs before it is shown as unreachable
-ALL_HOSTS_SECONDS = 30.0  # what one box may take to answer `gpus` or `queue` (--all-hosts)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -176,13 +175,12 @@ def print_answers(answers: list[tuple[str, str, str | None, str]], as_json: bool
 def cmd_all_hosts(args: argparse.Namespace, command: list[str], here: Callable[[], str]) -> int:
     """`tuitrain COMMAND --all-hosts [--json]`: `here()` (this machine's output), then what each workstation of the
     settings answers to the same command (all at once), each under its host; one that does not, one line why."""
-    from tuitrain.remote.workstations import LOCAL, problem_line, run_everywhere, workstations
+    from tuitrain.remote.workstations import LOCAL, answers_everywhere, workstations
 
     stations = workstations()
     local = here()
     asked = [*command, "--json"] if args.json else command
-    answers = [(station.host, station.host, problem_line(station, result), result.stdout)
-               for station, result in run_everywhere(stations, asked, ALL_HOSTS_SECONDS)]
+    answers = [(host, host, problem, out) for host, problem, out in answers_everywhere(stations, asked)]
     return print_answers([(LOCAL, LOCAL, None, local), *answers], args.json, " ".join(command))
 
 
