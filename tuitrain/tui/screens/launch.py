@@ -90,8 +90,7 @@ class LaunchScreen(PassesFailedWorkUp, ModalScreen[None]):
                                  value="", id="where", compact=True)
             yield Static("Overrides, like --set (section.key=value, space separated):", classes="hint")
             yield Input(self.initial, placeholder="training.max_steps=40 training.logging_steps=5", id="overrides")
-            yield Static("Queue options, for Queue (as `tuitrain run` takes them; with any, Launch queues too):",
-                         classes="hint")
+            yield Static("Queue options (`tuitrain run`'s; with any, Launch queues too):", classes="hint")
             yield Input("", placeholder="--sweep training.learning_rate=1e-5,3e-5 --max-parallel 1 --after RUN",
                         id="queue-options")
             yield Static("", id="queue-said")
