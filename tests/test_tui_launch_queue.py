@@ -126,6 +126,10 @@ def test_the_dialog_queues_a_sweep_after_a_run_as_run_sweep_after_does(base: Pat
     runs = base / "runs"
     first = cli("run", "demo", "--queue", *(w for s in on_two for w in ("--set", s)), runs_dir=runs).stdout.strip()
     assert first, "the run to wait for"
+    said_by_run = cli("run", "demo", *(w for s in on_two for w in ("--set", s)), "--after-ok", "nosuchrun",
+                      runs_dir=runs)
+    assert said_by_run.returncode != 0 and "--after-ok nosuchrun: " in said_by_run.stderr, said_by_run.stderr
+    refused = said_by_run.stderr.strip().split("--after-ok nosuchrun: ", 1)[1]
     app = make_app(base)
 
     async def script(pilot):
@@ -139,6 +143,17 @@ def test_the_dialog_queues_a_sweep_after_a_run_as_run_sweep_after_does(base: Pat
         await pilot.press("ctrl+o")
         await until(pilot, lambda: "a sweep needs two values or more" in str(dialog.query_one("#problems").render()),
                     what="the refusal on ctrl+o")
+        assert sorted(p.name for p in runs.iterdir()) == [first]
+        dialog.query_one("#queue-options").value = "--max-parallel 2"
+        await until(pilot, lambda: "--max-parallel limits the runs of a --sweep" in str(said.render()),
+                    what="--max-parallel alone refused as typed")
+        dialog.query_one("#queue-options").value = "--after-ok nosuchrun"
+        await until(pilot, lambda: str(said.render()) == "queues 1 run, after nosuchrun finish(es) well",
+                    what="what --after-ok queues")
+        await pilot.press("ctrl+o")
+        await until(pilot, lambda: "--after-ok nosuchrun: " in str(dialog.query_one("#problems").render())
+                    and not dialog.busy, timeout=60, what="the run it names not found, in run's words")
+        assert f"--after-ok nosuchrun: {refused}" in str(dialog.query_one("#problems").render())
         assert sorted(p.name for p in runs.iterdir()) == [first]
         dialog.query_one("#queue-options").value = f"--sweep run.seed=1,2 --max-parallel 1 --after {first}"
         await until(pilot, lambda: str(said.render()) == "queues 2 runs of a sweep over run.seed (seed=1, seed=2), "
