@@ -29,7 +29,7 @@ MARKUP_WIDGETS = {"Label", "OptionList"}
 TEXT_FIRST = {"Button", "TabPane", "Option", "Selection", "Tab", "RadioButton", "Checkbox"}
 TEXT_KEYWORDS = {"tooltip", "prompt"}
 TEXT_ATTRIBUTES = {"tooltip", "border_title", "border_subtitle", "sub_title"}
-SAFE_CALLS = {"plain", "escaped", "Text", "Content"}
+SAFE_CALLS = {"plain", "escaped", "Text", "Content", "visible_text"}
 SAFE_METHODS = {("Text", "assemble"), ("Content", "assemble"), ("Content", "styled"), ("Text", "from_ansi")}
 
 
