@@ -103,6 +103,8 @@ def test_launch_bound_is_an_idle_gpu_beside_a_saturated_rank_that_hardly_waits()
         "at 3.8 of 79.6 GiB (5%))" in text, text
     assert "training.torch_compile = true (now false)" in text
     assert "training.logging_steps = 50 (now 1)" in text
+    assert hints[0].settings == (("training.per_device_train_batch_size", 64), ("training.torch_compile", True),
+                                 ("training.logging_steps", 50))  # what `--set` takes, advice by advice
     # what was not read is not advised: no settings, no memory figure
     bare = usage_hints(summarise(machine(steady(util=15.0, cpu=100.0, memory=None, wait=3.5)), (1000.0, 1060.0)))
     assert [h.kind for h in bare] == ["launch-bound"] and "Try" not in bare[0].text
@@ -183,11 +185,13 @@ def test_a_real_run_keeps_its_samples_and_every_view_shows_them(runs_dir, monkey
 
     status = cli("status", run_dir.name, runs_dir=runs_dir).stdout
     assert "usage      " in status and "GPU 0    util 0% mean" in status and "rank 0   CPU" in status, status
-    assert "hint       GPU memory peaked at 0.4 of 11.0 GiB" in status, status
+    assert "hint       " in status and "GPU memory peaked at 0.4 of 11.0 GiB" in status, status
     as_json = json.loads(cli("status", run_dir.name, "--json", runs_dir=runs_dir).stdout)
-    # "input-bound" joins it when the machine gives the rank a whole core (the table's GPU is idle): a matter of
-    # load here, tested on data above
-    assert "memory" in [h["kind"] for h in as_json["usage"]["hints"]]
+    # the memory hint, or "launch-bound" quoting the same peak when the machine gives the rank a whole core (the
+    # table's GPU is idle, the rank hardly waits for its batches): a matter of load here, tested on data above
+    kinds = [h["kind"] for h in as_json["usage"]["hints"]]
+    assert "memory" in kinds or "launch-bound" in kinds, kinds
+    assert as_json["usage"]["ranks"][0]["wait_mean"] is not None  # the wait is measured in every run
 
     from test_tui_app import make_app, until
     from test_tui_multinode import open_monitor
@@ -203,7 +207,7 @@ def test_a_real_run_keeps_its_samples_and_every_view_shows_them(runs_dir, monkey
             await until(pilot, lambda: "while it ran" in str(panel.content), what="the run's samples")
             text = str(panel.content)
             assert "GPU 0  NVIDIA GeForce GTX 1080 Ti" in text and "0.4/11.0 GiB peak" in text, text
-            assert "rank 0  CPU" in text and "hint: GPU memory peaked" in text, text
+            assert "rank 0  CPU" in text and "hint: " in text and "GPU memory peaked at 0.4" in text, text
             await pilot.press("escape")
             app.push_screen(CompareScreen([(run_dir, "demo")]))
             await until(pilot, lambda: type(app.screen).__name__ == "CompareScreen", what="compare")

@@ -100,6 +100,8 @@ class Usage:
 class Hint:
     kind: str  # "input-bound", "launch-bound" or "memory"
     text: str
+    # the settings it suggests, as `--set KEY=VALUE` takes them (benchmarks/real_model_speed.py --try-advice runs each)
+    settings: tuple[tuple[str, Any], ...] = ()
 
 
 def _weighted_mean(values: Sequence[float | None], counts: Sequence[int], picked: Sequence[int]) -> float | None:
@@ -230,10 +232,14 @@ def _memory_figure(gpu: GpuUsage, share: float, sized: int) -> str:
     return f"GPU memory peaked at {_gib(gpu.memory_peak or 0)} of {_gib(gpu.memory_total or 0)} GiB ({share:.0%}){which}"
 
 
-def _larger_batch(settings: Mapping[str, Any] | None) -> str:
+BATCH_KEY = "training.per_device_train_batch_size"
+
+
+def _larger_batch(settings: Mapping[str, Any] | None) -> tuple[str, tuple[tuple[str, Any], ...]]:
     batch = _setting(settings, "per_device_train_batch_size")
-    return (f"training.per_device_train_batch_size = {batch * 2} (now {batch})" if isinstance(batch, int) and batch > 0
-            else "a larger training.per_device_train_batch_size")
+    if isinstance(batch, int) and not isinstance(batch, bool) and batch > 0:
+        return f"{BATCH_KEY} = {batch * 2} (now {batch})", ((BATCH_KEY, batch * 2),)
+    return f"a larger {BATCH_KEY}", ()
 
 
 def _input_bound(found: Bound, usage: Usage, settings: Mapping[str, Any] | None, script: bool) -> Hint:
@@ -246,35 +252,43 @@ def _input_bound(found: Bound, usage: Usage, settings: Mapping[str, Any] | None,
         suggest = workers * 2
     now = f" (now {workers})" if workers is not None else ""
     tries = [f"training.dataloader_num_workers = {suggest}{now}"]
+    suggested: list[tuple[str, Any]] = [("training.dataloader_num_workers", suggest)]
     if _setting(settings, "dataloader_pin_memory") is False and usage.gpus:
         tries.append("training.dataloader_pin_memory = true")
+        suggested.append(("training.dataloader_pin_memory", True))
     if script:
         tries.append("tokenising the data set once before training (datasets' map), not in the collator")
     gpus = "" if found.util is None else (
         f" while its GPU{'s were' if len(usage.gpus) > 1 else ' was'} {found.util:.0f} % busy")
     return Hint("input-bound", (
         f"input-bound: rank {found.rank} waited for its next batch {found.wait:.0f} % of its step time{gpus}, over "
-        f"{found.share:.0%} of the training time: the data loader is slower than the step. Try {_listed(tries)}."))
+        f"{found.share:.0%} of the training time: the data loader is slower than the step. Try {_listed(tries)}."),
+        tuple(suggested))
 
 
 def _launch_bound(found: Bound, usage: Usage, settings: Mapping[str, Any] | None) -> Hint:
     """Each piece of advice only where its figure was read: the memory peak, the run's own settings."""
     tries: list[str] = []
+    suggested: list[tuple[str, Any]] = []
     roomy = _roomy_gpu(usage)
     if roomy is not None:
-        tries.append(f"{_larger_batch(settings)}: fewer steps for the same data ({_memory_figure(*roomy)})")
+        said, batch = _larger_batch(settings)
+        tries.append(f"{said}: fewer steps for the same data ({_memory_figure(*roomy)})")
+        suggested += batch
     if _setting(settings, "torch_compile") is False:
         tries.append("training.torch_compile = true (now false): fewer, fused kernels to launch a step")
+        suggested.append(("training.torch_compile", True))
     logging = _setting(settings, "logging_steps")
     if isinstance(logging, (int, float)) and not isinstance(logging, bool) and 1 <= logging < FEW_LOGGING_STEPS:
         tries.append(f"training.logging_steps = {SUGGESTED_LOGGING_STEPS} (now {logging:g}): each logged step waits "
                      "for the GPU to hand its loss back")
+        suggested.append(("training.logging_steps", SUGGESTED_LOGGING_STEPS))
     gpus = "GPUs were" if len(usage.gpus) > 1 else "GPU was"
     text = (f"launch-bound: the {gpus} {found.util or 0:.0f} % busy while rank {found.rank}'s CPU ran at "
             f"{found.cpu or 0:.0f} % of a core and waited for its next batch only {found.wait:.0f} % of its step "
             f"time, over {found.share:.0%} of the training time: Python and kernel launches set the pace, not the "
             f"data (more data loader workers would not help)")
-    return Hint("launch-bound", text + (f". Try {_listed(tries)}." if tries else "."))
+    return Hint("launch-bound", text + (f". Try {_listed(tries)}." if tries else "."), tuple(suggested))
 
 
 def usage_hints(usage: Usage, settings: Mapping[str, Any] | None = None, script: bool = False) -> list[Hint]:
@@ -291,8 +305,9 @@ def usage_hints(usage: Usage, settings: Mapping[str, Any] | None = None, script:
         hints.append(_launch_bound(usage.launch_bound, usage, settings))
     roomy = _roomy_gpu(usage)
     if roomy is not None and not launch:  # the launch-bound hint says it already
-        hints.append(Hint("memory", (f"{_memory_figure(*roomy)}: a larger batch fits — try "
-                                     f"{_larger_batch(settings)}, then watch the peak here.")))
+        said, batch = _larger_batch(settings)
+        hints.append(Hint("memory", f"{_memory_figure(*roomy)}: a larger batch fits — try {said}, then watch the peak "
+                                    "here.", batch))
     return hints
 
 
