@@ -35,13 +35,20 @@ echo "== tests that say what they need of the driver, and the snapshots" | tee "
 timeout 120 "$py" -m pytest -q -p no:cacheprovider -n 6 -rs tests/test_hardware_discovery.py tests/test_hardware_cli.py \
   tests/test_cli_errors.py::test_gpus_on_a_machine_without_them tests/test_tui_snapshots.py 2>&1 | tee -a "$out/driver.txt"
 
+# Issue 37, fits before it starts: the memory estimate against torch.cuda.max_memory_allocated for five models and
+# setups built from config (BERT-base fp32, GPT-2 small in bf16, with checkpointing, with LoRA, a 0.9B Llama-like in
+# bf16 weights); about a minute on an H100. The table goes into docs/benchmarks.md ("Fits before it starts").
+echo "== the memory estimate against the measured peak" | tee "$out/memory.txt"
+timeout 150 "$py" benchmarks/memory_estimate.py 2>&1 | tee -a "$out/memory.txt"
+
 # ---- issue 35, items 3 and 4: no launcher tax for one process, and the hint on a launch-bound run ----
 # BERT-base-sized from config, bf16, batch 32, 150 steps, the plain script and `tuitrain run` taking turns (3 rounds,
 # each kind's first dropped): PASS when tuitrain's median wall <= 1.03 x plain + 1 s and its samples/s >= 0.99 x plain.
 # Then one 300-step tuitrain run: its samples must say launch-bound (issue 35's run was, and was told input-bound).
 # Data: tests/data/mrpc in the checkout, else ../shared/data/mrpc, else generated (the benchmark says which).
 # About 4 minutes on an H100 (a run ~35 s); bounded at 330 s. `--try-advice` among this script's options also runs
-# each setting the hint suggests (a larger batch, torch_compile: ~2 more minutes; bounded at 600 s then).
+# each setting the hint suggests (a larger batch, torch_compile: ~2 more minutes; bounded at 600 s then);
+# `--hint-steps 0` leaves the hint's run out (about 50 s).
 echo "== one process against the plain script, and the hint on a launch-bound run (issue 35)" | tee "$out/speed.txt"
 speed_limit=330
 case " $* " in *" --try-advice "*) speed_limit=600 ;; esac

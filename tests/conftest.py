@@ -3,6 +3,7 @@ said, and build profile data from the demo profile."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import os
@@ -11,13 +12,13 @@ import sys
 import time
 import tomllib
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import pytest
 
 from tuitrain.profile import builtin_profile_path
 
-pytest_plugins = ["hosts_plugin", "slurm_plugin", "gpu_plugin"]  # sshd hosts, Slurm, the gpu markers
+pytest_plugins = ["hosts_plugin", "slurm_plugin", "gpu_plugin", "skip_count_plugin"]  # sshd hosts, Slurm, the gpu markers, the skip count
 os.environ["HF_HUB_OFFLINE"] = "1"
 # The developer's own settings (workstations, [notify] webhooks) stay out of the tests: a test that wants settings
 # names its own file.
@@ -85,7 +86,8 @@ def demo_profile_data(**sections: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-MRPC = Path(__file__).resolve().parents[2] / "shared" / "data" / "mrpc"  # real MRPC CSVs, beside the checkout
+# Real MRPC sentence pairs, a sample the checkout carries (its source, terms and how it was cut: README.md there).
+MRPC = Path(__file__).resolve().parent / "data" / "mrpc"
 
 
 def minilm_dir() -> Path:
@@ -195,3 +197,20 @@ def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert result.returncode == 0, result.stdout + result.stderr
     (run_dir,) = [p for p in runs.iterdir() if p.is_dir()]
     return run_dir
+
+
+@contextlib.contextmanager
+def small_tmpfs(folder: Path, size: str) -> Iterator[Path]:
+    """A real small filesystem at `folder` (a tmpfs of `size`, "800k"), for a real ENOSPC; the test is skipped, with
+    the reason, where mounting is not allowed (CI runs as root on a fresh clone)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root (CI runs as root)")
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
+                          capture_output=True, text=True)
+    if made.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {made.stderr.strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)

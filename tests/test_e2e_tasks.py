@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FAST, MRPC, cli, events, losses, mrpc_minilm_sections, only_run, record
+from conftest import FAST, cli, events, losses, mrpc_minilm_sections, only_run, record
 
 pytestmark = pytest.mark.slow
 
@@ -58,7 +58,6 @@ accelerator = "cpu"
     assert (Path(record(run_dir)["output_dir"]) / "tokenizer" / "tokenizer.json").is_file()
 
 
-@pytest.mark.skipif(not MRPC.is_dir(), reason="shared/data/mrpc is not beside this checkout")
 def test_sentence_pairs_with_a_pretrained_model_from_csv(tmp_path, runs_dir):
     profile = tmp_path / "mrpc.toml"
     profile.write_text(

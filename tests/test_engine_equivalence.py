@@ -18,7 +18,6 @@ PLAIN = Path(__file__).resolve().parent / "fixtures" / "plain_trainer_mrpc.py"
 STEPS, BATCH = 5, 8
 
 
-@pytest.mark.skipif(not MRPC.is_dir(), reason="shared/data/mrpc is not beside this checkout")
 def test_a_profile_run_logs_the_losses_of_the_plain_trainer_script(tmp_path, runs_dir):
     profile = tmp_path / "mrpc.toml"
     profile.write_text(f"""

@@ -48,7 +48,8 @@ ALLOWED: dict[str, frozenset[str]] = {
     "main": frozenset({"cli"}),  # tuitrain/__main__.py
 }
 ENGINE_RUNS = frozenset({"tuitrain.runs.layout", "tuitrain.runs.exits", "tuitrain.runs.process_tree", "tuitrain.runs.linetimes",
-                         "tuitrain.runs.preemption", "tuitrain.runs.checkpoints", "tuitrain.runs.redirect"})
+                         "tuitrain.runs.preemption", "tuitrain.runs.checkpoints", "tuitrain.runs.redirect",
+                         "tuitrain.runs.best", "tuitrain.runs.disk_space"})
 CLI_TUI = frozenset({"tuitrain.tui.app"})
 # tuitrain/script/__init__.py holds only the names of script mode's environment variables: the planner that sets
 # them and the supervisors that pass them on may read them without importing any of the rank side

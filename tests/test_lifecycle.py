@@ -16,7 +16,7 @@ from typing import Any
 import psutil
 import pytest
 
-from conftest import TWO_RANKS, cli, events, losses, record, wait_for, wait_until_ended
+from conftest import TWO_RANKS, cli, events, losses, record, small_tmpfs, wait_for, wait_until_ended
 
 pytestmark = pytest.mark.slow
 
@@ -101,6 +101,8 @@ def test_a_resume_into_a_shared_folder_never_deletes_a_checkpoint_it_did_not_wri
     before = json.loads(cli("checkpoints", run_dir.name, "--json", runs_dir=runs_dir).stdout)
     assert before and all(c["complete"] and c["run"] == run_dir.name for c in before)
     stop_step = before[-1]["step"]
+    assert parent["error"] == (f"stopped on request (`tuitrain stop`, or the app) after saving checkpoint-{stop_step}; "
+                               f"`tuitrain resume {run_dir.name}` continues from it"), parent["error"]
 
     child_run = cli("resume", run_dir.name, "--set", f"training.max_steps={stop_step + 7}",
                     "--set", "training.save_total_limit=1", runs_dir=runs_dir)
@@ -180,17 +182,8 @@ def test_stop_now_ends_the_processes_of_a_run_whose_supervisor_is_gone(runs_dir)
 @pytest.fixture
 def small_disk(tmp_path: Path):
     """A 800 KiB tmpfs: room for the demo's run directory and one checkpoint, not two."""
-    mount = tmp_path / "small-disk"
-    mount.mkdir()
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs needs root (CI runs as root)")
-    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=800k", "tmpfs", str(mount)], capture_output=True, text=True)
-    if made.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {made.stderr.strip()}")
-    try:
+    with small_tmpfs(tmp_path / "small-disk", "800k") as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 def test_a_full_disk_during_a_save_fails_the_run_with_its_cause_and_keeps_the_checkpoint_before(small_disk):
@@ -205,3 +198,21 @@ def test_a_full_disk_during_a_save_fails_the_run_with_its_cause_and_keeps_the_ch
     assert not run_processes(rec)
     listing = {c["step"]: c for c in json.loads(cli("checkpoints", run_dir.name, "--json", runs_dir=runs).stdout)}
     assert listing[4]["complete"] and not listing[8]["complete"]
+
+
+def test_a_full_output_disk_is_named_as_the_cause_not_torchs_position_in_its_file(tmp_path: Path, runs_dir: Path):
+    """The run directory on a roomy disk (so the rank's error is written), its output folder on a full one: torch's
+    zip writer then says only "unexpected pos 90432 vs 90320"; the cause must say the disk is full, and which."""
+    with small_tmpfs(tmp_path / "small-output", "600k") as mount:
+        result = cli("run", "demo", "--set", "training.max_steps=12", "--set", "training.save_steps=4",
+                     "--set", "training.eval_strategy=no", "--set", f"run.output_dir={mount / 'out'}",
+                     runs_dir=runs_dir, timeout=240)
+        assert result.returncode == 1, result.stdout + result.stderr
+        rec = record(next(runs_dir.iterdir()))
+        assert rec["status"] == "failed" and rec["failed_rank"] == 0
+        assert "was not saved: the disk holding " + str(mount / "out") in rec["error"], rec["error"]
+        assert "is full" in rec["error"] and "resume" in rec["error"], rec["error"]
+        assert rec["error"] in result.stdout + result.stderr  # the foreground run's last word says it too
+        listing = json.loads(cli("checkpoints", rec["id"], "--json", runs_dir=runs_dir).stdout)
+        assert listing[0]["step"] == 4 and listing[0]["complete"]
+        assert all(not c["complete"] for c in listing[1:])

@@ -193,3 +193,18 @@ def test_cudnn_and_nccl_are_read_from_conda_meta_where_no_wheel_has_them(tmp_pat
     (meta / "nccl-9-broken.json").write_text("{not json")
     assert conda_version("cudnn", tmp_path) == "9.1.0.70" and conda_version("nccl", tmp_path) == "2.20.5.1"
     assert conda_version("cudnn", tmp_path / "not-conda") is None
+
+
+def test_a_damaged_manifest_is_named_damaged_not_missing(runs_dir):
+    """A manifest cut short (a full disk, a killed writer) is said to be damaged by `status` and `diff`, never
+    passed off as a run from before manifests."""
+    good = two_machine_run(runs_dir, "20260101-000000-two", "2.3.1")
+    bad = two_machine_run(runs_dir, "20260101-000100-two", "2.3.1")
+    path = RunPaths(bad).machine_manifest(1)
+    path.write_text(path.read_text()[:50])
+    status = cli("status", bad.name, runs_dir=runs_dir)
+    assert f"manifest   machine 1's is damaged: {path}: not JSON (" in status.stdout, status.stdout
+    shown = json.loads(cli("status", bad.name, "--json", runs_dir=runs_dir).stdout)
+    assert list(shown["damaged_manifests"]) == ["1"]
+    said = cli("diff", good.name, bad.name, runs_dir=runs_dir).stdout
+    assert f"run {bad.name}'s is damaged ({path}: not JSON (" in said and "before manifests" not in said, said

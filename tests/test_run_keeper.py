@@ -117,7 +117,7 @@ def test_stop_now_is_the_keepers_and_its_words_are_the_workers(tmp_path: Path) -
     keeper, fakes = _keeper(paths, looks=1000)
     assert run_supervisor(keeper) == "killed"
     assert read_record(paths).get("error") == FakeWorkers.KILLED_SAID
-    assert fakes.asked.count("terminate: ended by `tuitrain stop --now`") == 1
+    assert fakes.asked.count("terminate: ended by a kill request (`tuitrain stop --now`, or k in the app)") == 1
 
 
 def test_a_stop_request_is_taken_once_and_the_workers_say_the_outcome(tmp_path: Path) -> None:

@@ -8,13 +8,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from conftest import cli, events, only_run, record
 from machine_profiles import free_port
-from test_script_mode_runs import MRPC, SCRIPTS, data_args, toml_list
-
-pytestmark = pytest.mark.skipif(not MRPC.is_dir(), reason="shared/data/mrpc is not beside this checkout")
+from test_script_mode_runs import SCRIPTS, data_args, toml_list
 
 
 def test_a_trainer_script_across_two_machines(hosts: Any, tmp_path: Path, runs_dir: Path) -> None:

@@ -18,7 +18,6 @@ import pytest
 from conftest import FINAL, MRPC, cli, events, losses, patient, record, wait_for, wait_until_ended
 
 SCRIPTS = Path(__file__).resolve().parent / "fixtures" / "scripts"
-needs_mrpc = pytest.mark.skipif(not MRPC.is_dir(), reason="shared/data/mrpc is not beside this checkout")
 
 
 def tokenizer_dir() -> Path:
@@ -83,7 +82,6 @@ def save_stop_resume(run_dir: Path, runs_dir: Path, profile: Path, ranks: int, r
     return stop_step, child
 
 
-@needs_mrpc
 @pytest.mark.parametrize("ranks", [1, 2])
 def test_a_trainer_script_unchanged_gets_curves_save_now_stop_and_resume(tmp_path, runs_dir, ranks):
     args = [*data_args(), "--output_dir", "out", "--max_steps", "100000", "--save_steps", "100000", "--step_sleep", "0.05"]
@@ -101,7 +99,6 @@ def test_a_trainer_script_unchanged_gets_curves_save_now_stop_and_resume(tmp_pat
     assert [e["step"] for e in events(child) if e["event"] == "train_begin"] == [stop_step]  # the Trainer restored it
 
 
-@needs_mrpc
 @pytest.mark.parametrize("ranks", [1, 2])
 def test_an_accelerate_loop_reports_saves_stops_and_resumes_through_the_api(tmp_path, runs_dir, ranks):
     args = [*data_args(), "--output_dir", "out", "--max_steps", "100000", "--step_sleep", "0.05"]
@@ -200,7 +197,6 @@ def test_a_plain_scripts_dying_rank_tears_the_run_down_and_is_named(tmp_path, ru
     assert rec["exit_codes"]["0"] in ("killed", -15)
 
 
-@needs_mrpc
 def test_the_hook_never_fails_the_users_trainer(tmp_path):
     """Should tuitrain's callbacks fail to attach (here: events.jsonl cannot be opened), the hook says so
     in the rank log and the script trains on, unhooked: the error never comes out of its Trainer(...)."""

@@ -7,6 +7,7 @@ sbatch's refusals and a missing sbatch are one line each."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 from conftest import FAST, TWO_RANKS, check_clean, cli, events, losses, record, wait_for, wait_until_ended
@@ -47,7 +48,12 @@ def test_demo_with_two_ranks_then_one_pending_on_resources(slurm_cluster: Cluste
     wait_for(lambda: row_with(runs, three, "PENDING"), 30, "the third job to pend")
     stopped = cli("stop", three.name, runs_dir=runs)
     assert stopped.returncode == 0 and f"Slurm job {job3} was still pending: cancelled" in stopped.stderr, stopped
-    assert record(three)["status"] == "killed" and "cancelled while pending" in record(three)["error"]
+    assert record(three)["status"] == "cancelled" and "cancelled while pending" in record(three)["error"]
+    four, job4 = submit(runs, *FAST, "--time", "10")
+    wait_for(lambda: row_with(runs, four, "PENDING"), 30, "the fourth job to pend")
+    subprocess.run(["scancel", job4], check=True)  # by hand, as a user of Slurm would
+    wait_for(lambda: row_with(runs, four, "cancelled"), 60, "the job cancelled outside tuitrain, recorded")
+    assert record(four)["error"] == f"Slurm job {job4} was cancelled (scancel) before tuitrain started on its nodes"
 
     for run_dir, job, ranks in ((two, job2, 2), (one, job1, 1)):
         ended = wait_until_ended(run_dir, 180)

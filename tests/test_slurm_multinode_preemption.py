@@ -104,7 +104,7 @@ def test_a_two_node_job_saves_at_slurms_sigterm_and_resumes_when_requeued(slurm_
     stopped = cli("stop", run.name, runs_dir=runs_dir, timeout=120)
     assert stopped.returncode == 0, stopped.stdout + stopped.stderr
     final = record(run)
-    assert final["status"] == "stopped" and final["error"] is None, final  # tuitrain's stop is no Slurm SIGTERM
+    assert final["status"] == "stopped" and final["error"].startswith("stopped on request"), final  # no Slurm SIGTERM
     begins = [e["step"] for e in events(run) if e["event"] == "train_begin"]
     assert begins == [0, step], begins
     after = sorted(s for s in losses(run) if s > step)

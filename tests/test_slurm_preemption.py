@@ -9,7 +9,7 @@ from pathlib import Path
 
 from conftest import FAST, cli, losses, record, wait_for, wait_until_ended
 from slurm_cluster import Cluster
-from test_script_mode_runs import data_args, needs_mrpc, script_profile, toml_list
+from test_script_mode_runs import data_args, script_profile, toml_list
 
 LONG = ["--set", "training.eval_steps=100000", "--set", "training.save_steps=100000",
         "--set", "training.max_steps=100000"]  # saves on request only
@@ -67,12 +67,11 @@ def test_a_requeued_job_resumes_from_its_checkpoint(slurm_cluster: Cluster, runs
     assert record(run)["slurm"]["job_id"] == job and record(run)["status"] in ("running", "stopping")
     stopped = cli("stop", run.name, runs_dir=runs_dir, timeout=120)
     assert stopped.returncode == 0 and record(run)["status"] == "stopped", stopped.stdout + stopped.stderr
-    assert record(run)["error"] is None  # a stop asked by tuitrain is no Slurm SIGTERM
+    assert record(run)["error"].startswith("stopped on request")  # a stop asked by tuitrain is no Slurm SIGTERM
     begins = [e["step"] for e in _events(run) if e["event"] == "train_begin"]
     assert begins[0] == 0 and begins[-1] == step, begins
 
 
-@needs_mrpc
 def test_a_trainer_script_saves_and_stops_at_slurms_sigterm_then_resumes(slurm_cluster: Cluster, runs_dir: Path,
                                                                        tmp_path: Path) -> None:
     """Script mode under Slurm: the user's own Trainer script, unchanged, gets the same save-then-stop

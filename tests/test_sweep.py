@@ -9,7 +9,7 @@ import pytest
 
 from conftest import cli, record, wait_until_ended
 from tuitrain.cli.errors import CliError
-from tuitrain.cli.sweeping import SweepPoint, sweep_points, throttle
+from tuitrain.cli.sweeping import AT_ONCE_WITHOUT_LIMIT, MAX_SWEEP_RUNS, SweepPoint, sweep_points, sweep_refusal, throttle
 
 QUICK = ["--set", "training.max_steps=3", "--set", "training.eval_strategy=no", "--set", "training.save_strategy=no"]
 
@@ -31,6 +31,17 @@ def test_every_combination_in_the_order_written() -> None:
 def test_a_bad_sweep_is_one_line(specs: list[str], needle: str) -> None:
     with pytest.raises(CliError, match=needle):
         sweep_points(specs)
+
+
+def test_a_sweep_that_would_cost_more_than_it_says_is_refused_in_one_line() -> None:
+    with pytest.raises(CliError, match=f"more than {MAX_SWEEP_RUNS} in one sweep; split it"):
+        sweep_points([f"run.seed={','.join(map(str, range(MAX_SWEEP_RUNS + 1)))}"])
+    many = sweep_points([f"run.seed={','.join(map(str, range(AT_ONCE_WITHOUT_LIMIT + 1)))}"])
+    assert "add --max-parallel N" in (sweep_refusal(many, [], None) or "")
+    assert sweep_refusal(many, [], 1) is None
+    assert sweep_refusal(many[:AT_ONCE_WITHOUT_LIMIT], [], None) is None
+    assert sweep_refusal(many, ["run.seed=7"], 1) == \
+        "--sweep run.seed and --set run.seed=…: both set run.seed; give its values in --sweep only"
 
 
 def test_throttle_waits_for_the_run_n_places_before() -> None:
@@ -135,3 +146,33 @@ def test_C_on_a_run_of_a_sweep_compares_the_whole_sweep(tmp_path: Path) -> None:
         assert sorted(r.id for r in app.screen.runs) == sorted([FINISHED, FAILED])
 
     run(script, app, size=(120, 40))
+
+
+def test_a_sweep_cut_short_while_being_queued_leaves_nothing_queued(queue_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An interrupt (Ctrl-C) after two of four runs were queued: those two were held, never start, and leave the
+    queue; nothing of the sweep runs."""
+    import argparse
+
+    from tuitrain.backends.local import LocalBackend
+    from tuitrain.cli.sweeping import cmd_sweep
+
+    queue = LocalBackend.queue
+    calls: list[int] = []
+
+    def interrupted_third(self, *args, **kwargs):  # the user's Ctrl-C, as the third run is being made
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return queue(self, *args, **kwargs)
+
+    monkeypatch.setattr(LocalBackend, "queue", interrupted_third)
+    args = argparse.Namespace(profile="demo", set=QUICK[1::2], sweep=["run.seed=1,2,3,4"], max_parallel=None,
+                              runs_root=queue_env, after=None, after_ok=None)
+    with pytest.raises(KeyboardInterrupt):
+        cmd_sweep(args)
+    made = sorted(queue_env.iterdir())
+    assert len(made) == 2
+    for run_dir in made:
+        ended = wait_until_ended(run_dir, 120)
+        assert ended["status"] == "cancelled" and ended["started"] is None, ended
+        assert "its sweep was interrupted while being queued" in ended["error"], ended["error"]

@@ -20,7 +20,7 @@ def watch_with(steps: list[int], root: Path) -> SimpleNamespace:
     checkpoints = [Checkpoint(step=s, path=root / f"checkpoint-{s}", complete=True, missing=(), size_bytes=10)
                    for s in steps]
     return SimpleNamespace(checkpoints=checkpoints, checkpoint_times={},
-                           events=SimpleNamespace(metric="eval_loss", greater_is_better=False))
+                           events=SimpleNamespace(metric="eval_loss", best_step=None))
 
 
 class OneList(App[None]):

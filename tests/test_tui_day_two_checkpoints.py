@@ -16,7 +16,10 @@ OTHER = "20260101-003000-other"  # a second live run
 
 
 def save(run_dir: Path, *steps: int) -> None:
-    """The run's rank 0 writes these checkpoints' save events (in one write: one poll sees them all)."""
+    """The run's rank 0 writes these checkpoints' folders, then their save events (in one write: one poll sees them
+    all), as the Trainer calls on_save once a checkpoint is written."""
+    for step in steps:
+        (run_dir / "output" / f"checkpoint-{step}").mkdir(parents=True, exist_ok=True)
     lines = "".join(json.dumps({"event": "save", "time": T0 + 3000 + step, "step": step,
                                 "checkpoint": str(run_dir / "output" / f"checkpoint-{step}")}) + "\n" for step in steps)
     with open(run_dir / "events.jsonl", "a") as handle:
@@ -80,6 +83,31 @@ def test_checkpoints_of_several_runs_cover_no_table_and_are_news_on_home(base): 
         await until(pilot, lambda: status_of(app, OTHER) == "finished", what="the ended run's mark gone")
 
     run(script, app, size=(120, 40), notifications=True)
+
+
+def test_a_checkpoint_rotation_deleted_is_no_news(base):  # noqa: F811
+    """`save_total_limit` deletes the oldest checkpoint as it writes a new one: Home said 'new: 4 checkpoints' when 3
+    were left (issue 34, item 6)."""
+    import shutil
+
+    runs = base / "runs"
+    app = make_app(base)
+
+    async def script(pilot):
+        title = app.screen.query_one("#runs-title")
+        await until(pilot, lambda: "running" in status_of(app, RUNNING), what="the live run")
+        save(runs / RUNNING, 24, 25, 26)
+        await until(pilot, lambda: title.text.endswith(" · new: 3 checkpoints of 1 run"), what="three checkpoints")
+        shutil.rmtree(runs / RUNNING / "output" / "checkpoint-24")  # the fourth save's rotation
+        save(runs / RUNNING, 27)
+        await until(pilot, lambda: status_of(app, RUNNING) == "running · ckpt 27", what="the newest mark")
+        await until(pilot, lambda: title.text.endswith(" · new: 3 checkpoints of 1 run"), what="three, still")
+        save(runs / RUNNING, 27)  # a checkpoint said twice (saved again at the same step) counts once
+        polls = app.polls
+        await until(pilot, lambda: app.polls >= polls + 2, what="two more polls")
+        assert title.text.endswith(" · new: 3 checkpoints of 1 run"), title.text
+
+    run(script, app, size=(120, 40))
 
 
 def test_checkpoint_news_is_counted_and_fades():

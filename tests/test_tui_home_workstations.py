@@ -53,7 +53,7 @@ def test_home_shows_each_workstations_runs_under_its_host_and_a_dead_box_as_one_
         await until(pilot, lambda: shown_ids(app) == expected[3:], what="node1's runs and node2's line only")
         table.move_cursor(row=0)
         await pilot.press("s")  # another box's run: said how to reach it, nothing stopped here
-        await until(pilot, lambda: any("tuitrain logs node1:" in n.message for n in app._notifications),
+        await until(pilot, lambda: any("enter opens its monitor" in n.message for n in app._notifications),
                     what="how to reach node1's run")
 
     try:

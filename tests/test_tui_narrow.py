@@ -61,22 +61,6 @@ def test_at_80x24_the_monitor_keeps_q_and_help_in_its_footer_and_cuts_its_title_
     run(script, app, size=(80, 24))
 
 
-def test_column_widths_cut_the_run_id_then_best_never_the_status():
-    from rich.text import Text
-
-    from tuitrain.tui.run_columns import NARROW_COLUMNS, column_widths
-
-    cells = [{"RUN": Text("x" * 40), "STATUS": Text("failed r1"), "STEP": "17/40 ██▏··", "LOSS": "0.3657",
-              "BEST": Text("accuracy_macro_f1 0.8123"), "TIME": "1h02m"}]
-    assert column_widths(NARROW_COLUMNS, cells, 200) == (None,) * 6  # all fits: nothing fixed
-    widths = dict(zip(NARROW_COLUMNS, column_widths(NARROW_COLUMNS, cells, 80), strict=True))
-    assert widths["STATUS"] is None and widths["TIME"] is None and widths["BEST"] is None
-    # 40 + 9 + 11 + 6 + 24 + 5 cells, 12 of padding less the last cell's right one: 26 over 80
-    assert widths["RUN"] == 14
-    widths = dict(zip(NARROW_COLUMNS, column_widths(NARROW_COLUMNS, cells, 60), strict=True))
-    assert widths["RUN"] == 12 and widths["BEST"] is not None and widths["STATUS"] is None
-
-
 def test_at_80x24_marking_runs_keeps_the_cursor_when_the_run_column_is_resized(base):  # noqa: F811
     """A mark widens the RUN cells; at 80 columns the table's columns are then laid out again on the next
     poll, which used to put the cursor back on the first row (space then unmarked the first run)."""

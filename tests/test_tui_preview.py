@@ -14,8 +14,6 @@ import pytest
 from conftest import MRPC, cli, minilm_dir, mrpc_minilm_sections
 from test_tui_app import make_app, until
 
-pytestmark = pytest.mark.skipif(not MRPC.is_dir(), reason="shared/data/mrpc is not beside this checkout")
-
 
 @pytest.fixture
 def mrpc_profile(tmp_path: Path) -> Path:

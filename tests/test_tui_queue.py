@@ -68,7 +68,7 @@ def test_home_shows_each_queued_runs_place_and_what_it_waits_for_live(base: Path
         await highlight(pilot, third.name)
         said = await until(pilot, lambda: "queued 3 of 3" in waits_line(app) and waits_line(app), what="the third's")
         assert f"waits for GPU 2: run {first.name} (" in said and \
-            "is ahead in the queue (and 1 more: tuitrain queue)" in said, said  # the second is ahead of it too
+            "is ahead in the queue (and 1 more: enter shows them)" in said, said  # the second is ahead of it too
         await pilot.resize_terminal(80, 24)  # the narrow table: STATUS whole, the line still under it
         await until(pilot, lambda: len(app.screen.query_one("#runs").columns) == 6, what="the narrow columns")
         await until(pilot, lambda: statuses(app)[third.name] == "queued 3/3", what="the narrow STATUS")
@@ -112,12 +112,16 @@ def test_the_runs_table_puts_a_queued_run_first_and_cancels_one_as_the_cli_does(
                                              "cancel"), what="the refusal of an ended run")
         await pilot.press("t")
         await until(pilot, lambda: said(app, "there is nothing to move"), what="the refusal to move it")
+        titles = {n.message: n.title for n in app._notifications}
+        assert titles[said(app, "there is nothing to move")] == "Cannot move"  # not "Cannot queue" (issue 34)
+        assert titles[said(app, "there is nothing to cancel")] == "Cannot cancel"
+        assert titles[said(app, f"run {third.name} is first in the queue")] == "First in queue"
         if os.getuid() == 0:  # another user's queued run, as root can make one: only they may move or cancel it
             os.chown(first, 12345, -1)
             await highlight(pilot, first.name)
             for key, verb in (("x", "cancel"), ("t", "move")):
                 await pilot.press(key)
-                await until(pilot, lambda verb=verb: said(app, f"run {first.name} was queued by ") and
+                await until(pilot, lambda verb=verb: said(app, f"run {first.name} is uid 12345's") and
                             said(app, f"only they can {verb} it"), what=f"the refusal to {verb} another's run")
             os.chown(first, 0, -1)
             assert statuses(app)[first.name] == "queued 2/2"
@@ -153,3 +157,32 @@ def test_a_queued_runs_monitor_says_what_it_waits_for_live_and_s_cancels_it(base
 
     run(script, app, size=(120, 40), notifications=True)
     assert cli("cancel", first.name, runs_dir=base / "runs").returncode == 0
+
+
+def test_a_run_queued_after_another_waits_for_its_end_in_words_that_read(base: Path) -> None:
+    """`waits for after RUN` (issue 34, item 6): the queue's phrase for a dependency reads after "waits for", on Home
+    and in the run's monitor."""
+    from test_tui_fixtures import RUNNING, make_runs
+
+    make_runs(base / "runs")  # RUNNING's supervisor is this test's own process: it runs as long as the test
+    done = cli("run", "demo", "--queue", "--after", RUNNING, "--set", "training.max_steps=2", runs_dir=base / "runs")
+    assert done.returncode == 0, done.stdout + done.stderr
+    queued = base / "runs" / done.stdout.strip()
+    app = make_app(base)
+    waits = f"waits for run {RUNNING} to end (running, step 23/40)"
+
+    async def script(pilot):
+        await until(pilot, lambda: statuses(app).get(queued.name) == "queued 1/1", timeout=30, what="the queued run")
+        await highlight(pilot, queued.name)
+        line = await until(pilot, lambda: waits in waits_line(app) and waits_line(app), what="what it waits for")
+        assert "after" not in line, line
+        await pilot.press("enter")
+        monitor = await until(pilot, lambda: type(app.screen).__name__ == "MonitorScreen" and app.screen,
+                              what="its monitor")
+        await until(pilot, lambda: waits in monitor.query_one("#header").text, what="the wait in its header")
+
+    try:
+        run(script, app, size=(120, 40))
+    finally:
+        assert cli("cancel", queued.name, runs_dir=base / "runs").returncode == 0
+    wait_for(lambda: record(queued)["status"] == "cancelled", 30, "the queued run cancelled")

@@ -52,9 +52,9 @@ def test_home_shows_job_states_and_stops_slurm_runs(slurm_cluster: Cluster, tmp_
 
             table.move_cursor(row=table.get_row_index(one.name))
             await pilot.press("s")  # pending: cancelled at once
-            await until(pilot, lambda: record(one)["status"] == "killed", 30, "the pending job cancelled")
+            await until(pilot, lambda: record(one)["status"] == "cancelled", 30, "the pending job cancelled")
             assert "cancelled while pending" in record(one)["error"]
-            await until(pilot, lambda: status_cell(app, one.name) == "killed · CANCELLED", 30, "CANCELLED shown")
+            await until(pilot, lambda: status_cell(app, one.name) == "cancelled · CANCELLED", 30, "CANCELLED shown")
             assert any(f"Slurm job {job1} was still pending" in n.message for n in app._notifications)
 
             await until(pilot, lambda: losses(two), 120, "training to start")
@@ -63,7 +63,7 @@ def test_home_shows_job_states_and_stops_slurm_runs(slurm_cluster: Cluster, tmp_
             await until(pilot, lambda: record(two)["status"] == "stopped", 150, "the run stopped")
             await until(pilot, lambda: job2 not in queued(slurm_cluster), 30, "the job gone from squeue")
             await until(pilot, lambda: status_cell(app, two.name) == "stopped · COMPLETED", 30, "COMPLETED shown")
-            await until(pilot, lambda: any(n.message == f"run {two.name} stopped" and n.title == "Stop"
+            await until(pilot, lambda: any(n.message.startswith(f"run {two.name} stopped on request") and n.title == "Stop"
                                            for n in app._notifications), 10, "the stop's end said")
             checkpoints = list((two / "output").glob("checkpoint-*"))
             assert len(checkpoints) == 1 and (checkpoints[0] / "tuitrain.json").exists()

@@ -56,9 +56,8 @@ def base() -> Iterator[Path]:
 
 async def ready(pilot) -> None:
     app = pilot.app
-    columns = 7 if app.size.width >= 100 else 6
     await until(pilot, lambda: app.polls > 1 and app.screen.query_one("#runs").row_count == 3
-                and len(app.screen.query_one("#runs").columns) == columns, what="runs")
+                and len(app.screen.query_one("#runs").columns) == 6, what="runs")
     await until(pilot, lambda: app.screen.query_one("#profiles").option_count == 2, what="profiles")
     app.screen.query_one("#runs").focus()
     await pilot.pause(0.2)

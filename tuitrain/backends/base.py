@@ -59,9 +59,16 @@ class Resumed:
     job_id: str | None = None
 
 
-def resume_note(parent: RunPaths, checkpoint: Checkpoint, paths: RunPaths) -> str:
-    """What every backend says of a resume it started (Slurm adds its job)."""
-    return f"resuming {parent.id} from {checkpoint.path.name} (step {checkpoint.step}) as run {paths.id}"
+def resume_note(parent: RunPaths, checkpoint: Checkpoint, paths: RunPaths, profile: Profile,
+                job_id: str | None = None) -> str:
+    """What every backend says of a resume it started, in one line: its Slurm job, and the restored settings the
+    profile changes (`runs.resume_rule`: the optimizer's, honoured from the checkpoint's step)."""
+    from tuitrain.runs.relaunch import resume_said
+
+    job = f", Slurm job {job_id}" if job_id is not None else ""
+    said = resume_said(parent.profile, profile.data, checkpoint)
+    return (f"resuming {parent.id} from {checkpoint.path.name} (step {checkpoint.step}) as run {paths.id}{job}"
+            + (f"; {said}" if said else ""))
 
 
 @dataclass(frozen=True)

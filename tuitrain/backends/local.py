@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from tuitrain.backends.base import Check, Pause, Preview, Resumed, Say, Started, resume_note
 from tuitrain.hardware import Hardware
+from tuitrain.launch.plan import queued_plan
 from tuitrain.profile import Problem, Profile, Settings, load_profile, settings_with_defaults
 from tuitrain.runs.catalog import RUNS_ROOT_FIX
 from tuitrain.runs.kind import RunKind
@@ -102,13 +103,13 @@ class LocalBackend:
         let it (tuitrain.runs.queue_rule): planned as `relaunch.launch` plans, its GPUs claimed by `queued_gpus`."""
         settings, notes, hardware = local_settings(profile, self.hardware)
         request = dataclasses.replace(queue, gpus_for=lambda accelerator: queued_gpus(settings, hardware, accelerator))
-        plan = local_plan(settings, new_run_dir(runs_root), str(profile.path), hardware, notes)
+        plan = queued_plan(local_plan(settings, new_run_dir(runs_root), str(profile.path), hardware, notes))
         return start_run(profile, settings, plan, runs_root, cwd=run_cwd(settings, cwd), queue=request)
 
     def resume(self, parent: RunPaths, runs_root: Path, checkpoint: str | Path = "latest",
                overrides: Sequence[str] = (), cwd: Path | None = None) -> Resumed:
         paths, chosen, profile = resume(parent, runs_root, checkpoint, overrides, cwd=cwd, hardware=self.hardware)
-        return Resumed(paths, chosen, profile, resume_note(parent, chosen, paths))
+        return Resumed(paths, chosen, profile, resume_note(parent, chosen, paths, profile))
 
     def stop(self, paths: RunPaths, now: bool, say: Say, pause: Pause | None = None,
              timeout: float | None = None) -> str:

@@ -114,7 +114,7 @@ class MachinesBackend:
                overrides: Sequence[str] = (), cwd: Path | None = None) -> Resumed:
         paths, chosen, profile = resume_on_machines(parent, runs_root, checkpoint, overrides, cwd=cwd,
                                                     ssh_config=self.ssh_config)
-        return Resumed(paths, chosen, profile, resume_note(parent, chosen, paths))
+        return Resumed(paths, chosen, profile, resume_note(parent, chosen, paths, profile))
 
     def stop(self, paths: RunPaths, now: bool, say: Say, pause: Pause | None = None,
              timeout: float | None = None) -> str:

@@ -58,7 +58,7 @@ class SlurmBackend:
             done, chosen, profile = resume_job(parent, runs_root, str(checkpoint), overrides, python=self.python, cwd=cwd)
         except (ScriptError, SlurmError) as exc:
             raise StartError(str(exc)) from None
-        return Resumed(done.paths, chosen, profile, f"{resume_note(parent, chosen, done.paths)}, Slurm job {done.job_id}",
+        return Resumed(done.paths, chosen, profile, resume_note(parent, chosen, done.paths, profile, done.job_id),
                        done.job_id)
 
     def stop(self, paths: RunPaths, now: bool, say: Say, pause: Pause | None = None,
@@ -75,7 +75,7 @@ class SlurmBackend:
             raise ControlError(str(exc)) from None
         if record.get("status") not in FINAL_STATUSES:
             return f"run {paths.id} {record.get('status')}: the stop request stays"  # the caller gave up the wait
-        why = f": {record['error']}" if record.get("error") else ""
-        return f"run {record['id']} {record['status']}{why}"
+        error, status = str(record.get("error") or ""), str(record.get("status"))
+        return f"run {record['id']} " + (error if error.startswith(status) else f"{status}: {error}" if error else status)
 
 

@@ -13,7 +13,7 @@ from tuitrain.runs.catalog import load_record
 from tuitrain.runs.control import ControlError, request
 from tuitrain.runs.events import parse_event
 from tuitrain.runs.exits import EXIT_USER_ERROR
-from tuitrain.runs.layout import RunPaths
+from tuitrain.runs.layout import KILL_REQUEST, RunPaths
 from tuitrain.runs.liveness import effective_status, live_processes
 from tuitrain.runs.process_tree import running
 from tuitrain.runs.record import FINAL_STATUSES
@@ -184,7 +184,7 @@ def report_end(paths: RunPaths, record: dict, out: TextIO, err: TextIO | None = 
             print(f"  {tb}", file=out)
         print(f"full log: {log}", file=out, flush=True)
     elif status == "killed":
-        print(f"{line}: {record.get('error') or 'ended by stop --now'}{checkpoints_where(record)}", file=out, flush=True)
+        print(f"{line}: {record.get('error') or f'ended by {KILL_REQUEST}'}{checkpoints_where(record)}", file=out, flush=True)
     elif status == "cancelled":
         print(f"{line}: {record.get('error') or 'dropped while queued; it never started'}", file=out, flush=True)
     elif status == "lost":

@@ -89,16 +89,19 @@ def cmd_move(args: argparse.Namespace) -> int:
 
 def cmd_queue(args: argparse.Namespace) -> int:
     from tuitrain.cli.output import print_json
-    from tuitrain.runs.queue import queue_dir
+    from tuitrain.runs.queue import damaged_entries, queue_dir
     from tuitrain.runs.queue_view import queue_rows
+    from tuitrain.runs.run_owner import user_name
 
     if getattr(args, "action", None) == "move":
         return cmd_move(args)
     if getattr(args, "run", None) or getattr(args, "top", False):
         raise CliError("tuitrain queue takes no run (to move one: tuitrain queue move RUN --top)")
     rows = [{**row, "sweep": _sweep(row)} if row["position"] is not None else row for row in queue_rows()]
+    damaged = [{"file": str(queue_dir() / d.name), "run": d.run or None, "user": user_name(d.uid), "reason": d.reason,
+                "set_aside": d.set_aside} for d in damaged_entries(queue_dir())]
     if args.json:
-        print_json({"queue_dir": str(queue_dir()), "runs": rows})
+        print_json({"queue_dir": str(queue_dir()), "runs": rows, "damaged": damaged})
         return 0
     waiting = [r for r in rows if r["position"] is not None]
     if not waiting:
@@ -108,7 +111,12 @@ def cmd_queue(args: argparse.Namespace) -> int:
     holding = [r for r in rows if r["position"] is None and r["gpus"]]
     for row in holding:
         print(f"  -  {row['run']}  {row['user']}  started, holds GPU {','.join(map(str, row['gpus']))}")
+    for entry in damaged:
+        whose = f"run {entry['run']} of {entry['user']}" if entry["run"] else f"a file of {entry['user']}"
+        print(f"  !  damaged entry {entry['file']} ({whose}): {entry['reason']}; "
+              + ("set aside, its run ends with this cause" if entry["set_aside"] else f"only {entry['user']} can set it aside"))
     return 0
+
 
 
 def _sweep(row: dict[str, Any]) -> dict[str, Any] | None:

@@ -14,6 +14,8 @@ from typing import Any, Sequence
 from tuitrain.cli.errors import CliError
 
 SWEEP_FORM = "write --sweep section.key=V1,V2,… (e.g. --sweep training.learning_rate=1e-5,3e-5)"
+MAX_SWEEP_RUNS = 256  # more in one sweep is a mistake more often than a plan: split it
+AT_ONCE_WITHOUT_LIMIT = 8  # a larger sweep names --max-parallel: on the CPU, every run of it would start at once
 
 
 def add_sweep_arguments(p: argparse.ArgumentParser) -> None:
@@ -52,7 +54,24 @@ def sweep_points(specs: Sequence[str]) -> list[SweepPoint]:
     if len(points) < 2:
         raise CliError(f"--sweep gives {len(points)} run; a sweep needs two values or more ({SWEEP_FORM}), "
                        "or use --set for one")
+    if len(points) > MAX_SWEEP_RUNS:
+        raise CliError(f"--sweep gives {len(points)} runs, more than {MAX_SWEEP_RUNS} in one sweep; split it into "
+                       "several sweeps (or fewer values)")
     return points
+
+
+def sweep_refusal(points: Sequence[SweepPoint], sets: Sequence[str], max_parallel: int | None) -> str | None:
+    """Why a sweep of these runs is not queued: a key both swept and --set, or a large sweep with no --max-parallel
+    (every run whose GPUs are free starts at once: on the CPU, all of them, each using every core)."""
+    swept = {s.split("=", 1)[0] for s in points[0].sets}
+    both = sorted(swept & {s.split("=", 1)[0].strip() for s in sets})
+    if both:
+        return f"--sweep {both[0]} and --set {both[0]}=…: both set {both[0]}; give its values in --sweep only"
+    if max_parallel is None and len(points) > AT_ONCE_WITHOUT_LIMIT:
+        return (f"--sweep gives {len(points)} runs and, without --max-parallel, every one whose GPUs are free starts "
+                f"at once (on the CPU: all {len(points)}, each using every core); add --max-parallel N "
+                f"(e.g. --max-parallel 1 on the CPU, or the number of GPUs)")
+    return None
 
 
 def sweep_name(profile_name: str, when: float) -> str:
@@ -80,6 +99,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.max_parallel is not None and args.max_parallel < 1:
         raise CliError(f"--max-parallel {args.max_parallel}: must be 1 or more (how many runs of the sweep at once)")
     points = sweep_points(args.sweep)
+    refusal = sweep_refusal(points, args.set, args.max_parallel)
+    if refusal:
+        raise CliError(refusal)
     path = resolve_profile_path(args.profile)
     base = load_profile(path, args.set)
     swept = {s.split("=", 1)[0] for s in points[0].sets}
@@ -93,14 +115,33 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     request = queue_request(args) or QueueRequest()
     sweep_id = sweep_name(base.name, time.time())
     started: list[Any] = []
-    for index, (profile, point) in enumerate(zip(profiles, points, strict=True)):
-        waits = throttle(index, args.max_parallel)
-        after = (*request.after, started[waits]) if waits is not None else request.after
-        sweep = {"id": sweep_id, "index": index + 1, "of": len(points), "label": point.label}
-        paths = backend.queue(profile, args.runs_root, dataclasses.replace(request, after=after, sweep=sweep))
-        started.append(paths)
+    try:  # queued whole or not at all: each run is held until the last is queued
+        for index, (profile, point) in enumerate(zip(profiles, points, strict=True)):
+            waits = throttle(index, args.max_parallel)
+            after = (*request.after, started[waits]) if waits is not None else request.after
+            sweep = {"id": sweep_id, "index": index + 1, "of": len(points), "label": point.label}
+            started.append(backend.queue(profile, args.runs_root,
+                                         dataclasses.replace(request, after=after, sweep=sweep, hold=True)))
+    except BaseException:
+        let_go(started, drop=True)
+        raise
+    let_go(started, drop=False)
+    for paths in started:
         print(paths.id, flush=True)
     limit = f", at most {args.max_parallel} at once" if args.max_parallel else ""
     print(f"queued {len(started)} runs of a sweep over {', '.join(sorted(swept))}{limit}; `tuitrain queue` shows "
           "what each waits for", file=sys.stderr)
     return 0
+
+
+def let_go(held: Sequence[Any], drop: bool) -> None:
+    """Release the held runs of a sweep (all queued), or have each leave the queue (the sweep was cut short)."""
+    from tuitrain.runs.layout import CONTROL_DROP_SWEEP, CONTROL_HOLD
+
+    for paths in held:
+        if drop:
+            paths.control_request(CONTROL_DROP_SWEEP).touch()
+        paths.control_request(CONTROL_HOLD).unlink(missing_ok=True)
+    if drop and held:
+        print(f"the sweep was cut short: the {len(held)} run(s) it had queued leave the queue (cancelled, never "
+              "started)", file=sys.stderr)

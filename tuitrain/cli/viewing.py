@@ -99,7 +99,10 @@ def cmd_status(args: argparse.Namespace) -> int:
     usage = _run_usage(paths, summary)
     manifests = read_manifests(paths.root)
     if args.json:
-        print_json({**summary, "usage": usage, "manifests": {str(rank): m for rank, m in manifests.items()}})
+        from tuitrain.runs.manifest import damaged_manifests
+
+        print_json({**summary, "usage": usage, "manifests": {str(rank): m for rank, m in manifests.items()},
+                    "damaged_manifests": {str(rank): why for rank, why in damaged_manifests(paths.root).items()}})
         return 0
     p = summary["progress"]
     print(f"run        {summary['id']}  ({summary['run_dir']})")
@@ -135,6 +138,9 @@ def cmd_status(args: argparse.Namespace) -> int:
               f"its files there: {machine['node_dir']}")
     print(f"duration   {duration(summary.get('duration'))}   started {age(summary.get('started'))}")
     print(f"output     {summary.get('output_dir') or '(none named: the script made no Trainer and reported no checkpoint)'}")
+    if summary.get("output_removed"):
+        print(f"           removed at {time.strftime('%H:%M:%S', time.localtime(summary['output_removed']))} while the "
+              "run went on (made again): the checkpoints written before then are gone")
     if summary.get("parent"):
         print(f"resumed    from {summary['parent']} at {summary.get('resume_from')}")
     if summary.get("exit_codes"):
@@ -161,9 +167,11 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def _manifest_lines(paths: RunPaths, summary: dict, manifests: dict[int, dict]) -> list[str]:
     """What the run ran on, short (machine 0's; other machines only where they differ): `--json` has it all."""
+    from tuitrain.runs.manifest import damaged_manifests
     from tuitrain.runs.run_diff import RunFacts, machine_differences, short_manifest
 
     lines = [f"{label:<10} {text}" for label, text in short_manifest(manifests)]
+    lines += [f"{'manifest':<10} machine {rank}'s is damaged: {why}" for rank, why in damaged_manifests(paths.root).items()]
     facts = RunFacts(paths.id, str(paths.root), summary, {}, None, manifests)
     lines += [f"{'differs':<10} {d.line()[10:]}" for d in machine_differences(facts)]
     return lines

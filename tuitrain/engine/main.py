@@ -14,6 +14,7 @@ from tuitrain.engine.errors import DataError, EngineError
 from tuitrain.engine.rank_io import write_rank_record
 from tuitrain.profile.implied import implied_training, mixed_precision
 from tuitrain.profile.settings import LoraSettings, ModelSettings, Settings
+from tuitrain.runs.disk_space import disk_full, exception_text
 from tuitrain.runs.exits import EXIT_USER_ERROR
 from tuitrain.runs.layout import RunPaths
 
@@ -221,6 +222,7 @@ def main(run_dir: Path, rank: int) -> int:
     preemption.install(run_dir, rank)  # under Slurm, its SIGTERM saves a checkpoint and stops
     paths = RunPaths(run_dir)
     exit_code = 1
+    record: dict[str, Any] | None = None
     try:
         record = read_json(paths.record)
         profile = load_frozen_profile(paths)
@@ -248,7 +250,9 @@ def main(run_dir: Path, rank: int) -> int:
     except BaseException as exc:  # noqa: BLE001 — the rank log must keep the traceback, then we exit non-zero
         traceback.print_exc()
         sys.stderr.flush()
-        _report_error(paths, rank, f"{type(exc).__name__}: {exc}")
+        said = f"{type(exc).__name__}: {exc}"
+        full = disk_full([record.get("output_dir") if record else None, run_dir], exception_text(exc))
+        _report_error(paths, rank, f"{said} — {full}" if full else said)
         exit_code = 130 if isinstance(exc, KeyboardInterrupt) else 1
     finally:
         write_rank_record(paths, rank, exit_code)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from tuitrain.hardware.devices import GpuInfo, GpuProcess
+from tuitrain.hardware.devices import GpuInfo, GpuProcess, MigDevice
 from tuitrain.hardware.gpu_choice import BUSY_UTILIZATION, NEAR_FULL, busy_reasons, chosen_now
 from tuitrain.hardware.mapping import resolve
 from tuitrain.hardware.na import NA
@@ -20,7 +20,7 @@ from tuitrain.hardware.probe import Hardware
 from tuitrain.profile import Problem
 from tuitrain.profile.settings import HardwareSettings, Settings
 
-__all__ = ["BUSY_UTILIZATION", "NEAR_FULL", "busy_reasons", "check", "resolve_accelerator"]
+__all__ = ["BUSY_UTILIZATION", "NEAR_FULL", "busy_reasons", "check", "resolve_accelerator", "selected_devices"]
 
 BF16_MIN_CC = (8, 0)
 
@@ -167,6 +167,24 @@ def _bf16(file: str, key: str, selected: list[GpuInfo], hardware: Hardware) -> l
     return []
 
 
+def _selection_tokens(settings: Settings, hardware: Hardware) -> Sequence[Any] | None:
+    """hardware.gpus as entries to resolve: as listed, any N chosen now (`gpus = N`), or None for every GPU."""
+    given = settings["hardware"]["gpus"]
+    if isinstance(given, int) and not isinstance(given, bool):
+        return [str(i) for i in chosen_now(hardware.gpus, given, _min_free(settings))[0]]
+    return given if isinstance(given, list) else None
+
+
+def selected_devices(settings: Settings, hardware: Hardware) -> list[tuple[GpuInfo, MigDevice | None]]:
+    """The GPUs (and MIG instances) a CUDA run of `settings` takes here, one per process, in order: what the
+    memory estimate compares itself with (tuitrain.launch.memory)."""
+    tokens = [str(g.index) for g in hardware.gpus] if (chosen := _selection_tokens(settings, hardware)) is None \
+        else [str(t) for t in chosen]
+    found = [resolve(token, hardware.gpus) for token in tokens]
+    processes = int(settings["distributed"]["num_processes"] or 1)
+    return [(gpu, mig) for gpu, mig in found if gpu is not None and not gpu.lost][:processes]
+
+
 def _cuda_checks(file: str, settings: Settings, hardware: Hardware, near_full: float,
                  busy: int = BUSY_UTILIZATION) -> list[Problem]:
     given = settings["hardware"]["gpus"]
@@ -184,7 +202,7 @@ def _cuda_checks(file: str, settings: Settings, hardware: Hardware, near_full: f
             return [Problem(file, "hardware.gpus", f"asks for any {given} GPUs, but this machine has "
                             f"{len(hardware.gpus)}", f"set gpus = {len(hardware.gpus)} or fewer "
                             "(`tuitrain gpus` lists them)")]
-        selection = [str(i) for i in chosen_now(hardware.gpus, given, _min_free(settings))[0]]
+        selection = _selection_tokens(settings, hardware)
     selected, migs, problems = _selection(file, selection, hardware)
     listed_by_hand = isinstance(given, list)
     too_much = _more_than_any(file, settings, selected if listed_by_hand else hardware.gpus)

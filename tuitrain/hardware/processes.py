@@ -68,7 +68,7 @@ def short_command(command: str) -> str:
     """A command line with its program's folder left out ('python train.py' of '/opt/venv/bin/python train.py'),
     so that a narrow column shows its arguments; a quoted program (a path with spaces) is left whole."""
     program, space, rest = command.partition(" ")
-    if program.startswith("'") or "/" not in program:
+    if program.startswith("'") or "/" not in program or command == NA:  # N/A: not seen, not a path
         return command
     return program.rsplit("/", 1)[1] + space + rest
 

@@ -10,6 +10,7 @@ machine at all (a cluster's config written on a laptop).
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import Any
 from tuitrain.hardware import Hardware
 from tuitrain.launch.accelerate_config import accelerate_config
 from tuitrain.launch.accelerate_default_config import default_config_path
+from tuitrain.launch.memory_fit import MemoryCheck
 from tuitrain.launch.planner import (
     MachineRole,
     deepspeed_json_path,
@@ -50,6 +52,7 @@ class LaunchPlan:
     problems: list[Problem] = field(default_factory=list)
     strategy: str = "single"
     cwd: str | None = None  # where the ranks run (script mode: the script's workdir); None: where tuitrain runs
+    memory: MemoryCheck | None = None  # each GPU's memory for the run (a CUDA plan made here; tuitrain.launch.memory)
 
     @property
     def errors(self) -> list[Problem]:
@@ -80,7 +83,18 @@ class LaunchPlan:
             "cwd": self.cwd,
             "notes": self.notes,
             "problems": [p.to_dict() for p in self.problems],
+            "memory": self.memory.to_dict() if self.memory is not None else None,
         }
+
+
+def queued_plan(plan: LaunchPlan) -> LaunchPlan:
+    """The plan of a run that waits in the queue for its GPUs: memory that others hold now refuses nothing (the
+    memory estimate's refusal becomes a warning where the run would fit the GPU once it is free)."""
+    memory = plan.memory
+    if memory is None or not memory.waits:
+        return plan
+    problems = [dataclasses.replace(p, severity="warning") if p in memory.problems else p for p in plan.problems]
+    return dataclasses.replace(plan, problems=problems)
 
 
 def export_accelerate_config(profile: Settings, file: str = "profile",
@@ -142,11 +156,12 @@ def plan_launch(profile: Settings, hardware: Hardware, run_dir: Path, file: str 
                                 "plan and start it with `tuitrain plan PROFILE` / `tuitrain run PROFILE`"))
     total = role.processes * role.machines
     config_path = f"{role.folder}/accelerate.yaml"
-    notes = [strategy_note(profile, part.accelerator, total), *part.device_notes, *part.launch_notes,
+    memory_lines = part.memory.lines if part.memory is not None else []
+    notes = [strategy_note(profile, part.accelerator, total), *part.device_notes, *memory_lines, *part.launch_notes,
              *implied_notes(profile), part.thread_note,
              (f"--config_file {config_path}: accelerate's default config ({default_config_path()}) "
               "is never used unseen (accelerate #1133)")]
     return LaunchPlan(argv=part.argv, env=part.env, accelerate_config=part.accelerate_config, num_processes=total,
                       num_machines=role.machines, accelerator=part.accelerator, main_process_port=role.port,
                       notes=notes, problems=[*problems, *part.problems], strategy=profile["distributed"]["strategy"],
-                      cwd=part.cwd)
+                      cwd=part.cwd, memory=part.memory)

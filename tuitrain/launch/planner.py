@@ -26,9 +26,12 @@ from typing import Any, Mapping, cast
 
 from tuitrain.hardware import Hardware
 from tuitrain.hardware.preflight import check as hardware_preflight
+from tuitrain.hardware.preflight import selected_devices
 from tuitrain.launch.accelerate_config import accelerate_config
 from tuitrain.launch.devices import Devices, devices_elsewhere, devices_here
 from tuitrain.launch.flight_recorder import flight_recorder_env
+from tuitrain.launch.memory_fit import GpuRoom, MemoryCheck, memory_check
+from tuitrain.launch.model_source import ModelConfig, deepspeed_config, profile_model
 from tuitrain.launch.preflight import MachineFacts, machine_problems, probe_machine
 from tuitrain.launch.script import (
     local_hook_path,
@@ -83,6 +86,7 @@ class MachinePart:
     launch_notes: list[str] = field(default_factory=list)  # what the launch decides there: a free port, a script's hook
     interface_note: str | None = None
     problems: list[Problem] = field(default_factory=list)  # this machine's checks (made only where it is planned)
+    memory: MemoryCheck | None = None  # its GPUs' memory for the run (planned here, on CUDA, with the model's config)
 
 
 def role_of(settings: Settings, run_dir: Path) -> MachineRole:
@@ -213,11 +217,15 @@ def plan_machine(settings: Settings, role: MachineRole, hardware: Hardware | Non
     env = {"PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false", **device_env, **interface_env(role.interface),
            **thread_env, **flight_recorder_env(role.folder, devices.accelerator, os.environ if here else {})}
     problems: list[Problem] = []
+    memory: MemoryCheck | None = None
     if hardware is not None:
-        found = facts if facts is not None else probe_machine(mine)
+        found = facts if facts is not None else probe_machine(mine, base_dir)
         problems += machine_problems(mine, devices.accelerator, found, file, deepspeed_json=ds_json,
                                      cpu_count=getattr(hardware, "cpu_count", None))
         problems += hardware_preflight(mine, hardware, file=file, accelerator=devices.accelerator)
+        if devices.accelerator == "cuda" and found.model is not None:
+            memory = memory_here(mine, role, hardware, found.model, file, ds_json)
+            problems += memory.problems
     argv = _launch_argv(role, here)
     launch_notes: list[str] = []
     if here and role.port is None and role.processes * role.machines > 1:
@@ -244,7 +252,21 @@ def plan_machine(settings: Settings, role: MachineRole, hardware: Hardware | Non
         accelerate_config=accelerate_config(mine, devices.accelerator, "all", ds_json),
         accelerator=devices.accelerator, processes=role.processes, cwd=cwd, device_notes=devices.notes,
         thread_note=thread_note, launch_notes=launch_notes,
-        interface_note=interface_note(role.interface) if role.interface else None, problems=problems)
+        interface_note=interface_note(role.interface) if role.interface else None, problems=problems, memory=memory)
+
+
+def memory_here(settings: Settings, role: MachineRole, hardware: Hardware, model: ModelConfig, file: str,
+                deepspeed_json: Path | None) -> MemoryCheck:
+    """Each GPU's memory for the run against the GPUs it takes on this machine (tuitrain.launch.memory)."""
+    shape, setup = profile_model(settings, model, role.processes, role.machines,
+                                 deepspeed_config(settings, deepspeed_json))
+    rooms = []
+    for gpu, mig in selected_devices(settings, hardware):
+        total, used = (mig.memory_total, mig.memory_used) if mig is not None else (gpu.memory_total, gpu.memory_used)
+        name = f"GPU {gpu.index}" + (f" (MIG {mig.profile})" if mig is not None else f" ({gpu.name})" if gpu.name else "")
+        free = total - used if isinstance(total, int) and isinstance(used, int) else None
+        rooms.append(GpuRoom(name, free, total if isinstance(total, int) else None))
+    return memory_check(shape, setup, rooms, file, model.where)
 
 
 def arrival_env(env: Mapping[str, str], cores: int, processes: int) -> dict[str, str]:

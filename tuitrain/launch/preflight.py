@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Mapping
 
 from tuitrain.installed import distribution_version
+from tuitrain.launch.model_source import ModelConfig, read_model_config
 from tuitrain.profile import Problem
 from tuitrain.profile.rules.machines import machines_port_problem
 from tuitrain.profile.rules.strategies import cpu_strategy_problem, layerwise_problem, low_rank_optimizer, mps_strategy_problem
@@ -33,6 +34,7 @@ class MachineFacts:
     busy_ports: frozenset[int] = frozenset()
     accelerate_version: str | None = None
     python: str = sys.executable
+    model: ModelConfig | None = None  # the profile's model config, for the memory estimate (None: not read)
 
 
 def module_found(name: str) -> bool:
@@ -68,8 +70,9 @@ def _world(settings: Settings) -> int:
     return int(dist["num_processes"]) * int(dist["num_machines"])
 
 
-def probe_machine(settings: Settings) -> MachineFacts:
-    """Look at this machine for what `settings` (a profile with defaults) will need."""
+def probe_machine(settings: Settings, base_dir: Path | None = None) -> MachineFacts:
+    """Look at this machine for what `settings` (a profile with defaults) will need; its relative paths start
+    from `base_dir` (None: here)."""
     dist = settings["distributed"]
     wanted = set()
     if dist["strategy"] in STRATEGY_PACKAGES:
@@ -86,7 +89,7 @@ def probe_machine(settings: Settings) -> MachineFacts:
     if dist["strategy"] == "fsdp":  # named in the FSDP-on-CPU refusal
         version = distribution_version("accelerate")
     return MachineFacts(modules={m: module_found(m) for m in sorted(wanted)}, busy_ports=frozenset(busy),
-                        accelerate_version=version)
+                        accelerate_version=version, model=read_model_config(settings, base_dir))
 
 
 def machine_problems(settings: Settings, accelerator: str, facts: MachineFacts, file: str,

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.record import RunRecord, RunRecordError
+from tuitrain.runs.run_owner import user_name
 
 UNREADABLE = "unreadable"
 
@@ -45,21 +46,12 @@ class RunEntry:
             return 0
 
 
-def _owner(st: os.stat_result) -> str:
-    import pwd
-
-    try:
-        return pwd.getpwuid(st.st_uid).pw_name
-    except KeyError:
-        return f"uid {st.st_uid}"
-
-
 def permission_message(path: Path, doing: str = "read") -> str:
     """One line for a permission error: the path, whose it is, and what would fix it.
     `doing`: "read", "list" or "write to"."""
     try:
         st = os.stat(path)
-        whose = f" (owner {_owner(st)}, mode {stat.S_IMODE(st.st_mode):o})"
+        whose = f" (owner {user_name(st.st_uid)}, mode {stat.S_IMODE(st.st_mode):o})"
     except OSError:
         whose = ""
     if doing in ("read", "list"):

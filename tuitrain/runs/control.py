@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import time
 
-from tuitrain.runs.layout import CONTROL_EVALUATE, CONTROL_SAVE, CONTROL_STOP, CONTROL_TERMINATE, RunPaths
+from tuitrain.runs.layout import CONTROL_EVALUATE, CONTROL_SAVE, CONTROL_STOP, CONTROL_TERMINATE, KILL_REQUEST, RunPaths
 from tuitrain.runs.liveness import live_processes, settle_lost, supervisor_gone
 from tuitrain.runs.process_tree import KILL_GRACE_SECONDS, end_processes
 from tuitrain.runs.record import FINAL_STATUSES, RunRecord, read_record, record_end
+from tuitrain.runs.run_owner import others_run_refusal
 
 REQUESTS = {"save": CONTROL_SAVE, "evaluate": CONTROL_EVALUATE, "stop": CONTROL_STOP, "terminate": CONTROL_TERMINATE}
 
@@ -20,6 +21,9 @@ def request(paths: RunPaths, what: str) -> str:
     """Drop a request file; the engine (save/evaluate/stop) or the supervisor (terminate) acts on it.
     A run whose supervisor is gone has nobody to act: `terminate` then ends its recorded
     processes here, anything else is refused with what to do instead. Returns what was done."""
+    refusal = others_run_refusal(paths, "stop" if what == "terminate" else what)
+    if refusal:
+        raise ControlError(refusal)
     record = settle_lost(paths, read_record(paths))
     if record["status"] in FINAL_STATUSES:
         raise ControlError(f"run {paths.id} has already ended ({record['status']}); nothing to {what}")
@@ -38,6 +42,6 @@ def _without_supervisor(paths: RunPaths, record: RunRecord, what: str) -> str:
                            f"`tuitrain stop --now {paths.id}` ends them now")
     killed = end_processes(processes.values(), grace=KILL_GRACE_SECONDS)
     record_end(paths, status="killed", ended=time.time(),
-               error=f"ended by `tuitrain stop --now` after its supervisor was lost ({len(processes)} process(es) ended"
+               error=f"ended by {KILL_REQUEST} after its supervisor was lost ({len(processes)} process(es) ended"
                      + (f", {len(killed)} killed" if killed else "") + ")")
     return "ended"

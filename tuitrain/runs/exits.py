@@ -4,7 +4,6 @@ elastic agent saw fail first."""
 from __future__ import annotations
 
 import re
-import shutil
 import signal
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -99,7 +98,6 @@ def first_of_several(cause: RootCause | None, dead: dict[int, dict[str, Any]]) -
 
 
 _EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)\b.*)$")
-FULL_BELOW_BYTES = 1024 * 1024
 
 
 # What torch's NCCL watchdog says (torch 2.11, seen on an H100) before it aborts the process: the C++ exception
@@ -132,17 +130,6 @@ def last_exception_line(text: str) -> str | None:
         if match:
             return match.group(1)[:300]
     return None
-
-
-def full_disk(folder: Path) -> str | None:
-    """"the disk holding X is full (12 KiB free)" when it is; None otherwise."""
-    try:
-        free = shutil.disk_usage(folder).free
-    except OSError:
-        return None
-    if free >= FULL_BELOW_BYTES:
-        return None
-    return f"the disk holding {folder} is full ({free // 1024} KiB free)"
 
 
 def _simple_launcher_cause(text: str) -> RootCause | None:

@@ -24,7 +24,7 @@ from typing import IO, Any
 
 from tuitrain.remote import ssh
 from tuitrain.remote.wire import BEAT_SECONDS, SILENCE_SECONDS, WireError, decode, encode, send
-from tuitrain.runs.layout import CONTROL_EVALUATE, CONTROL_REQUESTS, CONTROL_SAVE, CONTROL_TERMINATE
+from tuitrain.runs.layout import CONTROL_EVALUATE, CONTROL_REQUESTS, CONTROL_SAVE, CONTROL_TERMINATE, KILL_REQUEST
 from tuitrain.runs.mirror import MirrorError, apply, machine_log
 from tuitrain.runs.node_command import agent_argv
 from tuitrain.runs.process_tree import identity, signal_name
@@ -108,7 +108,7 @@ def _read_stderr(stream: IO[bytes], into: bytearray) -> None:
 
 class MachineLinks:
     STOP_SAID = "stop requested: every machine's ranks save a checkpoint and stop"
-    KILLED_SAID = "ended by `tuitrain stop --now`: every process on every machine was terminated"
+    KILLED_SAID = f"ended by {KILL_REQUEST}: every process on every machine was terminated"
     HANG_SAID = "{said}; every machine takes its ranks' stacks (and acts on on_hang = {on_hang})"
     SAMPLED_HERE = False  # each machine's own supervisor samples it; its files come home
     ACTS_ON_HANG = False  # each machine's supervisor acts on `[run] on_hang` for its ranks

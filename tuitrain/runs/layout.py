@@ -13,10 +13,14 @@ CONTROL_SAVE = "save-now"
 CONTROL_EVALUATE = "evaluate-now"
 CONTROL_STOP = "stop"
 CONTROL_TERMINATE = "terminate"
+# what ended a killed run, in its record: a terminate request does not say who dropped it (the CLI or the app's k)
+KILL_REQUEST = "a kill request (`tuitrain stop --now`, or k in the app)"
 CONTROL_REQUESTS = (CONTROL_SAVE, CONTROL_EVALUATE, CONTROL_STOP, CONTROL_TERMINATE)
 # no request: written by the supervisor before it ends processes itself, so a rank under Slurm (which takes SIGTERM
 # as Slurm's stop, tuitrain.runs.preemption) knows this SIGTERM is tuitrain's and ends at once
 CONTROL_ENDING = "ending"
+CONTROL_HOLD = "hold"  # a queued run of a sweep being queued: it waits until the whole sweep is in the queue
+CONTROL_DROP_SWEEP = "drop-sweep"  # its sweep was interrupted while being queued: it leaves the queue, never started
 # no request to the ranks either: a node's supervisor that finds it in its control/ takes its own ranks' stacks into
 # its stacks/ and removes it (a Slurm job's nodes, asked through the shared run directory: tuitrain.runs.stacks)
 CONTROL_STACKS = "stacks"

@@ -2,7 +2,7 @@
 
 `EventsTail` reads only the lines appended to events.jsonl since its last poll and folds them
 into the same progress summary as `events.progress`, plus what a live view needs: the series of
-each metric against step, a training rate and the best evaluation so far.
+each metric against step, a training rate and the run's best checkpoint so far (`runs.best`).
 
 `RunsWatcher` polls a runs root: run.json is re-read only when it changed, events.jsonl only
 from where it was left; it reports the changes a viewer announces (finished, failed, stopped,
@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import os
 import time
-import tomllib
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tuitrain.runs.best import BestRule, best_of, best_rule, profile_best_rule
 from tuitrain.runs.catalog import UNREADABLE, load_record
 from tuitrain.runs.events import empty_progress, fold_progress, parse_event
 from tuitrain.runs.layout import RunPaths
@@ -36,21 +36,6 @@ NOT_METRICS = ("runtime", "per_second", "epoch")
 
 def is_metric(key: str) -> bool:
     return key.startswith("eval_") and not key.endswith(NOT_METRICS)
-
-
-def best_metric_rule(profile_file: Path) -> tuple[str, bool]:
-    """(metric, greater_is_better) as the Trainer would choose them from a frozen profile."""
-    try:
-        training = tomllib.loads(profile_file.read_text(encoding="utf-8")).get("training", {})
-    except (OSError, ValueError):
-        training = {}
-    metric = training.get("metric_for_best_model") or "loss"
-    if not str(metric).startswith("eval_"):
-        metric = f"eval_{metric}"
-    greater = training.get("greater_is_better")
-    if greater is None:
-        greater = not metric.endswith("loss")
-    return str(metric), bool(greater)
 
 
 class Series:
@@ -79,13 +64,14 @@ class EventsTail:
     """events.jsonl followed from its last offset."""
 
     path: Path
-    metric: str = "eval_loss"
-    greater_is_better: bool = False
+    rule: BestRule = field(default_factory=best_rule)
     offset: int = 0
     progress: dict[str, Any] = field(default_factory=empty_progress)
     series: dict[str, Series] = field(default_factory=dict)
-    best: float | None = None
+    best: float | None = None  # the best checkpoint's score and step (runs.best: one rule)
     best_step: int | None = None
+    scores: dict[int, float] = field(default_factory=dict)  # step -> the metric at an evaluation there
+    saved_steps: set[int] = field(default_factory=set)
     begin_time: float | None = None
     save_times: dict[str, float] = field(default_factory=dict)
     _rate_points: list[tuple[float, int]] = field(default_factory=list)
@@ -123,12 +109,29 @@ class EventsTail:
                 for key, value in event.items():
                     if is_metric(key) and isinstance(value, (int, float)):
                         self.series.setdefault(key, Series()).add(step, float(value))
-            value = event.get(self.metric)
-            if isinstance(value, (int, float)) and (
-                    self.best is None or (value > self.best if self.greater_is_better else value < self.best)):
-                self.best, self.best_step = float(value), step
-        elif kind == "save" and when is not None:
-            self.save_times[Path(str(event.get("checkpoint"))).name] = float(when)
+            score = self.rule.score(event)
+            if isinstance(step, int) and score is not None:
+                self.scores[step] = score
+                self._candidate(step)
+        elif kind == "save":
+            if when is not None:
+                self.save_times[Path(str(event.get("checkpoint"))).name] = float(when)
+            if isinstance(step, int):
+                self.saved_steps.add(step)
+                self._candidate(step)
+
+    @property
+    def metric(self) -> str:
+        return self.rule.metric
+
+    def _candidate(self, step: int) -> None:
+        """A checkpoint at `step` with an evaluation there (in either order) competes for the best."""
+        if step not in self.saved_steps or step not in self.scores:
+            return
+        held = [(self.best_step, self.best)] if self.best_step is not None else []
+        found = best_of([*held, (step, self.scores[step])], self.rule)
+        if found is not None:
+            self.best_step, self.best = found
 
     @property
     def steps_per_second(self) -> float | None:
@@ -174,6 +177,7 @@ class Change:
     run_id: str
     detail: str = ""
     rank: int | None = None
+    path: str | None = None  # a checkpoint's folder, as its run's events name it
 
 
 class _Watched:
@@ -181,8 +185,7 @@ class _Watched:
         self.paths = paths
         self.record_mtime: int | None = None
         self.record: RunRecord | None = None
-        metric, greater = best_metric_rule(paths.profile)
-        self.events = EventsTail(paths.events, metric=metric, greater_is_better=greater)
+        self.events = EventsTail(paths.events, rule=profile_best_rule(paths.profile))
         self.final_when_seen: bool | None = None
         self.status: str | None = None
         self.saves = 0
@@ -279,7 +282,7 @@ class RunsWatcher:
             rid = watched.paths.id
             if saves > watched.saves:
                 for path in watched.events.progress["checkpoints"][watched.saves:]:
-                    out.append(Change("checkpoint", rid, Path(str(path)).name))
+                    out.append(Change("checkpoint", rid, Path(str(path)).name, path=str(path)))
             if status != watched.status and (status in FINAL_STATUSES or status == "lost"):
                 record = watched.record or {}
                 rank = record.get("failed_rank")
@@ -336,8 +339,7 @@ class RunWatch:
         self.launcher = LogFile(self.paths.launcher_log)
         self.merged = MergedLog(self.ranks)
         self.folded = FoldedLog(self.merged)
-        metric, greater = best_metric_rule(self.paths.profile)
-        self.events = EventsTail(self.paths.events, metric=metric, greater_is_better=greater)
+        self.events = EventsTail(self.paths.events, rule=profile_best_rule(self.paths.profile))
         self.checkpoints: list[Any] = []
         self.checkpoint_times: dict[str, float] = {}  # folder name -> when written (events, else mtime)
         self._checkpoints_at = 0.0

@@ -14,14 +14,14 @@ import socket
 import subprocess
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import psutil
 
+from tuitrain.runs.disk_space import disk_full, names_full_disk
 from tuitrain.runs.exit_waiter import ExitWaiter
-from tuitrain.runs.exits import describe_exit, first_of_several, full_disk, last_exception_line, root_cause
-from tuitrain.runs.layout import SUPERVISOR_ENV
+from tuitrain.runs.exits import describe_exit, first_of_several, last_exception_line, root_cause
+from tuitrain.runs.layout import KILL_REQUEST, SUPERVISOR_ENV
 from tuitrain.runs.parent_death import die_with_parent
 from tuitrain.runs.process_tree import KILL_GRACE_SECONDS, descendants, end_processes, find, identity, running
 from tuitrain.runs.ranks import read_rank_records
@@ -58,7 +58,7 @@ class LauncherOptions:
 
 class LocalLaunch:
     STOP_SAID = "stop requested: the ranks save a checkpoint and stop at the next step end"
-    KILLED_SAID = "ended by `tuitrain stop --now`: every process was terminated, nothing was saved"
+    KILLED_SAID = f"ended by {KILL_REQUEST}: every process was terminated, nothing was saved"
     HANG_SAID = "{said} (on_hang = {on_hang}); taking every rank's stacks"
     SAMPLED_HERE = True
     ACTS_ON_HANG = True
@@ -337,15 +337,18 @@ class LocalLaunch:
         pid = rec["pid"] if rec else (cause.pid if cause is not None else None)
         errors = [e for e in read_events(self.paths.events) if e.get("event") == "error" and e.get("rank") == rank]
         where = f"rank {rank} (pid {pid})" if pid else f"rank {rank}"
+        tail = read_tail(self.paths.rank_log(rank))
         if errors:
-            return str(errors[-1].get("message"))
-        said = last_exception_line(read_tail(self.paths.rank_log(rank)))
-        return f"{where} {describe_exit(code)}" + (f": {said}" if said else "") + self.full_disk_note()
+            said = str(errors[-1].get("message"))
+        else:
+            last = last_exception_line(tail)
+            said = f"{where} {describe_exit(code)}" + (f": {last}" if last else "")
+        return said + self.full_disk_note(said, tail)
 
-    def full_disk_note(self) -> str:
-        """A rank that dies while the disk is full rarely gets to say so (its log is on it too)."""
-        for folder in (self.keeper.record.get("output_dir"), str(self.paths.root)):
-            note = full_disk(Path(folder)) if folder else None
-            if note:
-                return f" — {note}"
-        return ""
+    def full_disk_note(self, said: str, log_tail: str) -> str:
+        """A full disk, when the rank's words do not name it already: a rank that dies while the disk is full rarely
+        gets to say so (its log is on it too), and torch's save names only a position in its file."""
+        if names_full_disk(said):
+            return ""
+        note = disk_full((self.keeper.record.get("output_dir"), str(self.paths.root)), f"{said}\n{log_tail}")
+        return f" — {note}" if note else ""

@@ -415,12 +415,29 @@ def _files(root: Path) -> list[Path]:
 
 def read_manifests(root: Path) -> dict[int, dict[str, Any]]:
     """machine rank → its manifest, for every machine of the run that wrote a readable one."""
+    return _scan(Path(root))[0]
+
+
+def damaged_manifests(root: Path) -> dict[int, str]:
+    """machine rank → why its manifest cannot be read ("path: not JSON ..."), for every machine whose file is
+    there but damaged (no file at all is a run from before manifests, or a machine that never started)."""
+    return _scan(Path(root))[1]
+
+
+def _scan(root: Path) -> tuple[dict[int, dict[str, Any]], dict[int, str]]:
     out: dict[int, dict[str, Any]] = {}
-    for path in _files(Path(root)):
+    damaged: dict[int, str] = {}
+    for path in _files(root):
+        rank = int(path.name.split("-")[1]) if path.name.split("-")[1].isdigit() else 0
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        except FileNotFoundError:
+            continue
+        except (OSError, ValueError) as exc:
+            damaged.setdefault(rank, f"{path}: {'not JSON' if isinstance(exc, ValueError) else 'unreadable'} ({exc})")
             continue
         if isinstance(data, dict) and data.get("format") == FORMAT:
             out.setdefault(int(data.get("machine_rank") or 0), data)
-    return out
+        else:
+            damaged.setdefault(rank, f"{path}: not a manifest of format {FORMAT}")
+    return out, {rank: why for rank, why in damaged.items() if rank not in out}

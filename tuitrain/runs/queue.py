@@ -57,14 +57,51 @@ class Entry:
         return data
 
 
-def entry_from(name: str, data: Mapping[str, Any]) -> Entry:
-    return Entry(name=name, run=str(data["run"]), run_dir=str(data["run_dir"]), uid=int(data["uid"]),
-                 user=str(data.get("user") or data["uid"]), queued=float(data["queued"]),
-                 gpus=tuple(int(g) for g in data.get("gpus") or ()),
-                 after=tuple(Dependency(str(d["run"]), str(d["run_dir"]), bool(d.get("ok"))) for d in data.get("after") or ()),
-                 state=str(data.get("state") or "waiting"), supervisor=data.get("supervisor"),
-                 started=data.get("started"), count=int(data.get("count") or 0),
-                 min_free=int(data["min_free"]) if data.get("min_free") is not None else None)
+def entry_from(name: str, data: Any) -> Entry:
+    """An entry as its file holds it, every field checked (ValueError or TypeError, naming the field, otherwise:
+    another version, a user's editor or a cut-short write may have made it)."""
+    if not isinstance(data, Mapping):
+        raise TypeError(f"not a JSON object but {type(data).__name__}")
+    supervisor = data.get("supervisor")
+    if supervisor is not None and not (isinstance(supervisor, Mapping) and 0 < _whole(supervisor.get("pid"), "supervisor.pid") < 2**31
+                                       and _number(supervisor.get("started"), "supervisor.started") >= 0):
+        raise ValueError(f"supervisor: {supervisor!r} is no process")
+    state = data.get("state") or "waiting"
+    if state not in ("waiting", "started"):
+        raise ValueError(f"state: {state!r} is neither 'waiting' nor 'started'")
+    after = data.get("after") or ()
+    if not isinstance(after, (list, tuple)) or not all(isinstance(d, Mapping) for d in after):
+        raise TypeError(f"after: {after!r} is not a list of runs")
+    gpus = data.get("gpus") or ()
+    if not isinstance(gpus, (list, tuple)):
+        raise TypeError(f"gpus: {gpus!r} is not a list")
+    return Entry(name=name, run=_text(data["run"], "run"), run_dir=_text(data["run_dir"], "run_dir"),
+                 uid=_whole(data["uid"], "uid"), user=str(data.get("user") or data["uid"]),
+                 queued=_number(data["queued"], "queued"), gpus=tuple(_whole(g, "gpus") for g in gpus),
+                 after=tuple(Dependency(_text(d["run"], "after.run"), _text(d["run_dir"], "after.run_dir"), bool(d.get("ok")))
+                             for d in after),
+                 state=state, supervisor=dict(supervisor) if supervisor is not None else None,
+                 started=_number(data["started"], "started") if data.get("started") is not None else None,
+                 count=_whole(data.get("count") or 0, "count"),
+                 min_free=_whole(data["min_free"], "min_free") if data.get("min_free") is not None else None)
+
+
+def _whole(value: Any, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{field}: {value!r} is not a whole number")
+    return value
+
+
+def _number(value: Any, field: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or abs(value) == float("inf"):
+        raise ValueError(f"{field}: {value!r} is not a number")
+    return float(value)
+
+
+def _text(value: Any, field: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{field}: {value!r} is not a name")
+    return value
 
 
 def queue_dir(environ: Mapping[str, str] | None = None) -> Path:
@@ -104,19 +141,111 @@ def locked(folder: Path) -> Iterator[Path]:
         os.close(fd)
 
 
+@dataclass(frozen=True)
+class DamagedEntry:
+    """An entry that cannot be read as one (truncated, not JSON, a field of the wrong type): no claim we can honour.
+    Its owner sets it aside (renamed to end in DAMAGED_SUFFIX), `tuitrain queue` names it, and the run it stood for
+    ends with that cause (`runs.queue_wait.wait_turn`)."""
+
+    name: str  # the file's name now (set aside: ending in DAMAGED_SUFFIX)
+    run: str  # the run id its name gives ("" when the name is no entry's)
+    uid: int  # the file's owner
+    reason: str
+
+    @property
+    def set_aside(self) -> bool:
+        return self.name.endswith(DAMAGED_SUFFIX)
+
+
+DAMAGED_SUFFIX = ".damaged"
+DAMAGED_KEEP_SECONDS = 7 * 24 * 3600.0  # a set-aside entry whose run never came to end it is removed after this
+
+
+def _run_of_name(name: str) -> str:
+    """The run id an entry's file name gives ("<queued ns>-<uid>-<run id>.json"), or ""."""
+    parts = name.removesuffix(DAMAGED_SUFFIX).removesuffix(".json").split("-", 2)
+    return parts[2] if len(parts) == 3 and parts[0].isdigit() and parts[1].isdigit() else ""
+
+
+def scan_entries(folder: Path) -> tuple[list[Entry], list[DamagedEntry]]:
+    """Every readable entry, in queue order, and every damaged one (call under `locked`)."""
+    entries: list[Entry] = []
+    damaged: list[DamagedEntry] = []
+    try:
+        names = sorted(n for n in os.listdir(folder)
+                       if n.endswith((".json", ".json" + DAMAGED_SUFFIX)) and not n.startswith("."))
+    except FileNotFoundError:
+        return [], []
+    for name in names:
+        path = folder / name
+        try:
+            text = path.read_text(encoding="utf-8")
+            if name.endswith(DAMAGED_SUFFIX):
+                raise ValueError("set aside as damaged")
+            entries.append(entry_from(name, json.loads(text)))
+        except FileNotFoundError:
+            continue  # removed since the listing (another user's, outside our lock: theirs is the same lock)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            try:
+                uid = path.stat().st_uid
+            except OSError:
+                continue
+            damaged.append(DamagedEntry(name, _run_of_name(name), uid, _damage_words(path, exc)))
+    return entries, damaged
+
+
+def _damage_words(path: Path, exc: Exception) -> str:
+    if isinstance(exc, ValueError) and str(exc) == "set aside as damaged":
+        try:  # say again what was wrong with it
+            entry_from(path.name, json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as again:
+            exc = again
+        else:
+            return "set aside as damaged"
+    if isinstance(exc, json.JSONDecodeError):
+        return f"not JSON ({exc.msg} at character {exc.pos}; {path.stat().st_size} bytes)"
+    if isinstance(exc, KeyError):
+        return f"no {exc.args[0]!r} field"
+    return f"{type(exc).__name__}: {exc}"[:200]
+
+
 def read_entries(folder: Path) -> list[Entry]:
     """Every readable entry, in queue order (call under `locked`)."""
-    entries = []
-    try:
-        names = sorted(n for n in os.listdir(folder) if n.endswith(".json") and not n.startswith("."))
-    except FileNotFoundError:
-        return []
-    for name in names:
+    return scan_entries(folder)[0]
+
+
+def set_aside_damaged(folder: Path, damaged: list[DamagedEntry], now: float | None = None) -> list[DamagedEntry]:
+    """This user's damaged entries renamed out of the line (call under `locked`); set-aside ones older than
+    DAMAGED_KEEP_SECONDS removed. Returns the damaged entries as they now are (another user's stay as found)."""
+    now = time.time() if now is None else now
+    kept = []
+    for found in damaged:
+        if found.uid != os.getuid():
+            kept.append(found)
+            continue
+        path = folder / found.name
         try:
-            entries.append(entry_from(name, json.loads((folder / name).read_text(encoding="utf-8"))))
-        except (OSError, ValueError, KeyError, TypeError):
-            continue  # half-known or unreadable: not a claim we can honour
-    return entries
+            if not found.set_aside:
+                os.rename(path, folder / (found.name + DAMAGED_SUFFIX))
+                found = replace(found, name=found.name + DAMAGED_SUFFIX)
+            elif now - path.stat().st_mtime > DAMAGED_KEEP_SECONDS:
+                path.unlink()
+                continue
+        except OSError:
+            pass
+        kept.append(found)
+    return kept
+
+
+def damaged_entries(folder: Path) -> list[DamagedEntry]:
+    """The queue folder's damaged entries, this user's set aside first (for `tuitrain queue`)."""
+    with locked(folder):
+        return set_aside_damaged(folder, scan_entries(folder)[1])
+
+
+def damaged_entry_of(folder: Path, run_id: str) -> DamagedEntry | None:
+    """A run's own entry, found damaged and set aside (call under `locked`)."""
+    return next((d for d in set_aside_damaged(folder, scan_entries(folder)[1]) if d.run == run_id), None)
 
 
 def write_entry(folder: Path, entry: Entry) -> None:
@@ -262,6 +391,7 @@ class QueueRequest:
     folder: Path = field(default_factory=queue_dir)
     gpus_for: Callable[[str], tuple[int, ...]] | None = None  # the physical GPUs a run on this accelerator takes
     sweep: Mapping[str, Any] | None = None  # `run --sweep`: {id, index, of, label} (queue_fields)
+    hold: bool = False  # created held (control/hold): it waits until the starter lets go (a sweep, queued whole)
 
     def dependencies(self) -> tuple[Dependency, ...]:
         return (*(Dependency(p.id, str(p.root), False) for p in self.after),

@@ -4,7 +4,6 @@ recorded here."""
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
@@ -13,15 +12,12 @@ from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.liveness import supervisor_gone
 from tuitrain.runs.queue import drop, queue_dir
 from tuitrain.runs.record import FINAL_STATUSES, RunRecord, read_record, record_end
+from tuitrain.runs.run_owner import others_run_refusal
 
 CANCEL_WAIT_SECONDS = 15.0
 
 
-def owner_uid(paths: RunPaths) -> int:
-    return os.stat(paths.root).st_uid
-
-
-def cancel_refusal(paths: RunPaths, record: RunRecord, uid: int, verb: str = "cancel") -> str | None:
+def cancel_refusal(paths: RunPaths, record: RunRecord, verb: str = "cancel") -> str | None:
     """Why this user may not cancel this run (or `verb` it: move it in the queue), in one line; None when they
     may."""
     status = record.get("status")
@@ -29,22 +25,13 @@ def cancel_refusal(paths: RunPaths, record: RunRecord, uid: int, verb: str = "ca
         return f"run {paths.id} already ended ({status}); there is nothing to {verb}"
     if status != "queued":
         return f"run {paths.id} has started ({status}); `tuitrain stop {paths.id}` stops it"
-    owner = owner_uid(paths)
-    if owner != uid:
-        import pwd
-
-        try:
-            name = pwd.getpwuid(owner).pw_name
-        except KeyError:
-            name = f"uid {owner}"
-        return f"run {paths.id} was queued by {name}; only they can {verb} it"
-    return None
+    return others_run_refusal(paths, verb)
 
 
 def cancel(paths: RunPaths, timeout: float = CANCEL_WAIT_SECONDS) -> RunRecord:
     """Ask the run's supervisor to leave the queue and wait for the recorded end; the final record."""
     record = read_record(paths)
-    refusal = cancel_refusal(paths, record, os.getuid())
+    refusal = cancel_refusal(paths, record)
     if refusal:
         raise ControlError(refusal)
     paths.control.mkdir(exist_ok=True)

@@ -35,7 +35,7 @@ def renamed_to_top(mine: Entry, waiting: list[Entry]) -> dict[str, str]:
 def move_to_top(paths: RunPaths, folder: Path | None = None) -> tuple[int, int]:
     """Put the run first among its user's waiting entries of the queue: (its place before, its place after; 1 = first)."""
     record = read_record(paths)
-    refusal = cancel_refusal(paths, record, os.getuid(), verb="move")
+    refusal = cancel_refusal(paths, record, verb="move")
     if refusal:
         raise ControlError(refusal)
     folder = folder or Path((record.get("queue") or {}).get("dir") or queue_dir())

@@ -61,7 +61,7 @@ def dependency_waits(after: Sequence[Dependency], progress: Progress | None = No
         if status is None:
             shown = effective_status(record)
             more = progress(RunPaths(Path(dep.run_dir))) if progress else ""
-            waits.append(f"after {dep.run} ({shown}{more})")
+            waits.append(f"run {dep.run} to {'finish (--after-ok)' if dep.ok else 'end'} ({shown}{more})")
         elif dep.ok and status != "finished":
             cause = f": {record['error']}" if record.get("error") else ""
             return Verdict(False, end=("failed", (f"run {dep.run}, which it was queued after with --after-ok, ended "

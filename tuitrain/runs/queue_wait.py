@@ -14,10 +14,12 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from tuitrain.runs.layout import RunPaths
+from tuitrain.runs.layout import CONTROL_DROP_SWEEP, CONTROL_HOLD, RunPaths
 from tuitrain.runs.process_tree import identity
 from tuitrain.runs.queue import (
+    DAMAGED_SUFFIX,
     Entry,
+    damaged_entry_of,
     ensure_queue_dir,
     entry_of,
     live_entries,
@@ -33,7 +35,8 @@ from tuitrain.runs.record import QueueRecord, RunRecord, read_record, update_rec
 
 GPU_POLL_SECONDS = 2.0  # NVML has no events: a run waiting for GPUs reads them this often
 FULL_LOOK_SECONDS = 10.0  # and any run looks again this often (a supervisor of another entry may have died)
-CANCEL_REQUESTS = ("cancel", "stop", "terminate")  # `tuitrain cancel`, and `stop` (with or without --now)
+CANCEL_REQUESTS = {"cancel": "`tuitrain cancel`", "stop": "`tuitrain stop`", "terminate": "`tuitrain stop --now`",
+                   CONTROL_DROP_SWEEP: "its sweep was interrupted while being queued"}  # each leaves the queue
 
 
 def log(message: str) -> None:
@@ -109,15 +112,18 @@ def wait_turn(paths: RunPaths, record: RunRecord) -> tuple[str, str] | None:
                     mine = entry_of(paths.root, read_entries(folder))
                     if mine is not None:
                         remove_entry(folder, mine)
-                how = f"`tuitrain {asked}`" if asked else signalled.name
+                how = CANCEL_REQUESTS[asked] if asked else signalled.name
                 return "cancelled", f"cancelled while queued ({how}); it never started"
+            if paths.control_request(CONTROL_HOLD).exists():  # its sweep is still being queued
+                watch.wait(FULL_LOOK_SECONDS)
+                continue
             if not paths.record.exists():
                 return "cancelled", "its run directory was removed while it was queued"
             with locked(folder):
                 entries = live_entries(folder)
                 mine = entry_of(paths.root, entries)
                 if mine is None:
-                    return "cancelled", f"its entry in the queue folder {folder} was removed; it never started"
+                    return gone_entry(folder, paths)
                 if mine.supervisor != me:
                     mine = update_entry(folder, mine, supervisor=me)
                 decided = verdict(mine, entries, read_gpus)
@@ -138,6 +144,20 @@ def wait_turn(paths: RunPaths, record: RunRecord) -> tuple[str, str] | None:
     finally:
         watch.close()
         signalled.restore()
+
+
+def gone_entry(folder: Path, paths: RunPaths) -> tuple[str, str]:
+    """How a queued run ends whose entry is no longer in the line (call under `locked`): damaged (set aside, then
+    removed once its cause is in the record), or removed."""
+    damaged = damaged_entry_of(folder, paths.id)
+    if damaged is None:
+        return "cancelled", f"its entry in the queue folder {folder} was removed; it never started"
+    try:
+        (folder / damaged.name).unlink()  # its cause is now the run's: the record keeps it
+    except OSError:
+        pass
+    return "failed", (f"its queue entry {folder / damaged.name.removesuffix(DAMAGED_SUFFIX)} was damaged "
+                      f"({damaged.reason}); it never started: queue it again (`tuitrain run PROFILE --queue`)")
 
 
 def leave_queue(record: RunRecord, paths: RunPaths) -> None:

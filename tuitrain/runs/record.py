@@ -7,6 +7,7 @@ import time
 from typing import Any, TypedDict, Unpack
 
 from tuitrain.atomic import read_json, write_json_atomic
+from tuitrain.runs.disk_space import disk_full, names_full_disk
 from tuitrain.runs.layout import RunPaths
 
 STATUS_ORDER = ("planned", "queued", "starting", "running", "stopping", "finished", "stopped", "killed", "failed", "lost",
@@ -139,6 +140,7 @@ class RunRecord(TypedDict, total=False):
     parent: str | None  # the run this one resumes
     resume_from: str | None  # the checkpoint it resumes from
     output_dir: str | None
+    output_removed: float  # when the supervisor found the output folder removed under the run (and made it again)
     main_process_port: int | None
     accelerator: str
     profile_path: str | None  # the profile file it was started from
@@ -223,13 +225,16 @@ def update_record(paths: RunPaths, **fields: Unpack[RunRecord]) -> RunRecord:
 
 def record_end(paths: RunPaths, **fields: Unpack[RunRecord]) -> RunRecord:
     """`update_record` for the run's last words: on a full disk it gives up the space reserve
-    (made at the run's start) so that how the run ended is still written."""
+    (made at the run's start) so that how the run ended is still written, and an error then says the disk is full."""
     try:
         record = update_record(paths, **fields)
     except OSError as exc:
         if exc.errno != errno.ENOSPC or not paths.space_reserve.exists():
             raise
         paths.space_reserve.unlink()
+        error = fields.get("error")
+        if error and not names_full_disk(error):  # the run's cause may not have met the full disk: its record did
+            fields["error"] = f"{error} — {disk_full([paths.root]) or f'the disk holding {paths.root} is full'}"
         return update_record(paths, **fields)
     if record.get("status") in FINAL_STATUSES:
         try:

@@ -18,9 +18,11 @@ from tuitrain.launch.machines import MachinesPlan, plan_machines
 from tuitrain.launch.script import resolved_script, script_settings
 from tuitrain.profile import Profile, Settings, load_profile, settings_with_defaults
 from tuitrain.profile.processes import processes_per_machine, processes_set
+from tuitrain.runs import resume_rule
 from tuitrain.runs.checkpoints import Checkpoint, inspect_checkpoint, latest_complete, run_checkpoints
 from tuitrain.runs.layout import RunPaths
 from tuitrain.runs.record import FINAL_STATUSES, RunRecord, read_record
+from tuitrain.runs.run_owner import others_run_refusal
 from tuitrain.runs.scheduler import job_words
 from tuitrain.runs.start import Lineage, new_run_dir, start_run
 
@@ -163,19 +165,34 @@ def nothing_left(data: dict[str, Any], checkpoint: Checkpoint) -> str | None:
 
 
 def checkpoint_refusal(parent_profile: Path, data: dict[str, Any], checkpoint: Checkpoint) -> str | None:
-    """Why a resume with `data` cannot continue `checkpoint` (another base, or nothing left to train); None
-    when it can. The CLI, Slurm's resume and the app's dialog all ask this."""
-    return base_mismatch(parent_profile, data, checkpoint) or nothing_left(data, checkpoint)
+    """Why a resume with `data` cannot continue `checkpoint` (another base, a restored setting it would not honour:
+    `runs.resume_rule`, or nothing left to train); None when it can. The CLI, Slurm's resume and the app's dialog all
+    ask this."""
+    before = _parent_data(parent_profile)
+    if before is None:
+        return nothing_left(data, checkpoint)
+    return (base_mismatch(before, data, checkpoint) or resume_rule.refusal(before, data, checkpoint.path.name)
+            or nothing_left(data, checkpoint))
 
 
-def base_mismatch(parent_profile: Path, data: dict[str, Any], checkpoint: Checkpoint) -> str | None:
-    """Why `data` cannot continue `checkpoint`, written under the parent's frozen profile: an adapter
+def resume_said(parent_profile: Path, data: dict[str, Any], checkpoint: Checkpoint) -> str | None:
+    """The one line a resume says of the restored settings its overrides change (`runs.resume_rule.honoured`)."""
+    before = _parent_data(parent_profile)
+    return resume_rule.honoured(before, data, checkpoint.path.name, checkpoint.step) if before is not None else None
+
+
+def _parent_data(parent_profile: Path) -> dict[str, Any] | None:
+    """The parent's frozen profile as it trained (None when it cannot be read: the load of the new one says why)."""
+    try:
+        return load_profile(parent_profile).data
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def base_mismatch(before: dict[str, Any], data: dict[str, Any], checkpoint: Checkpoint) -> str | None:
+    """Why `data` cannot continue `checkpoint`, written under `before` (the parent's frozen profile): an adapter
     checkpoint needs the adapters ([model.lora]) and the very base they were trained on (its
     quantization); None when it can."""
-    try:
-        before = load_profile(parent_profile).data
-    except Exception:  # noqa: BLE001 - an unreadable frozen profile: the load of the new one says why
-        return None
     (had, was), (has, now) = _lora_base(before), _lora_base(data)
     if had != has:
         what = "LoRA adapters" if had else "a whole model"
@@ -204,6 +221,18 @@ def not_ended_refusal(parent: RunPaths, record: RunRecord) -> str | None:
     return f"run {parent.id} is still {record['status']}; stop it first (`tuitrain stop {parent.id}`)"
 
 
+def into_others_folder_refusal(parent: RunPaths, record: RunRecord, profile: Profile) -> str | None:
+    """Why this resume may not write into the parent's output folder: the parent is another user's run (its
+    checkpoints are theirs). Continuing from its checkpoint into a folder of one's own is allowed."""
+    configured = (profile.data.get("run") or {}).get("output_dir")
+    folder = Path(str(configured)).expanduser() if configured else None
+    if folder is None or folder.resolve() != Path(str(record["output_dir"])).resolve():
+        return None
+    refusal = others_run_refusal(parent, "resume")
+    return refusal and (f"{refusal} into its folder (its checkpoints are theirs); to continue from its checkpoint, "
+                        "resume into a folder of yours (--set run.output_dir=outputs/NAME)")
+
+
 def resume_inputs(parent: RunPaths, record: RunRecord, checkpoint: str | Path = "latest",
                   overrides: Sequence[str] = ()) -> tuple[Checkpoint, Profile]:
     """What every backend's resume starts from, checked in one order: the parent has ended, it has an output
@@ -216,6 +245,9 @@ def resume_inputs(parent: RunPaths, record: RunRecord, checkpoint: str | Path = 
         raise ResumeError(f"run {parent.id} has no output folder; nothing to resume from")
     chosen = choose_checkpoint(record, checkpoint)
     loaded = load_profile(parent.profile, overrides)
+    refusal = into_others_folder_refusal(parent, record, loaded)
+    if refusal:
+        raise ResumeError(refusal)
     return chosen, Profile(path=Path(record.get("profile_path") or parent.profile), data=loaded.data, notes=loaded.notes)
 
 

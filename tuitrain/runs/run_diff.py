@@ -38,6 +38,7 @@ class RunFacts:
     training_args: Mapping[str, Any] | None  # training_args.json, None before rank 0 wrote it
     manifests: Mapping[int, Mapping[str, Any]]  # machine rank → its manifest
     ancestors: tuple[tuple[str, int], ...] = ()  # (run id, step of the checkpoint its child resumed from), oldest first
+    damaged: Mapping[int, str] = field(default_factory=dict)  # machine rank → why its manifest is unreadable
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ def value_text(value: Any) -> str:
 def read_facts(paths: RunPaths, record: Mapping[str, Any]) -> RunFacts:
     from tuitrain.profile.schema import Profile, settings_with_defaults
     from tuitrain.runs.lineage import read_lineage
-    from tuitrain.runs.manifest import read_frozen_profile, read_manifests
+    from tuitrain.runs.manifest import damaged_manifests, read_frozen_profile, read_manifests
 
     frozen = read_frozen_profile(paths)
     try:
@@ -84,7 +85,7 @@ def read_facts(paths: RunPaths, record: Mapping[str, Any]) -> RunFacts:
         args = None
     ancestors = tuple((a.run_id, a.until_step) for a in read_lineage(paths, record).ancestors)
     return RunFacts(paths.id, str(paths.root), record, profile, args if isinstance(args, dict) else None,
-                    read_manifests(paths.root), ancestors)
+                    read_manifests(paths.root), ancestors, damaged_manifests(paths.root))
 
 
 # ---------------------------------------------------------------------------------------------- comparing
@@ -292,10 +293,12 @@ def diff_runs(a: RunFacts, b: RunFacts) -> list[Difference]:
         if ma is not None and mb is not None:
             out += manifest_differences(ma, mb, label)
         elif ma is not None or mb is not None:
-            missing = b.id if mb is None else a.id
+            missing = b if mb is None else a
+            why = missing.damaged.get(rank)
             out.append(Difference("note", "manifest", None, None, label,
-                                  f"run {missing} has none (a run from before manifests, or its machine never "
-                                  "started): versions, hardware and data hashes are not compared"))
+                                  (f"run {missing.id}'s is damaged ({why})" if why else
+                                   f"run {missing.id} has none (a run from before manifests, or its machine never "
+                                   "started)") + ": versions, hardware and data hashes are not compared"))
     return sorted(out, key=lambda d: KIND_ORDER.index(d.kind))  # stable: each kind keeps its own order
 
 

@@ -22,7 +22,7 @@ from tuitrain.profile.folders import unusable_folder
 from tuitrain.profile.paths import PATH_KEYS
 from tuitrain.runs.catalog import RUNS_ROOT_FIX, runs_root_shape
 from tuitrain.runs.checkpoints import list_checkpoints
-from tuitrain.runs.layout import RunPaths
+from tuitrain.runs.layout import CONTROL_HOLD, RunPaths
 from tuitrain.runs.output_claim import claim_output_dir, holder_problem
 from tuitrain.runs.record import RunRecordError, new_record, read_record, record_end, reserve_space, write_record
 from tuitrain.runs.tail import read_tail
@@ -265,6 +265,9 @@ def join_queue(paths: RunPaths, queue: QueueRequest) -> None:
     from tuitrain.runs.queue import enqueue
 
     fields = read_record(paths)["queue"]
+    if queue.hold:
+        paths.control.mkdir(exist_ok=True)
+        paths.control_request(CONTROL_HOLD).touch()
     try:
         enqueue(queue.folder, paths, tuple(fields["gpus"]), queue.dependencies(), current_user())
     except OSError as exc:

@@ -19,9 +19,10 @@ import signal
 import threading
 import time
 import traceback
+from pathlib import Path
 from typing import Any, Callable, Mapping, Unpack
 
-from tuitrain.runs.layout import CONTROL_ENDING, CONTROL_STOP, CONTROL_TERMINATE, RunPaths
+from tuitrain.runs.layout import CONTROL_ENDING, CONTROL_STOP, CONTROL_TERMINATE, KILL_REQUEST, RunPaths
 from tuitrain.runs.local_launch import LocalLaunch, free_port
 from tuitrain.runs.process_tree import KILL_GRACE_SECONDS, identity
 from tuitrain.runs.record import RunRecord, read_record, record_end, update_record
@@ -33,6 +34,7 @@ __all__ = ["KILL_GRACE_SECONDS", "HANG_CHECK_SECONDS", "RunDirectoryGone", "Supe
 
 POLL_SECONDS = 0.5  # how often control requests and rank records are looked at (an exit wakes it at once)
 GONE_SECONDS = 2.0  # the run directory missing this long (two looks at least) ends the run
+OUTPUT_LOOK_SECONDS = 1.0  # how often the output folder is looked for
 HANG_CHECK_SECONDS = 2.0  # how often the ranks' heartbeats are judged (tuitrain.runs.hang)
 HANG_STOP_FLOOR = 10.0  # on_hang = "stop": the ranks get at least this long (and a step's limit) to stop themselves
 
@@ -54,9 +56,14 @@ class Supervisor:
         self.paths = paths
         self.record = read_record(paths)
         self.stop_requested = False
+        self.stop_signal: str | None = None  # the signal that asked the stop ("SIGTERM to its supervisor"), if one did
         self.terminating = False
         self.poll_seconds = POLL_SECONDS
         self._gone_since: float | None = None  # when the run directory was first found missing
+        # the output folder was here once (made with the run's claim before it started; a home of several
+        # machines may never have it)
+        self._output_seen = bool(self.record.get("output_dir")) and os.path.isdir(str(self.record.get("output_dir")))
+        self._output_looked = 0.0
         self.sampler: Any = None  # tuitrain.runs.samples.RunSampler, from start() to finish()
         self.manifest: Any = None  # tuitrain.runs.manifest.ManifestWriter, from start() to finish()
         from tuitrain.runs.hang import hang_settings
@@ -105,6 +112,7 @@ class Supervisor:
 
     def _on_signal(self, signum: int, _frame: Any) -> None:
         log(f"received {signal.Signals(signum).name}: asking the ranks to save a checkpoint and stop")
+        self.stop_signal = self.stop_signal or f"{signal.Signals(signum).name} to its supervisor"
         self.request_stop()
 
     def request_stop(self) -> None:
@@ -186,7 +194,7 @@ class Supervisor:
             self.terminating = True
             log("terminate requested: ending every process of the run now")
             self.update(status="stopping")
-            self.workers.terminate("ended by `tuitrain stop --now`")
+            self.workers.terminate(f"ended by {KILL_REQUEST}")
         self.workers.relay_control()
 
     def mark_ending(self) -> None:
@@ -292,6 +300,7 @@ class Supervisor:
         woke = True
         while True:
             self.check_run_directory()
+            self.check_output_dir()
             self.tick()
             self.poll_control()
             self.workers.poll(woke)
@@ -318,6 +327,30 @@ class Supervisor:
             pass
         self._gone_since = None
 
+    def check_output_dir(self) -> None:
+        """An output folder removed under the run (by hand, a cleanup job) is made again with its claim, so that no
+        second run is let into it, and said: its checkpoints until then are gone (`output_removed`)."""
+        folder = self.record.get("output_dir")
+        now = time.monotonic()
+        if not folder or now - self._output_looked < OUTPUT_LOOK_SECONDS:
+            return
+        self._output_looked = now
+        try:
+            os.stat(folder)
+        except FileNotFoundError:
+            if not self._output_seen:
+                return
+            from tuitrain.runs.output_claim import claim_output_dir
+
+            taken = claim_output_dir(Path(folder), self.paths)
+            self.update(output_removed=time.time())
+            log(f"the output folder {folder} was removed while the run went on: its checkpoints until now are gone; "
+                + (f"made again, but {taken}" if taken else "made again and claimed for this run"))
+            return
+        except OSError:
+            return
+        self._output_seen = True
+
     # -- finish ------------------------------------------------------------------------------
     def finish(self, launcher_code: int) -> str:
         settled = self.workers.settle(launcher_code)
@@ -336,7 +369,18 @@ class Supervisor:
             return "failed", None, self.hang_error
         if self.terminating:
             return "killed", None, self.workers.KILLED_SAID
-        return self.workers.outcome(launcher_code, records, cause)
+        status, rank, error = self.workers.outcome(launcher_code, records, cause)
+        return status, rank, (self.stopped_why() if status == "stopped" and error is None else error)
+
+    def stopped_why(self) -> str:
+        """A stopped run's one line: who asked, and the checkpoint it saved to continue from."""
+        from tuitrain.runs.checkpoints import latest_complete, run_checkpoints
+
+        how = f"on {self.stop_signal}" if self.stop_signal else "on request (`tuitrain stop`, or the app)"
+        newest = latest_complete(run_checkpoints(self.record))
+        if newest is None:  # none here: a run of several machines may keep them on its machine 0
+            return f"stopped {how}"
+        return f"stopped {how} after saving {newest.path.name}; `tuitrain resume {self.paths.id}` continues from it"
 
 
 def run_supervisor(supervisor: Supervisor) -> str:

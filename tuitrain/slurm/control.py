@@ -14,6 +14,7 @@ from collections.abc import Callable
 from tuitrain.runs.control import ControlError
 from tuitrain.runs.layout import CONTROL_STOP, CONTROL_TERMINATE, RunPaths
 from tuitrain.runs.record import FINAL_STATUSES, RunRecord, read_record, record_end
+from tuitrain.runs.run_owner import others_run_refusal
 from tuitrain.slurm.commands import JobState, SlurmError, job_states, scancel
 from tuitrain.slurm.state import job_id, settle
 
@@ -36,6 +37,9 @@ def stop_job(paths: RunPaths, now: bool, timeout: float | None, say: Callable[[s
     """Stop a Slurm run (graceful, or `now`); returns its record once it has ended. `pause(seconds)` waits
     between looks; when it returns False (the app is closing) the wait is given up and the record returned as it
     is: the stop request stays, only the scancel after the timeout is left undone."""
+    refusal = others_run_refusal(paths, "stop")
+    if refusal:
+        raise ControlError(refusal)
     record = read_record(paths)
     job = job_id(record)
     if job is None:
@@ -49,7 +53,7 @@ def stop_job(paths: RunPaths, now: bool, timeout: float | None, say: Callable[[s
         if state.state == "PENDING":
             scancel(job)
             say(f"Slurm job {job} was still pending: cancelled (nothing had run)")
-            return record_end(paths, status="killed", ended=time.time(),
+            return record_end(paths, status="cancelled", ended=time.time(),
                               error=f"cancelled while pending in Slurm (job {job}): nothing had run")
         paths.control.mkdir(exist_ok=True)
         paths.control_request(CONTROL_TERMINATE if now else CONTROL_STOP).touch()

@@ -50,8 +50,10 @@ def query(records: Iterable[Mapping[str, Any]]) -> dict[str, JobState]:
     return job_states(i for r in records if needs_query(r) and (i := job_id(r)))
 
 
-def _slurm_out(paths: RunPaths, job: str) -> str:
-    return f"logs/slurm-{job}.out"
+def _see_slurm_out(paths: RunPaths, job: str) -> str:
+    """" (see logs/slurm-N.out)" where Slurm wrote that file, else nothing (a job cancelled while pending has none)."""
+    name = f"logs/slurm-{job}.out"
+    return f" (see {name})" if (paths.root / name).exists() else ""
 
 
 def settle(paths: RunPaths, record: RunRecord, state: JobState | None) -> RunRecord:
@@ -74,11 +76,13 @@ def settle(paths: RunPaths, record: RunRecord, state: JobState | None) -> RunRec
     status, what = _ENDS.get(str(state.state), ("failed", f"ended {state.state}"))
     if record.get("status") == "planned":
         what += " before tuitrain started on its nodes"
+        if state.state == "CANCELLED":
+            status = "cancelled"  # it never started: nothing of it ran, as a queued run cancelled here
     end: RunRecord = {"status": status, "ended": time.time(), "slurm": slurm,
-           "error": f"Slurm job {job} {what} (see {_slurm_out(paths, job)})"}
+           "error": f"Slurm job {job} {what}{_see_slurm_out(paths, job)}"}
     if state.state == "COMPLETED":
         end["status"] = "lost"
-        end["error"] = f"Slurm job {job} completed but the run recorded no end (see {_slurm_out(paths, job)})"
+        end["error"] = f"Slurm job {job} completed but the run recorded no end{_see_slurm_out(paths, job)}"
     try:
         return record_end(paths, **end)
     except OSError:  # another user's run, a read-only disk: show what would be recorded

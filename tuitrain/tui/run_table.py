@@ -5,10 +5,11 @@ so the order survives every refresh."""
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 if TYPE_CHECKING:
     from tuitrain.runs.live import Change, RunRow
@@ -73,14 +74,42 @@ def run_label(run_id: str, now: float, seconds: bool = False) -> str:
     return f"{year}-{month}-{day} {clock} {name}"
 
 
-def run_labels(run_ids: Iterable[str], now: float) -> dict[str, str]:
-    """Each run's label (`run_label`); runs that would read alike (same minute, same name) get their seconds."""
+def run_labels(run_ids: Iterable[str], now: float, names: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Each run's label (`run_label`); runs that would read alike (same minute, same name) get their seconds.
+    `names`: a run's name to show in place of its id's (a sweep's run: its name with its values whole, which its
+    id has folder-safe and cut to 40 characters)."""
     ids = list(run_ids)
-    short = {i: run_label(i, now) for i in ids}
+    names = names or {}
+
+    def label(run_id: str, seconds: bool = False) -> str:
+        said = run_label(run_id, now, seconds)
+        name = names.get(run_id)
+        parts = _id_parts(run_id)
+        return said if not name or parts is None else said[:len(said) - len(parts[1])] + name
+
+    short = {i: label(i) for i in ids}
     seen: dict[str, int] = {}
-    for label in short.values():
-        seen[label] = seen.get(label, 0) + 1
-    return {i: run_label(i, now, seconds=True) if seen[label] > 1 else label for i, label in short.items()}
+    for said in short.values():
+        seen[said] = seen.get(said, 0) + 1
+    return {i: label(i, seconds=True) if seen[said] > 1 else said for i, said in short.items()}
+
+
+# a label's time (run_label): '18:30 ', '11-24 18:30:05 ', '2025-11-24 18:30 '
+_LABEL_TIME = re.compile(r"^(?:\d{4}-)?(?:\d{2}-\d{2} )?\d{2}:\d{2}(?::\d{2})? ")
+
+
+def cut_label(label: str, width: int) -> str:
+    """`label` in at most `width` cells: its time whole, then its name cut in the middle (the name's start and its
+    end, where a sweep's values and a run's -2 are, kept), '18:30 bert-b…ned-mrpc'."""
+    if len(label) <= width:
+        return label
+    found = _LABEL_TIME.match(label)
+    time_part = found.group(0) if found and len(found.group(0)) < width - 2 else ""
+    name, room = label[len(time_part):], width - len(time_part) - 1
+    if room < 1:
+        return label[:max(0, width - 1)] + "…"
+    head = room // 3
+    return f"{time_part}{name[:head]}…{name[len(name) - (room - head):]}"
 
 
 def matches(row: RunRow, text: str, host: str = "") -> bool:
@@ -172,7 +201,7 @@ def queue_line(label: str, row: RunRow) -> str:
     if row.queue is None:
         return ""
     place, waits = row.queue.words()[0], row.queue.words()[1:]
-    more = f" (and {len(waits) - 1} more: tuitrain queue)" if len(waits) > 1 else ""
+    more = f" (and {len(waits) - 1} more: enter shows them)" if len(waits) > 1 else ""  # its monitor says each
     return " · ".join([label, place, *waits[:1]]) + more + " · t: first · x: cancel"
 
 
@@ -211,17 +240,24 @@ def checkpoints_written(folders: Sequence[str]) -> str:
 class CheckpointNews:
     """The checkpoints the app heard of lately (runs it saw live): each is news for NEWS_SECONDS, which
     Home shows as a mark on its run's row and a count ('3 checkpoints of 2 runs'), not as a toast on
-    whatever screen is open."""
+    whatever screen is open. A checkpoint counts once, and only while its folder is there: one that rotation
+    (save_total_limit) has deleted is no news (Home said 'new: 4 checkpoints' when 3 were left)."""
 
-    heard: list[tuple[float, str, str]] = field(default_factory=list)  # (when heard, run id, checkpoint folder)
+    heard: list[tuple[float, str, str, str | None]] = field(default_factory=list)  # (when, run id, folder, its path)
 
     def add(self, changes: Iterable[Change], now: float) -> None:
         self.heard = [h for h in self.heard if now - h[0] < NEWS_SECONDS]
-        self.heard += [(now, c.run_id, c.detail) for c in changes if c.kind == "checkpoint"]
+        known = {(h[1], h[2]) for h in self.heard}
+        for change in changes:
+            if change.kind == "checkpoint" and (change.run_id, change.detail) not in known:
+                known.add((change.run_id, change.detail))
+                self.heard.append((now, change.run_id, change.detail, change.path))
 
     def fresh(self, now: float) -> list[tuple[str, str]]:
-        """(run id, checkpoint folder) of each checkpoint still news, oldest first."""
-        return [(run_id, folder) for when, run_id, folder in self.heard if now - when < NEWS_SECONDS]
+        """(run id, checkpoint folder) of each checkpoint still news and still there, oldest first (a stat of each:
+        a handful a minute)."""
+        return [(run_id, folder) for when, run_id, folder, path in self.heard
+                if now - when < NEWS_SECONDS and (path is None or os.path.isdir(path))]
 
     def marks(self, now: float) -> dict[str, str]:
         """Run id → the newest of its checkpoints still news."""

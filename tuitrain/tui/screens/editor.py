@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from textual.timer import Timer
 
     from tuitrain.tui.app_api import TuitrainAppApi
+    from tuitrain.tui.command_fold import WithCommands
 
 # [distributed] keys the machines section shows (not the strategy's fields, nor left over from one)
 MACHINES_SECTION_KEYS = ("network_interface", "machines")
@@ -591,7 +592,7 @@ class EditorScreen(Screen):
         if not get_current_worker().is_cancelled:
             self.app.call_from_thread(self._checked, check, plan_text(check))
 
-    def _checked(self, check: Check, plan: Text) -> None:
+    def _checked(self, check: Check, plan: "Text | WithCommands") -> None:
         if not self.model.take_check(check):
             return  # a later edit's check is on its way
         self._apply_problems()
@@ -679,7 +680,8 @@ class EditorScreen(Screen):
         self.app.call_from_thread(self._saved, target, warnings, data, check, plan_text(check),  # type: ignore[arg-type]
                                   changes)
 
-    async def _saved(self, target: Path, warnings: list[str], data: dict[str, Any], check: Check, plan: Text,
+    async def _saved(self, target: Path, warnings: list[str], data: dict[str, Any], check: Check,
+                     plan: "Text | WithCommands",
                      changes: list[Any]) -> None:
         note = self.model.saved(target, data, check, changes)
         await self._rebuild(*{key[0] for key, _old, _new in changes})  # the fields show what the file says

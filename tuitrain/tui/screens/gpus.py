@@ -467,7 +467,8 @@ class GpusScreen(Screen):
             return False
         host, row = self.remote_rows[key]
         owner = row.process.owner
-        there = f"`tuitrain stop {host}:{owner.run_id}`" if owner is not None else f"`ssh {host} kill {row.process.pid}`"
+        there = (f"enter on {host}:{owner.run_id} in Home opens its monitor, where s stops it" if owner is not None
+                 else f"`ssh {host} kill {row.process.pid}`")
         self.notify(f"pid {row.process.pid} runs on {host}: {what}; there, {there}", title=host, severity="warning",
                     timeout=8)
         return True

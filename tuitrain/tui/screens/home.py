@@ -17,24 +17,15 @@ from textual.widgets import DataTable, Input, OptionList, Static
 from textual.widgets.data_table import ColumnKey
 from textual.widgets.option_list import Option
 
-from tuitrain.humanize import duration, number
 from tuitrain.tui.actions import run_request
-from tuitrain.tui.format import clock, short_metric, status_text, step_text
 from tuitrain.tui.messages import WorkstationHeard, WorkstationsListed
-from tuitrain.tui.run_columns import (
-    NARROW_COLUMNS,
-    WIDE_COLUMNS,
-    cell_len,
-    column_widths,
-    empty_runs_hint,
-    runs_title,
-)
+from tuitrain.tui.run_cells import RunCells
+from tuitrain.tui.run_columns import COLUMNS, Layout, cell_len, empty_runs_hint, fit_columns, runs_title
 from tuitrain.tui.run_table import (
     SORTS,
     Entry,
     HostRuns,
     RunOrder,
-    checkpoint_step,
     host_entries,
     queue_line,
     run_labels,
@@ -44,11 +35,12 @@ from tuitrain.tui.widgets.hardware_strip import HardwareStrip
 from tuitrain.tui.widgets.key_bar import KeyBar
 from tuitrain.tui.widgets.runs_table import RunsTable
 from tuitrain.tui.widgets.text_line import TextLine
+from tuitrain.tui.workstation_streams import SETTINGS_SECONDS, WorkstationStreams
 
 if TYPE_CHECKING:
     from textual import getters
 
-    from tuitrain.remote.runs_stream import HostNews, RunsStream
+    from tuitrain.remote.runs_stream import HostNews
     from tuitrain.runs.live import RunRow
     from tuitrain.tui.app_api import TuitrainAppApi
     from tuitrain.tui.profiles import ProfileEntry
@@ -89,10 +81,10 @@ class HomeScreen(Screen):
         super().__init__()
         self.profiles: list[ProfileEntry] = []
         self._columns: tuple[str, ...] = ()
-        self._widths: tuple[int | None, ...] = ()
+        self._layout = Layout(())
         self._rows: list[Entry] = []  # what the table shows, in its order
         self.remote: dict[str, HostRuns] = {}  # each workstation of the settings, in their order
-        self._streams: list[RunsStream] = []
+        self._streams: WorkstationStreams | None = None  # made on mount (its news goes to the strip, a widget)
         self._problems = ""
         self._queue_said = ""
         self._watching = False
@@ -130,34 +122,39 @@ class HomeScreen(Screen):
         self._ensure_columns()
         self.runs_polled(self.app.rows)
         self.query_one("#runs", DataTable).focus()
+        self._streams = WorkstationStreams(self._heard, self.query_one(HardwareStrip).gpus_heard)
+        self.set_interval(SETTINGS_SECONDS, self._settings_changed)
 
     def on_unmount(self) -> None:
-        for stream in self._streams:
-            stream.stop()
+        if self._streams is not None:
+            self._streams.stop()
 
     # ------------------------------------------------------------------------------ workstations
     @work(thread=True, exclusive=True, group="workstations", exit_on_error=False)
     def watch_workstations(self) -> None:
         """One stream per workstation of the settings (remote.runs_stream), started once this machine's runs are
-        on screen (ssh and the settings never delay them): the other boxes' runs fill in as they come."""
-        from tuitrain import __version__
-        from tuitrain.remote.runs_stream import RunsStream
-        from tuitrain.remote.workstations import configured
-
-        stations, problem = configured()
-        if problem:
+        on screen (ssh and the settings never delay them): the other boxes' runs fill in as they come. Again
+        whenever the settings file changes (`_settings_changed`): a box added is watched, a box removed or changed
+        is let go (and watched anew), without a restart of the app."""
+        streams = self._streams
+        if streams is None:
+            return
+        stations, problem = streams.read()
+        if problem:  # the boxes watched so far stay watched until the file is right
             self.app.call_from_thread(self.notify, problem, title="Workstations", severity="error", timeout=15)
             return
-        if not stations or not self.is_attached:
+        if not self.is_attached:
             return
-        self.post_message(WorkstationsListed([s.host for s in stations]))
-        for station in stations:
-            stream = RunsStream(station, __version__, self._heard, on_gpus=self.query_one(HardwareStrip).gpus_heard)
-            self._streams.append(stream)
-            stream.start()
+        hosts = streams.follow(stations)
+        if hosts or self.remote:
+            self.post_message(WorkstationsListed(hosts))
         if not self.is_attached:  # the app closed meanwhile: on_unmount may have missed these
-            for stream in self._streams:
-                stream.stop()
+            streams.stop()
+
+    def _settings_changed(self) -> None:
+        """Every SETTINGS_SECONDS once the boxes are watched: the settings file edited (one stat) is read again."""
+        if self._watching and self._streams is not None and self._streams.changed():
+            self.watch_workstations()
 
     def _heard(self, news: HostNews) -> None:
         """A stream's news (its own thread): rows made here, shown on the app's loop."""
@@ -168,6 +165,8 @@ class HomeScreen(Screen):
     @on(WorkstationsListed)
     def _workstations_listed(self, message: WorkstationsListed) -> None:
         self.remote = {host: self.remote.get(host, HostRuns()) for host in message.hosts}
+        self.query_one(HardwareStrip).keep_hosts(message.hosts)
+        self._show_problems()
         self.runs_polled(self.app.rows)
 
     @on(WorkstationHeard)
@@ -223,27 +222,27 @@ class HomeScreen(Screen):
 
     # ------------------------------------------------------------------------------ runs
     def _wanted_columns(self) -> tuple[str, ...]:
-        columns = NARROW_COLUMNS if self.has_class("-narrow") or self.app.size.width < 100 else WIDE_COLUMNS
-        return ("HOST", *columns) if self.remote else columns
+        return ("HOST", *COLUMNS) if self.remote else COLUMNS
 
     def _room(self) -> int:
         """The cells' room in the runs table (less a scrollbar's); before its first layout, the
-        screen's width less the profiles pane's."""
+        screen's width less the profiles pane's (beside the runs from 100 columns on)."""
         table = self.query_one("#runs", DataTable)
         if table.size.width:
             return table.scrollable_content_region.width
-        return self.app.size.width - (0 if "STARTED" not in self._wanted_columns() else 29)
+        return self.app.size.width - (0 if self.has_class("-narrow") or self.app.size.width < 100 else 29)
 
-    def _ensure_columns(self, widths: tuple[int | None, ...] | None = None) -> None:
+    def _ensure_columns(self, layout: Layout | None = None) -> None:
         columns = self._wanted_columns()
-        widths = widths if widths is not None and len(widths) == len(columns) else (None,) * len(columns)
-        if (columns, widths) == (self._columns, self._widths):
+        if layout is None or len(layout.widths) != len(columns):
+            layout = Layout((None,) * len(columns))
+        if (columns, layout) == (self._columns, self._layout):
             return
         table = self.query_one("#runs", DataTable)
         table.clear(columns=True)
-        for name, width in zip(columns, widths, strict=True):
+        for name, width in zip(columns, layout.widths, strict=True):
             table.add_column(name, key=name, width=width)
-        self._columns, self._widths = columns, widths
+        self._columns, self._layout = columns, layout
         self._rows = []
 
     def on_resize(self) -> None:
@@ -251,50 +250,11 @@ class HomeScreen(Screen):
             return
         self.runs_polled(self.app.rows)  # the columns' widths follow the table's
 
+    def _cell_maker(self) -> RunCells:
+        return RunCells(self.app.clock(), self.labels, self.marked, self.saved, hosts=bool(self.remote))
+
     def _cells(self, entry: Entry) -> dict[str, object]:
-        cells = self._all_cells(entry)
-        return {k: cells[k] for k in self._columns}
-
-    def _all_cells(self, entry: Entry) -> dict[str, object]:
-        row = entry.row
-        if row is None:  # a workstation asked, or one that cannot be watched: what went wrong (in full below)
-            status = Text("unreachable", style="bold red") if entry.note else Text("connecting…", style="dim")
-            cause = entry.note.split(" — ")[0]
-            cells: dict[str, object] = {"RUN": Text(cause, no_wrap=True, overflow="ellipsis", end=""),
-                                        "STATUS": status, "STEP": "", "LOSS": "", "BEST": "", "STARTED": "", "TIME": ""}
-        else:
-            cells = self._run_cells(row, local=entry.host is None)
-        if self.remote:  # workstations in the settings: the HOST column (the worker has loaded remote by now)
-            from tuitrain.remote.workstations import LOCAL
-
-            cells["HOST"] = Text(entry.host or LOCAL, style="" if entry.host else "dim", no_wrap=True, end="")
-        return cells
-
-    def _run_cells(self, row: RunRow, local: bool) -> dict[str, object]:
-        now = self.app.clock()
-        end = row.ended or (now if not row.final and row.status != "lost" else None)
-        best = f"{short_metric(row.best_metric)} {number(row.best)}" if row.best is not None else "-"
-        status = status_text(row.status)
-        if row.status == "failed" and row.failed_rank is not None:
-            status.append(f" r{row.failed_rank}", style="red")
-        if row.job:  # a Slurm run: its job's state beside tuitrain's own
-            status.append(f" · {row.job}", style="dim" if row.final else "")
-        if row.queue is not None:  # its place among this machine's waiting runs
-            status.append(f" {row.queue.position}/{row.queue.length}")
-        if local and row.id in self.saved and not row.final:  # a live run's checkpoint written lately (run_table.NEWS_SECONDS)
-            status.append(f" · ckpt {checkpoint_step(self.saved[row.id])}", style="bold green")
-        marked = local and row.id in self.marked
-        label = self.labels.get(row.id, row.id)
-        return {
-            "RUN": Text(("✓ " if marked else "") + label, style="bold" if marked else "", no_wrap=True,
-                        overflow="ellipsis", end=""),
-            "STATUS": status,
-            "STEP": step_text(row.step, row.max_steps, 5),
-            "LOSS": number(row.loss),
-            "BEST": Text(best, no_wrap=True, overflow="ellipsis", end=""),
-            "STARTED": clock(row.started or row.created),
-            "TIME": duration(end - row.started) if row.started and end else "-",
-        }
+        return self._cell_maker().shown(entry, self._columns, self._layout)
 
     def runs_polled(self, rows: list[RunRow]) -> None:
         if not self._ready or not self.shown:
@@ -306,12 +266,15 @@ class HomeScreen(Screen):
         count = len(rows) + len(remote_rows) if self.app.polls else None
         self._count = len(rows) + len(remote_rows)
         now = self.app.clock()
-        self.labels = run_labels([r.id for r in [*rows, *remote_rows]], now)
+        every = [*rows, *remote_rows]
+        self.labels = run_labels([r.id for r in every], now, {r.id: r.profile for r in every if r.sweep})
         saved = self.app.checkpoint_news.marks(now)
         news_changed, self.saved = saved != self.saved, saved
         entries = host_entries(rows, self.remote, self.order)
         columns = self._wanted_columns()
-        self._ensure_columns(column_widths(columns, [self._all_cells(e) for e in entries], self._room()))
+        cells = self._cell_maker()
+        self._ensure_columns(fit_columns(columns, [cells.full(e) for e in entries], [cells.short(e) for e in entries],
+                                         self._room()))
         keys = [e.key for e in entries]
         shown = sum(e.row is not None for e in entries)
         self.query_one("#runs-title", TextLine).set(
@@ -398,8 +361,8 @@ class HomeScreen(Screen):
             self.notify(f"{host}: {entry.note}" if entry.note else f"{host}: asking it for its runs…",
                         title=host, severity="warning" if entry.note else "information", timeout=10)
             return
-        self.notify(f"{entry.key} runs on {host}: `tuitrain logs {entry.key} --follow`, `status`, `stop` "
-                    "and `resume` reach it from a terminal", title=host, timeout=10)
+        self.notify(f"{entry.key} runs on {host}: enter opens its monitor, where s, c, e, k and R act on it there",
+                    title=host, timeout=10)
 
     # ------------------------------------------------------------------------------ actions
     @on(DataTable.RowSelected, "#runs")
@@ -589,12 +552,12 @@ class HomeScreen(Screen):
         from tuitrain.runs.queue_view import queue_action
         from tuitrain.runs.record import RunRecordError
 
-        title = "Queue" if what == "top" else "Cancel"
+        done, verb = ("First in queue", "move") if what == "top" else ("Cancelled", "cancel")  # as queue_action says
         try:
             said = queue_action(RunPaths(run_dir), what)
         except (ControlError, RunRecordError, OSError) as exc:
-            self.app.call_from_thread(self.notify, str(exc), title=f"Cannot {title.lower()}", severity="warning")
+            self.app.call_from_thread(self.notify, str(exc), title=f"Cannot {verb}", severity="warning")
             return
-        self.app.call_from_thread(self.notify, said, title=title)
+        self.app.call_from_thread(self.notify, said, title=done)
         self.app.poke()
 

@@ -8,6 +8,7 @@ import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -15,6 +16,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Select, Static
 
+from tuitrain.tui.command_fold import WithCommands
 from tuitrain.tui.messages import RunStarted
 
 if TYPE_CHECKING:
@@ -24,6 +26,9 @@ if TYPE_CHECKING:
     from tuitrain.profile import Profile
     from tuitrain.runs.layout import RunPaths
     from tuitrain.tui.app_api import TuitrainAppApi
+
+
+SCRIPT_EXAMPLE = "distributed.num_processes=2 run.name=try-2"  # overrides a [script] profile takes (no [training])
 
 
 class LaunchScreen(ModalScreen[None]):
@@ -40,8 +45,8 @@ class LaunchScreen(ModalScreen[None]):
     LaunchScreen #plan { height: auto; max-height: 12; color: $text-muted; }
     LaunchScreen #problems { height: auto; color: $text-error; }
     LaunchScreen .buttons { height: 3; align-horizontal: right; }
-    LaunchScreen #where-row { height: 3; }
-    LaunchScreen #where-row > Static { width: auto; padding: 1 1 0 0; }
+    LaunchScreen #where-row { height: 1; margin-bottom: 1; }
+    LaunchScreen #where-row > Static { width: auto; padding: 0 1 0 0; }
     LaunchScreen #where { width: 40; }
     LaunchScreen Button { margin-left: 1; min-width: 0; }
     """
@@ -132,12 +137,15 @@ class LaunchScreen(ModalScreen[None]):
             self.app.call_from_thread(self._show, "", [str(exc)], number)
             return
         notes = [str(p) for p in plan_problems(profile, preview.problems, overrides)]
-        self.app.call_from_thread(self._show, f"{preview.summary}\n{preview.command}", notes, number)
+        if profile.data.get("script"):  # your own script: no [training] to override
+            self.app.call_from_thread(setattr, self.query_one("#overrides", Input), "placeholder", SCRIPT_EXAMPLE)
+        self.app.call_from_thread(self._show, WithCommands([Text(f"{preview.summary}\n"), preview.command]), notes,
+                                  number)
 
-    def _show(self, plan: str, problems: list[str], number: int) -> None:
+    def _show(self, plan: "str | WithCommands", problems: list[str], number: int) -> None:
         if number != self._previews:
             return
-        self.query_one("#plan", Static).update(plan)
+        self.query_one("#plan", Static).update(plan)  # the command folded between its words (tui.command_fold)
         self.query_one("#problems", Static).update("\n".join(problems))
 
     def host(self) -> str:
@@ -214,7 +222,7 @@ class LaunchScreen(ModalScreen[None]):
             if queue or profile_queues(profile.data):  # ctrl+o, or a profile that always queues
                 queued = self._queue(backend, profile)
                 self.app.call_from_thread(self._submitted, str(queued.root), f"queued run {queued.id}: it starts "
-                                          "by itself when its GPUs are free (`tuitrain queue` shows what it waits for)")
+                                          "by itself when its GPUs are free; its monitor says what it waits for")
                 return
             check = backend.check(profile, self.app.runs_root, 20.0, say)
             if check.failed:

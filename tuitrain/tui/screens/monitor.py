@@ -105,6 +105,7 @@ class MonitorScreen(Screen):
         self._landed = False
         self._ready = False
         self._gpus_of: object = None
+        self._gpus_live = False  # the GPUs tab was drawn while the run went on ("so far")
         self._status_at = 0.0
         self._status_lines = 0
         self.fold = self.run_watch.num_ranks > 1
@@ -129,6 +130,9 @@ class MonitorScreen(Screen):
 
         self.host = (mirrored_run(self.run_dir) or (None, None))[0]
         self.mirror, self.mirror_problem = mirror_of(self.run_dir, self._mirror_news)
+        self.heard_at: float | None = None  # its box not heard: when the cache was last written (what it last said)
+        if self.mirror_problem is not None:
+            self._mirror_news(None)
 
     # ------------------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
@@ -190,9 +194,15 @@ class MonitorScreen(Screen):
         others = [s for s in self.app.screen_stack if isinstance(s, MonitorScreen) and s is not self]
         return self.run_watch.status in FINAL_STATUSES and all(s.run_dir != self.run_dir for s in others)
 
-    def _mirror_news(self, news: MirrorNews) -> None:
-        """The mirror's thread: the box heard again (None), or why not; the header says it on its next second."""
-        self.mirror_problem = news.problem
+    def _mirror_news(self, news: MirrorNews | None) -> None:
+        """The mirror's thread: the box heard again (None), or why not; the header says it on its next second. While
+        the box is not heard, what it said last is as of the cache's last write (None: the problem the mirror
+        could not start with)."""
+        from tuitrain.remote.run_mirror import last_written
+
+        if news is not None:
+            self.mirror_problem = news.problem
+        self.heard_at = last_written(self.run_dir) if self.mirror_problem is not None else None
 
     def poll_mirrored_checkpoints(self) -> bool:
         """Another workstation's run: its checkpoints as the box sees them (the cache holds none)."""
@@ -312,8 +322,9 @@ class MonitorScreen(Screen):
         self.update_metrics()
         self.update_checkpoints()
         self.update_log_status(throttle=self._status_lines > 0)
-        if self._samples_changed and self._ready and self.query_one("#tabs", TabbedContent).active == "tab-gpus":
-            self.show_gpus()  # another machine's figures arrived
+        ended = self._gpus_live and self.run_watch.status in FINAL_STATUSES
+        if (self._samples_changed or ended) and self._ready and self.query_one("#tabs", TabbedContent).active == "tab-gpus":
+            self.show_gpus()  # another machine's figures arrived, or the run ended: what it used while it ran
         if not self._landed:
             self._landed = True
             if self.run_watch.status == "failed":
@@ -344,7 +355,15 @@ class MonitorScreen(Screen):
         step = p["step"]
         hang_lines = self.hang_lines()
         hung = self.hang is not None and self.hang.hung and bool(hang_lines)
-        line1 = Text.assemble("● ", status_text(HUNG_LABEL if hung else status), no_wrap=True, overflow="ellipsis")
+        # another box's live run, the box not heard: its status now is not known, only what it said last
+        heard_at = self.heard_at if self.mirror_problem is not None and status not in FINAL_STATUSES else None
+        if heard_at is not None:
+            line1 = Text.assemble("● ", ("not heard", "bold red"),
+                                  f" · {status} when last heard ({time.strftime('%H:%M:%S', time.localtime(heard_at))})",
+                                  no_wrap=True, overflow="ellipsis")
+        else:
+            line1 = Text.assemble("● ", status_text(HUNG_LABEL if hung else status), no_wrap=True,
+                                  overflow="ellipsis")
         if status == "failed":
             line1.append(f" ({self.failed_where()})", style="red")
         job = slurm_job_id(record)
@@ -367,14 +386,18 @@ class MonitorScreen(Screen):
         line2.append(bar(fraction, width), style="green")
         line2.append(f" {fraction:4.0%}" if fraction is not None else "   ?%")
         rate = w.events.steps_per_second
-        if rate:
+        if hung or heard_at is not None:  # no step now, or none heard of: not known
+            line2.append("  steps/s and ETA unknown" + (" (no progress: hung?)" if hung else ""))
+        elif rate:
             line2.append(f"  {rate:.2f} steps/s")
-            if total and status not in FINAL_STATUSES and step < total:
+            if total and status == "running" and step < total:  # a stopping run ends at its next step
                 line2.append(f"  ETA {duration((total - step) / rate)}")
         started = record.get("started")
         if started:
             end = record.get("ended") or (self.app.clock() if status not in FINAL_STATUSES else None)
-            if end:
+            if heard_at is not None:  # it went on for at least as long as the box was heard
+                line2.append(f"  elapsed ≥ {duration(max(0.0, heard_at - started))}")
+            elif end:
                 line2.append(f"  elapsed {duration(end - started)}")
         lines = [line1, line2, *hang_lines]
         if w.queue is not None:  # queued: its place and what it waits for (runs.queue_view), read by the worker
@@ -411,8 +434,10 @@ class MonitorScreen(Screen):
     def update_metrics(self) -> None:
         lineage = self.lineage
         series = lineage.joined(self.run_watch.events.series) if lineage is not None else self.run_watch.events.series
-        self.query_one(MetricsPanel).show(series, live=self.run_watch.status not in FINAL_STATUSES,
-                                          lineage=lineage.note() if lineage is not None else None)
+        status = self.run_watch.status
+        self.query_one(MetricsPanel).show(series, live=status not in FINAL_STATUSES,
+                                          lineage=lineage.note() if lineage is not None else None,
+                                          ended=status if status in FINAL_STATUSES else None)
 
     def update_checkpoints(self) -> None:
         self.query_one(CheckpointList).show(self.run_watch, self.app.show_path(self.run_watch.output_dir))
@@ -426,7 +451,7 @@ class MonitorScreen(Screen):
         from tuitrain.tui.widgets.gpu_panel import box_panel, run_panel
 
         w = self.run_watch
-        live = w.status not in FINAL_STATUSES
+        live = self._gpus_live = w.status not in FINAL_STATUSES
         if self.host is not None:
             self._gpus_of = self.app.host_gpus.get(self.host)
             panel = box_panel(self.host, self._gpus_of, w.record, w.paths.id, live, run_dir=w.paths.root)

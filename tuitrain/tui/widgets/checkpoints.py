@@ -25,12 +25,10 @@ COLUMNS = ("STEP", "BEST", "STATE", "WRITTEN", "SIZE", "METRICS")
 
 
 def best_checkpoint(watch: RunWatch) -> Path | None:
-    """The checkpoint with the best value of the run's metric (None while none has it)."""
-    metric, greater = watch.events.metric, watch.events.greater_is_better
-    scored = [c for c in watch.checkpoints if isinstance(c.metrics.get(metric), (int, float))]
-    if not scored:
-        return None
-    return (max if greater else min)(scored, key=lambda c: c.metrics[metric]).path
+    """The run's best checkpoint (`runs.best`, as its events tell it: the one rotation keeps and the header names),
+    while it is on disk; None before any."""
+    step = watch.events.best_step
+    return next((c.path for c in watch.checkpoints if c.step == step), None) if step is not None else None
 
 
 def checkpoint_rows(watch: RunWatch) -> list[tuple]:

@@ -17,7 +17,7 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
 from textual.strip import Strip
-from textual.widgets import Label, SelectionList, Static
+from textual.widgets import SelectionList, Static
 
 from tuitrain.hardware.devices import GpuInfo
 from tuitrain.hardware.preflight import busy_reasons
@@ -85,7 +85,7 @@ class GpuPicker(Vertical):
         self.mapping = list(mapping)
 
     def compose(self) -> ComposeResult:
-        yield Label(HOW)
+        yield Static(HOW, id="gpu-how", markup=False)  # wrapped whole (a Label kept one line, cut at the edge)
         yield GpuList(*self.items, id="gpu-list")
         yield Static(self._mapping_text(), id="gpu-mapping", markup=False)
 

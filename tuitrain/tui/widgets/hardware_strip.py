@@ -29,11 +29,17 @@ def host_part(host: str, sample: Mapping[str, Any]) -> str:
     return f"{host}: {len(gpus)} GPU{'s' if len(gpus) != 1 else ''}, {busy} busy"
 
 
-def strip_text(line: Text | str, hosts: Mapping[str, Mapping[str, Any]]) -> Text | str:
-    """This machine's line, then each other box's part (in the order they were first heard)."""
+def strip_text(line: Text | str, hosts: Mapping[str, Mapping[str, Any]], width: int | None = None) -> Text | str:
+    """This machine's line, then each other box's part (in the order they were first heard). In `width` cells, this
+    machine's line gives way first (an ellipsis in it), so that every box's part shows."""
     if not hosts:
         return line
     parts = " · ".join(host_part(host, sample) for host, sample in hosts.items())
+    if width is not None:
+        here = line.copy() if isinstance(line, Text) else Text(line)
+        if here.cell_len + 3 + len(parts) > width and width - 3 - len(parts) > 1:
+            here.truncate(width - 3 - len(parts), overflow="ellipsis")
+        line = here
     return Text.assemble(line, " · ", parts) if isinstance(line, Text) else f"{line} · {parts}"
 
 
@@ -58,6 +64,17 @@ class HardwareStrip(TextLine):
     def set(self, text: Text | str) -> None:
         self.line = text
         super().set(strip_text(text, self.hosts))
+
+    def render(self) -> Text:
+        """As TextLine's, but with this machine's line cut first (`strip_text`): every box's part shows."""
+        text = strip_text(self.line, self.hosts, self.content_region.width or None)
+        return self.one_line(text)
+
+    def keep_hosts(self, hosts: list[str]) -> None:
+        """The workstations of the settings now: a box no longer in them leaves the strip."""
+        if set(self.hosts) - set(hosts):
+            self.hosts = {host: sample for host, sample in self.hosts.items() if host in hosts}
+            self.set(self.line)
 
     def gpus_heard(self, news: HostNews) -> None:
         """A workstation stream's GPUs or failure (its own thread): shown on the app's loop."""

@@ -89,10 +89,12 @@ class MetricsPanel(Vertical):
         yield LinePlot("learning rate", id="plot-lr")
         yield LinePlot("eval metrics", id="plot-eval")
 
-    def show(self, series: Mapping[str, Any], live: bool = True, lineage: str | None = None) -> None:
+    def show(self, series: Mapping[str, Any], live: bool = True, lineage: str | None = None,
+             ended: str | None = None) -> None:
         """`series`: a run's series by name (each with .steps and .values), as RunWatch folds them; `live`:
         the run still trains (it can be asked to evaluate now); `lineage`: where the points before the run's
-        own come from, for a resumed run (tuitrain.runs.lineage)."""
+        own come from, for a resumed run (tuitrain.runs.lineage); `ended`: how a run that no longer trains ended
+        (its plots without values say that none will come, never that they wait)."""
         self.query_one("#plot-loss", LinePlot).set_title(f"loss · {lineage}" if lineage else "loss")
         loss_lines = []
         if "loss" in series:
@@ -105,7 +107,11 @@ class MetricsPanel(Vertical):
         evals = sorted(k for k in series if is_metric(k) and k != "eval_loss")
         plot = self.query_one("#plot-eval", LinePlot)
         evaluated = bool(evals) or "eval_loss" in series  # asked once (e): the plots show what it gave
-        plot.set_note(self.no_evaluation.note(live) if self.no_evaluation is not None and not evaluated else None)
         plot.set_lines(
             [Line(short_metric(k), series[k].steps, series[k].values, METRIC_STYLES[i % len(METRIC_STYLES)])
              for i, k in enumerate(evals)])
+        over = None if live else f"none: the run ended ({ended or 'its status unknown'}) before logging any"
+        self.query_one("#plot-loss", LinePlot).set_note(over)
+        self.query_one("#plot-lr", LinePlot).set_note(over)
+        plot.set_note(self.no_evaluation.note(live) if self.no_evaluation is not None and not evaluated else
+                      None if live else f"none: the run ended ({ended or 'its status unknown'}) before evaluating")

@@ -38,7 +38,12 @@ class TextLine(Widget):
         return self._text.plain if isinstance(self._text, Text) else self._text
 
     def render(self) -> Text:
-        text = Text(self._text, end="") if isinstance(self._text, str) else self._text.copy()
+        return self.one_line(self._text)
+
+    @staticmethod
+    def one_line(content: Text | str) -> Text:
+        """`content` as one line, ending in an ellipsis where the widget cuts it."""
+        text = Text(content, end="") if isinstance(content, str) else content.copy()
         text.no_wrap = True
         text.overflow = "ellipsis"
         return text
