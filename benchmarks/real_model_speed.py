@@ -122,7 +122,7 @@ max_length = 64
 max_steps = {steps}
 per_device_train_batch_size = {batch}
 learning_rate = 5e-5
-logging_steps = 10
+logging_steps = {min(10, steps)}
 eval_strategy = "no"
 save_strategy = "no"
 report_to = "none"
@@ -333,7 +333,8 @@ def main() -> int:
         profile = work / "mrpc.toml"
         profile.write_text(profile_text(model, args.steps, args.gpu, batch, mrpc))
         env = {k: v for k, v in bench_env().items() if k != ACCELERATE_LAUNCH_ENV}
-        script_args = ["--model", str(model), "--data", str(mrpc), "--steps", str(args.steps), "--batch", str(batch)]
+        script_args = ["--model", str(model), "--data", str(mrpc), "--steps", str(args.steps), "--batch", str(batch),
+                       "--logging-steps", str(min(10, args.steps))]  # as the profile: a loss logged in a short run too
         if args.gpu:
             script_args += ["--device", "cuda", "--bf16", "--from-config", "bert-base"]
         device = ["--mixed_precision", "bf16"] if args.gpu else ["--cpu", "--mixed_precision", "no"]
