@@ -69,8 +69,8 @@ def demo_profile(steps: int, logging_steps: int) -> dict:
 
 def new_run_dir(root: Path, profile: dict):
     """A run directory as `tuitrain run` makes it (run.json, logs/, control/), without a launch."""
-    from tuitrain.runs.record import new_record, write_record
-    from tuitrain.runs.start import make_run_dir
+    from tuitrain.rundir.record import new_record, write_record
+    from tuitrain.runs.start.new_run import make_run_dir
 
     paths = make_run_dir(root / "runs", "demo")
     paths.logs.mkdir()

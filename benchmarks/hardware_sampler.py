@@ -36,9 +36,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ROOT, QuietGate, Table, bench_env, machine_line, median, wall
 from tuitrain.hardware.recorded import RecordedNvml, load_table
 from tuitrain.hardware.sampler import Sampler
-from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.owners import OwnerIndex
-from tuitrain.runs.record import new_record, write_record
+from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.record import new_record, write_record
+from tuitrain.runs.view.owners import OwnerIndex
 
 TABLE = ROOT / "tests" / "fixtures" / "nvml" / "eight_h100.json"
 TARGET_SAMPLE_MS = 5.0

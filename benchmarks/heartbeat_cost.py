@@ -59,7 +59,7 @@ def steps_per_second(steps: int, hidden: int, folder: Path, heartbeat: bool) -> 
 
     from tuitrain.engine.callbacks import HeartbeatCallback
     from tuitrain.engine.rank_io import Heartbeat
-    from tuitrain.runs.layout import RunPaths
+    from tuitrain.rundir.layout import RunPaths
 
     ends: list[float] = []
 
@@ -79,7 +79,7 @@ def callback_seconds(steps: int, folder: Path) -> tuple[float, float]:
     without the heartbeat's callback and with it: the best of 7 tries each, taking turns, each `steps` steps long."""
     from tuitrain.engine.callbacks import HeartbeatCallback
     from tuitrain.engine.rank_io import Heartbeat
-    from tuitrain.runs.layout import RunPaths
+    from tuitrain.rundir.layout import RunPaths
 
     def one_try(trainer: Any) -> float:
         handler, args, state, control = trainer.callback_handler, trainer.args, trainer.state, trainer.control
@@ -100,7 +100,7 @@ def callback_seconds(steps: int, folder: Path) -> tuple[float, float]:
 
 def beat_seconds(calls: int, folder: Path) -> float:
     from tuitrain.engine.rank_io import Heartbeat
-    from tuitrain.runs.layout import PHASE_BETWEEN, PHASE_STEP, RunPaths
+    from tuitrain.rundir.layout import PHASE_BETWEEN, PHASE_STEP, RunPaths
 
     beat = Heartbeat(RunPaths(folder), 0).beat
     start = time.perf_counter()

@@ -29,9 +29,9 @@ from _common import bench_env, machine_line
 from hosts import cannot_make_hosts, ensure_tools, make_hosts
 from machine_profiles import free_port, write_profile
 from tuitrain.atomic import write_json_atomic
-from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.record import new_record
-from tuitrain.runs.start import spawn_supervisor
+from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.record import new_record
+from tuitrain.runs.start.new_run import spawn_supervisor
 
 FAST = ["--set", "training.max_steps=4", "--set", "training.logging_steps=1", "--set", "training.eval_strategy=no",
         "--set", "training.save_strategy=no"]

@@ -6,7 +6,7 @@ Each run is a script of the user's (gloo on the CPU, torch.distributed and `tuit
 all-reduces once a step; at step 5 rank 1 sleeps for ever and the others wait in the next all-reduce. Once every
 rank has reported step 5, `tuitrain stacks RUN` runs `--rounds` times, each timed from its start to its exit
 (the digest is its last output): the CLI's start, every rank asked at once (py-spy when installed, else each rank's
-faulthandler on SIGUSR2), their files settled, parsed and digested. Also `runs.stacks.gather` alone, in this process.
+faulthandler on SIGUSR2), their files settled, parsed and digested. Also `runs.view.stacks.gather` alone, in this process.
 `[run] hang_after` is set high, so the supervisor's own take on the hang does not run meanwhile.
 """
 
@@ -62,8 +62,8 @@ def start_run(work: Path, runs: Path, ranks: int) -> Path:
 
 def wait_hung(run_dir: Path, ranks: int) -> float:
     """Until every rank has reported step 5 (rank 1 then sleeps, the others wait for it); seconds it took."""
-    from tuitrain.runs.heartbeat import read_beats
-    from tuitrain.runs.layout import RunPaths
+    from tuitrain.rundir.heartbeat import read_beats
+    from tuitrain.rundir.layout import RunPaths
 
     start = time.perf_counter()
     while time.perf_counter() - start < READY_SECONDS:
@@ -90,9 +90,9 @@ def stacks_once(run_dir: Path, runs: Path) -> tuple[float, list[str]]:
 
 
 def gather_once(run_dir: Path) -> float:
-    from tuitrain.runs.layout import RunPaths
-    from tuitrain.runs.record import read_record
-    from tuitrain.runs.stacks import gather
+    from tuitrain.rundir.layout import RunPaths
+    from tuitrain.rundir.record import read_record
+    from tuitrain.runs.view.stacks import gather
 
     paths = RunPaths(run_dir)
     start = time.perf_counter()

@@ -43,7 +43,7 @@ OURS = "tuitrain (merged view of every rank, lines merged by their .times, as a 
 IDLE_SECONDS = 10.0
 WRITER = r"""
 import os, sys, time
-from tuitrain.runs.linetimes import timed_stream
+from tuitrain.rundir.linetimes import timed_stream
 rate, seconds, timed, ranks = int(sys.argv[2]), float(sys.argv[3]), sys.argv[4] == "timed", int(sys.argv[5])
 def rank_log(r):
     path = sys.argv[1] + f"/rank-{r}.log"

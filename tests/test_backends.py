@@ -48,11 +48,11 @@ DECIDES_KIND = re.compile(r'(\bif |\bbool\(|\band |\bor )[\w.()]*record[\w.()]*\
 
 
 def test_a_fourth_kind_would_be_chosen_in_one_place() -> None:
-    """Nothing outside the record's one reader (tuitrain.runs.kind) and the Slurm layer's own modules decides the
+    """Nothing outside the record's one reader (tuitrain.rundir.kind) and the Slurm layer's own modules decides the
     kind of a run from its record's keys: they ask run_kind, or the backend chosen by tuitrain.backends."""
     package = Path(__file__).resolve().parents[1] / "tuitrain"
     asking = [f"{path.relative_to(package)}:{n}: {line.strip()}" for path in sorted(package.rglob("*.py"))
-              if path != package / "runs" / "kind.py" and path.parent.name != "slurm"
+              if path != package / "rundir" / "kind.py" and path.parent.name != "slurm"
               for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if DECIDES_KIND.search(line)]
     assert asking == []
 
@@ -62,19 +62,19 @@ ASKS_FOR_SLURM = re.compile(r'run_kind\([^)]*\)\s*[!=]=\s*"slurm"')
 
 
 def test_viewers_ask_the_scheduler_module_not_the_kind() -> None:
-    """A run's job state, a job that ended without its run, the job a refusal names: every viewer (runs.summary,
-    runs.live, runs.liveness, cli.viewing, the resume check) asks tuitrain.runs.scheduler, the one module that
+    """A run's job state, a job that ended without its run, the job a refusal names: every viewer (runs.view.summary,
+    runs.view.live, runs.liveness, cli.viewing, the resume check) asks tuitrain.runs.view.scheduler, the one module that
     knows which kinds of run a scheduler holds."""
     package = Path(__file__).resolve().parents[1] / "tuitrain"
     asking = [f"{path.relative_to(package)}:{n}: {line.strip()}" for path in sorted(package.rglob("*.py"))
-              if path != package / "runs" / "scheduler.py"
+              if path != package / "runs" / "view" / "scheduler.py"
               for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if ASKS_FOR_SLURM.search(line)]
     assert asking == []
 
 
 def test_a_run_no_scheduler_holds_costs_no_query(tmp_path: Path, monkeypatch) -> None:
-    from tuitrain.runs.layout import RunPaths
-    from tuitrain.runs.scheduler import job_states, job_words, refresh_job, settle_job
+    from tuitrain.rundir.layout import RunPaths
+    from tuitrain.runs.view.scheduler import job_states, job_words, refresh_job, settle_job
     from tuitrain.slurm import state as slurm_state
     from tuitrain.slurm.commands import JobState
 

@@ -1,4 +1,4 @@
-"""One notion of the best checkpoint (`runs.best`): the one rotation keeps is the one the app stars, the monitor's
+"""One notion of the best checkpoint (`rundir.best`): the one rotation keeps is the one the app stars, the monitor's
 header names, Export offers as "the best" and the Trainer's load_best_model_at_end loads."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from conftest import cli, events, only_run
 from tuitrain.profile.generated import sentiment_words
-from tuitrain.runs.best import best_rule, best_written
-from tuitrain.runs.live import EventsTail, RunWatch
+from tuitrain.rundir.best import best_rule, best_written
+from tuitrain.runs.view.live import EventsTail, RunWatch
 from tuitrain.tui.widgets.checkpoints import best_checkpoint, checkpoint_rows
 
 

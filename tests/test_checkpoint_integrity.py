@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from conftest import cli, record
-from tuitrain.runs.checkpoints import MARKER, inspect_checkpoint, run_checkpoints
-from tuitrain.runs.relaunch import ResumeError, choose_checkpoint
+from tuitrain.rundir.checkpoints import MARKER, inspect_checkpoint, run_checkpoints
+from tuitrain.runs.start.from_profile import ResumeError, choose_checkpoint
 
 pytestmark = pytest.mark.slow  # uses the shared finished run
 

@@ -193,7 +193,7 @@ def test_a_failed_run_says_its_cause_on_stderr(runs_dir: Path) -> None:
     import io
 
     from tuitrain.cli.follow import follow_run
-    from tuitrain.runs.layout import RunPaths
+    from tuitrain.rundir.layout import RunPaths
 
     cause = "data.train_file = 'x.csv': no rows; give a file with rows"
     run = ended_run(runs_dir, status="failed", failed_rank=0, error=cause, exit_codes={"0": 3})

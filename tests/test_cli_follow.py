@@ -56,7 +56,7 @@ def test_logs_follow_ends_when_nothing_of_the_run_is_alive(runs_dir):
 
 
 FOLLOW = ("import sys; from pathlib import Path; from tuitrain.cli.follow import follow_run; "
-          "from tuitrain.runs.layout import RunPaths; sys.exit(follow_run(RunPaths(Path(sys.argv[1]))))")
+          "from tuitrain.rundir.layout import RunPaths; sys.exit(follow_run(RunPaths(Path(sys.argv[1]))))")
 
 
 def test_ctrl_c_while_the_follower_prints_still_asks_the_run_to_stop(runs_dir):

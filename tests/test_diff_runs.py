@@ -64,7 +64,7 @@ def test_two_runs_differing_in_learning_rate_and_data_show_exactly_those_two_lin
 
 
 def test_a_resumed_run_names_its_parent_and_checkpoint_and_its_overrides_follow():
-    from tuitrain.runs.run_diff import RunFacts, diff_runs
+    from tuitrain.runs.view.diff import RunFacts, diff_runs
 
     profile = {"run": {"name": "demo", "seed": 42}, "training": {"max_steps": 40}}
     parent = RunFacts("20260101-000000-demo", "/runs/20260101-000000-demo", {}, profile, None, {})

@@ -22,7 +22,7 @@ from tuitrain.hardware import Hardware
 from tuitrain.launch import plan_launch
 from tuitrain.launch.plan import export_accelerate_config
 from tuitrain.launch.planner import ACCELERATE_LAUNCH_ENV, DIRECT_MODULE, LAUNCH_MODULE
-from tuitrain.runs import local_launch
+from tuitrain.runs.keeper import local_launch
 
 SCRIPTS = Path(__file__).resolve().parent / "fixtures" / "scripts"
 

@@ -1,4 +1,4 @@
-"""A full disk is named in one line wherever a run meets it (`runs.disk_space`): here its record and the words a
+"""A full disk is named in one line wherever a run meets it (`rundir.disk_space`): here its record and the words a
 log or an error holds; a real save on a full disk is tests/test_lifecycle.py's."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import time
 from pathlib import Path
 
 from conftest import small_tmpfs
-from tuitrain.runs.disk_space import disk_full, exception_text, names_full_disk
-from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.record import new_record, record_end, reserve_space, write_record
+from tuitrain.rundir.disk_space import disk_full, exception_text, names_full_disk
+from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.record import new_record, record_end, reserve_space, write_record
 
 
 def fill(folder: Path) -> None:

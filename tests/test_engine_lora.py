@@ -12,7 +12,7 @@ import pytest
 from conftest import check_clean, cli, demo_profile_data, events, losses, minilm_dir, only_run, record
 from tuitrain.atomic import current_umask
 from tuitrain.profile import validate_profile
-from tuitrain.runs.checkpoints import inspect_checkpoint
+from tuitrain.rundir.checkpoints import inspect_checkpoint
 
 pytest.importorskip("peft")
 

@@ -14,7 +14,7 @@ import pytest
 from conftest import TWO_RANKS, check_clean, cli, demo_profile_data, events, losses, minilm_dir, only_run, record
 from test_engine_lora import CLM_LORA, MINI_LORA
 from tuitrain.profile import validate_profile
-from tuitrain.runs.checkpoints import inspect_checkpoint
+from tuitrain.rundir.checkpoints import inspect_checkpoint
 
 pytest.importorskip("peft")
 pytest.importorskip("bitsandbytes")

@@ -12,8 +12,8 @@ import pytest
 import tomli_w
 
 from conftest import DEMO_PROFILE, MRPC, cli, losses, record, wait_for, wait_until_ended
+from tuitrain.rundir.layout import RunPaths
 from tuitrain.runs.control import request
-from tuitrain.runs.layout import RunPaths
 
 pytestmark = pytest.mark.slow
 

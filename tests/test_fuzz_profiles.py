@@ -37,7 +37,7 @@ from tuitrain.profile.accelerate_import import import_accelerate_config
 from tuitrain.profile.schema import SCHEMA, TableSpec
 from tuitrain.profile.shape import check_value
 from tuitrain.profile.training_args import training_args_fields
-from tuitrain.runs.relaunch import plan_profile
+from tuitrain.runs.start.from_profile import plan_profile
 
 # hypothesis keeps caches in ./.hypothesis by default: the tree stays clean
 set_hypothesis_home_dir(Path(tempfile.gettempdir()) / "tuitrain-hypothesis")

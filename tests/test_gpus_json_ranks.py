@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from tuitrain.cli import main
-from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.record import new_record, write_record
+from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.record import new_record, write_record
 
 FIXTURES = Path(__file__).parent / "fixtures" / "nvml"
 RUN_ID = "20261124-193012-demo"

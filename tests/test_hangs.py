@@ -1,4 +1,4 @@
-"""Issue 26: a run that hangs is found (heartbeats, tuitrain.runs.hang), shown (`status`, `runs`), explained
+"""Issue 26: a run that hangs is found (heartbeats, tuitrain.runs.view.hang), shown (`status`, `runs`), explained
 (`tuitrain stacks` and its digest) and acted on ([run] on_hang).
 
 The real runs are a user's Trainer script, written here, under tuitrain's hook: a tiny linear model, 2 gloo ranks
@@ -17,11 +17,11 @@ import psutil
 import pytest
 
 from conftest import FINAL, cli, record, wait_for, wait_until_ended
-from tuitrain.runs.hang import HANG_FLOOR, SLOW_FLOOR, describe, judge, run_hang
-from tuitrain.runs.heartbeat import Beat, read_beats
-from tuitrain.runs.layout import PHASE_BETWEEN, PHASE_EVALUATING, PHASE_SAVING, PHASE_STARTING, PHASE_STEP, RunPaths
-from tuitrain.runs.live import RunsWatcher
-from tuitrain.runs.stacks import Frame, Thread, describe_thread, digest, parse_stacks, read_digest
+from tuitrain.rundir.heartbeat import Beat, read_beats
+from tuitrain.rundir.layout import PHASE_BETWEEN, PHASE_EVALUATING, PHASE_SAVING, PHASE_STARTING, PHASE_STEP, RunPaths
+from tuitrain.runs.view.hang import HANG_FLOOR, SLOW_FLOOR, describe, judge, run_hang
+from tuitrain.runs.view.live import RunsWatcher
+from tuitrain.runs.view.stacks import Frame, Thread, describe_thread, digest, parse_stacks, read_digest
 
 HANG_AFTER = 4
 SCRIPT = '''
@@ -375,9 +375,9 @@ def test_a_lone_ranks_backward_is_not_said_to_wait_for_ddp():
 
 
 def test_the_stacks_json_reads_back_as_it_was_written(tmp_path):
-    """`tuitrain stacks --json` (runs.stacks_json) is what the app reads from another workstation: one form, both ways."""
-    from tuitrain.runs.stacks import RankStacks
-    from tuitrain.runs.stacks_json import ranks_from_json, stacks_json
+    """`tuitrain stacks --json` (runs.view.stacks_json) is what the app reads from another workstation: one form, both ways."""
+    from tuitrain.runs.view.stacks import RankStacks
+    from tuitrain.runs.view.stacks_json import ranks_from_json, stacks_json
 
     threads = parse_stacks(FAULTHANDLER)
     taken = {0: RankStacks(0, 41, "faulthandler", FAULTHANDLER, threads=threads), 1: RankStacks(1, None, "", state="stopped")}

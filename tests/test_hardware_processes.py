@@ -11,7 +11,7 @@ from conftest import wait_for
 from tuitrain.hardware.devices import GpuInfo, GpuProcess
 from tuitrain.hardware.na import NA
 from tuitrain.hardware.processes import command_line, process_rows, refusal, short_command, sort_processes, terminate
-from tuitrain.runs.owners import RankOwner
+from tuitrain.runs.view.owners import RankOwner
 
 GiB = 2**30
 

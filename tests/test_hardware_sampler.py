@@ -20,9 +20,9 @@ from conftest import patient
 from tuitrain.hardware.na import NA
 from tuitrain.hardware.recorded import RecordedNvml, load_table
 from tuitrain.hardware.sampler import Sampler
-from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.owners import OwnerIndex, RankOwner, owner_of, owners_from_records, read_owners
-from tuitrain.runs.record import new_record, write_record
+from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.record import new_record, write_record
+from tuitrain.runs.view.owners import OwnerIndex, RankOwner, owner_of, owners_from_records, read_owners
 
 FIXTURES = Path(__file__).parent / "fixtures" / "nvml"
 GiB = 2**30

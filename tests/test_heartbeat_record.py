@@ -1,5 +1,5 @@
 """What a rank's heartbeat says (issue 26): `beat` only notes the moment on the training thread; the record the hang
-judge reads (tuitrain.runs.heartbeat.beat_from) is made from those notes when it is written."""
+judge reads (tuitrain.rundir.heartbeat.beat_from) is made from those notes when it is written."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 from tuitrain.atomic import read_json
 from tuitrain.engine import rank_io
 from tuitrain.engine.rank_io import Heartbeat
-from tuitrain.runs.heartbeat import Beat, beat_from
-from tuitrain.runs.layout import PHASE_BETWEEN, PHASE_EVALUATING, PHASE_STARTING, PHASE_STEP, RunPaths
+from tuitrain.rundir.heartbeat import Beat, beat_from
+from tuitrain.rundir.layout import PHASE_BETWEEN, PHASE_EVALUATING, PHASE_STARTING, PHASE_STEP, RunPaths
 
 
 def test_the_record_says_step_phase_since_and_the_step_between_and_slow_times(

@@ -22,7 +22,7 @@ def ssh_client_of(folder: Path, machine: int) -> psutil.Process:
     for proc in psutil.process_iter(["cmdline"]):
         line = proc.info["cmdline"] or []
         if line and os.path.basename(line[0]) == "ssh" and str(folder) in " ".join(line) \
-                and f"machine-{machine}" in " ".join(line) and "tuitrain.runs.node_agent" in " ".join(line):
+                and f"machine-{machine}" in " ".join(line) and "tuitrain.runs.keeper.node_agent" in " ".join(line):
             return proc
     raise AssertionError(f"no ssh client of machine {machine} under {folder}")
 

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-import tuitrain.runs.logfile as logfile
+import tuitrain.runs.view.logfile as logfile
 from test_tui_app import base, make_app, open_run, run, until  # noqa: F401  (base: the fixture runs)
 from test_tui_fixtures import FINISHED
-from tuitrain.runs.logfile import LogFile
-from tuitrain.runs.merged_log import MergedLog
-from tuitrain.runs.warning_fold import DIM, WarningFold
+from tuitrain.runs.view.logfile import LogFile
+from tuitrain.runs.view.merged_log import MergedLog
+from tuitrain.runs.view.warning_fold import DIM, WarningFold
 from tuitrain.tui.log_filter import FoldedWarnings
 
 UP = b"\x1b[A"
@@ -114,7 +114,7 @@ class CountingSource:
 
 def fold_line_by_line(lines: list[bytes]) -> list[bytes]:
     """What the warnings fold shows, judging every line in turn (one rank)."""
-    from tuitrain.runs.logfile import plain_text
+    from tuitrain.runs.view.logfile import plain_text
 
     fold, shown = WarningFold(), []
     for raw in lines:
@@ -242,7 +242,7 @@ def test_a_view_told_of_millions_of_new_lines_asks_only_about_its_old_end():
 
 
 def test_line_times_read_in_bulk_match_them_read_one_by_one(tmp_path):
-    from tuitrain.runs.linetimes import LineTimes
+    from tuitrain.rundir.linetimes import LineTimes
 
     class OneByOne(LineTimes):
         def _take_all(self, data):

@@ -57,8 +57,8 @@ def test_the_cli_merges_ranks_in_the_order_their_lines_were_written(tmp_path):
 
 def test_a_live_merge_puts_a_late_read_line_before_a_later_written_one(tmp_path):
     """A line another rank wrote just before the viewer's poll, not read in that poll, still goes first."""
-    from tuitrain.runs.logfile import LogFile
-    from tuitrain.runs.merged_log import MergedLog
+    from tuitrain.runs.view.logfile import LogFile
+    from tuitrain.runs.view.merged_log import MergedLog
 
     run = fake_run(tmp_path / "runs")
     logs = [LogFile(run / "logs" / f"rank-{rank}.log") for rank in range(2)]
@@ -83,10 +83,10 @@ def test_a_live_merge_puts_a_late_read_line_before_a_later_written_one(tmp_path)
 
 def test_ranks_mirrored_from_another_machine_merge_in_time_order_at_home(tmp_path):
     from tuitrain.remote.wire import decode
-    from tuitrain.runs.layout import RunPaths
-    from tuitrain.runs.logfile import LogFile
-    from tuitrain.runs.merged_log import MergedLog
-    from tuitrain.runs.mirror import NodeFiles, apply
+    from tuitrain.rundir.layout import RunPaths
+    from tuitrain.runs.keeper.mirror import NodeFiles, apply
+    from tuitrain.runs.view.logfile import LogFile
+    from tuitrain.runs.view.merged_log import MergedLog
 
     node = fake_run(tmp_path / "node")
     home = RunPaths(tmp_path / "home" / node.name)

@@ -9,7 +9,7 @@ import struct
 import zipfile
 from pathlib import Path
 
-from tuitrain.runs.checkpoints import LORA_BASE, inspect_checkpoint, list_checkpoints
+from tuitrain.rundir.checkpoints import LORA_BASE, inspect_checkpoint, list_checkpoints
 
 
 def safetensors(path: Path, floats: int) -> None:

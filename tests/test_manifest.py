@@ -1,4 +1,4 @@
-"""Issue 24: what a run ran on, per machine (tuitrain.runs.manifest): a script run in a git repository with an
+"""Issue 24: what a run ran on, per machine (tuitrain.runs.keeper.manifest): a script run in a git repository with an
 uncommitted change records its commit, dirty = true and the diff; a data file is hashed once (cached by path,
 size and mtime); a machine of a multi-machine run whose torch differs is named by `diff` and `status`; the
 manifest and its diff travel home from an SSH machine."""
@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from conftest import cli
-from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.manifest import file_fact, read_manifests
-from tuitrain.runs.record import new_record, write_record
+from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.record import new_record, write_record
+from tuitrain.runs.keeper.manifest import file_fact, read_manifests
 
 
 def git(repo: Path, *args: str) -> str:
@@ -58,7 +58,7 @@ def test_a_script_run_in_a_dirty_git_repository_records_its_commit_and_its_diff(
 
 
 def test_a_folder_that_is_no_repository_records_no_code(tmp_path):
-    from tuitrain.runs.manifest import git_facts
+    from tuitrain.runs.keeper.manifest import git_facts
 
     assert git_facts(tmp_path) is None
 
@@ -132,7 +132,7 @@ def test_status_names_a_machine_whose_torch_differs_from_machine_0(runs_dir):
 
 def test_the_manifest_and_its_diff_travel_home_from_a_machine(tmp_path):
     from tuitrain.remote.wire import decode
-    from tuitrain.runs.mirror import NodeFiles, apply
+    from tuitrain.runs.keeper.mirror import NodeFiles, apply
 
     node, home = RunPaths(tmp_path / "node"), RunPaths(tmp_path / "home")
     node.machines.mkdir(parents=True)
@@ -148,7 +148,7 @@ def test_the_manifest_and_its_diff_travel_home_from_a_machine(tmp_path):
 @pytest.mark.parametrize("path", ["machines/machine-1-manifest.json", "machines/machine-0-git-3.diff"])
 def test_only_the_manifest_names_are_mirrored(path, tmp_path):
     from tuitrain.remote.wire import decode, encode_bytes
-    from tuitrain.runs.mirror import MirrorError, apply
+    from tuitrain.runs.keeper.mirror import MirrorError, apply
 
     home = RunPaths(tmp_path)
     apply(home, decode(encode_bytes("file", path, b"{}")))
@@ -161,7 +161,7 @@ def test_the_writer_names_the_gpus_the_run_uses_and_the_driver_from_a_gpu_sample
     from the first sample the supervisor's sampler offers, in the writer's own thread."""
     from tuitrain.hardware.recorded import RecordedNvml, load_table
     from tuitrain.hardware.sampler import Sampler
-    from tuitrain.runs.manifest import ManifestWriter
+    from tuitrain.runs.keeper.manifest import ManifestWriter
 
     paths = RunPaths(tmp_path / "run")
     paths.root.mkdir()
@@ -183,7 +183,7 @@ def test_the_writer_names_the_gpus_the_run_uses_and_the_driver_from_a_gpu_sample
 
 def test_cudnn_and_nccl_are_read_from_conda_meta_where_no_wheel_has_them(tmp_path):
     """conda's torch takes cuDNN and NCCL from conda packages: their versions are in conda-meta, not in pip's metadata."""
-    from tuitrain.runs.manifest import conda_version
+    from tuitrain.runs.keeper.manifest import conda_version
 
     meta = tmp_path / "conda-meta"
     meta.mkdir()

@@ -511,7 +511,7 @@ def test_the_editors_preview_says_the_estimate_and_the_refusal(tmp_path: Path) -
     editor = EditorModel(None, tmp_path)
     check = editor.check(data, editor.begin_check()[1], tmp_path / "runs", hardware=box("four_gpu_mixed"))
     assert [p for p in check.problems if "does not fit" in p.message]
-    text = plan_text(check).plain
+    text = str(plan_text(check))
     assert "GPU memory (an estimate, before anything is loaded)\n≈ " in text
     assert "does not fit: ≈ " in text and "would fit: training.per_device_train_batch_size = 4" in text
     notes = text.split("\nnotes\n", 1)[1]

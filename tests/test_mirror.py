@@ -1,4 +1,4 @@
-"""Mirroring a node's files home (tuitrain/runs/mirror.py) and the wire between the two (tuitrain/remote/wire.py):
+"""Mirroring a node's files home (tuitrain/runs/keeper/mirror.py) and the wire between the two (tuitrain/remote/wire.py):
 what a damaged or hostile message, a half-written line and bytes that are no UTF-8 do."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from tuitrain.remote.wire import CHUNK, WireError, decode, encode, encode_bytes
-from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.mirror import MirrorError, NodeFiles, apply
+from tuitrain.rundir.layout import RunPaths
+from tuitrain.runs.keeper.mirror import MirrorError, NodeFiles, apply
 
 
 def node_and_home(tmp_path: Path) -> tuple[RunPaths, RunPaths]:
@@ -80,8 +80,8 @@ def test_a_rank_record_is_replaced_whole_when_it_changes(tmp_path: Path) -> None
 
 
 def test_heartbeats_and_stacks_come_home_whole_so_home_judges_every_machines_ranks(tmp_path: Path) -> None:
-    """Issue 26: hung? and the stacks' digest name the ranks of every machine (runs.hang reads heartbeats/ at home)."""
-    from tuitrain.runs.heartbeat import read_beats
+    """Issue 26: hung? and the stacks' digest name the ranks of every machine (runs.view.hang reads heartbeats/ at home)."""
+    from tuitrain.rundir.heartbeat import read_beats
 
     node, home = node_and_home(tmp_path)
     files = NodeFiles(node, 1)
@@ -100,7 +100,7 @@ def test_heartbeats_and_stacks_come_home_whole_so_home_judges_every_machines_ran
 
 def test_a_rank_stopped_on_a_node_is_known_stopped_at_home(tmp_path: Path) -> None:
     """Home cannot see another machine's processes: the node sends which of its ranks are stopped (SIGSTOP), and
-    runs.hang at home says so of that rank (and `stop` names it, its pid and its host)."""
+    runs.view.hang at home says so of that rank (and `stop` names it, its pid and its host)."""
     import json
     import signal
     import subprocess
@@ -108,8 +108,8 @@ def test_a_rank_stopped_on_a_node_is_known_stopped_at_home(tmp_path: Path) -> No
     import time
 
     from conftest import wait_for
-    from tuitrain.runs.hang import run_hang, stop_waits_for
-    from tuitrain.runs.process_tree import identity
+    from tuitrain.rundir.process_tree import identity
+    from tuitrain.runs.view.hang import run_hang, stop_waits_for
 
     node, home = node_and_home(tmp_path)
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])

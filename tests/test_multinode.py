@@ -20,7 +20,7 @@ import pytest
 from conftest import FAST, FINAL, cli, only_run, wait_for
 from machine_profiles import free_port, write_profile
 from tuitrain.hardware.host import physical_cores
-from tuitrain.runs.manifest import read_manifests
+from tuitrain.runs.keeper.manifest import read_manifests
 
 LONG = ["--set", "training.max_steps=400", "--set", "training.logging_steps=1", "--set", "training.eval_strategy=no",
         "--set", "training.save_steps=1000"]
@@ -170,7 +170,7 @@ def test_a_rank_killed_on_the_other_machine_ends_the_run_on_both(hosts: Any, tmp
 def test_an_agent_killed_ends_the_run_everywhere(hosts: Any, tmp_path: Path, runs_dir: Path) -> None:
     run = started_long_run(hosts, tmp_path, runs_dir)
     agents = [p for p in psutil.process_iter(["cmdline"])
-              if "tuitrain.runs.node_agent" in " ".join(p.info["cmdline"] or ()) and "machine-0" in
+              if "tuitrain.runs.keeper.node_agent" in " ".join(p.info["cmdline"] or ()) and "machine-0" in
               " ".join(p.info["cmdline"] or ()) and str(tmp_path) in " ".join(p.info["cmdline"] or ())]
     agent = next(p for p in agents if "ssh" not in os.path.basename(p.info["cmdline"][0]))
     agent.kill()

@@ -18,10 +18,10 @@ from conftest import cli, only_run, wait_for
 from machine_profiles import free_port, write_profile
 from test_hangs import FAULTHANDLER, SCRIPT, WORKER_SLEEP_LINE
 from test_multinode import LONG, leftovers, losses, rank_pid, record, run_cli, wait_final
-from tuitrain.runs.hang import run_hang
-from tuitrain.runs.heartbeat import Beat, read_beats
-from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.stacks import (
+from tuitrain.rundir.heartbeat import Beat, read_beats
+from tuitrain.rundir.layout import RunPaths
+from tuitrain.runs.view.hang import run_hang
+from tuitrain.runs.view.stacks import (
     RankStacks,
     WorkerStacks,
     describe_rank,

@@ -1,4 +1,4 @@
-"""Issue 26: the NCCL flight recorder's dumps are named in the digest (tuitrain.runs.nccl_trace).
+"""Issue 26: the NCCL flight recorder's dumps are named in the digest (tuitrain.runs.view.nccl_trace).
 
 No GPU here: the dumps are written by the test in the format PyTorch writes (a protocol-2 pickle of plain data, as
 torch.distributed.flight_recorder's loader reads it), and one is written by PyTorch itself, whose CPU build records
@@ -17,9 +17,9 @@ from typing import Any
 
 from conftest import cli
 from test_tui_fixtures import FAILED, make_runs
-from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.nccl_trace import LABEL, behind, read_traces, trace_lines
-from tuitrain.runs.stacks import write_digest
+from tuitrain.rundir.layout import RunPaths
+from tuitrain.runs.view.nccl_trace import LABEL, behind, read_traces, trace_lines
+from tuitrain.runs.view.stacks import write_digest
 
 
 def entry(record_id: int, seq: int, op: str = "all_reduce", state: str = "completed") -> dict[str, Any]:

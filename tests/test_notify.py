@@ -224,7 +224,7 @@ def test_terminal_must_be_true_or_false(tmp_path: Path) -> None:
 def test_the_app_rings_the_terminal_when_a_run_ends_where_the_settings_ask(tmp_path: Path,
                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     from test_tui_app import make_app, run, until
-    from tuitrain.runs.live import Change
+    from tuitrain.runs.view.live import Change
     from tuitrain.tui.messages import RunsPolled
 
     settings = tmp_path / "config.toml"

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from conftest import check_clean, cli, losses, record, wait_for, wait_until_ended
-from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.output_claim import claim_output_dir, claim_paths, holder_problem
-from tuitrain.runs.record import new_record, write_record
+from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.record import new_record, write_record
+from tuitrain.runs.start.output_claim import claim_output_dir, claim_paths, holder_problem
 
 LONG = ["--set", "training.max_steps=100000", "--set", "training.logging_steps=1", "--set", "training.eval_strategy=no",
         "--set", "training.save_steps=100000"]

@@ -8,7 +8,7 @@ import socket
 
 import psutil
 
-from tuitrain.runs.owners import rank_is_here
+from tuitrain.runs.view.owners import rank_is_here
 
 
 def test_a_rank_of_another_machine_with_this_hostname_is_not_taken_for_a_process_here() -> None:

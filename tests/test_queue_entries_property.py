@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from hypothesis.configuration import set_hypothesis_home_dir
 
 from tuitrain.cli import main
-from tuitrain.runs.queue import damaged_entries, live_entries, locked, scan_entries
-from tuitrain.runs.queue_view import queue_rows
+from tuitrain.runs.queue.entries import damaged_entries, live_entries, locked, scan_entries
+from tuitrain.runs.queue.look import queue_rows
 
 set_hypothesis_home_dir(Path(tempfile.gettempdir()) / "tuitrain-hypothesis")
 EXAMPLES = int(os.environ.get("TUITRAIN_FUZZ_EXAMPLES", "150"))
@@ -34,7 +34,7 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.
 
 
 def real_entry(run_dir: Path) -> dict[str, Any]:
-    """An entry as `runs.queue.enqueue` writes it, of a run whose supervisor is this test (alive)."""
+    """An entry as `runs.queue.entries.enqueue` writes it, of a run whose supervisor is this test (alive)."""
     import psutil
 
     return {"run": run_dir.name, "run_dir": str(run_dir), "uid": os.getuid(), "user": "me", "queued": time.time(),

@@ -102,8 +102,8 @@ def test_enter_on_a_boxs_run_opens_its_monitor_and_its_stop_stops_it_there(
     from test_tui_fixtures import make_runs
     from test_tui_home_table import shown_ids
     from test_workstations import kill_every_sshd, settings
-    from tuitrain.runs.layout import RunPaths
-    from tuitrain.runs.record import read_record
+    from tuitrain.rundir.layout import RunPaths
+    from tuitrain.rundir.record import read_record
     from tuitrain.tui.screens.monitor import MonitorScreen
     from tuitrain.tui.screens.resume import ResumeScreen
 

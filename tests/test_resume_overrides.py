@@ -1,4 +1,4 @@
-"""An override on resume of a setting the checkpoint restores (`runs.resume_rule`): trained with, from the
+"""An override on resume of a setting the checkpoint restores (`runs.start.resume_rule`): trained with, from the
 checkpoint's step, and said in one line; or refused in one line that says why and what to do. Never accepted,
 recorded and ignored (the Trainer restores the optimizer's and the scheduler's state over the profile's values)."""
 
@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from conftest import check_clean, cli, events, record
-from tuitrain.runs.checkpoints import inspect_checkpoint
-from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.relaunch import ResumeError, check_resume, resume_inputs
+from tuitrain.rundir.checkpoints import inspect_checkpoint
+from tuitrain.rundir.layout import RunPaths
+from tuitrain.runs.start.from_profile import ResumeError, check_resume, resume_inputs
 from tuitrain.tui.screens.resume import override_problems
 
 pytestmark = pytest.mark.slow  # uses the shared finished run

@@ -1,4 +1,4 @@
-"""What torch's elastic agent says of a failed run, read from the launcher's log (runs.exits.root_cause): the
+"""What torch's elastic agent says of a failed run, read from the launcher's log (rundir.exits.root_cause): the
 rank it saw fail first, and the exit code of every rank it lists. A rank killed by a signal writes no record
 of its own, so its code comes from here."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tuitrain.runs.exits import RootCause, first_of_several, last_exception_line, root_cause
+from tuitrain.rundir.exits import RootCause, first_of_several, last_exception_line, root_cause
 
 REPORT = """\
 torch.distributed.elastic.multiprocessing.errors.ChildFailedError:

@@ -1,4 +1,4 @@
-"""The run keeper (runs.supervisor.Supervisor) is written once over a small workers interface (runs.workers): the
+"""The run keeper (runs.keeper.supervisor.Supervisor) is written once over a small workers interface (runs.keeper.workers): the
 record, control requests, the hang watch's gating, the end and its outcome are the keeper's, whatever its workers
 are. These drive it over fake workers, with no process started."""
 
@@ -10,12 +10,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tuitrain.runs import preemption
-from tuitrain.runs.layout import CONTROL_SAVE, CONTROL_STOP, CONTROL_TERMINATE, RunPaths
-from tuitrain.runs.local_launch import LauncherOptions, LocalLaunch
-from tuitrain.runs.record import new_record, read_record, write_record
-from tuitrain.runs.supervisor import Supervisor, run_supervisor
-from tuitrain.runs.workers import Keeper, Outcome, Settled
+from tuitrain.rundir import preemption
+from tuitrain.rundir.layout import CONTROL_SAVE, CONTROL_STOP, CONTROL_TERMINATE, RunPaths
+from tuitrain.rundir.record import new_record, read_record, write_record
+from tuitrain.runs.keeper.local_launch import LauncherOptions, LocalLaunch
+from tuitrain.runs.keeper.supervisor import Supervisor, run_supervisor
+from tuitrain.runs.keeper.workers import Keeper, Outcome, Settled
 from tuitrain.slurm.agent import SlurmSupervisor
 
 

@@ -1,4 +1,4 @@
-"""run.json holds only the keys `RunRecord` declares (tuitrain.runs.record), nested values included, so mypy guards
+"""run.json holds only the keys `RunRecord` declares (tuitrain.rundir.record), nested values included, so mypy guards
 the one contract between launching and viewing: a key the code writes must be declared there first."""
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from test_machines import profile_with_defaults_of, two_machines
 from test_tui_fixtures import make_runs
 from test_tui_multinode import make_multinode_run
 from tuitrain.launch.machines import plan_machines
-from tuitrain.runs import record as run_record
-from tuitrain.runs.queue import Dependency, queue_fields
-from tuitrain.runs.record import MachineEntry, RunRecord
+from tuitrain.rundir import record as run_record
+from tuitrain.rundir.record import MachineEntry, RunRecord
+from tuitrain.runs.queue.entries import Dependency, queue_fields
 
 # Values the record types loosely (list[dict[str, Any]]) while their shape is declared apart.
 ITEMS = {"machines": MachineEntry}
@@ -92,7 +92,7 @@ def test_what_the_code_adds_to_a_record_is_declared(tmp_path: Path) -> None:
     job's, a hang's, a lost run's end."""
     sweep = {"id": "20261126-080500-demo", "index": 1, "of": 2, "label": "lr=0.1"}
     queued = queue_fields(tmp_path / "queue", (0, 1), (Dependency("a", "/runs/a", True),), sweep)
-    queued["queue"]["chosen"] = {"gpus": [0], "why": "the coolest", "at": time.time()}  # as queue_wait.take_chosen
+    queued["queue"]["chosen"] = {"gpus": [0], "why": "the coolest", "at": time.time()}  # as queue.wait.take_chosen
     plan = plan_machines(profile_with_defaults_of(two_machines()), Path("/runs/r1"), "p.toml", local_python="/p",
                          local_cwd="/c")
     slurm = {"job_id": "7", "script": "slurm.sbatch", "partition": None, "time": None, "account": None,

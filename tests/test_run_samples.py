@@ -1,6 +1,6 @@
 """Every run keeps its GPU/CPU samples (issue 28, item 8): machines/machine-M-samples.json, written by the
 supervisor's sampling thread, bounded in size; shown by the monitor's GPUs tab, as curves in Compare, and turned into
-hints (input-bound, launch-bound, GPU memory far from full) by one rule, tuitrain.runs.usage.usage_hints."""
+hints (input-bound, launch-bound, GPU memory far from full) by one rule, tuitrain.runs.view.usage.usage_hints."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from conftest import cli, record, wait_for, wait_until_ended
-from tuitrain.runs.samples import MAX_BUCKETS, SampleLog, parse, read_run_samples, samples_path
-from tuitrain.runs.usage import BUSY_RANK, IDLE_GPU, MIN_SECONDS, WAIT_SHARE, summarise, usage_hints
+from tuitrain.runs.keeper.samples import MAX_BUCKETS, SampleLog, parse, read_run_samples, samples_path
+from tuitrain.runs.view.usage import BUSY_RANK, IDLE_GPU, MIN_SECONDS, WAIT_SHARE, summarise, usage_hints
 
 NVML_TABLE = Path(__file__).parent / "fixtures" / "nvml" / "four_gpu_mixed.json"
 GPU = {"index": 0, "name": "NVIDIA H100 80GB HBM3", "memory_total": 81559}  # MiB
@@ -227,8 +227,8 @@ def test_a_real_run_keeps_its_samples_and_every_view_shows_them(runs_dir, monkey
 def test_the_heartbeat_keeps_the_wait_and_the_steps_it_belongs_to(tmp_path, monkeypatch):
     """From a step's end to the next one's begin is the wait; a step with an evaluation before it is not timed whole."""
     from tuitrain.engine import rank_io
-    from tuitrain.runs.heartbeat import beat_from
-    from tuitrain.runs.layout import PHASE_BETWEEN, PHASE_EVALUATING, PHASE_STEP, RunPaths
+    from tuitrain.rundir.heartbeat import beat_from
+    from tuitrain.rundir.layout import PHASE_BETWEEN, PHASE_EVALUATING, PHASE_STEP, RunPaths
 
     clock = iter([0.0, 1.0, 1.3, 2.0, 2.1, 3.0, 3.5, 4.0, 4.2, 5.0])
     monkeypatch.setattr(rank_io.time, "time", lambda: next(clock))
@@ -243,8 +243,8 @@ def test_the_heartbeat_keeps_the_wait_and_the_steps_it_belongs_to(tmp_path, monk
 
 
 def test_the_sampler_turns_the_totals_into_each_looks_share():
-    from tuitrain.runs.heartbeat import Beat
-    from tuitrain.runs.samples import WaitShares
+    from tuitrain.rundir.heartbeat import Beat
+    from tuitrain.runs.keeper.samples import WaitShares
 
     shares = WaitShares()
 

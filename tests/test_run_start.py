@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tuitrain.runs.start import _slug, freeze_paths
+from tuitrain.runs.start.new_run import _slug, freeze_paths
 
 
 def test_every_path_typed_key_is_frozen_absolute_so_a_resume_finds_it(tmp_path):
@@ -33,7 +33,7 @@ def test_a_run_name_keeps_its_letters_in_any_script():
 
 
 def test_a_plan_made_before_its_run_directory_exists_names_the_new_one(tmp_path):
-    """start_run takes a plan, not a planner: the plan is made against `<new-run>` (runs.start.new_run_dir), and
+    """start_run takes a plan, not a planner: the plan is made against `<new-run>` (runs.start.new_run.new_run_dir), and
     the run directory prepare_run makes is named in its place in run.json and accelerate.yaml, on this machine
     and on each listed one (its node_dir under its workdir)."""
     import copy
@@ -42,8 +42,8 @@ def test_a_plan_made_before_its_run_directory_exists_names_the_new_one(tmp_path)
     from conftest import DEMO_PROFILE
     from tuitrain.hardware import Hardware
     from tuitrain.profile import Profile, settings_with_defaults
-    from tuitrain.runs.relaunch import local_plan, machines_plan
-    from tuitrain.runs.start import NEW_RUN, new_run_dir, plan_files, prepare_run
+    from tuitrain.runs.start.from_profile import local_plan, machines_plan
+    from tuitrain.runs.start.new_run import NEW_RUN, new_run_dir, plan_files, prepare_run
 
     runs = tmp_path / "runs"
     here = Profile(path=tmp_path / "demo.toml", data=copy.deepcopy(DEMO_PROFILE))

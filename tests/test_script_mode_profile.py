@@ -156,7 +156,7 @@ def test_the_report_api_needs_no_ml_stack_and_does_nothing_outside_a_run(tmp_pat
 
 
 def test_a_frozen_profile_keeps_the_scripts_folder(tmp_path):
-    from tuitrain.runs.start import freeze_paths
+    from tuitrain.runs.start.new_run import freeze_paths
 
     frozen = freeze_paths({"script": {"path": "train.py", "args": ["--x"]}}, tmp_path)
     assert frozen["script"] == {"path": str(tmp_path / "train.py"), "args": ["--x"], "workdir": str(tmp_path)}

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from conftest import FAST, TWO_RANKS, check_clean, cli, events, losses, record, wait_for, wait_until_ended
 from slurm_cluster import PARTITION, TWO_NODES, Cluster
-from tuitrain.runs.manifest import read_manifests
+from tuitrain.runs.keeper.manifest import read_manifests
 
 QUIET = ["--set", "training.eval_steps=100000", "--set", "training.save_steps=100000"]  # a long run saves on request only
 

@@ -23,10 +23,10 @@ from conftest import FINAL, cli, record, wait_for, wait_until_ended
 from slurm_cluster import TWO_NODES, Cluster
 from test_hangs import HANG_AFTER, SCRIPT, SLEEP_LINE
 from test_multinode import leftovers
-from tuitrain.runs.hang import run_hang
-from tuitrain.runs.layout import CONTROL_STACKS, PHASE_STEP, RunPaths
-from tuitrain.runs.record import read_record
-from tuitrain.runs.stacks import answer_stacks_request, gather
+from tuitrain.rundir.layout import CONTROL_STACKS, PHASE_STEP, RunPaths
+from tuitrain.rundir.record import read_record
+from tuitrain.runs.view.hang import run_hang
+from tuitrain.runs.view.stacks import answer_stacks_request, gather
 
 # -- a run directory made here --------------------------------------------------------------------------------------
 
@@ -109,7 +109,7 @@ def test_tuitrain_stacks_asks_every_node_s_supervisor_through_the_run_directory(
             assert not paths.node(rank).control_request(CONTROL_STACKS).exists()
 
         paths.node(2).root.mkdir(parents=True)  # a node with no supervisor to answer
-        from tuitrain.runs import stacks
+        from tuitrain.runs.view import stacks
 
         taken, problems = stacks.nodes_stacks(paths, paths.nodes(), timeout=1.0)
         assert sorted(taken) == [0, 1] and problems == ["node 2: its supervisor did not answer within 1s"], problems
@@ -125,7 +125,7 @@ def test_word_of_a_hang_comes_from_node_0_alone(tmp_path: Path, monkeypatch) -> 
     """Every node's supervisor judges its own ranks (to act on on_hang there); node 0 judges them all, and its word
     of the hang is the job's."""
     from tuitrain import notify
-    from tuitrain.runs.record import new_record, write_record
+    from tuitrain.rundir.record import new_record, write_record
     from tuitrain.slurm.agent import SlurmSupervisor, prepare_node
 
     home = RunPaths(tmp_path / "run")

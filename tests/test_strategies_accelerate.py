@@ -276,7 +276,7 @@ def test_accelerate_launch_takes_our_fsdp_config_and_on_the_cpu_runs_ddp_instead
     script = tmp_path / "report.py"
     script.write_text(RANK_REPORT)
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "HF_HUB_OFFLINE": "1"}
-    from tuitrain.runs.supervisor import free_port
+    from tuitrain.runs.keeper.supervisor import free_port
 
     done = subprocess.run([sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(path),
                            "--main_process_port", str(free_port()), str(script), str(tmp_path)],

@@ -253,7 +253,7 @@ def test_num_processes_defaults_to_one_per_selected_gpu(tmp_path: Path) -> None:
     torchrun --nproc_per_node=gpu); set, it is kept; `single` stays one process."""
     from tuitrain.hardware.devices import discover, no_identity
     from tuitrain.hardware.recorded import RecordedNvml, load_table
-    from tuitrain.runs.relaunch import plan_profile
+    from tuitrain.runs.start.from_profile import plan_profile
 
     table = Path(__file__).parent / "fixtures" / "nvml" / "four_gpu_mixed.json"
     box = Hardware(gpus=discover(RecordedNvml(load_table(table)), no_identity).gpus, cpu_count=16)
@@ -282,9 +282,9 @@ def _four_gpus() -> Hardware:
 
 
 def _plan_as_tuitrain_plan(data: dict[str, Any], hardware: Hardware, run_dir: Path):
-    """What `tuitrain plan` does (runs/relaunch.py plan_profile), with galore_torch "installed"."""
+    """What `tuitrain plan` does (runs/start/from_profile.py plan_profile), with galore_torch "installed"."""
     from tuitrain.launch.preflight import MachineFacts
-    from tuitrain.runs.relaunch import launch_settings
+    from tuitrain.runs.start.from_profile import launch_settings
 
     settings, _notes = launch_settings(Profile(path=None, data=data), hardware)
     return plan_launch(settings, hardware, run_dir, file="p.toml", machine=MachineFacts(modules={"galore_torch": True}))

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 from textual.app import App, ComposeResult
 
 from test_tui_app import until
-from tuitrain.runs.checkpoints import Checkpoint
+from tuitrain.rundir.checkpoints import Checkpoint
 from tuitrain.tui.widgets.checkpoints import CheckpointList
 
 

@@ -111,7 +111,7 @@ def test_a_checkpoint_rotation_deleted_is_no_news(base):  # noqa: F811
 
 
 def test_checkpoint_news_is_counted_and_fades():
-    from tuitrain.runs.live import Change
+    from tuitrain.runs.view.live import Change
     from tuitrain.tui.run_table import NEWS_SECONDS, CheckpointNews, checkpoints_written
 
     news = CheckpointNews()

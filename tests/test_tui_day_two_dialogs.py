@@ -43,10 +43,10 @@ def test_ctrl_y_in_the_launch_dialog_copies_the_command_with_its_overrides(base:
 
 def test_the_resume_dialogs_example_is_a_value_resume_accepts(base: Path) -> None:
     """The example used to be training.max_steps=200 whatever the checkpoint: past step 200 resume refuses it."""
-    from tuitrain.runs.checkpoints import latest_complete, run_checkpoints
-    from tuitrain.runs.layout import RunPaths
-    from tuitrain.runs.record import read_record
-    from tuitrain.runs.relaunch import nothing_left
+    from tuitrain.rundir.checkpoints import latest_complete, run_checkpoints
+    from tuitrain.rundir.layout import RunPaths
+    from tuitrain.rundir.record import read_record
+    from tuitrain.runs.start.from_profile import nothing_left
     from tuitrain.tui.screens.resume import ResumeScreen
 
     run_dir = base / "runs" / FINISHED

@@ -17,8 +17,8 @@ import pytest
 from test_tui_app import make_app, run, until
 from test_tui_fixtures import FIXED_CLOCK
 from tuitrain.hardware.processes import short_command
-from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.record import new_record, write_record
+from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.record import new_record, write_record
 
 FIXTURES = Path(__file__).parent / "fixtures" / "nvml"
 GiB = 2**30

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from test_tui_app import make_app, run, until
 from test_tui_fixtures import FINISHED, T0, _events, _record, _write, make_runs
-from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.lineage import read_lineage
-from tuitrain.runs.record import read_record
+from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.record import read_record
+from tuitrain.runs.view.lineage import read_lineage
 
 CHILD = "20260101-003000-demo"
 GRANDCHILD = "20260101-004000-demo"
@@ -41,7 +41,7 @@ def test_the_chain_is_joined_each_ancestor_up_to_its_childs_start(tmp_path: Path
     assert [(a.run_id, a.until_step) for a in lineage.ancestors] == [(FINISHED, 20), (CHILD, 30)]
     own = read_lineage(RunPaths(root / FINISHED), read_record(RunPaths(root / FINISHED)))
     assert own.ancestors == [] and own.note() is None
-    from tuitrain.runs.live import EventsTail
+    from tuitrain.runs.view.live import EventsTail
 
     tail = EventsTail(RunPaths(grandchild).events)
     tail.poll()

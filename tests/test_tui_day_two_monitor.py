@@ -50,8 +50,8 @@ def make_shared_hostname_run(root: Path, run_id: str = SHARED, *, here: bool = T
 
 
 def machines_of(run_dir: Path):
-    from tuitrain.runs.layout import RunPaths
-    from tuitrain.runs.ranks import read_rank_records
+    from tuitrain.rundir.layout import RunPaths
+    from tuitrain.rundir.ranks import read_rank_records
     from tuitrain.tui.machines import run_machines
 
     paths = RunPaths(run_dir)

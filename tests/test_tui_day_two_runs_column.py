@@ -69,7 +69,7 @@ def test_run_labels():
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_a_slurm_runs_completed_state_is_shown_whole(tmp_path, size):
     """The job state grew from RUNNING to COMPLETED after the column was sized: it was cut to COMPLE."""
-    from tuitrain.runs.live import RunRow
+    from tuitrain.runs.view.live import RunRow
     from tuitrain.tui.messages import RunsPolled
 
     (tmp_path / "runs").mkdir()

@@ -71,7 +71,7 @@ def test_an_eval_bar_is_one_line_of_the_rank_and_merged_views(base):  # noqa: F8
 
 
 def test_a_nested_bar_folds_whatever_the_reads_cut_through(tmp_path):
-    from tuitrain.runs.logfile import LogFile
+    from tuitrain.runs.view.logfile import LogFile
 
     out = io.StringIO()
     train = tqdm(total=4, file=out, mininterval=0, ncols=60)

@@ -97,7 +97,7 @@ def _torch_file(name: str, size: int) -> bytes:
 def _checkpoint(output: Path, step: int, events: list[dict[str, Any]], complete: bool = True) -> None:
     """A 2-rank checkpoint whose files are whole (tuitrain checks them), sealed with its marker;
     an incomplete one was cut short: no optimizer, scheduler or marker."""
-    from tuitrain.runs.checkpoints import MARKER, files_with_sizes
+    from tuitrain.rundir.checkpoints import MARKER, files_with_sizes
 
     folder = output / f"checkpoint-{step}"
     history = [{k: v for k, v in e.items() if k not in ("event", "time")} for e in events
@@ -183,9 +183,9 @@ def make_runs(root: Path) -> dict[str, Path]:
 # ------------------------------------------------------------------------------ the fixtures read as real runs
 
 def test_fixture_runs_read_like_real_ones(tmp_path):
+    from tuitrain.rundir.checkpoints import list_checkpoints
     from tuitrain.runs.catalog import list_runs
-    from tuitrain.runs.checkpoints import list_checkpoints
-    from tuitrain.runs.summary import run_summary
+    from tuitrain.runs.view.summary import run_summary
 
     made = make_runs(tmp_path / "runs")
     runs = {paths.id: run_summary(paths, record) for paths, record in list_runs(tmp_path / "runs")}
@@ -197,7 +197,7 @@ def test_fixture_runs_read_like_real_ones(tmp_path):
 
 
 def test_runs_watcher_follows_and_announces(tmp_path):
-    from tuitrain.runs.live import RunsWatcher
+    from tuitrain.runs.view.live import RunsWatcher
 
     made = make_runs(tmp_path / "runs")
     watcher = RunsWatcher(tmp_path / "runs")
@@ -219,8 +219,8 @@ def test_runs_watcher_follows_and_announces(tmp_path):
 
 
 def test_log_file_index_reads_only_new_bytes_and_shows_what_a_terminal_shows(tmp_path):
-    from tuitrain.runs.logfile import LogFile, display_text
-    from tuitrain.runs.merged_log import MergedLog
+    from tuitrain.runs.view.logfile import LogFile, display_text
+    from tuitrain.runs.view.merged_log import MergedLog
 
     made = make_runs(tmp_path / "runs")
     log = LogFile(made[FAILED] / "logs" / "rank-1.log")
@@ -244,8 +244,8 @@ def test_log_file_index_reads_only_new_bytes_and_shows_what_a_terminal_shows(tmp
 
 
 def test_lines_every_rank_prints_alike_fold_into_one_marked_with_the_ranks(tmp_path):
-    from tuitrain.runs.logfile import LogFile
-    from tuitrain.runs.merged_log import FoldedLog, MergedLog, rank_label
+    from tuitrain.runs.view.logfile import LogFile
+    from tuitrain.runs.view.merged_log import FoldedLog, MergedLog, rank_label
 
     common = [b"loading model", b"step 1 loss 0.9", b"step 2 loss 0.8"]
     logs = []

@@ -18,8 +18,8 @@ from rich.console import Console
 from test_tui_app import make_app, run, until
 from tuitrain.hardware.host import current_user
 from tuitrain.humanize import gpu_memory
-from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.record import new_record, write_record
+from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.record import new_record, write_record
 
 FIXTURES = Path(__file__).parent / "fixtures" / "nvml"
 RUN_ID = "20240101-120000-demo"

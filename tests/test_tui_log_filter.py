@@ -111,7 +111,7 @@ def test_w_wraps_long_lines_with_the_rank_prefix_on_every_row(base):  # noqa: F8
 
 
 def test_the_filter_judges_complete_lines_once_and_the_unsettled_end_each_time(tmp_path):
-    from tuitrain.runs.logfile import LogFile
+    from tuitrain.runs.view.logfile import LogFile
     from tuitrain.tui.log_filter import FilteredLog
 
     path = tmp_path / "rank-0.log"
@@ -154,7 +154,7 @@ def test_a_search_in_a_wrapped_view_shows_the_match_below_long_lines(base):  # n
 
 def test_a_view_behind_a_shrunk_tail_reads_an_empty_line_not_an_error(tmp_path):
     """The worker syncs while the screen paints: a view that counted a tail line just dropped reads it empty."""
-    from tuitrain.runs.logfile import LogFile
+    from tuitrain.runs.view.logfile import LogFile
     from tuitrain.tui.log_filter import FilteredLog
 
     path = tmp_path / "rank-0.log"

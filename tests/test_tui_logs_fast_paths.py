@@ -10,12 +10,12 @@ import random
 
 import pytest
 
-import tuitrain.runs.logfile as logfile
+import tuitrain.runs.view.logfile as logfile
 from test_logs_at_scale import fold_line_by_line
 from test_tui_app import base, make_app, open_run, run, until  # noqa: F401  (base: the fixture runs)
 from test_tui_fixtures import FINISHED
-from tuitrain.runs.logfile import LogFile
-from tuitrain.runs.merged_log import MergedLog
+from tuitrain.runs.view.logfile import LogFile
+from tuitrain.runs.view.merged_log import MergedLog
 from tuitrain.tui import log_filter
 from tuitrain.tui.log_filter import FoldedWarnings, caseless_part
 

@@ -183,7 +183,7 @@ def test_remote_ranks_pids_are_never_taken_for_local_processes(tmp_path, monkeyp
     root = tmp_path / "runs"
     make_multinode_run(root, rank_pids={2: os.getppid()}, accelerator="cuda")
     from tuitrain.runs.catalog import list_runs
-    from tuitrain.runs.owners import read_owners
+    from tuitrain.runs.view.owners import read_owners
     from tuitrain.tui.machines import run_machines
 
     owners = read_owners(root)
@@ -308,8 +308,8 @@ def test_the_gpus_tab_shows_each_other_machine_as_its_agent_sampled_it(tmp_path)
     sample of another machine is left out, never raised on."""
     import json
 
-    from tuitrain.runs.layout import RunPaths
-    from tuitrain.runs.mirror import read_machine_samples
+    from tuitrain.rundir.layout import RunPaths
+    from tuitrain.runs.keeper.mirror import read_machine_samples
     from tuitrain.tui.machines import Machine
     from tuitrain.tui.widgets.gpu_panel import run_panel
 

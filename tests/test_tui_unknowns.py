@@ -61,7 +61,7 @@ def box_run(base, tmp_path, monkeypatch):  # noqa: F811
     """RUNNING of the box node1 in its cache folder here, last written 20 minutes after it started; the settings
     name no node1 (so nothing mirrors it: the box is not heard), and its GPUs are as Home's stream last carried them."""
     from tuitrain.remote.run_mirror import cache_dir
-    from tuitrain.runs.samples import SampleLog, samples_path
+    from tuitrain.runs.keeper.samples import SampleLog, samples_path
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     folder = cache_dir("node1", RUNNING)

@@ -18,8 +18,8 @@ import pytest
 from test_tui_app import base, make_app, open_run, run, until  # noqa: F401  (base: the fixture runs)
 from test_tui_fixtures import RUNNING
 from test_tui_narrow import shown_rows
-from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.record import new_record, write_record
+from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.record import new_record, write_record
 
 FIXTURES = Path(__file__).parent / "fixtures" / "nvml"
 RUN_ID = "20261124-193012-bert-base-mrpc"

@@ -12,8 +12,8 @@ from pathlib import Path
 from conftest import cli
 from test_logs_merge import T, open_only_run, write_rank
 from test_tui_app import make_app, until
-from tuitrain.runs.logfile import LogFile
-from tuitrain.runs.warning_fold import WarningFold, fold_line
+from tuitrain.runs.view.logfile import LogFile
+from tuitrain.runs.view.warning_fold import WarningFold, fold_line
 from tuitrain.tui.log_filter import FoldedWarnings
 
 FSDP = (b"/venv/lib/python3.11/contextlib.py:137: FutureWarning: FSDP.state_dict_type() and "
@@ -75,7 +75,7 @@ def test_a_line_source_folds_as_the_rule_does_and_follows_a_growing_log(tmp_path
         out.write(b"\n" + b"\n".join(SAVES[7:]) + b"\n")
     log.update()
     assert view.sync()
-    from tuitrain.runs.logfile import plain_text
+    from tuitrain.runs.view.logfile import plain_text
 
     assert [plain_text(view.raw(i)[1]) for i in range(view.count)] == PLAIN
     assert not view.sync()

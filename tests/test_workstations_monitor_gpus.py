@@ -16,8 +16,8 @@ from test_tui_app import make_app, run, until
 from test_workstations import tuitrain_processes
 from test_workstations_gpus import FIXTURES, RUN_ID, node1_with_a_run, sleeper  # noqa: F401  (sleeper: the fixture)
 from tuitrain.remote.runs_stream import HostNews
-from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.record import read_record, write_record
+from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.record import read_record, write_record
 from tuitrain.tui.widgets.gpu_panel import box_panel
 
 SAMPLE = {"nvml": {"status": "NVML: 2 GPUs"}, "gpus": [

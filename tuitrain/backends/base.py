@@ -1,10 +1,10 @@
 """What every backend does, whatever carries the run: plan, check, start, resume, stop.
 
 A backend is chosen once (tuitrain.backends.choose) from a profile or a run record; the CLI and the app call it
-and never ask which kind of run they hold. Each method's refusals are the same exceptions whatever the backend:
+and never ask which kind of run they hold. Each method's refusals are `TuitrainError`s whatever the backend:
 `ProfileError` (the profile), `StartError` (cannot start), `ResumeError` (cannot resume), `ControlError` (cannot
-be asked), each with a message a person can act on. (Model: torchx's scheduler API, one interface over local and
-Slurm schedulers.)
+be asked), Slurm's `ScriptError` / `SlurmError`, each with a message a person can act on. (Model: torchx's
+scheduler API, one interface over local and Slurm schedulers.)
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from tuitrain.profile import Problem, Profile
-from tuitrain.runs.checkpoints import Checkpoint
-from tuitrain.runs.kind import RunKind
-from tuitrain.runs.layout import RunPaths
+from tuitrain.rundir.checkpoints import Checkpoint
+from tuitrain.rundir.kind import RunKind
+from tuitrain.rundir.layout import RunPaths
 
 Say = Callable[[str], None]
 Pause = Callable[[float], bool]  # wait this long; False when the caller is going away (an app closing)
@@ -62,8 +62,8 @@ class Resumed:
 def resume_note(parent: RunPaths, checkpoint: Checkpoint, paths: RunPaths, profile: Profile,
                 job_id: str | None = None) -> str:
     """What every backend says of a resume it started, in one line: its Slurm job, and the restored settings the
-    profile changes (`runs.resume_rule`: the optimizer's, honoured from the checkpoint's step)."""
-    from tuitrain.runs.relaunch import resume_said
+    profile changes (`runs.start.resume_rule`: the optimizer's, honoured from the checkpoint's step)."""
+    from tuitrain.runs.start.from_profile import resume_said
 
     job = f", Slurm job {job_id}" if job_id is not None else ""
     said = resume_said(parent.profile, profile.data, checkpoint)

@@ -1,7 +1,7 @@
 """The one place that picks a backend: from a profile (and the command's choice of Slurm), or from a run record.
 
 A fourth backend is one new module beside local, machines and slurm, and one branch here (and in
-tuitrain.runs.kind.run_kind for the record it writes)."""
+tuitrain.rundir.kind.run_kind for the record it writes)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from tuitrain.backends.base import Backend
 from tuitrain.launch.machines import has_machines
-from tuitrain.runs.kind import run_kind
-from tuitrain.runs.record import RunRecord
+from tuitrain.rundir.kind import run_kind
+from tuitrain.rundir.record import RunRecord
 
 if TYPE_CHECKING:
     from tuitrain.hardware import Hardware

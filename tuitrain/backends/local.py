@@ -11,11 +11,11 @@ from tuitrain.backends.base import Check, Pause, Preview, Resumed, Say, Started,
 from tuitrain.hardware import Hardware
 from tuitrain.launch.plan import queued_plan
 from tuitrain.profile import Problem, Profile, Settings, load_profile, settings_with_defaults
+from tuitrain.rundir.kind import RunKind
+from tuitrain.rundir.layout import RunPaths
 from tuitrain.runs.catalog import RUNS_ROOT_FIX
-from tuitrain.runs.kind import RunKind
-from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.relaunch import launch, local_plan, local_settings, plan_profile, resume, run_cwd
-from tuitrain.runs.start import (
+from tuitrain.runs.start.from_profile import launch, local_plan, local_settings, plan_profile, resume, run_cwd
+from tuitrain.runs.start.new_run import (
     new_run_dir,
     output_dir_refusal,
     resolve_output_dir,
@@ -24,7 +24,7 @@ from tuitrain.runs.start import (
 )
 
 if TYPE_CHECKING:
-    from tuitrain.runs.queue import QueueRequest  # psutil: loaded by a queued start only
+    from tuitrain.runs.queue.entries import QueueRequest  # psutil: loaded by a queued start only
 
 
 def queued_gpus(settings: Settings, hardware: Hardware, accelerator: str) -> tuple[int, ...]:
@@ -35,7 +35,7 @@ def queued_gpus(settings: Settings, hardware: Hardware, accelerator: str) -> tup
     chosen = settings["hardware"]
     gpus = chosen["gpus"]
     if accelerator != "cuda" or isinstance(gpus, int):
-        return ()  # `gpus = N`: any N, chosen by the queue at the start (runs.queue_rule)
+        return ()  # `gpus = N`: any N, chosen by the queue at the start (runs.queue.rule)
     mapping = map_devices(hardware.gpus, gpus, chosen["device_order"])
     return tuple(dict.fromkeys(a.physical for a in mapping.assignments if a.physical is not None))
 
@@ -46,8 +46,8 @@ OUTPUT_DIR_FIX = "set run.output_dir to a folder this machine can write (e.g. --
 def stop_here(paths: RunPaths, now: bool) -> str:
     """A stop asked through the run's control files (a run started from this machine, on it or on the machines
     it lists: the home supervisor relays it)."""
+    from tuitrain.rundir.record import read_record
     from tuitrain.runs.control import request  # psutil: not for `plan`
-    from tuitrain.runs.record import read_record
 
     if read_record(paths).get("status") == "queued":
         request(paths, "stop")  # its waiting supervisor takes any stop as leaving the queue
@@ -100,7 +100,7 @@ class LocalBackend:
 
     def queue(self, profile: Profile, runs_root: Path, queue: QueueRequest, cwd: Path | None = None) -> RunPaths:
         """A run created `queued`: planned now, started by its supervisor when its GPUs and the runs it follows
-        let it (tuitrain.runs.queue_rule): planned as `relaunch.launch` plans, its GPUs claimed by `queued_gpus`."""
+        let it (tuitrain.runs.queue.rule): planned as `from_profile.launch` plans, its GPUs claimed by `queued_gpus`."""
         settings, notes, hardware = local_settings(profile, self.hardware)
         request = dataclasses.replace(queue, gpus_for=lambda accelerator: queued_gpus(settings, hardware, accelerator))
         plan = queued_plan(local_plan(settings, new_run_dir(runs_root), str(profile.path), hardware, notes))

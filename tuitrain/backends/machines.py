@@ -11,15 +11,15 @@ from tuitrain.backends.base import Check, Pause, Preview, Resumed, Say, Started,
 from tuitrain.backends.local import stop_here
 from tuitrain.launch.machines import MachinePlan, MachinesPlan
 from tuitrain.profile import Profile, load_profile, settings_with_defaults
-from tuitrain.runs.kind import RunKind
-from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.relaunch import launch_on_machines, machines_plan, resume_on_machines
-from tuitrain.runs.start import new_run_dir
+from tuitrain.rundir.kind import RunKind
+from tuitrain.rundir.layout import RunPaths
+from tuitrain.runs.start.from_profile import launch_on_machines, machines_plan, resume_on_machines
+from tuitrain.runs.start.new_run import new_run_dir
 
 
 def plan_profile_machines(profile: Profile, runs_root: Path, ssh_config: str | None = None,
                           local_cwd: str | None = None) -> MachinesPlan:
-    """The profile's plan, one per machine, against `<new-run>` under `runs_root` (`runs.start.new_run_dir`)."""
+    """The profile's plan, one per machine, against `<new-run>` under `runs_root` (`runs.start.new_run.new_run_dir`)."""
     return machines_plan(profile, settings_with_defaults(profile), new_run_dir(runs_root), str(profile.path),
                          ssh_config, local_cwd=local_cwd)
 

@@ -7,7 +7,7 @@ from typing import Any, Mapping
 
 from tuitrain.backends.base import Backend
 from tuitrain.backends.local import LocalBackend
-from tuitrain.runs.start import StartError
+from tuitrain.runs.start.new_run import StartError
 
 
 def profile_queues(data: Mapping[str, Any]) -> bool:

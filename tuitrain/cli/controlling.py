@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from tuitrain.rundir.layout import RunPaths
 from tuitrain.runs.catalog import find_run, load_record
 from tuitrain.runs.control import request
-from tuitrain.runs.layout import RunPaths
 
 
 def cmd_save(args: argparse.Namespace) -> int:
@@ -32,7 +32,7 @@ def cmd_stop(args: argparse.Namespace) -> int:
 
 def stop_blockers(paths: RunPaths) -> list[str]:
     """Why a graceful stop of this run may wait for ever, and what ends it instead (nothing when it can stop)."""
-    from tuitrain.runs.hang import stop_waits_for
+    from tuitrain.runs.view.hang import stop_waits_for
 
     lines = stop_waits_for(paths, load_record(paths))
     return [*lines, f"`tuitrain stop --now {paths.id}` ends every process of the run now"] if lines else []

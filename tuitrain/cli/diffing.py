@@ -1,4 +1,4 @@
-"""diff: what differs between two runs (tuitrain.runs.run_diff says what; this prints it)."""
+"""diff: what differs between two runs (tuitrain.runs.view.diff says what; this prints it)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 
 from tuitrain.cli.output import print_json
 from tuitrain.runs.catalog import find_run, load_record
-from tuitrain.runs.run_diff import NO_DIFFERENCE, compare_runs
+from tuitrain.runs.view.diff import NO_DIFFERENCE, compare_runs
 
 
 def cmd_diff(args: argparse.Namespace) -> int:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from tuitrain.cli.errors import CliError
 from tuitrain.runs.catalog import find_run, load_record
-from tuitrain.runs.relaunch import ResumeError, choose_checkpoint
+from tuitrain.runs.start.from_profile import ResumeError, choose_checkpoint
 
 EXPORT_MODULE = "tuitrain.engine.export"
 

@@ -9,16 +9,16 @@ from collections.abc import Callable, Mapping
 from typing import Any, TextIO
 
 from tuitrain.humanize import number
+from tuitrain.rundir.events import parse_event
+from tuitrain.rundir.exits import EXIT_USER_ERROR
+from tuitrain.rundir.layout import KILL_REQUEST, RunPaths
+from tuitrain.rundir.process_tree import running
+from tuitrain.rundir.record import FINAL_STATUSES
+from tuitrain.rundir.tail import read_new_lines
 from tuitrain.runs.catalog import load_record
 from tuitrain.runs.control import ControlError, request
-from tuitrain.runs.events import parse_event
-from tuitrain.runs.exits import EXIT_USER_ERROR
-from tuitrain.runs.layout import KILL_REQUEST, RunPaths
 from tuitrain.runs.liveness import effective_status, live_processes
-from tuitrain.runs.process_tree import running
-from tuitrain.runs.record import FINAL_STATUSES
-from tuitrain.runs.summary import last_traceback
-from tuitrain.runs.tail import read_new_lines
+from tuitrain.runs.view.summary import last_traceback
 
 # killed: ended by the user (Ctrl-C twice, `stop --now`), like a stop but with nothing saved; cancelled: dropped by
 # the user while queued (`tuitrain cancel`, a stop), or by the queue when it could never start (a gone dependency).

@@ -11,21 +11,21 @@ from typing import TYPE_CHECKING, Any
 from tuitrain.cli.errors import CliError
 from tuitrain.cli.output import age, print_json, table
 from tuitrain.humanize import duration, number, size
+from tuitrain.rundir.checkpoints import run_checkpoints
+from tuitrain.rundir.exits import EXIT_USER_ERROR, exit_name
+from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.record import FINAL_STATUSES, RunRecordError
+from tuitrain.rundir.tail import read_new_lines
 from tuitrain.runs.catalog import UNREADABLE, RunEntry, find_run, load_record, scan_runs
-from tuitrain.runs.checkpoints import run_checkpoints
-from tuitrain.runs.exits import EXIT_USER_ERROR, exit_name
-from tuitrain.runs.hang import status_label
-from tuitrain.runs.layout import RunPaths
+from tuitrain.runs.keeper.manifest import read_manifests
 from tuitrain.runs.liveness import effective_status
-from tuitrain.runs.logfile import display_text, plain_text
-from tuitrain.runs.manifest import read_manifests
-from tuitrain.runs.record import FINAL_STATUSES, RunRecordError
-from tuitrain.runs.scheduler import job_states, refresh_job
-from tuitrain.runs.summary import run_summary
-from tuitrain.runs.tail import read_new_lines
+from tuitrain.runs.view.hang import status_label
+from tuitrain.runs.view.logfile import display_text, plain_text
+from tuitrain.runs.view.scheduler import job_states, refresh_job
+from tuitrain.runs.view.summary import run_summary
 
 if TYPE_CHECKING:
-    from tuitrain.runs.warning_fold import WarningFold
+    from tuitrain.runs.view.warning_fold import WarningFold
 
 
 def _entry_summary(entry: RunEntry, job_states: dict | None = None) -> dict:
@@ -99,7 +99,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     usage = _run_usage(paths, summary)
     manifests = read_manifests(paths.root)
     if args.json:
-        from tuitrain.runs.manifest import damaged_manifests
+        from tuitrain.runs.keeper.manifest import damaged_manifests
 
         print_json({**summary, "usage": usage, "manifests": {str(rank): m for rank, m in manifests.items()},
                     "damaged_manifests": {str(rank): why for rank, why in damaged_manifests(paths.root).items()}})
@@ -133,6 +133,9 @@ def cmd_status(args: argparse.Namespace) -> int:
     if p["eval"]:
         print("eval       " + "  ".join(f"{k[5:]} {number(v)}" for k, v in p["eval"].items() if not k.endswith(("runtime", "per_second"))))
     print(f"processes  {summary.get('num_processes', '?')}   pids {pids_text(summary.get('pids'))}")
+    if summary.get("accelerator"):
+        why = summary.get("accelerator_why")
+        print(f"device     {summary['accelerator']}" + (f"   ({why})" if why else "   (asked for)"))
     for machine in summary.get("machines") or []:  # a multi-machine run: which host runs which ranks
         print(f"machine {machine['machine_rank']}  {machine['host']}   {machine['num_processes']} process(es)   "
               f"its files there: {machine['node_dir']}")
@@ -167,8 +170,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def _manifest_lines(paths: RunPaths, summary: dict, manifests: dict[int, dict]) -> list[str]:
     """What the run ran on, short (machine 0's; other machines only where they differ): `--json` has it all."""
-    from tuitrain.runs.manifest import damaged_manifests
-    from tuitrain.runs.run_diff import RunFacts, machine_differences, short_manifest
+    from tuitrain.runs.keeper.manifest import damaged_manifests
+    from tuitrain.runs.view.diff import RunFacts, machine_differences, short_manifest
 
     lines = [f"{label:<10} {text}" for label, text in short_manifest(manifests)]
     lines += [f"{'manifest':<10} machine {rank}'s is damaged: {why}" for rank, why in damaged_manifests(paths.root).items()]
@@ -178,10 +181,10 @@ def _manifest_lines(paths: RunPaths, summary: dict, manifests: dict[int, dict]) 
 
 
 def _run_usage(paths: RunPaths, summary: dict) -> dict | None:
-    """What the run's GPU/CPU samples say (tuitrain.runs.usage), as JSON data; None where it kept none."""
+    """What the run's GPU/CPU samples say (tuitrain.runs.view.usage), as JSON data; None where it kept none."""
     from dataclasses import asdict
 
-    from tuitrain.runs.usage import run_usage
+    from tuitrain.runs.view.usage import run_usage
 
     found = run_usage(paths.root, summary)
     if found is None:
@@ -237,7 +240,7 @@ def cmd_logs(args: argparse.Namespace) -> int:
 def _print_log(paths: RunPaths, log: Path, follow: bool) -> int:
     """One log, its whole lines as written (or as a terminal would show them, into a pipe), a warning printed
     again folded into one line (tui.log_filter.WarningFold, as the app's log view folds it)."""
-    from tuitrain.runs.warning_fold import WarningFold
+    from tuitrain.runs.view.warning_fold import WarningFold
 
     offset = 0
     fold = WarningFold()
@@ -264,11 +267,11 @@ def _rank_count(paths: RunPaths) -> int:
 
 
 def _print_merged(paths: RunPaths, follow: bool) -> int:
-    """Every rank's whole lines in the order they were written (runs.merged_log.MergedLog), each
+    """Every rank's whole lines in the order they were written (runs.view.merged_log.MergedLog), each
     prefixed with its rank when there are several; a warning printed again folded into one line."""
-    from tuitrain.runs.logfile import LogFile
-    from tuitrain.runs.merged_log import MergedLog
-    from tuitrain.runs.warning_fold import WarningFold
+    from tuitrain.runs.view.logfile import LogFile
+    from tuitrain.runs.view.merged_log import MergedLog
+    from tuitrain.runs.view.warning_fold import WarningFold
 
     fold = WarningFold()
     logs = [LogFile(paths.rank_log(rank)) for rank in range(_rank_count(paths))]
@@ -334,7 +337,7 @@ def _shown(fold: WarningFold, rank: int | None, raw: bytes, terminal: bool, as_w
     """A log line as `logs` prints it, None when `fold` (a WarningFold) leaves it out: into a pipe, what a
     terminal would have shown without its codes; to a terminal, as written (`as_written`) or what it shows (tqdm's
     last redraw, colours kept); a warning printed again, the one line that stands for it (dim on a terminal)."""
-    from tuitrain.runs.warning_fold import DIM
+    from tuitrain.runs.view.warning_fold import DIM
 
     plain = plain_text(raw)
     shown = fold.fold(rank, plain)

@@ -19,7 +19,6 @@ from tuitrain.cli.errors import CliError
 
 REMOTE_VERBS = frozenset({"status", "logs", "checkpoints", "save", "evaluate", "stop", "resume", "stacks", "export"})
 LIST_SECONDS = 20.0  # what one box may take to list its runs before it is shown as unreachable
-ALL_HOSTS_SECONDS = 30.0  # what one box may take to answer `gpus` or `queue` (--all-hosts)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -176,13 +175,12 @@ def print_answers(answers: list[tuple[str, str, str | None, str]], as_json: bool
 def cmd_all_hosts(args: argparse.Namespace, command: list[str], here: Callable[[], str]) -> int:
     """`tuitrain COMMAND --all-hosts [--json]`: `here()` (this machine's output), then what each workstation of the
     settings answers to the same command (all at once), each under its host; one that does not, one line why."""
-    from tuitrain.remote.workstations import LOCAL, problem_line, run_everywhere, workstations
+    from tuitrain.remote.workstations import LOCAL, answers_everywhere, workstations
 
     stations = workstations()
     local = here()
     asked = [*command, "--json"] if args.json else command
-    answers = [(station.host, station.host, problem_line(station, result), result.stdout)
-               for station, result in run_everywhere(stations, asked, ALL_HOSTS_SECONDS)]
+    answers = [(host, host, problem, out) for host, problem, out in answers_everywhere(stations, asked)]
     return print_answers([(LOCAL, LOCAL, None, local), *answers], args.json, " ".join(command))
 
 
@@ -259,7 +257,7 @@ def cmd_stream(args: argparse.Namespace) -> int:
     from tuitrain import __version__
     from tuitrain.remote.runs_stream import HOME_SILENCE_SECONDS, serve
     from tuitrain.runs.catalog import scan_runs
-    from tuitrain.runs.live import RunsWatcher
+    from tuitrain.runs.view.live import RunsWatcher
 
     scan_runs(args.runs_root)
     watcher = RunsWatcher(args.runs_root)
@@ -296,14 +294,14 @@ LOOK_SECONDS = 5.0  # how often a live run's checkpoints (and whether its superv
 def viewer_files(paths: Any) -> Callable[[], dict[str, bytes]]:
     """What a viewer on another box needs that is no file here as it is: the record as this box judges it
     (`lost` when its supervisor is gone; no process ids, which name no process there) and the checkpoints as
-    `runs.checkpoints` finds them. Looked at again when run.json changes, else every LOOK_SECONDS."""
+    `rundir.checkpoints` finds them. Looked at again when run.json changes, else every LOOK_SECONDS."""
     import os
     import time
 
     from tuitrain.remote.run_mirror import CHECKPOINTS, RECORD
-    from tuitrain.runs.checkpoints import run_checkpoints
+    from tuitrain.rundir.checkpoints import run_checkpoints
+    from tuitrain.rundir.record import FINAL_STATUSES, RunRecordError, read_record
     from tuitrain.runs.liveness import effective_status
-    from tuitrain.runs.record import FINAL_STATUSES, RunRecordError, read_record
 
     looked: dict[str, Any] = {"stamp": None, "at": 0.0, "ended": False, "files": {}}
 
@@ -339,22 +337,19 @@ def gpu_sampler(runs_root: Any) -> Iterator[Callable[[], dict[str, Any]]]:
     from tuitrain.hardware.recorded import library_from_env
     from tuitrain.hardware.report import gpu_sample
     from tuitrain.hardware.sampler import Sampler
-    from tuitrain.runs.owners import OwnerIndex
+    from tuitrain.runs.view.owners import OwnerIndex
 
     mps = mps_available()
     with Sampler(library_from_env(os.environ), owners=OwnerIndex(runs_root).get) as sampler:
         yield lambda: gpu_sample(sampler.sample(), mps)
 
 
-PASSED_ON = (("no_doctor", "--no-doctor"), ("queue", "--queue"), ("after", "--after"), ("after_ok", "--after-ok"))
-
-
 def sent_profile(ref: str, overrides: Sequence[str]) -> tuple[Path, str]:
     """A profile of this machine as it is sent to another: its --set applied and its relative local paths made
-    absolute from its folder here (`runs.start.freeze_paths`, as a run's frozen profile), as TOML. Checked there,
+    absolute from its folder here (`runs.start.new_run.freeze_paths`, as a run's frozen profile), as TOML. Checked there,
     not here: its data files need only be there."""
     from tuitrain.profile import resolve_profile_path
-    from tuitrain.runs.start import sent_profile_text
+    from tuitrain.runs.start.new_run import sent_profile_text
 
     path = resolve_profile_path(ref)
     return path, sent_profile_text(path, overrides)
@@ -366,13 +361,15 @@ def cmd_run_there(args: argparse.Namespace) -> int:
     detached; prints HOST:RUN. A refusal is one line each (naming the host); nothing is started, nothing left."""
     from tuitrain.remote.launch_there import launch_there
     from tuitrain.remote.workstations import find, workstations
+    from tuitrain.runs.queue.options import queue_options, refusal_there
 
-    if getattr(args, "sweep", None):
-        raise CliError(f"--sweep with --host: run the sweep there (`ssh {args.host} tuitrain run … --sweep …`)")
+    options = queue_options(args)
+    refusal = refusal_there(options, args.host)
+    if refusal:
+        raise CliError(refusal)
     station = find(args.host, workstations())
     local, text = sent_profile(args.profile, args.set)
-    passed = [flag for name, flag in PASSED_ON[:2] if getattr(args, name, False)]
-    passed += [part for name, flag in PASSED_ON[2:] if getattr(args, name, None) for part in (flag, getattr(args, name))]
+    passed = [*(["--no-doctor"] if getattr(args, "no_doctor", False) else []), *options.words()]
     launched = launch_there(station, local, text, passed)
     sys.stderr.write(launched.said)
     if launched.run_id is None:

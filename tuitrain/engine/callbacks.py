@@ -11,8 +11,8 @@ from transformers import TrainerCallback
 
 from tuitrain.atomic import follow_umask, write_json_atomic
 from tuitrain.engine.events import EventLog
-from tuitrain.runs.checkpoints import MARKER, files_with_sizes
-from tuitrain.runs.layout import (
+from tuitrain.rundir.checkpoints import MARKER, files_with_sizes
+from tuitrain.rundir.layout import (
     CONTROL_EVALUATE,
     CONTROL_SAVE,
     CONTROL_STOP,
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 class CheckpointMarkerCallback(TrainerCallback):
     """Writes tuitrain.json into each checkpoint once every rank has written its part: the run
     that wrote it and every file with its size. Written last, it is what makes a checkpoint
-    complete (tuitrain.runs.checkpoints checks it), so a save cut short is never resumed from."""
+    complete (tuitrain.rundir.checkpoints checks it), so a save cut short is never resumed from."""
 
     def __init__(self, run_id: str, world_size: int) -> None:
         self.run_id = run_id
@@ -175,7 +175,7 @@ class ControlCallback(TrainerCallback):
 class HeartbeatCallback(TrainerCallback):
     """Every rank's progress into its heartbeat (tuitrain.engine.rank_io.Heartbeat). Added last, so at a step's end
     it sees what the Trainer and the control requests decided: an evaluation or a save starts then (the Trainer has
-    no callback before either), and a long one is judged as one (tuitrain.runs.hang), never as a stuck step.
+    no callback before either), and a long one is judged as one (tuitrain.runs.view.hang), never as a stuck step.
 
     The Trainer calls every callback four times a step, each time passing its six objects by name; the per-step
     methods name them as parameters, so a call builds no keyword dict (most of the heartbeat's cost a step)."""

@@ -23,7 +23,7 @@ from tuitrain.atomic import follow_umask
 from tuitrain.engine.errors import EngineError, first_line
 from tuitrain.engine.low_rank import LOW_RANK_PREFIXES
 from tuitrain.profile.settings import LoraSettings, Settings
-from tuitrain.runs.checkpoints import LORA_BASE
+from tuitrain.rundir.checkpoints import LORA_BASE
 
 _TASK_TYPES = {
     "causal-lm": "CAUSAL_LM",

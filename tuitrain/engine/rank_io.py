@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import NoReturn, cast
 
 from tuitrain.atomic import write_json_atomic
-from tuitrain.runs.layout import (
+from tuitrain.rundir.layout import (
     PHASE_BETWEEN,
     PHASE_EVALUATING,
     PHASE_FINISHING,
@@ -24,9 +24,9 @@ from tuitrain.runs.layout import (
     STACKS_SIGNAL,
     RunPaths,
 )
-from tuitrain.runs.linetimes import timed_stream, times_path
-from tuitrain.runs.redirect import redirect_output
-from tuitrain.script import MACHINE_RANK_ENV
+from tuitrain.rundir.linetimes import timed_stream, times_path
+from tuitrain.rundir.redirect import redirect_output
+from tuitrain.rundir.script_env import MACHINE_RANK_ENV
 
 
 def global_rank() -> int:
@@ -119,7 +119,7 @@ class Heartbeat:
     `beat` is called on every step, so it only notes the moment (no syscall, no formatting, no sorting: a clock
     read, a deque append and one tuple); a daemon thread turns the notes into the file's record and writes it
     atomically when they changed, at most once a HEARTBEAT_SECONDS, at once for a slow phase. A rank that stops
-    moving leaves its last beat as it was: its age is how long it has not moved (tuitrain.runs.hang)."""
+    moving leaves its last beat as it was: its age is how long it has not moved (tuitrain.runs.view.hang)."""
 
     def __init__(self, paths: RunPaths, rank: int, interval: float = HEARTBEAT_SECONDS) -> None:
         self.path = paths.heartbeat(rank)
@@ -138,7 +138,7 @@ class Heartbeat:
         # since the start, over the steps timed whole (their wait and the step itself, with no evaluation or save
         # between): the time spent from a step's end to the next one's begin, where the Trainer reads the next batch
         # (and logs), and the time of those steps end to end. Their ratio is the share of its time the rank waits
-        # for its data (tuitrain.runs.samples.WaitShares, tuitrain.runs.usage).
+        # for its data (tuitrain.runs.keeper.samples.WaitShares, tuitrain.runs.view.usage).
         self._waited = 0.0
         self._stepped = 0.0
         self._wait: float | None = None  # this step's wait, while it runs
@@ -170,7 +170,7 @@ class Heartbeat:
             self._wake.set()
 
     def record(self) -> dict[str, object] | None:
-        """The heartbeat file's record of the latest beat (None before the first): tuitrain.runs.heartbeat reads it."""
+        """The heartbeat file's record of the latest beat (None before the first): tuitrain.rundir.heartbeat reads it."""
         last, slow = self._last, self._slow
         if last is None:
             return None
@@ -242,7 +242,7 @@ WORKER_KNOWN_SECONDS = 30.0  # how long a forked child may take to show it is a 
 
 def worker_stacks_name(rank: int, pid: int) -> str:
     """A data loader worker's stacks file in stacks/; its marker (the same name, .json) says whose worker it is:
-    `{"rank", "worker", "pid", "file"}` (tuitrain.runs.stacks reads the markers, not the names)."""
+    `{"rank", "worker", "pid", "file"}` (tuitrain.runs.view.stacks reads the markers, not the names)."""
     return f"rank-{rank}-worker-{pid}.txt"
 
 

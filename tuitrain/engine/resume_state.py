@@ -1,4 +1,4 @@
-"""A resumed rank's optimizer as its profile says, over what the checkpoint restored (`runs.resume_rule` decides
+"""A resumed rank's optimizer as its profile says, over what the checkpoint restored (`runs.start.resume_rule` decides
 which keys a resume may change; this applies them).
 
 torch's `Optimizer.load_state_dict` replaces each parameter group's hyperparameters with the saved ones (lr,

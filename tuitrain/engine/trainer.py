@@ -1,5 +1,5 @@
 """Our Trainer subclass: the extras a profile can ask for (weighted loss, perplexity), and a
-checkpoint rotation that only ever deletes checkpoints this run wrote, never its newest nor its best (`runs.best`)."""
+checkpoint rotation that only ever deletes checkpoints this run wrote, never its newest nor its best (`rundir.best`)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from transformers import Seq2SeqTrainer, Trainer
 
 from tuitrain.engine.errors import EngineError, first_line
 from tuitrain.engine.resume_state import keep_profile_settings, settings_of
-from tuitrain.runs.best import best_rule, best_written
-from tuitrain.runs.disk_space import disk_full, exception_text
+from tuitrain.rundir.best import best_rule, best_written
+from tuitrain.rundir.disk_space import disk_full, exception_text
 
 
 def checkpoints_to_delete(written: list[Path], limit: int | None, kept: Iterable[str | Path | None]) -> list[Path]:
@@ -66,7 +66,7 @@ class EngineTrainer(Trainer):
 
     def _load_optimizer_and_scheduler(self, checkpoint):
         """The checkpoint's optimizer and schedule, with the profile's rates and hyperparameters put back
-        (`engine.resume_state`; DeepSpeed restores its own, and `runs.resume_rule` refuses changing them there)."""
+        (`engine.resume_state`; DeepSpeed restores its own, and `runs.start.resume_rule` refuses changing them there)."""
         if checkpoint is None or self.is_deepspeed_enabled or self.optimizer is None:
             return super()._load_optimizer_and_scheduler(checkpoint)
         fresh = settings_of(self.optimizer.param_groups)

@@ -14,9 +14,9 @@ import time
 from pathlib import Path
 
 from tuitrain.engine.rank_io import write_rank_record
-from tuitrain.runs.exits import EXIT_SUPERVISOR_GONE
-from tuitrain.runs.layout import SUPERVISOR_ENV, RunPaths
-from tuitrain.runs.process_tree import find, running
+from tuitrain.rundir.exits import EXIT_SUPERVISOR_GONE
+from tuitrain.rundir.layout import SUPERVISOR_ENV, RunPaths
+from tuitrain.rundir.process_tree import find, running
 
 CHECK_SECONDS = 1.0
 

@@ -3,7 +3,7 @@
 One NVML session for the sampler's life; static fields read once; one read of every device per
 `sample()`; history kept in fixed-size rings (``deque(maxlen=history)``) per GPU, for the host and
 per (run, rank). Each GPU process is matched to the run and rank that owns it ("rank 3 of run X on
-GPU 2, 31 GiB") through `owners`, a pid → owner table the caller hands in (tuitrain/runs/owners.py
+GPU 2, 31 GiB") through `owners`, a pid → owner table the caller hands in (tuitrain/runs/view/owners.py
 reads it from the run records: this layer knows no runs). Blocking work: call `sample()` from a
 worker thread, never an event loop.
 """
@@ -26,7 +26,7 @@ from tuitrain.hardware.nvml import NvmlSession, text
 DEFAULT_HISTORY = 300  # five minutes at 1 Hz
 
 # pid → owner of every process the caller tracks (ranks, launchers), asked once per sample; the
-# callee keeps its own cache (tuitrain.runs.owners.OwnerIndex(root).get). A GPU process that is
+# callee keeps its own cache (tuitrain.runs.view.owners.OwnerIndex(root).get). A GPU process that is
 # not in it belongs to its nearest ancestor's owner.
 Owners = Callable[[], Mapping[int, ProcessOwner]]
 

@@ -30,7 +30,7 @@ from tuitrain.launch.planner import (
     strategy_note,
 )
 from tuitrain.launch.preflight import MachineFacts
-from tuitrain.profile import Problem
+from tuitrain.profile import Problem, Profile
 from tuitrain.profile.accelerate_names import CPU_RANKS_MARK
 from tuitrain.profile.implied import implied_notes
 from tuitrain.profile.processes import processes_per_machine
@@ -53,16 +53,18 @@ class LaunchPlan:
     strategy: str = "single"
     cwd: str | None = None  # where the ranks run (script mode: the script's workdir); None: where tuitrain runs
     memory: MemoryCheck | None = None  # each GPU's memory for the run (a CUDA plan made here; tuitrain.launch.memory)
+    accelerator_why: str = ""  # how `auto` chose the accelerator ("accelerator auto → cuda: ..."); "" where asked
 
     @property
     def errors(self) -> list[Problem]:
         return [p for p in self.problems if p.severity == "error"]
 
     def record_fields(self) -> dict[str, Any]:
-        """What run.json keeps of this plan: the supervisor launches from it."""
+        """What run.json keeps of this plan: the supervisor launches from it; `status` says the device and why."""
         return {"argv": self.argv, "env": self.env, "num_processes": self.num_processes,
                 "num_machines": self.num_machines, "main_process_port": self.main_process_port,
-                "accelerator": self.accelerator}
+                "accelerator": self.accelerator, **({"accelerator_why": self.accelerator_why}
+                                                    if self.accelerator_why else {})}
 
     def command_line(self) -> str:
         """The command a user could paste to run this without tuitrain."""
@@ -139,6 +141,21 @@ def export_accelerate_config(profile: Settings, file: str = "profile",
     return config, header
 
 
+ACCELERATE_SECTIONS = ("hardware", "distributed")  # what an accelerate config is made of: all an export checks
+
+
+def accelerate_config_yaml(profile: Profile) -> str:
+    """The accelerate config YAML of a profile, with its comment lines: what `tuitrain profile export-accelerate`
+    prints and the editor's export writes."""
+    from tuitrain.profile import settings_with_defaults
+    from tuitrain.profile.processes import processes_set
+    from tuitrain.yaml_text import dump as dump_yaml
+
+    config, header = export_accelerate_config(settings_with_defaults(profile), str(profile.path),
+                                              processes_set(profile.data))
+    return dump_yaml(config, header)
+
+
 def plan_launch(profile: Settings, hardware: Hardware, run_dir: Path, file: str = "profile",
                 *, machine: MachineFacts | None = None, resume_from: Path | None = None,
                 role: MachineRole | None = None) -> LaunchPlan:
@@ -164,4 +181,4 @@ def plan_launch(profile: Settings, hardware: Hardware, run_dir: Path, file: str 
     return LaunchPlan(argv=part.argv, env=part.env, accelerate_config=part.accelerate_config, num_processes=total,
                       num_machines=role.machines, accelerator=part.accelerator, main_process_port=role.port,
                       notes=notes, problems=[*problems, *part.problems], strategy=profile["distributed"]["strategy"],
-                      cwd=part.cwd, memory=part.memory)
+                      cwd=part.cwd, memory=part.memory, accelerator_why=part.accelerator_why)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from tuitrain.profile.settings import ScriptSettings, Settings
-from tuitrain.script import SCRIPT_ENV
+from tuitrain.rundir.script_env import SCRIPT_ENV
 
 SITE_DIR = Path(__file__).resolve().parent.parent / "script" / "site"
 

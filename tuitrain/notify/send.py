@@ -91,7 +91,7 @@ def send(config: NotifyConfig, facts: Mapping[str, Any]) -> None:
 
 def notify_end(record: Mapping[str, Any], progress: Callable[[], Mapping[str, Any]], run_dir: str) -> None:
     """Word of the run's end, if the user's [notify] asks for this ending (`progress()`: the run's progress
-    summary, runs.events.progress, read only when something is sent)."""
+    summary, rundir.events.progress, read only when something is sent)."""
     try:
         config = read_notify_config()
     except Exception as exc:  # noqa: BLE001 — the file changed since the start: say so, send nothing

@@ -1,5 +1,5 @@
 """How many processes one machine of a run starts: the one rule, asked wherever the count is decided — a run on
-this machine (runs.relaunch.launch_settings, with its selected GPUs), each listed machine (profile.rules.machines
+this machine (runs.start.from_profile.launch_settings, with its selected GPUs), each listed machine (profile.rules.machines
 .machine_processes, with the GPUs the profile lists for it), each node of a Slurm job (slurm.script.job_resources)
 and an exported accelerate config (launch.plan.export_accelerate_config)."""
 

@@ -3,7 +3,7 @@
 names. SCHEMA (schema.py) is the one source of the keys; tests/test_settings_types.py fails when these and SCHEMA
 differ by a key, either way.
 
-total=False as `runs.record.RunRecord`: a profile with defaults has every key (an optional one as None), but
+total=False as `rundir.record.RunRecord`: a profile with defaults has every key (an optional one as None), but
 partial settings (a machine's arrival, a test's) may lack some. [training] stays `dict[str, Any]`: its keys are
 the installed TrainingArguments' (training_args.py), an open set. Sub-tables accept keys SCHEMA does not name
 (`free`: [model.config], foreign [distributed.fsdp] keys, each checked by the rules): only the declared keys are

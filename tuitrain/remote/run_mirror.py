@@ -35,7 +35,7 @@ MIRROR_ARG = "--mirror"  # tuitrain workstations --mirror RUN: the box's side
 POLL_SECONDS = 0.25  # how often the box looks at the run's files (a log line's way to the screen: well under 1 s)
 BEAT_SECONDS = 2.0  # the box says something at least this often
 WHOLE_LIMIT = 4 * 1024 * 1024  # a whole file bigger than this is not sent (a viewer needs none that big)
-# what of a run's folder a viewer reads (runs.layout's names), relative to it: appended files travel as they grow
+# what of a run's folder a viewer reads (rundir.layout's names), relative to it: appended files travel as they grow
 APPENDED = ("events.jsonl", "logs/*.log", "logs/*.times")
 WHOLE = ("profile.toml", "ranks/*.json", "heartbeats/*.json", "stacks/*.txt", "stacks/*.json",
          "machines/*.json")
@@ -336,7 +336,7 @@ def fetch(host: str, run_id: str, timeout: float = 40.0) -> tuple[Path, str | No
 
 
 def read_checkpoints(run_dir: Path) -> list[dict[str, Any]]:
-    """The checkpoints of another workstation's run as the box last saw them (`runs.checkpoints`' to_dict each)."""
+    """The checkpoints of another workstation's run as the box last saw them (`rundir.checkpoints`' to_dict each)."""
     import json
 
     try:

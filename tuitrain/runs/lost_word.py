@@ -1,5 +1,5 @@
 """Word of a `lost` run ([notify] on = [..., "lost"]). A lost run's supervisor is gone, so it cannot send word of
-its end as the supervisor does (`runs.supervise`): whoever first sees it gone asks `send_lost_word`, which starts
+its end as the supervisor does (`runs.keeper.supervise`): whoever first sees it gone asks `send_lost_word`, which starts
 `python -m tuitrain.runs.lost_word_sender RUN_DIR` detached (the sender never waits for a webhook). That process records
 `lost` (`runs.liveness.settle_lost`) and sends word once per run (a marker made with O_EXCL), with the notify
 settings of the user it runs as: only the run's owner asks (`send_lost_word` refuses another's run)."""
@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tuitrain.runs.layout import RunPaths
+from tuitrain.rundir.layout import RunPaths
 
 MARKER = ".lost-word-sent"
 

@@ -7,15 +7,15 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from tuitrain.runs.layout import RunPaths
+from tuitrain.rundir.layout import RunPaths
 from tuitrain.runs.lost_word import first_to_tell
 
 
 def tell_lost(paths: RunPaths) -> None:
     from tuitrain.notify import notify_end
-    from tuitrain.runs.events import progress, read_events
+    from tuitrain.rundir.events import progress, read_events
+    from tuitrain.rundir.record import read_record
     from tuitrain.runs.liveness import settle_lost
-    from tuitrain.runs.record import read_record
 
     record = settle_lost(paths, read_record(paths))
     if record.get("status") != "lost" or not first_to_tell(paths):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from tuitrain.runs.layout import RunPaths
+from tuitrain.rundir.layout import RunPaths
 
 
 def owner_uid(paths: RunPaths) -> int:

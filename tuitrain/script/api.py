@@ -48,7 +48,7 @@ def _agreed(flags: tuple[bool, bool, bool]) -> tuple[bool, bool, bool]:
 
 def _take_requests(state: RankState, step: int) -> tuple[bool, bool, bool]:
     """Rank 0 reads control/: save-now and evaluate-now are taken (removed), stop stays (the supervisor reads it)."""
-    from tuitrain.runs.layout import CONTROL_EVALUATE, CONTROL_SAVE, CONTROL_STOP
+    from tuitrain.rundir.layout import CONTROL_EVALUATE, CONTROL_SAVE, CONTROL_STOP
 
     try:
         names = {p.name for p in state.paths.control.iterdir()}
@@ -67,9 +67,9 @@ def _take_requests(state: RankState, step: int) -> tuple[bool, bool, bool]:
 
 
 def _beat(state: RankState, step: int) -> None:
-    """A report is a step's end: the rank's heartbeat moves (tuitrain.runs.hang reads it)."""
+    """A report is a step's end: the rank's heartbeat moves (tuitrain.runs.view.hang reads it)."""
     from tuitrain.engine.rank_io import start_heartbeat
-    from tuitrain.runs.layout import PHASE_BETWEEN
+    from tuitrain.rundir.layout import PHASE_BETWEEN
 
     start_heartbeat(state.paths.root, state.rank).beat(PHASE_BETWEEN, step)
 
@@ -114,7 +114,7 @@ def saved(path: str | Path, step: int) -> None:
     if state.rank != 0:
         return
     from tuitrain.atomic import write_json_atomic
-    from tuitrain.runs.checkpoints import MARKER, files_with_sizes
+    from tuitrain.rundir.checkpoints import MARKER, files_with_sizes
 
     folder = Path(path).absolute()
     if not folder.is_dir():

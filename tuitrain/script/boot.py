@@ -15,7 +15,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Sequence
 
-from tuitrain.script import HOOKED_ENV, RUN_DIR_ENV, SCRIPT_ENV
+from tuitrain.rundir.script_env import HOOKED_ENV, RUN_DIR_ENV, SCRIPT_ENV
 from tuitrain.script.rank import RankState, start
 
 # what `accelerate launch` and torchrun run as: these interpreters start the ranks, they are not ranks
@@ -139,7 +139,7 @@ def stop_by_sigterm(state: RankState) -> None:
     signal.signal(signal.SIGTERM, on_sigterm)
 
     def watch() -> None:
-        from tuitrain.runs.layout import CONTROL_STOP
+        from tuitrain.rundir.layout import CONTROL_STOP
 
         request = state.paths.control_request(CONTROL_STOP)
         while not (state.trainer_seen or state.reported):  # a Trainer's callbacks or the API hear it then
@@ -169,7 +169,7 @@ def boot() -> RankState | None:
     register_stacks_dump(run_dir, rank)  # no heartbeat yet: only a Trainer or tuitrain.report shows progress
     state = start(run_dir, rank)
     record_exit(state)
-    from tuitrain.runs import preemption
+    from tuitrain.rundir import preemption
 
     preemption.restore_term()
     stop_by_sigterm(state)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tuitrain.runs.layout import RunPaths
+from tuitrain.rundir.layout import RunPaths
 
 
 @dataclass

@@ -11,7 +11,7 @@ Stop requests arrive as the run's control files, as locally (`tuitrain stop`, or
 time-limit warning); rank 0 decides for every rank.
 
 Every node's supervisor answers a request for its ranks' stacks (control/stacks in its own folder, written by
-`tuitrain stacks` or by node 0 on a hang: tuitrain.runs.stacks.nodes_stacks) from its tick.
+`tuitrain stacks` or by node 0 on a hang: tuitrain.runs.view.stacks.nodes_stacks) from its tick.
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, cast
 
 from tuitrain.atomic import write_json_atomic, write_text_atomic
-from tuitrain.runs import preemption
-from tuitrain.runs.layout import CONTROL_ENDING, CONTROL_REQUESTS, CONTROL_STOP, RunPaths
-from tuitrain.runs.local_launch import LauncherOptions, LocalLaunch
-from tuitrain.runs.record import (
+from tuitrain.errors import TuitrainError
+from tuitrain.rundir import preemption
+from tuitrain.rundir.layout import CONTROL_ENDING, CONTROL_REQUESTS, CONTROL_STOP, RunPaths
+from tuitrain.rundir.record import (
     FINAL_STATUSES,
     INHERITED_KEYS,
     RunRecord,
@@ -41,9 +41,10 @@ from tuitrain.runs.record import (
     update_record,
     write_record,
 )
-from tuitrain.runs.redirect import redirect_output
-from tuitrain.runs.supervisor import HANG_CHECK_SECONDS, Supervisor, log, run_supervisor
-from tuitrain.slurm.commands import SlurmError, hostnames, node_address
+from tuitrain.rundir.redirect import redirect_output
+from tuitrain.runs.keeper.local_launch import LauncherOptions, LocalLaunch
+from tuitrain.runs.keeper.supervisor import HANG_CHECK_SECONDS, Supervisor, log, run_supervisor
+from tuitrain.slurm.commands import hostnames, node_address
 from tuitrain.slurm.script import WARNED_FILE
 from tuitrain.yaml_text import dump as dump_yaml
 
@@ -55,7 +56,7 @@ PORT_BASE = 20000  # with no main_process_port in the profile, every node derive
 PORT_SPAN = 20000
 
 
-class AgentError(Exception):
+class AgentError(TuitrainError):
     """Why this node cannot take its part, in one line (recorded as the run's end)."""
 
 
@@ -110,7 +111,7 @@ def plan_node(paths: RunPaths, node: int, nodes: int, main_host: str | None, job
     from tuitrain.hardware import detect_hardware
     from tuitrain.launch import plan_launch
     from tuitrain.profile import Profile
-    from tuitrain.runs.relaunch import launch_settings
+    from tuitrain.runs.start.from_profile import launch_settings
 
     with open(paths.profile, "rb") as handle:
         data = tomllib.load(handle)
@@ -127,12 +128,12 @@ def plan_node(paths: RunPaths, node: int, nodes: int, main_host: str | None, job
 
 def slurm_launcher() -> LauncherOptions:
     """A Slurm node's launcher ignores SIGTERM (Slurm's reaches every process: the ranks save and stop, the launcher
-    waits for them; tuitrain.runs.preemption), and gets SIGKILL, not SIGTERM, when this agent dies."""
+    waits for them; tuitrain.rundir.preemption), and gets SIGKILL, not SIGTERM, when this agent dies."""
     return LauncherOptions(env=preemption.launcher_env(), parent_death_signal=signal.SIGKILL, first=preemption.ignore_term)
 
 
 class SlurmSupervisor(Supervisor):
-    """The ordinary supervisor, with a launcher that outlives Slurm's SIGTERM (tuitrain.runs.preemption), saying
+    """The ordinary supervisor, with a launcher that outlives Slurm's SIGTERM (tuitrain.rundir.preemption), saying
     so when the stop came from Slurm (its time-limit warning, or its SIGTERM)."""
 
     END_WITH_RANKS = False  # a requeued or preempted job's outcome is the launcher's and Slurm's word
@@ -152,16 +153,16 @@ class SlurmSupervisor(Supervisor):
         super()._on_signal(signum, frame)
 
     def tick(self) -> None:
-        from tuitrain.runs.stacks import answer_stacks_request
+        from tuitrain.runs.view.stacks import answer_stacks_request
 
         self.publish_ranks()
         answer_stacks_request(self.paths, self.record)  # `tuitrain stacks` (or node 0 on a hang) asked for its ranks'
         self.tell_stopped_ranks()
 
     def tell_stopped_ranks(self) -> None:
-        """Its ranks stopped by SIGSTOP, into its folder's heartbeats/ (runs.hang.machine_states) when that changes:
+        """Its ranks stopped by SIGSTOP, into its folder's heartbeats/ (runs.view.hang.machine_states) when that changes:
         a viewer on another host cannot look at this node's processes."""
-        from tuitrain.runs.hang import stopped_ranks
+        from tuitrain.runs.view.hang import stopped_ranks
 
         now = time.monotonic()
         if now - self._states_at < HANG_CHECK_SECONDS:
@@ -178,11 +179,11 @@ class SlurmSupervisor(Supervisor):
 
     def hang_stacks(self, stalled: str) -> str:
         """Node 0 of several: the hang's digest names every node's ranks, each other node's supervisor asked through
-        the shared run directory (runs.stacks.nodes_stacks) once this one has taken its own ranks'."""
+        the shared run directory (runs.view.stacks.nodes_stacks) once this one has taken its own ranks'."""
         others = {m: node for m, node in self.home.nodes().items() if m > 0}
         if self.paths != self.home or not others:
             return super().hang_stacks(stalled)
-        from tuitrain.runs.stacks import digest_text, nodes_stacks, take_stacks, write_digest
+        from tuitrain.runs.view.stacks import digest_text, nodes_stacks, take_stacks, write_digest
 
         try:
             taken = take_stacks(self.paths, self.record)
@@ -244,7 +245,7 @@ class SlurmSupervisor(Supervisor):
 def restart_fields(record: RunRecord, restarts: int) -> RunRecord:
     """A requeued job's run starts again in its own directory, from the latest complete checkpoint of its output
     folder (the one a graceful stop at Slurm's SIGTERM saved); its last end is cleared, kept in slurm.requeued."""
-    from tuitrain.runs.relaunch import ResumeError, choose_checkpoint
+    from tuitrain.runs.start.from_profile import ResumeError, choose_checkpoint
 
     try:
         checkpoint: str | None = str(choose_checkpoint(record, "latest").path) if record.get("output_dir") else None
@@ -295,8 +296,8 @@ def main(run_dir: Path) -> int:
     try:
         main_host = node_address(hostnames(os.environ["SLURM_JOB_NODELIST"])[0]) if nodes > 1 else None
         plan = plan_node(paths, node, nodes, main_host, job_id)
-    except (AgentError, SlurmError, OSError, KeyError, ValueError, IndexError) as exc:
-        why = str(exc) if isinstance(exc, (AgentError, SlurmError)) else f"{type(exc).__name__}: {exc}"
+    except (TuitrainError, OSError, KeyError, ValueError, IndexError) as exc:
+        why = str(exc) if isinstance(exc, TuitrainError) else f"{type(exc).__name__}: {exc}"
         log(f"node {node} cannot start: {why}")
         record_end(paths, status="failed", ended=time.time(), error=f"Slurm job {job_id}, node {node}: {why}")
         return 1

@@ -12,9 +12,10 @@ import shlex
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from tuitrain.errors import TuitrainError
 from tuitrain.profile.processes import processes_per_machine
 from tuitrain.profile.settings import Settings
-from tuitrain.runs.layout import CONTROL_STOP
+from tuitrain.rundir.layout import CONTROL_STOP
 
 AGENT_MODULE = "tuitrain.slurm.agent"
 FIRST_NODE = "slurm-first-node"  # main_process_ip in a submitted profile: the agents put the job's first host there
@@ -29,7 +30,7 @@ _TIME = re.compile(r"^(\d+|\d+:\d{1,2}|\d+:\d{1,2}:\d{1,2}|\d+-\d+|\d+-\d+:\d{1,
                    r"|UNLIMITED|INFINITE|unlimited|infinite)$")
 
 
-class ScriptError(Exception):
+class ScriptError(TuitrainError):
     """An option or profile value the job cannot be written with, in one line naming it and the fix."""
 
 
@@ -174,7 +175,7 @@ def batch_script(*, run_dir: str, run_id: str, profile_name: str, python: str, w
         "}",
         f"trap warned {WARNING_SIGNAL}",
         "# Slurm's SIGTERM (preemption, requeue, scancel) reaches every process of the job: the ranks save a checkpoint",
-        "# and stop (tuitrain.runs.preemption); this shell waits for them, as its end would end the job",
+        "# and stop (tuitrain.rundir.preemption); this shell waits for them, as its end would end the job",
         "terminated() {",
         '  echo "tuitrain: SIGTERM from Slurm: the run saves a checkpoint and stops" >&2',
         f'  mkdir -p "$run_dir/control" && : > "$run_dir/control/{CONTROL_STOP}"',

@@ -11,8 +11,8 @@ from __future__ import annotations
 import time
 from typing import Any, Iterable, Mapping
 
-from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.record import FINAL_STATUSES, RunRecord, RunRecordError, SlurmRecord, read_record, record_end, update_record
+from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.record import FINAL_STATUSES, RunRecord, RunRecordError, SlurmRecord, read_record, record_end, update_record
 from tuitrain.slurm.commands import JobState, job_states
 
 FORGET_AFTER = 600.0  # a run ended this long ago whose final job state was never seen is not asked about again

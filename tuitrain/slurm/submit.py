@@ -15,10 +15,10 @@ from typing import Any, Sequence
 
 from tuitrain.profile import Profile, Settings, settings_with_defaults
 from tuitrain.profile.processes import processes_set
-from tuitrain.runs.checkpoints import Checkpoint
-from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.record import RunRecord, SlurmRecord, read_record, update_record
-from tuitrain.runs.start import NEW_RUN, Lineage, RunFiles, discard, new_run_dir, prepare_run
+from tuitrain.rundir.checkpoints import Checkpoint
+from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.record import RunRecord, SlurmRecord, read_record, update_record
+from tuitrain.runs.start.new_run import NEW_RUN, Lineage, RunFiles, discard, new_run_dir, prepare_run
 from tuitrain.slurm import commands
 from tuitrain.slurm.script import FIRST_NODE, JobOptions, Resources, batch_script, job_resources
 
@@ -59,7 +59,7 @@ def dry_run_script(profile: Profile, runs_root: Path, options: JobOptions, pytho
 
 def submit(profile: Profile, runs_root: Path, options: JobOptions, *, python: str | None = None,
            cwd: Path | None = None, lineage: Lineage | None = None) -> Submitted:
-    """The run directory as every backend prepares it (tuitrain.runs.start.prepare_run) with the batch script in
+    """The run directory as every backend prepares it (tuitrain.runs.start.new_run.prepare_run) with the batch script in
     it and a `planned` record, then sbatch; the run directory is removed again if sbatch refuses."""
     cwd = cwd or Path.cwd()
     settings, resources = job_settings(profile)
@@ -117,8 +117,8 @@ def parent_options(record: RunRecord) -> JobOptions:
 def resume_job(parent: RunPaths, runs_root: Path, checkpoint: str = "latest", overrides: Sequence[str] = (),
                python: str | None = None, cwd: Path | None = None) -> tuple[Submitted, Checkpoint, Profile]:
     """`tuitrain resume` of a Slurm run: a new job, with its parent's options, continuing from a checkpoint (the
-    checks are every backend's: tuitrain.runs.relaunch.resume_inputs and check_resume)."""
-    from tuitrain.runs.relaunch import check_resume, resume_inputs
+    checks are every backend's: tuitrain.runs.start.from_profile.resume_inputs and check_resume)."""
+    from tuitrain.runs.start.from_profile import check_resume, resume_inputs
     from tuitrain.slurm.state import query, settle
 
     record = read_record(parent)

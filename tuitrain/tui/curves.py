@@ -12,18 +12,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from tuitrain.runs.events import parse_event
-from tuitrain.runs.layout import RunPaths
-from tuitrain.runs.live import is_metric
-from tuitrain.runs.record import RunRecord
-from tuitrain.runs.tail import read_new_lines
+from tuitrain.rundir.events import parse_event
+from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.record import RunRecord
+from tuitrain.rundir.tail import read_new_lines
+from tuitrain.runs.view.live import is_metric
 
 X_AXES = ("step", "epoch", "time")
 SMOOTHINGS = (0.0, 0.6, 0.9)
 THROUGHPUT = "steps/s"
 SAMPLES = "samples/s"
 TOKENS = "tokens/s"
-# from the run's GPU/CPU samples (tuitrain.runs.samples), over its training time
+# from the run's GPU/CPU samples (tuitrain.runs.keeper.samples), over its training time
 GPU_UTIL = "gpu util %"  # the mean of the run's GPUs
 GPU_MEMORY = "gpu memory GiB"  # the fullest of the run's GPUs (its peak in each bucket)
 RANK_CPU = "rank cpu %"  # the mean of the ranks' own processes, % of one core
@@ -115,7 +115,7 @@ class RunCurves:
         """The HARDWARE curves again when the run's samples files were replaced (or new logs move the steps)."""
         if self.samples_root is None:
             return False
-        from tuitrain.runs.samples import read_run_samples
+        from tuitrain.runs.keeper.samples import read_run_samples
 
         samples = read_run_samples(self.samples_root)
         seen = tuple((m, s.samples, s.last) for m, s in sorted(samples.items()))
@@ -192,12 +192,12 @@ class RunCurves:
 
 def hardware_series(samples: Mapping[int, Any], window: tuple[float | None, float | None]
                     ) -> dict[str, tuple[list[float], list[float]]]:
-    """The HARDWARE curves of a run's samples (machine rank → runs.samples.MachineSamples) over its training time
+    """The HARDWARE curves of a run's samples (machine rank → runs.keeper.samples.MachineSamples) over its training time
     (every bucket before train_begin is known): name → (times, values). The run's machines are put on the times of
     the one with the most buckets, each read at its bucket nearest that time."""
     import bisect
 
-    from tuitrain.runs.samples import in_window
+    from tuitrain.runs.keeper.samples import in_window
 
     machines = [m for _, m in sorted(samples.items()) if m.times]
     if not machines:

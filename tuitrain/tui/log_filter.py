@@ -9,7 +9,7 @@ in what the view shows of it (after its last carriage return, without colour cod
 Indexes only grow between generations, as the sources' do, so the screen may read while a worker
 syncs.
 
-Repeated warnings fold (`tuitrain.runs.warning_fold.WarningFold`, one rule for the app's log views and `tuitrain
+Repeated warnings fold (`tuitrain.runs.view.warning_fold.WarningFold`, one rule for the app's log views and `tuitrain
 logs`); `FoldedWarnings` is that fold as a line source over another one, synced as `FilteredLog` is."""
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import re
 from array import array
 from bisect import bisect_left, bisect_right
 
-from tuitrain.runs.logfile import MAX_LINE_BYTES, plain_text
-from tuitrain.runs.warning_fold import DIM, WarningFold
+from tuitrain.runs.view.logfile import MAX_LINE_BYTES, plain_text
+from tuitrain.runs.view.warning_fold import DIM, WarningFold
 from tuitrain.tui.line_source import LineSource
 
 

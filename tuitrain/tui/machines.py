@@ -5,7 +5,7 @@ run.json of such a run lists its `machines` (host as the profile names it, machi
 num_processes, env); ranks/rank-K.json say the host each rank really ran on (its hostname) and a
 pid that lives on THAT host. A pid of another machine means nothing here: it may even be a
 stranger's local process. So the sampler owns only the ranks of this machine (the rule is
-`runs.owners.rank_is_here`), and the monitor labels ranks and logs by machine.
+`runs.view.owners.rank_is_here`), and the monitor labels ranks and logs by machine.
 
 Machines are told apart by their index (machine_rank), never by hostname: containers and cloned VMs
 share one. Which of them is this one (`machine_is_here`): one whose rank is a live process here (its
@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from tuitrain.runs.owners import same_host, this_host
+from tuitrain.runs.view.owners import same_host, this_host
 
 LOOPBACK = {"localhost", "127.0.0.1", "::1"}
 
@@ -48,7 +48,7 @@ def rank_list(ranks: tuple[int, ...] | list[int]) -> str:
 
 
 def short_name(hostname: str) -> str:
-    """`node1` of `Node1.cluster.local`: what runs.owners.same_host compares."""
+    """`node1` of `Node1.cluster.local`: what runs.view.owners.same_host compares."""
     return hostname.lower().split(".")[0]
 
 
@@ -65,7 +65,7 @@ def rank_machine(rank_record: Mapping[str, Any]) -> int | None:
 def rank_process_here(rank_record: Mapping[str, Any]) -> bool:
     """The record's pid is a live process of this machine started when the record says (a pid alone may be anyone's
     here, or another machine's)."""
-    from tuitrain.runs.process_tree import find
+    from tuitrain.rundir.process_tree import find
 
     pid, started = rank_record.get("pid"), rank_record.get("started")
     if not isinstance(pid, int) or isinstance(pid, bool) or not isinstance(started, (int, float)):

@@ -8,7 +8,7 @@ from textual.message import Message
 
 if TYPE_CHECKING:
     from tuitrain.hardware.sampler import SampledView
-    from tuitrain.runs.live import Change, RunRow
+    from tuitrain.runs.view.live import Change, RunRow
     from tuitrain.tui.run_table import HostRuns
 
 

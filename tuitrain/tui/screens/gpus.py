@@ -1,13 +1,14 @@
-"""GPUs, machine-wide (as nvitop or htop show them): every GPU with bars of its utilisation and memory (text that
-reads without colour), its utilisation's history, temperature and power; a MIG-enabled GPU's instances with their
-memory; and under each GPU its processes with user, command line, GPU memory and the run and rank that owns it. At
-80 columns the command, then the user, then (to a floor) the run and rank give way; the highlighted row is said
-whole on the line under the table. The figures are the app's hardware sampler's (a worker; command lines are read
-by one of this screen's); this screen only draws them. `o` sorts each GPU's processes, `k` ends one of the user's
-own processes (asks; SIGTERM, then SIGKILL after a grace, in a worker); a rank of a tuitrain run is stopped through
-its run instead. With workstations in the user's settings, each box's GPUs follow under a heading of its own,
-streamed by its tuitrain over Home's one connection to that box (`remote.runs_stream` with its GPUs; the app keeps
-them, `host_gpus`), never one of this screen's: read-only, since `k` ends only this machine's processes."""
+"""GPUs, machine-wide (as nvitop or htop show them): every GPU with bars of its utilisation and memory (text that reads
+without colour), their recent history as sparklines (the app's `gpu_history`), temperature and power; a MIG-enabled
+GPU's instances with their memory; and under each GPU its processes with user, command line, GPU memory and the run
+and rank that owns it. At 80 columns the command, then the user, then (to a floor) the run and rank give way; the
+highlighted row is said whole on the line under the table. The figures are the app's hardware sampler's (a worker;
+command lines are read by one of this screen's); this screen only draws them. `o` sorts each GPU's processes, `k`
+ends one of the user's own processes (asks; SIGTERM, then SIGKILL after a grace, in a worker); a rank of a tuitrain
+run is stopped through its run instead. With workstations in the user's settings, each box's GPUs follow under a
+heading of its own, streamed by its tuitrain over Home's one connection to that box (`remote.runs_stream` with its
+GPUs; the app keeps them, `host_gpus`), never one of this screen's: read-only, since `k` ends only this machine's
+processes."""
 
 from __future__ import annotations
 
@@ -25,11 +26,24 @@ from textual.widgets import DataTable, Static
 from tuitrain.hardware.devices import GpuInfo, GpuProcess, MigDevice, ProcessOwner
 from tuitrain.hardware.host import current_user
 from tuitrain.hardware.na import NA, NaType
-from tuitrain.hardware.processes import GRACE, SORTS, GpuProcessRow, command_line, process_rows, refusal, short_command, terminate
-from tuitrain.hardware.sampler import GpuPoint
+from tuitrain.hardware.processes import (
+    GRACE,
+    SORTS,
+    GpuProcessRow,
+    command_line,
+    process_rows,
+    refusal,
+    short_command,
+    sm_share,
+    terminate,
+    use_notes,
+    use_words,
+)
 from tuitrain.humanize import gib, gpu_memory
 from tuitrain.remote.workstations import LOCAL
-from tuitrain.runs.layout import RunPaths
+from tuitrain.rundir.layout import RunPaths
+from tuitrain.tui.failed_work import PassesFailedWorkUp
+from tuitrain.tui.gpu_history import Trace
 from tuitrain.tui.run_table import run_labels
 from tuitrain.tui.widgets.gpu_panel import spark
 from tuitrain.tui.widgets.key_bar import KeyBar
@@ -48,6 +62,7 @@ COLUMNS = ("GPU", "pid", "user", "command", "GPU memory", "run / rank")
 # the memory and (to its floor) the run and rank owning a process always show; the command takes what is left over
 SHRINKABLE = (("command", 16), ("user", 4), ("run / rank", 20), ("command", 8))
 GPU_ROW_HEIGHT = 2  # a GPU's name, temperature, memory and power; then its utilisation and memory bars, and history
+HISTORY_WORDS = len("util  mem ")  # around a GPU's two sparklines
 UTIL = "util"  # the utilisation bar's label
 VENDOR = "NVIDIA "  # every GPU here is one: its name in the table goes without it (whole on the detail line)
 
@@ -73,10 +88,19 @@ def _power(gpu: GpuInfo) -> str:
     return f"{gpu.power_draw:.0f}{limit} W"
 
 
-def gpu_cells(gpu: GpuInfo, history: Sequence[GpuPoint] = (), widths: Sequence[int] | None = None) -> list[Text]:
+def history_cell(trace: Trace | None, width: int) -> str:
+    """'util ▁▂▅▇ mem ▃▃▄▄': a GPU's recent utilisation and memory in use as two sparklines filling `width` cells (at
+    least 3 each); '' where no history is known yet."""
+    if not trace:
+        return ""
+    cells = max(3, (width - HISTORY_WORDS) // 2)
+    return f"{UTIL} {spark(trace.utilization, 1.0, cells)} mem {spark(trace.memory, 1.0, cells)}"
+
+
+def gpu_cells(gpu: GpuInfo, history: Trace | None = None, widths: Sequence[int] | None = None) -> list[Text]:
     """A GPU's own row, two lines high: its index over its temperature; its name over a bar of its utilisation;
-    its memory over a bar of it; its power over its utilisation's history. The bars fill `widths` (each column's
-    width; None: the least they need, to measure the row by)."""
+    its memory over a bar of it; its power over its utilisation's and memory's history (`history`). The bars fill
+    `widths` (each column's width; None: the least they need, to measure the row by)."""
     def width(column: str) -> int:
         return widths[COLUMNS.index(column)] if widths is not None else 0
 
@@ -87,8 +111,7 @@ def gpu_cells(gpu: GpuInfo, history: Sequence[GpuPoint] = (), widths: Sequence[i
     memory = gpu.memory_fraction if not gpu.lost else None
     util_bar = usage_bar(util, max(width("command"), least_width(UTIL)), UTIL)
     memory_bar = usage_bar(memory, max(width("GPU memory"), least_width()))
-    past = [p.utilization for p in history]
-    trend = f"{UTIL} " + spark(past, 100, max(4, width("run / rank") - len(UTIL) - 1)) if past else ""
+    trend = history_cell(history, width("run / rank"))
     return [_lines(Text(f"GPU {gpu.index}", style), temperature), Text(""), Text(""),
             _lines(Text(name, style), util_bar), _lines(gpu_memory(gpu.memory_used, gpu.memory_total, gpu.lost), memory_bar),
             _lines(_power(gpu), Text(trend, "green"))]
@@ -107,13 +130,15 @@ def owner_text(owner: ProcessOwner, label: str) -> str:
 
 
 def process_cells(row: GpuProcessRow, me: str, command: str = "", label: str = "") -> list[Text]:
-    """A process's row: its pid, user, `command` (with its arguments; default what the sampler saw), memory, and
-    the run (`label`: its short name, default its id) and rank owning it."""
+    """A process's row: its pid, user, `command` (with its arguments; default what the sampler saw), memory with its
+    SM share where the driver gives it (a GPU's detail line says why not), and the run (`label`: its short name,
+    default its id) and rank owning it."""
     proc = row.process
     style = "" if proc.user == me else "dim"
     owner = owner_text(proc.owner, label or proc.owner.run_id) if proc.owner is not None else "-"
+    memory = gib(proc.used_memory, unit=True) + (f" · SM {sm_share(proc)}" if proc.sm_util is not NA else "")
     return [Text(""), Text(str(proc.pid), style), _cut(str(proc.user), style), _cut(command or str(proc.command), style),
-            Text(gib(proc.used_memory, unit=True), style), _cut(owner, "cyan" if proc.owner is not None else style)]
+            Text(memory, style), _cut(owner, "cyan" if proc.owner is not None else style)]
 
 
 def _cell_width(cell: Text) -> int:
@@ -149,12 +174,13 @@ def column_widths(rows: list[list[Text]], room: int) -> tuple[int, ...]:
 
 
 def gpu_detail(gpu: GpuInfo) -> str:
-    """What the line under the table says of a highlighted GPU."""
+    """What the line under the table says of a highlighted GPU; and, where its processes' SM share or peak memory
+    reads N/A, why (`hardware.processes.use_notes`)."""
     parts = [f"GPU {gpu.index}: {gpu.name}", f"{gpu.uuid}", f"bus {gpu.pci_bus_id}",
              f"compute capability {gpu.compute_capability_text}"]
     if gpu.mig_enabled:
         parts.append(f"MIG on, {len(gpu.mig_devices)} instance(s)")
-    return " · ".join(parts)
+    return "\n".join([" · ".join(parts), *(note.replace(f" on GPU {gpu.index} ", " ") for note in use_notes((gpu,)))])
 
 
 def mig_detail(gpu: GpuInfo, mig: MigDevice) -> str:
@@ -162,12 +188,14 @@ def mig_detail(gpu: GpuInfo, mig: MigDevice) -> str:
             f"{gpu_memory(mig.memory_used, mig.memory_total)}")
 
 
-def process_detail(row: GpuProcessRow, command: str) -> str:
-    """A highlighted process, whole: who runs it where, the run and rank owning it, and its full command."""
+def process_detail(row: GpuProcessRow, command: str, gpu: GpuInfo | None = None) -> str:
+    """A highlighted process, whole: who runs it where, its SM share and peak memory where the driver gives either
+    (`gpu`: the GPU it is on; the GPU's own detail says why not), the run and rank owning it, and its full command."""
     proc = row.process
     owner = proc.owner.describe() if proc.owner is not None else "not a tuitrain run"
     said = f"$ {command}" if command != str(NA) else "its command cannot be seen from here (another container, or gone)"
-    return f"pid {proc.pid} ({proc.user}) on GPU {row.gpu}, {gib(proc.used_memory, unit=True)} · {owner}\n{said}"
+    use = f" · {use_words(gpu, proc)}" if gpu is not None and (proc.sm_util is not NA or proc.peak_memory is not NA) else ""
+    return f"pid {proc.pid} ({proc.user}) on GPU {row.gpu}, {gib(proc.used_memory, unit=True)}{use} · {owner}\n{said}"
 
 
 def box_heading(host: str, gpus: tuple[GpuInfo, ...] | None, problem: str | None) -> list[Text]:
@@ -189,10 +217,10 @@ class BoxesListed(Message):
         self.hosts = hosts
 
 
-Line = tuple[str, list[Text], "GpuProcessRow | GpuInfo | None", "Sequence[GpuPoint]"]  # key, cells, what, history
+Line = tuple[str, list[Text], "GpuProcessRow | GpuInfo | None", "Trace | None"]  # key, cells, what, history
 
 
-class GpusScreen(Screen):
+class GpusScreen(PassesFailedWorkUp, Screen):
     if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
         app = getters.app(TuitrainAppApi)
 
@@ -313,25 +341,26 @@ class GpusScreen(Screen):
         rows: list[Line] = []
         details: dict[str, str] = {}
         remote_rows: dict[str, tuple[str, GpuProcessRow]] = {}
+        kept = self.app.gpu_history
         if self.boxes:
-            rows.append(("host:local", box_heading(LOCAL, gpus, None), None, ()))
+            rows.append(("host:local", box_heading(LOCAL, gpus, None), None, None))
         for gpu in sorted(gpus, key=lambda g: g.index):
-            rows.append((f"gpu:{gpu.index}", gpu_cells(gpu, view.gpu_history.get(gpu.index, ())), gpu,
-                         view.gpu_history.get(gpu.index, ())))
+            trace = kept.trace(LOCAL, gpu.index)
+            rows.append((f"gpu:{gpu.index}", gpu_cells(gpu, trace), gpu, trace))
             details[f"gpu:{gpu.index}"] = gpu_detail(gpu)
             for mig in gpu.mig_devices:
-                rows.append((f"mig:{gpu.index}:{mig.index}", mig_cells(gpu, mig), None, ()))
+                rows.append((f"mig:{gpu.index}:{mig.index}", mig_cells(gpu, mig), None, None))
                 details[f"mig:{gpu.index}:{mig.index}"] = mig_detail(gpu, mig)
             for row in by_gpu.get(gpu.index, []):
                 command = self.command_of(row)
                 label = labels.get(row.process.owner.run_id, "") if row.process.owner is not None else ""
-                rows.append((row.key, process_cells(row, self.me, short_command(command), label), row, ()))
-                details[row.key] = process_detail(row, command)
+                rows.append((row.key, process_cells(row, self.me, short_command(command), label), row, None))
+                details[row.key] = process_detail(row, command, gpu)
         for host, (box, problem) in self.boxes.items():
-            rows.append((f"host:{host}", box_heading(host, box, problem), None, ()))
+            rows.append((f"host:{host}", box_heading(host, box, problem), None, None))
             details[f"host:{host}"] = problem or f"{host}: its GPUs, sampled there by its tuitrain; read-only here"
             for key, cells, shown, detail in self._box_lines(host, box or ()):
-                rows.append((key, cells, shown, ()))
+                rows.append((key, cells, shown, kept.trace(host, shown.index) if isinstance(shown, GpuInfo) else None))
                 details[key] = detail
                 if isinstance(shown, GpuProcessRow):
                     remote_rows[key] = (host, shown)
@@ -366,7 +395,8 @@ class GpusScreen(Screen):
         labels = run_labels({p.owner.run_id for g in gpus for p in g.processes if p.owner is not None}, self.app.clock())
         lines: list[tuple[str, list[Text], GpuProcessRow | GpuInfo | None, str]] = []
         for gpu in sorted(gpus, key=lambda g: g.index):
-            lines.append((f"{host}/gpu:{gpu.index}", gpu_cells(gpu), gpu, f"{host}: {gpu_detail(gpu)}"))
+            lines.append((f"{host}/gpu:{gpu.index}", gpu_cells(gpu, self.app.gpu_history.trace(host, gpu.index)), gpu,
+                          f"{host}: {gpu_detail(gpu)}"))
             for mig in gpu.mig_devices:
                 lines.append((f"{host}/mig:{gpu.index}:{mig.index}", mig_cells(gpu, mig), None,
                               f"{host}: {mig_detail(gpu, mig)}"))
@@ -375,7 +405,7 @@ class GpusScreen(Screen):
                 label = labels.get(owner.run_id, "") if owner is not None else ""
                 command = str(row.process.command)
                 lines.append((f"{host}/{row.key}", process_cells(row, self.me, short_command(command), label), row,
-                              f"{host}: {process_detail(row, command)}"))
+                              f"{host}: {process_detail(row, command, gpu)}"))
         return lines
 
     def _show_detail(self) -> None:

@@ -3,7 +3,7 @@ requests a live run honours (save, evaluate, stop, kill) or a new run (resume fr
 
 Over 600 lines on purpose: it is one screen's keys and the header they change, over one run's watch (`RunWatch`);
 what does not need the screen already lives apart (the log views, search bar, checkpoints table and GPU panel
-widgets, `runs.hang`, `runs.queue_view`, `tui.run_command`), and a further split would hand the screen's state
+widgets, `runs.view.hang`, `runs.queue.look`, `tui.run_command`), and a further split would hand the screen's state
 around by reference."""
 
 from __future__ import annotations
@@ -22,12 +22,13 @@ from textual.screen import Screen
 from textual.widgets import Static, TabbedContent, TabPane
 
 from tuitrain.humanize import duration, number
-from tuitrain.runs.hang import HUNG_LABEL, Hang, describe, waits_for
-from tuitrain.runs.live import RunWatch
-from tuitrain.runs.logfile import TRACEBACK
-from tuitrain.runs.record import FINAL_STATUSES
+from tuitrain.rundir.record import FINAL_STATUSES
+from tuitrain.runs.view.hang import HUNG_LABEL, Hang, describe, waits_for
+from tuitrain.runs.view.live import RunWatch
+from tuitrain.runs.view.logfile import TRACEBACK
 from tuitrain.slurm.state import job_id as slurm_job_id
-from tuitrain.tui.actions import elsewhere, run_request, wait_or_cancel
+from tuitrain.tui.actions import run_request, wait_or_cancel
+from tuitrain.tui.failed_work import PassesFailedWorkUp
 from tuitrain.tui.format import bar, short_metric, status_text
 from tuitrain.tui.machines import Machine, machine_of_rank, machines_line, run_machines, this_host
 from tuitrain.tui.widgets.checkpoints import CheckpointList
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
     from textual import getters
 
     from tuitrain.remote.run_mirror import MirrorNews
-    from tuitrain.runs.lineage import Lineage
+    from tuitrain.runs.view.lineage import Lineage
     from tuitrain.tui.app_api import TuitrainAppApi
 
 
@@ -54,7 +55,7 @@ def log_range(top: int, height: int, count: int) -> str:
     return f"lines {top + 1}-{min(count, top + height)} of {count}"
 
 
-class MonitorScreen(Screen):
+class MonitorScreen(PassesFailedWorkUp, Screen):
     if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
         app = getters.app(TuitrainAppApi)
 
@@ -89,7 +90,7 @@ class MonitorScreen(Screen):
         Binding("h", "stacks", "Stacks", show=False,
                 tooltip="Where every rank is: its stacks, all threads, and a digest (as `tuitrain stacks`)"),
     ]
-    HANG_POLL_SECONDS = 2.0  # how often the heartbeats are judged (runs.hang), as the supervisor does
+    HANG_POLL_SECONDS = 2.0  # how often the heartbeats are judged (runs.view.hang), as the supervisor does
 
     class Updated(Message):
         """The worker read something new; the screen refreshes from its RunWatch."""
@@ -97,9 +98,11 @@ class MonitorScreen(Screen):
         def can_replace(self, message: Message) -> bool:
             return isinstance(message, MonitorScreen.Updated)
 
-    def __init__(self, run_dir: Path) -> None:
+    def __init__(self, run_dir: Path, tab: str | None = None) -> None:
+        """`tab`: the pane to open on (`tab-rank-3`: that rank's log), in place of every rank's."""
         super().__init__()
         self.run_dir = Path(run_dir)
+        self.first_tab = tab
         self.run_watch = RunWatch(self.run_dir)
         self.lineage: Lineage | None = None  # a resumed run's ancestors' curves, read by the first poll
         self._landed = False
@@ -110,7 +113,7 @@ class MonitorScreen(Screen):
         self._status_lines = 0
         self.fold = self.run_watch.num_ranks > 1
         # a run on several machines: each machine's ranks, and its agent's log (logs/machine-M.log)
-        from tuitrain.runs.logfile import LogFile
+        from tuitrain.runs.view.logfile import LogFile
 
         self.hostname = this_host()
         self.machines: list[Machine] = run_machines(self.run_watch.record, hostname=self.hostname)
@@ -121,7 +124,7 @@ class MonitorScreen(Screen):
         self._shown = threading.Event()  # what the worker read last is on screen
         self._samples_changed = False
         self.job: str | None = None  # a Slurm run's job state, as the app's runs watcher reads it ("RUNNING", …)
-        self.hang: Hang | None = None  # runs.hang's verdict on the live run, read by the worker
+        self.hang: Hang | None = None  # runs.view.hang's verdict on the live run, read by the worker
         self.hang_digest: str | None = None  # the digest of the stacks taken during this hang (stacks/digest.json)
         self.hang_names: dict[int, str] = {}  # rank -> its process ("pid P on HOST"), for what a stop waits for
         self._hang_at = 0.0
@@ -172,6 +175,14 @@ class MonitorScreen(Screen):
         self.set_interval(1.0, self.update_header)
         self.call_after_refresh(self.follow_run)  # once the tabs have settled on their first pane
         self.query_one("#log-all", LogView).focus()
+        if self.first_tab is not None and self.query(f"#{self.first_tab}"):
+            self._landed = True  # asked for a pane: a failed run does not move it to its traceback's
+            self.action_show(self.first_tab)
+        elif self.first_tab is not None:
+            ranks = self.run_watch.num_ranks
+            self.notify(f"this run has {ranks} rank{'s' if ranks != 1 else ''} (0 to {ranks - 1}): every rank's log "
+                        "here, ] moves to the next tab", title=self.first_tab.removeprefix("tab-").replace("-", " "),
+                        severity="warning", markup=False)
 
     def on_unmount(self) -> None:
         if self.mirror is not None:
@@ -207,7 +218,7 @@ class MonitorScreen(Screen):
     def poll_mirrored_checkpoints(self) -> bool:
         """Another workstation's run: its checkpoints as the box sees them (the cache holds none)."""
         from tuitrain.remote.run_mirror import read_checkpoints
-        from tuitrain.runs.checkpoints import Checkpoint
+        from tuitrain.rundir.checkpoints import Checkpoint
 
         found = [Checkpoint(**{**c, "path": Path(c["path"]), "missing": tuple(c.get("missing") or ())})
                  for c in read_checkpoints(self.run_dir)]
@@ -218,7 +229,7 @@ class MonitorScreen(Screen):
 
     @work(thread=True, exclusive=True, group="monitor", exit_on_error=False)
     def follow_run(self) -> None:
-        from tuitrain.runs.lineage import read_lineage
+        from tuitrain.runs.view.lineage import read_lineage
 
         self.lineage = read_lineage(self.run_watch.paths, self.run_watch.record)  # ancestors have ended: read once
         while True:
@@ -243,7 +254,7 @@ class MonitorScreen(Screen):
         """The machine logs, and (every few seconds) the rank records that say where each rank runs."""
         import time
 
-        from tuitrain.runs.ranks import read_rank_records
+        from tuitrain.rundir.ranks import read_rank_records
 
         changed = False
         for log in self.machine_logs:
@@ -252,7 +263,7 @@ class MonitorScreen(Screen):
         now = time.monotonic()
         if now - self._rank_records_at > 3.0:
             self._rank_records_at = now
-            from tuitrain.runs.mirror import read_machine_samples
+            from tuitrain.runs.keeper.mirror import read_machine_samples
 
             samples = read_machine_samples(self.run_watch.paths)
             if samples != self.machine_samples:
@@ -268,14 +279,14 @@ class MonitorScreen(Screen):
         return changed
 
     def poll_hang(self) -> bool:
-        """Every HANG_POLL_SECONDS: is the run hung? (runs.hang, which ranks, since when, stragglers) and the digest of
+        """Every HANG_POLL_SECONDS: is the run hung? (runs.view.hang, which ranks, since when, stragglers) and the digest of
         the stacks taken since its ranks stopped; True when the verdict changed."""
         now = time.monotonic()
         if now - self._hang_at < self.HANG_POLL_SECONDS:
             return False
         self._hang_at = now
-        from tuitrain.runs.hang import process_names, run_hang
-        from tuitrain.runs.stacks import digest_text, read_digest
+        from tuitrain.runs.view.hang import process_names, run_hang
+        from tuitrain.runs.view.stacks import digest_text, read_digest
 
         hang = run_hang(self.run_watch.paths, self.run_watch.record, now=self.app.clock())
         if hang is not None and hang.hung and self.run_watch.record.get("status") == "stopping":
@@ -289,7 +300,7 @@ class MonitorScreen(Screen):
         return changed
 
     def hang_lines(self) -> list[Text]:
-        """What the header says of a hang or a straggler, as `tuitrain status` says it (runs.hang.describe)."""
+        """What the header says of a hang or a straggler, as `tuitrain status` says it (runs.view.hang.describe)."""
         if self.hang is None or self.run_watch.status not in ("running", "stopping"):
             return []
         said = describe(self.hang, self.app.clock())
@@ -400,7 +411,7 @@ class MonitorScreen(Screen):
             elif end:
                 line2.append(f"  elapsed {duration(end - started)}")
         lines = [line1, line2, *hang_lines]
-        if w.queue is not None:  # queued: its place and what it waits for (runs.queue_view), read by the worker
+        if w.queue is not None:  # queued: its place and what it waits for (runs.queue.look), read by the worker
             place, *waits = w.queue.words()
             lines += [Text.assemble(place, (" · s: cancel", "bold"), style="yellow", no_wrap=True),
                       *(Text(wait, style="yellow", no_wrap=True) for wait in waits)]
@@ -684,13 +695,6 @@ class MonitorScreen(Screen):
         self.app.push_screen(ConfirmScreen(f"Kill run {self.run_watch.paths.id}?\nEvery process ends now: no checkpoint "
                                            "is saved (SIGTERM, then SIGKILL).", yes="Kill"), answered)
 
-    def _elsewhere(self, command: str, note: str = "") -> bool:
-        """Another workstation's run, for what the app does not do there yet: said how to, True."""
-        said = elsewhere(self.run_dir, command, note)
-        if said:
-            self.notify(said, title=str(self.host), timeout=10)
-        return said is not None
-
     def _request(self, what: str) -> None:
         self.run_worker(lambda: run_request(self.app, self.run_dir, what), thread=True, group="control",
                         exit_on_error=False)
@@ -730,13 +734,12 @@ class MonitorScreen(Screen):
         self.app.push_screen(ResumeScreen(self.run_dir, checkpoint, self.app.launch_overrides))
 
     def action_export(self) -> None:
-        """The export dialog (best, last or selected checkpoint; a folder), then `tuitrain export` in a worker."""
-        from tuitrain.runs.checkpoints import latest_complete
+        """The export dialog (best, last or selected checkpoint; a folder), then `tuitrain export` in a worker;
+        another workstation's run's checkpoints (as its box sees them) into a folder there."""
+        from tuitrain.rundir.checkpoints import latest_complete
         from tuitrain.tui.screens.export import ExportChoice, ExportScreen
         from tuitrain.tui.widgets.checkpoints import best_checkpoint
 
-        if self._elsewhere("tuitrain export {host}:{run} OUT", "OUT: a new folder on {host}"):
-            return
         w = self.run_watch
         complete = {c.path: c for c in w.checkpoints if c.complete}
         last = latest_complete(list(complete.values()))
@@ -745,15 +748,20 @@ class MonitorScreen(Screen):
             return
         picked = [("best", best_checkpoint(w)), ("last", last.path), ("selected", self.selected_checkpoint())]
         choices = [ExportChoice(kind, path, complete[path].step) for kind, path in picked if path is not None and path in complete]
-        self.app.push_screen(ExportScreen(w.paths.id, w.output_dir, choices), self._export)
+        self.app.push_screen(ExportScreen(w.paths.id, w.output_dir, choices, self.host), self._export)
 
     def _export(self, request: object) -> None:
         from tuitrain.tui.screens.export import ExportRequest, run_export
 
         if not isinstance(request, ExportRequest):
             return
-        runs_root, run_id = self.run_dir.parent, self.run_watch.paths.id
-        self.notify(f"{request.checkpoint.name} into {self.app.show_path(request.out)}…", title="Exporting")
+        if self.host:  # `tuitrain export HOST:RUN OUT`: run there, its folder that box's
+            runs_root, run_id = self.app.runs_root, f"{self.host}:{self.run_watch.paths.id}"
+            where = f"{request.out} on {self.host}"
+        else:
+            runs_root, run_id = self.run_dir.parent, self.run_watch.paths.id
+            where = self.app.show_path(request.out)
+        self.notify(f"{request.checkpoint.name} into {where}…", title="Exporting")
 
         def work() -> None:
             done, line = run_export(runs_root, run_id, request)

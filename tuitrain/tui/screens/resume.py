@@ -18,12 +18,14 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
+from tuitrain.errors import TuitrainError
+from tuitrain.tui.failed_work import PassesFailedWorkUp
 from tuitrain.tui.messages import RunStarted
 
 if TYPE_CHECKING:
     from textual import getters
 
-    from tuitrain.runs.checkpoints import Checkpoint
+    from tuitrain.rundir.checkpoints import Checkpoint
     from tuitrain.tui.app_api import TuitrainAppApi
 
 
@@ -40,7 +42,7 @@ def override_problems(profile: Path, overrides: Sequence[str], checkpoint: Check
     `checkpoint` to resume from, also what `tuitrain resume` refuses against it (another base, nothing left
     to train)."""
     from tuitrain.profile import ProfileError, load_profile
-    from tuitrain.runs.relaunch import checkpoint_refusal
+    from tuitrain.runs.start.from_profile import checkpoint_refusal
 
     try:
         loaded = load_profile(profile, list(overrides))
@@ -63,7 +65,7 @@ def box_checkpoint(found: Sequence[dict], ref: str) -> dict | None:
     return next((c for c in complete if ref in (str(c.get("path")), Path(str(c.get("path"))).name)), None)
 
 
-class ResumeScreen(ModalScreen[None]):
+class ResumeScreen(PassesFailedWorkUp, ModalScreen[None]):
     if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
         app = getters.app(TuitrainAppApi)
 
@@ -117,16 +119,16 @@ class ResumeScreen(ModalScreen[None]):
 
     @work(thread=True, group="resume-checkpoint", exit_on_error=False)
     def _find_checkpoint(self) -> None:
-        from tuitrain.runs.layout import RunPaths
-        from tuitrain.runs.record import RunRecordError, read_record
-        from tuitrain.runs.relaunch import ResumeError, choose_checkpoint
+        from tuitrain.rundir.layout import RunPaths
+        from tuitrain.rundir.record import read_record
+        from tuitrain.runs.start.from_profile import choose_checkpoint
 
         if self.elsewhere is not None:
             self.app.call_from_thread(self._show_checkpoint, self._box_checkpoint_line(*self.elsewhere))
             return
         try:
             chosen = choose_checkpoint(read_record(RunPaths(self.run_dir)), self.checkpoint)
-        except (ResumeError, RunRecordError, OSError, KeyError) as exc:
+        except (TuitrainError, OSError, KeyError) as exc:  # said in the dialog, where the checkpoint would be
             self.app.call_from_thread(self._show_checkpoint, f"[red]{_escape(str(exc))}[/]")
             return
         self.app.call_from_thread(self._show_checkpoint,
@@ -165,7 +167,7 @@ class ResumeScreen(ModalScreen[None]):
 
     @work(thread=True, group="resume-check", exit_on_error=False)
     def _validate(self, overrides: list[str], number: int, chosen: Checkpoint | None) -> None:
-        from tuitrain.runs.layout import RunPaths
+        from tuitrain.rundir.layout import RunPaths
 
         problems = override_problems(RunPaths(self.run_dir).profile, overrides, chosen)
         self.app.call_from_thread(self._show_problems, problems, number)
@@ -192,31 +194,21 @@ class ResumeScreen(ModalScreen[None]):
     def start(self, overrides: list[str]) -> None:
         """Checked once more as the CLI checks them, then the run's own backend resumes it, as `tuitrain resume`
         does (a Slurm run is submitted again; a run on several machines starts on them)."""
-        from tuitrain.backends import for_run
-        from tuitrain.profile import ProfileError
-        from tuitrain.runs.layout import RunPaths
-        from tuitrain.runs.record import RunRecordError, read_record
-        from tuitrain.runs.relaunch import ResumeError
-        from tuitrain.runs.start import StartError
+        from tuitrain.rundir.layout import RunPaths
+        from tuitrain.tui.actions import resume_here
 
         if self.elsewhere is not None:
             self._start_there(*self.elsewhere, overrides)
             return
-        parent = RunPaths(self.run_dir)
-        problems = override_problems(parent.profile, overrides)
+        problems = override_problems(RunPaths(self.run_dir).profile, overrides)
         if problems:
             self.app.call_from_thread(self._failed, problems)
             return
-        try:
-            resumed = for_run(read_record(parent)).resume(parent, self.app.runs_root, self.checkpoint, overrides,
-                                                          cwd=self.app.cwd)
-        except ProfileError as exc:
-            self.app.call_from_thread(self._failed, [str(p) for p in exc.problems])
+        new_dir, said = resume_here(self.run_dir, self.app.runs_root, self.checkpoint, overrides, self.app.cwd)
+        if new_dir is None:
+            self.app.call_from_thread(self._failed, said.splitlines())
             return
-        except (ResumeError, StartError, RunRecordError, OSError) as exc:
-            self.app.call_from_thread(self._failed, [str(exc)])
-            return
-        self.app.call_from_thread(self._started, str(resumed.paths.root), resumed.note)
+        self.app.call_from_thread(self._started, str(new_dir), said)
 
     def _start_there(self, host: str, run_id: str, overrides: list[str]) -> None:
         from tuitrain.tui.actions import remote_resume

@@ -15,17 +15,17 @@ from textual.coordinate import Coordinate
 from textual.widgets import DataTable, Static
 
 from tuitrain.humanize import number, size
-from tuitrain.runs.live import is_metric
+from tuitrain.runs.view.live import is_metric
 from tuitrain.tui.format import clock, short_metric
 
 if TYPE_CHECKING:
-    from tuitrain.runs.live import RunWatch
+    from tuitrain.runs.view.live import RunWatch
 
 COLUMNS = ("STEP", "BEST", "STATE", "WRITTEN", "SIZE", "METRICS")
 
 
 def best_checkpoint(watch: RunWatch) -> Path | None:
-    """The run's best checkpoint (`runs.best`, as its events tell it: the one rotation keeps and the header names),
+    """The run's best checkpoint (`rundir.best`, as its events tell it: the one rotation keeps and the header names),
     while it is on disk; None before any."""
     step = watch.events.best_step
     return next((c.path for c in watch.checkpoints if c.step == step), None) if step is not None else None

@@ -28,7 +28,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widget import Widget
 
-from tuitrain.runs.logfile import display_text
+from tuitrain.runs.view.logfile import display_text
 from tuitrain.tui.format import RANK_STYLES
 from tuitrain.tui.line_source import LineSource
 from tuitrain.tui.log_filter import FilteredLog, FoldedWarnings

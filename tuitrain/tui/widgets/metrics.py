@@ -15,7 +15,7 @@ from typing import Any, Mapping
 from textual.app import ComposeResult
 from textual.containers import Vertical
 
-from tuitrain.runs.live import is_metric
+from tuitrain.runs.view.live import is_metric
 from tuitrain.tui.format import short_metric
 from tuitrain.tui.widgets.plot import Line, LinePlot
 
@@ -93,7 +93,7 @@ class MetricsPanel(Vertical):
              ended: str | None = None) -> None:
         """`series`: a run's series by name (each with .steps and .values), as RunWatch folds them; `live`:
         the run still trains (it can be asked to evaluate now); `lineage`: where the points before the run's
-        own come from, for a resumed run (tuitrain.runs.lineage); `ended`: how a run that no longer trains ended
+        own come from, for a resumed run (tuitrain.runs.view.lineage); `ended`: how a run that no longer trains ended
         (its plots without values say that none will come, never that they wait)."""
         self.query_one("#plot-loss", LinePlot).set_title(f"loss · {lineage}" if lineage else "loss")
         loss_lines = []

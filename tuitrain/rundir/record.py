@@ -1,0 +1,263 @@
+"""run.json: the record of one run. Written atomically; its status only moves forward."""
+
+from __future__ import annotations
+
+import errno
+import time
+from typing import Any, TypedDict, Unpack
+
+from tuitrain.atomic import read_json, write_json_atomic
+from tuitrain.errors import TuitrainError
+from tuitrain.rundir.disk_space import disk_full, names_full_disk
+from tuitrain.rundir.layout import RunPaths
+
+STATUS_ORDER = ("planned", "queued", "starting", "running", "stopping", "finished", "stopped", "killed", "failed", "lost",
+                "cancelled")
+# queued: its supervisor waits for its turn (tuitrain.runs.queue.wait); cancelled: dropped while queued, it never
+# started; stopped: ended by a stop that saved a checkpoint; killed: ended by `stop --now` (nothing saved);
+# lost: its supervisor died without recording an end (found by a viewer once no process is left).
+FINAL_STATUSES = frozenset({"finished", "stopped", "killed", "failed", "lost", "cancelled"})
+
+
+class RunPids(TypedDict, total=False):
+    supervisor: int
+    launcher: int
+    ranks: dict[str, int]  # global rank -> pid
+
+
+class ProcessIdentity(TypedDict):
+    """A process as run.json names it (`process_tree.identity`): its pid and start time, so a reused pid is told apart."""
+
+    pid: int
+    started: float | None
+
+
+class QueueDependency(TypedDict):
+    """A run a queued run waits for (`runs.queue.entries.Dependency`): any end, or only `finished` (`ok`)."""
+
+    run: str
+    run_dir: str
+    ok: bool
+
+
+class QueueChoice(TypedDict):
+    """The GPUs the queue chose for `gpus = N`, and why."""
+
+    gpus: list[int]
+    why: str
+    at: float
+
+
+class QueueSweep(TypedDict):
+    """The sweep a queued run belongs to (`run --sweep`): its id, this run's place in it, what it sets."""
+
+    id: str
+    index: int  # of `of`, from 1
+    of: int
+    label: str
+
+
+class QueueRecord(TypedDict, total=False):
+    """What a queued run's record keeps of its queueing (`runs.queue.entries.queue_fields`)."""
+
+    dir: str
+    gpus: list[int]  # the NVML indices it claims
+    after: list[QueueDependency]
+    chosen: QueueChoice
+    sweep: QueueSweep
+
+
+class SlurmRequeue(TypedDict):
+    """One earlier attempt of a requeued Slurm job (`slurm.agent.restart_fields`)."""
+
+    restart: int
+    time: float
+    previous: str | None
+    error: str | None
+    resume_from: str | None
+
+
+class SlurmRecord(TypedDict, total=False):
+    """A Slurm run's job: what it was submitted with (`slurm.submit`), where node 0 runs, the job's final state."""
+
+    job_id: str | None
+    script: str
+    partition: str | None
+    time: str | None
+    account: str | None
+    warning_seconds: int
+    requeue: bool
+    nodes: int
+    gpus_per_node: int
+    host: str
+    state: str | None
+    requeued: list[SlurmRequeue]
+
+
+class HangRecord(TypedDict):
+    """A hang the supervisor found: since when, its stalled ranks, what it said of them."""
+
+    since: float | None
+    ranks: list[int]
+    cause: str | None
+
+
+class MachineEntry(TypedDict, total=False):
+    """One machine of a run over SSH, as its plan was made at home (`launch.machines.MachinePlan.to_dict`)."""
+
+    host: str
+    machine_rank: int
+    python: str
+    workdir: str
+    node_dir: str
+    argv: list[str]
+    command: str
+    env: dict[str, str]
+    accelerate_config: dict[str, Any]
+    num_processes: int
+    accelerator: str
+    network_interface: str | None
+    notes: list[str]
+
+
+class RunRecord(TypedDict, total=False):
+    """run.json: every key it may hold (docs/architecture.md 3.3); tests/test_run_record_keys.py keeps it whole."""
+
+    id: str
+    profile: str
+    status: str  # one of STATUS_ORDER
+    created: float
+    started: float | None
+    ended: float | None
+    argv: list[str]  # the launcher's command line
+    env: dict[str, str]  # added to the launcher's environment
+    num_processes: int  # in all
+    num_machines: int
+    pids: RunPids
+    processes: dict[str, ProcessIdentity | None]  # role (supervisor, launcher, `rank K`, `ssh HOST`) -> process
+    exit_codes: dict[str, int | str | None] | None  # "launcher" or a rank -> its code, or "killed"
+    failed_rank: int | None
+    error: str | None  # why the run ended, in one line, when it did not finish
+    parent: str | None  # the run this one resumes
+    resume_from: str | None  # the checkpoint it resumes from
+    output_dir: str | None
+    output_removed: float  # when the supervisor found the output folder removed under the run (and made it again)
+    main_process_port: int | None
+    accelerator: str
+    accelerator_why: str  # how `auto` chose it ("accelerator auto → cuda: 1 NVIDIA GPU(s) found"); absent where asked
+    profile_path: str | None  # the profile file it was started from
+    cwd: str
+    max_steps: int | None
+    # several machines over SSH, each a MachineEntry (list[MachineEntry] once MachineLinks' MachineLink.machine
+    # and setup_message take one)
+    machines: list[dict[str, Any]]
+    ssh_config: str | None
+    queue: QueueRecord
+    slurm: SlurmRecord
+    hang: HangRecord
+    machine_rank: int  # a machine's own record (an SSH machine's, a Slurm node's)
+    home: str | None  # a machine's own record: home's run directory (Slurm) or host (SSH)
+
+
+class RunRecordError(TuitrainError):
+    """A run.json that cannot be read or a status change that would move backwards."""
+
+
+def now() -> float:
+    return time.time()
+
+
+# What the record of one machine's part of a run (an SSH machine's, a Slurm node's) takes from the run's own.
+INHERITED_KEYS = ("num_processes", "num_machines", "main_process_port", "output_dir", "parent", "resume_from", "max_steps",
+                  "accelerator")
+
+
+def new_record(run_id: str, profile_name: str, **fields: Unpack[RunRecord]) -> RunRecord:
+    record: RunRecord = {
+        "id": run_id,
+        "profile": profile_name,
+        "status": "starting",
+        "created": now(),
+        "started": None,
+        "ended": None,
+        "argv": [],
+        "env": {},
+        "num_processes": 1,
+        "num_machines": 1,
+        "pids": {},
+        "exit_codes": {},
+        "failed_rank": None,
+        "error": None,  # why the run ended, in one line, when it did not finish
+        "parent": None,
+        "resume_from": None,
+        "output_dir": None,
+        "main_process_port": None,
+    }
+    record.update(fields)
+    return record
+
+
+def read_record(paths: RunPaths) -> RunRecord:
+    try:
+        return read_json(paths.record)
+    except FileNotFoundError as exc:
+        raise RunRecordError(f"{paths.root}: not a run directory (no run.json)") from exc
+    except ValueError as exc:
+        raise RunRecordError(f"{paths.record}: unreadable ({exc})") from exc
+
+
+def can_move(current: str, new: str) -> bool:
+    if current == new:
+        return True
+    if current in FINAL_STATUSES:
+        return False
+    return STATUS_ORDER.index(new) > STATUS_ORDER.index(current)
+
+
+def update_record(paths: RunPaths, **fields: Unpack[RunRecord]) -> RunRecord:
+    """Merge fields into run.json; a status that would move backwards is ignored, not written."""
+    record = read_record(paths)
+    status = fields.get("status")
+    if status is not None and not can_move(record["status"], status):
+        del fields["status"]
+    record.update(fields)
+    write_json_atomic(paths.record, record)
+    return record
+
+
+def record_end(paths: RunPaths, **fields: Unpack[RunRecord]) -> RunRecord:
+    """`update_record` for the run's last words: on a full disk it gives up the space reserve
+    (made at the run's start) so that how the run ended is still written, and an error then says the disk is full."""
+    try:
+        record = update_record(paths, **fields)
+    except OSError as exc:
+        if exc.errno != errno.ENOSPC or not paths.space_reserve.exists():
+            raise
+        paths.space_reserve.unlink()
+        error = fields.get("error")
+        if error and not names_full_disk(error):  # the run's cause may not have met the full disk: its record did
+            fields["error"] = f"{error} — {disk_full([paths.root]) or f'the disk holding {paths.root} is full'}"
+        return update_record(paths, **fields)
+    if record.get("status") in FINAL_STATUSES:
+        try:
+            paths.space_reserve.unlink()
+        except OSError:
+            pass
+    return record
+
+
+SPACE_RESERVE_BYTES = 256 * 1024
+
+
+def reserve_space(paths: RunPaths) -> None:
+    """Set aside a little disk for the run's last words (see `record_end`)."""
+    try:
+        with open(paths.space_reserve, "wb") as handle:
+            handle.write(b"\0" * SPACE_RESERVE_BYTES)
+    except OSError:
+        pass  # no room even for this: the record is written as usual, or fails loudly
+
+
+
+def write_record(paths: RunPaths, record: RunRecord) -> None:
+    write_json_atomic(paths.record, record)

@@ -1,0 +1,367 @@
+"""What differs between two runs, one line each, the likeliest causes of a different result first: data, code,
+the profile (TrainingArguments as the Trainer saw them where both runs wrote training_args.json), then versions,
+hardware and host, from each machine's manifest (tuitrain.runs.keeper.manifest). A resumed run names its lineage.
+
+`read_facts` reads a run directory; everything else takes data and returns data (`diff_runs`, `machine_differences`,
+`Difference.line`). `tuitrain diff` and the app's Compare screen print the lines.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from tuitrain.rundir.layout import RunPaths
+
+KIND_ORDER = ("lineage", "data", "code", "profile", "versions", "hardware", "host", "note")
+DATA_KEYS = ("data.train_file", "data.validation_file")
+CODE_KEYS = ("script.path", "script.module", "script.workdir", "script.args")
+# TrainingArguments fields that name this run rather than how it trains (its output folder is <run dir>/…: read as
+# "<run>/…" on both sides, so only an output_dir set apart in the profile shows)
+RUN_OWN_ARGS = frozenset({"logging_dir"})
+# a TrainingArguments field the profile sets under another name: not said twice
+ARG_ALIASES = {"seed": "run.seed"}
+VERSION_FIELDS = (("cuda", "torch CUDA"), ("hip", "torch HIP"), ("cudnn", "cuDNN"), ("nccl", "NCCL"))
+MISSING = "(absent)"
+NO_DIFFERENCE = "no difference found in the profile, TrainingArguments, data files, code, versions or hardware"
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What `diff_runs` compares of one run."""
+
+    id: str
+    root: str
+    record: Mapping[str, Any]
+    profile: Mapping[str, Any]  # the frozen profile.toml, defaults filled in
+    training_args: Mapping[str, Any] | None  # training_args.json, None before rank 0 wrote it
+    manifests: Mapping[int, Mapping[str, Any]]  # machine rank → its manifest
+    ancestors: tuple[tuple[str, int], ...] = ()  # (run id, step of the checkpoint its child resumed from), oldest first
+    damaged: Mapping[int, str] = field(default_factory=dict)  # machine rank → why its manifest is unreadable
+
+
+@dataclass(frozen=True)
+class Difference:
+    kind: str  # one of KIND_ORDER
+    key: str
+    a: Any = None
+    b: Any = None
+    machine: str | None = None  # "machine 1 (gpu-b)" in a run on several machines
+    text: str | None = None  # a line of its own instead of "a → b" (lineage, notes)
+
+    def line(self) -> str:
+        where = f"{self.machine}: " if self.machine else ""
+        body = self.text if self.text is not None else f"{value_text(self.a)} → {value_text(self.b)}"
+        return f"{self.kind:<9} {where}{self.key}  {body}".rstrip()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "key": self.key, "a": self.a, "b": self.b, "machine": self.machine,
+                "text": self.text, "line": self.line()}
+
+
+def value_text(value: Any) -> str:
+    if value is None:
+        return MISSING
+    if isinstance(value, str):
+        return value if value else '""'
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+# ---------------------------------------------------------------------------------------------- reading a run
+def read_facts(paths: RunPaths, record: Mapping[str, Any]) -> RunFacts:
+    from tuitrain.profile.schema import Profile, settings_with_defaults
+    from tuitrain.runs.keeper.manifest import damaged_manifests, read_frozen_profile, read_manifests
+    from tuitrain.runs.view.lineage import read_lineage
+
+    frozen = read_frozen_profile(paths)
+    try:
+        profile: Mapping[str, Any] = settings_with_defaults(Profile(path=None, data=frozen)) if frozen else {}
+    except Exception:  # noqa: BLE001 — a damaged frozen profile compares as written
+        profile = frozen
+    try:
+        args = json.loads(paths.training_args.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        args = None
+    ancestors = tuple((a.run_id, a.until_step) for a in read_lineage(paths, record).ancestors)
+    return RunFacts(paths.id, str(paths.root), record, profile, args if isinstance(args, dict) else None,
+                    read_manifests(paths.root), ancestors, damaged_manifests(paths.root))
+
+
+# ---------------------------------------------------------------------------------------------- comparing
+def flatten(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """{"training": {"learning_rate": 1e-3}} → {"training.learning_rate": 1e-3}; lists stay values."""
+    out: dict[str, Any] = {}
+    for key, value in table.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(flatten(value, name + "."))
+        else:
+            out[name] = value
+    return out
+
+
+def _own(value: Any, root: str) -> Any:
+    """A value with the run's own directory read as <run> (its default output folder is its own on each side)."""
+    if isinstance(value, str) and root and root in value:
+        return value.replace(root, "<run>")
+    if isinstance(value, list):
+        return [_own(v, root) for v in value]
+    if isinstance(value, dict):
+        return {k: _own(v, root) for k, v in value.items()}
+    return value
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) \
+            and not isinstance(b, bool):
+        return float(a) == float(b)
+    return bool(a == b)
+
+
+def profile_differences(a: RunFacts, b: RunFacts) -> list[Difference]:
+    """The frozen profiles' keys (data files and the script aside), [training] as the Trainer saw it where both runs
+    have training_args.json."""
+    fa, fb = flatten(_own(dict(a.profile), a.root)), flatten(_own(dict(b.profile), b.root))
+    both_args = a.training_args is not None and b.training_args is not None
+    out: list[Difference] = []
+    for key in sorted({*fa, *fb}):
+        if key in DATA_KEYS or key in CODE_KEYS or (both_args and key.startswith("training.")):
+            continue
+        if not _same(fa.get(key), fb.get(key)):
+            out.append(Difference("profile", key, fa.get(key), fb.get(key)))
+    if both_args:
+        assert a.training_args is not None and b.training_args is not None
+        ta, tb = _own(dict(a.training_args), a.root), _own(dict(b.training_args), b.root)
+        said = {d.key for d in out}
+        for key in sorted({*ta, *tb}):
+            if key in RUN_OWN_ARGS or ARG_ALIASES.get(key) in said:
+                continue
+            if not _same(ta.get(key), tb.get(key)):
+                out.append(Difference("profile", f"training.{key}", ta.get(key), tb.get(key)))
+    return out
+
+
+def code_differences(a: RunFacts, b: RunFacts) -> list[Difference]:
+    """The script the profile names (path, module, arguments) as a code line."""
+    fa, fb = flatten(dict(a.profile)), flatten(dict(b.profile))
+    return [Difference("code", key, fa.get(key), fb.get(key)) for key in CODE_KEYS
+            if not _same(fa.get(key), fb.get(key))]
+
+
+def _data_map(manifest: Mapping[str, Any] | None) -> dict[str, Mapping[str, Any]]:
+    return {str(d.get("key")): d for d in (manifest or {}).get("data") or [] if isinstance(d, Mapping)}
+
+
+def _file_text(path: Any, fact: Mapping[str, Any] | None, show_path: bool) -> str:
+    if fact is None:
+        return value_text(path)
+    digest = fact.get("sha256")
+    said = f"sha256 {digest[:12]}" if digest else str(fact.get("error") or "not hashed")
+    size = fact.get("size")
+    said += f", {size} bytes" if isinstance(size, int) else ""
+    return f"{path} ({said})" if show_path else said
+
+
+def data_differences(a: RunFacts, b: RunFacts, machines: list[tuple[int, str | None]]) -> list[Difference]:
+    """Each data file by path, then by content on each machine (each reads its own copy)."""
+    fa, fb = flatten(dict(a.profile)), flatten(dict(b.profile))
+    out: list[Difference] = []
+    for key in DATA_KEYS:
+        pa, pb = fa.get(key), fb.get(key)
+        if not _same(pa, pb):  # another file: said once, with the first machine's hashes
+            first = machines[0][0]
+            da, db = _data_map(a.manifests.get(first)).get(key), _data_map(b.manifests.get(first)).get(key)
+            out.append(Difference("data", key, pa, pb, None, f"{_file_text(pa, da, True)} → {_file_text(pb, db, True)}"))
+            continue
+        for rank, label in machines:
+            da, db = _data_map(a.manifests.get(rank)).get(key), _data_map(b.manifests.get(rank)).get(key)
+            ha, hb = (da or {}).get("sha256"), (db or {}).get("sha256")
+            if ha and hb and ha != hb:
+                out.append(Difference("data", key, pa, pb, label,
+                                      f"{pa}: content differs: {_file_text(pa, da, False)} → {_file_text(pb, db, False)}"))
+    return out
+
+
+def _code_state(entry: Mapping[str, Any] | None) -> tuple[Any, ...] | None:
+    if entry is None:
+        return None
+    return (entry.get("root"), entry.get("commit"), bool(entry.get("dirty")), entry.get("diff_sha256"),
+            tuple(entry.get("untracked") or ()))
+
+
+def code_text(entry: Mapping[str, Any] | None) -> str:
+    """"abc1234 (main), dirty: 2 changed, 1 untracked" — or that the folder is no git repository."""
+    if entry is None:
+        return "not a git repository"
+    commit = str(entry.get("commit") or "no commit")[:12]
+    text = f"{entry.get('root')} {commit}" + (f" ({entry['branch']})" if entry.get("branch") else "")
+    if entry.get("dirty"):
+        parts = [f"{entry.get('changed') or 0} changed"]
+        if entry.get("untracked"):
+            parts.append(f"{len(entry['untracked'])} untracked")
+        text += ", dirty: " + ", ".join(parts)
+    return text
+
+
+def gpu_text(gpus: Mapping[str, Any] | None) -> str | None:
+    """"2 × NVIDIA H100 80GB HBM3 (80 GiB)", "none" — the models and memory of the GPUs a run used."""
+    if gpus is None:
+        return None
+    devices = gpus.get("devices") or []
+    if not devices:
+        return "none"
+    names: dict[str, int] = {}
+    for device in devices:
+        memory = device.get("memory_total")
+        name = f"{device.get('name') or '?'}" + (f" ({memory / 1024:.0f} GiB)" if isinstance(memory, int) else "")
+        names[name] = names.get(name, 0) + 1
+    return ", ".join(f"{count} × {name}" for name, count in names.items())
+
+
+def manifest_differences(ma: Mapping[str, Any], mb: Mapping[str, Any], label: str | None) -> list[Difference]:
+    """Two machines' manifests (of two runs, or two machines of one run): code, versions, hardware, host."""
+    out: list[Difference] = []
+    code_a = {str(c.get("role")): c for c in ma.get("code") or [] if isinstance(c, Mapping)}
+    code_b = {str(c.get("role")): c for c in mb.get("code") or [] if isinstance(c, Mapping)}
+    for role in sorted({*code_a, *code_b}):
+        if _code_state(code_a.get(role)) != _code_state(code_b.get(role)):
+            out.append(Difference("code", role, None, None, label,
+                                  f"{code_text(code_a.get(role))} → {code_text(code_b.get(role))}"))
+    va = {"python": (ma.get("python") or {}).get("version"), **(ma.get("packages") or {})}
+    vb = {"python": (mb.get("python") or {}).get("version"), **(mb.get("packages") or {})}
+    for name in [n for n in ("python", *sorted({*va, *vb} - {"python"}))]:
+        if va.get(name) != vb.get(name):
+            out.append(Difference("versions", name, va.get(name), vb.get(name), label))
+    ba, bb = ma.get("torch_build") or {}, mb.get("torch_build") or {}
+    for key, name in VERSION_FIELDS:
+        if ba.get(key) != bb.get(key):
+            out.append(Difference("versions", name, ba.get(key), bb.get(key), label))
+    ga, gb = ma.get("gpus"), mb.get("gpus")
+    if gpu_text(ga) != gpu_text(gb):
+        out.append(Difference("hardware", "GPUs", gpu_text(ga), gpu_text(gb), label))
+    if (ga or {}).get("driver") != (gb or {}).get("driver") and ga is not None and gb is not None:
+        out.append(Difference("hardware", "GPU driver", ga.get("driver"), gb.get("driver"), label))
+    ha, hb = ma.get("host") or {}, mb.get("host") or {}
+    for key, name in (("cpu_model", "CPU"), ("cpu_count", "CPUs")):
+        if ha.get(key) != hb.get(key):
+            out.append(Difference("hardware", name, ha.get(key), hb.get(key), label))
+    for key, name in (("name", "host"), ("os", "OS"), ("kernel", "kernel")):
+        if ha.get(key) != hb.get(key):
+            out.append(Difference("host", name, ha.get(key), hb.get(key), label))
+    return out
+
+
+def _machines(a: RunFacts, b: RunFacts) -> list[tuple[int, str | None]]:
+    """(machine rank, its label or None in one-machine runs) of the machines either run had."""
+    ranks = sorted({*a.manifests, *b.manifests}) or [0]
+    several = len(ranks) > 1 or int(a.record.get("num_machines") or 1) > 1 or int(b.record.get("num_machines") or 1) > 1
+    if not several:
+        return [(rank, None) for rank in ranks]
+    out: list[tuple[int, str | None]] = []
+    for rank in ranks:
+        hosts = [str((m.get(rank) or {}).get("host", {}).get("name")) for m in (a.manifests, b.manifests)
+                 if rank in m]
+        named = " / ".join(dict.fromkeys(hosts))
+        out.append((rank, f"machine {rank}" + (f" ({named})" if named else "")))
+    return out
+
+
+def lineage_differences(a: RunFacts, b: RunFacts) -> list[Difference]:
+    """How the two runs are related by resuming: which run continues which, from which checkpoint."""
+    out: list[Difference] = []
+    for child, other in ((b, a), (a, b)):
+        if not child.ancestors:
+            continue
+        chain = " ← ".join([child.id, *(f"{run} (checkpoint-{step})" for run, step in reversed(child.ancestors))])
+        parent, step = child.ancestors[-1]
+        if other.id in [run for run, _ in child.ancestors]:
+            text = f"{child.id} resumed {parent} from checkpoint-{step}: the profile lines are its overrides ({chain})"
+        else:
+            text = f"{child.id} resumed {parent} from checkpoint-{step} ({chain})"
+        out.append(Difference("lineage", "resumed", parent, child.id, None, text))
+    return out
+
+
+def diff_runs(a: RunFacts, b: RunFacts) -> list[Difference]:
+    """Every difference between two runs, the likeliest causes first (KIND_ORDER), each said once."""
+    machines = _machines(a, b)
+    out = lineage_differences(a, b) + data_differences(a, b, machines) + code_differences(a, b) \
+        + profile_differences(a, b)
+    for rank, label in machines:
+        ma, mb = a.manifests.get(rank), b.manifests.get(rank)
+        if ma is not None and mb is not None:
+            out += manifest_differences(ma, mb, label)
+        elif ma is not None or mb is not None:
+            missing = b if mb is None else a
+            why = missing.damaged.get(rank)
+            out.append(Difference("note", "manifest", None, None, label,
+                                  (f"run {missing.id}'s is damaged ({why})" if why else
+                                   f"run {missing.id} has none (a run from before manifests, or its machine never "
+                                   "started)") + ": versions, hardware and data hashes are not compared"))
+    return sorted(out, key=lambda d: KIND_ORDER.index(d.kind))  # stable: each kind keeps its own order
+
+
+def machine_differences(facts: RunFacts) -> list[Difference]:
+    """How each other machine of one run differs from machine 0 (versions above all: the doctor's question, after
+    the fact)."""
+    first = facts.manifests.get(0)
+    if first is None:
+        return []
+    out: list[Difference] = []
+    for rank, manifest in sorted(facts.manifests.items()):
+        if rank == 0:
+            continue
+        host = (manifest.get("host") or {}).get("name")
+        label = f"machine {rank}" + (f" ({host})" if host else "")
+        out += [d for d in manifest_differences(first, manifest, label) if d.kind not in ("host", "code")]
+    return sorted(out, key=lambda d: KIND_ORDER.index(d.kind))
+
+
+@dataclass
+class RunDiff:
+    a: RunFacts
+    b: RunFacts
+    differences: list[Difference] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        return [d.line() for d in self.differences]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"a": self.a.id, "b": self.b.id, "differences": [d.to_dict() for d in self.differences]}
+
+
+def compare_runs(a: RunPaths, record_a: Mapping[str, Any], b: RunPaths, record_b: Mapping[str, Any]) -> RunDiff:
+    """Read both runs and compare them (what `tuitrain diff` and the app call)."""
+    fa, fb = read_facts(a, record_a), read_facts(b, record_b)
+    return RunDiff(fa, fb, diff_runs(fa, fb))
+
+
+def short_manifest(manifests: Mapping[int, Mapping[str, Any]]) -> list[tuple[str, str]]:
+    """(label, text) lines `tuitrain status` shows: python and the key versions, the GPUs, the code."""
+    manifest = manifests.get(0) or (next(iter(manifests.values())) if manifests else None)
+    if manifest is None:
+        return []
+    packages = manifest.get("packages") or {}
+    build = manifest.get("torch_build") or {}
+    torch = packages.get("torch")
+    if torch and (build.get("cuda") or build.get("hip")):
+        torch += f" (CUDA {build['cuda']})" if build.get("cuda") else f" (HIP {build['hip']})"
+    versions = [f"python {(manifest.get('python') or {}).get('version', '?')}"]
+    versions += [f"{name} {value}" for name, value in (("torch", torch), ("transformers", packages.get("transformers")))
+                 if value]
+    lines = [("versions", "   ".join(versions))]
+    gpus = manifest.get("gpus")
+    if gpus is not None:
+        text = gpu_text(gpus) or "none"
+        text += f", driver {gpus['driver']}" if gpus.get("driver") and gpus.get("devices") else ""
+        lines.append(("gpu", text))
+    host = manifest.get("host") or {}
+    lines.append(("host", f"{host.get('name', '?')}   {host.get('os', '?')}   {host.get('cpu_count', '?')} CPUs"))
+    for entry in manifest.get("code") or []:
+        text = code_text(entry)
+        if entry.get("diff_file"):
+            text += f" (diff in machines/{entry['diff_file']})"
+        lines.append((f"code {entry.get('role')}"[:10], text))
+    return lines
+
