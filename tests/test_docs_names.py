@@ -154,6 +154,34 @@ def test_every_key_of_a_screen_in_the_guide_is_bound_there():
     assert unbound == []
 
 
+_KEY_SHAPED = re.compile(r"^(?:(?:ctrl|alt|shift)\+\S+|[A-Za-z0-9/?&\[\]]|enter|escape|space|tab|End|Home)$")
+
+
+def _every_binding_class() -> list[type]:
+    import importlib
+    import inspect
+    import pkgutil
+
+    import tuitrain.tui
+
+    classes = []
+    for module in pkgutil.walk_packages(tuitrain.tui.__path__, "tuitrain.tui."):
+        members = inspect.getmembers(importlib.import_module(module.name), inspect.isclass)
+        classes += [cls for _, cls in members if "BINDINGS" in vars(cls)]
+    return classes
+
+
+def test_every_key_the_guide_names_in_its_prose_is_bound_somewhere():
+    """A key the guide's prose names (`z` toggles, `ctrl+t` shows) is one some screen, widget or the app binds: the
+    tables above check each screen's own; this catches a key the prose still names after it went."""
+    bound = _bound_keys(_every_binding_class() + [cls for classes in _screens().values() for cls in classes])
+    guide = [REPO / "README.md", *sorted((REPO / "docs" / "guide").glob("*.md"))]
+    unbound = [f"{page.relative_to(REPO)}: `{key}`" for page in guide for code in _code_in(page.read_text("utf-8"))
+               for key in code.split(" / ") if _KEY_SHAPED.match(key) and _NAMES.get(key, key) not in bound
+               and key not in bound]
+    assert unbound == []
+
+
 @pytest.mark.parametrize("key", ["f13", "ctrl+backslash"])
 def test_a_key_no_screen_binds_is_caught(key):
     assert key not in _bound_keys(_screens()["Home"])
