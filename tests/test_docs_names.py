@@ -15,7 +15,7 @@ from tuitrain.cli import build_parser
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
-KEYS_PAGE = REPO / "docs" / "guide" / "reference.md"
+REFERENCE = REPO / "docs" / "guide" / "reference.md"
 
 
 def _code_in(text: str) -> list[str]:
@@ -76,6 +76,11 @@ def test_every_command_the_docs_name_is_in_the_parser():
             wrong += [f"{where}: `tuitrain {verb}` has no {flag}" for flag in flags
                       if flag not in _options(verbs[verb]) | root]
     assert wrong == []
+
+
+def test_the_reference_lists_every_command():
+    listed = {verb for verb, _ in _commands_in(REFERENCE.read_text(encoding="utf-8"))}
+    assert set(_verbs()) - listed == set()
 
 
 def test_the_check_reads_commands_as_written():
@@ -145,7 +150,7 @@ def _key_tables(text: str) -> dict[str, list[str]]:
 
 def test_every_key_of_a_screen_in_the_guide_is_bound_there():
     screens = _screens()
-    tables = _key_tables(KEYS_PAGE.read_text(encoding="utf-8"))
+    tables = _key_tables(REFERENCE.read_text(encoding="utf-8"))
     assert set(tables) == set(screens), "a keys table whose screen the test does not know, or a screen without one"
     unbound = []
     for heading, keys in tables.items():
