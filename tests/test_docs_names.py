@@ -47,7 +47,7 @@ def _commands_in(text: str, verbs: frozenset[str] = frozenset()) -> list[tuple[s
         if code.split(" ")[0] in verbs and " --" in code:
             code = "tuitrain " + code
         for piece in re.split(r"tuitrain(?= [a-z])", code)[1:]:
-            piece = re.split(r"[;|]|&&|\)", piece)[0]
+            piece = re.split(r"\s\|\s|;|&&|\)", piece)[0]  # a pipe, not latest|checkpoint-N
             verb = piece.split()[0]
             found.append((verb, re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", piece)))
     return found
