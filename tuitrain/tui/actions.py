@@ -43,11 +43,8 @@ def run_request(app: Any, run_dir: Path, what: str) -> None:
     """A control request from a worker, announced either way. A stop goes through the run's backend (a Slurm
     job's is cancelled when it does not end in time), each of its steps said in a toast; quitting the app gives up
     any wait (the request stays); a refusal is titled with what could not be done."""
-    from tuitrain.backends import for_run
     from tuitrain.remote.run_mirror import mirrored_run
     from tuitrain.rundir.layout import RunPaths
-    from tuitrain.rundir.record import read_record
-    from tuitrain.runs.control import request
 
     paths = RunPaths(Path(run_dir))
     title = {"terminate": "Stop now"}.get(what, what.capitalize())
@@ -61,15 +58,24 @@ def run_request(app: Any, run_dir: Path, what: str) -> None:
         app.poke()
 
     try:
-        if what in ("stop", "terminate"):
-            say(for_run(read_record(paths)).stop(paths, what == "terminate", say, pause=wait_or_cancel))
-            return
-        request(paths, what)
+        said = request_here(paths, what, say)
     except (TuitrainError, OSError) as exc:
         app.call_from_thread(app.notify, str(exc), title=f"Cannot {what}", severity="warning", markup=False)
         return
-    app.call_from_thread(app.notify, f"asked {Path(run_dir).name} to {REQUEST_WORDS[what]}", title=title)
-    app.poke()
+    say(said)
+
+
+def request_here(paths: Any, what: str, say: Any) -> str:
+    """A request to a run of this machine, in a worker: a stop through the run's backend (each of its steps to
+    `say`), any other as a control file; the line it ends with. Raises a TuitrainError (the refusal) or OSError."""
+    from tuitrain.backends import for_run
+    from tuitrain.rundir.record import read_record
+    from tuitrain.runs.control import request
+
+    if what in ("stop", "terminate"):
+        return for_run(read_record(paths)).stop(paths, what == "terminate", say, pause=wait_or_cancel)
+    request(paths, what)
+    return f"asked {paths.id} to {REQUEST_WORDS[what]}"
 
 
 REMOTE_ARGS = {"stop": ("stop",), "terminate": ("stop", "--now"), "save": ("save",), "evaluate": ("evaluate",)}
@@ -98,6 +104,24 @@ def remote_request(app: Any, host: str, run_id: str, what: str, title: str) -> N
     said = [line for line in done.stdout.splitlines() if line.strip()]
     app.call_from_thread(app.notify, f"{host}: {said[-1] if said else f'{verb} {run_id} done'}", title=title)
     app.poke()
+
+
+def resume_here(run_dir: Path, runs_root: Path, checkpoint: str, overrides: Sequence[str], cwd: Path
+                ) -> tuple[Path | None, str]:
+    """A new run of this machine from a run's `checkpoint` with the `--set` overrides, by the run's own backend as
+    `tuitrain resume` does (a Slurm run is submitted again; a run on several machines starts on them), in a worker:
+    (its folder, a note), or (None, why not: every problem, one a line)."""
+    from tuitrain.backends import for_run
+    from tuitrain.errors import error_lines
+    from tuitrain.rundir.layout import RunPaths
+    from tuitrain.rundir.record import read_record
+
+    parent = RunPaths(run_dir)
+    try:
+        resumed = for_run(read_record(parent)).resume(parent, runs_root, checkpoint, overrides, cwd=cwd)
+    except (TuitrainError, OSError) as exc:
+        return None, "\n".join(error_lines(exc))
+    return resumed.paths.root, resumed.note
 
 
 def resume_argv(run_id: str, checkpoint: str, overrides: Sequence[str]) -> list[str]:

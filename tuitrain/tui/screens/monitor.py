@@ -98,9 +98,11 @@ class MonitorScreen(PassesFailedWorkUp, Screen):
         def can_replace(self, message: Message) -> bool:
             return isinstance(message, MonitorScreen.Updated)
 
-    def __init__(self, run_dir: Path) -> None:
+    def __init__(self, run_dir: Path, tab: str | None = None) -> None:
+        """`tab`: the pane to open on (`tab-rank-3`: that rank's log), in place of every rank's."""
         super().__init__()
         self.run_dir = Path(run_dir)
+        self.first_tab = tab
         self.run_watch = RunWatch(self.run_dir)
         self.lineage: Lineage | None = None  # a resumed run's ancestors' curves, read by the first poll
         self._landed = False
@@ -173,6 +175,14 @@ class MonitorScreen(PassesFailedWorkUp, Screen):
         self.set_interval(1.0, self.update_header)
         self.call_after_refresh(self.follow_run)  # once the tabs have settled on their first pane
         self.query_one("#log-all", LogView).focus()
+        if self.first_tab is not None and self.query(f"#{self.first_tab}"):
+            self._landed = True  # asked for a pane: a failed run does not move it to its traceback's
+            self.action_show(self.first_tab)
+        elif self.first_tab is not None:
+            ranks = self.run_watch.num_ranks
+            self.notify(f"this run has {ranks} rank{'s' if ranks != 1 else ''} (0 to {ranks - 1}): every rank's log "
+                        "here, ] moves to the next tab", title=self.first_tab.removeprefix("tab-").replace("-", " "),
+                        severity="warning", markup=False)
 
     def on_unmount(self) -> None:
         if self.mirror is not None:
