@@ -95,12 +95,14 @@ def _screens() -> dict[str, list[type]]:
     from textual.screen import Screen
 
     from tuitrain.tui.app import TuitrainApp
+    from tuitrain.tui.screens.check import CheckScreen
     from tuitrain.tui.screens.compare import CompareScreen
     from tuitrain.tui.screens.editor import EditorScreen
     from tuitrain.tui.screens.gpus import GpusScreen
     from tuitrain.tui.screens.home import HomeScreen
     from tuitrain.tui.screens.launch import LaunchScreen
     from tuitrain.tui.screens.monitor import MonitorScreen
+    from tuitrain.tui.screens.queue import QueueScreen
     from tuitrain.tui.screens.stacks import StacksScreen
     from tuitrain.tui.widgets.gpu_picker import GpuList
     from tuitrain.tui.widgets.log_view import LogView
@@ -115,6 +117,8 @@ def _screens() -> dict[str, list[type]]:
         "Launch dialog": [LaunchScreen],
         "GPUs": [GpusScreen],
         "Stacks": [StacksScreen],
+        "Check a profile": [CheckScreen],
+        "Queues": [QueueScreen],
     }
 
 

@@ -150,16 +150,3 @@ def remote_resume(host: str, run_id: str, checkpoint: str, overrides: Sequence[s
         return None, problem
     new_dir, problem = fetch(host, said[-1])
     return (None, problem) if problem else (new_dir, f"{host}:{said[-1]} started on {host}")
-
-
-def elsewhere(run_dir: Path, command: str, note: str = "") -> str | None:
-    """For a run of another workstation, the command that does it there (`command`, with {host} and {run}; `note`
-    after it, with {host}): the app does not do it there yet; None for a run of this machine."""
-    from tuitrain.remote.run_mirror import mirrored_run
-
-    found = mirrored_run(run_dir)
-    if found is None:
-        return None
-    host, run_id = found
-    said = f"{run_id} runs on {host}: `{command.format(host=host, run=run_id)}` reaches it from a terminal"
-    return f"{said} ({note.format(host=host)})" if note else said

@@ -42,6 +42,8 @@ class TuitrainApp(PassesFailedWorkUp, TuitrainAppApi):
         Binding("q", "quit", "Quit", priority=False),
         Binding("question_mark", "help", "Help"),
         Binding("g", "gpus", "GPUs", show=False, tooltip="Every process on every GPU of this machine"),
+        Binding("Q", "queues", "Queues", show=False,
+                tooltip="Every machine's queue: this one's and each workstation's (tuitrain queue --all-hosts)"),
     ]
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
 
@@ -291,6 +293,12 @@ class TuitrainApp(PassesFailedWorkUp, TuitrainAppApi):
 
         if not isinstance(self.screen, GpusScreen):
             self.push_screen(GpusScreen())
+
+    def action_queues(self) -> None:
+        from tuitrain.tui.screens.queue import QueueScreen
+
+        if not isinstance(self.screen, QueueScreen):
+            self.push_screen(QueueScreen())
 
     async def action_quit(self) -> None:
         """Quit (runs go on); asks first when an editor holds unsaved changes."""

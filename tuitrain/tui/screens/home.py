@@ -58,6 +58,9 @@ class HomeScreen(PassesFailedWorkUp, Screen):
         Binding("r", "run_profile", "Run", tooltip="Launch the highlighted profile"),
         Binding("n", "new_profile", "New", tooltip="Create a profile in the editor"),
         Binding("e", "edit_profile", "Edit", tooltip="Edit the highlighted profile"),
+        Binding("v", "check_profile", "Check", show=False,
+                tooltip="Check the highlighted profile without starting it: `tuitrain validate` (o there: --offline, "
+                        "the profile alone; d: `tuitrain doctor`, its machines over ssh)"),
         Binding("enter", "open_run", "Open", tooltip="Open the selected run's monitor", show=False),
         Binding("R", "resume_run", "Resume", tooltip="Resume the selected run from its latest complete checkpoint "
                 "(a dialog: the checkpoint, --set overrides); with runs marked, each of them from its latest (asks once)"),
@@ -84,7 +87,8 @@ class HomeScreen(PassesFailedWorkUp, Screen):
         Binding("O", "reverse_runs", "Reverse", show=False, tooltip="Reverse the runs' order"),
         Binding("escape", "clear_filter", "Clear filter", show=False, tooltip="Clear the runs filter"),
         Binding("a", "import_accelerate", "Import accelerate config", show=False,
-                tooltip="A new profile from accelerate's default config (what `accelerate config` wrote)"),
+                tooltip="A new profile from an accelerate config file (offered: accelerate's default one, what "
+                        "`accelerate config` wrote)"),
         # Textual's own Tab, which the help lists once among the keys of every screen
         Binding("tab", "app.focus_next", "", show=False),
         Binding("shift+tab", "app.focus_previous", "", show=False),
@@ -588,6 +592,15 @@ class HomeScreen(PassesFailedWorkUp, Screen):
             return
         self.app.push_screen(LaunchScreen(entry.path, self.app.launch_overrides))
 
+    def action_check_profile(self) -> None:
+        from tuitrain.tui.screens.check import CheckScreen
+
+        entry = self.selected_profile()
+        if entry is None:
+            self.notify("no profile to check: create one with n", severity="warning")
+            return
+        self.app.push_screen(CheckScreen(entry.path, self.app.launch_overrides))
+
     def action_new_profile(self) -> None:
         self.app.open_editor(None)
 
@@ -603,14 +616,29 @@ class HomeScreen(PassesFailedWorkUp, Screen):
                 title="accelerate config found", timeout=10)
 
     def action_import_accelerate(self) -> None:
-        from tuitrain.launch.accelerate_default_config import default_config_path, existing_default_config
+        """A new profile from an accelerate config file (accelerate's default one offered), read as `tuitrain
+        profile import-accelerate FILE` reads it: the editor opens on it (ctrl+s saves it)."""
+        from tuitrain.launch.accelerate_default_config import config_to_import, existing_default_config
+        from tuitrain.tui.screens.prompt import PromptScreen
 
-        path = existing_default_config()
-        if path is None:
-            self.notify(f"accelerate has no default config here ({default_config_path()}); "
-                        "`accelerate config` writes one", severity="warning")
-            return
-        self.app.open_editor(None, accelerate_config=path)
+        def outcome(answer: str) -> str:
+            if not answer.strip():
+                return "a path, or `default` for accelerate's default config"
+            path, problem = config_to_import(answer.strip())
+            return problem or f"a new profile: [distributed] and [hardware] from {path}, the rest from the built-in demo"
+
+        def chosen(answer: str | None) -> None:
+            if not answer:
+                return
+            path, problem = config_to_import(answer)
+            if problem:
+                self.notify(problem, title="Cannot import", severity="warning")
+                return
+            self.app.open_editor(None, accelerate_config=path)
+
+        default = existing_default_config()
+        self.app.push_screen(PromptScreen("Import an accelerate config (a YAML file):", str(default or ""), outcome),
+                             chosen)
 
     def action_edit_profile(self) -> None:
         entry = self.selected_profile()
