@@ -46,11 +46,20 @@ def _commands_in(text: str, verbs: frozenset[str] = frozenset()) -> list[tuple[s
         code = code.split(" #")[0]  # a block's comment is prose
         if code.split(" ")[0] in verbs and " --" in code:
             code = "tuitrain " + code
-        for piece in re.split(r"tuitrain(?= [a-z])", code)[1:]:
-            piece = re.split(r"\s\|\s|;|&&|\)", piece)[0]  # a pipe, not latest|checkpoint-N
+        for start in re.finditer(r"(?:^|(?<=[\s/(`]))tuitrain (?=[a-z])", code):
+            if not _runs_the_command(code[:start.start()]):
+                continue  # an argument named tuitrain (a benchmark's variant), not the command
+            piece = re.split(r"\s\|\s|;|&&|\)", code[start.end():])[0]  # a pipe, not latest|checkpoint-N
             verb = piece.split()[0]
             found.append((verb, re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", piece)))
     return found
+
+
+def _runs_the_command(before: str) -> bool:
+    """What comes before `tuitrain` on its line leaves it the command: nothing, a prompt, `python -m`, a path, or the
+    end of another command."""
+    words = before.split()
+    return not words or before.endswith(("/", "`")) or words[-1] in {"$", "-m", "&&", ";", "|", "(", "exec", "then", "do"}
 
 
 def _verbs() -> dict[str, argparse.ArgumentParser]:
@@ -88,6 +97,7 @@ def test_the_check_reads_commands_as_written():
             "tuitrain logs RUN [--rank K] --follow   # --not-a-flag in a comment\n```\n")
     assert _commands_in(text) == [("logs", ["--rank", "--follow"]), ("run", ["--detach"]), ("queue", ["--expand"])]
     assert _commands_in("`stop RUN --now`, `export`", frozenset({"stop", "export"})) == [("stop", ["--now"])]
+    assert _commands_in("```\n$ python bench.py --only plain tuitrain tuitrain-accelerate --rounds 3\n```") == []
 
 
 def _screens() -> dict[str, list[type]]:
