@@ -6,14 +6,13 @@ it is listed as unreadable with the reason, and asking for it says what is wrong
 from __future__ import annotations
 
 import difflib
-import json
 import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from tuitrain.rundir.layout import RunPaths
-from tuitrain.rundir.record import RunRecord, RunRecordError
+from tuitrain.rundir.record import RecordDamaged, RunRecord, RunRecordError, parse_record
 from tuitrain.runs.run_owner import user_name
 
 UNREADABLE = "unreadable"
@@ -61,28 +60,6 @@ def permission_message(path: Path, doing: str = "read") -> str:
     return f"cannot {doing} {path}: permission denied{whose}; {fix}"
 
 
-def _damaged(paths: RunPaths, reason: str) -> str:
-    return (f"{paths.record} is damaged ({reason}): tuitrain cannot tell this run's state; its other files "
-            f"are untouched in {paths.root} (restore run.json, or remove the folder)")
-
-
-def _parse(data: bytes) -> tuple[RunRecord | None, str | None]:
-    """(the record, None), or (None, what is wrong with it)."""
-    if not data.strip():
-        return None, "empty file"
-    try:
-        record: RunRecord = json.loads(data.decode("utf-8"))
-    except UnicodeDecodeError:
-        return None, "not valid JSON: not UTF-8 text"
-    except json.JSONDecodeError as exc:
-        return None, f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-    if not isinstance(record, dict):
-        return None, "not a JSON object"
-    if not isinstance(record.get("status"), str):
-        return None, "no status"
-    return record, None
-
-
 def read_entry(paths: RunPaths) -> RunEntry:
     """The run's record, or why it cannot be used (never raises for a file problem)."""
     try:
@@ -94,10 +71,10 @@ def read_entry(paths: RunPaths) -> RunEntry:
     except OSError as exc:
         why = exc.strerror or str(exc)
         return RunEntry(paths, None, why, f"cannot read {paths.record}: {why}")
-    record, reason = _parse(data)
-    if reason is not None:
-        return RunEntry(paths, None, reason, _damaged(paths, reason))
-    return RunEntry(paths, record)
+    try:
+        return RunEntry(paths, parse_record(paths, data))
+    except RecordDamaged as exc:
+        return RunEntry(paths, None, exc.reason, str(exc))
 
 
 def load_record(paths: RunPaths) -> RunRecord:

@@ -12,12 +12,12 @@ import time
 from typing import Any, Iterable, Mapping
 
 from tuitrain.rundir.layout import RunPaths
-from tuitrain.rundir.record import FINAL_STATUSES, RunRecord, RunRecordError, SlurmRecord, read_record, record_end, update_record
+from tuitrain.rundir.record import FINAL_STATUSES, RunRecord, RunRecordError, SlurmRecord, Status, read_record, record_end, update_record
 from tuitrain.slurm.commands import JobState, job_states
 
 FORGET_AFTER = 600.0  # a run ended this long ago whose final job state was never seen is not asked about again
 
-_ENDS = {  # a job that ended without its run recording an end: (status, what happened)
+_ENDS: dict[str, tuple[Status, str]] = {  # a job that ended without its run recording an end: (status, what happened)
     "CANCELLED": ("killed", "was cancelled (scancel)"),
     "TIMEOUT": ("failed", "reached its time limit before the run saved and stopped"),
     "PREEMPTED": ("failed", "was preempted"),
