@@ -173,6 +173,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the GPUs of every machine of a multi-machine profile, each sampled there over ssh")
     _ssh_options(p)
 
+    p = command("serve", _lazy("tuitrain.cli.serving", "cmd_serve"), "the app in a browser tab: listens on "
+                "127.0.0.1 (reach it with ssh -L) and prints the page's URL with its token; Ctrl-C stops it")
+    _arguments_from("tuitrain.cli.serving", "add_arguments", p)
+
     p = command("profile", _lazy("tuitrain.cli.profiles", "cmd_profile"), "profile tools: accelerate config export and import")
     p.add_argument("action", choices=["export-accelerate", "import-accelerate"])
     p.add_argument("file", help="the profile (export) or the accelerate YAML (import)")
@@ -236,11 +240,12 @@ def _open_app(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
 # The commands that read or write the runs root (plan, validate, gpus and profile do not need one).
 RUNS_ROOT_COMMANDS = frozenset({"run", "resume", "submit", "runs", "status", "diff", "queue", "cancel", "stacks",
-                                "logs", "checkpoints", "export", "save", "evaluate", "stop"})
+                                "logs", "checkpoints", "export", "save", "evaluate", "stop", "serve"})
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from tuitrain.cli.errors import permission_line, user_errors
+    from tuitrain.cli.errors import permission_line
+    from tuitrain.errors import TuitrainError
 
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -258,9 +263,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command in RUNS_ROOT_COMMANDS:
             _check_runs_root(args.runs_root)
         return args.handler(args)
-    except user_errors() as exc:
+    except TuitrainError as exc:  # every refusal, one place: tuitrain/errors.py
         print(f"tuitrain: error: {exc}", file=sys.stderr)
-        return getattr(exc, "code", 2)
+        return exc.code
     except PermissionError as exc:
         print(f"tuitrain: error: {permission_line(exc)}", file=sys.stderr)
         return 2

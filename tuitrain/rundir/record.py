@@ -8,6 +8,7 @@ import time
 from typing import Annotated, Any, Literal, TypedDict, Unpack, get_args
 
 from tuitrain.atomic import write_json_atomic
+from tuitrain.errors import TuitrainError
 from tuitrain.rundir.disk_space import disk_full, names_full_disk
 from tuitrain.rundir.json_shape import Matching, Within, problem
 from tuitrain.rundir.layout import RunPaths
@@ -155,6 +156,7 @@ class RunRecord(TypedDict, total=False):
     output_removed: Time  # when the supervisor found the output folder removed under the run (and made it again)
     main_process_port: int | None
     accelerator: str
+    accelerator_why: str  # how `auto` chose it ("accelerator auto → cuda: 1 NVIDIA GPU(s) found"); absent where asked
     profile_path: str | None  # the profile file it was started from
     cwd: str
     max_steps: int | None
@@ -167,7 +169,7 @@ class RunRecord(TypedDict, total=False):
     home: str | None  # a machine's own record: home's run directory (Slurm) or host (SSH)
 
 
-class RunRecordError(Exception):
+class RunRecordError(TuitrainError):
     """A run.json that cannot be read or a status change that would move backwards."""
 
 

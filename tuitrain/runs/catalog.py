@@ -11,6 +11,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from tuitrain.errors import TuitrainError
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.record import RecordDamaged, RunRecord, RunRecordError, parse_record
 from tuitrain.runs.run_owner import user_name
@@ -18,11 +19,11 @@ from tuitrain.runs.run_owner import user_name
 UNREADABLE = "unreadable"
 
 
-class RunNotFound(Exception):
+class RunNotFound(TuitrainError):
     pass
 
 
-class RunsRootError(Exception):
+class RunsRootError(TuitrainError):
     """A runs root that is not a folder, or that cannot be listed."""
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tuitrain.errors import TuitrainError
 from tuitrain.tui.fields import REMOVE
 from tuitrain.tui.profile_edits import MACHINES, get_path, in_schema_order, machine_of, overrides_between, set_path
 from tuitrain.tui.save_as import save_as_outcome, save_as_target, shown_path
@@ -61,7 +62,7 @@ class Check:
                          for m in machines)
 
 
-class LoadError(Exception):
+class LoadError(TuitrainError):
     """The profile (or the accelerate config) cannot be read into the form; the message says why."""
 
 
@@ -547,8 +548,8 @@ class EditorModel:
     def launch(self, runs_root: Path, overrides: Collection[str] = (), hardware: Any = None,
                data: dict[str, Any] | None = None) -> Path:
         """Start a run of the profile as it is in the form (or of `data`, a copy taken from it), with
-        the app's --set overrides (blocking). Returns the run directory; raises ProfileError,
-        StartError or OSError."""
+        the app's --set overrides (blocking). Returns the run directory; raises a TuitrainError (the
+        refusal) or OSError."""
         from tuitrain.backends import for_profile
         from tuitrain.profile import Profile, apply_overrides
 
