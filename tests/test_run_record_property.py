@@ -231,6 +231,10 @@ def test_a_damaged_field_is_named_and_hides_nothing(world: dict[str, Any], key: 
     assert code == 0 and UNREADABLE in text and said[:30] in text, text
     code, text = quiet("status", generated.name, "--runs-dir", str(runs))
     assert code == 2 and text.count("\n") == 1 and f"{generated / 'run.json'} is damaged ({said}" in text, text
+    listed = {r["id"]: r for r in json.loads(quiet("runs", "--json", "--runs-dir", str(runs))[1])}
+    assert listed[generated.name]["status"] == UNREADABLE and said in listed[generated.name]["error"]
+    code, text = quiet("logs", generated.name, "--runs-dir", str(runs))  # its logs are whole: shown as ever
+    assert code == 0 and "Traceback" in text and "is damaged" not in text, text  # the failed run's own traceback
 
 
 def test_a_key_of_a_newer_version_is_kept(world: dict[str, Any]) -> None:
@@ -278,3 +282,28 @@ def test_the_apps_home_lists_generated_records_and_goes_on(world: dict[str, Any]
             (run / ".lost-word-sent").touch()
             (run / "run.json").write_text(json.dumps(record))
         home_goes_on(make_app(base), runs=8)
+
+
+def test_the_monitor_says_a_record_damaged_under_it_and_goes_on(tmp_path: Path) -> None:
+    """A run open in the monitor whose run.json turns damaged (a pid of -1) shows `unreadable` and the one line
+    naming the key, its logs still there; once run.json is whole again it shows the run's status."""
+    from test_tui_app import make_app, open_run, until
+
+    make_runs(tmp_path / "runs")
+    record = tmp_path / "runs" / FAILED / "run.json"
+    whole = record.read_text()
+    app = make_app(tmp_path)
+
+    async def drive() -> None:
+        async with app.run_test(size=(120, 30)) as pilot:
+            monitor = await open_run(pilot, app, FAILED)
+            header = monitor.query_one("#header")
+            await until(pilot, lambda: "failed" in header.text, what="the failed run's header")
+            record.write_text(json.dumps({**json.loads(whole), "pids": {"supervisor": -1}}))
+            await until(pilot, lambda: "pids.supervisor: -1 is not a process id" in header.text, what="the damage named")
+            assert UNREADABLE in header.text and sum(log.line_count for log in monitor.run_watch.ranks) > 0
+            record.write_text(whole)
+            await until(pilot, lambda: "failed" in header.text and UNREADABLE not in header.text, what="whole again")
+            assert app.screen is monitor
+
+    asyncio.run(drive())

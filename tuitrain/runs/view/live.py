@@ -351,6 +351,7 @@ class RunWatch:
         self._checkpoints_at = 0.0
         self._saves_seen = -1
         self.status = self.record.get("status", "?")
+        self.damaged: str | None = None  # why run.json, as it is now, cannot be used (RecordDamaged.reason)
         self.polls = 0
         self.queue: QueuePlace | None = None  # while queued: its place and what it waits for
         self._queue = QueueLook()
@@ -372,12 +373,14 @@ class RunWatch:
         try:
             mtime = os.stat(self.paths.record).st_mtime_ns
             if mtime != self._record_mtime:
-                self.record = read_record(self.paths)
                 self._record_mtime = mtime
                 changed = True
+                self.record, self.damaged = read_record(self.paths), None
+        except RecordDamaged as exc:  # its logs and events stay shown; its state is not known until run.json is whole
+            self.damaged = exc.reason
         except (OSError, RunRecordError):
             pass
-        status = effective_status(self.record)
+        status = UNREADABLE if self.damaged is not None else effective_status(self.record)
         if status != self.status:
             self.status = status
             changed = True
