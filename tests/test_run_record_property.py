@@ -31,7 +31,8 @@ from tuitrain.cli import main
 from tuitrain.rundir.json_shape import Within
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.record import RecordDamaged, RunRecord, RunRecordError, read_record
-from tuitrain.runs.catalog import UNREADABLE, find_run, list_runs, scan_runs
+from tuitrain.rundir.run import UNREADABLE
+from tuitrain.runs.catalog import find_run, list_runs, scan_runs
 
 set_hypothesis_home_dir(Path(tempfile.gettempdir()) / "tuitrain-hypothesis")
 EXAMPLES = int(os.environ.get("TUITRAIN_FUZZ_EXAMPLES", "100"))

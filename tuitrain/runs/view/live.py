@@ -23,8 +23,9 @@ from tuitrain.rundir.best import BestRule, best_of, best_rule, profile_best_rule
 from tuitrain.rundir.events import empty_progress, fold_progress, parse_event
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.record import FINAL_STATUSES, RecordDamaged, RunRecord, RunRecordError, read_record
+from tuitrain.rundir.run import UNREADABLE
 from tuitrain.rundir.tail import read_new_lines
-from tuitrain.runs.catalog import UNREADABLE, load_record
+from tuitrain.runs.catalog import load_record
 from tuitrain.runs.liveness import effective_status
 from tuitrain.runs.queue.entries import sweep_of
 from tuitrain.runs.queue.look import QueueLook, QueuePlace, run_key
