@@ -31,7 +31,7 @@ from tuitrain.atomic import read_json, write_json_atomic
 from tuitrain.errors import TuitrainError
 from tuitrain.rundir.heartbeat import Beat
 from tuitrain.rundir.layout import CONTROL_STACKS, STACKS_SIGNAL, RunPaths
-from tuitrain.rundir.record import RunRecord
+from tuitrain.rundir.record import MachineEntry, RunRecord
 
 ANSWER_SECONDS = 5.0  # how long the ranks have to write their stacks
 SETTLED_SECONDS = 0.3  # a stacks file that has not grown for this long is complete
@@ -408,19 +408,18 @@ def machines_stacks(paths: RunPaths, record: RunRecord) -> tuple[dict[int, RankS
     from tuitrain.remote import ssh
     from tuitrain.runs.keeper.node_command import agent_argv
 
-    machines = [m for m in record.get("machines") or [] if isinstance(m, Mapping)]
+    machines = record.get("machines") or []
     options = ssh.SshOptions(config=record.get("ssh_config"))
 
-    def ask(machine: Mapping[str, Any]) -> ssh.RemoteResult:
-        argv = [*agent_argv(machine), "--stacks", str(machine["workdir"])]
-        return ssh.run(str(machine["host"]), argv, MACHINE_SECONDS, options)
+    def ask(machine: MachineEntry) -> ssh.RemoteResult:
+        return ssh.run(machine["host"], [*agent_argv(machine), "--stacks", machine["workdir"]], MACHINE_SECONDS, options)
 
     taken: dict[int, RankStacks] = {}
     problems: list[str] = []
     with ThreadPoolExecutor(max_workers=max(1, len(machines))) as pool:
         answers = list(pool.map(ask, machines))
     for machine, answer in zip(machines, answers, strict=True):
-        said = f"machine {machine.get('machine_rank')} ({machine['host']})"
+        said = f"machine {machine['machine_rank']} ({machine['host']})"
         try:
             if not answer.ok:
                 why = answer.problem or (answer.stderr.strip().splitlines() or [f"exit {answer.returncode}"])[-1]
