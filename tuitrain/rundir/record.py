@@ -114,20 +114,24 @@ class HangRecord(TypedDict):
     cause: str | None
 
 
-class MachineEntry(TypedDict):
-    """One machine of a run over SSH, as its plan was made at home (`launch.machines.MachinePlan.to_dict`)."""
-
+class _MachineNeeded(TypedDict):
     host: str
     machine_rank: Rank
     python: str
     workdir: str
     node_dir: str
     argv: list[str]
-    command: str
     env: dict[str, str]
-    accelerate_config: dict[str, Any]
     num_processes: Count
     accelerator: str
+
+
+class MachineEntry(_MachineNeeded, total=False):
+    """One machine of a run over SSH, as its plan was made at home (`launch.machines.MachinePlan.to_dict`): the keys
+    a reader needs, and those only shown or kept."""
+
+    command: str
+    accelerate_config: dict[str, Any]
     network_interface: str | None
     notes: list[str]
 
