@@ -20,7 +20,7 @@ NEWEST_FIRST = [RUNNING, FAILED, FINISHED]
 
 
 def columns(table: Any) -> list[str]:
-    return [str(column.label) for column in table.columns.values()]
+    return [str(column.label).removesuffix(" ↓").removesuffix(" ↑") for column in table.columns.values()]  # the sort's arrow aside
 
 
 def cells(table: Any) -> list[list[str]]:
