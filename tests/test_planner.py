@@ -129,7 +129,7 @@ def frozen_run(tmp_path: Path, data: dict[str, Any]) -> RunPaths:
     paths = RunPaths(tmp_path / "run")
     paths.root.mkdir()
     paths.profile.write_text(tomli_w.dumps(data))
-    paths.record.write_text(json.dumps({"id": "run", "resume_from": None}))
+    paths.record.write_text(json.dumps({"id": "run", "status": "queued", "created": 1795000000.0, "resume_from": None}))
     return paths
 
 

@@ -86,7 +86,7 @@ def prepare_node(home: RunPaths, node: int, processes: int, record: RunRecord) -
         paths.events.symlink_to(home.events)
     keys = (*INHERITED_KEYS, "cwd", "profile_path")  # the run directory is shared: the same cwd and profile
     write_record(paths, new_record(home.id, str(record.get("profile")), machine_rank=node, home=str(home.root),
-                                   **cast(dict[str, Any], {k: record.get(k) for k in keys})))
+                                   **{k: v for k, v in cast(dict[str, Any], record).items() if k in keys}))  # absent stays absent
     return paths
 
 
