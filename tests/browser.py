@@ -12,9 +12,10 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 import time
 from typing import Any, Callable
+
+from apt import apt_install
 
 CHROMIUM = "/usr/bin/chromium"
 # Headless and quiet: no GPU, no sandbox (root in CI), and no call anywhere (updates, sync, first-run pages).
@@ -36,16 +37,10 @@ def ensure_chromium() -> str | None:
         return f"the browser tests need {CHROMIUM} (Debian's chromium), and only root can install it"
     if shutil.which("apt-get") is None:
         return f"the browser tests need {CHROMIUM} (Debian's chromium), and there is no apt-get to install it"
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    lock = ["-o", "DPkg::Lock::Timeout=120"]
-    last = None
-    for argv in (["apt-get", "update", "-q", *lock],
-                 ["apt-get", "install", "-y", "-q", "--no-install-recommends", *lock, "chromium"]):
-        last = subprocess.run(argv, check=False, capture_output=True, text=True, env=env, timeout=900)
+    said = apt_install(["chromium"], timeout=900)
     if os.path.exists(CHROMIUM):
         return None
-    tail = (last.stderr or last.stdout).strip().splitlines()[-1:] if last else []
-    return f"could not install chromium: {tail[0] if tail else 'apt-get failed'}"
+    return f"could not install chromium: {said}"
 
 
 def screen_text(data: bytes) -> str:

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from apt import apt_install
+
 LOCK_DIR = Path("/run/lock") if Path("/run/lock").is_dir() else Path("/tmp")
 SLOTS = range(1, 100)
 BASE_PORT = 17800  # slot N: slurmctld BASE_PORT + 2N, slurmd the next
@@ -47,16 +49,10 @@ def ensure_slurm() -> str | None:
         return "a test Slurm cluster needs root (to install slurm-wlm and run slurmd)"
     if shutil.which("apt-get") is None:
         return f"a test Slurm cluster needs {', '.join(_missing_packages())}, and there is no apt-get to install them"
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    lock = ["-o", "DPkg::Lock::Timeout=120"]
-    last = None
-    for argv in (["apt-get", "update", "-q", *lock],
-                 ["apt-get", "install", "-y", "-q", "--no-install-recommends", *lock, "slurm-wlm", "munge"]):
-        last = subprocess.run(argv, check=False, capture_output=True, text=True, env=env, timeout=600)
+    said = apt_install(["slurm-wlm", "munge"], timeout=600)
     if not _missing_packages():
         return None
-    tail = (last.stderr or last.stdout).strip().splitlines()[-1:] if last else []
-    return f"could not install slurm-wlm and munge: {tail[0] if tail else 'apt-get failed'}"
+    return f"could not install slurm-wlm and munge: {said}"
 
 
 @dataclass
