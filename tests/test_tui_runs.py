@@ -167,7 +167,7 @@ def test_in_a_real_terminal_launch_the_demo_and_quit_leaving_the_run_going(tmp_p
         tm("send-keys", "-t", "app", "r")
         wait_screen("Launch demo", 20)
         tm("send-keys", "-t", "app", "-l", " ".join(SETS))
-        wait_screen("accelerate launch", 60)
+        wait_screen("1 process(es)", 60)  # the plan is shown
         tm("send-keys", "-t", "app", "Enter")
         shown = wait_screen("profile demo", 60)
         assert "All ranks" in shown and "Rank 0" in shown

@@ -130,6 +130,7 @@ class Heartbeat:
         self._changed = 0
         self._written = 0
         self._wake = threading.Event()
+        self._writing = threading.Lock()
         self._phase = ""
         self._since = 0.0
         self._last_end: float | None = None  # the previous step's end, while no slow phase came between
@@ -185,15 +186,17 @@ class Heartbeat:
         self._write()
 
     def _write(self) -> None:
-        changed = self._changed
-        record = self.record()
-        if changed == self._written or record is None:
-            return
-        try:
-            write_json_atomic(self.path, record)
-            self._written = changed
-        except OSError:
-            pass  # a full disk: the run's own files matter more; the next beat tries again
+        # one writer at a time: the thread's write of an older note must not land after flush's newer one
+        with self._writing:
+            changed = self._changed
+            record = self.record()
+            if changed == self._written or record is None:
+                return
+            try:
+                write_json_atomic(self.path, record)
+                self._written = changed
+            except OSError:
+                pass  # a full disk: the run's own files matter more; the next beat tries again
 
     def _write_loop(self) -> None:
         while True:

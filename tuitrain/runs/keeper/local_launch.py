@@ -289,9 +289,7 @@ class LocalLaunch:
         cause = root_cause(self.paths.launcher_log) if code != 0 else None
         exit_codes: dict[str, Any] = {"launcher": code}
         for rank, rec in sorted(records.items()):
-            rank_code = rec["exit_code"]
-            if rank_code is None and cause is not None:  # killed: only torch's agent saw how it ended
-                rank_code = cause.exit_codes.get(rank, cause.exit_code if cause.rank == rank else None)
+            rank_code = self.rank_code(rank, rec, cause)
             exit_codes[str(rank)] = rank_code if rank_code is not None else "killed"
         return Settled(exit_codes, records, cause)
 
@@ -342,9 +340,7 @@ class LocalLaunch:
     def rank_failure(self, rank: int, rec: dict[str, Any] | None, cause: Any) -> str:
         from tuitrain.rundir.events import read_events
 
-        code = rec["exit_code"] if rec else None
-        if code is None and cause is not None:
-            code = cause.exit_codes.get(rank, cause.exit_code if cause.rank == rank else None)
+        code = self.rank_code(rank, rec, cause)
         pid = rec["pid"] if rec else (cause.pid if cause is not None else None)
         errors = [e for e in read_events(self.paths.events) if e.get("event") == "error" and e.get("rank") == rank]
         where = f"rank {rank} (pid {pid})" if pid else f"rank {rank}"
@@ -355,6 +351,16 @@ class LocalLaunch:
             last = last_exception_line(tail)
             said = f"{where} {describe_exit(code)}" + (f": {last}" if last else "")
         return said + self.full_disk_note(said, tail)
+
+    def rank_code(self, rank: int, rec: dict[str, Any] | None, cause: Any) -> int | None:
+        """A rank's exit code: its record's; for a rank killed before it could write one, what saw it end (the
+        directly started rank is the launcher: Popen's code; else torch's agent, in the launcher's log)."""
+        code = rec["exit_code"] if rec else None
+        if code is None and self.direct and self.launcher is not None:
+            code = self.launcher.returncode
+        if code is None and cause is not None:
+            code = cause.exit_codes.get(rank, cause.exit_code if cause.rank == rank else None)
+        return code
 
     def full_disk_note(self, said: str, log_tail: str) -> str:
         """A full disk, when the rank's words do not name it already: a rank that dies while the disk is full rarely
