@@ -61,36 +61,38 @@ def test_a_fourth_kind_would_be_chosen_in_one_place() -> None:
 ASKS_FOR_SLURM = re.compile(r'run_kind\([^)]*\)\s*[!=]=\s*"slurm"')
 
 
-def test_viewers_ask_the_scheduler_module_not_the_kind() -> None:
+def test_viewers_ask_the_backend_not_the_kind() -> None:
     """A run's job state, a job that ended without its run, the job a refusal names: every viewer (runs.view.summary,
-    runs.view.live, runs.liveness, cli.viewing, the resume check) asks tuitrain.runs.view.scheduler, the one module that
-    knows which kinds of run a scheduler holds."""
+    runs.view.live, runs.liveness, cli.viewing, the resume check) asks the run's backend (tuitrain.backends), the one
+    package that knows which kinds of run a scheduler holds."""
     package = Path(__file__).resolve().parents[1] / "tuitrain"
     asking = [f"{path.relative_to(package)}:{n}: {line.strip()}" for path in sorted(package.rglob("*.py"))
-              if path != package / "runs" / "view" / "scheduler.py"
+              if path.parent != package / "backends"
               for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if ASKS_FOR_SLURM.search(line)]
     assert asking == []
 
 
 def test_a_run_no_scheduler_holds_costs_no_query(tmp_path: Path, monkeypatch) -> None:
+    from tuitrain.backends import settle_runs
     from tuitrain.rundir.layout import RunPaths
-    from tuitrain.runs.view.scheduler import job_states, job_words, refresh_job, settle_job
     from tuitrain.slurm import state as slurm_state
     from tuitrain.slurm.commands import JobState
 
     asked: list[list[str]] = []
     monkeypatch.setattr(slurm_state, "job_states", lambda ids: asked.append(list(ids)) or {
         i: JobState(i, "RUNNING") for i in asked[-1]})
+    monkeypatch.setattr(slurm_state, "_asked", {})
     local = {"id": "r", "status": "running"}
     paths = RunPaths(tmp_path / "r")
-    assert job_states([local]) is None and settle_job(paths, local) == (local, None)
-    assert refresh_job(paths, local) is local and job_words(local) is None and asked == []
-    job = {"id": "s", "status": "running", "slurm": {"job_id": "42"}}
-    states = job_states([local, job])
-    assert asked == [["42"]] and states is not None
-    settled, label = settle_job(RunPaths(tmp_path / "s"), job, states)
-    assert settled == job and label is not None and label["state"] == "RUNNING"
-    assert job_words(job) == "Slurm job 42"
+    assert settle_runs([(paths, local)]) == [(local, None)] and asked == []
+    assert for_run(local).job_words(local) is None
+    job = {"id": "s", "status": "running", "slurm": {"job_id": "42", "partition": "debug"}}
+    (one, none), (settled, label) = settle_runs([(paths, local), (RunPaths(tmp_path / "s"), job)])
+    assert asked == [["42"]] and (one, none) == (local, None)
+    assert settled == job and label is not None and label["state"] == "RUNNING" and label["partition"] == "debug"
+    assert for_run(job).job_words(job) == "Slurm job 42"
+    settle_runs([(RunPaths(tmp_path / "s"), job)])
+    assert asked == [["42"]]  # asked again within a second: what Slurm said then
 
 
 def test_plan_of_a_multi_machine_profile_is_one_plan_per_machine(tmp_path: Path) -> None:

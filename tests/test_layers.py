@@ -52,10 +52,6 @@ ALLOWED: dict[str, frozenset[str]] = {
     "main": frozenset({"cli"}),  # tuitrain/__main__.py
 }
 CLI_TUI = frozenset({"tuitrain.tui.app"})
-# Viewers read a Slurm run's job state (squeue/sacct) through tuitrain.runs.view.scheduler, inside a function: the one
-# arrow from runs upward, from that one module (no other reader of runs/ asks Slurm itself)
-RUNS_SLURM = frozenset({"tuitrain.slurm.state"})
-RUNS_SLURM_FROM = frozenset({"tuitrain.runs.view.scheduler"})
 # `tuitrain.report` / `tuitrain.saved` at the package's top, for scripts: they load script mode's API when called
 PACKAGE_SCRIPT = frozenset({"tuitrain.script.api"})
 
@@ -157,8 +153,6 @@ def test_each_layer_imports_only_what_the_design_allows() -> None:
     for found in cross_layer():
         source, target = layer_of(found.importer), layer_of(found.target)
         if source in HELPERS or (found.importer, found.target) in EXCEPTIONS:
-            continue
-        if source == "runs" and found.target in RUNS_SLURM and found.lazy and found.importer in RUNS_SLURM_FROM:
             continue
         if target not in ALLOWED[source]:
             broken.append(f"{found}  ({source} may not import {target})")

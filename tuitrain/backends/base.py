@@ -1,4 +1,5 @@
-"""What every backend does, whatever carries the run: plan, check, start, resume, stop.
+"""What every backend does, whatever carries the run: plan, check, start, resume, stop; and what it answers viewers of
+its runs: the scheduler's word on them, their machines, their ranks' stacks.
 
 A backend is chosen once (tuitrain.backends.choose) from a profile or a run record; the CLI and the app call it
 and never ask which kind of run they hold. Each method's refusals are the same exceptions whatever the backend:
@@ -9,17 +10,25 @@ Slurm schedulers.)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
+from tuitrain.launch import LaunchPlan
+from tuitrain.launch.machines import MachinesPlan
 from tuitrain.profile import Problem, Profile
 from tuitrain.rundir.checkpoints import Checkpoint
 from tuitrain.rundir.kind import RunKind
 from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.record import RunRecord
+
+if TYPE_CHECKING:
+    from tuitrain.runs.view.stacks import RankStacks
 
 Say = Callable[[str], None]
+JobLabel = dict[str, Any]  # what viewers show of a run's job: {"job_id", "state", "reason", "label", "problem"}
+Settled = tuple[RunRecord, JobLabel | None]  # a record as its scheduler says it stands, and its job's label
 Pause = Callable[[float], bool]  # wait this long; False when the caller is going away (an app closing)
 
 
@@ -32,7 +41,8 @@ class Preview:
     commands: list[str]  # the command line; for several machines each one's, under a `# machine M` comment
     notes: list[str]
     problems: list[Problem]
-    plan: Any = None  # the planner's own value (LaunchPlan, MachinesPlan) for --json and the editor
+    plan: LaunchPlan | MachinesPlan | None = None  # the planner's own, for --json and the editor (a Slurm job: None,
+    # its nodes plan their own parts; `commands` holds its batch script)
 
     @property
     def errors(self) -> list[Problem]:
@@ -108,4 +118,23 @@ class Backend(Protocol):
     def stop(self, paths: RunPaths, now: bool, say: Say, pause: Pause | None = None,
              timeout: float | None = None) -> str:
         """Ask a run to save and stop (`now`: end every process). Progress goes to `say`; returns the last word."""
+        ...
+
+    def settle(self, runs: Sequence[tuple[RunPaths, RunRecord]]) -> list[Settled]:
+        """Each of its runs as its scheduler says it stands (a job that ended without its run recording an end is
+        recorded here, as `runs.liveness.settle_lost` records a run whose supervisor died), with its job's label;
+        one query for them all, none for a run no scheduler holds (its record as it is, no label)."""
+        ...
+
+    def job_words(self, record: RunRecord) -> str | None:
+        """The run's job as a refusal names it ("Slurm job 42"); None for a run no scheduler holds."""
+        ...
+
+    def machines(self, record: RunRecord) -> list[Mapping[str, Any]]:
+        """The machines its run was planned on, as its record lists them (host, machine_rank, num_processes, env,
+        accelerator); [] for a run on one machine or a Slurm job (its nodes are Slurm's)."""
+        ...
+
+    def take_stacks(self, paths: RunPaths, record: RunRecord) -> tuple[dict[int, RankStacks], list[str]]:
+        """Every live rank's stacks, wherever it runs, and a line for each machine or node that did not answer."""
         ...

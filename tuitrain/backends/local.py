@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from tuitrain.backends.base import Check, Pause, Preview, Resumed, Say, Started, resume_note
+from tuitrain.backends.base import Check, Pause, Preview, Resumed, Say, Settled, Started, resume_note
 from tuitrain.hardware import Hardware
 from tuitrain.launch.plan import queued_plan
 from tuitrain.profile import Problem, Profile, Settings, load_profile, settings_with_defaults
 from tuitrain.rundir.kind import RunKind
 from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.record import RunRecord
 from tuitrain.runs.catalog import RUNS_ROOT_FIX
 from tuitrain.runs.start.from_profile import launch, local_plan, local_settings, plan_profile, resume, run_cwd
 from tuitrain.runs.start.new_run import (
@@ -25,6 +26,7 @@ from tuitrain.runs.start.new_run import (
 
 if TYPE_CHECKING:
     from tuitrain.runs.queue.entries import QueueRequest  # psutil: loaded by a queued start only
+    from tuitrain.runs.view.stacks import RankStacks
 
 
 def queued_gpus(settings: Settings, hardware: Hardware, accelerator: str) -> tuple[int, ...]:
@@ -114,3 +116,17 @@ class LocalBackend:
     def stop(self, paths: RunPaths, now: bool, say: Say, pause: Pause | None = None,
              timeout: float | None = None) -> str:
         return stop_here(paths, now)
+
+    def settle(self, runs: Sequence[tuple[RunPaths, RunRecord]]) -> list[Settled]:
+        return [(record, None) for _, record in runs]  # no scheduler: its supervisor says (runs.liveness)
+
+    def job_words(self, record: RunRecord) -> str | None:
+        return None
+
+    def machines(self, record: RunRecord) -> list[Mapping[str, Any]]:
+        return []
+
+    def take_stacks(self, paths: RunPaths, record: RunRecord) -> tuple[dict[int, RankStacks], list[str]]:
+        from tuitrain.runs.view.stacks import take_stacks
+
+        return take_stacks(paths, record), []

@@ -3,18 +3,23 @@ checked by the doctor first, watched by a home supervisor that relays control to
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tuitrain.backends.base import Check, Pause, Preview, Resumed, Say, Started, resume_note
+from tuitrain.backends.base import Check, Pause, Preview, Resumed, Say, Settled, Started, resume_note
 from tuitrain.backends.local import stop_here
 from tuitrain.launch.machines import MachinePlan, MachinesPlan
 from tuitrain.profile import Profile, load_profile, settings_with_defaults
 from tuitrain.rundir.kind import RunKind
 from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.record import RunRecord
 from tuitrain.runs.start.from_profile import launch_on_machines, machines_plan, resume_on_machines
 from tuitrain.runs.start.new_run import new_run_dir
+
+if TYPE_CHECKING:
+    from tuitrain.remote.doctor import Report
+    from tuitrain.runs.view.stacks import RankStacks
 
 
 def plan_profile_machines(profile: Profile, runs_root: Path, ssh_config: str | None = None,
@@ -62,12 +67,11 @@ def machine_gpus(machine: MachinePlan) -> tuple[int, ...] | None:
     return tuple(int(g) for g in listed.split(",") if g.strip().isdigit())
 
 
-def doctor_report(profile: Profile, runs_root: Path, ssh_config: str | None, timeout: float) -> tuple[Any, MachinesPlan]:
-    """(the doctor's report, the machines plan) of a multi-machine profile: every machine reached over ssh."""
+def doctor_report(profile: Profile, plan: MachinesPlan, ssh_config: str | None, timeout: float) -> Report:
+    """The doctor's report on the machines of `plan` (the profile's): every machine reached over ssh."""
     from tuitrain.remote.doctor import MachineSpec, doctor
     from tuitrain.remote.ssh import SshOptions
 
-    plan = plan_profile_machines(profile, runs_root, ssh_config)
     paths = tuple(profile_paths(profile))
     specs = [MachineSpec(host=m.host, rank=m.machine_rank, python=m.python, workdir=m.workdir,
                          interface=m.network_interface, paths=paths,
@@ -77,7 +81,7 @@ def doctor_report(profile: Profile, runs_root: Path, ssh_config: str | None, tim
              for m in plan.machines]
     # connecting gets part of each machine's time, so an unreachable machine reads as such, not as a timeout
     options = SshOptions(config=ssh_config, connect_timeout=max(1, min(10, int(timeout * 0.6))))
-    return doctor(specs, options, timeout=timeout), plan
+    return doctor(specs, options, timeout=timeout)
 
 
 class MachinesBackend:
@@ -102,7 +106,8 @@ class MachinesBackend:
 
     def check(self, profile: Profile, runs_root: Path, timeout: float, say: Say) -> Check:
         say("checking the machines first (`tuitrain doctor`; --no-doctor skips this)")
-        report, plan = doctor_report(profile, runs_root, self.ssh_config, timeout)
+        plan = plan_profile_machines(profile, runs_root, self.ssh_config)
+        report = doctor_report(profile, plan, self.ssh_config, timeout)
         failed = [check.line() for check in report.checks if check.ok is False] + [str(p) for p in plan.errors]
         return Check(lines=[*report.lines(), *(str(p) for p in plan.errors)], failed=failed)
 
@@ -119,3 +124,22 @@ class MachinesBackend:
     def stop(self, paths: RunPaths, now: bool, say: Say, pause: Pause | None = None,
              timeout: float | None = None) -> str:
         return stop_here(paths, now)
+
+    def settle(self, runs: Sequence[tuple[RunPaths, RunRecord]]) -> list[Settled]:
+        return [(record, None) for _, record in runs]  # no scheduler: its home supervisor says (runs.liveness)
+
+    def job_words(self, record: RunRecord) -> str | None:
+        return None
+
+    def machines(self, record: RunRecord) -> list[Mapping[str, Any]]:
+        listed = record.get("machines")
+        return [m for m in listed if isinstance(m, Mapping)] if isinstance(listed, list) else []
+
+    def take_stacks(self, paths: RunPaths, record: RunRecord) -> tuple[dict[int, RankStacks], list[str]]:
+        """Its ranks on this machine (the home machine may be one of them), then every machine's through its node
+        agent over ssh (the run's own ssh_config)."""
+        from tuitrain.runs.view.stacks import machines_stacks, take_stacks
+
+        here = take_stacks(paths, record)
+        elsewhere, problems = machines_stacks(paths, self.machines(record), record.get("ssh_config"))
+        return dict(sorted({**here, **elsewhere}.items())), problems

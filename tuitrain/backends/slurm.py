@@ -4,19 +4,24 @@ Slurm gives it, in the same run directory (on the cluster's shared filesystem). 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from tuitrain.backends.base import Check, Pause, Preview, Resumed, Say, Started, resume_note
+from tuitrain.backends.base import Check, Pause, Preview, Resumed, Say, Settled, Started, resume_note
 from tuitrain.profile import Profile
-from tuitrain.rundir.kind import RunKind
+from tuitrain.rundir.kind import RunKind, supervised_elsewhere
 from tuitrain.rundir.layout import RunPaths
-from tuitrain.rundir.record import FINAL_STATUSES
+from tuitrain.rundir.record import FINAL_STATUSES, RunRecord
 from tuitrain.runs.control import ControlError
 from tuitrain.runs.start.new_run import StartError
+from tuitrain.slurm import state
 from tuitrain.slurm.commands import SlurmError
 from tuitrain.slurm.script import JobOptions, ScriptError
 from tuitrain.slurm.submit import dry_run_script, job_notes, job_settings, load_job_profile, resume_job, submit
+
+if TYPE_CHECKING:
+    from tuitrain.runs.view.stacks import RankStacks
 
 
 class SlurmBackend:
@@ -78,4 +83,28 @@ class SlurmBackend:
         error, status = str(record.get("error") or ""), str(record.get("status"))
         return f"run {record['id']} " + (error if error.startswith(status) else f"{status}: {error}" if error else status)
 
+    def settle(self, runs: Sequence[tuple[RunPaths, RunRecord]]) -> list[Settled]:
+        """Every job that needs it asked at once (squeue, at most one sacct: tuitrain.slurm.state.query)."""
+        jobs = state.query(record for _, record in runs)
+        out: list[Settled] = []
+        for paths, record in runs:
+            job = jobs.get(state.job_id(record) or "")
+            settled = state.settle(paths, record, job)
+            out.append((settled, state.label(settled, job)))
+        return out
 
+    def job_words(self, record: RunRecord) -> str | None:
+        return f"Slurm job {state.job_id(record)}"
+
+    def machines(self, record: RunRecord) -> list[Mapping[str, Any]]:
+        return []
+
+    def take_stacks(self, paths: RunPaths, record: RunRecord) -> tuple[dict[int, RankStacks], list[str]]:
+        """Each node's supervisor takes its own ranks' (they share the run directory); a job on one node whose
+        supervisor runs here, this machine's."""
+        from tuitrain.runs.view.stacks import nodes_stacks, take_stacks
+
+        nodes = paths.nodes()
+        if supervised_elsewhere(record) or len(nodes) > 1:
+            return nodes_stacks(paths, nodes)
+        return take_stacks(paths, record), []

@@ -188,14 +188,16 @@ def _print_launch_plan(plan: LaunchPlan) -> None:
 def cmd_plan(args: argparse.Namespace) -> int:
     profile = _load(args.profile, args.set, notes=False)
     preview = for_profile(profile.data).plan(profile, args.runs_root)
+    plan = preview.plan
+    assert plan is not None  # a Slurm job's plan is `submit --dry-run`'s
     if args.json:
-        print_json(preview.plan.to_dict())
+        print_json(plan.to_dict())
     else:
         print(f"profile: {profile.path}")
-        if isinstance(preview.plan, MachinesPlan):
-            _print_machines_plan(preview.plan)
+        if isinstance(plan, MachinesPlan):
+            _print_machines_plan(plan)
         else:
-            _print_launch_plan(preview.plan)
+            _print_launch_plan(plan)
     for problem in plan_problems(profile, preview.problems, args.set):
         print(problem, file=sys.stderr)
     return 1 if preview.errors else 0
@@ -228,13 +230,15 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from tuitrain.backends.machines import doctor_report
+    from tuitrain.backends.machines import doctor_report, plan_profile_machines
+    from tuitrain.launch.machines import has_machines
 
     profile = _load(args.profile, args.set)
-    if for_profile(profile.data).kind != "machines":
+    if not has_machines(profile.data):
         raise CliError(f"{profile.path}: no [[distributed.machines]] to check; the doctor checks the machines of a "
                        "multi-machine profile (this machine's checks run with `tuitrain plan`)")
-    report, plan = doctor_report(profile, args.runs_root, _ssh_config(args), args.timeout)
+    plan = plan_profile_machines(profile, args.runs_root, _ssh_config(args))
+    report = doctor_report(profile, plan, _ssh_config(args), args.timeout)
     failed = [c for c in report.checks if c.ok is False]
     if args.json:
         print_json({"ok": report.ok, "seconds": round(report.seconds, 3), "checks": [c.to_dict() for c in report.checks]})

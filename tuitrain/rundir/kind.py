@@ -7,6 +7,7 @@ them for that purpose, so a fourth kind changes this function and nothing that a
 
 from __future__ import annotations
 
+import os
 from typing import Any, Literal, Mapping
 
 RunKind = Literal["local", "machines", "slurm"]
@@ -20,3 +21,11 @@ def run_kind(record: Mapping[str, Any]) -> RunKind:
     if record.get("machines"):
         return "machines"
     return "local"
+
+
+def supervised_elsewhere(record: Mapping[str, Any]) -> bool:
+    """A run whose supervisor runs on another machine than the one that started it (a Slurm job's first node): its
+    processes cannot be looked at from here; its scheduler says whether it lives."""
+    slurm = record.get("slurm")
+    host = slurm.get("host") if isinstance(slurm, Mapping) else None
+    return bool(host) and host != os.uname().nodename

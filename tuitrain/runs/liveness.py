@@ -10,10 +10,10 @@ from typing import Any
 
 import psutil
 
+from tuitrain.rundir.kind import supervised_elsewhere
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.process_tree import find_recorded
 from tuitrain.rundir.record import FINAL_STATUSES, RunRecord, record_end
-from tuitrain.runs.view.scheduler import supervised_elsewhere
 
 
 def recorded_processes(record: Mapping[str, Any]) -> dict[str, Any]:

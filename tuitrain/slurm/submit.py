@@ -119,11 +119,11 @@ def resume_job(parent: RunPaths, runs_root: Path, checkpoint: str = "latest", ov
     """`tuitrain resume` of a Slurm run: a new job, with its parent's options, continuing from a checkpoint (the
     checks are every backend's: tuitrain.runs.start.from_profile.resume_inputs and check_resume)."""
     from tuitrain.runs.start.from_profile import check_resume, resume_inputs
-    from tuitrain.slurm.state import query, settle
+    from tuitrain.slurm.state import job_id, query, settle
 
     record = read_record(parent)
     record = settle(parent, record, query([record]).get(str((record.get("slurm") or {}).get("job_id"))))
-    chosen, profile = resume_inputs(parent, record, checkpoint, overrides)
+    chosen, profile = resume_inputs(parent, record, checkpoint, overrides, job=f"Slurm job {job_id(record)}")
     _settings, resources = job_settings(profile)
     check_resume(parent, profile, chosen, resources.total_processes, resources.nodes)
     done = submit(profile, runs_root, parent_options(record), python=python, cwd=cwd,

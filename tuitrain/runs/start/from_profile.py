@@ -24,7 +24,6 @@ from tuitrain.rundir.record import FINAL_STATUSES, RunRecord, read_record
 from tuitrain.runs.run_owner import others_run_refusal
 from tuitrain.runs.start import resume_rule
 from tuitrain.runs.start.new_run import Lineage, new_run_dir, start_run
-from tuitrain.runs.view.scheduler import job_words
 
 
 class ResumeError(Exception):
@@ -209,11 +208,11 @@ def base_mismatch(before: dict[str, Any], data: dict[str, Any], checkpoint: Chec
     return None
 
 
-def not_ended_refusal(parent: RunPaths, record: RunRecord) -> str | None:
-    """Why a run that has not ended cannot be resumed yet (`record` as its backend settled it); None once ended."""
+def not_ended_refusal(parent: RunPaths, record: RunRecord, job: str | None = None) -> str | None:
+    """Why a run that has not ended cannot be resumed yet (`record` as its backend settled it; `job`: its scheduler's
+    job, as its backend names it); None once ended."""
     if record["status"] in FINAL_STATUSES:
         return None
-    job = job_words(record)
     if job is not None:
         return f"run {parent.id} is still {record['status']} ({job}); stop it first (`tuitrain stop {parent.id}`)"
     from tuitrain.runs.liveness import live_processes, supervisor_gone  # psutil: not for `plan`
@@ -238,11 +237,11 @@ def into_others_folder_refusal(parent: RunPaths, record: RunRecord, profile: Pro
 
 
 def resume_inputs(parent: RunPaths, record: RunRecord, checkpoint: str | Path = "latest",
-                  overrides: Sequence[str] = ()) -> tuple[Checkpoint, Profile]:
+                  overrides: Sequence[str] = (), job: str | None = None) -> tuple[Checkpoint, Profile]:
     """What every backend's resume starts from, checked in one order: the parent has ended, it has an output
     folder, the checkpoint asked for is complete; then the parent's frozen profile with the new overrides (named
     by the parent's own profile path, so notes and the new run's record point at the user's file)."""
-    refusal = not_ended_refusal(parent, record)
+    refusal = not_ended_refusal(parent, record, job)
     if refusal:
         raise ResumeError(refusal)
     if not record.get("output_dir"):

@@ -110,12 +110,14 @@ class StacksScreen(ModalScreen[None]):
         if self.elsewhere is not None:
             self.post_message(self.Taken(*take_there(*self.elsewhere)))
             return
+        from tuitrain.backends import for_run
         from tuitrain.rundir.record import RunRecordError
         from tuitrain.runs.catalog import load_record
         from tuitrain.runs.view.stacks import StacksError, gather, rank_block
 
         try:
-            taken, summary = gather(self.paths, load_record(self.paths))
+            record = load_record(self.paths)
+            taken, summary = gather(self.paths, record, for_run(record).take_stacks)
         except (StacksError, RunRecordError, OSError) as exc:
             self.post_message(self.Taken(Text(str(exc), style="red"), ok=False))
             return
