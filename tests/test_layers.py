@@ -43,8 +43,9 @@ ALLOWED: dict[str, frozenset[str]] = {
     "engine": frozenset({"atomic", "torch_build", "profile", "rundir"}),
     # script mode's rank side (a user's own script): what the engine's ranks get, and the engine's callbacks
     "script": frozenset({"atomic", "rundir", "engine"}),
-    # how a run is carried (this machine, SSH machines, a Slurm job): one interface over the three, chosen once
-    "backends": HELPERS | {"rundir", "profile", "hardware", "launch", "remote", "runs", "slurm"},
+    # how a run is carried (this machine, SSH machines, a Slurm job): one interface over the three, chosen once; and
+    # one start for every front end, whose first check is that word of the run's end can be sent (notify)
+    "backends": HELPERS | {"rundir", "profile", "hardware", "launch", "remote", "notify", "runs", "slurm"},
     # slurm: the app acts on a Slurm run as the CLI does (its stop cancels the job when it must)
     "tui": HELPERS | {"rundir", "profile", "hardware", "launch", "remote", "runs", "slurm", "backends", "notify"},
     # tui only to open the app, and only inside a function (`tuitrain` with no command): see CLI_TUI

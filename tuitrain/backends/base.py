@@ -1,5 +1,5 @@
-"""What every backend does, whatever carries the run: plan, check, start, resume, stop; and what it answers viewers of
-its runs: the scheduler's word on them, their machines, their ranks' stacks.
+"""What every backend does, whatever carries the run: plan, check, start, stop; and what it answers viewers of its
+runs: the scheduler's word on them, their machines, their ranks' stacks.
 
 A backend is chosen once (tuitrain.backends.choose) from a profile or a run record; the CLI and the app call it
 and never ask which kind of run they hold. Each method's refusals are the same exceptions whatever the backend:
@@ -22,13 +22,17 @@ from tuitrain.rundir.checkpoints import Checkpoint
 from tuitrain.rundir.kind import RunKind
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.record import RunRecord
+from tuitrain.runs.start.new_run import Lineage
 
 if TYPE_CHECKING:
+    from tuitrain.runs.queue.entries import QueueRequest
     from tuitrain.runs.view.stacks import RankStacks
 
 Say = Callable[[str], None]
 JobLabel = dict[str, Any]  # what viewers show of a run's job: {"job_id", "state", "reason", "label", "problem"}
 Settled = tuple[RunRecord, JobLabel | None]  # a record as its scheduler says it stands, and its job's label
+CANNOT_QUEUE = ("a queued run waits on this machine; a profile that lists [[distributed.machines]] starts at once "
+                "(drop them to queue it here), and a Slurm job queues in Slurm (tuitrain submit)")
 Pause = Callable[[float], bool]  # wait this long; False when the caller is going away (an app closing)
 
 
@@ -58,6 +62,12 @@ class Started:
     paths: RunPaths
     note: str  # one line for the user: what was started, and how
     job_id: str | None = None
+    queued: bool = False  # created queued: its supervisor starts it when its turn comes
+
+    @property
+    def news(self) -> str:
+        """What the app says as it opens the run: a queued run's or a submitted job's note; nothing of a plain start."""
+        return self.note if self.queued or self.job_id is not None else ""
 
 
 @dataclass(frozen=True)
@@ -67,18 +77,6 @@ class Resumed:
     profile: Profile  # the profile it runs: its notes say what was migrated or defaulted
     note: str
     job_id: str | None = None
-
-
-def resume_note(parent: RunPaths, checkpoint: Checkpoint, paths: RunPaths, profile: Profile,
-                job_id: str | None = None) -> str:
-    """What every backend says of a resume it started, in one line: its Slurm job, and the restored settings the
-    profile changes (`runs.start.resume_rule`: the optimizer's, honoured from the checkpoint's step)."""
-    from tuitrain.runs.start.from_profile import resume_said
-
-    job = f", Slurm job {job_id}" if job_id is not None else ""
-    said = resume_said(parent.profile, profile.data, checkpoint)
-    return (f"resuming {parent.id} from {checkpoint.path.name} (step {checkpoint.step}) as run {paths.id}{job}"
-            + (f"; {said}" if said else ""))
 
 
 @dataclass(frozen=True)
@@ -106,13 +104,16 @@ class Backend(Protocol):
         being checked is said to `say` first)."""
         ...
 
-    def start(self, profile: Profile, runs_root: Path, cwd: Path | None = None) -> Started:
-        """Start a run of a loaded profile; returns once it is started (or submitted), detached."""
+    def start(self, profile: Profile, runs_root: Path, cwd: Path | None = None, *, lineage: Lineage | None = None,
+              queue: QueueRequest | None = None) -> Started:
+        """Start a run of a loaded profile; returns once it is started (or submitted), detached. `lineage`: the run
+        and checkpoint it continues (a resume). `queue`: created queued on this machine, started by its supervisor
+        when its turn comes (StartError where the backend cannot queue)."""
         ...
 
-    def resume(self, parent: RunPaths, runs_root: Path, checkpoint: str | Path = "latest",
-               overrides: Sequence[str] = (), cwd: Path | None = None) -> Resumed:
-        """A new run continuing `parent` from one of its checkpoints."""
+    def world(self, profile: Profile) -> tuple[int, int]:
+        """(processes in all, machines) a start of `profile` would run: the world a checkpoint it resumes from must
+        have been written by."""
         ...
 
     def stop(self, paths: RunPaths, now: bool, say: Say, pause: Pause | None = None,

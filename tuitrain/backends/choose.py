@@ -40,12 +40,13 @@ def for_profile(data: Mapping[str, Any] | None, *, slurm: JobOptions | None = No
 
 
 def for_run(record: RunRecord, *, ssh_config: str | None = None, hardware: Hardware | None = None) -> Backend:
-    """The backend of a run that exists (to resume, stop or view it): the one that started it."""
+    """The backend of a run that exists (to resume, stop or view it): the one that started it, with the options it
+    started with (a resume is submitted with its parent's job options, started through its parent's ssh_config)."""
     kind = run_kind(record)
     if kind == "slurm":
         from tuitrain.backends.slurm import SlurmBackend
 
-        return SlurmBackend()  # a resume is submitted with its parent's options
+        return SlurmBackend(parent=record)
     if kind == "machines":
         from tuitrain.backends.machines import MachinesBackend
 

@@ -8,28 +8,37 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tuitrain.backends.base import Check, Pause, Preview, Resumed, Say, Settled, Started, resume_note
+from tuitrain.backends.base import CANNOT_QUEUE, Check, Pause, Preview, Say, Settled, Started
 from tuitrain.profile import Profile
 from tuitrain.rundir.kind import RunKind, supervised_elsewhere
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.record import FINAL_STATUSES, RunRecord
 from tuitrain.runs.control import ControlError
-from tuitrain.runs.start.new_run import StartError
+from tuitrain.runs.start.new_run import Lineage, StartError
 from tuitrain.slurm import state
 from tuitrain.slurm.commands import SlurmError
 from tuitrain.slurm.script import JobOptions, ScriptError
-from tuitrain.slurm.submit import dry_run_script, job_notes, job_settings, load_job_profile, resume_job, submit
+from tuitrain.slurm.submit import dry_run_script, job_notes, job_settings, load_job_profile, parent_options, submit
 
 if TYPE_CHECKING:
+    from tuitrain.runs.queue.entries import QueueRequest
     from tuitrain.runs.view.stacks import RankStacks
 
 
 class SlurmBackend:
     kind: RunKind = "slurm"
 
-    def __init__(self, options: JobOptions | None = None, python: str | None = None) -> None:
-        self.options = options or JobOptions()  # a resume takes its parent's instead
+    def __init__(self, options: JobOptions | None = None, python: str | None = None,
+                 parent: RunRecord | None = None) -> None:
+        self._options = options
         self.python = python  # tuitrain's Python on the nodes (default: this one)
+        self.parent = parent  # the record of a run it carries: a resume of it is submitted with its options
+
+    @property
+    def options(self) -> JobOptions:
+        if self._options is None:
+            self._options = parent_options(self.parent) if self.parent is not None else JobOptions()
+        return self._options
 
     def load(self, path: Path, overrides: Sequence[str] = ()) -> Profile:
         """The profile as the job runs it: main_process_ip is the job's first node; notes about what the job's
@@ -50,21 +59,22 @@ class SlurmBackend:
     def check(self, profile: Profile, runs_root: Path, timeout: float, say: Say) -> Check:
         return Check()  # the nodes are Slurm's to give; each agent plans and checks its own
 
-    def start(self, profile: Profile, runs_root: Path, cwd: Path | None = None) -> Started:
+    def start(self, profile: Profile, runs_root: Path, cwd: Path | None = None, *, lineage: Lineage | None = None,
+              queue: QueueRequest | None = None) -> Started:
+        if queue is not None:
+            raise StartError(f"{profile.path}: {CANNOT_QUEUE}")
         try:
-            done = submit(profile, runs_root, self.options, python=self.python, cwd=cwd)
+            done = submit(profile, runs_root, self.options, python=self.python, cwd=cwd, lineage=lineage)
         except (ScriptError, SlurmError) as exc:
             raise StartError(str(exc)) from None
         return Started(done.paths, f"submitted run {done.paths.id} as Slurm job {done.job_id}", done.job_id)
 
-    def resume(self, parent: RunPaths, runs_root: Path, checkpoint: str | Path = "latest",
-               overrides: Sequence[str] = (), cwd: Path | None = None) -> Resumed:
+    def world(self, profile: Profile) -> tuple[int, int]:
         try:
-            done, chosen, profile = resume_job(parent, runs_root, str(checkpoint), overrides, python=self.python, cwd=cwd)
-        except (ScriptError, SlurmError) as exc:
+            resources = job_settings(profile)[1]
+        except ScriptError as exc:
             raise StartError(str(exc)) from None
-        return Resumed(done.paths, chosen, profile, resume_note(parent, chosen, done.paths, profile, done.job_id),
-                       done.job_id)
+        return resources.total_processes, resources.nodes
 
     def stop(self, paths: RunPaths, now: bool, say: Say, pause: Pause | None = None,
              timeout: float | None = None) -> str:

@@ -6,14 +6,13 @@ import argparse
 import sys
 from typing import Any, Mapping, Sequence
 
-from tuitrain.backends import Backend, for_profile, for_run
-from tuitrain.backends.queueing import profile_queues
+from tuitrain.backends import for_profile
 from tuitrain.cli.errors import CliError
 from tuitrain.cli.output import print_json
 from tuitrain.launch import LaunchPlan
 from tuitrain.launch.machines import MachinesPlan
 from tuitrain.profile import Profile, ProfileError, load_profile, resolve_profile_path
-from tuitrain.profile.load import notes_not_said_again, plan_problems
+from tuitrain.profile.load import plan_problems
 from tuitrain.profile.training_args import report_reading_to
 from tuitrain.runs.catalog import find_run
 from tuitrain.yaml_text import dump as dump_yaml
@@ -43,57 +42,15 @@ def _ssh_config(args: argparse.Namespace) -> str | None:
     return str(Path(args.ssh_config).expanduser().resolve()) if getattr(args, "ssh_config", None) else None
 
 
-def _check_machines(backend: Backend, profile: Profile, args: argparse.Namespace) -> None:
-    """The backend's checks of the machines before anything starts (the doctor's, for several machines), unless
-    --no-doctor."""
-    if args.no_doctor:
-        return
-    check = backend.check(profile, args.runs_root, 20.0, lambda line: print(f"tuitrain: {line}", file=sys.stderr))
-    if check.failed:
-        for line in check.lines:
-            print(line, file=sys.stderr)
-        raise CliError(f"{profile.path}: {len(check.failed)} machine check(s) failed; nothing was "
-                       "started (fix them, or pass --no-doctor to start anyway)")
-
-
-def _refuse_what_validate_refuses(backend: Backend, profile: Profile, args: argparse.Namespace) -> None:
-    """The profile's notes the plan does not say again, then the plan's errors in validate's lines (the same plan,
-    marked the same way), before anything starts; the start plans again and still refuses what changed in between
-    (a plan takes milliseconds). A run that starts says the plan's warnings, one line each (a GPU another process
-    computes on: the run starts beside it, as `python train.py` would; `--queue` waits for it)."""
-    preview = backend.plan(profile, args.runs_root)
-    notes = notes_not_said_again(profile, preview.problems)
-    for note in notes:
-        print(note, file=sys.stderr)
-    said = plan_problems(profile, preview.problems, args.set)[len(notes):]
-    if preview.errors:
-        raise CliError("\n".join(str(p) for p in said if p.is_error))
-    for problem in said:
-        if problem.severity == "warning":
-            print(problem, file=sys.stderr)
-
-
-def _queued_start(backend: Backend, profile: Profile, args: argparse.Namespace, queue: Any) -> int:
-    """`run --queue/--after/--after-ok`: the run is created `queued` and its id printed; its supervisor starts it."""
-    from tuitrain.backends.queueing import queueing_backend
-
-    paths = queueing_backend(backend, profile.path).queue(profile, args.runs_root, queue)
-    print(paths.id)
-    print(f"queued run {paths.id}; `tuitrain queue` shows what it waits for, `tuitrain cancel {paths.id}` drops it",
-          file=sys.stderr)
-    return 0
-
-
 def cmd_run(args: argparse.Namespace) -> int:
+    from tuitrain.backends.start import CheckFailed, Choices, start_profile
     from tuitrain.cli.queueing import queue_request
-    from tuitrain.notify import read_notify_config
 
     if getattr(args, "host", None):  # a profile of this machine, started on a workstation of the settings
         from tuitrain.cli.workstations import cmd_run_there
 
         return cmd_run_there(args)
     queue = queue_request(args)
-    read_notify_config()  # a bad [notify] is refused before anything starts (ProfileError: file, key, fix)
     if args.sweep:
         from tuitrain.cli.sweeping import cmd_sweep
 
@@ -101,17 +58,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.max_parallel is not None:
         raise CliError("--max-parallel limits the runs of a --sweep; give --sweep section.key=V1,V2 too")
     profile = _load(args.profile, args.set, notes=False)
-    backend = for_profile(profile.data, ssh_config=_ssh_config(args))
-    if queue is None and profile_queues(profile.data):  # [run] queue = true: as --queue
-        from tuitrain.runs.queue.entries import QueueRequest
-
-        queue = QueueRequest()
-    if queue is not None:
-        _print_notes(profile)
-        return _queued_start(backend, profile, args, queue)
-    _refuse_what_validate_refuses(backend, profile, args)
-    _check_machines(backend, profile, args)
-    paths = backend.start(profile, args.runs_root).paths
+    choices = Choices(queue=queue, doctor=not args.no_doctor, ssh_config=_ssh_config(args))
+    try:
+        started = start_profile(profile, args.runs_root, choices, overrides=args.set, say=_say, warn=_warn)
+    except CheckFailed as exc:
+        for line in exc.lines:
+            print(line, file=sys.stderr)
+        raise CliError(f"{exc} (fix them, or pass --no-doctor to start anyway)") from None
+    paths = started.paths
+    if started.queued:  # its id printed; its supervisor starts it
+        print(paths.id)
+        print(f"queued run {paths.id}; `tuitrain queue` shows what it waits for, `tuitrain cancel {paths.id}` drops it",
+              file=sys.stderr)
+        return 0
     if args.detach:
         print(paths.id)
         return 0
@@ -128,13 +87,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     return follow_run(paths)
 
 
+def _say(line: str) -> None:
+    print(f"tuitrain: {line}", file=sys.stderr)
+
+
+def _warn(problem: object) -> None:
+    print(problem, file=sys.stderr)
+
+
 def cmd_resume(args: argparse.Namespace) -> int:
-    from tuitrain.runs.catalog import load_record
+    from tuitrain.backends.start import resume_run
 
     parent = find_run(args.runs_root, args.run)
-    backend = for_run(load_record(parent), ssh_config=_ssh_config(args))
     say_when_reading_training_args()
-    resumed = backend.resume(parent, args.runs_root, args.checkpoint, args.set)
+    resumed = resume_run(parent, args.runs_root, args.checkpoint, args.set, ssh_config=_ssh_config(args))
     _print_notes(resumed.profile)
     print(resumed.note, file=sys.stderr)
     if args.detach or resumed.job_id is not None:  # a submitted job is followed with `tuitrain logs`/`status`

@@ -90,8 +90,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     """Every run of the sweep is loaded and checked first: a refused value queues nothing."""
     import dataclasses
 
-    from tuitrain.backends import for_profile
-    from tuitrain.backends.queueing import queueing_backend
+    from tuitrain.backends.start import Choices, start_profile
     from tuitrain.cli.queueing import queue_request
     from tuitrain.profile import load_profile, resolve_profile_path
     from tuitrain.runs.queue.entries import QueueRequest
@@ -111,7 +110,6 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                        "output folder; remove run.output_dir (each run writes under its run directory) or sweep it")
     profiles = [load_profile(path, [*args.set, *point.sets, f"run.name={base.name} {point.label}"])
                 for point in points]
-    backend = queueing_backend(for_profile(base.data), path)
     request = queue_request(args) or QueueRequest()
     sweep_id = sweep_name(base.name, time.time())
     started: list[Any] = []
@@ -120,8 +118,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             waits = throttle(index, args.max_parallel)
             after = (*request.after, started[waits]) if waits is not None else request.after
             sweep = {"id": sweep_id, "index": index + 1, "of": len(points), "label": point.label}
-            started.append(backend.queue(profile, args.runs_root,
-                                         dataclasses.replace(request, after=after, sweep=sweep, hold=True)))
+            queue = dataclasses.replace(request, after=after, sweep=sweep, hold=True)
+            started.append(start_profile(profile, args.runs_root, Choices(queue=queue)).paths)
     except BaseException:
         let_go(started, drop=True)
         raise

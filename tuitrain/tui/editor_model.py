@@ -21,7 +21,7 @@ from tuitrain.tui.profile_edits import MACHINES, get_path, in_schema_order, mach
 from tuitrain.tui.save_as import save_as_outcome, save_as_target, shown_path
 
 if TYPE_CHECKING:
-    from tuitrain.backends import Preview
+    from tuitrain.backends import Preview, Started
     from tuitrain.launch import LaunchPlan
     from tuitrain.launch.machines import MachinesPlan
     from tuitrain.profile.paths import Moved, Rule
@@ -546,17 +546,16 @@ class EditorModel:
         return None
 
     def launch(self, runs_root: Path, overrides: Collection[str] = (), hardware: Any = None,
-               data: dict[str, Any] | None = None) -> Path:
-        """Start a run of the profile as it is in the form (or of `data`, a copy taken from it), with
-        the app's --set overrides (blocking). Returns the run directory; raises ProfileError,
-        StartError or OSError."""
-        from tuitrain.backends import for_profile
+               data: dict[str, Any] | None = None) -> Started:
+        """Start a run of the profile as it is in the form (or of `data`, a copy taken from it), with the app's --set
+        overrides, as `tuitrain run` starts it (blocking; tuitrain.backends.start: the doctor checks several machines,
+        `[run] queue = true` queues it). Raises ProfileError, StartError (CheckFailed) or OSError."""
+        from tuitrain.backends.start import Choices, start_profile
         from tuitrain.profile import Profile, apply_overrides
 
         data = apply_overrides(copy.deepcopy(self.data if data is None else data), list(overrides))
-        started = for_profile(data, hardware=hardware).start(Profile(path=self.planned_path, data=data), runs_root,
-                                                             cwd=self.cwd)
-        return started.paths.root
+        return start_profile(Profile(path=self.planned_path, data=data), runs_root, Choices(), overrides=list(overrides),
+                             cwd=self.cwd, hardware=hardware)
 
     def copy_command_note(self) -> str:
         """What copying the accelerate command line says (the caller has checked there is one)."""

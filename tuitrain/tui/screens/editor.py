@@ -710,6 +710,7 @@ class EditorScreen(Screen):
 
     @work(thread=True, exclusive=True, group="editor-launch", exit_on_error=False)
     def launch(self, data: dict[str, Any], number: int) -> None:
+        from tuitrain.backends.start import CheckFailed
         from tuitrain.profile import ProfileError
         from tuitrain.runs.start.new_run import StartError
         from tuitrain.tui.messages import RunStarted
@@ -721,11 +722,15 @@ class EditorScreen(Screen):
             self.app.call_from_thread(self.notify, refusal, title="Not launched", severity="error", timeout=10)
             return
         try:
-            run_dir = self.model.launch(self.app.runs_root, self.app.launch_overrides, self.app.hardware, data)
+            started = self.model.launch(self.app.runs_root, self.app.launch_overrides, self.app.hardware, data)
+        except CheckFailed as exc:
+            self.app.call_from_thread(self.notify, "\n".join([*exc.lines, str(exc)]), title="Not launched",
+                                      severity="error", timeout=15)
+            return
         except (ProfileError, StartError, OSError) as exc:
             self.app.call_from_thread(self.notify, str(exc), title="Not launched", severity="error", timeout=10)
             return
-        self.app.post_message(RunStarted(str(run_dir)))
+        self.app.post_message(RunStarted(str(started.paths.root), started.news))
 
     def action_copy_command(self) -> None:
         """Copy `tuitrain run PROFILE [--set …]`: it runs as is from the working folder."""

@@ -22,9 +22,6 @@ from tuitrain.tui.messages import RunStarted
 if TYPE_CHECKING:
     from textual import getters
 
-    from tuitrain.backends import Backend
-    from tuitrain.profile import Profile
-    from tuitrain.rundir.layout import RunPaths
     from tuitrain.tui.app_api import TuitrainAppApi
 
 
@@ -205,43 +202,36 @@ class LaunchScreen(ModalScreen[None]):
         self.app.push_screen(DataPreviewScreen(self.path, self.overrides()))
 
     @work(thread=True, exclusive=True, group="launch", exit_on_error=False)
-    def start(self, queue: bool = False) -> None:
-        """As `tuitrain run` starts it: the profile's backend checks the machines (the doctor, for several), then
-        starts the run; with `queue`, as `tuitrain run --queue` creates it queued."""
-        from tuitrain.backends import for_profile
-        from tuitrain.backends.queueing import profile_queues
-        from tuitrain.profile import ProfileError, load_profile
+    def start(self, queue: bool = False, slurm: str | None = None) -> None:
+        """As `tuitrain run` starts it (tuitrain.backends.start, every check in its order: the doctor for several
+        machines); with `queue`, as `tuitrain run --queue` creates it queued; with `slurm` (its options as typed), as
+        `tuitrain submit` submits it."""
+        from tuitrain.backends.start import CheckFailed, Choices, load_for, start_profile
+        from tuitrain.profile import ProfileError
+        from tuitrain.runs.queue.entries import QueueRequest
         from tuitrain.runs.start.new_run import StartError
+        from tuitrain.slurm.options import options_from_text
+        from tuitrain.slurm.script import ScriptError
 
         def say(line: str) -> None:
             self.app.call_from_thread(self.query_one("#plan", Static).update, line)
 
         try:
-            profile = load_profile(self.path, self.overrides())
-            backend = for_profile(profile.data)
-            if queue or profile_queues(profile.data):  # ctrl+o, or a profile that always queues
-                queued = self._queue(backend, profile)
-                self.app.call_from_thread(self._submitted, str(queued.root), f"queued run {queued.id}: it starts "
-                                          "by itself when its GPUs are free; its monitor says what it waits for")
-                return
-            check = backend.check(profile, self.app.runs_root, 20.0, say)
-            if check.failed:
-                self.app.call_from_thread(self._failed, [*check.lines, f"{len(check.failed)} machine check(s) failed"])
-                return
-            started = backend.start(profile, self.app.runs_root, cwd=self.app.cwd)
+            choices = Choices(slurm=options_from_text(slurm) if slurm is not None else None,
+                              queue=QueueRequest() if queue else None)
+            profile = load_for(self.path, self.overrides(), choices)
+            started = start_profile(profile, self.app.runs_root, choices, overrides=self.overrides(), cwd=self.app.cwd,
+                                    say=say)
+        except CheckFailed as exc:
+            self.app.call_from_thread(self._failed, [*exc.lines, f"{exc.failed} machine check(s) failed"])
+            return
         except ProfileError as exc:
             self.app.call_from_thread(self._failed, [str(p) for p in exc.problems])
             return
-        except (StartError, OSError) as exc:
+        except (ScriptError, StartError, OSError) as exc:
             self.app.call_from_thread(self._failed, [str(exc)])
             return
-        self.app.call_from_thread(self._started, str(started.paths.root))
-
-    def _queue(self, backend: "Backend", profile: "Profile") -> "RunPaths":
-        from tuitrain.backends.queueing import queueing_backend
-        from tuitrain.runs.queue.entries import QueueRequest
-
-        return queueing_backend(backend, profile.path).queue(profile, self.app.runs_root, QueueRequest(), self.app.cwd)
+        self.app.call_from_thread(self._submitted, str(started.paths.root), started.news)
 
     @on(Input.Submitted, "#sbatch")
     @on(Button.Pressed, "#submit")
@@ -253,27 +243,7 @@ class LaunchScreen(ModalScreen[None]):
         if not self.busy:
             self.busy = True
             self.query_one("#plan", Static).update("submitting…")
-            self.submit_job(self.query_one("#sbatch", Input).value)
-
-    @work(thread=True, exclusive=True, group="launch", exit_on_error=False)
-    def submit_job(self, options_text: str) -> None:
-        """`tuitrain submit PROFILE --set … OPTIONS`, through the same Slurm backend."""
-        from tuitrain.backends import for_profile
-        from tuitrain.profile import ProfileError
-        from tuitrain.runs.start.new_run import StartError
-        from tuitrain.slurm.options import options_from_text
-        from tuitrain.slurm.script import ScriptError
-
-        try:
-            backend = for_profile(None, slurm=options_from_text(options_text))
-            started = backend.start(backend.load(self.path, self.overrides()), self.app.runs_root, cwd=self.app.cwd)
-        except ProfileError as exc:
-            self.app.call_from_thread(self._failed, [str(p) for p in exc.problems])
-            return
-        except (ScriptError, StartError, OSError) as exc:
-            self.app.call_from_thread(self._failed, [str(exc)])
-            return
-        self.app.call_from_thread(self._submitted, str(started.paths.root), started.note)
+            self.start(slurm=self.query_one("#sbatch", Input).value)
 
     @work(thread=True, exclusive=True, group="launch", exit_on_error=False)
     def start_there(self, host: str, overrides: list[str], passed: Sequence[str] = ()) -> None:
@@ -321,10 +291,6 @@ class LaunchScreen(ModalScreen[None]):
         self._previews += 1  # a plan still on its way would hide why nothing started
         self.query_one("#plan", Static).update("not started:")
         self.query_one("#problems", Static).update("\n".join(problems))
-
-    def _started(self, run_dir: str) -> None:
-        self.dismiss(None)
-        self.app.post_message(RunStarted(run_dir))
 
 
 def configured_hosts() -> list[str]:

@@ -192,10 +192,10 @@ class ResumeScreen(ModalScreen[None]):
     def start(self, overrides: list[str]) -> None:
         """Checked once more as the CLI checks them, then the run's own backend resumes it, as `tuitrain resume`
         does (a Slurm run is submitted again; a run on several machines starts on them)."""
-        from tuitrain.backends import for_run
+        from tuitrain.backends.start import resume_run
         from tuitrain.profile import ProfileError
         from tuitrain.rundir.layout import RunPaths
-        from tuitrain.rundir.record import RunRecordError, read_record
+        from tuitrain.rundir.record import RunRecordError
         from tuitrain.runs.start.from_profile import ResumeError
         from tuitrain.runs.start.new_run import StartError
 
@@ -208,8 +208,7 @@ class ResumeScreen(ModalScreen[None]):
             self.app.call_from_thread(self._failed, problems)
             return
         try:
-            resumed = for_run(read_record(parent)).resume(parent, self.app.runs_root, self.checkpoint, overrides,
-                                                          cwd=self.app.cwd)
+            resumed = resume_run(parent, self.app.runs_root, self.checkpoint, overrides, cwd=self.app.cwd)
         except ProfileError as exc:
             self.app.call_from_thread(self._failed, [str(p) for p in exc.problems])
             return
