@@ -120,7 +120,8 @@ class MachinesBackend:
             raise StartError(f"{profile.path}: {CANNOT_QUEUE}")
         plan = plan_profile_machines(profile, runs_root, self.ssh_config,
                                      resume_from=lineage.checkpoint if lineage is not None else None)
-        paths = start_run(profile, settings_with_defaults(profile), plan, runs_root, lineage=lineage, cwd=cwd)
+        paths = start_run(profile, settings_with_defaults(profile), plan, runs_root, lineage=lineage, cwd=cwd,
+                          workers="machines")
         return Started(paths, f"started run {paths.id} on its machines")
 
     def world(self, profile: Profile) -> tuple[int, int]:
