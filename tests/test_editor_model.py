@@ -322,7 +322,7 @@ def test_launch_checks_the_machines_first_and_starts_nothing_when_they_fail(tmp_
     runs = tmp_path / "runs"
     with pytest.raises(CheckFailed) as refused:
         model.launch(runs)
-    failed = [line for line in refused.value.lines if "  ssh  " in line and "FAIL" in line]
-    assert [line.split()[0] for line in failed] == ["node1", "node2"], refused.value.lines
+    failed = [line for line in refused.value.checks if "  ssh  " in line and "FAIL" in line]
+    assert [line.split()[0] for line in failed] == ["node1", "node2"], refused.value.checks
     assert "nothing was started" in str(refused.value)
     assert not runs.exists() or list(runs.iterdir()) == []

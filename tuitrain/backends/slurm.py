@@ -13,11 +13,9 @@ from tuitrain.profile import Profile
 from tuitrain.rundir.kind import RunKind, supervised_elsewhere
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.record import FINAL_STATUSES, RunRecord
-from tuitrain.runs.control import ControlError
 from tuitrain.runs.start.new_run import Lineage, StartError
 from tuitrain.slurm import state
-from tuitrain.slurm.commands import SlurmError
-from tuitrain.slurm.script import JobOptions, ScriptError
+from tuitrain.slurm.script import JobOptions
 from tuitrain.slurm.submit import dry_run_script, job_notes, job_settings, load_job_profile, parent_options, submit
 
 if TYPE_CHECKING:
@@ -47,11 +45,8 @@ class SlurmBackend:
         return dataclasses.replace(profile, notes=[n for n in profile.notes if str(n) in job_notes(profile)])
 
     def plan(self, profile: Profile, runs_root: Path, cwd: Path | None = None) -> Preview:
-        try:
-            _settings, resources = job_settings(profile)
-            script = dry_run_script(profile, runs_root, self.options, python=self.python)
-        except ScriptError as exc:
-            raise StartError(str(exc)) from None
+        _settings, resources = job_settings(profile)
+        script = dry_run_script(profile, runs_root, self.options, python=self.python)
         return Preview(kind=self.kind,
                        summary=f"Slurm job · {resources.nodes} node(s) × {resources.processes_per_node} process(es)",
                        commands=[script], notes=job_notes(profile), problems=[])
@@ -63,17 +58,11 @@ class SlurmBackend:
               queue: QueueRequest | None = None) -> Started:
         if queue is not None:
             raise StartError(f"{profile.path}: {CANNOT_QUEUE}")
-        try:
-            done = submit(profile, runs_root, self.options, python=self.python, cwd=cwd, lineage=lineage)
-        except (ScriptError, SlurmError) as exc:
-            raise StartError(str(exc)) from None
+        done = submit(profile, runs_root, self.options, python=self.python, cwd=cwd, lineage=lineage)
         return Started(done.paths, f"submitted run {done.paths.id} as Slurm job {done.job_id}", done.job_id)
 
     def world(self, profile: Profile) -> tuple[int, int]:
-        try:
-            resources = job_settings(profile)[1]
-        except ScriptError as exc:
-            raise StartError(str(exc)) from None
+        resources = job_settings(profile)[1]
         return resources.total_processes, resources.nodes
 
     def stop(self, paths: RunPaths, now: bool, say: Say, pause: Pause | None = None,
@@ -81,13 +70,7 @@ class SlurmBackend:
         """The graceful stop (or `now`), then scancel if the job does not end (tuitrain.slurm.control.stop_job)."""
         from tuitrain.slurm.control import stop_job  # psutil: only when stopping
 
-        try:
-            if pause is None:
-                record = stop_job(paths, now, timeout, say)
-            else:
-                record = stop_job(paths, now, timeout, say, pause=pause)
-        except SlurmError as exc:
-            raise ControlError(str(exc)) from None
+        record = stop_job(paths, now, timeout, say) if pause is None else stop_job(paths, now, timeout, say, pause=pause)
         if record.get("status") not in FINAL_STATUSES:
             return f"run {paths.id} {record.get('status')}: the stop request stays"  # the caller gave up the wait
         error, status = str(record.get("error") or ""), str(record.get("status"))

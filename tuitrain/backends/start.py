@@ -44,11 +44,14 @@ class Choices:
 
 
 class CheckFailed(StartError):
-    """The machines' own checks found what would fail: nothing was started. `lines`: every check, one line each."""
+    """The machines' own checks found what would fail: nothing was started. `checks`: every check, one line each."""
 
     def __init__(self, profile: Profile, check: Check) -> None:
-        self.lines, self.failed = check.lines, len(check.failed)
+        self.checks, self.failed = check.lines, len(check.failed)
         super().__init__(f"{profile.path}: {self.failed} machine check(s) failed; nothing was started")
+
+    def lines(self) -> list[str]:
+        return [*self.checks, str(self)]
 
 
 def profile_queues(data: Mapping[str, Any]) -> bool:

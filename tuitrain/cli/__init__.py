@@ -244,7 +244,8 @@ RUNS_ROOT_COMMANDS = frozenset({"run", "resume", "submit", "runs", "status", "di
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from tuitrain.cli.errors import permission_line, user_errors
+    from tuitrain.cli.errors import permission_line
+    from tuitrain.errors import TuitrainError
 
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -262,9 +263,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command in RUNS_ROOT_COMMANDS:
             _check_runs_root(args.runs_root)
         return args.handler(args)
-    except user_errors() as exc:
+    except TuitrainError as exc:  # every refusal, one place: tuitrain/errors.py
         print(f"tuitrain: error: {exc}", file=sys.stderr)
-        return getattr(exc, "code", 2)
+        return exc.code
     except PermissionError as exc:
         print(f"tuitrain: error: {permission_line(exc)}", file=sys.stderr)
         return 2

@@ -62,7 +62,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         started = start_profile(profile, args.runs_root, choices, overrides=args.set, say=_say, warn=_warn)
     except CheckFailed as exc:
-        for line in exc.lines:
+        for line in exc.checks:
             print(line, file=sys.stderr)
         raise CliError(f"{exc} (fix them, or pass --no-doctor to start anyway)") from None
     paths = started.paths

@@ -6,8 +6,6 @@ from __future__ import annotations
 import argparse
 import shutil
 
-from tuitrain.cli.errors import CliError
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("run")
@@ -32,14 +30,11 @@ def cmd_stacks(args: argparse.Namespace) -> int:
     from tuitrain.backends import for_run
     from tuitrain.cli.output import print_json
     from tuitrain.runs.catalog import find_run, load_record
-    from tuitrain.runs.view.stacks import StacksError, gather, rank_block
+    from tuitrain.runs.view.stacks import gather, rank_block
 
     paths = find_run(args.runs_root, args.run)
-    try:
-        record = load_record(paths)
-        taken, summary = gather(paths, record, for_run(record).take_stacks)
-    except StacksError as exc:
-        raise CliError(str(exc)) from None
+    record = load_record(paths)
+    taken, summary = gather(paths, record, for_run(record).take_stacks)
     if args.json:
         from tuitrain.runs.view.stacks_json import stacks_json
 

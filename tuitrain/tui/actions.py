@@ -14,6 +14,8 @@ from typing import Any, Sequence
 
 from textual.worker import get_current_worker
 
+from tuitrain.errors import TuitrainError
+
 REQUEST_WORDS = {"stop": "save a checkpoint and stop", "save": "save a checkpoint at the next step end",
                  "evaluate": "evaluate at the next step end", "terminate": "end every process now"}
 
@@ -40,12 +42,12 @@ def wait_or_cancel(seconds: float, poke: threading.Event | None = None) -> bool:
 def run_request(app: Any, run_dir: Path, what: str) -> None:
     """A control request from a worker, announced either way. A stop goes through the run's backend (a Slurm
     job's is cancelled when it does not end in time), each of its steps said in a toast; quitting the app gives up
-    any wait (the request stays)."""
+    any wait (the request stays); a refusal is titled with what could not be done."""
     from tuitrain.backends import for_run
     from tuitrain.remote.run_mirror import mirrored_run
     from tuitrain.rundir.layout import RunPaths
-    from tuitrain.rundir.record import RunRecordError, read_record
-    from tuitrain.runs.control import ControlError, request
+    from tuitrain.rundir.record import read_record
+    from tuitrain.runs.control import request
 
     paths = RunPaths(Path(run_dir))
     title = {"terminate": "Stop now"}.get(what, what.capitalize())
@@ -63,8 +65,8 @@ def run_request(app: Any, run_dir: Path, what: str) -> None:
             say(for_run(read_record(paths)).stop(paths, what == "terminate", say, pause=wait_or_cancel))
             return
         request(paths, what)
-    except (ControlError, RunRecordError, OSError) as exc:
-        app.call_from_thread(app.notify, str(exc), title=f"Cannot {what}", severity="warning")
+    except (TuitrainError, OSError) as exc:
+        app.call_from_thread(app.notify, str(exc), title=f"Cannot {what}", severity="warning", markup=False)
         return
     app.call_from_thread(app.notify, f"asked {Path(run_dir).name} to {REQUEST_WORDS[what]}", title=title)
     app.poke()

@@ -19,10 +19,11 @@ from textual import work
 from textual.app import SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.worker import Worker, WorkerState
 
+from tuitrain.errors import TuitrainError
 from tuitrain.tui.actions import wait_or_cancel
 from tuitrain.tui.app_api import TuitrainAppApi
+from tuitrain.tui.failed_work import PassesFailedWorkUp, WorkFailed
 from tuitrain.tui.messages import HardwareSampled, RunsPolled, RunStarted
 from tuitrain.tui.run_table import CheckpointNews, checkpoints_written
 
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
     from tuitrain.tui.widgets.hardware_strip import HardwareStrip
 
 
-class TuitrainApp(TuitrainAppApi):
+class TuitrainApp(PassesFailedWorkUp, TuitrainAppApi):
     TITLE = "tuitrain"
     CSS_PATH = "app.tcss"
     BINDINGS = [
@@ -227,12 +228,15 @@ class TuitrainApp(TuitrainAppApi):
         if not self.is_headless and self._driver is not None:
             self._driver.write(sequence)
 
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        """Every failed worker is said out loud, with what it was doing."""
-        if event.state == WorkerState.ERROR:
-            error = event.worker.error
-            self.notify(f"{type(error).__name__}: {error}", title=f"{event.worker.name or 'work'} failed",
-                        severity="error", timeout=15)
+    def on_work_failed(self, message: WorkFailed) -> None:
+        """Every failed worker of the app or a screen, said in one toast, as text (its words are no markup): a
+        refusal (`TuitrainError`) as its own words, any other error with its kind and what it was doing."""
+        error = message.error
+        if isinstance(error, TuitrainError):
+            self.notify("\n".join(error.lines()), title="Refused", severity="warning", timeout=15, markup=False)
+        else:
+            self.notify(f"{type(error).__name__}: {error}", title=f"{message.worker_name or 'work'} failed",
+                        severity="error", timeout=15, markup=False)
 
     # ------------------------------------------------------------------------------ navigation
     def on_run_started(self, message: RunStarted) -> None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tuitrain.errors import TuitrainError
 from tuitrain.tui.fields import REMOVE
 from tuitrain.tui.profile_edits import MACHINES, get_path, in_schema_order, machine_of, overrides_between, set_path
 from tuitrain.tui.save_as import save_as_outcome, save_as_target, shown_path
@@ -62,7 +63,7 @@ class Check:
         return self.preview.command if self.preview is not None else ""
 
 
-class LoadError(Exception):
+class LoadError(TuitrainError):
     """The profile (or the accelerate config) cannot be read into the form; the message says why."""
 
 
@@ -549,7 +550,8 @@ class EditorModel:
                data: dict[str, Any] | None = None) -> Started:
         """Start a run of the profile as it is in the form (or of `data`, a copy taken from it), with the app's --set
         overrides, as `tuitrain run` starts it (blocking; tuitrain.backends.start: the doctor checks several machines,
-        `[run] queue = true` queues it). Raises ProfileError, StartError (CheckFailed) or OSError."""
+        `[run] queue = true` queues it). Raises a TuitrainError (the refusal; CheckFailed: the machines' checks) or
+        OSError."""
         from tuitrain.backends.start import Choices, start_profile
         from tuitrain.profile import Profile, apply_overrides
 

@@ -10,6 +10,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any, Sequence, cast
 
+from tuitrain.errors import TuitrainError
 from tuitrain.hardware import Hardware, detect_hardware
 from tuitrain.launch import LaunchPlan, plan_launch
 from tuitrain.launch.machines import MachinesPlan, plan_machines
@@ -23,7 +24,7 @@ from tuitrain.runs.run_owner import others_run_refusal
 from tuitrain.runs.start import resume_rule
 
 
-class ResumeError(Exception):
+class ResumeError(TuitrainError):
     """Why a run cannot be resumed from the checkpoint asked for."""
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from tuitrain.atomic import read_json, write_json_atomic
+from tuitrain.errors import TuitrainError
 from tuitrain.rundir.heartbeat import Beat
 from tuitrain.rundir.layout import CONTROL_STACKS, STACKS_SIGNAL, RunPaths
 
@@ -48,7 +49,7 @@ _WORKER_HEAD = re.compile(r"^# tuitrain: data loader worker (\d+) \(pid (\d+), (
 _TAKEN = re.compile(r"^# tuitrain: taken, \d+ data loader workers?$", re.MULTILINE)
 
 
-class StacksError(Exception):
+class StacksError(TuitrainError):
     """Why no stacks can be taken of a run, in one line."""
 
 

@@ -31,6 +31,7 @@ from tuitrain.tui.curves import (
     samples_per_step,
     x_values,
 )
+from tuitrain.tui.failed_work import PassesFailedWorkUp
 from tuitrain.tui.format import short_metric
 from tuitrain.tui.widgets.key_bar import KeyBar
 from tuitrain.tui.widgets.overlay_plot import Curve, OverlayPlot
@@ -56,7 +57,7 @@ class ComparedRun:
         self.curves = RunCurves(self.paths.events, samples_root=self.paths.root)
 
 
-class CompareScreen(Screen):
+class CompareScreen(PassesFailedWorkUp, Screen):
     if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
         app = getters.app(TuitrainAppApi)
 

@@ -25,6 +25,7 @@ from textual.widgets import Button, Input, Label, SelectionList, Static, TabbedC
 
 from tuitrain.profile.schema import SCHEMA, KeySpec, TableSpec
 from tuitrain.tui.editor_model import Check, EditorModel, Loaded, LoadError
+from tuitrain.tui.failed_work import PassesFailedWorkUp
 from tuitrain.tui.fields import REMOVE, FieldDef, parse_value
 from tuitrain.tui.form_fields import TRAINING_FIELDS, field_for, training_field
 from tuitrain.tui.plan_preview import plan_text
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
 # [distributed] keys the machines section shows (not the strategy's fields, nor left over from one)
 MACHINES_SECTION_KEYS = ("network_interface", "machines")
 SECTIONS = ("run", "model", "data", "training", "metrics", "hardware", "distributed", "logging")
-class EditorScreen(Screen):
+class EditorScreen(PassesFailedWorkUp, Screen):
     if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
         app = getters.app(TuitrainAppApi)
 
@@ -710,9 +711,7 @@ class EditorScreen(Screen):
 
     @work(thread=True, exclusive=True, group="editor-launch", exit_on_error=False)
     def launch(self, data: dict[str, Any], number: int) -> None:
-        from tuitrain.backends.start import CheckFailed
-        from tuitrain.profile import ProfileError
-        from tuitrain.runs.start.new_run import StartError
+        from tuitrain.errors import TuitrainError, error_lines
         from tuitrain.tui.messages import RunStarted
 
         check = self.model.check(data, number, self.app.runs_root, self.app.hardware)
@@ -723,12 +722,9 @@ class EditorScreen(Screen):
             return
         try:
             started = self.model.launch(self.app.runs_root, self.app.launch_overrides, self.app.hardware, data)
-        except CheckFailed as exc:
-            self.app.call_from_thread(self.notify, "\n".join([*exc.lines, str(exc)]), title="Not launched",
-                                      severity="error", timeout=15)
-            return
-        except (ProfileError, StartError, OSError) as exc:
-            self.app.call_from_thread(self.notify, str(exc), title="Not launched", severity="error", timeout=10)
+        except (TuitrainError, OSError) as exc:  # the machines' checks, when they failed, a line each
+            self.app.call_from_thread(self.notify, "\n".join(error_lines(exc)), title="Not launched",
+                                      severity="error", timeout=10, markup=False)
             return
         self.app.post_message(RunStarted(str(started.paths.root), started.news))
 

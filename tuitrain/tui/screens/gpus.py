@@ -42,6 +42,7 @@ from tuitrain.hardware.sampler import GpuPoint
 from tuitrain.humanize import gib, gpu_memory
 from tuitrain.remote.workstations import LOCAL
 from tuitrain.rundir.layout import RunPaths
+from tuitrain.tui.failed_work import PassesFailedWorkUp
 from tuitrain.tui.run_table import run_labels
 from tuitrain.tui.widgets.gpu_panel import spark
 from tuitrain.tui.widgets.key_bar import KeyBar
@@ -209,7 +210,7 @@ class BoxesListed(Message):
 Line = tuple[str, list[Text], "GpuProcessRow | GpuInfo | None", "Sequence[GpuPoint]"]  # key, cells, what, history
 
 
-class GpusScreen(Screen):
+class GpusScreen(PassesFailedWorkUp, Screen):
     if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
         app = getters.app(TuitrainAppApi)
 

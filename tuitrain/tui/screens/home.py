@@ -17,7 +17,9 @@ from textual.widgets import DataTable, Input, OptionList, Static
 from textual.widgets.data_table import ColumnKey
 from textual.widgets.option_list import Option
 
+from tuitrain.errors import TuitrainError
 from tuitrain.tui.actions import run_request
+from tuitrain.tui.failed_work import PassesFailedWorkUp
 from tuitrain.tui.messages import WorkstationHeard, WorkstationsListed
 from tuitrain.tui.run_cells import RunCells
 from tuitrain.tui.run_columns import COLUMNS, Layout, cell_len, empty_runs_hint, fit_columns, runs_title
@@ -45,7 +47,7 @@ if TYPE_CHECKING:
     from tuitrain.tui.app_api import TuitrainAppApi
     from tuitrain.tui.profiles import ProfileEntry
 
-class HomeScreen(Screen):
+class HomeScreen(PassesFailedWorkUp, Screen):
     if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
         app = getters.app(TuitrainAppApi)
 
@@ -546,17 +548,15 @@ class HomeScreen(Screen):
     @work(thread=True, group="control", exit_on_error=False)
     def queue_request(self, run_dir: Path, what: str) -> None:
         """Move a queued run first ("top") or cancel it, as the CLI does (runs.queue.look.queue_action, its
-        refusals too): the outcome in one line."""
+        refusals too): the outcome in one line, titled with what was done or could not be."""
         from tuitrain.rundir.layout import RunPaths
-        from tuitrain.rundir.record import RunRecordError
-        from tuitrain.runs.control import ControlError
         from tuitrain.runs.queue.look import queue_action
 
         done, verb = ("First in queue", "move") if what == "top" else ("Cancelled", "cancel")  # as queue_action says
         try:
             said = queue_action(RunPaths(run_dir), what)
-        except (ControlError, RunRecordError, OSError) as exc:
-            self.app.call_from_thread(self.notify, str(exc), title=f"Cannot {verb}", severity="warning")
+        except (TuitrainError, OSError) as exc:
+            self.app.call_from_thread(self.notify, str(exc), title=f"Cannot {verb}", severity="warning", markup=False)
             return
         self.app.call_from_thread(self.notify, said, title=done)
         self.app.poke()

@@ -16,7 +16,9 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Select, Static
 
+from tuitrain.errors import TuitrainError, error_lines
 from tuitrain.tui.command_fold import WithCommands
+from tuitrain.tui.failed_work import PassesFailedWorkUp
 from tuitrain.tui.messages import RunStarted
 
 if TYPE_CHECKING:
@@ -28,7 +30,7 @@ if TYPE_CHECKING:
 SCRIPT_EXAMPLE = "distributed.num_processes=2 run.name=try-2"  # overrides a [script] profile takes (no [training])
 
 
-class LaunchScreen(ModalScreen[None]):
+class LaunchScreen(PassesFailedWorkUp, ModalScreen[None]):
     if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
         app = getters.app(TuitrainAppApi)
 
@@ -120,18 +122,14 @@ class LaunchScreen(ModalScreen[None]):
     def _plan(self, overrides: list[str], number: int) -> None:
         """The profile's own backend plans it, as `tuitrain plan` does: this machine's plan, or one per machine."""
         from tuitrain.backends import for_profile
-        from tuitrain.profile import ProfileError, load_profile
+        from tuitrain.profile import load_profile
         from tuitrain.profile.load import plan_problems
-        from tuitrain.runs.start.new_run import StartError
 
         try:
             profile = load_profile(self.path, overrides)
             preview = for_profile(profile.data, hardware=self.app.hardware).plan(profile, self.app.runs_root)
-        except ProfileError as exc:
-            self.app.call_from_thread(self._show, "", [str(p) for p in exc.problems], number)
-            return
-        except (StartError, OSError) as exc:
-            self.app.call_from_thread(self._show, "", [str(exc)], number)
+        except (TuitrainError, OSError) as exc:  # said in the dialog, in place of the plan
+            self.app.call_from_thread(self._show, "", error_lines(exc), number)
             return
         notes = [str(p) for p in plan_problems(profile, preview.problems, overrides)]
         if profile.data.get("script"):  # your own script: no [training] to override
@@ -206,12 +204,9 @@ class LaunchScreen(ModalScreen[None]):
         """As `tuitrain run` starts it (tuitrain.backends.start, every check in its order: the doctor for several
         machines); with `queue`, as `tuitrain run --queue` creates it queued; with `slurm` (its options as typed), as
         `tuitrain submit` submits it."""
-        from tuitrain.backends.start import CheckFailed, Choices, load_for, start_profile
-        from tuitrain.profile import ProfileError
+        from tuitrain.backends.start import Choices, load_for, start_profile
         from tuitrain.runs.queue.entries import QueueRequest
-        from tuitrain.runs.start.new_run import StartError
         from tuitrain.slurm.options import options_from_text
-        from tuitrain.slurm.script import ScriptError
 
         def say(line: str) -> None:
             self.app.call_from_thread(self.query_one("#plan", Static).update, line)
@@ -222,14 +217,8 @@ class LaunchScreen(ModalScreen[None]):
             profile = load_for(self.path, self.overrides(), choices)
             started = start_profile(profile, self.app.runs_root, choices, overrides=self.overrides(), cwd=self.app.cwd,
                                     say=say)
-        except CheckFailed as exc:
-            self.app.call_from_thread(self._failed, [*exc.lines, f"{exc.failed} machine check(s) failed"])
-            return
-        except ProfileError as exc:
-            self.app.call_from_thread(self._failed, [str(p) for p in exc.problems])
-            return
-        except (ScriptError, StartError, OSError) as exc:
-            self.app.call_from_thread(self._failed, [str(exc)])
+        except (TuitrainError, OSError) as exc:  # said in the dialog, which stays open to change what was typed
+            self.app.call_from_thread(self._failed, error_lines(exc))
             return
         self.app.call_from_thread(self._submitted, str(started.paths.root), started.news)
 
@@ -249,21 +238,16 @@ class LaunchScreen(ModalScreen[None]):
     def start_there(self, host: str, overrides: list[str], passed: Sequence[str] = ()) -> None:
         """As `tuitrain run --host HOST PROFILE` starts it (remote.launch_there): sent frozen, checked there, started
         there detached; then mirrored here (remote.run_mirror.fetch) and its monitor opened, as Home's Enter does."""
-        from tuitrain.profile import ProfileError
         from tuitrain.remote.launch_there import launch_there
         from tuitrain.remote.run_mirror import fetch
         from tuitrain.remote.workstations import find, workstations
         from tuitrain.runs.start.new_run import sent_profile_text
-        from tuitrain.user_config import UserConfigError
 
         try:
             station = find(host, workstations())
             launched = launch_there(station, self.path, sent_profile_text(self.path, overrides), passed)
-        except ProfileError as exc:
-            self.app.call_from_thread(self._failed, [str(p) for p in exc.problems])
-            return
-        except (UserConfigError, OSError) as exc:
-            self.app.call_from_thread(self._failed, [str(exc)])
+        except (TuitrainError, OSError) as exc:
+            self.app.call_from_thread(self._failed, error_lines(exc))
             return
         if launched.run_id is None:
             self.app.call_from_thread(self._failed, list(launched.problems))

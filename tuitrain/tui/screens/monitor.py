@@ -27,6 +27,7 @@ from tuitrain.runs.view.hang import HUNG_LABEL, Hang, describe, waits_for
 from tuitrain.runs.view.live import RunWatch
 from tuitrain.runs.view.logfile import TRACEBACK
 from tuitrain.tui.actions import elsewhere, run_request, wait_or_cancel
+from tuitrain.tui.failed_work import PassesFailedWorkUp
 from tuitrain.tui.format import bar, short_metric, status_text
 from tuitrain.tui.machines import Machine, machine_of_rank, machines_line, run_machines, this_host
 from tuitrain.tui.widgets.checkpoints import CheckpointList
@@ -53,7 +54,7 @@ def log_range(top: int, height: int, count: int) -> str:
     return f"lines {top + 1}-{min(count, top + height)} of {count}"
 
 
-class MonitorScreen(Screen):
+class MonitorScreen(PassesFailedWorkUp, Screen):
     if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
         app = getters.app(TuitrainAppApi)
 

@@ -18,6 +18,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
+from tuitrain.errors import TuitrainError, error_lines
+from tuitrain.tui.failed_work import PassesFailedWorkUp
 from tuitrain.tui.messages import RunStarted
 
 if TYPE_CHECKING:
@@ -63,7 +65,7 @@ def box_checkpoint(found: Sequence[dict], ref: str) -> dict | None:
     return next((c for c in complete if ref in (str(c.get("path")), Path(str(c.get("path"))).name)), None)
 
 
-class ResumeScreen(ModalScreen[None]):
+class ResumeScreen(PassesFailedWorkUp, ModalScreen[None]):
     if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
         app = getters.app(TuitrainAppApi)
 
@@ -118,15 +120,15 @@ class ResumeScreen(ModalScreen[None]):
     @work(thread=True, group="resume-checkpoint", exit_on_error=False)
     def _find_checkpoint(self) -> None:
         from tuitrain.rundir.layout import RunPaths
-        from tuitrain.rundir.record import RunRecordError, read_record
-        from tuitrain.runs.start.from_profile import ResumeError, choose_checkpoint
+        from tuitrain.rundir.record import read_record
+        from tuitrain.runs.start.from_profile import choose_checkpoint
 
         if self.elsewhere is not None:
             self.app.call_from_thread(self._show_checkpoint, self._box_checkpoint_line(*self.elsewhere))
             return
         try:
             chosen = choose_checkpoint(read_record(RunPaths(self.run_dir)), self.checkpoint)
-        except (ResumeError, RunRecordError, OSError, KeyError) as exc:
+        except (TuitrainError, OSError, KeyError) as exc:  # said in the dialog, where the checkpoint would be
             self.app.call_from_thread(self._show_checkpoint, f"[red]{_escape(str(exc))}[/]")
             return
         self.app.call_from_thread(self._show_checkpoint,
@@ -193,11 +195,7 @@ class ResumeScreen(ModalScreen[None]):
         """Checked once more as the CLI checks them, then the run's own backend resumes it, as `tuitrain resume`
         does (a Slurm run is submitted again; a run on several machines starts on them)."""
         from tuitrain.backends.start import resume_run
-        from tuitrain.profile import ProfileError
         from tuitrain.rundir.layout import RunPaths
-        from tuitrain.rundir.record import RunRecordError
-        from tuitrain.runs.start.from_profile import ResumeError
-        from tuitrain.runs.start.new_run import StartError
 
         if self.elsewhere is not None:
             self._start_there(*self.elsewhere, overrides)
@@ -209,11 +207,8 @@ class ResumeScreen(ModalScreen[None]):
             return
         try:
             resumed = resume_run(parent, self.app.runs_root, self.checkpoint, overrides, cwd=self.app.cwd)
-        except ProfileError as exc:
-            self.app.call_from_thread(self._failed, [str(p) for p in exc.problems])
-            return
-        except (ResumeError, StartError, RunRecordError, OSError) as exc:
-            self.app.call_from_thread(self._failed, [str(exc)])
+        except (TuitrainError, OSError) as exc:  # said in the dialog, which stays open to change the overrides
+            self.app.call_from_thread(self._failed, error_lines(exc))
             return
         self.app.call_from_thread(self._started, str(resumed.paths.root), resumed.note)
 

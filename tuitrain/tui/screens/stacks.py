@@ -17,7 +17,9 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from tuitrain.errors import TuitrainError
 from tuitrain.rundir.layout import RunPaths
+from tuitrain.tui.failed_work import PassesFailedWorkUp
 
 if TYPE_CHECKING:
     pass
@@ -58,7 +60,7 @@ def remote_stacks_text(host: str, answer: str) -> tuple[Text, bool]:
     return stacks_text(digest, [rank_block(s, where[r]) for r, s in taken.items()], folder), True
 
 
-class StacksScreen(ModalScreen[None]):
+class StacksScreen(PassesFailedWorkUp, ModalScreen[None]):
     DEFAULT_CSS = """
     StacksScreen { align: center middle; }
     StacksScreen > Vertical {
@@ -111,14 +113,13 @@ class StacksScreen(ModalScreen[None]):
             self.post_message(self.Taken(*take_there(*self.elsewhere)))
             return
         from tuitrain.backends import for_run
-        from tuitrain.rundir.record import RunRecordError
         from tuitrain.runs.catalog import load_record
-        from tuitrain.runs.view.stacks import StacksError, gather, rank_block
+        from tuitrain.runs.view.stacks import gather, rank_block
 
         try:
             record = load_record(self.paths)
             taken, summary = gather(self.paths, record, for_run(record).take_stacks)
-        except (StacksError, RunRecordError, OSError) as exc:
+        except (TuitrainError, OSError) as exc:  # said in the screen, in place of the stacks
             self.post_message(self.Taken(Text(str(exc), style="red"), ok=False))
             return
         blocks = [rank_block(s, summary["ranks"][str(r)]) for r, s in taken.items()]
