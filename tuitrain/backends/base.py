@@ -60,14 +60,9 @@ class Preview:
 @dataclass(frozen=True)
 class Started:
     paths: RunPaths
-    note: str  # one line for the user: what was started, and how
+    note: str = ""  # what the app says as it opens the run: a queued run's, a submitted job's (a plain start: none)
     job_id: str | None = None
     queued: bool = False  # created queued: its supervisor starts it when its turn comes
-
-    @property
-    def news(self) -> str:
-        """What the app says as it opens the run: a queued run's or a submitted job's note; nothing of a plain start."""
-        return self.note if self.queued or self.job_id is not None else ""
 
 
 @dataclass(frozen=True)

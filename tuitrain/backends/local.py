@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tuitrain.backends.base import Check, Pause, Preview, Say, Settled, Started
-from tuitrain.hardware import Hardware, detect_hardware
+from tuitrain.hardware import Hardware
 from tuitrain.launch.plan import queued_plan
 from tuitrain.profile import Problem, Profile, Settings, load_profile
 from tuitrain.rundir.kind import RunKind
@@ -46,37 +46,41 @@ def queued_gpus(settings: Settings, hardware: Hardware, accelerator: str) -> tup
 OUTPUT_DIR_FIX = "set run.output_dir to a folder this machine can write (e.g. --set run.output_dir=outputs/NAME)"
 
 
-def stop_here(paths: RunPaths, now: bool) -> str:
-    """A stop asked through the run's control files (a run started from this machine, on it or on the machines
-    it lists: the home supervisor relays it)."""
-    from tuitrain.rundir.record import read_record
-    from tuitrain.runs.control import request  # psutil: not for `plan`
-
-    if read_record(paths).get("status") == "queued":
-        request(paths, "stop")  # its waiting supervisor takes any stop as leaving the queue
-        return f"run {paths.id} was queued: it leaves the queue (cancelled; it never started)"
-    if not now:
-        request(paths, "stop")
-        return f"asked run {paths.id} to save a checkpoint and stop at the next step end"
-    if request(paths, "terminate") == "ended":
-        return f"run {paths.id} had lost its supervisor; its processes are ended and it is recorded as killed"
-    return f"ending every process of run {paths.id} now (killed if still there after a few seconds)"
-
-
-class LocalBackend:
-    kind: RunKind = "local"
-
-    def __init__(self, hardware: Hardware | None = None) -> None:
-        self._hardware = hardware  # None: detected when first needed, then kept (a plan and its start agree)
-
-    @property
-    def hardware(self) -> Hardware:
-        if self._hardware is None:
-            self._hardware = detect_hardware()
-        return self._hardware
+class Supervised:
+    """What the backends of runs kept by a supervisor started from here share (this machine's, or the machines a
+    profile lists): the profile as written, a stop through the run's control files (the home supervisor relays it),
+    no scheduler (runs.liveness says whether the run lives)."""
 
     def load(self, path: Path, overrides: Sequence[str] = ()) -> Profile:
         return load_profile(path, overrides)
+
+    def settle(self, runs: Sequence[tuple[RunPaths, RunRecord]]) -> list[Settled]:
+        return [(record, None) for _, record in runs]
+
+    def job_words(self, record: RunRecord) -> str | None:
+        return None
+
+    def stop(self, paths: RunPaths, now: bool, say: Say, pause: Pause | None = None,
+             timeout: float | None = None) -> str:
+        from tuitrain.rundir.record import read_record
+        from tuitrain.runs.control import request  # psutil: not for `plan`
+
+        if read_record(paths).get("status") == "queued":
+            request(paths, "stop")  # its waiting supervisor takes any stop as leaving the queue
+            return f"run {paths.id} was queued: it leaves the queue (cancelled; it never started)"
+        if not now:
+            request(paths, "stop")
+            return f"asked run {paths.id} to save a checkpoint and stop at the next step end"
+        if request(paths, "terminate") == "ended":
+            return f"run {paths.id} had lost its supervisor; its processes are ended and it is recorded as killed"
+        return f"ending every process of run {paths.id} now (killed if still there after a few seconds)"
+
+
+class LocalBackend(Supervised):
+    kind: RunKind = "local"
+
+    def __init__(self, hardware: Hardware | None = None) -> None:
+        self.hardware = hardware  # None: detected when first needed
 
     def plan(self, profile: Profile, runs_root: Path, cwd: Path | None = None) -> Preview:
         new_run = RunPaths(new_run_dir(runs_root))
@@ -113,21 +117,11 @@ class LocalBackend:
         if queue is not None:
             return Started(paths, f"queued run {paths.id}: it starts by itself when its GPUs are free; its monitor "
                                   "says what it waits for", queued=True)
-        return Started(paths, f"started run {paths.id}")
+        return Started(paths)
 
     def world(self, profile: Profile) -> tuple[int, int]:
         dist = local_settings(profile, self.hardware)[0]["distributed"]
         return dist["num_processes"] * dist["num_machines"], dist["num_machines"]
-
-    def stop(self, paths: RunPaths, now: bool, say: Say, pause: Pause | None = None,
-             timeout: float | None = None) -> str:
-        return stop_here(paths, now)
-
-    def settle(self, runs: Sequence[tuple[RunPaths, RunRecord]]) -> list[Settled]:
-        return [(record, None) for _, record in runs]  # no scheduler: its supervisor says (runs.liveness)
-
-    def job_words(self, record: RunRecord) -> str | None:
-        return None
 
     def machines(self, record: RunRecord) -> list[Mapping[str, Any]]:
         return []

@@ -3,14 +3,14 @@ checked by the doctor first, watched by a home supervisor that relays control to
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tuitrain.backends.base import CANNOT_QUEUE, Check, Pause, Preview, Say, Settled, Started
-from tuitrain.backends.local import stop_here
+from tuitrain.backends.base import CANNOT_QUEUE, Check, Preview, Say, Started
+from tuitrain.backends.local import Supervised
 from tuitrain.launch.machines import MachinePlan, MachinesPlan
-from tuitrain.profile import Profile, load_profile, settings_with_defaults
+from tuitrain.profile import Profile, settings_with_defaults
 from tuitrain.rundir.kind import RunKind
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.record import RunRecord
@@ -18,7 +18,6 @@ from tuitrain.runs.start.from_profile import machines_plan
 from tuitrain.runs.start.new_run import Lineage, StartError, new_run_dir, start_run
 
 if TYPE_CHECKING:
-    from tuitrain.remote.doctor import Report
     from tuitrain.runs.queue.entries import QueueRequest
     from tuitrain.runs.view.stacks import RankStacks
 
@@ -68,11 +67,12 @@ def machine_gpus(machine: MachinePlan) -> tuple[int, ...] | None:
     return tuple(int(g) for g in listed.split(",") if g.strip().isdigit())
 
 
-def doctor_report(profile: Profile, plan: MachinesPlan, ssh_config: str | None, timeout: float) -> Report:
-    """The doctor's report on the machines of `plan` (the profile's): every machine reached over ssh."""
+def doctor_report(profile: Profile, runs_root: Path, ssh_config: str | None, timeout: float) -> tuple[Any, MachinesPlan]:
+    """(the doctor's report, the machines plan) of a multi-machine profile: every machine reached over ssh."""
     from tuitrain.remote.doctor import MachineSpec, doctor
     from tuitrain.remote.ssh import SshOptions
 
+    plan = plan_profile_machines(profile, runs_root, ssh_config)
     paths = tuple(profile_paths(profile))
     specs = [MachineSpec(host=m.host, rank=m.machine_rank, python=m.python, workdir=m.workdir,
                          interface=m.network_interface, paths=paths,
@@ -82,18 +82,15 @@ def doctor_report(profile: Profile, plan: MachinesPlan, ssh_config: str | None, 
              for m in plan.machines]
     # connecting gets part of each machine's time, so an unreachable machine reads as such, not as a timeout
     options = SshOptions(config=ssh_config, connect_timeout=max(1, min(10, int(timeout * 0.6))))
-    return doctor(specs, options, timeout=timeout)
+    return doctor(specs, options, timeout=timeout), plan
 
 
-class MachinesBackend:
+class MachinesBackend(Supervised):
     kind: RunKind = "machines"
 
     def __init__(self, ssh_config: str | None = None, local_cwd: str | None = None) -> None:
         self.ssh_config = ssh_config  # None: ssh's own (~/.ssh/config); a resume reuses its parent's
         self.local_cwd = local_cwd  # a machine's default workdir in a plan (None: the current folder)
-
-    def load(self, path: Path, overrides: Sequence[str] = ()) -> Profile:
-        return load_profile(path, overrides)
 
     def plan(self, profile: Profile, runs_root: Path, cwd: Path | None = None) -> Preview:
         plan = plan_profile_machines(profile, runs_root, self.ssh_config, self.local_cwd)
@@ -107,8 +104,7 @@ class MachinesBackend:
 
     def check(self, profile: Profile, runs_root: Path, timeout: float, say: Say) -> Check:
         say("checking the machines first (`tuitrain doctor`; --no-doctor skips this)")
-        plan = plan_profile_machines(profile, runs_root, self.ssh_config)
-        report = doctor_report(profile, plan, self.ssh_config, timeout)
+        report, plan = doctor_report(profile, runs_root, self.ssh_config, timeout)
         failed = [check.line() for check in report.checks if check.ok is False] + [str(p) for p in plan.errors]
         return Check(lines=[*report.lines(), *(str(p) for p in plan.errors)], failed=failed)
 
@@ -122,21 +118,11 @@ class MachinesBackend:
                                      resume_from=lineage.checkpoint if lineage is not None else None)
         paths = start_run(profile, settings_with_defaults(profile), plan, runs_root, lineage=lineage, cwd=cwd,
                           workers="machines")
-        return Started(paths, f"started run {paths.id} on its machines")
+        return Started(paths)
 
     def world(self, profile: Profile) -> tuple[int, int]:
         plan = plan_profile_machines(profile, Path("."), self.ssh_config)
         return plan.num_processes, plan.num_machines
-
-    def stop(self, paths: RunPaths, now: bool, say: Say, pause: Pause | None = None,
-             timeout: float | None = None) -> str:
-        return stop_here(paths, now)
-
-    def settle(self, runs: Sequence[tuple[RunPaths, RunRecord]]) -> list[Settled]:
-        return [(record, None) for _, record in runs]  # no scheduler: its home supervisor says (runs.liveness)
-
-    def job_words(self, record: RunRecord) -> str | None:
-        return None
 
     def machines(self, record: RunRecord) -> list[Mapping[str, Any]]:
         listed = record.get("machines")

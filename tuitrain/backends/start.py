@@ -1,12 +1,6 @@
-"""One start and one resume, whoever asks (`tuitrain run`, `submit` and `resume`; the app's launch and resume
-dialogs; the editor's Launch): every check in one order, then the backend's start.
-
-A start: word of a run's end can be sent ([notify]); queued (asked, or `[run] queue = true`) it is created queued
-and its supervisor starts it; else the plan's errors refuse it, the machines' own checks (the doctor, for several
-machines) refuse it, then it starts. A resume: the parent as its backend settles it, the checks every backend's
-resume makes (`runs.start.from_profile.resume_inputs`, `check_resume` with the world the backend would run), then
-the backend's start with the lineage.
-"""
+"""One start and one resume, whoever asks (`tuitrain run`, `submit`, `resume` and `run --sweep`; the app's launch
+and resume dialogs; the editor's Launch): every check in one order (each function's docstring), then the backend's
+start."""
 
 from __future__ import annotations
 
@@ -17,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from tuitrain.backends.base import Backend, Check, Resumed, Say, Started
 from tuitrain.backends.choose import for_profile, for_run
-from tuitrain.profile import Problem, Profile, ProfileError, load_profile
+from tuitrain.profile import Problem, Profile, ProfileError
 from tuitrain.profile.load import mark_overrides, notes_not_said_again
 from tuitrain.rundir.checkpoints import Checkpoint
 from tuitrain.rundir.layout import RunPaths
@@ -61,15 +55,10 @@ def profile_queues(data: Mapping[str, Any]) -> bool:
 
 
 def chosen(choices: Choices, profile: Profile | None = None, hardware: Hardware | None = None) -> Backend:
-    """The backend that runs a profile as the user chose: Slurm when asked (then `profile` may be None), else the
-    machines the profile lists, else this machine (tuitrain.backends.choose.for_profile)."""
+    """The backend that runs a profile as the user chose: Slurm when asked (then `profile` may be None: its `load`
+    reads the profile as the job runs it), else the machines the profile lists, else this machine."""
     return for_profile(profile.data if profile is not None and choices.slurm is None else None, slurm=choices.slurm,
                        ssh_config=choices.ssh_config, hardware=hardware, python=choices.python)
-
-
-def load_for(path: Path, overrides: Sequence[str], choices: Choices) -> Profile:
-    """The profile as the backend the choices pick runs it (a Slurm job's: main_process_ip is its first node)."""
-    return chosen(choices).load(path, overrides) if choices.slurm is not None else load_profile(path, overrides)
 
 
 def _ignore(_: object) -> None:
@@ -79,8 +68,10 @@ def _ignore(_: object) -> None:
 def start_profile(profile: Profile, runs_root: Path, choices: Choices = Choices(), *, overrides: Sequence[str] = (),
                   cwd: Path | None = None, hardware: Hardware | None = None, say: Say = _ignore,
                   warn: Warn = _ignore) -> Started:
-    """Start a run of a loaded profile as the user chose, every check in one order (the module's docstring).
-    `overrides`: the --set it was loaded with (a problem one causes names it); `say`: what is being done;
+    """Start a run of a loaded profile as the user chose, checked in this order: word of its end can be sent
+    ([notify]); queued (asked, or `[run] queue = true` off Slurm), it is created queued (its start refuses the plan's
+    errors); else the plan's errors refuse it, the machines' own checks (the doctor, for several) refuse it, then it
+    starts. `overrides`: the --set it was loaded with (a problem one causes names it); `say`: what is being done;
     `warn`: the notes and warnings of what starts, each once. Refusals: ProfileError (the profile or its plan),
     StartError (CheckFailed: the machines' checks), whatever the backend's start raises."""
     from tuitrain.notify import read_notify_config
@@ -116,7 +107,9 @@ def resume_run(parent: RunPaths, runs_root: Path, checkpoint: str | Path = "late
                *, cwd: Path | None = None, ssh_config: str | None = None,
                hardware: Hardware | None = None) -> Resumed:
     """A new run continuing `parent` from one of its checkpoints, by the backend that started it (a Slurm job is
-    submitted with its parent's options; machines reached through its parent's ssh_config unless `ssh_config`)."""
+    submitted with its parent's options; machines reached through its parent's ssh_config unless `ssh_config`).
+    Checked in this order: [notify]; the parent as its backend settles it has ended; `resume_inputs`; `check_resume`
+    against the world the backend would run; then the backend's start with the lineage."""
     from tuitrain.notify import read_notify_config
     from tuitrain.rundir.record import read_record
     from tuitrain.runs.liveness import settle_lost  # psutil: not for `plan`

@@ -60,7 +60,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     profile = _load(args.profile, args.set, notes=False)
     choices = Choices(queue=queue, doctor=not args.no_doctor, ssh_config=_ssh_config(args))
     try:
-        started = start_profile(profile, args.runs_root, choices, overrides=args.set, say=_say, warn=_warn)
+        started = start_profile(profile, args.runs_root, choices, overrides=args.set,
+                                say=lambda line: print(f"tuitrain: {line}", file=sys.stderr),
+                                warn=lambda problem: print(problem, file=sys.stderr))
     except CheckFailed as exc:
         for line in exc.checks:
             print(line, file=sys.stderr)
@@ -85,14 +87,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
 
     return follow_run(paths)
-
-
-def _say(line: str) -> None:
-    print(f"tuitrain: {line}", file=sys.stderr)
-
-
-def _warn(problem: object) -> None:
-    print(problem, file=sys.stderr)
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
@@ -196,15 +190,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from tuitrain.backends.machines import doctor_report, plan_profile_machines
+    from tuitrain.backends.machines import doctor_report
     from tuitrain.launch.machines import has_machines
 
     profile = _load(args.profile, args.set)
     if not has_machines(profile.data):
         raise CliError(f"{profile.path}: no [[distributed.machines]] to check; the doctor checks the machines of a "
                        "multi-machine profile (this machine's checks run with `tuitrain plan`)")
-    plan = plan_profile_machines(profile, args.runs_root, _ssh_config(args))
-    report = doctor_report(profile, plan, _ssh_config(args), args.timeout)
+    report, plan = doctor_report(profile, args.runs_root, _ssh_config(args), args.timeout)
     failed = [c for c in report.checks if c.ok is False]
     if args.json:
         print_json({"ok": report.ok, "seconds": round(report.seconds, 3), "checks": [c.to_dict() for c in report.checks]})

@@ -18,13 +18,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
-    from tuitrain.backends.start import Choices, chosen, load_for, start_profile
+    from tuitrain.backends.start import Choices, chosen, start_profile
     from tuitrain.cli.launching import say_when_reading_training_args
     from tuitrain.profile import resolve_profile_path
 
     choices = Choices(slurm=job_options(args), python=args.python)
     say_when_reading_training_args()
-    profile = load_for(resolve_profile_path(args.profile), args.set, choices)
+    profile = chosen(choices).load(resolve_profile_path(args.profile), args.set)
     for note in profile.notes:
         print(note, file=sys.stderr)
     if args.dry_run:

@@ -726,7 +726,7 @@ class EditorScreen(PassesFailedWorkUp, Screen):
             self.app.call_from_thread(self.notify, "\n".join(error_lines(exc)), title="Not launched",
                                       severity="error", timeout=10, markup=False)
             return
-        self.app.post_message(RunStarted(str(started.paths.root), started.news))
+        self.app.post_message(RunStarted(str(started.paths.root), started.note))
 
     def action_copy_command(self) -> None:
         """Copy `tuitrain run PROFILE [--set …]`: it runs as is from the working folder."""
