@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from tuitrain.backends.base import Backend, Check, Resumed, Say, Started
 from tuitrain.backends.choose import for_profile, for_run
-from tuitrain.profile import Problem, Profile, ProfileError
+from tuitrain.profile import Problem, Profile, ProfileError, load_profile
 from tuitrain.profile.load import mark_overrides, notes_not_said_again
 from tuitrain.rundir.checkpoints import Checkpoint
 from tuitrain.rundir.layout import RunPaths
@@ -55,10 +55,15 @@ def profile_queues(data: Mapping[str, Any]) -> bool:
 
 
 def chosen(choices: Choices, profile: Profile | None = None, hardware: Hardware | None = None) -> Backend:
-    """The backend that runs a profile as the user chose: Slurm when asked (then `profile` may be None: its `load`
-    reads the profile as the job runs it), else the machines the profile lists, else this machine."""
+    """The backend that runs a profile as the user chose: Slurm when asked (then `profile` may be None), else the
+    machines the profile lists, else this machine (tuitrain.backends.choose.for_profile)."""
     return for_profile(profile.data if profile is not None and choices.slurm is None else None, slurm=choices.slurm,
                        ssh_config=choices.ssh_config, hardware=hardware, python=choices.python)
+
+
+def load_for(path: Path, overrides: Sequence[str], choices: Choices) -> Profile:
+    """The profile as the backend the choices pick runs it (a Slurm job's: main_process_ip is its first node)."""
+    return chosen(choices).load(path, overrides) if choices.slurm is not None else load_profile(path, overrides)
 
 
 def _ignore(_: object) -> None:

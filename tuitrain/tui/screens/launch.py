@@ -204,7 +204,7 @@ class LaunchScreen(PassesFailedWorkUp, ModalScreen[None]):
         """As `tuitrain run` starts it (tuitrain.backends.start, every check in its order: the doctor for several
         machines); with `queue`, as `tuitrain run --queue` creates it queued; with `slurm` (its options as typed), as
         `tuitrain submit` submits it."""
-        from tuitrain.backends.start import Choices, chosen, start_profile
+        from tuitrain.backends.start import Choices, load_for, start_profile
         from tuitrain.runs.queue.entries import QueueRequest
         from tuitrain.slurm.options import options_from_text
 
@@ -214,7 +214,7 @@ class LaunchScreen(PassesFailedWorkUp, ModalScreen[None]):
         try:
             choices = Choices(slurm=options_from_text(slurm) if slurm is not None else None,
                               queue=QueueRequest() if queue else None)
-            profile = chosen(choices).load(self.path, self.overrides())
+            profile = load_for(self.path, self.overrides(), choices)
             started = start_profile(profile, self.app.runs_root, choices, overrides=self.overrides(), cwd=self.app.cwd,
                                     say=say)
         except (TuitrainError, OSError) as exc:  # said in the dialog, which stays open to change what was typed
