@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tuitrain.backends.base import Backend, Check, Resumed, Say, Started
+from tuitrain.backends.checks import DOCTOR_SECONDS
 from tuitrain.backends.choose import for_profile, for_run
 from tuitrain.profile import Problem, Profile, ProfileError, load_profile
 from tuitrain.profile.load import mark_overrides, notes_not_said_again
@@ -23,7 +24,6 @@ if TYPE_CHECKING:
     from tuitrain.slurm.script import JobOptions
 
 Warn = Callable[[Problem], None]
-DOCTOR_SECONDS = 20.0  # the machines' checks before a start
 
 
 @dataclass(frozen=True)

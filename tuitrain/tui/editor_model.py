@@ -559,6 +559,27 @@ class EditorModel:
         return start_profile(Profile(path=self.planned_path, data=data), runs_root, Choices(), overrides=list(overrides),
                              cwd=self.cwd, hardware=hardware)
 
+    # ------------------------------------------------------------------------------ accelerate config
+    def accelerate_target(self, answer: str) -> Path:
+        """The file an export's answer names: a path, relative to the working folder."""
+        path = Path(answer).expanduser()
+        return path if path.is_absolute() else self.cwd / path
+
+    def accelerate_refusal(self) -> str | None:
+        """Why the form's accelerate config cannot be written: an error in [hardware] or [distributed], the tables
+        it is made of (the others' errors do not matter to it, as to `tuitrain profile export-accelerate`)."""
+        from tuitrain.launch.plan import ACCELERATE_SECTIONS
+
+        wrong = [p for p in self.errors if (p.key or "").split(".")[0] in ACCELERATE_SECTIONS]
+        return f"fix {wrong[0].key} first: {wrong[0].message}" if wrong else None
+
+    def accelerate_yaml(self, data: dict[str, Any]) -> str:
+        """The accelerate config of `data` (a copy of the form), as export-accelerate writes it (blocking)."""
+        from tuitrain.launch.plan import accelerate_config_yaml
+        from tuitrain.profile import Profile
+
+        return accelerate_config_yaml(Profile(path=self.planned_path, data=data))
+
     def copy_command_note(self) -> str:
         """What copying the accelerate command line says (the caller has checked there is one)."""
         errors = len(self.errors)

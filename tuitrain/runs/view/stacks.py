@@ -579,6 +579,31 @@ def rank_block(stacks: RankStacks, where: str) -> list[str]:
     return lines
 
 
+def threads_block(stacks: RankStacks, where: str) -> list[str]:
+    """A rank's heading and every thread's frames, all of them, innermost first: its main thread first, then the
+    others as taken, then its data loader workers' (what stacks/rank-K.txt keeps, read as rank_block reads it)."""
+    head = f"rank {stacks.rank} (pid {stacks.pid}, {stacks.how or 'no stack'})"
+    if not stacks.threads:
+        return [head, "=" * len(head), where]
+    main = main_thread(stacks.threads)
+    lines = [head, "=" * len(head)]
+    for thread in [main, *(t for t in stacks.threads if t is not main)] if main else stacks.threads:
+        lines.append(_thread_head(thread, main=thread is main))
+        lines += [f"  {f.func} {os.path.basename(f.file)}:{f.line}" for f in thread.frames]
+    for worker in stacks.workers:
+        lines.append(f"data loader worker {worker.worker} (pid {worker.pid}, {worker.how or 'no stack'})")
+        for thread in worker.threads:
+            lines.append("  " + _thread_head(thread, main=False))
+            lines += [f"    {f.func} {os.path.basename(f.file)}:{f.line}" for f in thread.frames]
+    return lines
+
+
+def _thread_head(thread: Thread, main: bool) -> str:
+    marks = [m for m, on in (("main", main), ("took the signal", thread.current)) if on]
+    frames = f"{len(thread.frames)} frame{'s' if len(thread.frames) != 1 else ''}"
+    return f"{thread.name} ({', '.join([*marks, frames])}):"
+
+
 def read_digest(paths: RunPaths) -> dict[str, Any] | None:
     try:
         data = read_json(paths.stacks_digest)

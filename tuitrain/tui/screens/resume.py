@@ -18,7 +18,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
-from tuitrain.errors import TuitrainError, error_lines
+from tuitrain.errors import TuitrainError
 from tuitrain.tui.failed_work import PassesFailedWorkUp
 from tuitrain.tui.messages import RunStarted
 
@@ -194,23 +194,21 @@ class ResumeScreen(PassesFailedWorkUp, ModalScreen[None]):
     def start(self, overrides: list[str]) -> None:
         """Checked once more as the CLI checks them, then the run's own backend resumes it, as `tuitrain resume`
         does (a Slurm run is submitted again; a run on several machines starts on them)."""
-        from tuitrain.backends.start import resume_run
         from tuitrain.rundir.layout import RunPaths
+        from tuitrain.tui.actions import resume_here
 
         if self.elsewhere is not None:
             self._start_there(*self.elsewhere, overrides)
             return
-        parent = RunPaths(self.run_dir)
-        problems = override_problems(parent.profile, overrides)
+        problems = override_problems(RunPaths(self.run_dir).profile, overrides)
         if problems:
             self.app.call_from_thread(self._failed, problems)
             return
-        try:
-            resumed = resume_run(parent, self.app.runs_root, self.checkpoint, overrides, cwd=self.app.cwd)
-        except (TuitrainError, OSError) as exc:  # said in the dialog, which stays open to change the overrides
-            self.app.call_from_thread(self._failed, error_lines(exc))
+        new_dir, said = resume_here(self.run_dir, self.app.runs_root, self.checkpoint, overrides, self.app.cwd)
+        if new_dir is None:
+            self.app.call_from_thread(self._failed, said.splitlines())
             return
-        self.app.call_from_thread(self._started, str(resumed.paths.root), resumed.note)
+        self.app.call_from_thread(self._started, str(new_dir), said)
 
     def _start_there(self, host: str, run_id: str, overrides: list[str]) -> None:
         from tuitrain.tui.actions import remote_resume
