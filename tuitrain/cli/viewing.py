@@ -215,8 +215,9 @@ def _usage_lines(usage: dict | None) -> list[str]:
                      f"memory peak {peak}/{total} GiB   {gpu['name'] or ''}".rstrip())
     for rank in usage["ranks"]:
         rss = size(int(rank["rss_peak"] * 2**20)) if rank["rss_peak"] is not None else "N/A"
+        wait = f"   waits for its batch {_pct(rank['wait_mean'])} of its step time" if rank.get("wait_mean") is not None else ""
         lines.append(f"  rank {rank['rank']}   CPU {_pct(rank['cpu_mean'])} of a core mean, {_pct(rank['cpu_peak'])} "
-                     f"peak   RSS peak {rss}")
+                     f"peak   RSS peak {rss}{wait}")
     for host in usage["hosts"]:
         lines.append(f"  host     CPU {_pct(host['cpu_mean'])} of {host['cpu_count'] or '?'} cores mean")
     lines += [f"hint       {hint['text']}" for hint in usage["hints"]]
