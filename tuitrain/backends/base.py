@@ -10,7 +10,7 @@ scheduler API, one interface over local and Slurm schedulers.)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -21,7 +21,7 @@ from tuitrain.profile import Problem, Profile
 from tuitrain.rundir.checkpoints import Checkpoint
 from tuitrain.rundir.kind import RunKind
 from tuitrain.rundir.layout import RunPaths
-from tuitrain.rundir.record import RunRecord
+from tuitrain.rundir.record import MachineEntry, RunRecord
 from tuitrain.runs.start.new_run import Lineage
 
 if TYPE_CHECKING:
@@ -126,7 +126,7 @@ class Backend(Protocol):
         """The run's job as a refusal names it ("Slurm job 42"); None for a run no scheduler holds."""
         ...
 
-    def machines(self, record: RunRecord) -> list[Mapping[str, Any]]:
+    def machines(self, record: RunRecord) -> list[MachineEntry]:
         """The machines its run was planned on, as its record lists them (host, machine_rank, num_processes, env,
         accelerator); [] for a run on one machine or a Slurm job (its nodes are Slurm's)."""
         ...

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tuitrain.backends.base import Check, Pause, Preview, Say, Settled, Started
 from tuitrain.hardware import Hardware
@@ -13,7 +13,7 @@ from tuitrain.launch.plan import queued_plan
 from tuitrain.profile import Problem, Profile, Settings, load_profile
 from tuitrain.rundir.kind import RunKind
 from tuitrain.rundir.layout import RunPaths
-from tuitrain.rundir.record import RunRecord
+from tuitrain.rundir.record import MachineEntry, RunRecord
 from tuitrain.runs.catalog import RUNS_ROOT_FIX
 from tuitrain.runs.start.from_profile import local_plan, local_settings, run_cwd
 from tuitrain.runs.start.new_run import (
@@ -123,7 +123,7 @@ class LocalBackend(Supervised):
         dist = local_settings(profile, self.hardware)[0]["distributed"]
         return dist["num_processes"] * dist["num_machines"], dist["num_machines"]
 
-    def machines(self, record: RunRecord) -> list[Mapping[str, Any]]:
+    def machines(self, record: RunRecord) -> list[MachineEntry]:
         return []
 
     def take_stacks(self, paths: RunPaths, record: RunRecord) -> tuple[dict[int, RankStacks], list[str]]:

@@ -3,7 +3,6 @@ checked by the doctor first, watched by a home supervisor that relays control to
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -13,7 +12,7 @@ from tuitrain.launch.machines import MachinePlan, MachinesPlan
 from tuitrain.profile import Profile, settings_with_defaults
 from tuitrain.rundir.kind import RunKind
 from tuitrain.rundir.layout import RunPaths
-from tuitrain.rundir.record import RunRecord
+from tuitrain.rundir.record import MachineEntry, RunRecord
 from tuitrain.runs.start.from_profile import machines_plan
 from tuitrain.runs.start.new_run import Lineage, StartError, new_run_dir, start_run
 
@@ -124,9 +123,8 @@ class MachinesBackend(Supervised):
         plan = plan_profile_machines(profile, Path("."), self.ssh_config)
         return plan.num_processes, plan.num_machines
 
-    def machines(self, record: RunRecord) -> list[Mapping[str, Any]]:
-        listed = record.get("machines")
-        return [m for m in listed if isinstance(m, Mapping)] if isinstance(listed, list) else []
+    def machines(self, record: RunRecord) -> list[MachineEntry]:
+        return record.get("machines") or []
 
     def take_stacks(self, paths: RunPaths, record: RunRecord) -> tuple[dict[int, RankStacks], list[str]]:
         """Its ranks on this machine (the home machine may be one of them), then every machine's through its node

@@ -4,15 +4,15 @@ Slurm gives it, in the same run directory (on the cluster's shared filesystem). 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tuitrain.backends.base import CANNOT_QUEUE, Check, Pause, Preview, Say, Settled, Started
 from tuitrain.profile import Profile
 from tuitrain.rundir.kind import RunKind, supervised_elsewhere
 from tuitrain.rundir.layout import RunPaths
-from tuitrain.rundir.record import FINAL_STATUSES, RunRecord
+from tuitrain.rundir.record import FINAL_STATUSES, MachineEntry, RunRecord
 from tuitrain.runs.start.new_run import Lineage, StartError
 from tuitrain.slurm import state
 from tuitrain.slurm.script import JobOptions
@@ -89,7 +89,7 @@ class SlurmBackend:
     def job_words(self, record: RunRecord) -> str | None:
         return f"Slurm job {state.job_id(record)}"
 
-    def machines(self, record: RunRecord) -> list[Mapping[str, Any]]:
+    def machines(self, record: RunRecord) -> list[MachineEntry]:
         return []
 
     def take_stacks(self, paths: RunPaths, record: RunRecord) -> tuple[dict[int, RankStacks], list[str]]:

@@ -17,8 +17,9 @@ from tuitrain.rundir.checkpoints import run_checkpoints
 from tuitrain.rundir.exits import EXIT_USER_ERROR, exit_name
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.record import FINAL_STATUSES, RunRecordError
+from tuitrain.rundir.run import UNREADABLE, Run
 from tuitrain.rundir.tail import read_new_lines
-from tuitrain.runs.catalog import UNREADABLE, RunEntry, find_run, load_record, scan_runs
+from tuitrain.runs.catalog import find_run, load_record, scan_runs
 from tuitrain.runs.keeper.manifest import read_manifests
 from tuitrain.runs.liveness import effective_status
 from tuitrain.runs.view.hang import status_label
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from tuitrain.runs.view.warning_fold import WarningFold
 
 
-def _entry_summary(entry: RunEntry, settled: Settled | None) -> dict:
+def _entry_summary(entry: Run, settled: Settled | None) -> dict:
     """A run's summary (`settled`: its record as its backend settled it), or for one whose run.json cannot be read:
     what is known and why."""
     if settled is not None:

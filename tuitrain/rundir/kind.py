@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 from typing import Any, Literal, Mapping
 
+from tuitrain.rundir.record import RunRecord
+
 RunKind = Literal["local", "machines", "slurm"]
 
 
@@ -23,9 +25,8 @@ def run_kind(record: Mapping[str, Any]) -> RunKind:
     return "local"
 
 
-def supervised_elsewhere(record: Mapping[str, Any]) -> bool:
+def supervised_elsewhere(record: RunRecord) -> bool:
     """A run whose supervisor runs on another machine than the one that started it (a Slurm job's first node): its
     processes cannot be looked at from here; its scheduler says whether it lives."""
-    slurm = record.get("slurm")
-    host = slurm.get("host") if isinstance(slurm, Mapping) else None
+    host = record.get("slurm", {}).get("host")
     return bool(host) and host != os.uname().nodename

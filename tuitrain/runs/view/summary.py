@@ -66,7 +66,7 @@ def run_summary(paths: RunPaths, record: RunRecord, with_checkpoints: bool = Tru
                 job: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """`record` as its backend settled it, `job` its scheduler's label of its job (tuitrain.backends.settle_runs)."""
     record = settle_lost(paths, record)
-    summary: dict[str, Any] = dict(record)
+    summary: dict[str, Any] = {"id": paths.id, **record}  # a record without its id is the run of its folder
     if job is not None:
         summary["slurm_state"] = job
     summary["run_dir"] = str(paths.root)

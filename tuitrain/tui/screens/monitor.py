@@ -426,6 +426,9 @@ class MonitorScreen(PassesFailedWorkUp, Screen):
                       *(Text(wait, style="yellow", no_wrap=True) for wait in waits)]
         if status in ("failed", "killed", "lost") and record.get("error"):
             lines.append(Text(str(record["error"]), style="red" if status != "killed" else "magenta", no_wrap=True))
+        if w.damaged is not None:
+            lines.append(Text(f"run.json is damaged ({w.damaged}): its state is not known until it is restored", style="red",
+                              no_wrap=True))
         if self.machines:
             lines.append(Text.assemble(("machines  ", "bold"), machines_line(self.machines), no_wrap=True))
         if self.mirror_problem:  # another workstation's run, its box not heard: what is shown may be old
