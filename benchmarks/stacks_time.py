@@ -90,13 +90,15 @@ def stacks_once(run_dir: Path, runs: Path) -> tuple[float, list[str]]:
 
 
 def gather_once(run_dir: Path) -> float:
+    from tuitrain.backends import for_run
     from tuitrain.rundir.layout import RunPaths
     from tuitrain.rundir.record import read_record
     from tuitrain.runs.view.stacks import gather
 
     paths = RunPaths(run_dir)
     start = time.perf_counter()
-    gather(paths, read_record(paths))
+    record = read_record(paths)
+    gather(paths, record, for_run(record).take_stacks)
     return time.perf_counter() - start
 
 

@@ -4,6 +4,7 @@ the resume dialog resumes a Slurm run by submitting a job, as `tuitrain resume` 
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import copy
 import re
@@ -43,54 +44,101 @@ def test_one_chooser_for_profiles_and_records() -> None:
     assert for_run({"id": "r", "slurm": {"job_id": "7"}}).kind == "slurm"
 
 
-# a decision on the record's keys: `if record.get("slurm")`, `bool(...get("machines"))`, `and x.get("slurm")`
-DECIDES_KIND = re.compile(r'(\bif |\bbool\(|\band |\bor )[\w.()]*record[\w.()]*\.get\("(slurm|machines)"\)(?!\s*or \{\})')
+RUN_KINDS = {"local", "machines", "slurm"}
+RECORD = re.compile(r"record|summary")  # what a viewer calls a run's record (a profile's [[distributed.machines]] is not)
+PACKAGE = Path(__file__).resolve().parents[1] / "tuitrain"
 
 
-def test_a_fourth_kind_would_be_chosen_in_one_place() -> None:
-    """Nothing outside the record's one reader (tuitrain.rundir.kind) and the Slurm layer's own modules decides the
-    kind of a run from its record's keys: they ask run_kind, or the backend chosen by tuitrain.backends."""
-    package = Path(__file__).resolve().parents[1] / "tuitrain"
-    asking = [f"{path.relative_to(package)}:{n}: {line.strip()}" for path in sorted(package.rglob("*.py"))
-              if path != package / "rundir" / "kind.py" and path.parent.name != "slurm"
-              for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if DECIDES_KIND.search(line)]
-    assert asking == []
+def _called(node: ast.AST) -> str:
+    func = node.func if isinstance(node, ast.Call) else None
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
 
 
-# a viewer asking for Slurm by name: `run_kind(record) == "slurm"`, `!= "slurm"`
-ASKS_FOR_SLURM = re.compile(r'run_kind\([^)]*\)\s*[!=]=\s*"slurm"')
+def _key(node: ast.AST) -> tuple[object, str]:
+    """The string a `x.get("K")`, `x["K"]` or `"K" in x` reads, and what `x` is; (None, "") for anything else."""
+    if (isinstance(node, ast.Call) and _called(node) == "get" and isinstance(node.func, ast.Attribute) and node.args
+            and isinstance(node.args[0], ast.Constant)):
+        return node.args[0].value, ast.unparse(node.func.value)
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+        return node.slice.value, ast.unparse(node.value)
+    if (isinstance(node, ast.Compare) and isinstance(node.ops[0], (ast.In, ast.NotIn))
+            and isinstance(node.left, ast.Constant)):
+        return node.left.value, ast.unparse(node.comparators[0])
+    return None, ""
 
 
-def test_viewers_ask_the_scheduler_module_not_the_kind() -> None:
-    """A run's job state, a job that ended without its run, the job a refusal names: every viewer (runs.view.summary,
-    runs.view.live, runs.liveness, cli.viewing, the resume check) asks tuitrain.runs.view.scheduler, the one module that
-    knows which kinds of run a scheduler holds."""
-    package = Path(__file__).resolve().parents[1] / "tuitrain"
-    asking = [f"{path.relative_to(package)}:{n}: {line.strip()}" for path in sorted(package.rglob("*.py"))
-              if path != package / "runs" / "view" / "scheduler.py"
-              for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if ASKS_FOR_SLURM.search(line)]
-    assert asking == []
+def kind_tests(text: str, inside: tuple[str, ...]) -> list[tuple[int, str]]:
+    """Where a module (its `text`, its path's parts under tuitrain/) tests the kind of a run: compares `run_kind(…)`
+    or a `.kind` with a kind's name, asks `run_kind`, `isinstance`s a backend, or reads the record keys a kind
+    writes (`slurm`; `machines` in a viewer)."""
+    viewer = inside[0] in ("cli", "tui") or (inside[0] == "runs" and inside[1] != "keeper")
+    found = []
+    for node in ast.walk(ast.parse(text)):
+        what = ""
+        if isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            if (any(_called(s) == "run_kind" or isinstance(s, ast.Attribute) and s.attr == "kind" for s in sides)
+                    and any(isinstance(s, ast.Constant) and s.value in RUN_KINDS for s in sides)):
+                what = "compares a run's kind"
+        if isinstance(node, ast.Call) and _called(node) == "run_kind":
+            what = "asks run_kind"
+        if isinstance(node, ast.Call) and _called(node) in ("isinstance", "issubclass") and len(node.args) == 2:
+            classes = node.args[1].elts if isinstance(node.args[1], ast.Tuple) else [node.args[1]]
+            if any(isinstance(c, ast.Name) and c.id.endswith("Backend") for c in classes):
+                what = "isinstance of a backend"
+        key, of = _key(node)
+        if inside[0] != "slurm" and key == "slurm" or viewer and key == "machines" and RECORD.search(of):
+            what = f"reads the record's {key!r}"
+        if what:
+            found.append((node.lineno, what))
+    return sorted(found)
+
+
+def test_no_module_outside_backends_tests_the_kind_of_a_run() -> None:
+    """What differs between local, machines and Slurm runs is asked of the run's backend (tuitrain.backends: its
+    job state, machines, stacks, whether it can queue, its checks), never decided by a viewer or a front end: a
+    fourth kind is one module in backends/ (and its record's one reader, rundir/kind.py)."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        inside = path.relative_to(PACKAGE).parts
+        if inside[0] not in ("backends", "rundir"):
+            found += [f"{path.relative_to(PACKAGE)}:{n}: {what}" for n, what in kind_tests(path.read_text(), inside)]
+    assert found == []
+
+
+def test_the_kind_test_finds_what_it_looks_for() -> None:
+    text = ('if run_kind(record) == "slurm": pass\nif backend.kind != "machines": pass\n'
+            'isinstance(b, LocalBackend)\nrecord.get("slurm")\nrecord["machines"]\n"slurm" in record\n'
+            'change.kind == "checkpoint"\nrecord.get("status")\nisinstance(plan, MachinesPlan)\n')
+    assert kind_tests(text, ("tui", "x.py")) == [
+        (1, "asks run_kind"), (1, "compares a run's kind"), (2, "compares a run's kind"),
+        (3, "isinstance of a backend"), (4, "reads the record's 'slurm'"), (5, "reads the record's 'machines'"),
+        (6, "reads the record's 'slurm'")]
+    assert kind_tests('record["machines"]', ("runs", "keeper", "machine_links.py")) == []  # its keeper reads them
+    assert kind_tests('section["machines"].doc', ("tui", "screens", "editor.py")) == []  # the profile's schema
 
 
 def test_a_run_no_scheduler_holds_costs_no_query(tmp_path: Path, monkeypatch) -> None:
+    from tuitrain.backends import settle_runs
     from tuitrain.rundir.layout import RunPaths
-    from tuitrain.runs.view.scheduler import job_states, job_words, refresh_job, settle_job
     from tuitrain.slurm import state as slurm_state
     from tuitrain.slurm.commands import JobState
 
     asked: list[list[str]] = []
     monkeypatch.setattr(slurm_state, "job_states", lambda ids: asked.append(list(ids)) or {
         i: JobState(i, "RUNNING") for i in asked[-1]})
+    monkeypatch.setattr(slurm_state, "_asked", {})
     local = {"id": "r", "status": "running"}
     paths = RunPaths(tmp_path / "r")
-    assert job_states([local]) is None and settle_job(paths, local) == (local, None)
-    assert refresh_job(paths, local) is local and job_words(local) is None and asked == []
-    job = {"id": "s", "status": "running", "slurm": {"job_id": "42"}}
-    states = job_states([local, job])
-    assert asked == [["42"]] and states is not None
-    settled, label = settle_job(RunPaths(tmp_path / "s"), job, states)
-    assert settled == job and label is not None and label["state"] == "RUNNING"
-    assert job_words(job) == "Slurm job 42"
+    assert settle_runs([(paths, local)]) == [(local, None)] and asked == []
+    assert for_run(local).job_words(local) is None
+    job = {"id": "s", "status": "running", "slurm": {"job_id": "42", "partition": "debug"}}
+    (one, none), (settled, label) = settle_runs([(paths, local), (RunPaths(tmp_path / "s"), job)])
+    assert asked == [["42"]] and (one, none) == (local, None)
+    assert settled == job and label is not None and label["state"] == "RUNNING" and label["partition"] == "debug"
+    assert for_run(job).job_words(job) == "Slurm job 42"
+    settle_runs([(RunPaths(tmp_path / "s"), job)])
+    assert asked == [["42"]]  # asked again within a second: what Slurm said then
 
 
 def test_plan_of_a_multi_machine_profile_is_one_plan_per_machine(tmp_path: Path) -> None:

@@ -290,3 +290,39 @@ def test_overrides_between_two_profiles_read_back_as_the_new_one():
     assert result == {**new, "logging": {}}  # a section emptied key by key stays, empty: the same profile
     assert overrides_between(new, new) == []
     assert isinstance(result["training"]["learning_rate"], float)
+
+
+# ------------------------------------------------------------------------------ launching: the one start
+
+
+def test_launch_queues_a_profile_that_always_queues(tmp_path, monkeypatch):
+    """`[run] queue = true` queues the editor's launch as it queues `tuitrain run` and the launch dialog's (the one
+    start, tuitrain.backends.start); the editor used to start it at once."""
+    from conftest import wait_until_ended
+    from tuitrain.rundir.record import read_record
+
+    monkeypatch.setenv("TUITRAIN_QUEUE_DIR", str(tmp_path / "queue"))
+    model = loaded(BUILTIN_DIR / "demo.toml", tmp_path)
+    set_path(model.data, ("run", "queue"), True)
+    quick = ["training.max_steps=2", "training.logging_steps=1", "training.eval_strategy=no", "training.save_strategy=no"]
+    started = model.launch(tmp_path / "runs", quick)
+    assert started.queued and "queue" in read_record(started.paths)
+    ended = wait_until_ended(started.paths.root, 300)
+    assert ended["status"] == "finished", ended.get("error")
+
+
+def test_launch_checks_the_machines_first_and_starts_nothing_when_they_fail(tmp_path):
+    """The doctor checks a profile's machines before the editor's launch, as before `tuitrain run`'s: node1 and node2
+    are no machines here, so nothing starts (the editor used to skip the doctor)."""
+    from test_machines import two_machines
+    from tuitrain.backends.start import CheckFailed
+
+    model = loaded(BUILTIN_DIR / "demo.toml", tmp_path)
+    model.data["distributed"] = two_machines()["distributed"]
+    runs = tmp_path / "runs"
+    with pytest.raises(CheckFailed) as refused:
+        model.launch(runs)
+    failed = [line for line in refused.value.checks if "  ssh  " in line and "FAIL" in line]
+    assert [line.split()[0] for line in failed] == ["node1", "node2"], refused.value.checks
+    assert "nothing was started" in str(refused.value)
+    assert not runs.exists() or list(runs.iterdir()) == []

@@ -17,6 +17,7 @@ import psutil
 import pytest
 
 from conftest import FINAL, cli, record, wait_for, wait_until_ended
+from tuitrain.backends import settle_runs
 from tuitrain.rundir.heartbeat import Beat, read_beats
 from tuitrain.rundir.layout import PHASE_BETWEEN, PHASE_EVALUATING, PHASE_SAVING, PHASE_STARTING, PHASE_STEP, RunPaths
 from tuitrain.runs.view.hang import HANG_FLOOR, SLOW_FLOOR, describe, judge, run_hang
@@ -226,7 +227,7 @@ def test_a_rank_asleep_is_found_hung_and_its_stacks_say_where_each_rank_is(tmp_p
     assert "status     hung?" in said and "hung? ranks 0, 1 made no progress" in said, said
     listing = cli("runs", runs_dir=runs_dir).stdout
     assert "hung?" in listing.splitlines()[1], listing
-    rows, _ = RunsWatcher(runs_dir).poll()  # the app's runs table asks the same verdict
+    rows, _ = RunsWatcher(runs_dir, settle_runs).poll()  # the app's runs table asks the same verdict
     assert [row.status for row in rows] == ["hung?"], rows
 
     stacks = cli("stacks", run_dir.name, runs_dir=runs_dir)

@@ -43,8 +43,9 @@ ALLOWED: dict[str, frozenset[str]] = {
     "engine": frozenset({"atomic", "errors", "torch_build", "profile", "rundir"}),
     # script mode's rank side (a user's own script): what the engine's ranks get, and the engine's callbacks
     "script": frozenset({"atomic", "errors", "rundir", "engine"}),
-    # how a run is carried (this machine, SSH machines, a Slurm job): one interface over the three, chosen once
-    "backends": HELPERS | {"rundir", "profile", "hardware", "launch", "remote", "runs", "slurm"},
+    # how a run is carried (this machine, SSH machines, a Slurm job): one interface over the three, chosen once; and
+    # one start for every front end, whose first check is that word of the run's end can be sent (notify)
+    "backends": HELPERS | {"rundir", "profile", "hardware", "launch", "remote", "notify", "runs", "slurm"},
     # slurm: the app acts on a Slurm run as the CLI does (its stop cancels the job when it must)
     "tui": HELPERS | {"rundir", "profile", "hardware", "launch", "remote", "runs", "slurm", "backends", "notify"},
     # tui only to open the app, and only inside a function (`tuitrain` with no command): see CLI_TUI
@@ -52,10 +53,6 @@ ALLOWED: dict[str, frozenset[str]] = {
     "main": frozenset({"cli"}),  # tuitrain/__main__.py
 }
 CLI_TUI = frozenset({"tuitrain.tui.app"})
-# Viewers read a Slurm run's job state (squeue/sacct) through tuitrain.runs.view.scheduler, inside a function: the one
-# arrow from runs upward, from that one module (no other reader of runs/ asks Slurm itself)
-RUNS_SLURM = frozenset({"tuitrain.slurm.state"})
-RUNS_SLURM_FROM = frozenset({"tuitrain.runs.view.scheduler"})
 # `tuitrain.report` / `tuitrain.saved` at the package's top, for scripts: they load script mode's API when called
 PACKAGE_SCRIPT = frozenset({"tuitrain.script.api"})
 
@@ -157,8 +154,6 @@ def test_each_layer_imports_only_what_the_design_allows() -> None:
     for found in cross_layer():
         source, target = layer_of(found.importer), layer_of(found.target)
         if source in HELPERS or (found.importer, found.target) in EXCEPTIONS:
-            continue
-        if source == "runs" and found.target in RUNS_SLURM and found.lazy and found.importer in RUNS_SLURM_FROM:
             continue
         if target not in ALLOWED[source]:
             broken.append(f"{found}  ({source} may not import {target})")

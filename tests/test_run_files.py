@@ -82,10 +82,11 @@ def test_logs_of_a_damaged_run_are_still_shown(damaged):
 @pytest.mark.parametrize("content", ["", "[1, 2]", '"running"', '{"id": "x"}'])
 def test_the_apps_runs_list_survives_a_damaged_run(damaged, finished_run, content):
     """The app lists a run with a damaged run.json as unreadable, and goes on listing the others."""
+    from tuitrain.backends import settle_runs
     from tuitrain.runs.view.live import RunsWatcher
 
     (damaged / "run.json").write_text(content)
-    rows, _ = RunsWatcher(damaged.parent).poll()
+    rows, _ = RunsWatcher(damaged.parent, settle_runs).poll()
     assert {row.id: row.status for row in rows} == {finished_run.name: "finished", damaged.name: "unreadable"}
 
 

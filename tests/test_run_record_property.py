@@ -151,12 +151,14 @@ def write_queue(queue: Path, generated: Path) -> None:
 
 
 def read_by_every_reader(world: dict[str, Any]) -> None:
+    from tuitrain.backends import for_run, settle_runs
     from tuitrain.runs.view.diff import compare_runs
     from tuitrain.runs.view.hang import process_names, run_hang
     from tuitrain.runs.view.lineage import read_lineage
     from tuitrain.runs.view.live import RunsWatcher, RunWatch
     from tuitrain.runs.view.owners import read_owners
     from tuitrain.runs.view.summary import run_summary
+    from tuitrain.tui.machines import run_machines
 
     runs, generated = world["runs"], world["generated"]
     paths = RunPaths(generated)
@@ -179,7 +181,7 @@ def read_by_every_reader(world: dict[str, Any]) -> None:
     assert set(listed) == set(entries)
     if record is None:
         assert listed[generated.name]["status"] == UNREADABLE
-    rows, _ = RunsWatcher(runs).poll()
+    rows, _ = RunsWatcher(runs, settle_runs).poll()
     assert {Path(r.run_dir).name for r in rows} == set(entries)
     read_owners(runs)
     try:
@@ -195,6 +197,9 @@ def read_by_every_reader(world: dict[str, Any]) -> None:
         run_hang(paths, record)
         process_names(paths, record)
         read_lineage(paths, record)
+        backend = for_run(record)  # the backends answer viewers from the checked record, with no guards of their own
+        backend.job_words(record)
+        run_machines(backend.machines(record), record, hostname="home")
         compare_runs(RunPaths(runs / FINISHED), read_record(RunPaths(runs / FINISHED)), paths, record)
 
 

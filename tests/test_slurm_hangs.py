@@ -23,6 +23,7 @@ from conftest import FINAL, cli, record, wait_for, wait_until_ended
 from slurm_cluster import TWO_NODES, Cluster
 from test_hangs import HANG_AFTER, SCRIPT, SLEEP_LINE
 from test_multinode import leftovers
+from tuitrain.backends import for_run
 from tuitrain.rundir.layout import CONTROL_STACKS, PHASE_STEP, RunPaths
 from tuitrain.rundir.record import read_record
 from tuitrain.runs.view.hang import run_hang
@@ -99,7 +100,7 @@ def test_tuitrain_stacks_asks_every_node_s_supervisor_through_the_run_directory(
         thread.start()
     job: dict[str, Any] = {"status": "running", "slurm": {"job_id": "7", "host": "another-host"}}
     try:
-        taken, summary = gather(paths, job)
+        taken, summary = gather(paths, job, for_run(job).take_stacks)
         assert sorted(taken) == [0, 1] and all(s.how == "faulthandler" for s in taken.values()), taken
         line = next(i for i, text in enumerate(RANK.splitlines(), 1) if "# where the rank is" in text)
         assert summary["ranks"] == {str(r): f"in your script, rank.py line {line} `time.sleep(…)`" for r in (0, 1)}

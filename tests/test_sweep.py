@@ -163,16 +163,16 @@ def test_a_sweep_cut_short_while_being_queued_leaves_nothing_queued(queue_env: P
     from tuitrain.backends.local import LocalBackend
     from tuitrain.cli.sweeping import cmd_sweep
 
-    queue = LocalBackend.queue
+    start = LocalBackend.start
     calls: list[int] = []
 
     def interrupted_third(self, *args, **kwargs):  # the user's Ctrl-C, as the third run is being made
         calls.append(1)
         if len(calls) == 3:
             raise KeyboardInterrupt
-        return queue(self, *args, **kwargs)
+        return start(self, *args, **kwargs)
 
-    monkeypatch.setattr(LocalBackend, "queue", interrupted_third)
+    monkeypatch.setattr(LocalBackend, "start", interrupted_third)
     args = argparse.Namespace(profile="demo", set=QUICK[1::2], sweep=["run.seed=1,2,3,4"], max_parallel=None,
                               runs_root=queue_env, after=None, after_ok=None)
     with pytest.raises(KeyboardInterrupt):

@@ -56,7 +56,7 @@ def machines_of(run_dir: Path):
 
     paths = RunPaths(run_dir)
     record = json.loads(paths.record.read_text())
-    return [(m.index, m.host, m.ranks, m.here) for m in run_machines(record, read_rank_records(paths))]
+    return [(m.index, m.host, m.ranks, m.here) for m in run_machines(record["machines"], record, read_rank_records(paths))]
 
 
 def test_machines_that_share_a_hostname_are_told_apart_by_index_and_by_whose_process_is_here(tmp_path):

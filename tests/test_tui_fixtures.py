@@ -197,10 +197,11 @@ def test_fixture_runs_read_like_real_ones(tmp_path):
 
 
 def test_runs_watcher_follows_and_announces(tmp_path):
+    from tuitrain.backends import settle_runs
     from tuitrain.runs.view.live import RunsWatcher
 
     made = make_runs(tmp_path / "runs")
-    watcher = RunsWatcher(tmp_path / "runs")
+    watcher = RunsWatcher(tmp_path / "runs", settle_runs)
     rows, changes = watcher.poll()
     assert [r.id for r in rows] == [RUNNING, FAILED, FINISHED] and changes == []
     running = {r.id: r for r in rows}[RUNNING]

@@ -1,6 +1,6 @@
 """The launch dialog queues a run as `tuitrain run --queue` does (issue 22): ctrl+o creates it queued on this
 machine, its supervisor starts it when nothing holds it back; a profile over several machines is refused in the
-words the CLI uses (backends.queueing)."""
+words the CLI uses (the one start, backends.start)."""
 
 from __future__ import annotations
 

@@ -189,7 +189,7 @@ def test_remote_ranks_pids_are_never_taken_for_local_processes(tmp_path, monkeyp
     owners = read_owners(root)
     assert os.getppid() not in owners and owners[os.getpid()].role == "supervisor"  # the home supervisor is here
     (paths, record), = list_runs(root)
-    assert [(m.host, m.ranks, m.here) for m in run_machines(record)] == [("node1", (0, 1), False),
+    assert [(m.host, m.ranks, m.here) for m in run_machines(record["machines"], record)] == [("node1", (0, 1), False),
                                                                         ("node2", (2, 3), False)]
     app = make_app(tmp_path, hardware_line=None, hardware=None, hardware_interval=0.1)
 

@@ -2,6 +2,6 @@
 (`Backend`), chosen once (`for_profile`, `for_run`). See docs/architecture.md §4."""
 
 from tuitrain.backends.base import Backend, Check, Preview, Resumed, Started
-from tuitrain.backends.choose import for_profile, for_run
+from tuitrain.backends.choose import for_profile, for_run, settle_runs
 
-__all__ = ["Backend", "Check", "Preview", "Resumed", "Started", "for_profile", "for_run"]
+__all__ = ["Backend", "Check", "Preview", "Resumed", "Started", "for_profile", "for_run", "settle_runs"]

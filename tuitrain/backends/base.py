@@ -1,4 +1,5 @@
-"""What every backend does, whatever carries the run: plan, check, start, resume, stop.
+"""What every backend does, whatever carries the run: plan, check, start, stop; and what it answers viewers of its
+runs: the scheduler's word on them, their machines, their ranks' stacks.
 
 A backend is chosen once (tuitrain.backends.choose) from a profile or a run record; the CLI and the app call it
 and never ask which kind of run they hold. Each method's refusals are `TuitrainError`s whatever the backend:
@@ -12,14 +13,26 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
+from tuitrain.launch import LaunchPlan
+from tuitrain.launch.machines import MachinesPlan
 from tuitrain.profile import Problem, Profile
 from tuitrain.rundir.checkpoints import Checkpoint
 from tuitrain.rundir.kind import RunKind
 from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.record import MachineEntry, RunRecord
+from tuitrain.runs.start.new_run import Lineage
+
+if TYPE_CHECKING:
+    from tuitrain.runs.queue.entries import QueueRequest
+    from tuitrain.runs.view.stacks import RankStacks
 
 Say = Callable[[str], None]
+JobLabel = dict[str, Any]  # what viewers show of a run's job: {"job_id", "state", "reason", "label", "problem"}
+Settled = tuple[RunRecord, JobLabel | None]  # a record as its scheduler says it stands, and its job's label
+CANNOT_QUEUE = ("a queued run waits on this machine; a profile that lists [[distributed.machines]] starts at once "
+                "(drop them to queue it here), and a Slurm job queues in Slurm (tuitrain submit)")
 Pause = Callable[[float], bool]  # wait this long; False when the caller is going away (an app closing)
 
 
@@ -32,7 +45,8 @@ class Preview:
     commands: list[str]  # the command line; for several machines each one's, under a `# machine M` comment
     notes: list[str]
     problems: list[Problem]
-    plan: Any = None  # the planner's own value (LaunchPlan, MachinesPlan) for --json and the editor
+    plan: LaunchPlan | MachinesPlan | None = None  # the planner's own, for --json and the editor (a Slurm job: None,
+    # its nodes plan their own parts; `commands` holds its batch script)
 
     @property
     def errors(self) -> list[Problem]:
@@ -46,8 +60,9 @@ class Preview:
 @dataclass(frozen=True)
 class Started:
     paths: RunPaths
-    note: str  # one line for the user: what was started, and how
+    note: str = ""  # what the app says as it opens the run: a queued run's, a submitted job's (a plain start: none)
     job_id: str | None = None
+    queued: bool = False  # created queued: its supervisor starts it when its turn comes
 
 
 @dataclass(frozen=True)
@@ -57,18 +72,6 @@ class Resumed:
     profile: Profile  # the profile it runs: its notes say what was migrated or defaulted
     note: str
     job_id: str | None = None
-
-
-def resume_note(parent: RunPaths, checkpoint: Checkpoint, paths: RunPaths, profile: Profile,
-                job_id: str | None = None) -> str:
-    """What every backend says of a resume it started, in one line: its Slurm job, and the restored settings the
-    profile changes (`runs.start.resume_rule`: the optimizer's, honoured from the checkpoint's step)."""
-    from tuitrain.runs.start.from_profile import resume_said
-
-    job = f", Slurm job {job_id}" if job_id is not None else ""
-    said = resume_said(parent.profile, profile.data, checkpoint)
-    return (f"resuming {parent.id} from {checkpoint.path.name} (step {checkpoint.step}) as run {paths.id}{job}"
-            + (f"; {said}" if said else ""))
 
 
 @dataclass(frozen=True)
@@ -96,16 +99,38 @@ class Backend(Protocol):
         being checked is said to `say` first)."""
         ...
 
-    def start(self, profile: Profile, runs_root: Path, cwd: Path | None = None) -> Started:
-        """Start a run of a loaded profile; returns once it is started (or submitted), detached."""
+    def start(self, profile: Profile, runs_root: Path, cwd: Path | None = None, *, lineage: Lineage | None = None,
+              queue: QueueRequest | None = None) -> Started:
+        """Start a run of a loaded profile; returns once it is started (or submitted), detached. `lineage`: the run
+        and checkpoint it continues (a resume). `queue`: created queued on this machine, started by its supervisor
+        when its turn comes (StartError where the backend cannot queue)."""
         ...
 
-    def resume(self, parent: RunPaths, runs_root: Path, checkpoint: str | Path = "latest",
-               overrides: Sequence[str] = (), cwd: Path | None = None) -> Resumed:
-        """A new run continuing `parent` from one of its checkpoints."""
+    def world(self, profile: Profile) -> tuple[int, int]:
+        """(processes in all, machines) a start of `profile` would run: the world a checkpoint it resumes from must
+        have been written by."""
         ...
 
     def stop(self, paths: RunPaths, now: bool, say: Say, pause: Pause | None = None,
              timeout: float | None = None) -> str:
         """Ask a run to save and stop (`now`: end every process). Progress goes to `say`; returns the last word."""
+        ...
+
+    def settle(self, runs: Sequence[tuple[RunPaths, RunRecord]]) -> list[Settled]:
+        """Each of its runs as its scheduler says it stands (a job that ended without its run recording an end is
+        recorded here, as `runs.liveness.settle_lost` records a run whose supervisor died), with its job's label;
+        one query for them all, none for a run no scheduler holds (its record as it is, no label)."""
+        ...
+
+    def job_words(self, record: RunRecord) -> str | None:
+        """The run's job as a refusal names it ("Slurm job 42"); None for a run no scheduler holds."""
+        ...
+
+    def machines(self, record: RunRecord) -> list[MachineEntry]:
+        """The machines its run was planned on, as its record lists them (host, machine_rank, num_processes, env,
+        accelerator); [] for a run on one machine or a Slurm job (its nodes are Slurm's)."""
+        ...
+
+    def take_stacks(self, paths: RunPaths, record: RunRecord) -> tuple[dict[int, RankStacks], list[str]]:
+        """Every live rank's stacks, wherever it runs, and a line for each machine or node that did not answer."""
         ...

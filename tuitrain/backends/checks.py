@@ -59,12 +59,12 @@ def doctor(path: Path, sets: Sequence[str], runs_root: Path, ssh_config: str | N
            timeout: float = DOCTOR_SECONDS) -> Said:
     """`tuitrain doctor` of a multi-machine profile: each check's line (every machine reached over ssh, in
     parallel), the plan's errors, and the summary; a profile that lists no machines is said so."""
-    from tuitrain.backends.choose import for_profile
     from tuitrain.backends.machines import doctor_report
+    from tuitrain.launch.machines import has_machines
     from tuitrain.profile import load_profile
 
     profile = load_profile(path, sets)
-    if for_profile(profile.data).kind != "machines":
+    if not has_machines(profile.data):
         return Said((), no_machines_to_check(profile.path), ok=False)
     report, plan = doctor_report(profile, runs_root, ssh_config, timeout)
     failed = sum(1 for c in report.checks if c.ok is False)

@@ -5,11 +5,12 @@ tuitrain.rundir.kind.run_kind for the record it writes)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from tuitrain.backends.base import Backend
+from tuitrain.backends.base import Backend, Settled
 from tuitrain.launch.machines import has_machines
-from tuitrain.rundir.kind import run_kind
+from tuitrain.rundir.kind import RunKind, run_kind
+from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.record import RunRecord
 
 if TYPE_CHECKING:
@@ -39,12 +40,13 @@ def for_profile(data: Mapping[str, Any] | None, *, slurm: JobOptions | None = No
 
 
 def for_run(record: RunRecord, *, ssh_config: str | None = None, hardware: Hardware | None = None) -> Backend:
-    """The backend of a run that exists (to resume or stop it): the one that started it."""
+    """The backend of a run that exists (to resume, stop or view it): the one that started it, with the options it
+    started with (a resume is submitted with its parent's job options, started through its parent's ssh_config)."""
     kind = run_kind(record)
     if kind == "slurm":
         from tuitrain.backends.slurm import SlurmBackend
 
-        return SlurmBackend()  # a resume is submitted with its parent's options
+        return SlurmBackend(parent=record)
     if kind == "machines":
         from tuitrain.backends.machines import MachinesBackend
 
@@ -52,3 +54,16 @@ def for_run(record: RunRecord, *, ssh_config: str | None = None, hardware: Hardw
     from tuitrain.backends.local import LocalBackend
 
     return LocalBackend(hardware)
+
+
+def settle_runs(runs: Sequence[tuple[RunPaths, RunRecord]]) -> list[Settled]:
+    """Every run as its backend says it stands (`Backend.settle`), in the order given; each backend asked once for all
+    of its runs (one squeue for every Slurm run; no query for the others)."""
+    settled: dict[int, Settled] = {}
+    by_kind: dict[RunKind, list[int]] = {}
+    for index, (_, record) in enumerate(runs):
+        by_kind.setdefault(run_kind(record), []).append(index)
+    for indexes in by_kind.values():
+        answers = for_run(runs[indexes[0]][1]).settle([runs[i] for i in indexes])
+        settled.update(zip(indexes, answers, strict=True))
+    return [settled[i] for i in range(len(runs))]

@@ -3,25 +3,29 @@ checked by the doctor first, watched by a home supervisor that relays control to
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tuitrain.backends.base import Check, Pause, Preview, Resumed, Say, Started, resume_note
-from tuitrain.backends.local import stop_here
+from tuitrain.backends.base import CANNOT_QUEUE, Check, Preview, Say, Started
+from tuitrain.backends.local import Supervised
 from tuitrain.launch.machines import MachinePlan, MachinesPlan
-from tuitrain.profile import Profile, load_profile, settings_with_defaults
+from tuitrain.profile import Profile, settings_with_defaults
 from tuitrain.rundir.kind import RunKind
 from tuitrain.rundir.layout import RunPaths
-from tuitrain.runs.start.from_profile import launch_on_machines, machines_plan, resume_on_machines
-from tuitrain.runs.start.new_run import new_run_dir
+from tuitrain.rundir.record import MachineEntry, RunRecord
+from tuitrain.runs.start.from_profile import machines_plan
+from tuitrain.runs.start.new_run import Lineage, StartError, new_run_dir, start_run
+
+if TYPE_CHECKING:
+    from tuitrain.runs.queue.entries import QueueRequest
+    from tuitrain.runs.view.stacks import RankStacks
 
 
 def plan_profile_machines(profile: Profile, runs_root: Path, ssh_config: str | None = None,
-                          local_cwd: str | None = None) -> MachinesPlan:
+                          local_cwd: str | None = None, resume_from: Path | None = None) -> MachinesPlan:
     """The profile's plan, one per machine, against `<new-run>` under `runs_root` (`runs.start.new_run.new_run_dir`)."""
     return machines_plan(profile, settings_with_defaults(profile), new_run_dir(runs_root), str(profile.path),
-                         ssh_config, local_cwd=local_cwd)
+                         ssh_config, local_cwd=local_cwd, resume_from=resume_from)
 
 
 def machine_command(machine: MachinePlan) -> str:
@@ -80,15 +84,12 @@ def doctor_report(profile: Profile, runs_root: Path, ssh_config: str | None, tim
     return doctor(specs, options, timeout=timeout), plan
 
 
-class MachinesBackend:
+class MachinesBackend(Supervised):
     kind: RunKind = "machines"
 
     def __init__(self, ssh_config: str | None = None, local_cwd: str | None = None) -> None:
         self.ssh_config = ssh_config  # None: ssh's own (~/.ssh/config); a resume reuses its parent's
         self.local_cwd = local_cwd  # a machine's default workdir in a plan (None: the current folder)
-
-    def load(self, path: Path, overrides: Sequence[str] = ()) -> Profile:
-        return load_profile(path, overrides)
 
     def plan(self, profile: Profile, runs_root: Path, cwd: Path | None = None) -> Preview:
         plan = plan_profile_machines(profile, runs_root, self.ssh_config, self.local_cwd)
@@ -106,16 +107,30 @@ class MachinesBackend:
         failed = [check.line() for check in report.checks if check.ok is False] + [str(p) for p in plan.errors]
         return Check(lines=[*report.lines(), *(str(p) for p in plan.errors)], failed=failed)
 
-    def start(self, profile: Profile, runs_root: Path, cwd: Path | None = None) -> Started:
-        paths = launch_on_machines(profile, runs_root, cwd=cwd, ssh_config=self.ssh_config)
-        return Started(paths, f"started run {paths.id} on its machines")
+    def start(self, profile: Profile, runs_root: Path, cwd: Path | None = None, *, lineage: Lineage | None = None,
+              queue: QueueRequest | None = None) -> Started:
+        """Every machine started over ssh (through `ssh_config`; a resume's, its parent's), kept by a supervisor here
+        (`Supervisor` over `MachineLinks`)."""
+        if queue is not None:
+            raise StartError(f"{profile.path}: {CANNOT_QUEUE}")
+        plan = plan_profile_machines(profile, runs_root, self.ssh_config,
+                                     resume_from=lineage.checkpoint if lineage is not None else None)
+        paths = start_run(profile, settings_with_defaults(profile), plan, runs_root, lineage=lineage, cwd=cwd,
+                          workers="machines")
+        return Started(paths)
 
-    def resume(self, parent: RunPaths, runs_root: Path, checkpoint: str | Path = "latest",
-               overrides: Sequence[str] = (), cwd: Path | None = None) -> Resumed:
-        paths, chosen, profile = resume_on_machines(parent, runs_root, checkpoint, overrides, cwd=cwd,
-                                                    ssh_config=self.ssh_config)
-        return Resumed(paths, chosen, profile, resume_note(parent, chosen, paths, profile))
+    def world(self, profile: Profile) -> tuple[int, int]:
+        plan = plan_profile_machines(profile, Path("."), self.ssh_config)
+        return plan.num_processes, plan.num_machines
 
-    def stop(self, paths: RunPaths, now: bool, say: Say, pause: Pause | None = None,
-             timeout: float | None = None) -> str:
-        return stop_here(paths, now)
+    def machines(self, record: RunRecord) -> list[MachineEntry]:
+        return record.get("machines") or []
+
+    def take_stacks(self, paths: RunPaths, record: RunRecord) -> tuple[dict[int, RankStacks], list[str]]:
+        """Its ranks on this machine (the home machine may be one of them), then every machine's through its node
+        agent over ssh (the run's own ssh_config)."""
+        from tuitrain.runs.view.stacks import machines_stacks, take_stacks
+
+        here = take_stacks(paths, record)
+        elsewhere, problems = machines_stacks(paths, self.machines(record), record.get("ssh_config"))
+        return dict(sorted({**here, **elsewhere}.items())), problems

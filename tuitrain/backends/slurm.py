@@ -6,22 +6,37 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from tuitrain.backends.base import Check, Pause, Preview, Resumed, Say, Started, resume_note
+from tuitrain.backends.base import CANNOT_QUEUE, Check, Pause, Preview, Say, Settled, Started
 from tuitrain.profile import Profile
-from tuitrain.rundir.kind import RunKind
+from tuitrain.rundir.kind import RunKind, supervised_elsewhere
 from tuitrain.rundir.layout import RunPaths
-from tuitrain.rundir.record import FINAL_STATUSES
+from tuitrain.rundir.record import FINAL_STATUSES, MachineEntry, RunRecord
+from tuitrain.runs.start.new_run import Lineage, StartError
+from tuitrain.slurm import state
 from tuitrain.slurm.script import JobOptions
-from tuitrain.slurm.submit import dry_run_script, job_notes, job_settings, load_job_profile, resume_job, submit
+from tuitrain.slurm.submit import dry_run_script, job_notes, job_settings, load_job_profile, parent_options, submit
+
+if TYPE_CHECKING:
+    from tuitrain.runs.queue.entries import QueueRequest
+    from tuitrain.runs.view.stacks import RankStacks
 
 
 class SlurmBackend:
     kind: RunKind = "slurm"
 
-    def __init__(self, options: JobOptions | None = None, python: str | None = None) -> None:
-        self.options = options or JobOptions()  # a resume takes its parent's instead
+    def __init__(self, options: JobOptions | None = None, python: str | None = None,
+                 parent: RunRecord | None = None) -> None:
+        self._options = options
         self.python = python  # tuitrain's Python on the nodes (default: this one)
+        self.parent = parent  # the record of a run it carries: a resume of it is submitted with its options
+
+    @property
+    def options(self) -> JobOptions:
+        if self._options is None:
+            self._options = parent_options(self.parent) if self.parent is not None else JobOptions()
+        return self._options
 
     def load(self, path: Path, overrides: Sequence[str] = ()) -> Profile:
         """The profile as the job runs it: main_process_ip is the job's first node; notes about what the job's
@@ -39,15 +54,16 @@ class SlurmBackend:
     def check(self, profile: Profile, runs_root: Path, timeout: float, say: Say) -> Check:
         return Check()  # the nodes are Slurm's to give; each agent plans and checks its own
 
-    def start(self, profile: Profile, runs_root: Path, cwd: Path | None = None) -> Started:
-        done = submit(profile, runs_root, self.options, python=self.python, cwd=cwd)
+    def start(self, profile: Profile, runs_root: Path, cwd: Path | None = None, *, lineage: Lineage | None = None,
+              queue: QueueRequest | None = None) -> Started:
+        if queue is not None:
+            raise StartError(f"{profile.path}: {CANNOT_QUEUE}")
+        done = submit(profile, runs_root, self.options, python=self.python, cwd=cwd, lineage=lineage)
         return Started(done.paths, f"submitted run {done.paths.id} as Slurm job {done.job_id}", done.job_id)
 
-    def resume(self, parent: RunPaths, runs_root: Path, checkpoint: str | Path = "latest",
-               overrides: Sequence[str] = (), cwd: Path | None = None) -> Resumed:
-        done, chosen, profile = resume_job(parent, runs_root, str(checkpoint), overrides, python=self.python, cwd=cwd)
-        return Resumed(done.paths, chosen, profile, resume_note(parent, chosen, done.paths, profile, done.job_id),
-                       done.job_id)
+    def world(self, profile: Profile) -> tuple[int, int]:
+        resources = job_settings(profile)[1]
+        return resources.total_processes, resources.nodes
 
     def stop(self, paths: RunPaths, now: bool, say: Say, pause: Pause | None = None,
              timeout: float | None = None) -> str:
@@ -60,4 +76,28 @@ class SlurmBackend:
         error, status = str(record.get("error") or ""), str(record.get("status"))
         return f"run {record['id']} " + (error if error.startswith(status) else f"{status}: {error}" if error else status)
 
+    def settle(self, runs: Sequence[tuple[RunPaths, RunRecord]]) -> list[Settled]:
+        """Every job that needs it asked at once (squeue, at most one sacct: tuitrain.slurm.state.query)."""
+        jobs = state.query(record for _, record in runs)
+        out: list[Settled] = []
+        for paths, record in runs:
+            job = jobs.get(state.job_id(record) or "")
+            settled = state.settle(paths, record, job)
+            out.append((settled, state.label(settled, job)))
+        return out
 
+    def job_words(self, record: RunRecord) -> str | None:
+        return f"Slurm job {state.job_id(record)}"
+
+    def machines(self, record: RunRecord) -> list[MachineEntry]:
+        return []
+
+    def take_stacks(self, paths: RunPaths, record: RunRecord) -> tuple[dict[int, RankStacks], list[str]]:
+        """Each node's supervisor takes its own ranks' (they share the run directory); a job on one node whose
+        supervisor runs here, this machine's."""
+        from tuitrain.runs.view.stacks import nodes_stacks, take_stacks
+
+        nodes = paths.nodes()
+        if supervised_elsewhere(record) or len(nodes) > 1:
+            return nodes_stacks(paths, nodes)
+        return take_stacks(paths, record), []

@@ -113,8 +113,7 @@ def queue_sweep(path: Path, sets: Sequence[str], options: QueueOptions, runs_roo
     """Every run of the sweep loaded and checked first (a refused value queues nothing), then queued held, each
     after the runs of --after/--after-ok (and the run `max_parallel` places before it), and let go once the last is
     in the queue. Cut short (an error, Ctrl-C), the runs queued so far leave the queue, never started (said)."""
-    from tuitrain.backends import for_profile
-    from tuitrain.backends.queueing import queueing_backend
+    from tuitrain.backends.start import Choices, start_profile
     from tuitrain.profile import load_profile
     from tuitrain.runs.queue.entries import QueueRequest
 
@@ -126,7 +125,6 @@ def queue_sweep(path: Path, sets: Sequence[str], options: QueueOptions, runs_roo
         raise SweepError(f"{path}: run.output_dir = {run_table['output_dir']!r}: every run of a sweep needs its own "
                          "output folder; remove run.output_dir (each run writes under its run directory) or sweep it")
     profiles = [load_profile(path, [*sets, *point.sets, f"run.name={base.name} {point.label}"]) for point in points]
-    backend = queueing_backend(for_profile(base.data), path)
     request = queue_request(runs_root, options) or QueueRequest()
     sweep_id = sweep_name(base.name, time.time())
     queued: list[RunPaths] = []
@@ -135,8 +133,8 @@ def queue_sweep(path: Path, sets: Sequence[str], options: QueueOptions, runs_roo
             waits = throttle(index, options.max_parallel)
             after = (*request.after, queued[waits]) if waits is not None else request.after
             sweep = {"id": sweep_id, "index": index + 1, "of": len(points), "label": point.label}
-            queued.append(backend.queue(profile, runs_root, dataclasses.replace(request, after=after, sweep=sweep,
-                                                                                hold=True), cwd))
+            queue = dataclasses.replace(request, after=after, sweep=sweep, hold=True)
+            queued.append(start_profile(profile, runs_root, Choices(queue=queue), cwd=cwd).paths)
     except BaseException:
         let_go(queued, drop=True)
         if queued:

@@ -147,8 +147,8 @@ def machines_gpus(args: argparse.Namespace) -> int:
     reached gets its one-line reason."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from tuitrain.backends import for_profile
     from tuitrain.backends.machines import plan_profile_machines
+    from tuitrain.launch.machines import has_machines
     from tuitrain.profile import load_profile, resolve_profile_path
     from tuitrain.remote.ssh import SshOptions, run
 
@@ -156,7 +156,7 @@ def machines_gpus(args: argparse.Namespace) -> int:
         raise CliError("--watch shows this machine only; for every machine of a profile, run `tuitrain gpus "
                        "--profile P` again (or `watch -n 2 tuitrain gpus --profile P`)")
     profile = load_profile(resolve_profile_path(args.profile))
-    if for_profile(profile.data).kind != "machines":
+    if not has_machines(profile.data):
         raise CliError(f"{profile.path}: no [[distributed.machines]]; `tuitrain gpus` without --profile shows this "
                        "machine's GPUs")
     plan = plan_profile_machines(profile, args.runs_root)

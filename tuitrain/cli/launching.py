@@ -6,14 +6,13 @@ import argparse
 import sys
 from typing import Any, Mapping, Sequence
 
-from tuitrain.backends import Backend, for_profile, for_run
-from tuitrain.backends.queueing import profile_queues
+from tuitrain.backends import for_profile
 from tuitrain.cli.errors import CliError
 from tuitrain.cli.output import print_json
 from tuitrain.launch import LaunchPlan
 from tuitrain.launch.machines import MachinesPlan
 from tuitrain.profile import Profile, load_profile, resolve_profile_path
-from tuitrain.profile.load import notes_not_said_again, plan_problems
+from tuitrain.profile.load import plan_problems
 from tuitrain.profile.training_args import report_reading_to
 from tuitrain.runs.catalog import find_run
 from tuitrain.yaml_text import dump as dump_yaml
@@ -43,49 +42,8 @@ def _ssh_config(args: argparse.Namespace) -> str | None:
     return str(Path(args.ssh_config).expanduser().resolve()) if getattr(args, "ssh_config", None) else None
 
 
-def _check_machines(backend: Backend, profile: Profile, args: argparse.Namespace) -> None:
-    """The backend's checks of the machines before anything starts (the doctor's, for several machines), unless
-    --no-doctor."""
-    if args.no_doctor:
-        return
-    check = backend.check(profile, args.runs_root, 20.0, lambda line: print(f"tuitrain: {line}", file=sys.stderr))
-    if check.failed:
-        for line in check.lines:
-            print(line, file=sys.stderr)
-        raise CliError(f"{profile.path}: {len(check.failed)} machine check(s) failed; nothing was "
-                       "started (fix them, or pass --no-doctor to start anyway)")
-
-
-def _refuse_what_validate_refuses(backend: Backend, profile: Profile, args: argparse.Namespace) -> None:
-    """The profile's notes the plan does not say again, then the plan's errors in validate's lines (the same plan,
-    marked the same way), before anything starts; the start plans again and still refuses what changed in between
-    (a plan takes milliseconds). A run that starts says the plan's warnings, one line each (a GPU another process
-    computes on: the run starts beside it, as `python train.py` would; `--queue` waits for it)."""
-    preview = backend.plan(profile, args.runs_root)
-    notes = notes_not_said_again(profile, preview.problems)
-    for note in notes:
-        print(note, file=sys.stderr)
-    said = plan_problems(profile, preview.problems, args.set)[len(notes):]
-    if preview.errors:
-        raise CliError("\n".join(str(p) for p in said if p.is_error))
-    for problem in said:
-        if problem.severity == "warning":
-            print(problem, file=sys.stderr)
-
-
-def _queued_start(backend: Backend, profile: Profile, args: argparse.Namespace, queue: Any) -> int:
-    """`run --queue/--after/--after-ok`: the run is created `queued` and its id printed; its supervisor starts it."""
-    from tuitrain.backends.queueing import queueing_backend
-
-    paths = queueing_backend(backend, profile.path).queue(profile, args.runs_root, queue)
-    print(paths.id)
-    print(f"queued run {paths.id}; `tuitrain queue` shows what it waits for, `tuitrain cancel {paths.id}` drops it",
-          file=sys.stderr)
-    return 0
-
-
 def cmd_run(args: argparse.Namespace) -> int:
-    from tuitrain.notify import read_notify_config
+    from tuitrain.backends.start import CheckFailed, Choices, start_profile
     from tuitrain.runs.queue.options import options_refusal, queue_options, queue_request
 
     if getattr(args, "host", None):  # a profile of this machine, started on a workstation of the settings
@@ -97,23 +55,26 @@ def cmd_run(args: argparse.Namespace) -> int:
     if refusal:
         raise CliError(refusal)
     queue = queue_request(args.runs_root, options)
-    read_notify_config()  # a bad [notify] is refused before anything starts (ProfileError: file, key, fix)
     if options.sweep:
         from tuitrain.cli.sweeping import cmd_sweep
 
         return cmd_sweep(args)
     profile = _load(args.profile, args.set, notes=False)
-    backend = for_profile(profile.data, ssh_config=_ssh_config(args))
-    if queue is None and profile_queues(profile.data):  # [run] queue = true: as --queue
-        from tuitrain.runs.queue.entries import QueueRequest
-
-        queue = QueueRequest()
-    if queue is not None:
-        _print_notes(profile)
-        return _queued_start(backend, profile, args, queue)
-    _refuse_what_validate_refuses(backend, profile, args)
-    _check_machines(backend, profile, args)
-    paths = backend.start(profile, args.runs_root).paths
+    choices = Choices(queue=queue, doctor=not args.no_doctor, ssh_config=_ssh_config(args))
+    try:
+        started = start_profile(profile, args.runs_root, choices, overrides=args.set,
+                                say=lambda line: print(f"tuitrain: {line}", file=sys.stderr),
+                                warn=lambda problem: print(problem, file=sys.stderr))
+    except CheckFailed as exc:
+        for line in exc.checks:
+            print(line, file=sys.stderr)
+        raise CliError(f"{exc} (fix them, or pass --no-doctor to start anyway)") from None
+    paths = started.paths
+    if started.queued:  # its id printed; its supervisor starts it
+        print(paths.id)
+        print(f"queued run {paths.id}; `tuitrain queue` shows what it waits for, `tuitrain cancel {paths.id}` drops it",
+              file=sys.stderr)
+        return 0
     if args.detach:
         print(paths.id)
         return 0
@@ -131,12 +92,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
-    from tuitrain.runs.catalog import load_record
+    from tuitrain.backends.start import resume_run
 
     parent = find_run(args.runs_root, args.run)
-    backend = for_run(load_record(parent), ssh_config=_ssh_config(args))
     say_when_reading_training_args()
-    resumed = backend.resume(parent, args.runs_root, args.checkpoint, args.set)
+    resumed = resume_run(parent, args.runs_root, args.checkpoint, args.set, ssh_config=_ssh_config(args))
     _print_notes(resumed.profile)
     print(resumed.note, file=sys.stderr)
     if args.detach or resumed.job_id is not None:  # a submitted job is followed with `tuitrain logs`/`status`
@@ -190,14 +150,16 @@ def _print_launch_plan(plan: LaunchPlan) -> None:
 def cmd_plan(args: argparse.Namespace) -> int:
     profile = _load(args.profile, args.set, notes=False)
     preview = for_profile(profile.data).plan(profile, args.runs_root)
+    plan = preview.plan
+    assert plan is not None  # a Slurm job's plan is `submit --dry-run`'s
     if args.json:
-        print_json(preview.plan.to_dict())
+        print_json(plan.to_dict())
     else:
         print(f"profile: {profile.path}")
-        if isinstance(preview.plan, MachinesPlan):
-            _print_machines_plan(preview.plan)
+        if isinstance(plan, MachinesPlan):
+            _print_machines_plan(plan)
         else:
-            _print_launch_plan(preview.plan)
+            _print_launch_plan(plan)
     for problem in plan_problems(profile, preview.problems, args.set):
         print(problem, file=sys.stderr)
     return 1 if preview.errors else 0
@@ -218,9 +180,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_doctor(args: argparse.Namespace) -> int:
     from tuitrain.backends.checks import doctor_summary, no_machines_to_check
     from tuitrain.backends.machines import doctor_report
+    from tuitrain.launch.machines import has_machines
 
     profile = _load(args.profile, args.set)
-    if for_profile(profile.data).kind != "machines":
+    if not has_machines(profile.data):
         raise CliError(no_machines_to_check(profile.path))
     report, plan = doctor_report(profile, args.runs_root, _ssh_config(args), args.timeout)
     failed = [c for c in report.checks if c.ok is False]

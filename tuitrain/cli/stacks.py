@@ -30,12 +30,14 @@ def columns(blocks: list[list[str]], width: int) -> list[str]:
 
 
 def cmd_stacks(args: argparse.Namespace) -> int:
+    from tuitrain.backends import for_run
     from tuitrain.cli.output import print_json
     from tuitrain.runs.catalog import find_run, load_record
     from tuitrain.runs.view.stacks import gather, rank_block, threads_block
 
     paths = find_run(args.runs_root, args.run)
-    taken, summary = gather(paths, load_record(paths))
+    record = load_record(paths)
+    taken, summary = gather(paths, record, for_run(record).take_stacks)
     if args.json:
         from tuitrain.runs.view.stacks_json import stacks_json
 

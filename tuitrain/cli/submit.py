@@ -18,19 +18,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
-    from tuitrain.backends import for_profile
+    from tuitrain.backends.start import Choices, chosen, start_profile
     from tuitrain.cli.launching import say_when_reading_training_args
     from tuitrain.profile import resolve_profile_path
 
-    backend = for_profile(None, slurm=job_options(args), python=args.python)
+    choices = Choices(slurm=job_options(args), python=args.python)
     say_when_reading_training_args()
-    profile = backend.load(resolve_profile_path(args.profile), args.set)
+    profile = chosen(choices).load(resolve_profile_path(args.profile), args.set)
     for note in profile.notes:
         print(note, file=sys.stderr)
     if args.dry_run:
-        sys.stdout.write(backend.plan(profile, args.runs_root).command)
+        sys.stdout.write(chosen(choices).plan(profile, args.runs_root).command)
         return 0
-    started = backend.start(profile, args.runs_root)
+    started = start_profile(profile, args.runs_root, choices, overrides=args.set)
     print(f"run {started.paths.id} submitted as Slurm job {started.job_id}; `tuitrain status {started.paths.id}` "
           "shows it", file=sys.stderr)
     print(started.paths.id)

@@ -8,6 +8,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tuitrain.backends import for_run, settle_runs
+from tuitrain.backends.base import Settled
 from tuitrain.cli.errors import CliError
 from tuitrain.cli.output import age, print_json, table
 from tuitrain.humanize import duration, number, size
@@ -22,17 +24,17 @@ from tuitrain.runs.keeper.manifest import read_manifests
 from tuitrain.runs.liveness import effective_status
 from tuitrain.runs.view.hang import status_label
 from tuitrain.runs.view.logfile import display_text, plain_text
-from tuitrain.runs.view.scheduler import job_states, refresh_job
 from tuitrain.runs.view.summary import run_summary
 
 if TYPE_CHECKING:
     from tuitrain.runs.view.warning_fold import WarningFold
 
 
-def _entry_summary(entry: Run, job_states: dict | None = None) -> dict:
-    """A run's summary, or for one whose run.json cannot be read: what is known and why."""
-    if entry.record is not None:
-        return run_summary(entry.paths, entry.record, with_checkpoints=False, job_states=job_states)
+def _entry_summary(entry: Run, settled: Settled | None) -> dict:
+    """A run's summary (`settled`: its record as its backend settled it), or for one whose run.json cannot be read:
+    what is known and why."""
+    if settled is not None:
+        return run_summary(entry.paths, settled[0], with_checkpoints=False, job=settled[1])
     return {"id": entry.paths.id, "run_dir": str(entry.paths.root), "status": UNREADABLE,
             "reason": entry.reason, "error": entry.message, "created": entry.created}
 
@@ -76,8 +78,9 @@ def _job_label(s: dict) -> str:
 
 def cmd_runs(args: argparse.Namespace) -> int:
     entries = scan_runs(args.runs_root)
-    states = job_states(e.record for e in entries if e.record is not None)  # one squeue for every Slurm run
-    summaries = [_entry_summary(e, states) for e in entries]
+    readable = [(e.paths, e.record) for e in entries if e.record is not None]
+    settled = iter(settle_runs(readable))  # one squeue for every Slurm run
+    summaries = [_entry_summary(e, next(settled) if e.record is not None else None) for e in entries]
     if args.json:
         print_json(summaries)
         return 0
@@ -86,7 +89,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
         return 0
     headers = ["ID", "PROFILE", "STATUS", "STEP", "LOSS", "AGE", ""]
     rows = [runs_row(s) for s in summaries]
-    if states is not None:  # Slurm's state beside tuitrain's own
+    if any(s.get("slurm_state") for s in summaries):  # a scheduler's state beside tuitrain's own
         headers.insert(3, "SLURM")
         for row, s in zip(rows, summaries, strict=True):
             row.insert(3, _job_label(s))
@@ -96,7 +99,10 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 def cmd_status(args: argparse.Namespace) -> int:
     paths = find_run(args.runs_root, args.run)
-    summary = run_summary(paths, load_record(paths))
+    record = load_record(paths)
+    backend = for_run(record)
+    record, job = backend.settle([(paths, record)])[0]
+    summary = run_summary(paths, record, job=job)
     usage = _run_usage(paths, summary)
     manifests = read_manifests(paths.root)
     if args.json:
@@ -125,9 +131,8 @@ def cmd_status(args: argparse.Namespace) -> int:
             print(f"stop waits {line}")
     if summary.get("stacks_digest"):
         print("stacks     " + "; ".join(summary["stacks_digest"]) + f"   (tuitrain stacks {summary['id']})")
-    if summary.get("slurm_state"):
-        job = summary["slurm_state"]
-        where = (summary.get("slurm") or {}).get("partition")
+    if job is not None:
+        where = job.get("partition")
         print(f"slurm      {_job_label(summary)}" + (f"   partition {where}" if where else "")
               + (f"   ({job['problem']})" if job.get("problem") else ""))
     print(f"step       {p['step']}/{p.get('max_steps') or '?'}   epoch {number(p.get('epoch'), 3)}   loss {number(p.get('loss'))}")
@@ -137,7 +142,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     if summary.get("accelerator"):
         why = summary.get("accelerator_why")
         print(f"device     {summary['accelerator']}" + (f"   ({why})" if why else "   (asked for)"))
-    for machine in summary.get("machines") or []:  # a multi-machine run: which host runs which ranks
+    for machine in backend.machines(record):  # a multi-machine run: which host runs which ranks
         print(f"machine {machine['machine_rank']}  {machine['host']}   {machine['num_processes']} process(es)   "
               f"its files there: {machine['node_dir']}")
     print(f"duration   {duration(summary.get('duration'))}   started {age(summary.get('started'))}")
@@ -320,7 +325,7 @@ def _has_ended(paths: RunPaths) -> tuple[bool, str | None]:
         record = load_record(paths)
     except RunRecordError as exc:
         return True, f"{exc}; its logs so far are above"
-    record = refresh_job(paths, record)  # a Slurm job may end without its run recording it (cancelled, never started)
+    record = for_run(record).settle([(paths, record)])[0][0]  # a Slurm job may end unrecorded (cancelled, …)
     status = effective_status(record)
     if status == "lost":
         print(f"run {paths.id} is lost: its supervisor is gone without recording an end", file=sys.stderr)

@@ -255,12 +255,13 @@ def cmd_stream(args: argparse.Namespace) -> int:
     import dataclasses
 
     from tuitrain import __version__
+    from tuitrain.backends import settle_runs
     from tuitrain.remote.runs_stream import HOME_SILENCE_SECONDS, serve
     from tuitrain.runs.catalog import scan_runs
     from tuitrain.runs.view.live import RunsWatcher
 
     scan_runs(args.runs_root)
-    watcher = RunsWatcher(args.runs_root)
+    watcher = RunsWatcher(args.runs_root, settle_runs)
 
     def poll() -> list[dict[str, Any]]:
         rows, _ = watcher.poll()

@@ -7,7 +7,10 @@ them for that purpose, so a fourth kind changes this function and nothing that a
 
 from __future__ import annotations
 
+import os
 from typing import Any, Literal, Mapping
+
+from tuitrain.rundir.record import RunRecord
 
 RunKind = Literal["local", "machines", "slurm"]
 
@@ -20,3 +23,10 @@ def run_kind(record: Mapping[str, Any]) -> RunKind:
     if record.get("machines"):
         return "machines"
     return "local"
+
+
+def supervised_elsewhere(record: RunRecord) -> bool:
+    """A run whose supervisor runs on another machine than the one that started it (a Slurm job's first node): its
+    processes cannot be looked at from here; its scheduler says whether it lives."""
+    host = record.get("slurm", {}).get("host")
+    return bool(host) and host != os.uname().nodename

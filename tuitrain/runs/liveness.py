@@ -8,11 +8,11 @@ import time
 
 import psutil
 
+from tuitrain.rundir.kind import supervised_elsewhere
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.process_tree import find_recorded
 from tuitrain.rundir.record import FINAL_STATUSES, RunRecord, record_end
 from tuitrain.rundir.run import recorded_processes
-from tuitrain.runs.view.scheduler import supervised_elsewhere
 
 
 def supervisor_gone(record: RunRecord) -> bool:

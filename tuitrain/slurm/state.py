@@ -44,9 +44,20 @@ def needs_query(record: RunRecord) -> bool:
     return time.time() - float(record.get("ended") or 0) < FORGET_AFTER
 
 
+ASK_SECONDS = 1.0  # a process asks Slurm about a job at most this often (the app's runs table, `logs --follow`)
+_asked: dict[str, tuple[float, JobState]] = {}  # job id -> (when it was asked, monotonic; what Slurm said)
+
+
 def query(records: Iterable[RunRecord]) -> dict[str, JobState]:
-    """One squeue (and at most one sacct) for every run that needs it."""
-    return job_states(i for r in records if needs_query(r) and (i := job_id(r)))
+    """One squeue (and at most one sacct) for every run that needs it, but a job asked about less than ASK_SECONDS
+    ago: what Slurm said then."""
+    now = time.monotonic()
+    wanted = list(dict.fromkeys(i for r in records if needs_query(r) and (i := job_id(r))))
+    known = {i: _asked[i][1] for i in wanted if i in _asked and now - _asked[i][0] < ASK_SECONDS}
+    missing = [i for i in wanted if i not in known]
+    asked = job_states(missing) if missing else {}
+    _asked.update((i, (now, job)) for i, job in asked.items())
+    return {**known, **asked}
 
 
 def _see_slurm_out(paths: RunPaths, job: str) -> str:
@@ -88,29 +99,13 @@ def settle(paths: RunPaths, record: RunRecord, state: JobState | None) -> RunRec
         return {**record, **end}
 
 
-_asked: dict[str, float] = {}  # job id -> when `refresh` last asked Slurm about it (monotonic)
-REFRESH_SECONDS = 2.0
-
-
-def refresh(paths: RunPaths, record: RunRecord) -> RunRecord:
-    """For a viewer's loop (`logs --follow`): the record, settled from the job's state at most every
-    REFRESH_SECONDS, so a job that ended without its run recording an end ends the loop too."""
-    job = job_id(record)
-    if job is None or record.get("status") in FINAL_STATUSES:
-        return record
-    now = time.monotonic()
-    if now - _asked.get(job, -REFRESH_SECONDS) < REFRESH_SECONDS:
-        return record
-    _asked[job] = now
-    return settle(paths, record, query([record]).get(job))
-
-
 def label(record: RunRecord, state: JobState | None) -> dict[str, Any] | None:
-    """What viewers show of the job: {"job_id", "state", "reason", "label", "problem"}; None for a local run."""
+    """What viewers show of the job: {"job_id", "state", "reason", "label", "problem"}, and "partition" where the job
+    names one; None for a local run."""
     job = job_id(record)
     if job is None:
         return None
-    if state is not None and (state.state or state.problem):
-        return state.to_dict()
     kept = (record.get("slurm") or {}).get("state")
-    return JobState(job, kept).to_dict() if kept else JobState(job).to_dict()
+    shown = state if state is not None and (state.state or state.problem) else JobState(job, kept) if kept else JobState(job)
+    partition = (record.get("slurm") or {}).get("partition")
+    return {**shown.to_dict(), **({"partition": partition} if partition else {})}

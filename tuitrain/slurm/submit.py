@@ -15,7 +15,6 @@ from typing import Any, Sequence
 
 from tuitrain.profile import Profile, Settings, settings_with_defaults
 from tuitrain.profile.processes import processes_set
-from tuitrain.rundir.checkpoints import Checkpoint
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.record import RunRecord, SlurmRecord, read_record, update_record
 from tuitrain.runs.start.new_run import NEW_RUN, Lineage, RunFiles, discard, new_run_dir, prepare_run
@@ -112,23 +111,6 @@ def refusal_hint(message: str, options: JobOptions, resources: Resources) -> str
 def parent_options(record: RunRecord) -> JobOptions:
     """The options a resumed run is submitted with: its parent's."""
     return JobOptions.from_dict(record.get("slurm") or {})
-
-
-def resume_job(parent: RunPaths, runs_root: Path, checkpoint: str = "latest", overrides: Sequence[str] = (),
-               python: str | None = None, cwd: Path | None = None) -> tuple[Submitted, Checkpoint, Profile]:
-    """`tuitrain resume` of a Slurm run: a new job, with its parent's options, continuing from a checkpoint (the
-    checks are every backend's: tuitrain.runs.start.from_profile.resume_inputs and check_resume)."""
-    from tuitrain.runs.start.from_profile import check_resume, resume_inputs
-    from tuitrain.slurm.state import query, settle
-
-    record = read_record(parent)
-    record = settle(parent, record, query([record]).get(str((record.get("slurm") or {}).get("job_id"))))
-    chosen, profile = resume_inputs(parent, record, checkpoint, overrides)
-    _settings, resources = job_settings(profile)
-    check_resume(parent, profile, chosen, resources.total_processes, resources.nodes)
-    done = submit(profile, runs_root, parent_options(record), python=python, cwd=cwd,
-                  lineage=Lineage(parent=parent.id, checkpoint=chosen.path))
-    return done, chosen, profile
 
 
 LEFT_TO_THE_JOB = ("distributed.main_process_ip", "distributed.main_process_port")  # the agents set them

@@ -111,14 +111,12 @@ def resume_here(run_dir: Path, runs_root: Path, checkpoint: str, overrides: Sequ
     """A new run of this machine from a run's `checkpoint` with the `--set` overrides, by the run's own backend as
     `tuitrain resume` does (a Slurm run is submitted again; a run on several machines starts on them), in a worker:
     (its folder, a note), or (None, why not: every problem, one a line)."""
-    from tuitrain.backends import for_run
+    from tuitrain.backends.start import resume_run
     from tuitrain.errors import error_lines
     from tuitrain.rundir.layout import RunPaths
-    from tuitrain.rundir.record import read_record
 
-    parent = RunPaths(run_dir)
     try:
-        resumed = for_run(read_record(parent)).resume(parent, runs_root, checkpoint, overrides, cwd=cwd)
+        resumed = resume_run(RunPaths(run_dir), runs_root, checkpoint, overrides, cwd=cwd)
     except (TuitrainError, OSError) as exc:
         return None, "\n".join(error_lines(exc))
     return resumed.paths.root, resumed.note

@@ -127,9 +127,10 @@ class TuitrainApp(PassesFailedWorkUp, TuitrainAppApi):
 
     @work(thread=True, exclusive=True, group="runs", exit_on_error=False)
     def poll_runs(self) -> None:
+        from tuitrain.backends import settle_runs
         from tuitrain.runs.view.live import RunsWatcher
 
-        watcher = RunsWatcher(self.runs_root)
+        watcher = RunsWatcher(self.runs_root, settle_runs)
         self.terminal_word = terminal_endings()
         while True:
             rows, changes = watcher.poll()

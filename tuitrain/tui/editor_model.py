@@ -22,6 +22,9 @@ from tuitrain.tui.profile_edits import MACHINES, get_path, in_schema_order, mach
 from tuitrain.tui.save_as import save_as_outcome, save_as_target, shown_path
 
 if TYPE_CHECKING:
+    from tuitrain.backends import Preview, Started
+    from tuitrain.launch import LaunchPlan
+    from tuitrain.launch.machines import MachinesPlan
     from tuitrain.profile.paths import Moved, Rule
 
 
@@ -47,19 +50,17 @@ class Check:
 
     number: int
     problems: list[Any]
-    plan: Any = None  # a LaunchPlan when the profile has no errors and could be planned
+    preview: Preview | None = None  # its backend's plan, when the profile has no errors and could be planned
     plan_error: str = ""  # "TypeError: …" when the planner could not read a half-typed profile
+
+    @property
+    def plan(self) -> LaunchPlan | MachinesPlan | None:
+        return self.preview.plan if self.preview is not None else None
 
     @property
     def command(self) -> str:
         """The command line; for several machines, each machine's, under a comment naming it."""
-        if self.plan is None:
-            return ""
-        machines = getattr(self.plan, "machines", None)
-        if machines is None:
-            return str(self.plan.command_line())
-        return "\n".join(f"# machine {m.machine_rank}: {m.host}, in {m.workdir}\n{m.command_line()}"
-                         for m in machines)
+        return self.preview.command if self.preview is not None else ""
 
 
 class LoadError(TuitrainError):
@@ -87,7 +88,7 @@ class EditorModel:
         self.loaded = False
         self.dirty = False
         self.problems: list[Any] = []
-        self.plan: Any = None
+        self.plan: LaunchPlan | MachinesPlan | None = None
         self.plan_error = ""
         self.command = ""
         self._checks = 0
@@ -418,19 +419,19 @@ class EditorModel:
         if any(p.is_error for p in problems):
             return Check(number, problems)
         try:
-            plan = self._plan(Profile(path=planned, data=data), runs_root, hardware)
+            preview = self._plan(Profile(path=planned, data=data), runs_root, hardware)
         except Exception as exc:  # noqa: BLE001 - a half-typed profile the planner cannot read: say why
             return Check(number, problems, plan_error=f"{type(exc).__name__}: {exc}")
-        return Check(number, problems + list(plan.problems), plan)
+        return Check(number, problems + list(preview.plan.problems if preview.plan is not None else []), preview)
 
-    def _plan(self, profile: Any, runs_root: Path, hardware: Any) -> Any:
+    def _plan(self, profile: Any, runs_root: Path, hardware: Any) -> Preview:
         """The profile's own backend's plan, made before any run directory exists (it names `<new-run>` under
         `runs_root`): a LaunchPlan, or a MachinesPlan (one plan per machine) when the profile lists machines
         (their defaults from this form's folder)."""
         from tuitrain.backends import for_profile
 
         backend = for_profile(profile.data, hardware=hardware, local_cwd=str(self.cwd))
-        return backend.plan(profile, runs_root).plan
+        return backend.plan(profile, runs_root)
 
     @property
     def checks_begun(self) -> int:
@@ -546,17 +547,17 @@ class EditorModel:
         return None
 
     def launch(self, runs_root: Path, overrides: Collection[str] = (), hardware: Any = None,
-               data: dict[str, Any] | None = None) -> Path:
-        """Start a run of the profile as it is in the form (or of `data`, a copy taken from it), with
-        the app's --set overrides (blocking). Returns the run directory; raises a TuitrainError (the
-        refusal) or OSError."""
-        from tuitrain.backends import for_profile
+               data: dict[str, Any] | None = None) -> Started:
+        """Start a run of the profile as it is in the form (or of `data`, a copy taken from it), with the app's --set
+        overrides, as `tuitrain run` starts it (blocking; tuitrain.backends.start: the doctor checks several machines,
+        `[run] queue = true` queues it). Raises a TuitrainError (the refusal; CheckFailed: the machines' checks) or
+        OSError."""
+        from tuitrain.backends.start import Choices, start_profile
         from tuitrain.profile import Profile, apply_overrides
 
         data = apply_overrides(copy.deepcopy(self.data if data is None else data), list(overrides))
-        started = for_profile(data, hardware=hardware).start(Profile(path=self.planned_path, data=data), runs_root,
-                                                             cwd=self.cwd)
-        return started.paths.root
+        return start_profile(Profile(path=self.planned_path, data=data), runs_root, Choices(), overrides=list(overrides),
+                             cwd=self.cwd, hardware=hardware)
 
     # ------------------------------------------------------------------------------ accelerate config
     def accelerate_target(self, answer: str) -> Path:

@@ -1,7 +1,7 @@
 """A run on several machines, as the app shows it: which ranks each machine runs, which machine is
 this one, and which pids the sampler may look up here.
 
-run.json of such a run lists its `machines` (host as the profile names it, machine_rank,
+its backend lists its machines as its run.json does (host as the profile names it, machine_rank,
 num_processes, env); ranks/rank-K.json say the host each rank really ran on (its hostname) and a
 pid that lives on THAT host. A pid of another machine means nothing here: it may even be a
 stranger's local process. So the sampler owns only the ranks of this machine (the rule is
@@ -16,9 +16,9 @@ ranks name this hostname when no other machine of the run names the same.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
-from tuitrain.rundir.record import RunRecord
+from tuitrain.rundir.record import MachineEntry, RunRecord
 from tuitrain.runs.view.owners import same_host, this_host
 
 LOOPBACK = {"localhost", "127.0.0.1", "::1"}
@@ -88,15 +88,15 @@ def machine_is_here(host: str, records: list[Mapping[str, Any]], hostname: str, 
     return same_host(host.rsplit("@", 1)[-1], hostname) and short_name(hostname) not in shared
 
 
-def run_machines(record: RunRecord, rank_records: Mapping[int, Mapping[str, Any]] | None = None,
-                 hostname: str | None = None,
+def run_machines(entries: Sequence[MachineEntry], record: RunRecord,
+                 rank_records: Mapping[int, Mapping[str, Any]] | None = None, hostname: str | None = None,
                  live: Callable[[Mapping[str, Any]], bool] = rank_process_here) -> list[Machine]:
-    """The machines of a multi-machine run, each with its global ranks, in machine order; [] for a run on one
-    machine. A rank belongs to the machine its record names (`rank_machine`); a rank without a record to the one
-    accelerate's numbering gives (machine M's local rank L is the ranks of the machines before it + L). The run's
-    record is checked when read (`rundir.record`); what cannot be read of a rank record is left out. `live`: whether
-    a rank record names a live process of this machine (tests replace it)."""
-    entries = record.get("machines") or []
+    """The machines of a multi-machine run (`entries`: as its backend lists them, `Backend.machines`), each with its
+    global ranks, in machine order; [] for a run on one machine. A rank belongs to the machine its record names
+    (`rank_machine`); a rank without a record to the one accelerate's numbering gives (machine M's local rank L is
+    the ranks of the machines before it + L). The run's record is checked when read (`rundir.record`); what cannot be
+    read of a rank record is left out. `live`: whether a rank record names a live process of this machine (tests
+    replace it)."""
     if not entries:
         return []
     hostname = hostname or this_host()

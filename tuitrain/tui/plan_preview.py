@@ -3,10 +3,10 @@ YAML of a plan (each machine's, for a profile that lists machines), or why there
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.text import Text
 
+from tuitrain.launch import LaunchPlan
+from tuitrain.launch.machines import MachinesPlan
 from tuitrain.tui.command_fold import WithCommands
 from tuitrain.tui.editor_model import Check
 
@@ -18,13 +18,13 @@ def plan_text(check: Check) -> Text | WithCommands:
     if check.plan is None:
         return Text(f"cannot plan yet: {check.plan_error}", style="red")
     plan = check.plan
-    if getattr(plan, "machines", None) is not None:
-        return machines_plan_text(check)
+    if isinstance(plan, MachinesPlan):
+        return machines_plan_text(plan)
     head = Text("accelerate command (ctrl+g copies it; ctrl+y copies `tuitrain run`)\n", style="bold")
     text = Text("\n")
     text.append("environment\n", style="bold")
     text.append("\n".join(f"{k}={v}" for k, v in sorted(plan.env.items())) + "\n\n")
-    memory = getattr(plan, "memory", None)
+    memory = plan.memory
     if memory is not None:  # the estimate's lines, here rather than among the notes
         text.append("GPU memory (an estimate, before anything is loaded)\n", style="bold")
         problem = next(iter(memory.problems), None)
@@ -36,9 +36,8 @@ def plan_text(check: Check) -> Text | WithCommands:
     return WithCommands([head, check.command, with_config_and_notes(text, "accelerate.yaml", plan)])
 
 
-def machines_plan_text(check: Check) -> WithCommands:
+def machines_plan_text(plan: MachinesPlan) -> WithCommands:
     """The preview of a profile that lists machines: what each machine runs, in its rank's order."""
-    plan = check.plan
     text = Text()
     parts: list[Text | str] = [text]
     where = f"; the main machine is reached at {plan.main_process_ip}:{plan.main_process_port}" if plan.main_process_ip else ""
@@ -59,7 +58,7 @@ def machines_plan_text(check: Check) -> WithCommands:
     return WithCommands(parts, indent="  ")
 
 
-def with_config_and_notes(text: Text, title: str, plan: Any) -> Text:
+def with_config_and_notes(text: Text, title: str, plan: LaunchPlan | MachinesPlan) -> Text:
     """`text` followed by the plan's accelerate config under `title`, then its notes."""
     from tuitrain.yaml_text import dump as dump_yaml
 

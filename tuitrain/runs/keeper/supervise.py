@@ -1,9 +1,9 @@
-"""`python -m tuitrain.runs.keeper.supervise RUN_DIR`: the detached process that watches one run (started by
+"""`python -m tuitrain.runs.keeper.supervise RUN_DIR [WORKERS]`: the detached process that watches one run (started by
 tuitrain.runs.start.new_run.spawn_supervisor). A queued run's supervisor first waits for its turn
-(tuitrain.runs.queue.wait). Then it picks the workers the run's keeper (tuitrain.runs.keeper.supervisor.Supervisor) keeps,
-by the run's kind (tuitrain.rundir.kind.run_kind): this machine's ranks under one `accelerate launch` (the default), or
-the node agents of a run on several machines (tuitrain.runs.keeper.machine_links.MachineLinks). Choosing here, above
-both, keeps either from importing the other. Once the end is recorded, it sends word of it ([notify],
+(tuitrain.runs.queue.wait). Then the run's keeper (tuitrain.runs.keeper.supervisor.Supervisor) keeps the workers its
+backend named: this machine's ranks under one `accelerate launch` (`ranks`, the default), or the node agents of a run on
+several machines (`machines`: tuitrain.runs.keeper.machine_links.MachineLinks). Choosing here, above both, keeps either
+from importing the other. Once the end is recorded, it sends word of it ([notify],
 tuitrain.notify)."""
 
 from __future__ import annotations
@@ -13,11 +13,13 @@ import time
 import traceback
 from pathlib import Path
 
-from tuitrain.rundir.kind import run_kind
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.record import read_record, record_end
+from tuitrain.runs.keeper.local_launch import LocalLaunch
 from tuitrain.runs.keeper.machine_links import MachineLinks
 from tuitrain.runs.keeper.supervisor import Supervisor, run_supervisor
+
+WORKERS = {"ranks": LocalLaunch, "machines": MachineLinks}  # what a keeper keeps, as the backend that starts it names it
 
 
 def _ended_in_queue(paths: RunPaths) -> str | None:
@@ -34,14 +36,14 @@ def _ended_in_queue(paths: RunPaths) -> str | None:
     return status
 
 
-def _supervise(paths: RunPaths) -> str:
+def _supervise(paths: RunPaths, workers: str) -> str:
     try:
         record = read_record(paths)
         if record.get("status") == "queued":
             ended = _ended_in_queue(paths)
             if ended is not None:
                 return ended
-        supervisor = Supervisor(paths, MachineLinks) if run_kind(record) == "machines" else Supervisor(paths)
+        supervisor = Supervisor(paths, WORKERS[workers])
     except BaseException as exc:  # noqa: BLE001 — an unreadable record: say so where the run's viewers look
         traceback.print_exc()
         try:
@@ -73,12 +75,12 @@ def _after_the_end(paths: RunPaths) -> None:
         traceback.print_exc()
 
 
-def supervise(run_dir: Path) -> int:
+def supervise(run_dir: Path, workers: str = "ranks") -> int:
     paths = RunPaths(run_dir)
-    status = _supervise(paths)
+    status = _supervise(paths, workers)
     _after_the_end(paths)
     return 0 if status in ("finished", "stopped") else 1
 
 
 if __name__ == "__main__":
-    sys.exit(supervise(Path(sys.argv[1])))
+    sys.exit(supervise(Path(sys.argv[1]), *sys.argv[2:3]))

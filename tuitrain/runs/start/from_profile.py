@@ -1,16 +1,14 @@
-"""Starting a run from a profile, or a new run that resumes another from one of its checkpoints.
-
-The same steps as `tuitrain run` and `tuitrain resume` (load the profile, fill in defaults,
-plan before the run directory exists, start it detached), as functions any front end can call:
-the app uses them; the CLI could too. Errors are `ProfileError`, `StartError` or `ResumeError`,
-each with a message a person can act on.
+"""What the backends start from: a profile planned on this machine or on the machines it lists, and the checks every
+resume makes (the parent has ended, the checkpoint is complete, the world and the restored settings match).
+The one start and the one resume that use them: tuitrain.backends.start. Errors are `ProfileError`, `StartError`
+or `ResumeError`, each with a message a person can act on.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any, Callable, Sequence, cast
+from typing import Any, Sequence, cast
 
 from tuitrain.errors import TuitrainError
 from tuitrain.hardware import Hardware, detect_hardware
@@ -21,11 +19,9 @@ from tuitrain.profile import Profile, Settings, load_profile, settings_with_defa
 from tuitrain.profile.processes import processes_per_machine, processes_set
 from tuitrain.rundir.checkpoints import Checkpoint, inspect_checkpoint, latest_complete, run_checkpoints
 from tuitrain.rundir.layout import RunPaths
-from tuitrain.rundir.record import FINAL_STATUSES, RunRecord, read_record
+from tuitrain.rundir.record import FINAL_STATUSES, RunRecord
 from tuitrain.runs.run_owner import others_run_refusal
 from tuitrain.runs.start import resume_rule
-from tuitrain.runs.start.new_run import Lineage, new_run_dir, start_run
-from tuitrain.runs.view.scheduler import job_words
 
 
 class ResumeError(TuitrainError):
@@ -95,23 +91,6 @@ def machines_plan(profile: Profile, settings: Settings, run_dir: Path, file: str
     `new_run_dir(runs_root)`); nothing of this machine's hardware is read."""
     return plan_machines(settings, Path(run_dir), file, processes_set=processes_set(profile.data),
                          ssh_config=ssh_config, resume_from=resume_from, local_cwd=local_cwd)
-
-
-def launch(profile: Profile, runs_root: Path, cwd: Path | None = None, hardware: Hardware | None = None) -> RunPaths:
-    """Start a run of an already loaded (and validated) profile on this machine; returns once it is started.
-    (Which machines a profile runs on is tuitrain.backends' to decide: this is the local backend's start.)"""
-    settings, notes, hardware = local_settings(profile, hardware)
-    plan = local_plan(settings, new_run_dir(runs_root), str(profile.path), hardware, notes)
-    return start_run(profile, settings, plan, runs_root, cwd=run_cwd(settings, cwd))
-
-
-def launch_on_machines(profile: Profile, runs_root: Path, cwd: Path | None = None,
-                       ssh_config: str | None = None) -> RunPaths:
-    """Start a run on every machine the profile lists (over ssh, with `ssh_config` if given): the machines
-    backend's start."""
-    settings = settings_with_defaults(profile)
-    plan = machines_plan(profile, settings, new_run_dir(runs_root), str(profile.path), ssh_config)
-    return start_run(profile, settings, plan, runs_root, cwd=cwd)
 
 
 def resumable_checkpoints(record: RunRecord) -> list[Checkpoint]:
@@ -210,11 +189,11 @@ def base_mismatch(before: dict[str, Any], data: dict[str, Any], checkpoint: Chec
     return None
 
 
-def not_ended_refusal(parent: RunPaths, record: RunRecord) -> str | None:
-    """Why a run that has not ended cannot be resumed yet (`record` as its backend settled it); None once ended."""
+def not_ended_refusal(parent: RunPaths, record: RunRecord, job: str | None = None) -> str | None:
+    """Why a run that has not ended cannot be resumed yet (`record` as its backend settled it; `job`: its scheduler's
+    job, as its backend names it); None once ended."""
     if record["status"] in FINAL_STATUSES:
         return None
-    job = job_words(record)
     if job is not None:
         return f"run {parent.id} is still {record['status']} ({job}); stop it first (`tuitrain stop {parent.id}`)"
     from tuitrain.runs.liveness import live_processes, supervisor_gone  # psutil: not for `plan`
@@ -239,11 +218,11 @@ def into_others_folder_refusal(parent: RunPaths, record: RunRecord, profile: Pro
 
 
 def resume_inputs(parent: RunPaths, record: RunRecord, checkpoint: str | Path = "latest",
-                  overrides: Sequence[str] = ()) -> tuple[Checkpoint, Profile]:
+                  overrides: Sequence[str] = (), job: str | None = None) -> tuple[Checkpoint, Profile]:
     """What every backend's resume starts from, checked in one order: the parent has ended, it has an output
     folder, the checkpoint asked for is complete; then the parent's frozen profile with the new overrides (named
     by the parent's own profile path, so notes and the new run's record point at the user's file)."""
-    refusal = not_ended_refusal(parent, record)
+    refusal = not_ended_refusal(parent, record, job)
     if refusal:
         raise ResumeError(refusal)
     if not record.get("output_dir"):
@@ -272,56 +251,3 @@ def check_resume(parent: RunPaths, profile: Profile, checkpoint: Checkpoint, pro
     refusal = world_refusal(checkpoint, processes, machines) or checkpoint_refusal(parent.profile, profile.data, checkpoint)
     if refusal:
         raise ResumeError(refusal)
-
-
-# What a backend's resume plans, once the checkpoint and profile are known: the settings, the plan (made against
-# `new_run_dir(runs_root)`), where the processes start, and the world (processes in all, machines) the checkpoint
-# must have been written by.
-ResumePlan = tuple[Settings, "LaunchPlan | MachinesPlan", "Path | None", int, int]
-
-
-def _resume(parent: RunPaths, runs_root: Path, checkpoint: str | Path, overrides: Sequence[str],
-            plan: Callable[[RunRecord, Profile, Checkpoint], ResumePlan]) -> tuple[RunPaths, Checkpoint, Profile]:
-    """Every resume started from this machine: the parent settled, the shared checks, the backend's plan, then
-    start_run with the lineage."""
-    from tuitrain.runs.liveness import settle_lost  # psutil: not for `plan`
-
-    record = settle_lost(parent, read_record(parent))
-    chosen, profile = resume_inputs(parent, record, checkpoint, overrides)
-    settings, planned, cwd, processes, machines = plan(record, profile, chosen)
-    check_resume(parent, profile, chosen, processes, machines)
-    lineage = Lineage(parent=parent.id, checkpoint=chosen.path)
-    return start_run(profile, settings, planned, runs_root, lineage=lineage, cwd=cwd), chosen, profile
-
-
-def resume(parent: RunPaths, runs_root: Path, checkpoint: str | Path = "latest", overrides: Sequence[str] = (),
-           cwd: Path | None = None, hardware: Hardware | None = None) -> tuple[RunPaths, Checkpoint, Profile]:
-    """`tuitrain resume RUN --checkpoint ...` of a run on this machine, detached: a new run continuing `parent`.
-
-    Returns the new run, the checkpoint it continues from, and the profile it runs (its `notes`
-    say what was migrated or defaulted)."""
-
-    def plan(_record: RunRecord, profile: Profile, chosen: Checkpoint) -> ResumePlan:
-        settings, notes, found = local_settings(profile, hardware)
-        # a script is told where to resume on its command line (script.resume_arg); the engine reads run.json
-        planned = local_plan(settings, new_run_dir(runs_root), str(parent.profile), found, notes,
-                             resume_from=chosen.path)
-        machines = settings["distributed"]["num_machines"]
-        return settings, planned, run_cwd(settings, cwd), settings["distributed"]["num_processes"] * machines, machines
-
-    return _resume(parent, runs_root, checkpoint, overrides, plan)
-
-
-def resume_on_machines(parent: RunPaths, runs_root: Path, checkpoint: str | Path = "latest",
-                       overrides: Sequence[str] = (), cwd: Path | None = None,
-                       ssh_config: str | None = None) -> tuple[RunPaths, Checkpoint, Profile]:
-    """The same for a run on several machines: its machines planned again, through the parent's ssh_config
-    unless another is given."""
-
-    def plan(record: RunRecord, profile: Profile, chosen: Checkpoint) -> ResumePlan:
-        settings = settings_with_defaults(profile)
-        planned = machines_plan(profile, settings, new_run_dir(runs_root), str(parent.profile),
-                                ssh_config or record.get("ssh_config"), resume_from=chosen.path)
-        return settings, planned, cwd, planned.num_processes, planned.num_machines
-
-    return _resume(parent, runs_root, checkpoint, overrides, plan)

@@ -285,12 +285,14 @@ def start_run(
     lineage: Lineage | None = None,
     cwd: Path | None = None,
     queue: QueueRequest | None = None,
+    workers: str = "ranks",
 ) -> RunPaths:
     """A run started from this machine (locally, or on the machines it lists): `prepare_run` with the plan's
     files, then its supervisor, detached. `settings` is the profile with defaults; `plan` is a value made before
     the run directory exists, against `new_run_dir(runs_root)` (`plan_files` fills the new directory in). Returns
     once the supervisor is started; the run goes on without us. With `queue`, the run is created `queued` and its
-    supervisor waits for its turn (tuitrain.runs.queue.wait)."""
+    supervisor waits for its turn (tuitrain.runs.queue.wait). `workers`: what the supervisor keeps, as the backend names
+    them (tuitrain.runs.keeper.supervise.WORKERS)."""
     make = plan_files(plan)
     if queue is not None:
         from tuitrain.runs.queue.rule import dependency_refusal
@@ -302,7 +304,7 @@ def start_run(
     paths = prepare_run(profile, settings, runs_root, make, lineage=lineage, cwd=cwd)
     if queue is not None:
         join_queue(paths, queue)
-    supervisor = spawn_supervisor(paths)
+    supervisor = spawn_supervisor(paths, workers)
     wait_for_supervisor(paths, supervisor)
     reap_when_done(supervisor)
     return paths
@@ -351,10 +353,11 @@ def discard(paths: RunPaths) -> None:
     shutil.rmtree(paths.root, ignore_errors=True)
 
 
-def spawn_supervisor(paths: RunPaths) -> subprocess.Popen[bytes]:
+def spawn_supervisor(paths: RunPaths, workers: str = "ranks") -> subprocess.Popen[bytes]:
+    """The run's supervisor, detached, keeping `workers` (tuitrain.runs.keeper.supervise.WORKERS)."""
     with open(paths.launcher_log, "ab") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "tuitrain.runs.keeper.supervise", str(paths.root)],
+            [sys.executable, "-m", "tuitrain.runs.keeper.supervise", str(paths.root), workers],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,

@@ -13,11 +13,10 @@ machine's queue and what it waits for (`runs.queue.look`), read only while a run
 from __future__ import annotations
 
 import os
-import time
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Sequence
 
 from tuitrain.rundir.best import BestRule, best_of, best_rule, profile_best_rule
 from tuitrain.rundir.events import empty_progress, fold_progress, parse_event
@@ -29,8 +28,9 @@ from tuitrain.runs.catalog import load_record
 from tuitrain.runs.liveness import effective_status
 from tuitrain.runs.queue.entries import sweep_of
 from tuitrain.runs.queue.look import QueueLook, QueuePlace, run_key
-from tuitrain.runs.view.scheduler import job_states, settle_job
 
+# each run as its backend says it stands, and its job's label (tuitrain.backends.settle_runs: one query for them all)
+Settle = Callable[[Sequence[tuple[RunPaths, RunRecord]]], list[tuple[RunRecord, "dict[str, Any] | None"]]]
 SERIES_KEYS = ("loss", "learning_rate", "grad_norm")
 NOT_METRICS = ("runtime", "per_second", "epoch")
 
@@ -197,17 +197,14 @@ class _Watched:
 class RunsWatcher:
     """Polls a runs root; `poll()` -> (rows newest first, changes since the last poll).
 
-    Slurm runs get their job's state as `tuitrain runs` reads it (tuitrain.runs.view.scheduler): one squeue for every
-    run that needs it, at most every `job_seconds`, and a job that ended without its run recording an end is
-    recorded here as there."""
+    Each poll, every run is settled by `settle` (its backend's word, as `tuitrain runs` reads it: a Slurm job's state,
+    and a job that ended without its run recording an end recorded here as there)."""
 
-    def __init__(self, root: Path, job_seconds: float = 1.0) -> None:
+    def __init__(self, root: Path, settle: Settle) -> None:
         self.root = Path(root)
         self._runs: dict[str, _Watched] = {}
         self._first = True
-        self.job_seconds = job_seconds
-        self._jobs: dict[str, Any] = {}  # job id -> JobState of the last query
-        self._jobs_at: float | None = None  # monotonic time of the last query
+        self.settle = settle
         self._queue = QueueLook()
         self._places: dict[str, QueuePlace] = {}
 
@@ -252,18 +249,11 @@ class RunsWatcher:
         return rows, changes
 
     def _settle_jobs(self) -> None:
-        """The job states of the runs a scheduler holds (one query for all, tuitrain.runs.view.scheduler), each run
-        settled from its job's (settle's write changes run.json's mtime: the record is read again at the next poll,
-        as any change is)."""
+        """Each run as its backend settles it (settle's write changes run.json's mtime: the record is read again at
+        the next poll, as any change is)."""
         watched = [w for w in self._runs.values() if w.record]
-        now = time.monotonic()
-        if self._jobs_at is None or now - self._jobs_at >= self.job_seconds:
-            states = job_states(w.record for w in watched if w.record is not None)
-            if states is None:  # no run of a scheduler's: nothing asked, nothing to show
-                return
-            self._jobs, self._jobs_at = states, now
-        for one in watched:
-            record, shown = settle_job(one.paths, one.record or {}, self._jobs)
+        settled = self.settle([(w.paths, w.record) for w in watched if w.record is not None])
+        for one, (record, shown) in zip(watched, settled, strict=True):
             one.record, one.job = record, (shown["label"] if shown else None)
 
     def _status(self, watched: _Watched) -> str:

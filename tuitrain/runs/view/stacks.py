@@ -25,7 +25,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from tuitrain.atomic import read_json, write_json_atomic
 from tuitrain.errors import TuitrainError
@@ -401,15 +401,15 @@ def node_stacks(root: Path) -> dict[str, Any]:
     return stacks_json(take_stacks(paths, read_record(paths)))
 
 
-def machines_stacks(paths: RunPaths, record: RunRecord) -> tuple[dict[int, RankStacks], list[str]]:
-    """The stacks of every machine's ranks, each machine asked at once through its node agent over ssh
-    (`python -m tuitrain.runs.keeper.node_agent NODE_DIR --stacks WORKDIR`), each kept in stacks/rank-K.txt here; and a
-    line for each machine that did not answer."""
+def machines_stacks(paths: RunPaths, machines: Sequence[MachineEntry],
+                    ssh_config: str | None) -> tuple[dict[int, RankStacks], list[str]]:
+    """The stacks of the ranks of `machines` (a run's record lists them), each machine asked at once through its node
+    agent over ssh (`python -m tuitrain.runs.keeper.node_agent NODE_DIR --stacks WORKDIR`), each kept in
+    stacks/rank-K.txt here; and a line for each machine that did not answer."""
     from tuitrain.remote import ssh
     from tuitrain.runs.keeper.node_command import agent_argv
 
-    machines = record.get("machines") or []
-    options = ssh.SshOptions(config=record.get("ssh_config"))
+    options = ssh.SshOptions(config=ssh_config)
 
     def ask(machine: MachineEntry) -> ssh.RemoteResult:
         return ssh.run(machine["host"], [*agent_argv(machine), "--stacks", machine["workdir"]], MACHINE_SECONDS, options)
@@ -538,9 +538,12 @@ def write_digest(paths: RunPaths, taken: Mapping[int, RankStacks], problems: Seq
     return data
 
 
-def gather(paths: RunPaths, record: RunRecord) -> tuple[dict[int, RankStacks], dict[str, Any]]:
-    """Every rank's stacks and their digest (kept in stacks/): what `tuitrain stacks` and the monitor's key show. Of a
-    run that has ended, only what the NCCL flight recorder dumped (not kept: the hang's digest stays)."""
+def gather(paths: RunPaths, record: RunRecord,
+           take: Callable[[RunPaths, RunRecord], tuple[dict[int, RankStacks], list[str]]],
+           ) -> tuple[dict[int, RankStacks], dict[str, Any]]:
+    """Every rank's stacks and their digest (kept in stacks/): what `tuitrain stacks` and the monitor's key show,
+    taken by `take` (its backend's `take_stacks`: wherever its ranks run). Of a run that has ended, only what the NCCL
+    flight recorder dumped (not kept: the hang's digest stays)."""
     from tuitrain.runs.liveness import effective_status
 
     status = effective_status(record)
@@ -550,18 +553,7 @@ def gather(paths: RunPaths, record: RunRecord) -> tuple[dict[int, RankStacks], d
         if trace_files(paths):  # an NCCL timeout ended it: what its ranks' flight recorders dumped still says why
             return {}, digest_data(paths, {})
         raise StacksError(f"run {paths.id} is {status}: only a live run has stacks to take")
-    from tuitrain.rundir.kind import run_kind
-    from tuitrain.runs.view.scheduler import supervised_elsewhere
-
-    problems: list[str] = []
-    nodes = paths.nodes()
-    if supervised_elsewhere(record) or len(nodes) > 1:  # a Slurm job: each node's supervisor takes its own ranks'
-        taken, problems = nodes_stacks(paths, nodes)
-    else:
-        taken = take_stacks(paths, record)
-    if run_kind(record) == "machines":  # a run over SSH: every machine's ranks, through its node agent
-        elsewhere, problems = machines_stacks(paths, record)
-        taken = dict(sorted({**taken, **elsewhere}.items()))
+    taken, problems = take(paths, record)
     if not taken:
         raise StacksError(f"run {paths.id}: no rank of it runs on this machine (yet); nothing to take"
                           if not problems else f"run {paths.id}: no machine answered: " + "; ".join(problems))

@@ -12,7 +12,6 @@ from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.record import FINAL_STATUSES, RunRecord
 from tuitrain.rundir.tail import read_tail
 from tuitrain.runs.liveness import settle_lost, supervisor_gone
-from tuitrain.runs.view.scheduler import settle_job
 
 
 def last_traceback(log: Path, max_lines: int = 25) -> list[str]:
@@ -64,10 +63,8 @@ def ended_digest(paths: RunPaths) -> dict[str, Any]:
 
 
 def run_summary(paths: RunPaths, record: RunRecord, with_checkpoints: bool = True,
-                job_states: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """`job_states`: the scheduler's word on several runs, read at once (tuitrain.runs.view.scheduler.job_states); a run
-    a scheduler holds that is not in it has its job asked about here."""
-    record, job = settle_job(paths, record, job_states)
+                job: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """`record` as its backend settled it, `job` its scheduler's label of its job (tuitrain.backends.settle_runs)."""
     record = settle_lost(paths, record)
     summary: dict[str, Any] = {"id": paths.id, **record}  # a record without its id is the run of its folder
     if job is not None:

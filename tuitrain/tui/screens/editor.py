@@ -731,7 +731,7 @@ class EditorScreen(PassesFailedWorkUp, Screen):
 
     @work(thread=True, exclusive=True, group="editor-launch", exit_on_error=False)
     def launch(self, data: dict[str, Any], number: int) -> None:
-        from tuitrain.errors import TuitrainError
+        from tuitrain.errors import TuitrainError, error_lines
         from tuitrain.tui.messages import RunStarted
 
         check = self.model.check(data, number, self.app.runs_root, self.app.hardware)
@@ -741,12 +741,12 @@ class EditorScreen(PassesFailedWorkUp, Screen):
             self.app.call_from_thread(self.notify, refusal, title="Not launched", severity="error", timeout=10)
             return
         try:
-            run_dir = self.model.launch(self.app.runs_root, self.app.launch_overrides, self.app.hardware, data)
-        except (TuitrainError, OSError) as exc:
-            self.app.call_from_thread(self.notify, str(exc), title="Not launched", severity="error", timeout=10,
-                                      markup=False)
+            started = self.model.launch(self.app.runs_root, self.app.launch_overrides, self.app.hardware, data)
+        except (TuitrainError, OSError) as exc:  # the machines' checks, when they failed, a line each
+            self.app.call_from_thread(self.notify, "\n".join(error_lines(exc)), title="Not launched",
+                                      severity="error", timeout=10, markup=False)
             return
-        self.app.post_message(RunStarted(str(run_dir)))
+        self.app.post_message(RunStarted(str(started.paths.root), started.note))
 
     def action_copy_command(self) -> None:
         """Copy `tuitrain run PROFILE [--set …]`: it runs as is from the working folder."""

@@ -30,9 +30,6 @@ if TYPE_CHECKING:
     from textual import getters
     from textual.timer import Timer
 
-    from tuitrain.backends import Backend
-    from tuitrain.profile import Profile
-    from tuitrain.rundir.layout import RunPaths
     from tuitrain.tui.app_api import TuitrainAppApi
 
 
@@ -274,13 +271,15 @@ class LaunchScreen(PassesFailedWorkUp, ModalScreen[None]):
         self.app.push_screen(DataPreviewScreen(self.path, self.overrides()))
 
     @work(thread=True, exclusive=True, group="launch", exit_on_error=False)
-    def start(self, queue: bool = False, options: QueueOptions | None = None) -> None:
-        """As `tuitrain run` starts it: the profile's backend checks the machines (the doctor, for several), then
-        starts the run; with `queue`, as `tuitrain run --queue` creates it queued (after the runs of `options`); with
-        a sweep in `options`, as `tuitrain run --sweep` queues its runs, whole or not at all (backends.sweep)."""
-        from tuitrain.backends import for_profile
-        from tuitrain.backends.queueing import profile_queues
-        from tuitrain.profile import load_profile
+    def start(self, queue: bool = False, options: QueueOptions | None = None, slurm: str | None = None) -> None:
+        """As `tuitrain run` starts it (tuitrain.backends.start, every check in its order: the doctor for several
+        machines); with `queue`, as `tuitrain run --queue` creates it queued (after the runs of `options`); with a
+        sweep in `options`, as `tuitrain run --sweep` queues its runs, whole or not at all (backends.sweep); with
+        `slurm` (its options as typed), as `tuitrain submit` submits it."""
+        from tuitrain.backends.start import Choices, load_for, start_profile
+        from tuitrain.runs.queue.entries import QueueRequest
+        from tuitrain.runs.queue.options import queue_request
+        from tuitrain.slurm.options import options_from_text
 
         def say(line: str) -> None:
             self.app.call_from_thread(self.query_one("#plan", Static).update, Text(line))
@@ -290,30 +289,15 @@ class LaunchScreen(PassesFailedWorkUp, ModalScreen[None]):
             if options.sweep:
                 self._sweep(options, say)
                 return
-            profile = load_profile(self.path, self.overrides())
-            backend = for_profile(profile.data)
-            if queue or profile_queues(profile.data):  # ctrl+o, or a profile that always queues
-                queued = self._queue(backend, profile, options)
-                self.app.call_from_thread(self._submitted, str(queued.root), f"queued run {queued.id}: it starts "
-                                          "by itself when its GPUs are free; its monitor says what it waits for")
-                return
-            check = backend.check(profile, self.app.runs_root, 20.0, say)
-            if check.failed:
-                self.app.call_from_thread(self._failed, [*check.lines, f"{len(check.failed)} machine check(s) failed"])
-                return
-            started = backend.start(profile, self.app.runs_root, cwd=self.app.cwd)
+            request = (queue_request(self.app.runs_root, options) or QueueRequest()) if queue else None
+            choices = Choices(slurm=options_from_text(slurm) if slurm is not None else None, queue=request)
+            profile = load_for(self.path, self.overrides(), choices)
+            started = start_profile(profile, self.app.runs_root, choices, overrides=self.overrides(), cwd=self.app.cwd,
+                                    say=say)
         except (TuitrainError, OSError) as exc:  # said in the dialog, which stays open to change what was typed
             self.app.call_from_thread(self._failed, error_lines(exc))
             return
-        self.app.call_from_thread(self._started, str(started.paths.root))
-
-    def _queue(self, backend: "Backend", profile: "Profile", options: QueueOptions) -> "RunPaths":
-        from tuitrain.backends.queueing import queueing_backend
-        from tuitrain.runs.queue.entries import QueueRequest
-        from tuitrain.runs.queue.options import queue_request
-
-        request = queue_request(self.app.runs_root, options) or QueueRequest()
-        return queueing_backend(backend, profile.path).queue(profile, self.app.runs_root, request, self.app.cwd)
+        self.app.call_from_thread(self._submitted, str(started.paths.root), started.note)
 
     def _sweep(self, options: QueueOptions, say: "Callable[[str], None]") -> None:
         """The sweep's runs queued whole (backends.sweep.queue_sweep); Home then lists them, each a row."""
@@ -345,21 +329,7 @@ class LaunchScreen(PassesFailedWorkUp, ModalScreen[None]):
         if not self.busy:
             self.busy = True
             self.query_one("#plan", Static).update("submitting…")
-            self.submit_job(self.query_one("#sbatch", Input).value)
-
-    @work(thread=True, exclusive=True, group="launch", exit_on_error=False)
-    def submit_job(self, options_text: str) -> None:
-        """`tuitrain submit PROFILE --set … OPTIONS`, through the same Slurm backend."""
-        from tuitrain.backends import for_profile
-        from tuitrain.slurm.options import options_from_text
-
-        try:
-            backend = for_profile(None, slurm=options_from_text(options_text))
-            started = backend.start(backend.load(self.path, self.overrides()), self.app.runs_root, cwd=self.app.cwd)
-        except (TuitrainError, OSError) as exc:
-            self.app.call_from_thread(self._failed, error_lines(exc))
-            return
-        self.app.call_from_thread(self._submitted, str(started.paths.root), started.note)
+            self.start(slurm=self.query_one("#sbatch", Input).value)
 
     @work(thread=True, exclusive=True, group="launch", exit_on_error=False)
     def start_there(self, host: str, overrides: list[str], passed: Sequence[str] = ()) -> None:
@@ -404,10 +374,6 @@ class LaunchScreen(PassesFailedWorkUp, ModalScreen[None]):
             self._plan_timer.stop()
         self.query_one("#plan", Static).update("not started:")
         self.query_one("#problems", Static).update(problem_lines(problems))
-
-    def _started(self, run_dir: str) -> None:
-        self.dismiss(None)
-        self.app.post_message(RunStarted(run_dir))
 
 
 def configured_hosts() -> list[str]:

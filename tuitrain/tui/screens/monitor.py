@@ -26,7 +26,6 @@ from tuitrain.rundir.record import FINAL_STATUSES
 from tuitrain.runs.view.hang import HUNG_LABEL, Hang, describe, waits_for
 from tuitrain.runs.view.live import RunWatch
 from tuitrain.runs.view.logfile import TRACEBACK
-from tuitrain.slurm.state import job_id as slurm_job_id
 from tuitrain.tui.actions import run_request, wait_or_cancel
 from tuitrain.tui.failed_work import PassesFailedWorkUp
 from tuitrain.tui.format import bar, short_metric, status_text
@@ -117,10 +116,13 @@ class MonitorScreen(PassesFailedWorkUp, Screen):
         self._status_lines = 0
         self.fold = self.run_watch.num_ranks > 1
         # a run on several machines: each machine's ranks, and its agent's log (logs/machine-M.log)
+        from tuitrain.backends import for_run
         from tuitrain.runs.view.logfile import LogFile
 
+        self.backend = for_run(self.run_watch.record)  # what carries the run: its machines, its scheduler's job
         self.hostname = this_host()
-        self.machines: list[Machine] = run_machines(self.run_watch.record, hostname=self.hostname)
+        self.machines: list[Machine] = run_machines(self.backend.machines(self.run_watch.record), self.run_watch.record,
+                                                    hostname=self.hostname)
         self.machine_logs = [LogFile(self.run_watch.paths.logs / f"machine-{m.index}.log") for m in self.machines]
         self._rank_records_at = 0.0
         self.machine_samples: dict[int, dict[str, Any]] = {}  # machine rank → what its agent sampled there
@@ -275,7 +277,9 @@ class MonitorScreen(PassesFailedWorkUp, Screen):
                 self.machine_samples = samples
                 self._samples_changed = True
                 changed = True
-            machines = run_machines(self.run_watch.record, read_rank_records(self.run_watch.paths), self.hostname)
+            record = self.run_watch.record
+            machines = run_machines(self.backend.machines(record), record, read_rank_records(self.run_watch.paths),
+                                    self.hostname)
             if [(m.index, m.ranks, m.here) for m in machines] == [(m.index, m.ranks, m.here) for m in self.machines]:
                 self.machines = machines  # same layout (the log tabs follow self.machine_logs, made once)
             elif len(machines) == len(self.machines):
@@ -382,9 +386,9 @@ class MonitorScreen(PassesFailedWorkUp, Screen):
                                   overflow="ellipsis")
         if status == "failed":
             line1.append(f" ({self.failed_where()})", style="red")
-        job = slurm_job_id(record)
+        job = self.backend.job_words(record)
         if job is not None:
-            line1.append(f" · Slurm job {job} {self.job or '?'}")
+            line1.append(f" · {job} {self.job or '?'}")
         # fields apart by a visible " · " (as the title bar's): a reader that drops the blanks where a style ends
         # (a copied SVG screenshot, a screen reader) still sees "running · step", never "runningstep"
         line1.append(f" · step {step}/{total or '?'}")

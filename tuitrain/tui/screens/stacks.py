@@ -131,11 +131,13 @@ class StacksScreen(PassesFailedWorkUp, ModalScreen[None]):
         if self.elsewhere is not None:
             self.post_message(self.Taken(take_there(*self.elsewhere)))
             return
+        from tuitrain.backends import for_run
         from tuitrain.runs.catalog import load_record
         from tuitrain.runs.view.stacks import gather
 
         try:
-            taken, summary = gather(self.paths, load_record(self.paths))
+            record = load_record(self.paths)
+            taken, summary = gather(self.paths, record, for_run(record).take_stacks)
         except (TuitrainError, OSError) as exc:  # said in the screen, in place of the stacks
             self.post_message(self.Taken(str(exc)))
             return
