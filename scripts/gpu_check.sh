@@ -31,6 +31,18 @@ scratch=$(mktemp -d)
 echo "== the GPU lane" | tee "$out/lane.txt"
 timeout 200 "$py" -m pytest -q -p no:cacheprovider -n 6 -rs --durations=15 tests/test_gpu_lane.py 2>&1 | tee -a "$out/lane.txt"
 
+# ---- issue 35 (taken means taken; cuda means the GPU): its own block, run alone on the GPU after the lane ----
+# A queued run waits behind a real training run on GPU 0, naming its rank, and starts after it ends; the rank says the
+# GPU it trains on; what the driver gives of one process (SM share, peak memory) is printed for docs/benchmarks.md;
+# and which torch build bootstrap.sh would install here, for this driver.
+{
+  echo "== issue 35: the queue behind a real run on GPU 0"
+  "$py" -m tuitrain.torch_build pip-args
+  "$py" -m tuitrain.torch_build check && echo "torch_build check: nothing to say (torch has CUDA, or there is no driver)"
+  timeout 300 "$py" -m pytest -q -p no:cacheprovider -p no:xdist -s -rs tests/test_gpu_queue_lane.py
+} 2>&1 | tee "$out/queue.txt"
+# ---- end of issue 35's block ----
+
 echo "== tests that say what they need of the driver, and the snapshots" | tee "$out/driver.txt"
 timeout 120 "$py" -m pytest -q -p no:cacheprovider -n 6 -rs tests/test_hardware_discovery.py tests/test_hardware_cli.py \
   tests/test_cli_errors.py::test_gpus_on_a_machine_without_them tests/test_tui_snapshots.py 2>&1 | tee -a "$out/driver.txt"

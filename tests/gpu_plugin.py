@@ -34,8 +34,10 @@ def cuda_missing() -> str | None:
     probe = subprocess.run([sys.executable, "-c", "import torch; print(torch.__version__, torch.cuda.is_available())"],
                            capture_output=True, text=True, timeout=300)
     if not probe.stdout.strip().endswith("True"):
+        from tuitrain.torch_build import cuda_install_command, driver_version, read_torch_build
+
         return (f"the GPU lane needs a CUDA build of torch ({probe.stdout.strip() or probe.stderr.strip()[-200:]}): "
-                "reinstall with TORCH_SPEC=torch (README)")
+                f"{cuda_install_command(sys.executable, read_torch_build(), driver_version())}")
     return None
 
 

@@ -71,7 +71,8 @@ def test_recorded_box_json_has_every_field(tmp_path):
     assert gpu["compute_capability"] == [9, 0] and gpu["memory_total"] == 81559 * 2**20
     assert gpu["power_draw"] == 615.0 and gpu["power_limit"] == 700.0 and gpu["temperature"] == 60
     assert gpu["processes"] == [{"pid": 4100105, "used_memory": 31 * 2**30, "kind": "compute", "user": None,
-                                 "command": None, "owner": None}]
+                                 "command": None, "owner": None, "sm_util": None, "peak_memory": None}]
+    assert gpu["process_sm"] is None and gpu["accounting"] is None  # a table recorded before they were asked
 
 
 def test_not_supported_fields_show_na(tmp_path):

@@ -247,7 +247,7 @@ def test_tuitrain_gpus_lists_a_mig_gpus_instances_under_it_with_their_memory():
     from tuitrain.cli.gpus import process_rows
 
     rows = process_rows(discover(recorded("mig_a100"), no_identity).gpus)
-    assert [(r[0], r[3], r[4], r[5]) for r in rows[:3]] == [
+    assert [(r[0], r[3], r[4], r[7]) for r in rows[:3]] == [
         ("0", "└ MIG 3g.40gb", "11.0/39.2 GiB", "instance"), ("0", "└ MIG 2g.20gb", "0.0/19.5 GiB", "instance"),
         ("0", "└ MIG 1g.10gb", "0.0/9.5 GiB", "instance")]
     assert rows[3][:2] == ["0", "4100200"] and len(rows) == 4

@@ -79,17 +79,17 @@ def test_near_full_names_real_users_of_real_processes():
     proc = hardware.gpus[1].processes[0]
     assert proc.user not in ("alice", "N/A")
     (p,) = check(settings(hardware={"gpus": [1]}), hardware)
-    assert f"pid 1 {proc.command} ({proc.user}, 30.0 GiB)" in p.message and "other users'" in p.message
+    assert f"held by pid 1 {proc.command} ({proc.user}, 30.0 GiB)" in p.message
 
 
-def test_near_full_of_my_own_processes_says_so():
+def test_near_full_of_my_own_processes_names_them():
     sleeper = subprocess.Popen(["sleep", "30"])
     try:
         table = load_table(FIXTURES / "four_gpu_mixed.json")
         table["devices"][1]["compute_processes"] = [{"pid": sleeper.pid, "used_memory": 46 * 2**30}]
         me = ProcessMeter().identify(sleeper.pid)[0]
         (p,) = check(settings(hardware={"gpus": [1]}), box("four_gpu_mixed", user=me, table=table))
-        assert "your own processes" in p.message and f"pid {sleeper.pid} sleep ({me}, 46.0 GiB)" in p.message
+        assert f"held by pid {sleeper.pid} sleep ({me}, 46.0 GiB)" in p.message
     finally:
         sleeper.kill()
         sleeper.wait()
@@ -208,12 +208,13 @@ def busy_box(util: int = 95, pid: int = 4100077) -> dict[str, Any]:
 
 
 def test_a_gpu_busy_computing_with_little_memory_used_warns_too():
-    """Issue 13: busy by utilisation, not only by memory."""
+    """Issue 13: busy by utilisation, not only by memory; issue 35: held by a process computing there at all."""
     (p,) = check(settings(hardware={"gpus": [2]}), box("four_gpu_mixed", table=busy_box()))
     assert p.severity == "warning" and p.key == "hardware.gpus"
-    assert p.message.startswith("GPU 2 (NVIDIA GeForce RTX 4090) is 95% busy with other users' processes: pid 4100077")
-    assert "full" not in p.message and "0, 3" in p.fix  # GPU 1 is full and busy: no room there
-    assert check(settings(hardware={"gpus": [2]}), box("four_gpu_mixed", table=busy_box(util=49))) == []
+    assert p.message == "GPU 2 (NVIDIA GeForce RTX 4090) is 95% busy, held by pid 4100077 (user unknown, 1.0 GiB)"
+    assert "0, 3" in p.fix and "--queue" in p.fix  # GPU 1 is full and busy: no room there
+    (quiet,) = check(settings(hardware={"gpus": [2]}), box("four_gpu_mixed", table=busy_box(util=15)))
+    assert quiet.message == "GPU 2 (NVIDIA GeForce RTX 4090) is held by pid 4100077 (user unknown, 1.0 GiB)"
 
 
 def test_one_rule_says_why_a_gpu_is_taken():
@@ -222,10 +223,13 @@ def test_one_rule_says_why_a_gpu_is_taken():
     from tuitrain.runs.view.owners import RankOwner
 
     gpus = box("four_gpu_mixed").gpus
-    assert busy_reasons(gpus[1]) == ["96% full", "97% busy"] and busy_reasons(gpus[2]) == []
+    held = "held by pid 4100001 (user unknown, 30.0 GiB), pid 4100002 (user unknown, 16.0 GiB)"
+    assert busy_reasons(gpus[1]) == ["96% full", "97% busy", held]
+    assert busy_reasons(gpus[0]) == [] and busy_reasons(gpus[2]) == []  # GPU 0 drives a desktop: graphics only
     busy = box("four_gpu_mixed", table=busy_box()).gpus[2]
-    assert busy_reasons(busy) == ["95% busy"]
+    assert busy_reasons(busy) == ["95% busy", "held by pid 4100077 (user unknown, 1.0 GiB)"]
     # a run resumed on its own GPU is not kept off it by its own ranks; anyone else's process counts
     own = dataclasses.replace(busy, processes=(GpuProcess(7, 2**30, owner=RankOwner("r1", 0)),))
-    assert busy_reasons(own, run_id="r1") == [] and busy_reasons(own, run_id="r2") == ["95% busy"]
-    assert busy_reasons(own) == ["95% busy"]  # a new run owns nothing yet
+    assert busy_reasons(own, run_id="r1") == []
+    assert busy_reasons(own, run_id="r2") == ["95% busy", "held by rank 0 of run r1 (1.0 GiB)"]
+    assert busy_reasons(own) == ["95% busy", "held by rank 0 of run r1 (1.0 GiB)"]  # a new run owns nothing yet

@@ -4,7 +4,8 @@ Every `import` and `from ... import` under tuitrain/ counts, at module level, in
 under `if TYPE_CHECKING:` alike (a type-only import is still an arrow between layers). A layer is
 the first folder under tuitrain/ (rundir, profile, hardware, launch, remote, runs, slurm, backends, engine, script,
 tui, cli); the small
-top-level modules (atomic, humanize, installed, yaml_text, user_config) are helpers that import no layer.
+top-level modules (atomic, humanize, installed, torch_build, yaml_text, user_config) are helpers that import no
+layer.
 Starting a process (`python -m tuitrain.engine`, `-m tuitrain.runs.keeper.supervise`) is not an import.
 """
 
@@ -18,7 +19,8 @@ from typing import Iterator
 
 PACKAGE = Path(__file__).resolve().parents[1] / "tuitrain"
 
-HELPERS = frozenset({"atomic", "humanize", "installed", "yaml_text", "user_config", "package"})  # package: tuitrain/__init__.py
+# package: tuitrain/__init__.py
+HELPERS = frozenset({"atomic", "humanize", "installed", "torch_build", "yaml_text", "user_config", "package"})
 LAYERS = ("rundir", "profile", "hardware", "launch", "remote", "notify", "runs", "slurm", "backends", "engine", "script", "tui", "cli")
 
 # layer -> the other layers (and helpers) it may import; its own modules always.
@@ -38,7 +40,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     # the scheduler: sbatch/squeue/sacct/scancel around the ordinary planner and supervisor
     "slurm": HELPERS | {"rundir", "profile", "hardware", "launch", "remote", "runs"},
     # what each rank loads: the run directory's contract, no psutil-heavy watching, no planning, no hardware
-    "engine": frozenset({"atomic", "profile", "rundir"}),
+    "engine": frozenset({"atomic", "torch_build", "profile", "rundir"}),
     # script mode's rank side (a user's own script): what the engine's ranks get, and the engine's callbacks
     "script": frozenset({"atomic", "rundir", "engine"}),
     # how a run is carried (this machine, SSH machines, a Slurm job): one interface over the three, chosen once

@@ -13,11 +13,15 @@ from typing import Any
 import pytest
 
 from tests.conftest import FAST, check_clean, cli, record, wait_for, wait_until_ended
-from tests.queue_tables import NVML, gpu_two, held
+from tests.queue_tables import LAUNCH_BOUND, NVML, gpu_two, held, launch_bound, queued_behind_a_run
 from tuitrain.cli.queueing import status_lines
 from tuitrain.runs.queue.entries import Dependency, Entry
 from tuitrain.runs.queue.rule import dependency_cycle
 
+# what four_gpu_mixed's GPU 1 and `held`'s stranger on GPU 0 make a GPU: taken, and by whom
+FULL_ONE = ("96% full, 97% busy, held by pid 4100001 (user unknown, 30.0 GiB), pid 4100002 (user unknown, "
+            "16.0 GiB)")
+STRANGER_ON_0 = "95% full, held by pid 4100077 (user unknown, 10.4 GiB)"
 LONG = ["--set", "training.max_steps=100000", "--set", "training.logging_steps=1", "--set", "training.eval_strategy=no",
         "--set", "training.save_strategy=no"]
 
@@ -98,7 +102,7 @@ def test_two_queued_runs_wanting_one_gpu_start_one_after_the_other(runs_dir: Pat
     second = queued(runs_dir, "--queue", *on_gpu)
     shown = queue_json(runs_dir)["runs"]
     assert [r["run"] for r in shown] == [first.name, second.name] and [r["position"] for r in shown] == [1, 2]
-    assert shown[0]["waits"] == ["GPU 2: 95% full, 22.8 GiB used by pid 4100077 (user unknown)"], shown
+    assert shown[0]["waits"] == ["GPU 2: 95% full, held by pid 4100077 (user unknown, 22.8 GiB)"], shown
     assert shown[1]["waits"] == [f"GPU 2: run {first.name} ({shown[0]['user']}) is ahead in the queue"], shown
     assert record(first)["status"] == record(second)["status"] == "queued"
     assert status_lines(second, record(second)) == ["queue      position 2 of 2", f"waits for  {shown[1]['waits'][0]}"]
@@ -112,6 +116,71 @@ def test_two_queued_runs_wanting_one_gpu_start_one_after_the_other(runs_dir: Pat
     ended = wait_until_ended(first)
     wait_until_ended(second)
     assert record(second)["started"] >= ended["ended"]
+
+
+@pytest.mark.slow
+def test_a_queued_run_waits_for_a_gpu_a_launch_bound_run_holds_naming_it_and_starts_once_it_is_gone(
+        runs_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 35: a run at 15% of an H100 and 5% of its memory holds it. Run A's rank is the table's one process (a
+    live process here, so the queue names it by its run); a plain run onto it starts with a one-line warning; a
+    queued run waits, saying who holds the GPU, and starts once the driver no longer lists the process. The GPU lane
+    runs the same flow on a real GPU (tests/test_gpu_queue_lane.py)."""
+    table = tmp_path / "nvml.json"
+    launch_bound(table, None)
+    monkeypatch.setenv("TUITRAIN_NVML_TABLE", str(table))
+    on_gpu = ["--set", "hardware.accelerator=cuda", "--set", "hardware.gpus=[0]"]
+
+    def plain_run_warns(first: Path) -> None:
+        said = (first / "logs" / "rank-0.log").read_text()  # a rehearsal on the CPU, and the rank says so
+        assert "rank 0 trains on the CPU: the run's GPUs are a recorded device table's" in said, said[-2000:]
+        plain = cli("run", "demo", "--detach", *on_gpu, *FAST, runs_dir=runs_dir)
+        beside = runs_dir / plain.stdout.strip()
+        assert plain.returncode == 0 and beside.is_dir(), plain.stderr  # it starts, as python train.py would
+        cli("stop", beside.name, "--now", runs_dir=runs_dir)
+        (warning,) = [line for line in plain.stderr.splitlines() if "hardware.gpus" in line]
+        assert (f"warning: hardware.gpus: GPU 0 (NVIDIA H100 80GB HBM3) is held by rank 0 of run {first.name} "
+                "(3.8 GiB)") in warning, plain.stderr
+        assert "--queue" in warning
+        wait_until_ended(beside, 120)
+        shown = queue_json(runs_dir)["runs"]
+        assert shown[0]["waits"] == [f"GPU 0: held by rank 0 of run {first.name} (3.8 GiB)"], shown  # 15%: no "busy"
+
+    _, rec = queued_behind_a_run(runs_dir, on_gpu, lambda pid: launch_bound(table, pid), plain_run_warns)
+    assert rec["queue"]["gpus"] == [0] and rec["status"] == "finished", rec
+
+
+def test_a_gpu_a_process_computes_on_is_shared_only_by_a_run_that_sets_min_free_memory(tmp_path: Path) -> None:
+    """On the recorded tables: the launch-bound run's GPU waits a plain queued run and takes one that asked for
+    10 GiB of its 75.8 free (memory decides, as before); a desktop's GPU (graphics processes only) is free; a
+    compute process that holds no memory yet takes its GPU all the same."""
+    from tuitrain.hardware.devices import discover, no_identity
+    from tuitrain.hardware.recorded import RecordedNvml, load_table
+    from tuitrain.runs.queue.rule import verdict
+
+    gib = 2**30
+
+    def entry(gpus: tuple[int, ...] = (0,), min_free: int | None = None, count: int = 0) -> Entry:
+        (tmp_path / "r1").mkdir(exist_ok=True)
+        return Entry(name="r1.json", run="r1", run_dir=str(tmp_path / "r1"), uid=0, user="ann", queued=0.0,
+                     gpus=gpus, min_free=min_free, count=count)
+
+    def decide(table: Path, wanted: Entry) -> Any:
+        gpus = discover(RecordedNvml(load_table(table)), no_identity).gpus
+        return verdict(wanted, [wanted], lambda: gpus)
+
+    alone = decide(LAUNCH_BOUND, entry())
+    assert not alone.start and alone.waits == ("GPU 0: held by pid 4100401 (user unknown, 3.8 GiB)",), alone
+    assert decide(LAUNCH_BOUND, entry(min_free=10 * gib)).start
+    greedy = decide(LAUNCH_BOUND, entry(min_free=78 * gib))
+    assert not greedy.start and greedy.waits[0].startswith(
+        "GPU 0: 75.8 GiB free, 78.0 GiB needed (hardware.min_free_memory), 3.8 GiB used, held by pid 4100401"), greedy
+    desktop = LAUNCH_BOUND.parent / "workstation_desktop.json"
+    assert decide(desktop, entry((0,))).start  # Xorg and gnome-shell draw there: no compute process
+    starting = decide(desktop, entry((1,)))
+    assert starting.waits == ("GPU 1: held by pid 4100503 (user unknown, no memory yet)",), starting
+    anyone = decide(desktop, entry((), count=2))
+    passed = "passed over GPU 1: held by pid 4100503 (user unknown, no memory yet)"
+    assert not anyone.start and anyone.waits == (f"any 2 free GPU(s): GPU 0: only 1 of the 2 asked are free ({passed})",)
 
 
 @pytest.mark.slow
@@ -196,14 +265,15 @@ def test_gpus_n_waits_for_n_free_gpus_then_takes_them_and_records_which(runs_dir
     wide = queued(runs_dir, "--queue", *any_two)
     shown = queue_json(runs_dir)["runs"]
     assert shown[0]["any_gpus"] == 2 and shown[0]["gpus"] == []
-    assert shown[0]["waits"][0].startswith("any 2 free GPU(s): GPU 3: only 1 of the 2 asked are free (passed over "
-                                           "GPU 0: 95% full; GPU 1: 96% full, 97% busy; GPU 2: 95% full)"), shown
+    assert shown[0]["waits"][0] == (f"any 2 free GPU(s): GPU 3: only 1 of the 2 asked are free (passed over "
+                                    f"GPU 0: {STRANGER_ON_0}; GPU 1: {FULL_ONE}; GPU 2: 95% full, held by pid 4100077 "
+                                    "(user unknown, 22.8 GiB))"), shown
     assert status_lines(wide, record(wide))[1] == f"waits for  {shown[0]['waits'][0]}"
     held(table, {0: 0.95})  # GPU 2's stranger is gone
     rec = wait_for(lambda: record(wide)["started"] and record(wide), 60, "the run asking for any 2 GPUs to start")
     chosen = rec["queue"]["chosen"]
     assert chosen["gpus"] == [2, 3] and rec["queue"]["gpus"] == [2, 3]
-    assert chosen["why"] == "GPU 2, 3: the first 2 free (passed over GPU 0: 95% full; GPU 1: 96% full, 97% busy)"
+    assert chosen["why"] == f"GPU 2, 3: the first 2 free (passed over GPU 0: {STRANGER_ON_0}; GPU 1: {FULL_ONE})"
     assert rec["env"]["CUDA_VISIBLE_DEVICES"] == "2,3" and rec["env"]["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
     assert status_lines(wide, rec) == [f"gpus       2, 3, chosen by the queue at its start: {chosen['why']}"]
     wait_until_ended(wide)

@@ -47,13 +47,14 @@ def test_a_ticked_gpu_busy_by_utilisation_with_little_memory_is_flagged(tmp_path
         shown = await until(pilot, lambda: prompts(gpu_list) if "→ cuda:0" in prompts(gpu_list)[2] else None,
                             what="the ticked GPUs")
         assert shown[2].startswith("GPU 2  NVIDIA GeForce RTX 4090  1.0/24.0 GiB in use, 95%")
-        assert shown[2].endswith("  ⚠ taken: 95% busy  → cuda:0")
+        assert shown[2].endswith("  ⚠ taken: 95% busy, held by pid 4100077 (user unknown, 1.0 GiB)  → cuda:0")
         assert "⚠" not in shown[3] and shown[3].endswith("→ cuda:1")  # idle
         assert "⚠" not in shown[1]  # near-full and busy, but not ticked
         gpu_list.focus()
         await toggle(pilot, gpu_list, 1)  # ticked now: memory and utilisation both say so
-        await until(pilot, lambda: prompts(gpu_list)[1].endswith("⚠ taken: 96% full, 97% busy  → cuda:2"),
-                    what="GPU 1 flagged")
+        flagged = ("⚠ taken: 96% full, 97% busy, held by pid 4100001 (user unknown, 30.0 GiB), pid 4100002 "
+                   "(user unknown, 16.0 GiB)  → cuda:2")
+        await until(pilot, lambda: prompts(gpu_list)[1].endswith(flagged), what="GPU 1 flagged")
         await toggle(pilot, gpu_list, 2)  # unticked: no warning beside it
         await until(pilot, lambda: "⚠" not in prompts(gpu_list)[2], what="GPU 2's warning gone")
 

@@ -14,7 +14,7 @@ from queue_tables import gpu_two, held
 from test_tui_app import make_app, run, table_rows, until
 
 ON_GPU_TWO = ["--set", "hardware.accelerator=cuda", "--set", "hardware.gpus=[2]", "--set", "training.max_steps=2"]
-STRANGER = "GPU 2: 95% full, 22.8 GiB used by pid 4100077 (user unknown)"
+STRANGER = "GPU 2: 95% full, held by pid 4100077 (user unknown, 22.8 GiB)"
 
 
 @pytest.fixture

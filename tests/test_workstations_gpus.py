@@ -238,7 +238,7 @@ def test_queue_all_hosts_shows_each_box_queue_and_one_line_for_one_that_cannot_a
         code = cmd_queue(args)
         found = json.loads(capsys.readouterr().out)
         assert code == 1 and list(found) == ["local", "node1", "node2"]
-        assert found["local"] == {"queue_dir": str(tmp_path / "local-queue"), "runs": []}
+        assert found["local"] == {"queue_dir": str(tmp_path / "local-queue"), "runs": [], "damaged": []}
         assert found["node1"]["queue_dir"] == str(node1_queue)
         (waiting,) = found["node1"]["runs"]
         assert waiting["run"] == run_id and waiting["position"] == 1 and waiting["waits"][0].startswith("GPU 2: 95%")

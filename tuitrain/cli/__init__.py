@@ -175,6 +175,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the GPUs of every machine of a multi-machine profile, each sampled there over ssh")
     _ssh_options(p)
 
+    p = command("serve", _lazy("tuitrain.cli.serving", "cmd_serve"), "the app in a browser tab: listens on "
+                "127.0.0.1 (reach it with ssh -L) and prints the page's URL with its token; Ctrl-C stops it")
+    _arguments_from("tuitrain.cli.serving", "add_arguments", p)
+
     p = command("profile", _lazy("tuitrain.cli.profiles", "cmd_profile"), "profile tools: accelerate config export and import")
     p.add_argument("action", choices=["export-accelerate", "import-accelerate"])
     p.add_argument("file", help="the profile (export) or the accelerate YAML (import)")
@@ -238,7 +242,7 @@ def _open_app(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
 # The commands that read or write the runs root (plan, validate, gpus and profile do not need one).
 RUNS_ROOT_COMMANDS = frozenset({"run", "resume", "submit", "runs", "status", "diff", "queue", "cancel", "stacks",
-                                "logs", "checkpoints", "export", "save", "evaluate", "stop"})
+                                "logs", "checkpoints", "export", "save", "evaluate", "stop", "serve"})
 
 
 def main(argv: Sequence[str] | None = None) -> int:

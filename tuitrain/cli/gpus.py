@@ -22,6 +22,7 @@ from tuitrain.hardware.host import HostInfo
 from tuitrain.hardware.mapping import FASTEST_FIRST, PCI_BUS_ID, cuda_ordinals, pci_order
 from tuitrain.hardware.mps import mps_available
 from tuitrain.hardware.na import NA
+from tuitrain.hardware.processes import sm_share, use_notes
 from tuitrain.hardware.recorded import library_from_env
 from tuitrain.hardware.report import to_json
 from tuitrain.hardware.sampler import Sampler, Snapshot
@@ -65,14 +66,15 @@ def process_rows(gpus: tuple[GpuInfo, ...]) -> list[list[str]]:
     for gpu in pci_order(gpus):
         for mig in gpu.mig_devices:  # a MIG-enabled GPU's instances first, as the app's GPUs screen lists them
             rows.append([str(gpu.index), "-", "-", f"└ MIG {mig.profile}", gpu_memory(mig.memory_used, mig.memory_total),
-                         "instance", str(mig.uuid)])
+                         "-", "-", "instance", str(mig.uuid)])
         for proc in sorted(gpu.processes, key=lambda p: p.pid):
             rows.append([str(gpu.index), str(proc.pid), str(proc.user), str(proc.command),
-                         gib(proc.used_memory, unit=True), proc.kind, proc.owner.describe() if proc.owner else "-"])
+                         gib(proc.used_memory, unit=True), gib(proc.peak_memory, unit=True), sm_share(proc), proc.kind,
+                         proc.owner.describe() if proc.owner else "-"])
     return rows
 
 
-PROCESS_HEADERS = ["GPU", "pid", "user", "command", "GPU memory", "kind", "run / rank"]
+PROCESS_HEADERS = ["GPU", "pid", "user", "command", "GPU memory", "peak", "SM", "kind", "run / rank"]
 
 
 def render(snapshot: Snapshot, mps: bool) -> str:
@@ -87,6 +89,7 @@ def render(snapshot: Snapshot, mps: bool) -> str:
         procs = process_rows(discovery.gpus)
         lines.append("")
         lines.append(table(procs, PROCESS_HEADERS) if procs else "no process on any GPU")
+        lines += use_notes(discovery.gpus)
     if snapshot.ranks:
         lines.append("")
         for usage in snapshot.ranks:

@@ -59,13 +59,18 @@ def _check_machines(backend: Backend, profile: Profile, args: argparse.Namespace
 def _refuse_what_validate_refuses(backend: Backend, profile: Profile, args: argparse.Namespace) -> None:
     """The profile's notes the plan does not say again, then the plan's errors in validate's lines (the same plan,
     marked the same way), before anything starts; the start plans again and still refuses what changed in between
-    (a plan takes milliseconds)."""
+    (a plan takes milliseconds). A run that starts says the plan's warnings, one line each (a GPU another process
+    computes on: the run starts beside it, as `python train.py` would; `--queue` waits for it)."""
     preview = backend.plan(profile, args.runs_root)
-    for note in notes_not_said_again(profile, preview.problems):
+    notes = notes_not_said_again(profile, preview.problems)
+    for note in notes:
         print(note, file=sys.stderr)
+    said = plan_problems(profile, preview.problems, args.set)[len(notes):]
     if preview.errors:
-        errors = [p for p in plan_problems(profile, preview.problems, args.set) if p.is_error]
-        raise CliError("\n".join(str(p) for p in errors))
+        raise CliError("\n".join(str(p) for p in said if p.is_error))
+    for problem in said:
+        if problem.severity == "warning":
+            print(problem, file=sys.stderr)
 
 
 def _queued_start(backend: Backend, profile: Profile, args: argparse.Namespace, queue: Any) -> int:

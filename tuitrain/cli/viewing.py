@@ -142,6 +142,9 @@ def cmd_status(args: argparse.Namespace) -> int:
     if p["eval"]:
         print("eval       " + "  ".join(f"{k[5:]} {number(v)}" for k, v in p["eval"].items() if not k.endswith(("runtime", "per_second"))))
     print(f"processes  {summary.get('num_processes', '?')}   pids {pids_text(summary.get('pids'))}")
+    if summary.get("accelerator"):
+        why = summary.get("accelerator_why")
+        print(f"device     {summary['accelerator']}" + (f"   ({why})" if why else "   (asked for)"))
     for machine in summary.get("machines") or []:  # a multi-machine run: which host runs which ranks
         print(f"machine {machine['machine_rank']}  {machine['host']}   {machine['num_processes']} process(es)   "
               f"its files there: {machine['node_dir']}")

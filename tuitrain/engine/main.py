@@ -235,9 +235,13 @@ def main(run_dir: Path, rank: int) -> int:
         keep_out_bitsandbytes(profile)  # before torch and transformers
         import torch
 
+        from tuitrain.engine.device import check_device
+
+        device = check_device(record.get("accelerator"), torch)  # a CUDA run never trains on the CPU unsaid
         # the thread count is part of the speed a user compares with a plain script: say it (plan says why)
         print(f"[tuitrain] rank {rank}/{world_size} pid {os.getpid()} run {record['id']} threads {torch.get_num_threads()}",
               flush=True)
+        print(f"[tuitrain] rank {rank} trains on {device}", flush=True)
         trainer = build_trainer(paths, record, profile, rank, world_size)
         check_strategy_took_effect(trainer, profile["distributed"]["strategy"], world_size)
         if rank == 0:

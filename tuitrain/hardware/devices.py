@@ -2,13 +2,15 @@
 
 A GPU's description splits in two reads: `read_static` (name, UUID, PCI bus id, compute
 capability, power limit, cores, MIG: read once per session) and `read_dynamic` (memory,
-utilisation, temperature, power draw, processes: read every sample). `discover` does both once.
+utilisation, temperature, power draw, processes with each one's SM share and peak memory where the driver
+gives them: read every sample). `discover` does both once.
 Every field the driver cannot give is `NA`; a lost GPU keeps its static fields and `lost=True`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import time
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol, Sequence
 
@@ -59,6 +61,8 @@ class GpuProcess:
     user: str | NaType = NA
     command: str | NaType = NA
     owner: ProcessOwner | None = None  # the run and rank it belongs to (see attach_owners)
+    sm_util: int | NaType = NA  # % of the time a kernel of its ran, of late (nvmlDeviceGetProcessUtilization)
+    peak_memory: int | NaType = NA  # bytes, its most since it started (accounting mode: nvmlDeviceGetAccountingStats)
 
 
 @dataclass(frozen=True)
@@ -84,6 +88,8 @@ class GpuInfo:
     mig_devices: tuple[MigDevice, ...] = ()  # a MIG-enabled GPU's instances, each with its memory
     processes: tuple[GpuProcess, ...] = ()
     lost: bool = False
+    process_sm: bool | NaType = NA  # the driver gives each process's SM share (NA: not asked, or not supported)
+    accounting: bool | NaType = NA  # accounting mode is on: each process's peak memory (NA: not supported here)
 
     @property
     def memory_free(self) -> int | NaType:
@@ -204,6 +210,43 @@ def _processes(session: NvmlSession, index: int, identify: Identify) -> tuple[Gp
     return tuple(merged.values())
 
 
+PROCESS_WINDOW_US = 5_000_000  # a first look at each process's SM share: the driver's samples of the last 5 s
+
+
+def _process_sm(session: NvmlSession, index: int, processes: tuple[GpuProcess, ...]
+                ) -> tuple[tuple[GpuProcess, ...], bool | NaType]:
+    """Each process's SM share since the last look at this GPU (the mean of the driver's samples; 0 for a process
+    with none: it ran no kernel since), and whether the driver gives it at all (NA: not supported, e.g. GeForce)."""
+    since = session.process_samples_seen.get(index) or int(time.time() * 1e6) - PROCESS_WINDOW_US
+    samples = session.device_call(index, "nvmlDeviceGetProcessUtilization", since, found_none=[])
+    if samples is NA:
+        return processes, NA
+    shares: dict[int, list[int]] = {}
+    newest = since
+    for sample in samples:
+        shares.setdefault(int(sample.pid), []).append(max(0, min(100, int(sample.smUtil))))
+        newest = max(newest, int(getattr(sample, "timeStamp", 0)))
+    session.process_samples_seen[index] = newest
+    return tuple(dataclasses.replace(p, sm_util=round(sum(shares[p.pid]) / len(shares[p.pid])) if p.pid in shares
+                                     else 0) for p in processes), True
+
+
+def _peak_memory(session: NvmlSession, index: int, processes: tuple[GpuProcess, ...]
+                 ) -> tuple[tuple[GpuProcess, ...], bool | NaType]:
+    """Each process's peak memory where accounting mode is on (`nvidia-smi -am 1`, as root), and whether it is
+    (False: off; NA: the GPU has no accounting)."""
+    mode = session.device_call(index, "nvmlDeviceGetAccountingMode")
+    if mode is NA:
+        return processes, NA
+    if int(mode) != 1:  # NVML_FEATURE_ENABLED
+        return processes, False
+    out = []
+    for proc in processes:
+        stats = session.device_call(index, "nvmlDeviceGetAccountingStats", proc.pid)
+        out.append(dataclasses.replace(proc, peak_memory=int(stats.maxMemoryUsage) if stats is not NA else NA))
+    return tuple(out), True
+
+
 def read_memory(session: NvmlSession, index: int) -> Any:
     """GPU `index`'s memory as nvidia-smi and nvitop show it: NVML's version 2 call, whose `used` leaves out
     the memory the driver reserves for itself (~480 MiB on an H100, which version 1 counts as used, so an idle
@@ -226,6 +269,11 @@ def read_dynamic(session: NvmlSession, static: GpuInfo, identify: Identify) -> G
     temperature = call(index, "nvmlDeviceGetTemperature", session.constant("NVML_TEMPERATURE_GPU", 0))
     power = _number(call(index, "nvmlDeviceGetPowerUsage"), 1000.0)
     processes = _processes(session, index, identify)
+    process_sm: bool | NaType = NA
+    accounting: bool | NaType = NA
+    if processes:  # asked only where there is someone to ask about
+        processes, process_sm = _process_sm(session, index, processes)
+        processes, accounting = _peak_memory(session, index, processes)
     return dataclasses.replace(
         static,
         memory_total=memory.total if memory is not NA else static.memory_total,
@@ -238,6 +286,8 @@ def read_dynamic(session: NvmlSession, static: GpuInfo, identify: Identify) -> G
         mig_devices=_mig_memory(session, index, static.mig_devices),
         processes=processes,
         lost=index in session.lost,
+        process_sm=process_sm,
+        accounting=accounting,
     )
 
 

@@ -1,26 +1,61 @@
 """Which GPUs a run may take now, one rule for the preflight, the queue and the plan: "taken"
-(`busy_reasons`: nearly full, or busy computing), or, where the profile sets
-`hardware.min_free_memory`, that much memory free (small runs share a big GPU, busy or not). And `gpus = N`:
-any N such GPUs, the first by NVML index, chosen when the run starts (`choose_free`). Pure: GPUs in, words out."""
+(`busy_reasons`: a compute process of anyone else on it, whatever its utilisation; or nearly full, or busy
+computing for processes NVML does not list), or, where the profile sets `hardware.min_free_memory`, that much
+memory free (small runs share a big GPU, busy or not). And `gpus = N`: any N such GPUs, the first by NVML index,
+chosen when the run starts (`choose_free`). Pure: GPUs in, words out."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from tuitrain.hardware.devices import GpuInfo
+from tuitrain.hardware.devices import GpuInfo, GpuProcess
 from tuitrain.hardware.na import NA, NaType
 from tuitrain.humanize import gib
 
 NEAR_FULL = 0.90  # a GPU this full (memory used / total) is "near-full"
 BUSY_UTILIZATION = 50  # a GPU this busy (% of the time a kernel ran) with processes of others is "busy"
+HOLDERS_SHOWN = 3  # the processes named in "held by ..."; the rest are counted
+
+
+def describe_holder(proc: GpuProcess) -> str:
+    """Who a GPU process is, for a person deciding whether to wait: 'rank 0 of run X (3.8 GiB)', or a stranger's
+    'pid 4100001 python train.py (bob, 3.8 GiB)' ('user unknown' where it cannot be seen: another container)."""
+    memory = "no memory yet" if proc.used_memory == 0 else f"memory {gib(proc.used_memory, unit=True)}" \
+        if proc.used_memory is NA else gib(proc.used_memory, unit=True)
+    if proc.owner is not None:
+        return f"{proc.owner.describe()} ({memory})"
+    what = f" {proc.command}" if proc.command is not NA else ""
+    who = proc.user if proc.user is not NA else "user unknown"
+    return f"pid {proc.pid}{what} ({who}, {memory})"
+
+
+def holders(gpu: GpuInfo, run_id: str | None = None) -> list[GpuProcess]:
+    """The processes that hold `gpu` against a new run: every compute process (a desktop's graphics-only
+    processes do not count), whatever it holds (one that has allocated nothing yet is about to), except a
+    rank of `run_id` itself (a run resumed on its own GPUs). On a MIG-enabled card the processes run on its
+    instances, which a run selects one by one: there the card's processes hold nothing whole. Largest first."""
+    if gpu.mig_enabled is True:
+        return []
+    found = [p for p in gpu.processes if "compute" in p.kind
+             and not (run_id is not None and p.owner is not None and p.owner.run_id == run_id)]
+    return sorted(found, key=lambda p: (-(p.used_memory or 0) if p.used_memory is not NA else 1, p.pid))
+
+
+def held_by(found: Sequence[GpuProcess]) -> str:
+    """'held by rank 0 of run X (3.8 GiB), pid 4100001 (bob, 1.0 GiB) and 2 more'."""
+    shown = ", ".join(describe_holder(p) for p in found[:HOLDERS_SHOWN])
+    more = f" and {len(found) - HOLDERS_SHOWN} more" if len(found) > HOLDERS_SHOWN else ""
+    return f"held by {shown}{more}"
 
 
 def busy_reasons(gpu: GpuInfo, near_full: float = NEAR_FULL, busy: int = BUSY_UTILIZATION,
                  run_id: str | None = None) -> list[str]:
-    """Why `gpu` is taken for a run, as words ("96% full", "97% busy"); [] when it has room. Memory counts
-    whoever holds it. Utilisation is the whole GPU's (NVML gives no share per process here), so it counts
-    unless every process on the GPU is a rank of `run_id` itself (a run resumed on its own GPUs)."""
+    """Why `gpu` is taken for a run, as words ("96% full", "97% busy", "held by rank 0 of run X (3.8 GiB)");
+    [] when it has room. A compute process of anyone but `run_id` takes it (`holders`: a launch-bound run keeps
+    a GPU 15% busy and 5% full, and a second run beside it slows both and may run it out of memory). Memory
+    counts whoever holds it, listed or not. Utilisation is the whole GPU's: it counts unless every process on
+    the GPU is a rank of `run_id` itself."""
     reasons = []
     fraction = gpu.memory_fraction
     if fraction is not NA and fraction >= near_full:
@@ -29,6 +64,9 @@ def busy_reasons(gpu: GpuInfo, near_full: float = NEAR_FULL, busy: int = BUSY_UT
         p.owner is not None and p.owner.run_id == run_id for p in gpu.processes)
     if gpu.utilization is not NA and gpu.utilization >= busy and not ours:
         reasons.append(f"{gpu.utilization}% busy")
+    found = holders(gpu, run_id)
+    if found:
+        reasons.append(held_by(found))
     return reasons
 
 

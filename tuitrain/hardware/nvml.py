@@ -11,13 +11,14 @@ or a `tuitrain.hardware.recorded.RecordedNvml` (a recorded device table, for mac
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
 from typing import Any, Callable
 
 from tuitrain.hardware.na import NA
+from tuitrain.torch_build import nvml_library_loads as driver_library_loadable  # one look at the driver
 
 GPU_IS_LOST = 15
+NOT_FOUND = 6
 _REASONS = {
     12: "driver not found",  # NVML_ERROR_LIBRARY_NOT_FOUND
     9: "driver not loaded",  # NVML_ERROR_DRIVER_NOT_LOADED
@@ -34,21 +35,6 @@ def default_library() -> Any:
     except ImportError:
         return None
     return pynvml
-
-
-def driver_library_loadable() -> bool:
-    """False when, on Linux, libnvidia-ml.so.1 cannot be loaded: pynvml would fail nvmlInit with
-    LIBRARY_NOT_FOUND for the same reason, and this answer costs no pynvml import (~15 ms of every
-    `tuitrain plan` on a machine without a driver). Elsewhere pynvml searches more places: True."""
-    if not sys.platform.startswith("linux"):
-        return True
-    import ctypes
-
-    try:
-        ctypes.CDLL("libnvidia-ml.so.1")  # the very name pynvml loads on Linux
-    except OSError:
-        return False
-    return True
 
 
 def error_class(lib: Any) -> type[BaseException]:
@@ -82,6 +68,7 @@ class NvmlSession:
         self._error = error_class(lib) if lib is not None else _NoError
         self._handles: dict[int, Any] = {}
         self.memory_v1_only: set[int] = set()  # GPUs whose driver refused the version 2 memory call (devices.read_memory)
+        self.process_samples_seen: dict[int, int] = {}  # GPU → the newest per-process sample read (µs, devices)
 
     @classmethod
     def open(cls, lib: Any = None) -> "NvmlSession":
@@ -100,8 +87,9 @@ class NvmlSession:
         return cls(lib, True)
 
     # ------------------------------------------------------------------ the gate
-    def call(self, name: str, *args: Any) -> Any:
-        """lib.<name>(*args), or NA when the library lacks it or NVML refuses."""
+    def call(self, name: str, *args: Any, found_none: Any = NA) -> Any:
+        """lib.<name>(*args), or NA when the library lacks it or NVML refuses. `found_none`: the answer when NVML
+        says NOT_FOUND (a supported call with nothing to report, e.g. no process ran a kernel since)."""
         if not self.available:
             return NA
         fn: Callable[..., Any] | None = getattr(self.lib, name, None)
@@ -111,15 +99,18 @@ class NvmlSession:
         try:
             return fn(*args)
         except self._error as exc:
+            code = getattr(exc, "value", None)
+            if code == NOT_FOUND and found_none is not NA:
+                return found_none
             self.errors[f"{name}: {reason_for(exc)}"] += 1
-            if getattr(exc, "value", None) == GPU_IS_LOST:
+            if code == GPU_IS_LOST:
                 raise _Lost() from exc
             return NA
 
-    def device_call(self, index: int, name: str, *args: Any, handle: Any = None) -> Any:
+    def device_call(self, index: int, name: str, *args: Any, handle: Any = None, found_none: Any = NA) -> Any:
         """lib.<name>(handle of GPU `index`, *args) through the gate; NA for a lost GPU.
 
-        `handle` overrides the GPU's own handle (a MIG instance's handle of GPU `index`)."""
+        `handle` overrides the GPU's own handle (a MIG instance's handle of GPU `index`); `found_none`: as `call`."""
         if index in self.lost:
             return NA
         try:
@@ -127,7 +118,7 @@ class NvmlSession:
                 handle = self.handle(index)
             if handle is NA:
                 return NA
-            return self.call(name, handle, *args)
+            return self.call(name, handle, *args, found_none=found_none)
         except _Lost:
             self.lost.add(index)
             return NA

@@ -2,8 +2,8 @@
 
 Each problem names the profile key to change and how. The checks: the accelerator asked for is
 there; the selected GPUs exist, answer (not lost) and are not MIG cards selected whole; none is
-already taken, near-full of memory or busy computing (one rule, `busy_reasons`, which the editor's
-GPU picker shows too, `gpu_choice.busy_reasons`: a warning naming the processes and their users);
+already taken: a compute process of anyone on it, near-full of memory or busy computing (one rule,
+`gpu_choice.busy_reasons`, which the editor's GPU picker shows too: a warning naming who holds it);
 ``num_processes`` fits the selected GPUs (and MPS runs one process); bf16 needs compute
 capability 8.0; fp16 does not run on the CPU and bf16 there is slow without native support.
 """
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from tuitrain.hardware.devices import GpuInfo, GpuProcess, MigDevice
-from tuitrain.hardware.gpu_choice import BUSY_UTILIZATION, NEAR_FULL, busy_reasons, chosen_now
+from tuitrain.hardware.devices import GpuInfo, MigDevice
+from tuitrain.hardware.gpu_choice import BUSY_UTILIZATION, NEAR_FULL, busy_reasons, chosen_now, unfit_reasons
 from tuitrain.hardware.mapping import resolve
 from tuitrain.hardware.na import NA
 from tuitrain.hardware.probe import Hardware
@@ -68,30 +68,32 @@ def _precision_fix(key: str, value: str) -> str:
     return f'set {key} = "{value}"'
 
 
-def _describe_process(proc: GpuProcess) -> str:
-    who = proc.user if proc.user is not NA else "user unknown"
-    what = f" {proc.command}" if proc.command is not NA else ""
-    return f"pid {proc.pid}{what} ({who}, {_gib(proc.used_memory)})"
-
-
-def _taken(file: str, gpu: GpuInfo, me: str, room: list[str], near_full: float, busy: int) -> Problem | None:
-    reasons = busy_reasons(gpu, near_full, busy)
-    if not reasons:
+def _taken(file: str, gpu: GpuInfo, room: list[str], reasons: list[str], near_full: float, busy: int,
+           sharing: bool) -> Problem | None:
+    """A warning, not a refusal: a plain `run` is "now", as `python train.py` is under the driver's default compute
+    mode (which lets processes share a GPU); the way to wait for a GPU is the queue (`--queue`), as Slurm and
+    gflow users wait for theirs. `sharing`: the profile sets hardware.min_free_memory, and `reasons` are of
+    memory (`gpu_choice.unfit_reasons`)."""
+    if not reasons or gpu.lost:
         return None
-    others = [p for p in gpu.processes if p.user is NA or p.user != me]
-    mine = [p for p in gpu.processes if p.user is not NA and p.user == me]
-    memory = f" ({_gib(gpu.memory_used)} of {_gib(gpu.memory_total)})" if reasons[0].endswith("full") else ""
-    full = f"{_gpu_name(gpu)} is {reasons[0]}{memory}" + "".join(f" and {r}" for r in reasons[1:])
-    if others:
-        shown = ", ".join(_describe_process(p) for p in sorted(others, key=lambda p: -(p.used_memory or 0))[:5])
-        more = f" and {len(others) - 5} more" if len(others) > 5 else ""
-        message = f"{full} with other users' processes: {shown}{more}"
-    elif mine:
-        message = f"{full} with your own processes: " + ", ".join(_describe_process(p) for p in mine[:5])
+    if sharing:
+        return Problem(file, "hardware.gpus", f"{_gpu_name(gpu)}: {reasons[0]}",
+                       "queue the run to start once that much is free (`tuitrain run PROFILE --queue`), lower "
+                       "hardware.min_free_memory, or select GPUs with room in hardware.gpus"
+                       + (f" ({', '.join(room)})" if room else ""), "warning")
+    state = [f"{r} ({_gib(gpu.memory_used)} of {_gib(gpu.memory_total)})" if r.endswith("full") else r
+             for r in reasons if not r.startswith("held by")]
+    held = [r for r in reasons if r.startswith("held by")]
+    if state:
+        message = f"{_gpu_name(gpu)} is {' and '.join(state)}" + (f", {held[0]}" if held else
+                                                                   ", by processes NVML does not list (another "
+                                                                   "container, or no permission)")
     else:
-        message = f"{full}, by processes NVML does not list (another container, or no permission)"
-    fix = (f"select GPUs with room in hardware.gpus ({', '.join(room)}: below {near_full:.0%} full and "
-           f"{busy}% busy)" if room else "wait for the GPU to be freed, or ask its owners (`tuitrain gpus` lists them)")
+        message = f"{_gpu_name(gpu)} is {held[0]}"
+    wait = "or queue the run to start once it is free (`tuitrain run PROFILE --queue`)"
+    fix = (f"select GPUs with room in hardware.gpus ({', '.join(room)}: no process computing, below "
+           f"{near_full:.0%} full and {busy}% busy), {wait}" if room else
+           f"{wait[3:]}; to share it on purpose, set hardware.min_free_memory")
     return Problem(file, "hardware.gpus", message, fix, "warning")
 
 
@@ -211,10 +213,15 @@ def _cuda_checks(file: str, settings: Settings, hardware: Hardware, near_full: f
     listed = len(hardware.gpus) if selection is None else len(selection)
     problems += _process_count(file, processes, listed, selected, migs, complete=len(selected) == listed)
     chosen = {g.index for g in selected}
+    min_free = _min_free(settings)
+
+    def reasons(gpu: GpuInfo) -> list[str]:  # the queue's rule (gpu_choice.unfit_reasons), with this check's limits
+        return busy_reasons(gpu, near_full, busy) if min_free is None else unfit_reasons(gpu, min_free=min_free)
+
     room = [str(g.index) for g in hardware.gpus if g.index not in chosen and not g.lost
-            and g.memory_fraction is not NA and not busy_reasons(g, near_full, busy)]
+            and g.memory_fraction is not NA and not reasons(g)]
     for gpu in {g.index: g for g in selected}.values():
-        problem = _taken(file, gpu, hardware.user, room, near_full, busy)
+        problem = _taken(file, gpu, room, reasons(gpu), near_full, busy, min_free is not None)
         if problem:
             problems.append(problem)
     for precision, key in _precision_asks(settings):

@@ -7,6 +7,7 @@ the preflight get; it honours ``TUITRAIN_NVML_TABLE`` (a recorded device table, 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +33,7 @@ class Hardware:
     host: HostInfo = field(default_factory=HostInfo)
     user: str = ""  # who we run as (to tell our processes from other users')
     cpu_bf16: bool | NaType = NA  # the CPU computes bf16 natively (AVX512-BF16 / AMX)
+    real_gpus: bool = False  # the GPUs are this machine's, read from its driver (not a recorded table's, nor made up)
 
     @property
     def has_cuda(self) -> bool:
@@ -75,10 +77,13 @@ def detect_hardware(nvml: Any = None, probe_mps: bool = False, environ: Mapping[
                     discovery: Discovery | None = None) -> Hardware:
     """Look at this machine. `nvml`: the NVML library (default: $TUITRAIN_NVML_TABLE's recorded
     table if set, else pynvml). `probe_mps`: ask torch in a child process (cached) instead of
-    trusting the platform check alone. `discovery`: GPUs already read (a sampler's), not read again."""
+    trusting the platform check alone. `discovery`: GPUs already read (a sampler's), not read again. `real_gpus`:
+    the GPUs came from this machine's driver, not a recorded table (the CUDA run on them needs a CUDA torch)."""
+    if nvml is None:
+        nvml = library_from_env(os.environ if environ is None else environ)
     if discovery is None:
-        if nvml is None:
-            nvml = library_from_env(os.environ if environ is None else environ)
         discovery = discover(nvml)
     mps = mps_available(probe=probe_mps)
-    return hardware_from(discovery, mps=mps, host=host_info(), user=current_user(), cpu_bf16=cpu_has_bf16())
+    found = hardware_from(discovery, mps=mps, host=host_info(), user=current_user(), cpu_bf16=cpu_has_bf16())
+    # a discovery handed in was read the same way (the app's sampler honours $TUITRAIN_NVML_TABLE too)
+    return dataclasses.replace(found, real_gpus=nvml is None and bool(found.gpus))

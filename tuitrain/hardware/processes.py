@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Callable
 
 from tuitrain.hardware.devices import GpuInfo, GpuProcess
 from tuitrain.hardware.na import NA, NaType
+from tuitrain.humanize import gib
 
 if TYPE_CHECKING:
     import psutil
@@ -49,6 +50,52 @@ def process_rows(gpus: tuple[GpuInfo, ...], by: str) -> list[GpuProcessRow]:
     """Each GPU's processes in NVML order of GPUs, sorted `by` within each GPU."""
     return [GpuProcessRow(gpu.index, proc) for gpu in sorted(gpus, key=lambda g: g.index)
             for proc in sort_processes(gpu.processes, by)]
+
+
+def sm_share(process: GpuProcess) -> str:
+    """A process's SM share as shown: '15%', or 'N/A' where the driver does not give it (`use_notes` says why)."""
+    return f"{process.sm_util}%" if process.sm_util is not NA else "N/A"
+
+
+def _missing(gpu: GpuInfo) -> dict[str, str]:
+    """The per-process figures `gpu` does not give, each with why (a code `_why` words)."""
+    out = {}
+    if gpu.process_sm is not True:
+        out["SM share"] = "no samples"
+    if gpu.accounting is not True:
+        out["peak memory"] = "accounting off" if gpu.accounting is False else "no accounting"
+    return out
+
+
+def _why(code: str, indices: list[int]) -> str:
+    if code == "no samples":
+        return "the driver gives no per-process samples there"
+    if code == "accounting off":
+        return f"accounting mode is off: `sudo nvidia-smi -i {','.join(map(str, indices))} -am 1` turns it on"
+    return "no accounting mode there"
+
+
+def use_words(gpu: GpuInfo, process: GpuProcess) -> str:
+    """'SM 15% of late · peak 4.0 GiB', each figure N/A with why where the driver does not give it."""
+    missing = _missing(gpu)
+    sm = f"SM {sm_share(process)} of late" if "SM share" not in missing else \
+        f"SM share N/A ({_why(missing['SM share'], [gpu.index])})"
+    peak = f"peak {gib(process.peak_memory, unit=True)}" if "peak memory" not in missing else \
+        f"peak memory N/A ({_why(missing['peak memory'], [gpu.index])})"
+    return f"{sm} · {peak}"
+
+
+def use_notes(gpus: tuple[GpuInfo, ...]) -> list[str]:
+    """Why a process's SM share or peak memory reads N/A, one line per reason, for the GPUs that hold processes: the
+    driver gives no per-process samples there (`nvmlDeviceGetProcessUtilization`: GeForce, MIG, old drivers), or
+    accounting mode is off or absent (it keeps each process's peak memory). [] when every figure is there."""
+    reasons: dict[tuple[str, str], list[int]] = {}
+    for gpu in sorted(gpus, key=lambda g: g.index):
+        if gpu.processes and not gpu.lost:
+            for what, code in _missing(gpu).items():
+                reasons.setdefault((what, code), []).append(gpu.index)
+    return [f"{what} per process: N/A on GPU {', '.join(map(str, indices))} ({_why(code, indices)})"
+            for (what, code), indices in reasons.items()]
 
 
 def command_line(pid: int) -> str | NaType:

@@ -14,7 +14,10 @@ Table format (see tests/fixtures/nvml/README.md)::
                   "max_sm_clock": MHz, "mig_mode": [current, pending],
                   "mig_devices": [{"uuid": ..., "name": ..., "memory": {...}}],
                   "compute_processes": [{"pid": P, "used_memory": B | null}],
-                  "graphics_processes": [...], "lost_after": N, "handle_error": "GPU_IS_LOST"}]}
+                  "graphics_processes": [...], "lost_after": N, "handle_error": "GPU_IS_LOST",
+                  "process_utilization": [{"pid": P, "timestamp": us, "sm": %, "mem": %, "enc": %, "dec": %}],
+                  "accounting_mode": 0 | 1,
+                  "accounting_stats": {"P": {"max_memory_usage": B, "gpu_utilization": %, ...}}}]}
 
 Any field may be ``{"error": "NOT_SUPPORTED"}`` (any NVML_ERROR_* name) and a missing field
 raises NOT_SUPPORTED, as a driver does. Memory says both of NVML's answers: with ``reserved``, the
@@ -22,6 +25,10 @@ version 2 call answers ``used`` (nvidia-smi's figure) and ``reserved``, and vers
 reserve as used (``used + reserved``); without it, the table is of a driver that has no version 2
 call (FUNCTION_NOT_FOUND), and version 1 answers ``used``. ``lost_after: N``: after N calls of
 nvmlDeviceGetMemoryInfo (one per sample) every call on that GPU raises GPU_IS_LOST.
+``process_utilization``: the samples nvmlDeviceGetProcessUtilization answers, all of them whatever time
+stamp is asked (a recording of the recent ones; an empty list answers NOT_FOUND, as a driver does when no
+process ran a kernel since). ``accounting_stats``: nvmlDeviceGetAccountingStats by pid (a pid it lacks
+answers NOT_FOUND). Tables recorded before these fields answer NOT_SUPPORTED for them, as an old driver does.
 """
 
 from __future__ import annotations
@@ -33,7 +40,9 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Mapping
 
-TABLE_ENV = "TUITRAIN_NVML_TABLE"
+from tuitrain.torch_build import NVML_TABLE_ENV
+
+TABLE_ENV = NVML_TABLE_ENV  # the name, in one place (a rank reads it too: tuitrain.engine.device)
 
 
 @functools.cache
@@ -193,6 +202,26 @@ class RecordedNvml:
 
     def nvmlDeviceGetGraphicsRunningProcesses(self, handle: _Handle) -> list[SimpleNamespace]:
         return self._processes(handle, "graphics_processes")
+
+    def nvmlDeviceGetProcessUtilization(self, handle: _Handle, time_stamp: int) -> list[SimpleNamespace]:
+        samples = self._field(handle, "process_utilization")
+        if not samples:
+            raise error("NOT_FOUND")
+        return [SimpleNamespace(pid=int(s["pid"]), timeStamp=int(s.get("timestamp", 0)), smUtil=int(s.get("sm", 0)),
+                                memUtil=int(s.get("mem", 0)), encUtil=int(s.get("enc", 0)), decUtil=int(s.get("dec", 0)))
+                for s in samples]
+
+    def nvmlDeviceGetAccountingMode(self, handle: _Handle) -> int:
+        return int(self._field(handle, "accounting_mode"))
+
+    def nvmlDeviceGetAccountingStats(self, handle: _Handle, pid: int) -> SimpleNamespace:
+        stats = self._field(handle, "accounting_stats").get(str(pid))
+        if stats is None:
+            raise error("NOT_FOUND")
+        return SimpleNamespace(gpuUtilization=int(stats.get("gpu_utilization", 0)),
+                               memoryUtilization=int(stats.get("memory_utilization", 0)),
+                               maxMemoryUsage=int(stats.get("max_memory_usage", 0)), time=int(stats.get("time", 0)),
+                               startTime=int(stats.get("start_time", 0)), isRunning=int(stats.get("is_running", 1)))
 
     def nvmlDeviceGetMigMode(self, handle: _Handle) -> list[int]:
         return [int(x) for x in self._field(handle, "mig_mode")]

@@ -73,7 +73,8 @@ def _process(data: Mapping[str, Any]) -> GpuProcess:
         reported = ReportedOwner(str(owner.get("run_id", "?")), rank if isinstance(rank, int) else None,
                                  str(owner.get("describe") or f"of run {owner.get('run_id', '?')}"))
     return GpuProcess(int(data.get("pid", 0)), _value(data, "used_memory"), str(data.get("kind") or "compute"),
-                      _value(data, "user"), _value(data, "command"), reported)
+                      _value(data, "user"), _value(data, "command"), reported, sm_util=_value(data, "sm_util"),
+                      peak_memory=_value(data, "peak_memory"))
 
 
 def _gpu(data: Mapping[str, Any]) -> GpuInfo:
@@ -89,7 +90,8 @@ def _gpu(data: Mapping[str, Any]) -> GpuInfo:
         _value(data, "mig_enabled"),
         tuple(MigDevice(int(m.get("index", 0)), _value(m, "uuid"), _value(m, "name"), _value(m, "memory_total"),
                         _value(m, "memory_used")) for m in migs),
-        tuple(_process(p) for p in procs), bool(data.get("lost", False)))
+        tuple(_process(p) for p in procs), bool(data.get("lost", False)),
+        process_sm=_value(data, "process_sm"), accounting=_value(data, "accounting"))
 
 
 def gpus_from_json(data: Mapping[str, Any]) -> tuple[GpuInfo, ...]:

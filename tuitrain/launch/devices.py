@@ -10,6 +10,7 @@ from tuitrain.hardware import Hardware
 from tuitrain.hardware.mapping import map_devices
 from tuitrain.profile.memory_size import parse_memory_size
 from tuitrain.profile.settings import Settings
+from tuitrain.torch_build import RECORDED_GPUS_ENV, TorchBuild
 
 
 @dataclass(frozen=True)
@@ -18,9 +19,16 @@ class Devices:
     env: dict[str, str]
     notes: list[str] = field(default_factory=list)
 
+    @property
+    def why(self) -> str:
+        """How `auto` chose (the note 'accelerator auto → cuda: 1 NVIDIA GPU(s) found'), '' where it was asked."""
+        return next((n for n in self.notes if n.startswith("accelerator auto → ")), "")
 
-def choose_accelerator(profile: Settings, hardware: Hardware) -> tuple[str, list[str]]:
-    """hardware.accelerator on this machine: `auto` becomes cuda, mps or cpu (with a note saying why)."""
+
+def choose_accelerator(profile: Settings, hardware: Hardware, torch: TorchBuild | None = None) -> tuple[str, list[str]]:
+    """hardware.accelerator on this machine: `auto` becomes cuda, mps or cpu (with a note saying why). `torch`: the
+    ranks' torch (None: not known); one without CUDA makes `auto` the CPU on this machine's own GPUs, unless the
+    profile chose GPUs (then the plan refuses: launch.preflight.torch_problem)."""
     asked = profile["hardware"]["accelerator"]
     dist = profile["distributed"]
     if asked != "auto":
@@ -28,6 +36,9 @@ def choose_accelerator(profile: Settings, hardware: Hardware) -> tuple[str, list
     sharded = dist["strategy"] in ("fsdp", "deepspeed")
     if hardware.has_cuda and profile["hardware"]["gpus"] == []:
         chosen, why = "cpu", "hardware.gpus = [] hides every GPU"
+    elif hardware.has_cuda and hardware.real_gpus and torch is not None and not torch.uses_gpu \
+            and profile["hardware"]["gpus"] is None:
+        chosen, why = "cpu", f"{len(hardware.gpus)} NVIDIA GPU(s) found, but {torch.words()} is installed"
     elif hardware.has_cuda:
         chosen, why = "cuda", f"{len(hardware.gpus)} NVIDIA GPU(s) found"
     elif hardware.mps and dist["num_processes"] == 1 and not sharded:
@@ -38,11 +49,15 @@ def choose_accelerator(profile: Settings, hardware: Hardware) -> tuple[str, list
     return chosen, [f"accelerator auto → {chosen}: {why}"]
 
 
-def devices_here(profile: Settings, hardware: Hardware) -> Devices:
-    """This machine's devices for a profile with defaults (its hardware.gpus: this machine's selection)."""
-    accelerator, notes = choose_accelerator(profile, hardware)
+def devices_here(profile: Settings, hardware: Hardware, torch: TorchBuild | None = None) -> Devices:
+    """This machine's devices for a profile with defaults (its hardware.gpus: this machine's selection). On GPUs that
+    are not this machine's (a recorded table's) the plan's environment says so (RECORDED_GPUS_ENV): its ranks train
+    on the CPU, and say it in their logs, instead of refusing the device they cannot have."""
+    accelerator, notes = choose_accelerator(profile, hardware, torch)
     chosen = profile["hardware"]
     env: dict[str, str] = {}
+    if accelerator == "cuda" and hardware.gpus and not hardware.real_gpus:
+        env[RECORDED_GPUS_ENV] = "1"
     if accelerator == "cuda":
         # The raw selection (None: every GPU), so FASTEST_FIRST can order "all GPUs" itself.
         mapping = map_devices(hardware.gpus, chosen["gpus"], chosen["device_order"],

@@ -53,16 +53,18 @@ class LaunchPlan:
     strategy: str = "single"
     cwd: str | None = None  # where the ranks run (script mode: the script's workdir); None: where tuitrain runs
     memory: MemoryCheck | None = None  # each GPU's memory for the run (a CUDA plan made here; tuitrain.launch.memory)
+    accelerator_why: str = ""  # how `auto` chose the accelerator ("accelerator auto → cuda: ..."); "" where asked
 
     @property
     def errors(self) -> list[Problem]:
         return [p for p in self.problems if p.severity == "error"]
 
     def record_fields(self) -> dict[str, Any]:
-        """What run.json keeps of this plan: the supervisor launches from it."""
+        """What run.json keeps of this plan: the supervisor launches from it; `status` says the device and why."""
         return {"argv": self.argv, "env": self.env, "num_processes": self.num_processes,
                 "num_machines": self.num_machines, "main_process_port": self.main_process_port,
-                "accelerator": self.accelerator}
+                "accelerator": self.accelerator, **({"accelerator_why": self.accelerator_why}
+                                                    if self.accelerator_why else {})}
 
     def command_line(self) -> str:
         """The command a user could paste to run this without tuitrain."""
@@ -164,4 +166,4 @@ def plan_launch(profile: Settings, hardware: Hardware, run_dir: Path, file: str 
     return LaunchPlan(argv=part.argv, env=part.env, accelerate_config=part.accelerate_config, num_processes=total,
                       num_machines=role.machines, accelerator=part.accelerator, main_process_port=role.port,
                       notes=notes, problems=[*problems, *part.problems], strategy=profile["distributed"]["strategy"],
-                      cwd=part.cwd, memory=part.memory)
+                      cwd=part.cwd, memory=part.memory, accelerator_why=part.accelerator_why)

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Mapping, cast
 
 from tuitrain.hardware import Hardware
+from tuitrain.hardware.na import NA
 from tuitrain.hardware.preflight import check as hardware_preflight
 from tuitrain.hardware.preflight import selected_devices
 from tuitrain.launch.accelerate_config import accelerate_config
@@ -32,7 +33,7 @@ from tuitrain.launch.devices import Devices, devices_elsewhere, devices_here
 from tuitrain.launch.flight_recorder import flight_recorder_env
 from tuitrain.launch.memory_fit import GpuRoom, MemoryCheck, memory_check
 from tuitrain.launch.model_source import ModelConfig, deepspeed_config, profile_model
-from tuitrain.launch.preflight import MachineFacts, machine_problems, probe_machine
+from tuitrain.launch.preflight import MachineFacts, machine_problems, probe_machine, torch_problem
 from tuitrain.launch.script import (
     local_hook_path,
     resolved_script,
@@ -85,6 +86,7 @@ class MachinePart:
     interface_note: str | None = None
     problems: list[Problem] = field(default_factory=list)  # this machine's checks (made only where it is planned)
     memory: MemoryCheck | None = None  # its GPUs' memory for the run (planned here, on CUDA, with the model's config)
+    accelerator_why: str = ""  # how `auto` chose it (launch.devices.Devices.why); "" where the profile asked
 
 
 def role_of(settings: Settings, run_dir: Path) -> MachineRole:
@@ -190,8 +192,10 @@ def plan_machine(settings: Settings, role: MachineRole, hardware: Hardware | Non
     [script] is told to resume from (the engine reads it from run.json)."""
     here = hardware is not None
     mine = machine_settings(settings, role)
-    devices: Devices = devices_here(mine, hardware) if hardware is not None else devices_elsewhere(mine)
     base_dir = profile_folder(file)
+    found = (facts if facts is not None else probe_machine(mine, base_dir)) if hardware is not None else None
+    devices: Devices = devices_here(mine, hardware, found.torch) if hardware is not None and found is not None \
+        else devices_elsewhere(mine)
     ds_json = deepspeed_json_path(mine, base_dir)
     cores = (getattr(hardware, "physical_cores", 0) or getattr(hardware, "cpu_count", 0)) if here else 0
     thread_env, thread_note = cpu_threads(mine, cores, role.processes)
@@ -202,10 +206,12 @@ def plan_machine(settings: Settings, role: MachineRole, hardware: Hardware | Non
            **thread_env, **flight_recorder_env(role.folder, devices.accelerator, os.environ if here else {})}
     problems: list[Problem] = []
     memory: MemoryCheck | None = None
-    if hardware is not None:
-        found = facts if facts is not None else probe_machine(mine, base_dir)
+    if hardware is not None and found is not None:
         problems += machine_problems(mine, devices.accelerator, found, file, deepspeed_json=ds_json,
                                      cpu_count=getattr(hardware, "cpu_count", None))
+        cpu_torch = torch_problem(file, mine, devices.accelerator, found, hardware.real_gpus,
+                                  str(hardware.driver_version) if hardware.driver_version is not NA else None)
+        problems += [cpu_torch] if cpu_torch is not None else []
         problems += hardware_preflight(mine, hardware, file=file, accelerator=devices.accelerator)
         if devices.accelerator == "cuda" and found.model is not None:
             memory = memory_here(mine, role, hardware, found.model, file, ds_json)
@@ -232,7 +238,8 @@ def plan_machine(settings: Settings, role: MachineRole, hardware: Hardware | Non
         # gpu_ids "all": the GPUs are chosen by CUDA_VISIBLE_DEVICES above. accelerate launch would
         # set CUDA_VISIBLE_DEVICES to any other gpu_ids value, replacing the physical selection.
         accelerate_config=accelerate_config(mine, devices.accelerator, "all", ds_json),
-        accelerator=devices.accelerator, processes=role.processes, cwd=cwd, device_notes=devices.notes,
+        accelerator=devices.accelerator, accelerator_why=devices.why, processes=role.processes, cwd=cwd,
+        device_notes=devices.notes,
         thread_note=thread_note, launch_notes=launch_notes,
         interface_note=interface_note(role.interface) if role.interface else None, problems=problems, memory=memory)
 

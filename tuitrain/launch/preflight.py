@@ -21,6 +21,7 @@ from tuitrain.profile import Problem
 from tuitrain.profile.rules.machines import machines_port_problem
 from tuitrain.profile.rules.strategies import cpu_strategy_problem, layerwise_problem, low_rank_optimizer, mps_strategy_problem
 from tuitrain.profile.settings import Settings
+from tuitrain.torch_build import TorchBuild, cpu_torch_refusal, cuda_install_command, read_torch_build
 
 # strategy -> (module, pip name, what the install needs)
 STRATEGY_PACKAGES = {"deepspeed": ("deepspeed", "deepspeed", "it compiles CUDA ops at first use: a CUDA toolkit")}
@@ -35,6 +36,7 @@ class MachineFacts:
     accelerate_version: str | None = None
     python: str = sys.executable
     model: ModelConfig | None = None  # the profile's model config, for the memory estimate (None: not read)
+    torch: TorchBuild | None = None  # the ranks' torch, where a CUDA run asks (None: not looked at, or none installed)
 
 
 def module_found(name: str) -> bool:
@@ -88,8 +90,33 @@ def probe_machine(settings: Settings, base_dir: Path | None = None) -> MachineFa
     version: str | None = None
     if dist["strategy"] == "fsdp":  # named in the FSDP-on-CPU refusal
         version = distribution_version("accelerate")
+    torch = read_torch_build() if settings["hardware"]["accelerator"] in ("cuda", "auto") else None
     return MachineFacts(modules={m: module_found(m) for m in sorted(wanted)}, busy_ports=frozenset(busy),
-                        accelerate_version=version, model=read_model_config(settings, base_dir))
+                        accelerate_version=version, model=read_model_config(settings, base_dir), torch=torch)
+
+
+def torch_problem(file: str, settings: Settings, accelerator: str, facts: MachineFacts, real_gpus: bool,
+                  driver: str | None) -> Problem | None:
+    """A CUDA run on this machine's own GPUs (`real_gpus`: read from its driver) with a torch that has no CUDA:
+    refused (its ranks would train on the CPU while the run said `cuda`). Where `auto` chose the CPU for that reason
+    (launch.devices.choose_accelerator), a warning says so and how to get the GPUs. `driver`: this machine's NVIDIA
+    driver's version, for the build to install. GPUs of a recorded table are no machine's here: no torch reaches
+    them, and the ranks train on the CPU, as the plan's environment says (torch_build.RECORDED_GPUS_ENV)."""
+    torch = facts.torch
+    if torch is None or torch.uses_gpu or not real_gpus:
+        return None
+    message, fix = cpu_torch_refusal(torch, facts.python, driver)
+    hw = settings["hardware"]
+    if accelerator == "cuda":
+        key = "hardware.accelerator" if hw["accelerator"] == "cuda" else "hardware.gpus"
+        return Problem(file, key, message if key == "hardware.accelerator" else
+                       f"chooses GPUs (so accelerator \"auto\" is CUDA), but {message.removeprefix('asks for CUDA, but ')}",
+                       fix)
+    if hw["accelerator"] == "auto" and accelerator == "cpu" and hw["gpus"] is None:
+        return Problem(file, "hardware.accelerator", f"\"auto\" trains on the CPU: this machine has NVIDIA GPUs, but "
+                       f"{facts.python} has {torch.words()}", "install its CUDA build to train on the GPUs: "
+                       f"{cuda_install_command(facts.python, torch, driver)}", "warning")
+    return None
 
 
 def machine_problems(settings: Settings, accelerator: str, facts: MachineFacts, file: str,

@@ -169,6 +169,7 @@ class RunRecord(TypedDict, total=False):
     output_removed: float  # when the supervisor found the output folder removed under the run (and made it again)
     main_process_port: int | None
     accelerator: str
+    accelerator_why: str  # how `auto` chose it ("accelerator auto → cuda: 1 NVIDIA GPU(s) found"); absent where asked
     profile_path: str | None  # the profile file it was started from
     cwd: str
     max_steps: int | None

@@ -88,6 +88,8 @@ class TuitrainApp(TuitrainAppApi):
         self.call_after_refresh(self._start_watching)
 
     def _start_watching(self) -> None:
+        if not self.is_running:  # quit before the first frame (a browser tab closed at once): its shutdown has
+            return  # cancelled the workers already, and a loop started now would hold the process for ever
         self.poll_runs()
         if self.fixed_hardware_line is None:
             self.sample_hardware()

@@ -49,7 +49,7 @@ def queue_rows() -> list[dict[str, Any]]:
     folder = queue_dir()
     with locked(folder):
         entries = live_entries(folder)
-    read = gpu_reader()
+    read = gpu_reader(lambda: [e.run_dir for e in entries])
     gpus: list[Any] = []
 
     def read_once() -> Any:

@@ -4,9 +4,10 @@
 In order: every run it follows has ended (`--after`; `--after-ok`: finished, else it never starts); no live entry
 holds one of its GPUs, and no entry queued before it waits for one of them with nothing else left to wait for
 (first queued, first started; a run still waiting for a dependency lets later ones by); each of its GPUs is free by
-the preflight's rule (`hardware.gpu_choice.unfit_reasons`: `busy_reasons`, or with min_free_memory that much
-free). A run that asks for any N GPUs (`gpus = N`) starts on the first N that fit (`count_waits`). A run on the
-CPU (no GPUs) waits for its dependencies only."""
+the preflight's rule (`hardware.gpu_choice.unfit_reasons`: `busy_reasons`, no compute process of anyone on it
+and not near-full or busy; or with min_free_memory, that much free, whoever else computes there). A run that asks
+for any N GPUs (`gpus = N`) starts on the first N that fit (`count_waits`). A run on the CPU (no GPUs) waits for its
+dependencies only."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from tuitrain.hardware.devices import GpuInfo
-from tuitrain.hardware.gpu_choice import choose_free, unfit_reasons
+from tuitrain.hardware.gpu_choice import choose_free, held_by, holders, unfit_reasons
 from tuitrain.hardware.na import NA
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.record import FINAL_STATUSES, RunRecord, RunRecordError, read_record
@@ -74,16 +75,16 @@ def _gib(value: Any) -> str:
 
 
 def describe_taken(gpu: GpuInfo, reasons: Sequence[str]) -> str:
-    """'GPU 2: 96% full, 71.2 GiB used by pid 4411 (bob, python train.py)'."""
+    """'GPU 0: held by rank 0 of run X (3.8 GiB)'; where the reasons are of memory (min_free_memory), what is used
+    and by whom: 'GPU 2: 1.2 GiB free, 10.0 GiB needed (hardware.min_free_memory), 22.8 GiB used, held by pid 4411
+    python train.py (bob, 22.8 GiB)'."""
     text = f"GPU {gpu.index}: {', '.join(reasons)}"
+    if any(r.startswith("held by") for r in reasons):
+        return text
     if gpu.memory_used is not NA:
         text += f", {_gib(gpu.memory_used)} used"
-    procs = sorted(gpu.processes, key=lambda p: -(p.used_memory or 0))[:3]
-    if procs:
-        text += " by " + ", ".join(
-            f"pid {p.pid} ({p.user if p.user is not NA else 'user unknown'}"
-            + (f", {p.command}" if p.command is not NA else "") + ")" for p in procs)
-    return text
+    found = holders(gpu)
+    return text + (f", {held_by(found)}" if found else "")
 
 
 def _ready_by_dependencies(entry: Entry) -> bool:

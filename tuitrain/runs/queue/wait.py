@@ -12,7 +12,7 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from tuitrain.rundir.layout import CONTROL_DROP_SWEEP, CONTROL_HOLD, RunPaths
 from tuitrain.rundir.process_tree import identity
@@ -52,12 +52,14 @@ def cancel_request(paths: RunPaths) -> str | None:
     return next((name for name in CANCEL_REQUESTS if paths.control_request(name).exists()), None)
 
 
-def gpu_reader() -> Callable[[], Any]:
-    """Reads every GPU (honouring $TUITRAIN_NVML_TABLE, as the planner does)."""
+def gpu_reader(run_dirs: Callable[[], Iterable[str | Path]]) -> Callable[[], Any]:
+    """Reads every GPU (honouring $TUITRAIN_NVML_TABLE, as the planner does), each process named by the run and
+    rank it belongs to where it is one of a run beside `run_dirs()` (the queue's entries: `runs.view.owners.with_owners`)."""
     from tuitrain.hardware.devices import discover
     from tuitrain.hardware.recorded import library_from_env
+    from tuitrain.runs.view.owners import with_owners
 
-    return lambda: discover(library_from_env(os.environ)).gpus
+    return lambda: with_owners(discover(library_from_env(os.environ)).gpus, run_dirs())
 
 
 def announce(paths: RunPaths) -> RunRecord:
@@ -102,7 +104,8 @@ def wait_turn(paths: RunPaths, record: RunRecord) -> tuple[str, str] | None:
     signalled = _Signalled()
     ensure_queue_dir(folder)
     watch = Wakeup([folder, paths.control, *(Path(d.get("run_dir", "")) for d in queue.get("after") or ())])
-    read_gpus = gpu_reader()
+    seen: list[str] = [str(paths.root)]  # this run's and the queue's run directories, for who holds a GPU
+    read_gpus = gpu_reader(lambda: seen)
     said: tuple[str, ...] | None = None
     try:
         while True:
@@ -126,6 +129,7 @@ def wait_turn(paths: RunPaths, record: RunRecord) -> tuple[str, str] | None:
                     return gone_entry(folder, paths)
                 if mine.supervisor != me:
                     mine = update_entry(folder, mine, supervisor=me)
+                seen[1:] = [e.run_dir for e in entries]
                 decided = verdict(mine, entries, read_gpus)
                 if decided.start:
                     if decided.chosen:

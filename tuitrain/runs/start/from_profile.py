@@ -36,6 +36,10 @@ def local_plan(settings: Settings, run_dir: Path, file: str, hardware: Hardware 
     """This machine's plan of `settings` against `run_dir` (for a start: `new_run_dir(runs_root)`, the run
     directory before it exists), with `notes` (what `launch_settings` chose) first among the plan's."""
     hardware = hardware if hardware is not None else detect_hardware()
+    if any(g.processes for g in hardware.gpus):  # the preflight names who holds a GPU: a run's rank, or a stranger
+        from tuitrain.runs.view.owners import with_owners  # psutil: only where a GPU holds a process
+
+        hardware = dataclasses.replace(hardware, gpus=with_owners(hardware.gpus, [run_dir]))
     planned = plan_launch(settings, hardware, Path(run_dir), file=file, resume_from=resume_from)
     return dataclasses.replace(planned, notes=[*notes, *planned.notes]) if notes else planned
 

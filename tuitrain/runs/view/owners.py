@@ -16,9 +16,9 @@ import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from tuitrain.hardware.devices import OwnerOf
+from tuitrain.hardware.devices import GpuInfo, OwnerOf, attach_owners
 from tuitrain.hardware.host import nearest_owned, parent_pids
 from tuitrain.rundir.process_tree import find
 from tuitrain.rundir.ranks import read_rank_records
@@ -101,6 +101,24 @@ def owner_of(pid: int, owners: Mapping[int, RankOwner], ancestors: Ancestors = p
 def owner_lookup(owners: Mapping[int, RankOwner], ancestors: Ancestors = parent_pids) -> OwnerOf:
     """`owners` as the pid → owner function hardware.devices.attach_owners takes."""
     return functools.partial(owner_of, owners=owners, ancestors=ancestors)
+
+
+def owners_near(run_dirs: Iterable[str | Path]) -> dict[int, RankOwner]:
+    """pid → owner for the live runs beside these run directories (every runs root one of them is in): the queue
+    names who holds a GPU by the runs of its entries' roots."""
+    owners: dict[int, RankOwner] = {}
+    for root in dict.fromkeys(Path(d).parent for d in run_dirs):
+        if root.is_dir():
+            owners.update(read_owners(root))
+    return owners
+
+
+def with_owners(gpus: Sequence[GpuInfo], run_dirs: Iterable[str | Path]) -> tuple[GpuInfo, ...]:
+    """`gpus` with each process's owner, where it is a rank (or a child of one) of a run beside `run_dirs`; the run
+    records are read only when some GPU holds a process."""
+    if not any(g.processes for g in gpus):
+        return tuple(gpus)
+    return attach_owners(gpus, owner_lookup(owners_near(run_dirs)))
 
 
 class OwnerIndex:

@@ -25,7 +25,19 @@ from textual.widgets import DataTable, Static
 from tuitrain.hardware.devices import GpuInfo, GpuProcess, MigDevice, ProcessOwner
 from tuitrain.hardware.host import current_user
 from tuitrain.hardware.na import NA, NaType
-from tuitrain.hardware.processes import GRACE, SORTS, GpuProcessRow, command_line, process_rows, refusal, short_command, terminate
+from tuitrain.hardware.processes import (
+    GRACE,
+    SORTS,
+    GpuProcessRow,
+    command_line,
+    process_rows,
+    refusal,
+    short_command,
+    sm_share,
+    terminate,
+    use_notes,
+    use_words,
+)
 from tuitrain.hardware.sampler import GpuPoint
 from tuitrain.humanize import gib, gpu_memory
 from tuitrain.remote.workstations import LOCAL
@@ -107,13 +119,15 @@ def owner_text(owner: ProcessOwner, label: str) -> str:
 
 
 def process_cells(row: GpuProcessRow, me: str, command: str = "", label: str = "") -> list[Text]:
-    """A process's row: its pid, user, `command` (with its arguments; default what the sampler saw), memory, and
-    the run (`label`: its short name, default its id) and rank owning it."""
+    """A process's row: its pid, user, `command` (with its arguments; default what the sampler saw), memory with its
+    SM share where the driver gives it (a GPU's detail line says why not), and the run (`label`: its short name,
+    default its id) and rank owning it."""
     proc = row.process
     style = "" if proc.user == me else "dim"
     owner = owner_text(proc.owner, label or proc.owner.run_id) if proc.owner is not None else "-"
+    memory = gib(proc.used_memory, unit=True) + (f" · SM {sm_share(proc)}" if proc.sm_util is not NA else "")
     return [Text(""), Text(str(proc.pid), style), _cut(str(proc.user), style), _cut(command or str(proc.command), style),
-            Text(gib(proc.used_memory, unit=True), style), _cut(owner, "cyan" if proc.owner is not None else style)]
+            Text(memory, style), _cut(owner, "cyan" if proc.owner is not None else style)]
 
 
 def _cell_width(cell: Text) -> int:
@@ -149,12 +163,13 @@ def column_widths(rows: list[list[Text]], room: int) -> tuple[int, ...]:
 
 
 def gpu_detail(gpu: GpuInfo) -> str:
-    """What the line under the table says of a highlighted GPU."""
+    """What the line under the table says of a highlighted GPU; and, where its processes' SM share or peak memory
+    reads N/A, why (`hardware.processes.use_notes`)."""
     parts = [f"GPU {gpu.index}: {gpu.name}", f"{gpu.uuid}", f"bus {gpu.pci_bus_id}",
              f"compute capability {gpu.compute_capability_text}"]
     if gpu.mig_enabled:
         parts.append(f"MIG on, {len(gpu.mig_devices)} instance(s)")
-    return " · ".join(parts)
+    return "\n".join([" · ".join(parts), *(note.replace(f" on GPU {gpu.index} ", " ") for note in use_notes((gpu,)))])
 
 
 def mig_detail(gpu: GpuInfo, mig: MigDevice) -> str:
@@ -162,12 +177,14 @@ def mig_detail(gpu: GpuInfo, mig: MigDevice) -> str:
             f"{gpu_memory(mig.memory_used, mig.memory_total)}")
 
 
-def process_detail(row: GpuProcessRow, command: str) -> str:
-    """A highlighted process, whole: who runs it where, the run and rank owning it, and its full command."""
+def process_detail(row: GpuProcessRow, command: str, gpu: GpuInfo | None = None) -> str:
+    """A highlighted process, whole: who runs it where, its SM share and peak memory where the driver gives either
+    (`gpu`: the GPU it is on; the GPU's own detail says why not), the run and rank owning it, and its full command."""
     proc = row.process
     owner = proc.owner.describe() if proc.owner is not None else "not a tuitrain run"
     said = f"$ {command}" if command != str(NA) else "its command cannot be seen from here (another container, or gone)"
-    return f"pid {proc.pid} ({proc.user}) on GPU {row.gpu}, {gib(proc.used_memory, unit=True)} · {owner}\n{said}"
+    use = f" · {use_words(gpu, proc)}" if gpu is not None and (proc.sm_util is not NA or proc.peak_memory is not NA) else ""
+    return f"pid {proc.pid} ({proc.user}) on GPU {row.gpu}, {gib(proc.used_memory, unit=True)}{use} · {owner}\n{said}"
 
 
 def box_heading(host: str, gpus: tuple[GpuInfo, ...] | None, problem: str | None) -> list[Text]:
@@ -326,7 +343,7 @@ class GpusScreen(Screen):
                 command = self.command_of(row)
                 label = labels.get(row.process.owner.run_id, "") if row.process.owner is not None else ""
                 rows.append((row.key, process_cells(row, self.me, short_command(command), label), row, ()))
-                details[row.key] = process_detail(row, command)
+                details[row.key] = process_detail(row, command, gpu)
         for host, (box, problem) in self.boxes.items():
             rows.append((f"host:{host}", box_heading(host, box, problem), None, ()))
             details[f"host:{host}"] = problem or f"{host}: its GPUs, sampled there by its tuitrain; read-only here"
@@ -375,7 +392,7 @@ class GpusScreen(Screen):
                 label = labels.get(owner.run_id, "") if owner is not None else ""
                 command = str(row.process.command)
                 lines.append((f"{host}/{row.key}", process_cells(row, self.me, short_command(command), label), row,
-                              f"{host}: {process_detail(row, command)}"))
+                              f"{host}: {process_detail(row, command, gpu)}"))
         return lines
 
     def _show_detail(self) -> None:

@@ -12,6 +12,7 @@ from rich.text import Text
 from tuitrain.hardware.devices import GpuInfo
 from tuitrain.hardware.mapping import visible_gpus
 from tuitrain.hardware.na import NA, NaType
+from tuitrain.hardware.processes import sm_share, use_notes
 from tuitrain.hardware.sampler import GpuPoint, SampledView
 from tuitrain.humanize import duration, gib, gpu_memory, percent, size
 from tuitrain.rundir.record import RunRecord
@@ -94,7 +95,8 @@ def remote_lines(out: Text, sample: Mapping[str, Any] | None, run_id: str, now: 
         temperature = _number(gpu.get("temperature"))
         mine = [p for p in gpu.get("processes") or [] if isinstance(p, Mapping) and isinstance(p.get("owner"), Mapping)
                 and p["owner"].get("run_id") == run_id]
-        ranks = ", ".join(f"rank {p['owner'].get('rank')} {gib(_number(p.get('used_memory')) or 0)} GiB" for p in mine)
+        ranks = ", ".join(f"rank {p['owner'].get('rank')} {gib(_number(p.get('used_memory')) or 0)} GiB"
+                          + (f" SM {p['sm_util']}%" if isinstance(p.get("sm_util"), int) else "") for p in mine)
         out.append(f"    GPU {gpu.get('index')}  {gpu.get('name') or '?'}  util {percent(util if util is not None else NA, 3)}"
                    f"  memory {gpu_memory(used, total, bool(gpu.get('lost')))}"
                    + (f"  {temperature:.0f}°C" if temperature is not None else "")
@@ -301,7 +303,11 @@ def _gpu_lines(out: Text, record: Mapping[str, Any], gpus: Sequence[GpuInfo], st
                     and proc.owner.rank not in ranks_of:
                 continue  # a rank of another machine, by a pid that is someone else's here
             who = proc.owner.describe() if proc.owner else f"pid {proc.pid} ({proc.user})"
-            out.append(f"    {who}: {gib(proc.used_memory)} GiB\n", style="" if mine else "dim")
+            peak = f", peak {gib(proc.peak_memory)} GiB" if proc.peak_memory is not NA else ""
+            sm = f", SM {sm_share(proc)}" if proc.sm_util is not NA else ""
+            out.append(f"    {who}: {gib(proc.used_memory)} GiB{peak}{sm}\n", style="" if mine else "dim")
+    for note in use_notes(tuple(devices)):  # where a process's SM share or peak memory is not given, why
+        out.append(f"  {note}\n", style="dim")
 
 
 def box_panel(host: str, news: "HostNews | None", record: RunRecord, run_id: str, live: bool,

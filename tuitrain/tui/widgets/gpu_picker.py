@@ -35,7 +35,7 @@ def cuda_labels(ticked: Sequence[int | None]) -> dict[int, str]:
 
 def busy_note(gpu: GpuInfo) -> str:
     """'  ⚠ taken: 95% busy' beside a ticked GPU that the launch's preflight warns about (one rule,
-    hardware.preflight.busy_reasons: near-full of memory, or busy computing); '' when it has room."""
+    hardware.gpu_choice.busy_reasons: a process computing on it, near-full of memory, or busy); '' when it has room."""
     if gpu.lost:  # it stopped answering: the launch's preflight refuses it
         return "  ⚠ lost: stopped answering (NVML), untick it"
     reasons = busy_reasons(gpu)
