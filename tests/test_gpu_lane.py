@@ -102,21 +102,28 @@ def test_the_ranks_process_is_named_with_its_run_and_rank(runs_dir):
 
 
 def test_the_app_shows_the_real_gpu(tmp_path):
+    """Home's strip names GPU 0 with figures, and (issue 38) its recent utilisation and memory follow as sparklines,
+    from the app's history of the real driver's samples."""
     from tuitrain.tui.app import TuitrainApp
+    from tuitrain.tui.widgets.hardware_strip import HardwareStrip
 
     app = TuitrainApp(tmp_path / "runs")
 
-    async def main() -> str:
-        async with app.run_test(size=(120, 40)) as pilot:
+    async def main() -> tuple[str, str, int]:
+        async with app.run_test(size=(160, 40)) as pilot:
             for _ in range(600):
                 await pilot.pause(0.1)
                 # the host's CPU figure needs two samples (N/A on the first, as the sampler's tests say)
-                if "GPU0" in (line := str(app.hardware_line or "")) and "N/A" not in line:
-                    return line
-        return str(app.hardware_line)
+                line = str(app.hardware_line or "")
+                points = len(app.gpu_history.trace("local", 0).utilization)
+                if "GPU0" in line and "N/A" not in line and points >= 2:
+                    await pilot.pause(0.3)
+                    return line, app.screen.query_one(HardwareStrip).render().plain, points
+        return str(app.hardware_line), "", 0
 
-    line = asyncio.run(main())
+    line, strip, points = asyncio.run(main())
     assert "GPU0" in line and "N/A" not in line, line
+    assert points >= 2 and " util " in strip and " mem " in strip, strip
 
 
 @pytest.mark.parametrize(("sets", "key"), [

@@ -4,8 +4,8 @@ Every `import` and `from ... import` under tuitrain/ counts, at module level, in
 under `if TYPE_CHECKING:` alike (a type-only import is still an arrow between layers). A layer is
 the first folder under tuitrain/ (rundir, profile, hardware, launch, remote, runs, slurm, backends, engine, script,
 tui, cli); the small
-top-level modules (atomic, humanize, installed, torch_build, yaml_text, user_config) are helpers that import no
-layer.
+top-level modules (atomic, humanize, installed, torch_build, yaml_text, user_config, errors) are helpers that
+import no layer (`errors`, the root of every refusal, is the one helper the others may import).
 Starting a process (`python -m tuitrain.engine`, `-m tuitrain.runs.keeper.supervise`) is not an import.
 """
 
@@ -20,14 +20,14 @@ from typing import Iterator
 PACKAGE = Path(__file__).resolve().parents[1] / "tuitrain"
 
 # package: tuitrain/__init__.py
-HELPERS = frozenset({"atomic", "humanize", "installed", "torch_build", "yaml_text", "user_config", "package"})
+HELPERS = frozenset({"atomic", "humanize", "installed", "torch_build", "yaml_text", "user_config", "errors", "package"})
 LAYERS = ("rundir", "profile", "hardware", "launch", "remote", "notify", "runs", "slurm", "backends", "engine", "script", "tui", "cli")
 
 # layer -> the other layers (and helpers) it may import; its own modules always.
 ALLOWED: dict[str, frozenset[str]] = {
     # the run directory's contract (layout, record, events, checkpoints, ...): what the engine's ranks write and every
     # other layer reads; it imports no layer
-    "rundir": frozenset({"atomic"}),
+    "rundir": frozenset({"atomic", "errors"}),
     "profile": HELPERS,
     # profile for `Problem`, the one vocabulary of findings (hardware/preflight.py says its checks in it)
     "hardware": HELPERS | {"profile"},
@@ -40,9 +40,9 @@ ALLOWED: dict[str, frozenset[str]] = {
     # the scheduler: sbatch/squeue/sacct/scancel around the ordinary planner and supervisor
     "slurm": HELPERS | {"rundir", "profile", "hardware", "launch", "remote", "runs"},
     # what each rank loads: the run directory's contract, no psutil-heavy watching, no planning, no hardware
-    "engine": frozenset({"atomic", "torch_build", "profile", "rundir"}),
+    "engine": frozenset({"atomic", "errors", "torch_build", "profile", "rundir"}),
     # script mode's rank side (a user's own script): what the engine's ranks get, and the engine's callbacks
-    "script": frozenset({"atomic", "rundir", "engine"}),
+    "script": frozenset({"atomic", "errors", "rundir", "engine"}),
     # how a run is carried (this machine, SSH machines, a Slurm job): one interface over the three, chosen once
     "backends": HELPERS | {"rundir", "profile", "hardware", "launch", "remote", "runs", "slurm"},
     # slurm: the app acts on a Slurm run as the CLI does (its stop cancels the job when it must)
@@ -148,7 +148,7 @@ def test_every_module_has_a_layer() -> None:
 
 
 def test_helpers_import_no_layer() -> None:
-    assert [str(i) for i in cross_layer() if layer_of(i.importer) in HELPERS
+    assert [str(i) for i in cross_layer() if layer_of(i.importer) in HELPERS and i.target != "tuitrain.errors"
             and not (layer_of(i.importer) == "package" and i.target in PACKAGE_SCRIPT and i.lazy)] == []
 
 

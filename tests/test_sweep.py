@@ -8,8 +8,15 @@ from pathlib import Path
 import pytest
 
 from conftest import cli, record, wait_until_ended
-from tuitrain.cli.errors import CliError
-from tuitrain.cli.sweeping import AT_ONCE_WITHOUT_LIMIT, MAX_SWEEP_RUNS, SweepPoint, sweep_points, sweep_refusal, throttle
+from tuitrain.backends.sweep import (
+    AT_ONCE_WITHOUT_LIMIT,
+    MAX_SWEEP_RUNS,
+    SweepError,
+    SweepPoint,
+    sweep_points,
+    sweep_refusal,
+    throttle,
+)
 
 QUICK = ["--set", "training.max_steps=3", "--set", "training.eval_strategy=no", "--set", "training.save_strategy=no"]
 
@@ -29,12 +36,12 @@ def test_every_combination_in_the_order_written() -> None:
     (["run.seed=1,2", "run.seed=3"], "given twice"),
 ])
 def test_a_bad_sweep_is_one_line(specs: list[str], needle: str) -> None:
-    with pytest.raises(CliError, match=needle):
+    with pytest.raises(SweepError, match=needle):
         sweep_points(specs)
 
 
 def test_a_sweep_that_would_cost_more_than_it_says_is_refused_in_one_line() -> None:
-    with pytest.raises(CliError, match=f"more than {MAX_SWEEP_RUNS} in one sweep; split it"):
+    with pytest.raises(SweepError, match=f"more than {MAX_SWEEP_RUNS} in one sweep; split it"):
         sweep_points([f"run.seed={','.join(map(str, range(MAX_SWEEP_RUNS + 1)))}"])
     many = sweep_points([f"run.seed={','.join(map(str, range(AT_ONCE_WITHOUT_LIMIT + 1)))}"])
     assert "add --max-parallel N" in (sweep_refusal(many, [], None) or "")
@@ -81,7 +88,7 @@ def test_a_value_run_would_refuse_queues_nothing(queue_env: Path) -> None:
 
 
 def test_a_sweep_is_one_line_in_the_queue_unless_expanded() -> None:
-    from tuitrain.cli.queueing import queue_lines
+    from tuitrain.runs.queue.look import queue_lines
 
     def row(position: int, run: str, index: int | None) -> dict:
         sweep = {"id": "s1", "index": index, "of": 3, "label": f"lr={index}"} if index else None

@@ -680,6 +680,9 @@ async def accept_the_offer(pilot):
     await until(pilot, lambda: any("press a to make a profile" in n.message for n in app._notifications),
                 what="the offer")
     await pilot.press("a")
+    await until(pilot, lambda: type(app.screen).__name__ == "PromptScreen", what="the file asked for")
+    assert app.screen.query_one("#answer").value.endswith("default_config.yaml")  # the offer, filled in
+    await pilot.press("enter")
     await until(pilot, lambda: type(app.screen).__name__ == "EditorScreen" and app.screen.loaded, what="the editor")
     return app.screen
 

@@ -1,6 +1,6 @@
 """Screenshots of the GPUs screen (issue 21, item 7) at 80×24 and 120×40: four mixed GPUs with a run's ranks and a
 stranger's process, and two A100s, one split into MIG instances. The figures are a fixed sample of a recorded NVML
-table with fixed processes (users, command lines, owners), a fixed utilisation history and a fixed host, so a
+table with fixed processes (users, command lines, owners), a fixed utilisation and memory history and a fixed host, so a
 screenshot is the same on every machine (the pids are the recorded box's: none lives here, so no command line is
 read from this machine).
 
@@ -32,6 +32,7 @@ RANK_PIDS = {4100001: 0}  # pid → its rank in the run FINISHED
 def fixed_view(table: str):
     """A sample of the recorded `table` with fixed processes, a fixed utilisation history and host."""
     from tuitrain.hardware.host import HostInfo
+    from tuitrain.hardware.na import NA
     from tuitrain.hardware.recorded import RecordedNvml, load_table
     from tuitrain.hardware.sampler import GpuPoint, Sampler
     from tuitrain.runs.view.owners import RankOwner
@@ -49,7 +50,9 @@ def fixed_view(table: str):
     discovery = dataclasses.replace(view.snapshot.discovery, gpus=tuple(gpus))
     host = HostInfo(cpu_count=16, physical_cores=8, cpu_percent=25.0, memory_total=64 * 2**30, memory_used=12 * 2**30)
     snapshot = dataclasses.replace(view.snapshot, discovery=discovery, host=host, ranks=())
-    history = {gpu.index: tuple(GpuPoint(float(t), (t * 7 + gpu.index * 30) % 101, 0, 40, 100.0) for t in range(40))
+    history = {gpu.index: tuple(GpuPoint(float(t), (t * 7 + gpu.index * 30) % 101,
+                                         (t * gpu.index * 2**27) % (gpu.memory_total or 1) if gpu.memory_total is not NA
+                                         else NA, 40, 100.0) for t in range(40))
                for gpu in gpus}
     return dataclasses.replace(view, snapshot=snapshot, gpu_history=history, host_history=(), rank_history={})
 
@@ -59,9 +62,12 @@ def fixed_view(table: str):
                          ids=["four_gpu_mixed", "mig_a100"])
 def test_gpus_screen(snap_compare, base, size, table, selected):  # noqa: F811 - the fixture
     async def before(pilot):
+        from tuitrain.tui.messages import HardwareSampled
+
         app = pilot.app
         await until(pilot, lambda: app.polls > 1, what="the runs")
-        app.hardware_view = fixed_view(table)
+        app.post_message(HardwareSampled(app.hardware_line, fixed_view(table)))  # as the app's sampler hands it
+        await until(pilot, lambda: app.hardware_view is not None, what="the sample")
         await pilot.press("g")
         await until(pilot, lambda: type(app.screen).__name__ == "GpusScreen", what="the GPUs screen")
         grid = app.screen.query_one("#gpu-table")

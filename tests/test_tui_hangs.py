@@ -92,10 +92,10 @@ def test_a_straggler_is_named_in_the_header(base):  # noqa: F811
 
 
 @contextmanager
-def sleeper_rank(run_dir: Path, folder: Path) -> Iterator[subprocess.Popen[str]]:
+def sleeper_rank(run_dir: Path, folder: Path, script: str = SLEEPER) -> Iterator[subprocess.Popen[str]]:
     """The run's rank 0 as a real process that answers SIGUSR2 as a rank does (SLEEPER), named in its run.json."""
     sleeper = folder / "sleeper.py"
-    sleeper.write_text(SLEEPER, encoding="utf-8")
+    sleeper.write_text(script, encoding="utf-8")
     (run_dir / "stacks").mkdir()
     proc = subprocess.Popen([sys.executable, str(sleeper), str(run_dir / "stacks" / "rank-0.txt")],
                             stdout=subprocess.PIPE, text=True)
@@ -132,6 +132,55 @@ def test_h_takes_every_ranks_stacks_in_a_worker_and_shows_the_digest(base, tmp_p
             await until(pilot, lambda: pilot.app.screen is monitor, what="back to the monitor")
 
         run_app(make_app(base), script)
+
+
+TWO_THREADS = """import faulthandler, signal, sys, threading, time
+out = open(sys.argv[1], "a")
+faulthandler.register(signal.SIGUSR2, file=out, all_threads=True, chain=False)
+def side_loop():
+    time.sleep(3600)
+threading.Thread(target=side_loop, daemon=True).start()
+print("ready", flush=True)
+while True:
+    time.sleep(3600)  # the hang
+"""
+
+
+def test_a_in_the_stacks_shows_every_thread_as_stacks_all_threads_prints_it(base, tmp_path):  # noqa: F811
+    """A rank with a second thread: the main thread alone, then with `a` both threads, each frame, the rank's lines
+    as `tuitrain stacks --all-threads` prints them; `a` again, the main thread alone."""
+    from conftest import cli
+
+    run_dir = base / "runs" / RUNNING
+    with sleeper_rank(run_dir, tmp_path, TWO_THREADS):
+        async def script(pilot):
+            await open_monitor(pilot, RUNNING)
+            await pilot.press("h")
+            screen = await until(pilot, lambda: type(pilot.app.screen).__name__ == "StacksScreen" and pilot.app.screen,
+                                 what="the stacks screen")
+            await until(pilot, lambda: screen.shown, timeout=30, what="the stacks")
+            assert "(+1 other thread)" in screen.shown.splitlines() and "side_loop" not in screen.shown, screen.shown
+            await pilot.press("a")
+            await until(pilot, lambda: "side_loop" in screen.shown, what="every thread")
+            shown.append(screen.shown)
+            await pilot.press("a")
+            await until(pilot, lambda: "side_loop" not in screen.shown, what="the main thread alone again")
+
+        shown: list[str] = []
+        run_app(make_app(base), script)
+        printed = cli("stacks", RUNNING, "--all-threads", runs_dir=base / "runs")
+    assert printed.returncode == 0, printed.stderr
+
+    def rank_lines(text: str) -> list[str]:
+        lines = text.splitlines()
+        start = next(i for i, line in enumerate(lines) if line.startswith("rank 0 (pid "))
+        end = lines.index("", start)
+        return [line.replace(", took the signal", "") for line in lines[start:end] if not set(line) <= {"="}]
+
+    ours = rank_lines(shown[0])
+    assert ours == rank_lines(printed.stdout), (shown[0], printed.stdout)
+    assert ours[1].endswith("(main, 1 frame):") and "  <module> sleeper.py:9" in ours, ours
+    assert "  side_loop sleeper.py:5" in ours, ours
 
 
 def test_h_on_an_ended_run_says_there_is_nothing_to_take(base):  # noqa: F811

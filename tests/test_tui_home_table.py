@@ -1,5 +1,5 @@
 """Home's runs table, htop-style (issue 13): o cycles the sort column (started, status, profile,
-loss), O reverses it, / filters the rows by id, profile or status as one types; sort and filter hold
+loss, best, step, time), O reverses it, / filters the rows by id, profile or status as one types; sort and filter hold
 across refreshes and runs appearing meanwhile."""
 
 from __future__ import annotations
@@ -55,6 +55,15 @@ def test_o_cycles_the_sort_column_and_O_reverses_it(base):  # noqa: F811
         await until(pilot, lambda: "by loss ↑" in title.text, what="reversed back")
         assert shown_ids(app)[table.cursor_row] == RUNNING
         await pilot.press("o")
+        await until(pilot, lambda: "by best ↓" in title.text, what="sorted by best")
+        assert shown_ids(app) == [OTHER, FINISHED, RUNNING, FAILED]  # eval_loss: the lowest is the best
+        await pilot.press("o")
+        await until(pilot, lambda: "by step ↑" in title.text, what="sorted by step")
+        assert shown_ids(app) == [FAILED, RUNNING, OTHER, FINISHED]
+        await pilot.press("o")
+        await until(pilot, lambda: "by time ↑" in title.text, what="sorted by time")
+        assert shown_ids(app) == [OTHER, FAILED, FINISHED, RUNNING]  # 39 s each, then the live run's 40 min so far
+        await pilot.press("o")
         await until(pilot, lambda: title.text == "Runs (4)", what="back to started")
         assert shown_ids(app) == [OTHER, RUNNING, FAILED, FINISHED]
 
@@ -85,9 +94,9 @@ def test_slash_filters_as_one_types_and_the_filter_and_sort_hold_across_refreshe
         # a run appearing meanwhile takes its place in the order, or stays out
         copy_run(base, FINISHED, "20260101-004000-demo", "demo", T0 + 2400)
         copy_run(base, FINISHED, "20260101-005000-other", "other", T0 + 3000)
-        await until(pilot, lambda: len(shown_ids(app)) == 4, what="the new demo run")
+        # the two copies may land across a poll: wait for both
+        await until(pilot, lambda: title.text == "Runs (4 of 6) · /demo · by loss ↑", what="the new demo run")
         assert shown_ids(app) == ["20260101-004000-demo", FINISHED, RUNNING, FAILED]
-        assert title.text == "Runs (4 of 6) · /demo · by loss ↑"
         await pilot.press("escape")  # clears the filter; the sort stays
         await until(pilot, lambda: len(shown_ids(app)) == 6, what="every run")
         assert title.text == "Runs (6) · by loss ↑"

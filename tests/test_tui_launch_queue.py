@@ -109,3 +109,69 @@ def test_a_profile_that_always_queues_is_queued_by_run_and_by_launch(base: Path)
     profile.write_text(tomli_w.dumps(data))
     refused = cli("validate", str(profile), "--offline", runs_dir=runs)
     assert refused.returncode == 1 and "run.queue: a run over several machines" in refused.stderr, refused.stderr
+
+
+def test_the_dialog_queues_a_sweep_after_a_run_as_run_sweep_after_does(base: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Queue options typed in the dialog are `tuitrain run`'s: `--sweep K=V1,V2 --max-parallel 1 --after RUN` queues
+    one run per value, each after RUN, the second after the first too, as one sweep (backends.sweep); what they
+    queue is said as they are typed, and a sweep `run --sweep` refuses is refused in its words, queueing nothing.
+    Every run waits on GPU 2, held by a stranger (a recorded table), so none of them trains."""
+    from conftest import cli
+    from queue_tables import gpu_two
+    from tuitrain.tui.screens.launch import LaunchScreen
+
+    gpu_two(base / "nvml.json", taken=True)
+    monkeypatch.setenv("TUITRAIN_NVML_TABLE", str(base / "nvml.json"))
+    on_two = ["hardware.accelerator=cuda", "hardware.gpus=[2]", "training.max_steps=2"]
+    runs = base / "runs"
+    first = cli("run", "demo", "--queue", *(w for s in on_two for w in ("--set", s)), runs_dir=runs).stdout.strip()
+    assert first, "the run to wait for"
+    said_by_run = cli("run", "demo", *(w for s in on_two for w in ("--set", s)), "--after-ok", "nosuchrun",
+                      runs_dir=runs)
+    assert said_by_run.returncode != 0 and "--after-ok nosuchrun: " in said_by_run.stderr, said_by_run.stderr
+    refused = said_by_run.stderr.strip().split("--after-ok nosuchrun: ", 1)[1]
+    app = make_app(base)
+
+    async def script(pilot):
+        app.push_screen(LaunchScreen(BUILTIN_DIR / "demo.toml", on_two))
+        await until(pilot, lambda: type(app.screen).__name__ == "LaunchScreen" and app.screen.query("#queue-options"),
+                    what="the launch dialog")
+        dialog = app.screen
+        said = dialog.query_one("#queue-said")
+        dialog.query_one("#queue-options").value = "--sweep run.seed=1"
+        await until(pilot, lambda: "a sweep needs two values or more" in str(said.render()), what="the refusal")
+        await pilot.press("ctrl+o")
+        await until(pilot, lambda: "a sweep needs two values or more" in str(dialog.query_one("#problems").render()),
+                    what="the refusal on ctrl+o")
+        assert sorted(p.name for p in runs.iterdir()) == [first]
+        dialog.query_one("#queue-options").value = "--max-parallel 2"
+        await until(pilot, lambda: "--max-parallel limits the runs of a --sweep" in str(said.render()),
+                    what="--max-parallel alone refused as typed")
+        dialog.query_one("#queue-options").value = "--after-ok nosuchrun"
+        await until(pilot, lambda: str(said.render()) == "queues 1 run, after nosuchrun finish(es) well",
+                    what="what --after-ok queues")
+        await pilot.press("ctrl+o")
+        await until(pilot, lambda: "--after-ok nosuchrun: " in str(dialog.query_one("#problems").render())
+                    and not dialog.busy, timeout=60, what="the run it names not found, in run's words")
+        assert f"--after-ok nosuchrun: {refused}" in str(dialog.query_one("#problems").render())
+        assert sorted(p.name for p in runs.iterdir()) == [first]
+        dialog.query_one("#queue-options").value = f"--sweep run.seed=1,2 --max-parallel 1 --after {first}"
+        await until(pilot, lambda: str(said.render()) == "queues 2 runs of a sweep over run.seed (seed=1, seed=2), "
+                    f"at most 1 at once, after {first}", what="what the options queue")
+        await pilot.press("ctrl+o")
+        await until(pilot, lambda: app.screen is not dialog, timeout=60, what="the sweep queued")
+
+    run(script, app, size=(120, 40))
+    swept = sorted(p for p in runs.iterdir() if p.name != first)
+    try:
+        assert len(swept) == 2
+        records = sorted((read_record(RunPaths(p)) for p in swept), key=lambda r: r["queue"]["sweep"]["index"])
+        assert [r["queue"]["sweep"]["label"] for r in records] == ["seed=1", "seed=2"]
+        assert [[d["run"] for d in r["queue"]["after"]] for r in records] == [[first], [first, records[0]["id"]]]
+        assert [r["profile"] for r in records] == ["demo seed=1", "demo seed=2"]
+        assert not any(RunPaths(p).control_request("hold").exists() for p in swept)  # let go: queued whole
+    finally:
+        for run_dir in [*swept, runs / first]:
+            cli("cancel", run_dir.name, runs_dir=runs)
+        for run_dir in [*swept, runs / first]:
+            wait_until_ended(run_dir, 120)

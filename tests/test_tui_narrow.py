@@ -27,7 +27,7 @@ def test_at_80x24_a_long_run_id_gives_way_and_status_and_time_show_whole(base): 
         await until(pilot, lambda: table.row_count == 4, what="four runs")
         await pilot.pause(0.3)
         rows = shown_rows(table)
-        assert rows[0].split() == ["RUN", "STATUS", "STEP", "LOSS", "BEST", "TIME"]
+        assert rows[0].split() == ["RUN", "↓", "STATUS", "STEP", "LOSS", "BEST", "TIME"]  # newest first, it says
         long_row = next(r for r in rows if r.lstrip().startswith("00:30 bert"))  # its label: time and name
         assert "…" in long_row.split()[1] and long_row.split()[2] == "finished" and long_row.rstrip().endswith("39s")
         failed = next(r for r in rows if "failed" in r)

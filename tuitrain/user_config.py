@@ -9,10 +9,12 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from tuitrain.errors import TuitrainError
+
 CONFIG_ENV = "TUITRAIN_CONFIG"
 
 
-class UserConfigError(ValueError):
+class UserConfigError(TuitrainError, ValueError):
     """The settings file is wrong: the message names the file, the key and the fix."""
 
 

@@ -1,10 +1,10 @@
 """What every backend does, whatever carries the run: plan, check, start, resume, stop.
 
 A backend is chosen once (tuitrain.backends.choose) from a profile or a run record; the CLI and the app call it
-and never ask which kind of run they hold. Each method's refusals are the same exceptions whatever the backend:
+and never ask which kind of run they hold. Each method's refusals are `TuitrainError`s whatever the backend:
 `ProfileError` (the profile), `StartError` (cannot start), `ResumeError` (cannot resume), `ControlError` (cannot
-be asked), each with a message a person can act on. (Model: torchx's scheduler API, one interface over local and
-Slurm schedulers.)
+be asked), Slurm's `ScriptError` / `SlurmError`, each with a message a person can act on. (Model: torchx's
+scheduler API, one interface over local and Slurm schedulers.)
 """
 
 from __future__ import annotations

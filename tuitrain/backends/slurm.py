@@ -12,10 +12,7 @@ from tuitrain.profile import Profile
 from tuitrain.rundir.kind import RunKind
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.record import FINAL_STATUSES
-from tuitrain.runs.control import ControlError
-from tuitrain.runs.start.new_run import StartError
-from tuitrain.slurm.commands import SlurmError
-from tuitrain.slurm.script import JobOptions, ScriptError
+from tuitrain.slurm.script import JobOptions
 from tuitrain.slurm.submit import dry_run_script, job_notes, job_settings, load_job_profile, resume_job, submit
 
 
@@ -33,11 +30,8 @@ class SlurmBackend:
         return dataclasses.replace(profile, notes=[n for n in profile.notes if str(n) in job_notes(profile)])
 
     def plan(self, profile: Profile, runs_root: Path, cwd: Path | None = None) -> Preview:
-        try:
-            _settings, resources = job_settings(profile)
-            script = dry_run_script(profile, runs_root, self.options, python=self.python)
-        except ScriptError as exc:
-            raise StartError(str(exc)) from None
+        _settings, resources = job_settings(profile)
+        script = dry_run_script(profile, runs_root, self.options, python=self.python)
         return Preview(kind=self.kind,
                        summary=f"Slurm job · {resources.nodes} node(s) × {resources.processes_per_node} process(es)",
                        commands=[script], notes=job_notes(profile), problems=[])
@@ -46,18 +40,12 @@ class SlurmBackend:
         return Check()  # the nodes are Slurm's to give; each agent plans and checks its own
 
     def start(self, profile: Profile, runs_root: Path, cwd: Path | None = None) -> Started:
-        try:
-            done = submit(profile, runs_root, self.options, python=self.python, cwd=cwd)
-        except (ScriptError, SlurmError) as exc:
-            raise StartError(str(exc)) from None
+        done = submit(profile, runs_root, self.options, python=self.python, cwd=cwd)
         return Started(done.paths, f"submitted run {done.paths.id} as Slurm job {done.job_id}", done.job_id)
 
     def resume(self, parent: RunPaths, runs_root: Path, checkpoint: str | Path = "latest",
                overrides: Sequence[str] = (), cwd: Path | None = None) -> Resumed:
-        try:
-            done, chosen, profile = resume_job(parent, runs_root, str(checkpoint), overrides, python=self.python, cwd=cwd)
-        except (ScriptError, SlurmError) as exc:
-            raise StartError(str(exc)) from None
+        done, chosen, profile = resume_job(parent, runs_root, str(checkpoint), overrides, python=self.python, cwd=cwd)
         return Resumed(done.paths, chosen, profile, resume_note(parent, chosen, done.paths, profile, done.job_id),
                        done.job_id)
 
@@ -66,13 +54,7 @@ class SlurmBackend:
         """The graceful stop (or `now`), then scancel if the job does not end (tuitrain.slurm.control.stop_job)."""
         from tuitrain.slurm.control import stop_job  # psutil: only when stopping
 
-        try:
-            if pause is None:
-                record = stop_job(paths, now, timeout, say)
-            else:
-                record = stop_job(paths, now, timeout, say, pause=pause)
-        except SlurmError as exc:
-            raise ControlError(str(exc)) from None
+        record = stop_job(paths, now, timeout, say) if pause is None else stop_job(paths, now, timeout, say, pause=pause)
         if record.get("status") not in FINAL_STATUSES:
             return f"run {paths.id} {record.get('status')}: the stop request stays"  # the caller gave up the wait
         error, status = str(record.get("error") or ""), str(record.get("status"))

@@ -56,7 +56,6 @@ def build_parser() -> argparse.ArgumentParser:
                    help="several machines: start without checking them first with `tuitrain doctor`")
     _set_option(p)
     _arguments_from("tuitrain.cli.queueing", "add_run_arguments", p)
-    _arguments_from("tuitrain.cli.sweeping", "add_sweep_arguments", p)
 
     p = command("queue", _lazy("tuitrain.cli.workstations", "cmd_queue"), "this machine's queued runs, in order, with what each waits for")
     _arguments_from("tuitrain.cli.queueing", "add_queue_arguments", p)
@@ -84,7 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("profile")
     p.add_argument("--json", action="store_true")
     _ssh_options(p)
-    p.add_argument("--timeout", type=float, default=20.0, help="seconds each machine may take (default 20)")
+    p.add_argument("--timeout", type=float, default=20.0,  # backends.checks.DOCTOR_SECONDS, not imported for --help
+                   help="seconds each machine may take (default 20)")
     _set_option(p)
 
     p = command("submit", _lazy("tuitrain.cli.submit", "cmd_submit"), "submit a profile as a Slurm batch job "
@@ -246,7 +246,8 @@ RUNS_ROOT_COMMANDS = frozenset({"run", "resume", "submit", "runs", "status", "di
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from tuitrain.cli.errors import permission_line, user_errors
+    from tuitrain.cli.errors import permission_line
+    from tuitrain.errors import TuitrainError
 
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -264,9 +265,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command in RUNS_ROOT_COMMANDS:
             _check_runs_root(args.runs_root)
         return args.handler(args)
-    except user_errors() as exc:
+    except TuitrainError as exc:  # every refusal, one place: tuitrain/errors.py
         print(f"tuitrain: error: {exc}", file=sys.stderr)
-        return getattr(exc, "code", 2)
+        return exc.code
     except PermissionError as exc:
         print(f"tuitrain: error: {permission_line(exc)}", file=sys.stderr)
         return 2

@@ -1,28 +1,16 @@
-"""The errors a user can cause, and how each reaches them: one or two lines, never a traceback."""
+"""The CLI's own refusal (a `TuitrainError` with its exit code) and the line for a permission error."""
 
 from __future__ import annotations
 
+from tuitrain.errors import TuitrainError
 
-class CliError(Exception):
+
+class CliError(TuitrainError):
     """A message for the user and the exit code that goes with it."""
 
     def __init__(self, message: str, code: int = 2) -> None:
         super().__init__(message)
         self.code = code
-
-
-def user_errors() -> tuple[type[BaseException], ...]:
-    from tuitrain.hardware.recorded import RecordedTableError
-    from tuitrain.profile import ProfileError
-    from tuitrain.rundir.record import RunRecordError
-    from tuitrain.runs.catalog import RunNotFound, RunsRootError
-    from tuitrain.runs.control import ControlError
-    from tuitrain.runs.start.from_profile import ResumeError
-    from tuitrain.runs.start.new_run import StartError
-    from tuitrain.user_config import UserConfigError
-
-    return (CliError, ProfileError, RunNotFound, RunsRootError, ControlError, RunRecordError, StartError, ResumeError,
-            UserConfigError, RecordedTableError)
 
 
 def permission_line(exc: PermissionError) -> str:

@@ -12,7 +12,7 @@ from tuitrain.cli.errors import CliError
 from tuitrain.cli.output import print_json
 from tuitrain.launch import LaunchPlan
 from tuitrain.launch.machines import MachinesPlan
-from tuitrain.profile import Profile, ProfileError, load_profile, resolve_profile_path
+from tuitrain.profile import Profile, load_profile, resolve_profile_path
 from tuitrain.profile.load import notes_not_said_again, plan_problems
 from tuitrain.profile.training_args import report_reading_to
 from tuitrain.runs.catalog import find_run
@@ -85,21 +85,23 @@ def _queued_start(backend: Backend, profile: Profile, args: argparse.Namespace, 
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from tuitrain.cli.queueing import queue_request
     from tuitrain.notify import read_notify_config
+    from tuitrain.runs.queue.options import options_refusal, queue_options, queue_request
 
     if getattr(args, "host", None):  # a profile of this machine, started on a workstation of the settings
         from tuitrain.cli.workstations import cmd_run_there
 
         return cmd_run_there(args)
-    queue = queue_request(args)
+    options = queue_options(args)
+    refusal = options_refusal(options)
+    if refusal:
+        raise CliError(refusal)
+    queue = queue_request(args.runs_root, options)
     read_notify_config()  # a bad [notify] is refused before anything starts (ProfileError: file, key, fix)
-    if args.sweep:
+    if options.sweep:
         from tuitrain.cli.sweeping import cmd_sweep
 
         return cmd_sweep(args)
-    if args.max_parallel is not None:
-        raise CliError("--max-parallel limits the runs of a --sweep; give --sweep section.key=V1,V2 too")
     profile = _load(args.profile, args.set, notes=False)
     backend = for_profile(profile.data, ssh_config=_ssh_config(args))
     if queue is None and profile_queues(profile.data):  # [run] queue = true: as --queue
@@ -202,38 +204,24 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    """Every problem `run` would refuse for: the profile's own (the schema, the keys between them, its files),
-    then, unless --offline, the plan's against this machine, which `run` makes the same way (its backend's plan:
-    the GPUs, the output folder, the machines)."""
+    """Every problem `run` would refuse for (backends.checks.validation: the app's check screen says the same)."""
+    from tuitrain.backends.checks import validation
+
     say_when_reading_training_args()
-    try:
-        profile = load_profile(resolve_profile_path(args.profile), args.set)
-    except ProfileError as exc:
-        for problem in exc.problems:
-            print(problem, file=sys.stderr)
-        errors = sum(1 for p in exc.problems if p.severity == "error")
-        print(f"{errors} error(s)", file=sys.stderr)
-        return 1
-    if args.offline:
-        _print_notes(profile)
-    else:
-        preview = for_profile(profile.data).plan(profile, args.runs_root)
-        for problem in plan_problems(profile, preview.problems, args.set):
-            print(problem, file=sys.stderr)
-        if preview.errors:
-            print(f"{len(preview.errors)} error(s) on this machine (`--offline` checks the profile alone)", file=sys.stderr)
-            return 1
-    print(f"{profile.path}: ok" + (" (the profile alone: not checked against this machine)" if args.offline else ""))
-    return 0
+    said = validation(resolve_profile_path(args.profile), args.set, args.runs_root, args.offline)
+    for line in said.lines:
+        print(line, file=sys.stderr)
+    print(said.verdict, file=sys.stdout if said.ok else sys.stderr)
+    return 0 if said.ok else 1
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
+    from tuitrain.backends.checks import doctor_summary, no_machines_to_check
     from tuitrain.backends.machines import doctor_report
 
     profile = _load(args.profile, args.set)
     if for_profile(profile.data).kind != "machines":
-        raise CliError(f"{profile.path}: no [[distributed.machines]] to check; the doctor checks the machines of a "
-                       "multi-machine profile (this machine's checks run with `tuitrain plan`)")
+        raise CliError(no_machines_to_check(profile.path))
     report, plan = doctor_report(profile, args.runs_root, _ssh_config(args), args.timeout)
     failed = [c for c in report.checks if c.ok is False]
     if args.json:
@@ -241,8 +229,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     else:
         for line in report.lines():
             print(line)
-        summary = "all checks passed" if report.ok else f"{len(failed)} check(s) failed"
-        print(f"\n{len(plan.machines)} machine(s) checked in {report.seconds:.1f} s: {summary}")
+        print(f"\n{doctor_summary(len(plan.machines), report.seconds, len(failed))}")
     for problem in plan.errors:
         print(problem, file=sys.stderr)
     return 0 if report.ok and not plan.errors else 1

@@ -22,8 +22,8 @@ import tomli_w
 
 from tuitrain.cli.errors import CliError
 from tuitrain.cli.launching import say_when_reading_training_args
-from tuitrain.launch.accelerate_default_config import default_config_path
-from tuitrain.launch.plan import export_accelerate_config
+from tuitrain.launch.accelerate_default_config import config_to_import
+from tuitrain.launch.plan import ACCELERATE_SECTIONS, accelerate_config_yaml
 from tuitrain.profile import (
     Problem,
     ProfileError,
@@ -31,12 +31,10 @@ from tuitrain.profile import (
     load_profile,
     resolve_profile_path,
     save_profile,
-    settings_with_defaults,
     validate_profile,
 )
 from tuitrain.profile.accelerate_import import import_accelerate_file
 from tuitrain.profile.lookup import is_bare_name
-from tuitrain.yaml_text import dump as dump_yaml
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
@@ -48,33 +46,22 @@ def cmd_profile(args: argparse.Namespace) -> int:
     return import_accelerate(args.file, args.into)
 
 
-EXPORT_SECTIONS = ("hardware", "distributed")  # what the accelerate config is made of
-
-
 def export_accelerate(ref: str) -> int:
     # Only [hardware] and [distributed] are checked: a config for a cluster is written on a laptop,
     # where the cluster's data files and models need not exist.
-    profile = load_profile(resolve_profile_path(ref), sections=EXPORT_SECTIONS)
+    profile = load_profile(resolve_profile_path(ref), sections=ACCELERATE_SECTIONS)
     for note in profile.notes:
         print(note, file=sys.stderr)
-    from tuitrain.profile.processes import processes_set
-
-    config, header = export_accelerate_config(settings_with_defaults(profile), str(profile.path),
-                                              processes_set(profile.data))
-    sys.stdout.write(dump_yaml(config, header))
+    sys.stdout.write(accelerate_config_yaml(profile))
     return 0
 
 
 def _source(ref: str) -> Path:
-    path = Path(ref).expanduser()
-    if ref == "default" and not path.exists():
-        path = default_config_path()
-        if not path.is_file():
-            raise CliError(f"accelerate has no default config here ({path}); nothing to import")
+    path, problem = config_to_import(ref)
+    if problem:
+        raise CliError(problem)
+    if path != Path(ref).expanduser():
         print(f"importing accelerate's default config {path}", file=sys.stderr)
-    if not path.is_file():
-        raise CliError(f"{ref}: no such file" + (" (it is a folder)" if path.is_dir() else "")
-                       + "; give an accelerate config YAML, or `default` for accelerate's default config")
     return path
 
 
@@ -96,7 +83,7 @@ def import_accelerate(ref: str, into: str | None) -> int:
     before = {(p.key, p.message) for p in validate_profile(existing, str(target), base) if p.is_error} if existing else set()
     found = validate_profile(merged, str(target), base)
     if not existing:  # a new file has no [model] or [data] yet: only the imported tables can be wrong
-        found = [p for p in found if not p.key or p.key.split(".")[0] in EXPORT_SECTIONS]
+        found = [p for p in found if not p.key or p.key.split(".")[0] in ACCELERATE_SECTIONS]
     new_errors = [p for p in found if p.is_error and (p.key, p.message) not in before]
     if new_errors:
         _report(new_errors)

@@ -6,12 +6,13 @@ from __future__ import annotations
 import argparse
 import shutil
 
-from tuitrain.cli.errors import CliError
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("run")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--all-threads", action="store_true",
+                   help="every thread of each rank, every frame, one rank after another (default: each rank's main "
+                        "thread, side by side)")
 
 
 def columns(blocks: list[list[str]], width: int) -> list[str]:
@@ -31,21 +32,22 @@ def columns(blocks: list[list[str]], width: int) -> list[str]:
 def cmd_stacks(args: argparse.Namespace) -> int:
     from tuitrain.cli.output import print_json
     from tuitrain.runs.catalog import find_run, load_record
-    from tuitrain.runs.view.stacks import StacksError, gather, rank_block
+    from tuitrain.runs.view.stacks import gather, rank_block, threads_block
 
     paths = find_run(args.runs_root, args.run)
-    try:
-        taken, summary = gather(paths, load_record(paths))
-    except StacksError as exc:
-        raise CliError(str(exc)) from None
+    taken, summary = gather(paths, load_record(paths))
     if args.json:
         from tuitrain.runs.view.stacks_json import stacks_json
 
         print_json(stacks_json(paths, taken, summary))
         return 0
-    width = shutil.get_terminal_size((120, 24)).columns
-    for line in columns([rank_block(s, summary["ranks"][str(r)]) for r, s in taken.items()], width):
-        print(line)
+    if args.all_threads:
+        for rank, stacks in taken.items():
+            print("\n".join(threads_block(stacks, summary["ranks"][str(rank)])) + "\n")
+    else:
+        width = shutil.get_terminal_size((120, 24)).columns
+        for line in columns([rank_block(s, summary["ranks"][str(r)]) for r, s in taken.items()], width):
+            print(line)
     if taken:  # an ended run's flight recorder lines come alone
         print(f"every thread of each rank: {paths.stacks}/rank-K.txt")
     print("digest")

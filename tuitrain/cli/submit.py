@@ -5,9 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tuitrain.cli.errors import CliError
 from tuitrain.slurm.options import add_job_options, job_options
-from tuitrain.slurm.script import ScriptError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -24,18 +22,15 @@ def cmd_submit(args: argparse.Namespace) -> int:
     from tuitrain.cli.launching import say_when_reading_training_args
     from tuitrain.profile import resolve_profile_path
 
-    try:
-        backend = for_profile(None, slurm=job_options(args), python=args.python)
-        say_when_reading_training_args()
-        profile = backend.load(resolve_profile_path(args.profile), args.set)
-        for note in profile.notes:
-            print(note, file=sys.stderr)
-        if args.dry_run:
-            sys.stdout.write(backend.plan(profile, args.runs_root).command)
-            return 0
-        started = backend.start(profile, args.runs_root)
-    except ScriptError as exc:
-        raise CliError(str(exc)) from None
+    backend = for_profile(None, slurm=job_options(args), python=args.python)
+    say_when_reading_training_args()
+    profile = backend.load(resolve_profile_path(args.profile), args.set)
+    for note in profile.notes:
+        print(note, file=sys.stderr)
+    if args.dry_run:
+        sys.stdout.write(backend.plan(profile, args.runs_root).command)
+        return 0
+    started = backend.start(profile, args.runs_root)
     print(f"run {started.paths.id} submitted as Slurm job {started.job_id}; `tuitrain status {started.paths.id}` "
           "shows it", file=sys.stderr)
     print(started.paths.id)

@@ -19,7 +19,6 @@ from tuitrain.cli.errors import CliError
 
 REMOTE_VERBS = frozenset({"status", "logs", "checkpoints", "save", "evaluate", "stop", "resume", "stacks", "export"})
 LIST_SECONDS = 20.0  # what one box may take to list its runs before it is shown as unreachable
-ALL_HOSTS_SECONDS = 30.0  # what one box may take to answer `gpus` or `queue` (--all-hosts)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -176,13 +175,12 @@ def print_answers(answers: list[tuple[str, str, str | None, str]], as_json: bool
 def cmd_all_hosts(args: argparse.Namespace, command: list[str], here: Callable[[], str]) -> int:
     """`tuitrain COMMAND --all-hosts [--json]`: `here()` (this machine's output), then what each workstation of the
     settings answers to the same command (all at once), each under its host; one that does not, one line why."""
-    from tuitrain.remote.workstations import LOCAL, problem_line, run_everywhere, workstations
+    from tuitrain.remote.workstations import LOCAL, answers_everywhere, workstations
 
     stations = workstations()
     local = here()
     asked = [*command, "--json"] if args.json else command
-    answers = [(station.host, station.host, problem_line(station, result), result.stdout)
-               for station, result in run_everywhere(stations, asked, ALL_HOSTS_SECONDS)]
+    answers = [(host, host, problem, out) for host, problem, out in answers_everywhere(stations, asked)]
     return print_answers([(LOCAL, LOCAL, None, local), *answers], args.json, " ".join(command))
 
 
@@ -346,9 +344,6 @@ def gpu_sampler(runs_root: Any) -> Iterator[Callable[[], dict[str, Any]]]:
         yield lambda: gpu_sample(sampler.sample(), mps)
 
 
-PASSED_ON = (("no_doctor", "--no-doctor"), ("queue", "--queue"), ("after", "--after"), ("after_ok", "--after-ok"))
-
-
 def sent_profile(ref: str, overrides: Sequence[str]) -> tuple[Path, str]:
     """A profile of this machine as it is sent to another: its --set applied and its relative local paths made
     absolute from its folder here (`runs.start.new_run.freeze_paths`, as a run's frozen profile), as TOML. Checked there,
@@ -366,13 +361,15 @@ def cmd_run_there(args: argparse.Namespace) -> int:
     detached; prints HOST:RUN. A refusal is one line each (naming the host); nothing is started, nothing left."""
     from tuitrain.remote.launch_there import launch_there
     from tuitrain.remote.workstations import find, workstations
+    from tuitrain.runs.queue.options import queue_options, refusal_there
 
-    if getattr(args, "sweep", None):
-        raise CliError(f"--sweep with --host: run the sweep there (`ssh {args.host} tuitrain run … --sweep …`)")
+    options = queue_options(args)
+    refusal = refusal_there(options, args.host)
+    if refusal:
+        raise CliError(refusal)
     station = find(args.host, workstations())
     local, text = sent_profile(args.profile, args.set)
-    passed = [flag for name, flag in PASSED_ON[:2] if getattr(args, name, False)]
-    passed += [part for name, flag in PASSED_ON[2:] if getattr(args, name, None) for part in (flag, getattr(args, name))]
+    passed = [*(["--no-doctor"] if getattr(args, "no_doctor", False) else []), *options.words()]
     launched = launch_there(station, local, text, passed)
     sys.stderr.write(launched.said)
     if launched.run_id is None:

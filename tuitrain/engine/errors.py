@@ -6,8 +6,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from tuitrain.errors import TuitrainError
 
-class EngineError(Exception):
+
+class EngineError(TuitrainError):
     """A problem this rank can explain in one line (no traceback needed)."""
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tuitrain.atomic import read_json, write_json_atomic
-from tuitrain.engine.errors import DataError, EngineError
+from tuitrain.engine.errors import EngineError
 from tuitrain.engine.rank_io import write_rank_record
 from tuitrain.profile.implied import implied_training, mixed_precision
 from tuitrain.profile.settings import LoraSettings, ModelSettings, Settings
@@ -248,7 +248,7 @@ def main(run_dir: Path, rank: int) -> int:
             write_json_atomic(paths.training_args, trainer.args.to_dict())
         trainer.train(resume_from_checkpoint=record.get("resume_from"))
         exit_code = 0
-    except (EngineError, DataError) as exc:
+    except EngineError as exc:  # a DataError too
         if exc.__cause__ is not None:  # the one line names the fix; the rank log keeps where it came from
             traceback.print_exception(exc.__cause__, file=sys.stderr)
         print(f"[tuitrain] error: {exc}", file=sys.stderr, flush=True)

@@ -40,6 +40,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Mapping
 
+from tuitrain.errors import TuitrainError
 from tuitrain.torch_build import NVML_TABLE_ENV
 
 TABLE_ENV = NVML_TABLE_ENV  # the name, in one place (a rank reads it too: tuitrain.engine.device)
@@ -237,7 +238,7 @@ class RecordedNvml:
         return _Handle(handle.index, index)
 
 
-class RecordedTableError(Exception):
+class RecordedTableError(TuitrainError):
     """A recorded device table that cannot be read: one line naming the file and the fix."""
 
 

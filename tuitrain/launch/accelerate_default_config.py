@@ -24,3 +24,17 @@ def existing_default_config(environ: Mapping[str, str] | None = None) -> Path | 
     """accelerate's default config when the user has one (for the app to offer importing it)."""
     path = default_config_path(environ)
     return path if path.is_file() else None
+
+
+def config_to_import(ref: str, environ: Mapping[str, str] | None = None) -> tuple[Path, str | None]:
+    """The accelerate config file to import: `ref` (a path), or for `default` (not a file of that name)
+    accelerate's default config; and why it cannot be imported (None when it can)."""
+    path = Path(ref).expanduser()
+    if ref == "default" and not path.exists():
+        path = default_config_path(environ)
+        if not path.is_file():
+            return path, f"accelerate has no default config here ({path}); nothing to import"
+    if not path.is_file():
+        return path, (f"{ref}: no such file" + (" (it is a folder)" if path.is_dir() else "")
+                      + "; give an accelerate config YAML, or `default` for accelerate's default config")
+    return path, None

@@ -30,7 +30,7 @@ from tuitrain.launch.planner import (
     strategy_note,
 )
 from tuitrain.launch.preflight import MachineFacts
-from tuitrain.profile import Problem
+from tuitrain.profile import Problem, Profile
 from tuitrain.profile.accelerate_names import CPU_RANKS_MARK
 from tuitrain.profile.implied import implied_notes
 from tuitrain.profile.processes import processes_per_machine
@@ -139,6 +139,21 @@ def export_accelerate_config(profile: Settings, file: str = "profile",
     if dist["strategy"] == "fsdp" and accelerator == "cpu":
         header.append("fsdp on the CPU: accelerate 1.15 runs plain DDP instead (no GPU, no FSDP plugin)")
     return config, header
+
+
+ACCELERATE_SECTIONS = ("hardware", "distributed")  # what an accelerate config is made of: all an export checks
+
+
+def accelerate_config_yaml(profile: Profile) -> str:
+    """The accelerate config YAML of a profile, with its comment lines: what `tuitrain profile export-accelerate`
+    prints and the editor's export writes."""
+    from tuitrain.profile import settings_with_defaults
+    from tuitrain.profile.processes import processes_set
+    from tuitrain.yaml_text import dump as dump_yaml
+
+    config, header = export_accelerate_config(settings_with_defaults(profile), str(profile.path),
+                                              processes_set(profile.data))
+    return dump_yaml(config, header)
 
 
 def plan_launch(profile: Settings, hardware: Hardware, run_dir: Path, file: str = "profile",

@@ -10,6 +10,8 @@ import difflib
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable, Literal
 
+from tuitrain.errors import TuitrainError
+
 Severity = Literal["error", "warning", "note"]
 
 
@@ -62,7 +64,7 @@ class Problem:
         return asdict(self)
 
 
-class ProfileError(Exception):
+class ProfileError(TuitrainError):
     """A profile that cannot be used; `.problems` lists every error found (one per line in str())."""
 
     def __init__(self, problems: Iterable[Problem]) -> None:

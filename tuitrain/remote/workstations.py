@@ -23,6 +23,7 @@ from tuitrain.remote import ssh
 from tuitrain.user_config import UserConfigError, config_path, read_user_config
 
 KEYS = ("host", "python", "runs", "ssh_config")
+ALL_HOSTS_SECONDS = 30.0  # what one box may take to answer `gpus` or `queue` (--all-hosts)
 LOCAL = "local"  # the host column's word for this machine (`runs --all-hosts`, the app's Home)
 T = TypeVar("T")
 CHECK_SECONDS = 20.0
@@ -114,6 +115,14 @@ def run_everywhere(stations: Sequence[Workstation], args: Sequence[str], timeout
                    ) -> list[tuple[Workstation, ssh.RemoteResult]]:
     """The same question to every workstation at once."""
     return at_once(stations, lambda station: run_on(station, args, timeout))
+
+
+def answers_everywhere(stations: Sequence[Workstation], args: Sequence[str], timeout: float = ALL_HOSTS_SECONDS
+                       ) -> list[tuple[str, str | None, str]]:
+    """Each workstation's answer to `tuitrain ARGS`, all asked at once (`gpus`, `queue` with --all-hosts; the app's
+    queue screen): (its host, why it did not answer in one line or None, what it printed)."""
+    return [(station.host, problem_line(station, result), result.stdout)
+            for station, result in run_everywhere(stations, args, timeout)]
 
 
 def problem_line(station: Workstation, result: ssh.RemoteResult) -> str | None:

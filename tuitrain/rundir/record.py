@@ -7,6 +7,7 @@ import time
 from typing import Any, TypedDict, Unpack
 
 from tuitrain.atomic import read_json, write_json_atomic
+from tuitrain.errors import TuitrainError
 from tuitrain.rundir.disk_space import disk_full, names_full_disk
 from tuitrain.rundir.layout import RunPaths
 
@@ -188,7 +189,7 @@ class RunRecord(TypedDict, total=False):
     home: str | None  # a machine's own record: home's run directory (Slurm) or host (SSH)
 
 
-class RunRecordError(Exception):
+class RunRecordError(TuitrainError):
     """A run.json that cannot be read or a status change that would move backwards."""
 
 

@@ -12,6 +12,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from tuitrain.errors import TuitrainError
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.record import RunRecord, RunRecordError
 from tuitrain.runs.run_owner import user_name
@@ -19,11 +20,11 @@ from tuitrain.runs.run_owner import user_name
 UNREADABLE = "unreadable"
 
 
-class RunNotFound(Exception):
+class RunNotFound(TuitrainError):
     pass
 
 
-class RunsRootError(Exception):
+class RunsRootError(TuitrainError):
     """A runs root that is not a folder, or that cannot be listed."""
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from tuitrain.errors import TuitrainError
 from tuitrain.rundir.layout import CONTROL_EVALUATE, CONTROL_SAVE, CONTROL_STOP, CONTROL_TERMINATE, KILL_REQUEST, RunPaths
 from tuitrain.rundir.process_tree import KILL_GRACE_SECONDS, end_processes
 from tuitrain.rundir.record import FINAL_STATUSES, RunRecord, read_record, record_end
@@ -13,7 +14,7 @@ from tuitrain.runs.run_owner import others_run_refusal
 REQUESTS = {"save": CONTROL_SAVE, "evaluate": CONTROL_EVALUATE, "stop": CONTROL_STOP, "terminate": CONTROL_TERMINATE}
 
 
-class ControlError(Exception):
+class ControlError(TuitrainError):
     pass
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, cast
 
 from tuitrain.atomic import write_json_atomic, write_text_atomic
+from tuitrain.errors import TuitrainError
 from tuitrain.rundir import preemption
 from tuitrain.rundir.layout import CONTROL_ENDING, CONTROL_REQUESTS, CONTROL_STOP, RunPaths
 from tuitrain.rundir.record import (
@@ -45,7 +46,7 @@ from tuitrain.rundir.redirect import redirect_output
 from tuitrain.runs.keeper.attempts import attempt_of
 from tuitrain.runs.keeper.local_launch import LauncherOptions, LocalLaunch
 from tuitrain.runs.keeper.supervisor import HANG_CHECK_SECONDS, Supervisor, log, run_supervisor
-from tuitrain.slurm.commands import SlurmError, hostnames, node_address
+from tuitrain.slurm.commands import hostnames, node_address
 from tuitrain.slurm.script import WARNED_FILE
 from tuitrain.yaml_text import dump as dump_yaml
 
@@ -57,7 +58,7 @@ PORT_BASE = 20000  # with no main_process_port in the profile, every node derive
 PORT_SPAN = 20000
 
 
-class AgentError(Exception):
+class AgentError(TuitrainError):
     """Why this node cannot take its part, in one line (recorded as the run's end)."""
 
 
@@ -350,8 +351,8 @@ def main(run_dir: Path) -> int:
     try:
         main_host = node_address(hostnames(os.environ["SLURM_JOB_NODELIST"])[0]) if nodes > 1 else None
         plan = plan_node(paths, node, nodes, main_host, job_id)
-    except (AgentError, SlurmError, OSError, KeyError, ValueError, IndexError) as exc:
-        why = str(exc) if isinstance(exc, (AgentError, SlurmError)) else f"{type(exc).__name__}: {exc}"
+    except (TuitrainError, OSError, KeyError, ValueError, IndexError) as exc:
+        why = str(exc) if isinstance(exc, TuitrainError) else f"{type(exc).__name__}: {exc}"
         log(f"node {node} cannot start: {why}")
         record_end(paths, status="failed", ended=time.time(), error=f"Slurm job {job_id}, node {node}: {why}")
         return 1

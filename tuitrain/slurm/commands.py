@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
+from tuitrain.errors import TuitrainError
+
 TIMEOUT = 30.0  # sbatch and scancel may wait on a busy controller
 QUERY_TIMEOUT = 5.0  # squeue and sacct, read by viewers
 
@@ -17,7 +19,7 @@ FINAL_STATES = frozenset({"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "PREEMP
                           "BOOT_FAIL", "DEADLINE", "SPECIAL_EXIT", "REVOKED"})
 
 
-class SlurmError(Exception):
+class SlurmError(TuitrainError):
     """A Slurm command that is missing, refused, failed or timed out: one line saying which and why."""
 
 

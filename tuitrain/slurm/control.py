@@ -15,7 +15,7 @@ from tuitrain.rundir.layout import CONTROL_STOP, CONTROL_TERMINATE, RunPaths
 from tuitrain.rundir.record import FINAL_STATUSES, RunRecord, read_record, record_end
 from tuitrain.runs.control import ControlError
 from tuitrain.runs.run_owner import others_run_refusal
-from tuitrain.slurm.commands import JobState, SlurmError, job_states, scancel
+from tuitrain.slurm.commands import JobState, job_states, scancel
 from tuitrain.slurm.state import job_id, settle
 
 STOP_TIMEOUT = 120.0  # a graceful stop may take this long (the step ends, the checkpoint is written)
@@ -44,42 +44,39 @@ def stop_job(paths: RunPaths, now: bool, timeout: float | None, say: Callable[[s
     job = job_id(record)
     if job is None:
         raise ControlError(f"run {paths.id} has no Slurm job id (sbatch did not answer?); nothing to stop")
-    try:
-        state = _state(job)
-        record = settle(paths, record, state)
-        if record["status"] in FINAL_STATUSES:
-            raise ControlError(f"run {paths.id} has already ended ({record['status']}, Slurm job {job} "
-                               f"{state.label()}); nothing to stop")
-        if state.state == "PENDING":
-            scancel(job)
-            say(f"Slurm job {job} was still pending: cancelled (nothing had run)")
-            return record_end(paths, status="cancelled", ended=time.time(),
-                              error=f"cancelled while pending in Slurm (job {job}): nothing had run")
-        paths.control.mkdir(exist_ok=True)
-        paths.control_request(CONTROL_TERMINATE if now else CONTROL_STOP).touch()
-        wait = timeout if timeout is not None else (NOW_TIMEOUT if now else STOP_TIMEOUT)
-        if now:
-            say(f"ending every process of run {paths.id} (Slurm job {job}) now; scancel after {wait:.0f} s")
-        else:
-            say(f"asked run {paths.id} (Slurm job {job}) to save a checkpoint and stop; scancel if it has not "
-                f"ended within {wait:.0f} s")
-        ended = _wait_for_end(paths, job, wait, pause)
-        if ended is not None:
-            return ended
-        if not pause(0):
-            return read_record(paths)
-        say(f"run {paths.id} has not ended within {wait:.0f} s: ending its processes and cancelling Slurm job {job}")
-        paths.control_request(CONTROL_TERMINATE).touch()  # its supervisor ends every process and records it
-        _wait_for_end(paths, job, NOW_TIMEOUT, pause)
-        if not _state(job).final:
-            scancel(job)
-        ended = _wait_for_end(paths, job, NOW_TIMEOUT, pause) or read_record(paths)
-        if not now and ended["status"] in FINAL_STATUSES:
-            ended = record_end(paths, error=f"`tuitrain stop` did not end it within {wait:.0f} s: its processes were "
-                                            f"ended and Slurm job {job} cancelled (nothing more was saved)")
+    state = _state(job)
+    record = settle(paths, record, state)
+    if record["status"] in FINAL_STATUSES:
+        raise ControlError(f"run {paths.id} has already ended ({record['status']}, Slurm job {job} "
+                           f"{state.label()}); nothing to stop")
+    if state.state == "PENDING":
+        scancel(job)
+        say(f"Slurm job {job} was still pending: cancelled (nothing had run)")
+        return record_end(paths, status="cancelled", ended=time.time(),
+                          error=f"cancelled while pending in Slurm (job {job}): nothing had run")
+    paths.control.mkdir(exist_ok=True)
+    paths.control_request(CONTROL_TERMINATE if now else CONTROL_STOP).touch()
+    wait = timeout if timeout is not None else (NOW_TIMEOUT if now else STOP_TIMEOUT)
+    if now:
+        say(f"ending every process of run {paths.id} (Slurm job {job}) now; scancel after {wait:.0f} s")
+    else:
+        say(f"asked run {paths.id} (Slurm job {job}) to save a checkpoint and stop; scancel if it has not "
+            f"ended within {wait:.0f} s")
+    ended = _wait_for_end(paths, job, wait, pause)
+    if ended is not None:
         return ended
-    except SlurmError as exc:
-        raise ControlError(str(exc)) from None
+    if not pause(0):
+        return read_record(paths)
+    say(f"run {paths.id} has not ended within {wait:.0f} s: ending its processes and cancelling Slurm job {job}")
+    paths.control_request(CONTROL_TERMINATE).touch()  # its supervisor ends every process and records it
+    _wait_for_end(paths, job, NOW_TIMEOUT, pause)
+    if not _state(job).final:
+        scancel(job)
+    ended = _wait_for_end(paths, job, NOW_TIMEOUT, pause) or read_record(paths)
+    if not now and ended["status"] in FINAL_STATUSES:
+        ended = record_end(paths, error=f"`tuitrain stop` did not end it within {wait:.0f} s: its processes were "
+                                        f"ended and Slurm job {job} cancelled (nothing more was saved)")
+    return ended
 
 
 def _wait_for_end(paths: RunPaths, job: str, timeout: float,

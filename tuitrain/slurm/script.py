@@ -12,6 +12,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from tuitrain.errors import TuitrainError
 from tuitrain.profile.processes import processes_per_machine
 from tuitrain.profile.settings import Settings
 from tuitrain.rundir.layout import CONTROL_STOP
@@ -29,7 +30,7 @@ _TIME = re.compile(r"^(\d+|\d+:\d{1,2}|\d+:\d{1,2}:\d{1,2}|\d+-\d+|\d+-\d+:\d{1,
                    r"|UNLIMITED|INFINITE|unlimited|infinite)$")
 
 
-class ScriptError(Exception):
+class ScriptError(TuitrainError):
     """An option or profile value the job cannot be written with, in one line naming it and the fix."""
 
 

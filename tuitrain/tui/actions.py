@@ -14,6 +14,8 @@ from typing import Any, Sequence
 
 from textual.worker import get_current_worker
 
+from tuitrain.errors import TuitrainError
+
 REQUEST_WORDS = {"stop": "save a checkpoint and stop", "save": "save a checkpoint at the next step end",
                  "evaluate": "evaluate at the next step end", "terminate": "end every process now"}
 
@@ -40,12 +42,9 @@ def wait_or_cancel(seconds: float, poke: threading.Event | None = None) -> bool:
 def run_request(app: Any, run_dir: Path, what: str) -> None:
     """A control request from a worker, announced either way. A stop goes through the run's backend (a Slurm
     job's is cancelled when it does not end in time), each of its steps said in a toast; quitting the app gives up
-    any wait (the request stays)."""
-    from tuitrain.backends import for_run
+    any wait (the request stays); a refusal is titled with what could not be done."""
     from tuitrain.remote.run_mirror import mirrored_run
     from tuitrain.rundir.layout import RunPaths
-    from tuitrain.rundir.record import RunRecordError, read_record
-    from tuitrain.runs.control import ControlError, request
 
     paths = RunPaths(Path(run_dir))
     title = {"terminate": "Stop now"}.get(what, what.capitalize())
@@ -59,15 +58,24 @@ def run_request(app: Any, run_dir: Path, what: str) -> None:
         app.poke()
 
     try:
-        if what in ("stop", "terminate"):
-            say(for_run(read_record(paths)).stop(paths, what == "terminate", say, pause=wait_or_cancel))
-            return
-        request(paths, what)
-    except (ControlError, RunRecordError, OSError) as exc:
-        app.call_from_thread(app.notify, str(exc), title=f"Cannot {what}", severity="warning")
+        said = request_here(paths, what, say)
+    except (TuitrainError, OSError) as exc:
+        app.call_from_thread(app.notify, str(exc), title=f"Cannot {what}", severity="warning", markup=False)
         return
-    app.call_from_thread(app.notify, f"asked {Path(run_dir).name} to {REQUEST_WORDS[what]}", title=title)
-    app.poke()
+    say(said)
+
+
+def request_here(paths: Any, what: str, say: Any) -> str:
+    """A request to a run of this machine, in a worker: a stop through the run's backend (each of its steps to
+    `say`), any other as a control file; the line it ends with. Raises a TuitrainError (the refusal) or OSError."""
+    from tuitrain.backends import for_run
+    from tuitrain.rundir.record import read_record
+    from tuitrain.runs.control import request
+
+    if what in ("stop", "terminate"):
+        return for_run(read_record(paths)).stop(paths, what == "terminate", say, pause=wait_or_cancel)
+    request(paths, what)
+    return f"asked {paths.id} to {REQUEST_WORDS[what]}"
 
 
 REMOTE_ARGS = {"stop": ("stop",), "terminate": ("stop", "--now"), "save": ("save",), "evaluate": ("evaluate",)}
@@ -98,6 +106,24 @@ def remote_request(app: Any, host: str, run_id: str, what: str, title: str) -> N
     app.poke()
 
 
+def resume_here(run_dir: Path, runs_root: Path, checkpoint: str, overrides: Sequence[str], cwd: Path
+                ) -> tuple[Path | None, str]:
+    """A new run of this machine from a run's `checkpoint` with the `--set` overrides, by the run's own backend as
+    `tuitrain resume` does (a Slurm run is submitted again; a run on several machines starts on them), in a worker:
+    (its folder, a note), or (None, why not: every problem, one a line)."""
+    from tuitrain.backends import for_run
+    from tuitrain.errors import error_lines
+    from tuitrain.rundir.layout import RunPaths
+    from tuitrain.rundir.record import read_record
+
+    parent = RunPaths(run_dir)
+    try:
+        resumed = for_run(read_record(parent)).resume(parent, runs_root, checkpoint, overrides, cwd=cwd)
+    except (TuitrainError, OSError) as exc:
+        return None, "\n".join(error_lines(exc))
+    return resumed.paths.root, resumed.note
+
+
 def resume_argv(run_id: str, checkpoint: str, overrides: Sequence[str]) -> list[str]:
     """`tuitrain resume` of a run of another workstation, as its box's tuitrain takes it: each option `--key=value`
     (so a value is never read as an option there), the run after `--`, as `tuitrain resume HOST:RUN` sends it."""
@@ -124,16 +150,3 @@ def remote_resume(host: str, run_id: str, checkpoint: str, overrides: Sequence[s
         return None, problem
     new_dir, problem = fetch(host, said[-1])
     return (None, problem) if problem else (new_dir, f"{host}:{said[-1]} started on {host}")
-
-
-def elsewhere(run_dir: Path, command: str, note: str = "") -> str | None:
-    """For a run of another workstation, the command that does it there (`command`, with {host} and {run}; `note`
-    after it, with {host}): the app does not do it there yet; None for a run of this machine."""
-    from tuitrain.remote.run_mirror import mirrored_run
-
-    found = mirrored_run(run_dir)
-    if found is None:
-        return None
-    host, run_id = found
-    said = f"{run_id} runs on {host}: `{command.format(host=host, run=run_id)}` reaches it from a terminal"
-    return f"{said} ({note.format(host=host)})" if note else said

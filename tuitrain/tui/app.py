@@ -19,10 +19,12 @@ from textual import work
 from textual.app import SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.worker import Worker, WorkerState
 
+from tuitrain.errors import TuitrainError
 from tuitrain.tui.actions import wait_or_cancel
 from tuitrain.tui.app_api import TuitrainAppApi
+from tuitrain.tui.failed_work import PassesFailedWorkUp, WorkFailed
+from tuitrain.tui.gpu_history import GpuHistory
 from tuitrain.tui.messages import HardwareSampled, RunsPolled, RunStarted
 from tuitrain.tui.run_table import CheckpointNews, checkpoints_written
 
@@ -33,13 +35,15 @@ if TYPE_CHECKING:
     from tuitrain.tui.widgets.hardware_strip import HardwareStrip
 
 
-class TuitrainApp(TuitrainAppApi):
+class TuitrainApp(PassesFailedWorkUp, TuitrainAppApi):
     TITLE = "tuitrain"
     CSS_PATH = "app.tcss"
     BINDINGS = [
         Binding("q", "quit", "Quit", priority=False),
         Binding("question_mark", "help", "Help"),
         Binding("g", "gpus", "GPUs", show=False, tooltip="Every process on every GPU of this machine"),
+        Binding("Q", "queues", "Queues", show=False,
+                tooltip="Every machine's queue: this one's and each workstation's (tuitrain queue --all-hosts)"),
     ]
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
 
@@ -73,6 +77,7 @@ class TuitrainApp(TuitrainAppApi):
         self.hardware: Any = hardware
         self.hardware_line = hardware_line or "…"
         self.host_gpus: dict[str, "HostNews"] = {}
+        self.gpu_history = GpuHistory()
         self._poke = threading.Event()
         self.checkpoint_news = CheckpointNews()
         self.terminal_word: tuple[str, ...] = ()  # the run endings [notify] terminal = true rings for (read once)
@@ -160,14 +165,22 @@ class TuitrainApp(TuitrainAppApi):
         self._to_screens("runs_polled", message.rows)
 
     def on_hardware_sampled(self, message: HardwareSampled) -> None:
+        from tuitrain.remote.workstations import LOCAL
+
         self.hardware_line = message.line
         self.hardware_view = message.view
+        if message.view is not None:
+            self.gpu_history.local(LOCAL, message.view)
         self._to_screens("hardware_sampled", message.line)
 
     def on_hardware_strip_host_gpus(self, message: HardwareStrip.HostGpus) -> None:
         """A workstation's GPUs (or why its stream failed), up from Home's strip: kept for every screen. A failure
         keeps the GPUs last heard (shown as old, under the problem); a sample clears the problem."""
+        from tuitrain.hardware.report import gpus_from_json
+
         news = message.news
+        if news.gpus is not None:
+            self.gpu_history.add(news.host, gpus_from_json(news.gpus))
         before = self.host_gpus.get(news.host)
         gpus = news.gpus if news.gpus is not None else (before.gpus if before is not None else None)
         self.host_gpus[news.host] = dataclasses.replace(news, gpus=gpus)
@@ -226,12 +239,15 @@ class TuitrainApp(TuitrainAppApi):
         if not self.is_headless and self._driver is not None:
             self._driver.write(sequence)
 
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        """Every failed worker is said out loud, with what it was doing."""
-        if event.state == WorkerState.ERROR:
-            error = event.worker.error
-            self.notify(f"{type(error).__name__}: {error}", title=f"{event.worker.name or 'work'} failed",
-                        severity="error", timeout=15)
+    def on_work_failed(self, message: WorkFailed) -> None:
+        """Every failed worker of the app or a screen, said in one toast, as text (its words are no markup): a
+        refusal (`TuitrainError`) as its own words, any other error with its kind and what it was doing."""
+        error = message.error
+        if isinstance(error, TuitrainError):
+            self.notify("\n".join(error.lines()), title="Refused", severity="warning", timeout=15, markup=False)
+        else:
+            self.notify(f"{type(error).__name__}: {error}", title=f"{message.worker_name or 'work'} failed",
+                        severity="error", timeout=15, markup=False)
 
     # ------------------------------------------------------------------------------ navigation
     def on_run_started(self, message: RunStarted) -> None:
@@ -241,12 +257,12 @@ class TuitrainApp(TuitrainAppApi):
         # a resume from a monitor takes that monitor's place: escape goes back to where it was opened from
         self.open_run(Path(message.run_dir), replace=True)
 
-    def open_run(self, run_dir: Path, replace: bool = False) -> None:
+    def open_run(self, run_dir: Path, replace: bool = False, tab: str | None = None) -> None:
         from tuitrain.rundir.record import RunRecordError
         from tuitrain.tui.screens.monitor import MonitorScreen
 
         try:
-            screen = MonitorScreen(Path(run_dir))
+            screen = MonitorScreen(Path(run_dir), tab)
         except RunRecordError as exc:  # a damaged run.json: say so, the app goes on
             self.notify(str(exc), title="Cannot open this run", severity="error", timeout=15)
             return
@@ -277,6 +293,12 @@ class TuitrainApp(TuitrainAppApi):
 
         if not isinstance(self.screen, GpusScreen):
             self.push_screen(GpusScreen())
+
+    def action_queues(self) -> None:
+        from tuitrain.tui.screens.queue import QueueScreen
+
+        if not isinstance(self.screen, QueueScreen):
+            self.push_screen(QueueScreen())
 
     async def action_quit(self) -> None:
         """Quit (runs go on); asks first when an editor holds unsaved changes."""

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from tuitrain.hardware.sampler import SampledView
     from tuitrain.remote.runs_stream import HostNews
     from tuitrain.runs.view.live import RunRow
+    from tuitrain.tui.gpu_history import GpuHistory
     from tuitrain.tui.run_table import CheckpointNews
 
 
@@ -30,6 +31,7 @@ class TuitrainAppApi(App[int]):
     # told them (through its hardware strip): the GPUs screen and a remote run's monitor read them here, and a screen
     # with a `box_gpus_heard(host)` method is told of each change
     host_gpus: dict[str, HostNews]
+    gpu_history: GpuHistory  # each GPU's recent utilisation and memory, this machine's (`LOCAL`) and each box's
     rows: list[RunRow]
     polls: int
     checkpoint_news: CheckpointNews
@@ -43,8 +45,8 @@ class TuitrainAppApi(App[int]):
         """Poll the runs root now (after starting or stopping a run)."""
 
     @abstractmethod
-    def open_run(self, run_dir: Path, replace: bool = False) -> None:
-        """The run's monitor (in place of the current monitor when `replace`)."""
+    def open_run(self, run_dir: Path, replace: bool = False, tab: str | None = None) -> None:
+        """The run's monitor (in place of the current monitor when `replace`; on the pane `tab`, `tab-rank-3`)."""
 
     @abstractmethod
     def open_compare(self, runs: list[tuple[Path, str]]) -> None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tuitrain.errors import TuitrainError
 from tuitrain.tui.fields import REMOVE
 from tuitrain.tui.profile_edits import MACHINES, get_path, in_schema_order, machine_of, overrides_between, set_path
 from tuitrain.tui.save_as import save_as_outcome, save_as_target, shown_path
@@ -61,7 +62,7 @@ class Check:
                          for m in machines)
 
 
-class LoadError(Exception):
+class LoadError(TuitrainError):
     """The profile (or the accelerate config) cannot be read into the form; the message says why."""
 
 
@@ -547,8 +548,8 @@ class EditorModel:
     def launch(self, runs_root: Path, overrides: Collection[str] = (), hardware: Any = None,
                data: dict[str, Any] | None = None) -> Path:
         """Start a run of the profile as it is in the form (or of `data`, a copy taken from it), with
-        the app's --set overrides (blocking). Returns the run directory; raises ProfileError,
-        StartError or OSError."""
+        the app's --set overrides (blocking). Returns the run directory; raises a TuitrainError (the
+        refusal) or OSError."""
         from tuitrain.backends import for_profile
         from tuitrain.profile import Profile, apply_overrides
 
@@ -556,6 +557,27 @@ class EditorModel:
         started = for_profile(data, hardware=hardware).start(Profile(path=self.planned_path, data=data), runs_root,
                                                              cwd=self.cwd)
         return started.paths.root
+
+    # ------------------------------------------------------------------------------ accelerate config
+    def accelerate_target(self, answer: str) -> Path:
+        """The file an export's answer names: a path, relative to the working folder."""
+        path = Path(answer).expanduser()
+        return path if path.is_absolute() else self.cwd / path
+
+    def accelerate_refusal(self) -> str | None:
+        """Why the form's accelerate config cannot be written: an error in [hardware] or [distributed], the tables
+        it is made of (the others' errors do not matter to it, as to `tuitrain profile export-accelerate`)."""
+        from tuitrain.launch.plan import ACCELERATE_SECTIONS
+
+        wrong = [p for p in self.errors if (p.key or "").split(".")[0] in ACCELERATE_SECTIONS]
+        return f"fix {wrong[0].key} first: {wrong[0].message}" if wrong else None
+
+    def accelerate_yaml(self, data: dict[str, Any]) -> str:
+        """The accelerate config of `data` (a copy of the form), as export-accelerate writes it (blocking)."""
+        from tuitrain.launch.plan import accelerate_config_yaml
+        from tuitrain.profile import Profile
+
+        return accelerate_config_yaml(Profile(path=self.planned_path, data=data))
 
     def copy_command_note(self) -> str:
         """What copying the accelerate command line says (the caller has checked there is one)."""

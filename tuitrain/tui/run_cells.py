@@ -24,7 +24,7 @@ class RunCells:
 
     now: float
     labels: Mapping[str, str]  # run id → its RUN label (run_table.run_labels)
-    marked: Sequence[str] = ()  # run ids marked for compare
+    marked: Sequence[str] = ()  # run ids marked (space): what s, x, R and C act on
     saved: Mapping[str, str] = field(default_factory=dict)  # run id → its newest checkpoint still news
     hosts: bool = False  # workstations in the settings: a HOST column
 
@@ -35,7 +35,7 @@ class RunCells:
         cells = {k: short[k] if k in layout.short and k in short else full[k] for k in columns}
         width = dict(zip(columns, layout.widths, strict=True)).get("RUN")
         if width is not None and entry.row is not None:
-            cells["RUN"] = self.run_text(entry.row, entry.host is None, width)
+            cells["RUN"] = self.run_text(entry.row, entry.host is None, width, entry.branch)
         return cells
 
     def full(self, entry: Entry) -> dict[str, object]:
@@ -46,7 +46,7 @@ class RunCells:
             cells: dict[str, object] = {"RUN": Text(cause, no_wrap=True, overflow="ellipsis", end=""),
                                         "STATUS": status, "STEP": "", "LOSS": "", "BEST": "", "TIME": ""}
         else:
-            cells = self._run_cells(row, local=entry.host is None)
+            cells = self._run_cells(row, local=entry.host is None, branch=entry.branch)
         if self.hosts:
             from tuitrain.remote.workstations import LOCAL
 
@@ -63,16 +63,21 @@ class RunCells:
             return {}
         return {"STEP": f"{row.step}/{row.max_steps or '?'}", "BEST": number(row.best) if row.best is not None else "-"}
 
-    def run_text(self, row: RunRow, local: bool, width: int | None = None) -> Text:
-        """The RUN cell: the run's label (a mark first when marked for compare), cut in its middle to `width`."""
+    def run_text(self, row: RunRow, local: bool, width: int | None = None, branch: str = "") -> Text:
+        """The RUN cell: the run's label (a mark first when marked; its place in its sweep's group, run_table.branches,
+        before the label), cut in its middle to `width`."""
         marked = local and row.id in self.marked
         mark = "✓ " if marked else ""
+        tree = f"{branch} " if branch else ""
         label = self.labels.get(row.id, row.id)
         if width is not None:
-            label = cut_label(label, width - len(mark))
-        return Text(mark + label, style="bold" if marked else "", no_wrap=True, overflow="ellipsis", end="")
+            label = cut_label(label, width - len(mark) - len(tree))
+        text = Text(mark, style="bold", no_wrap=True, overflow="ellipsis", end="")
+        text.append(tree, style="dim")
+        text.append(label, style="bold" if marked else "")
+        return text
 
-    def _run_cells(self, row: RunRow, local: bool) -> dict[str, object]:
+    def _run_cells(self, row: RunRow, local: bool, branch: str = "") -> dict[str, object]:
         end = row.ended or (self.now if not row.final and row.status != "lost" else None)
         best = f"{short_metric(row.best_metric)} {number(row.best)}" if row.best is not None else "-"
         status = status_text(row.status)
@@ -87,7 +92,7 @@ class RunCells:
         if local and row.id in self.saved and not row.final:  # a live run's checkpoint written lately (NEWS_SECONDS)
             status.append(f" · ckpt {checkpoint_step(self.saved[row.id])}", style="bold green")
         return {
-            "RUN": self.run_text(row, local),
+            "RUN": self.run_text(row, local, branch=branch),
             "STATUS": status,
             "STEP": step_text(row.step, row.max_steps, 5),
             "LOSS": number(row.loss),

@@ -33,12 +33,19 @@ class Layout:
     short: frozenset[str] = frozenset()
 
 
+def header(column: str, order: RunOrder) -> str:
+    """A column's header: its name, and the sort's arrow on the column the runs are sorted by ('LOSS ↑')."""
+    return f"{column} {order.arrow()}" if order.column() == column else column
+
+
 def fit_columns(columns: tuple[str, ...], cells: list[dict[str, object]], short: list[dict[str, object]],
-                room: int) -> Layout:
-    """The layout that fits the table's `room`: every column as wide as its widest cell unless they do not all fit;
-    then each of GIVE_WAY in turn (`short`: each row's short forms, of the columns that have one), so that STATUS
-    and TIME always show whole and RUN keeps what tells runs apart."""
-    natural = {c: max([len(c), *(cell_len(cell[c]) for cell in cells)]) for c in columns}
+                room: int, order: RunOrder | None = None) -> Layout:
+    """The layout that fits the table's `room`: every column as wide as its widest cell (or its header, with the
+    sort's arrow of `order`) unless they do not all fit; then each of GIVE_WAY in turn (`short`: each row's short
+    forms, of the columns that have one), so that STATUS and TIME always show whole and RUN keeps what tells runs
+    apart."""
+    order = order or RunOrder()
+    natural = {c: max([len(header(c, order)), *(cell_len(cell[c]) for cell in cells)]) for c in columns}
     # a cell is padded by one on each side; the last one's right padding may fall off the edge
     over = sum(w + 2 for w in natural.values()) - 1 - room
     fixed: dict[str, int | None] = dict.fromkeys(columns)
@@ -47,7 +54,7 @@ def fit_columns(columns: tuple[str, ...], cells: list[dict[str, object]], short:
         if over <= 0 or name not in natural:
             continue
         if how == "short":
-            narrower = max([len(name), *(cell_len(cell[name]) for cell in short if name in cell)])
+            narrower = max([len(header(name, order)), *(cell_len(cell[name]) for cell in short if name in cell)])
             if narrower < natural[name]:
                 shortened.add(name)
                 over -= natural[name] - narrower

@@ -1,20 +1,22 @@
-"""How Home shows its runs (htop-style): a sort column cycled by a key, reversed by another, a filter
-text matched against each run's id, profile and status, each run's short label (what tells it from the
-others) and the checkpoints written lately (a mark on their runs' rows, a count). Functions of rows only,
-so the order survives every refresh."""
+"""How Home shows its runs (htop-style): a sort column cycled by a key (or picked by a click on its header),
+reversed by another, a filter text matched against each run's id, profile and status, a sweep's runs kept together,
+each run's short label (what tells it from the others) and the checkpoints written lately (a mark on their runs'
+rows, a count). Functions of rows only, so the order survives every refresh."""
 
 from __future__ import annotations
 
 import os
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 if TYPE_CHECKING:
     from tuitrain.runs.view.live import Change, RunRow
 
-SORTS = ("started", "status", "profile", "loss")
+SORTS = ("started", "status", "profile", "loss", "best", "step", "time")
+# the sort a click on a column's header picks (the RUN label starts with when the run started)
+COLUMN_SORTS = {"RUN": "started", "STATUS": "status", "STEP": "step", "LOSS": "loss", "BEST": "best", "TIME": "time"}
 # what needs looking at first: going, then ended badly, then ended well
 STATUS_ORDER = ("hung?", "running", "starting", "planned", "queued", "stopping", "failed", "lost", "unreadable", "killed",
                 "stopped", "finished")
@@ -31,12 +33,35 @@ class RunOrder:
         return self == RunOrder()
 
     def arrow(self) -> str:
-        """The direction a user reads: newest first is ↓ for started, a–z / lowest first ↑ for the others."""
-        down = (self.sort == "started") != self.reverse
+        """The direction a user reads: newest first is ↓ for started, the best first ↓ for best, a–z / lowest first
+        ↑ for the others."""
+        down = (self.sort in ("started", "best")) != self.reverse
         return "↓" if down else "↑"
 
+    def column(self) -> str | None:
+        """The column whose header says this sort (None for the profile, which has none of its own)."""
+        return next((name for name, sort in COLUMN_SORTS.items() if sort == self.sort), None)
 
-def _key(row: RunRow, sort: str) -> tuple[Any, ...]:
+    def clicked(self, column: str) -> RunOrder | None:
+        """The order after a click on `column`'s header: sorted by it, or reversed when it already is (None: a
+        column that sorts nothing, HOST)."""
+        sort = COLUMN_SORTS.get(column)
+        if sort is None:
+            return None
+        if sort == self.sort:
+            return replace(self, reverse=not self.reverse)
+        return replace(self, sort=sort, reverse=False)
+
+
+def _best_first(row: RunRow) -> float:
+    """The row's best value, turned so that the best sorts first (runs.best's rule of its metric's name)."""
+    from tuitrain.rundir.best import best_rule
+
+    value = row.best or 0.0
+    return -value if best_rule(row.best_metric).greater_is_better else value
+
+
+def _key(row: RunRow, sort: str, now: float) -> tuple[Any, ...]:
     # each key sorts "first" ascending; the sort is stable, so ties keep the watcher's order (newest first)
     if sort == "status":
         return (STATUS_ORDER.index(row.status) if row.status in STATUS_ORDER else len(STATUS_ORDER),)
@@ -44,6 +69,13 @@ def _key(row: RunRow, sort: str) -> tuple[Any, ...]:
         return (row.profile.lower(),)
     if sort == "loss":
         return (row.loss is None, row.loss if row.loss is not None else 0.0)
+    if sort == "best":
+        return (row.best is None, _best_first(row) if row.best is not None else 0.0)
+    if sort == "step":
+        return (row.step,)
+    if sort == "time":  # as TIME shows it: a live run's so far
+        end = row.ended or (now if not row.final else None)
+        return (not (row.started and end), (end or 0.0) - (row.started or 0.0))
     return (-(row.created or row.started or 0.0),)
 
 
@@ -124,13 +156,42 @@ def matches(row: RunRow, text: str, host: str = "") -> bool:
     return all(word in haystack for word in text.lower().split())
 
 
-def arrange(rows: Sequence[RunRow], order: RunOrder, host: str = "") -> list[RunRow]:
-    """The rows the table shows, in the order it shows them."""
+def arrange(rows: Sequence[RunRow], order: RunOrder, host: str = "", now: float | None = None) -> list[RunRow]:
+    """The rows the table shows, in the order it shows them: a sweep's runs together, where its first run sorts
+    (in the order among themselves)."""
     kept = [r for r in rows if matches(r, order.filter, host)] if order.filter.strip() else list(rows)
-    kept.sort(key=lambda r: _key(r, order.sort))
+    clock = time.time() if now is None else now
+    kept.sort(key=lambda r: _key(r, order.sort, clock))
     if order.reverse:  # the whole order turned over, ties too (as the eye reads it)
         kept.reverse()
-    return kept
+    return together(kept)
+
+
+def together(rows: Sequence[RunRow]) -> list[RunRow]:
+    """`rows` with each sweep's runs moved up to its first one's place, in their order."""
+    groups: dict[str, list[RunRow]] = {}
+    for row in rows:
+        if row.sweep is not None:
+            groups.setdefault(row.sweep, []).append(row)
+    out: list[RunRow] = []
+    for row in rows:
+        if row.sweep is None:
+            out.append(row)
+        elif groups[row.sweep] and groups[row.sweep][0] is row:
+            out += groups.pop(row.sweep)
+            groups[row.sweep] = []
+    return out
+
+
+def branches(rows: Sequence[RunRow]) -> list[str]:
+    """Each row's place in its sweep's group as the RUN column draws it: '┌', '├', '└' for the runs of a sweep shown
+    together (two or more), '' for any other."""
+    out = []
+    for i, row in enumerate(rows):
+        same_before = i > 0 and row.sweep is not None and rows[i - 1].sweep == row.sweep
+        same_after = i + 1 < len(rows) and row.sweep is not None and rows[i + 1].sweep == row.sweep
+        out.append("├" if same_before and same_after else "└" if same_before else "┌" if same_after else "")
+    return out
 
 
 @dataclass(frozen=True)
@@ -150,6 +211,7 @@ class Entry:
     host: str | None
     row: RunRow | None
     note: str = ""
+    branch: str = ""  # its place in its sweep's group (`branches`)
 
     @property
     def key(self) -> str:
@@ -159,17 +221,22 @@ class Entry:
         return self.row.id if self.host is None else f"{self.host}:{self.row.id}"
 
 
-def host_entries(local: Sequence[RunRow], remote: dict[str, HostRuns], order: RunOrder) -> list[Entry]:
+def host_entries(local: Sequence[RunRow], remote: dict[str, HostRuns], order: RunOrder,
+                 now: float | None = None) -> list[Entry]:
     """Every line of the table: this machine's runs first, then each workstation's in the settings' order,
     each in `order`; a workstation that has not answered, or cannot be watched, is one line."""
-    entries = [Entry(None, row) for row in arrange(local, order)]
+    def lines(host: str | None, rows: Sequence[RunRow]) -> list[Entry]:
+        shown = arrange(rows, order, host or "", now)
+        return [Entry(host, row, branch=branch) for row, branch in zip(shown, branches(shown), strict=True)]
+
+    entries = lines(None, local)
     for host, state in remote.items():
         if state.problem is not None:
             entries.append(Entry(host, None, state.problem.removeprefix(f"{host}: ")))
         elif not state.answered:
             entries.append(Entry(host, None))
         else:
-            entries += [Entry(host, row) for row in arrange(state.rows, order, host)]
+            entries += lines(host, state.rows)
     return entries
 
 

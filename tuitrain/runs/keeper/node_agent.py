@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from tuitrain.atomic import write_text_atomic
+from tuitrain.errors import TuitrainError
 from tuitrain.hardware.host import physical_cores
 from tuitrain.launch.planner import arrival_env
 from tuitrain.remote.wire import BEAT_SECONDS, SILENCE_SECONDS, WireError, decode, encode, encode_bytes, send
@@ -41,7 +42,7 @@ MIRROR_SECONDS = 0.2  # how often new bytes are sent home (the watch loop's peri
 RECORD_KEYS = ("argv", "env", *INHERITED_KEYS)  # what this machine's record takes from the setup message
 
 
-class SetupError(Exception):
+class SetupError(TuitrainError):
     """Why this machine cannot take its part, in one line (sent home as the machine's end)."""
 
 
@@ -267,8 +268,8 @@ def main() -> int:
     try:
         setup = link.read_setup()
         paths = prepare(setup)
-    except (SetupError, WireError, OSError, KeyError, ValueError) as exc:
-        why = str(exc) if isinstance(exc, SetupError) else f"could not set up ({type(exc).__name__}: {exc})"
+    except (TuitrainError, WireError, OSError, KeyError, ValueError) as exc:
+        why = str(exc) if isinstance(exc, TuitrainError) else f"could not set up ({type(exc).__name__}: {exc})"
         link.send(encode("end", status="failed", error=why, failed_rank=None, exit_codes={}))
         return 1
     redirect_output(paths.launcher_log)  # what this process and its children print: not into the wire

@@ -71,6 +71,77 @@ def queue_rows() -> list[dict[str, Any]]:
     return rows + [{**s, "position": None, "waits": []} for s in started]
 
 
+def queue_report() -> dict[str, Any]:
+    """`tuitrain queue --json`: the queue folder, its rows (`queue_rows`; a waiting run's sweep from its record), and
+    its damaged entries, whose they are and whether they were set aside."""
+    from tuitrain.runs.queue.entries import damaged_entries, queue_dir
+    from tuitrain.runs.run_owner import user_name
+
+    rows = [{**row, "sweep": _sweep(row)} if row["position"] is not None else row for row in queue_rows()]
+    damaged = [{"file": str(queue_dir() / d.name), "run": d.run or None, "user": user_name(d.uid), "reason": d.reason,
+                "set_aside": d.set_aside} for d in damaged_entries(queue_dir())]
+    return {"queue_dir": str(queue_dir()), "runs": rows, "damaged": damaged}
+
+
+def report_lines(report: dict[str, Any], expand: bool = False) -> list[str]:
+    """`tuitrain queue`'s lines for a `queue_report`: each waiting run (a sweep's as one line, unless `expand`) and
+    what it waits for, the started runs that hold GPUs, and each damaged entry."""
+    waiting = [r for r in report["runs"] if r["position"] is not None]
+    lines = [] if waiting else [f"no queued runs on this machine ({report['queue_dir']})"]
+    lines += queue_lines(waiting, expand)
+    lines += [f"  -  {row['run']}  {row['user']}  started, holds GPU {','.join(map(str, row['gpus']))}"
+              for row in report["runs"] if row["position"] is None and row["gpus"]]
+    for entry in report["damaged"]:
+        whose = f"run {entry['run']} of {entry['user']}" if entry["run"] else f"a file of {entry['user']}"
+        lines.append(f"  !  damaged entry {entry['file']} ({whose}): {entry['reason']}; "
+                     + ("set aside, its run ends with this cause" if entry["set_aside"]
+                        else f"only {entry['user']} can set it aside"))
+    return lines
+
+
+def _sweep(row: dict[str, Any]) -> dict[str, Any] | None:
+    """The sweep a waiting run of the queue belongs to, from its record (None: of no sweep, or unreadable); read
+    for `queue_report`, not in queue_rows, which the app polls."""
+    from tuitrain.rundir.record import RunRecordError, read_record
+    from tuitrain.runs.queue.entries import sweep_fields
+
+    try:
+        return sweep_fields(read_record(RunPaths(Path(row["run_dir"]))))
+    except (OSError, RunRecordError):
+        return None
+
+
+def _gpus_word(row: dict[str, Any]) -> str:
+    return (f"any {row['any_gpus']} GPU(s)" if row.get("any_gpus") else
+            f"GPU {','.join(map(str, row['gpus']))}" if row["gpus"] else "CPU")
+
+
+def queue_lines(waiting: list[dict[str, Any]], expand: bool = False) -> list[str]:
+    """`tuitrain queue`'s lines for the waiting rows (in order): a run and what it waits for; the runs of a sweep
+    as one line at its first run's place (the first one's waits under it), unless `expand`."""
+    sweeps: dict[str, list[dict[str, Any]]] = {}
+    for row in waiting:
+        sweep = row.get("sweep") or {}
+        if sweep.get("id") and not expand:
+            sweeps.setdefault(str(sweep["id"]), []).append(row)
+    lines: list[str] = []
+    for row in waiting:
+        sweep = row.get("sweep") or {}
+        group = sweeps.get(str(sweep.get("id"))) if sweep.get("id") else None
+        if group is None or len(group) < 2:
+            lines.append(f"{row['position']:>3}  {row['run']}  {row['user']}  {_gpus_word(row)}")
+        elif row is group[0]:
+            labels = [str((r.get("sweep") or {}).get("label", r["run"])) for r in group]
+            shown = ", ".join(labels) if len(labels) <= 3 else f"{labels[0]}, …, {labels[-1]}"
+            lines.append(f"{row['position']:>3}  sweep {sweep['id']}  {row['user']}  {_gpus_word(row)}  "
+                         f"{len(group)} of {sweep.get('of', len(group))} runs waiting ({shown}); "
+                         "`tuitrain queue --expand` lists each")
+        else:
+            continue
+        lines.extend(f"       {wait}" for wait in row["waits"])
+    return lines
+
+
 def run_key(run_dir: Path | str) -> str:
     """A run directory as `places` names it: the same folder reached by another path is the same run."""
     return os.path.realpath(run_dir)

@@ -12,6 +12,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any, Callable, Sequence, cast
 
+from tuitrain.errors import TuitrainError
 from tuitrain.hardware import Hardware, detect_hardware
 from tuitrain.launch import LaunchPlan, plan_launch
 from tuitrain.launch.machines import MachinesPlan, plan_machines
@@ -27,7 +28,7 @@ from tuitrain.runs.start.new_run import Lineage, new_run_dir, start_run
 from tuitrain.runs.view.scheduler import job_words
 
 
-class ResumeError(Exception):
+class ResumeError(TuitrainError):
     """Why a run cannot be resumed from the checkpoint asked for."""
 
 

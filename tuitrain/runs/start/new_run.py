@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import tomli_w
 
 from tuitrain.atomic import write_text_atomic
+from tuitrain.errors import TuitrainError
 from tuitrain.launch import LaunchPlan
 from tuitrain.launch.machines import MachinesPlan
 from tuitrain.profile import Profile, Settings
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     from tuitrain.runs.queue.entries import QueueRequest  # psutil: only a queued start loads the queue
 
 
-class StartError(Exception):
+class StartError(TuitrainError):
     """Why a run could not be started, in words a user can act on."""
 
 

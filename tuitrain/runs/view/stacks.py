@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from tuitrain.atomic import read_json, write_json_atomic
+from tuitrain.errors import TuitrainError
 from tuitrain.rundir.heartbeat import Beat
 from tuitrain.rundir.layout import CONTROL_STACKS, STACKS_SIGNAL, RunPaths
 
@@ -48,7 +49,7 @@ _WORKER_HEAD = re.compile(r"^# tuitrain: data loader worker (\d+) \(pid (\d+), (
 _TAKEN = re.compile(r"^# tuitrain: taken, \d+ data loader workers?$", re.MULTILINE)
 
 
-class StacksError(Exception):
+class StacksError(TuitrainError):
     """Why no stacks can be taken of a run, in one line."""
 
 
@@ -584,6 +585,31 @@ def rank_block(stacks: RankStacks, where: str) -> list[str]:
         lines.append(f"(+{len(stacks.workers)} data loader worker{'s' if len(stacks.workers) > 1 else ''}, "
                      "in stacks/ too)")
     return lines
+
+
+def threads_block(stacks: RankStacks, where: str) -> list[str]:
+    """A rank's heading and every thread's frames, all of them, innermost first: its main thread first, then the
+    others as taken, then its data loader workers' (what stacks/rank-K.txt keeps, read as rank_block reads it)."""
+    head = f"rank {stacks.rank} (pid {stacks.pid}, {stacks.how or 'no stack'})"
+    if not stacks.threads:
+        return [head, "=" * len(head), where]
+    main = main_thread(stacks.threads)
+    lines = [head, "=" * len(head)]
+    for thread in [main, *(t for t in stacks.threads if t is not main)] if main else stacks.threads:
+        lines.append(_thread_head(thread, main=thread is main))
+        lines += [f"  {f.func} {os.path.basename(f.file)}:{f.line}" for f in thread.frames]
+    for worker in stacks.workers:
+        lines.append(f"data loader worker {worker.worker} (pid {worker.pid}, {worker.how or 'no stack'})")
+        for thread in worker.threads:
+            lines.append("  " + _thread_head(thread, main=False))
+            lines += [f"    {f.func} {os.path.basename(f.file)}:{f.line}" for f in thread.frames]
+    return lines
+
+
+def _thread_head(thread: Thread, main: bool) -> str:
+    marks = [m for m, on in (("main", main), ("took the signal", thread.current)) if on]
+    frames = f"{len(thread.frames)} frame{'s' if len(thread.frames) != 1 else ''}"
+    return f"{thread.name} ({', '.join([*marks, frames])}):"
 
 
 def read_digest(paths: RunPaths) -> dict[str, Any] | None:

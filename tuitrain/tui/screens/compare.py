@@ -1,7 +1,9 @@
 """Compare runs: the curves of several runs overlaid, one colour a run, a metric picked from a list
 that typing filters; x as step, epoch or time; EMA smoothing; a log scale. Runs still going keep
 drawing (their events are read incrementally in a worker). `d` shows, in a panel under the plot, what differs
-between the first two runs (tuitrain.runs.view.diff: the lines `tuitrain diff` prints)."""
+between the first two runs (tuitrain.runs.view.diff: the lines `tuitrain diff` prints). `v` shows a table of each
+run's values (a sweep's, as its runs record them) against its final and best value of the metric in view, the best
+first and the winner marked (tui.sweep_results): shown at once when the runs are one sweep's."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from textual.screen import Screen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
+from tuitrain.errors import TuitrainError
 from tuitrain.humanize import duration, number
 from tuitrain.tui.actions import wait_or_cancel
 from tuitrain.tui.curves import (
@@ -31,14 +34,18 @@ from tuitrain.tui.curves import (
     samples_per_step,
     x_values,
 )
+from tuitrain.tui.failed_work import PassesFailedWorkUp
 from tuitrain.tui.format import short_metric
+from tuitrain.tui.sweep_results import direction, greater_is_better, result, table
 from tuitrain.tui.widgets.key_bar import KeyBar
 from tuitrain.tui.widgets.overlay_plot import Curve, OverlayPlot
+from tuitrain.tui.widgets.sweep_table import SweepTable
 from tuitrain.tui.widgets.text_line import TextLine
 
 if TYPE_CHECKING:
     from textual import getters
 
+    from tuitrain.rundir.best import BestRule
     from tuitrain.tui.app_api import TuitrainAppApi
 
 RUN_STYLES = ("cyan", "magenta", "green", "yellow", "blue", "red", "bright_cyan", "bright_magenta")
@@ -54,9 +61,29 @@ class ComparedRun:
         self.id = self.paths.id
         self.profile = profile
         self.curves = RunCurves(self.paths.events, samples_root=self.paths.root)
+        self.sweep: dict[str, object] | None = None  # its record's queue.sweep (id, index, of, label); read by a worker
+        self.rule: BestRule | None = None  # how it chooses its best checkpoint (its frozen profile); read by a worker
+
+    def read_record(self) -> None:
+        """Its sweep and its best rule, from its files (in the worker)."""
+        from tuitrain.rundir.best import profile_best_rule
+        from tuitrain.rundir.record import read_record
+        from tuitrain.runs.queue.entries import sweep_fields
+
+        try:
+            self.sweep = sweep_fields(read_record(self.paths))
+        except (TuitrainError, OSError):
+            self.sweep = None
+        self.rule = profile_best_rule(self.paths.profile)
+
+    def label(self, now: float) -> str:
+        """What names it in the values table: its sweep's values, else its label on Home ('18:30 demo')."""
+        from tuitrain.tui.run_table import run_label
+
+        return str(self.sweep.get("label") or self.id) if self.sweep else run_label(self.id, now)
 
 
-class CompareScreen(Screen):
+class CompareScreen(PassesFailedWorkUp, Screen):
     if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
         app = getters.app(TuitrainAppApi)
 
@@ -67,6 +94,8 @@ class CompareScreen(Screen):
         overflow-y: auto;
     }
     CompareScreen #diff-panel.shown { display: block; }
+    CompareScreen #values { display: none; }
+    CompareScreen #values.shown { display: block; }
     """
     HELP_TITLE = "Compare runs"
     BINDINGS = [
@@ -77,6 +106,8 @@ class CompareScreen(Screen):
         Binding("l", "toggle_log", "Log y", tooltip="Log scale for y (values ≤ 0 are left out)"),
         Binding("d", "toggle_diff", "Diff", tooltip="What differs between the first two runs: data, code, profile, "
                 "versions, GPUs (as `tuitrain diff` says it)"),
+        Binding("v", "toggle_values", "Values", tooltip="A table of each run's values (a sweep's) against its final "
+                "and best value of the metric, the best first, the winner marked (shown at once for a sweep)"),
     ]
 
     class Updated(Message):
@@ -100,6 +131,7 @@ class CompareScreen(Screen):
         self.x_axis = X_AXES[0]
         self.smoothing = SMOOTHINGS[0]
         self.log_y = False
+        self.read = False  # each run's record read (its sweep): the values table decided
 
     def compose(self) -> ComposeResult:
         names = ", ".join(run.id for run in self.runs)
@@ -110,6 +142,7 @@ class CompareScreen(Screen):
                 yield Input(placeholder="filter metrics", id="metric-filter")
                 yield OptionList(id="metrics")
             yield OverlayPlot(id="overlay")
+        yield SweepTable(id="values")
         yield Static("", id="diff-panel", markup=False)
         yield TextLine("", id="compare-status")
         yield KeyBar()
@@ -121,6 +154,8 @@ class CompareScreen(Screen):
 
     @work(thread=True, exclusive=True, group="compare", exit_on_error=False)
     def follow_runs(self) -> None:
+        for run in self.runs:
+            run.read_record()
         first = True
         while True:
             changed = False
@@ -135,6 +170,11 @@ class CompareScreen(Screen):
                 return
 
     def on_compare_screen_updated(self, _message: Updated) -> None:
+        if not self.read:  # the first news: every run's record read
+            self.read = True
+            sweeps = {str(run.sweep.get("id")) if run.sweep else None for run in self.runs}
+            if len(self.runs) > 1 and len(sweeps) == 1 and None not in sweeps:  # one sweep's runs: its question
+                self.query_one("#values", SweepTable).add_class("shown")
         metrics = metric_order({name for run in self.runs for name in run.curves.curves})
         if metrics != self.metrics:
             self.metrics = metrics
@@ -206,6 +246,22 @@ class CompareScreen(Screen):
         self.query_one(OverlayPlot).show(curves, x_label=self.x_axis, x_format=x_format, y_format=y_format,
                                          empty=empty)
         self.update_status(missing)
+        self.show_values()
+
+    def show_values(self) -> None:
+        """The values table on the metric in view, when it is shown."""
+        panel = self.query_one("#values", SweepTable)
+        if not panel.has_class("shown") or self.metric is None:
+            return
+        metric = self.metric
+        greater = greater_is_better(metric, [run.rule for run in self.runs if run.rule is not None])
+        results = []
+        now = self.app.clock()
+        for run in self.runs:
+            curve = run.curves.curves.get(metric)
+            results.append(result(run.id, run.label(now), curve.values if curve is not None else (), greater))
+        header, rows = table(results, metric, greater)
+        panel.show(f"{len(self.runs)} runs {direction(metric, greater)} · ★ the winner", header, rows)
 
     def update_status(self, missing: int = 0) -> None:
         text = Text(no_wrap=True, overflow="ellipsis")
@@ -230,6 +286,10 @@ class CompareScreen(Screen):
     def action_toggle_log(self) -> None:
         self.log_y = not self.log_y
         self.draw()
+
+    def action_toggle_values(self) -> None:
+        self.query_one("#values", SweepTable).toggle_class("shown")
+        self.show_values()
 
     def action_toggle_diff(self) -> None:
         panel = self.query_one("#diff-panel", Static)

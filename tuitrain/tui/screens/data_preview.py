@@ -14,8 +14,10 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from tuitrain.tui.failed_work import PassesFailedWorkUp
 
-class DataPreviewScreen(ModalScreen[None]):
+
+class DataPreviewScreen(PassesFailedWorkUp, ModalScreen[None]):
     DEFAULT_CSS = """
     DataPreviewScreen { align: center middle; }
     DataPreviewScreen > Vertical {

@@ -12,6 +12,7 @@ draws; which field a key gets is `tui.form_fields`, the preview's words `tui.pla
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +26,7 @@ from textual.widgets import Button, Input, Label, SelectionList, Static, TabbedC
 
 from tuitrain.profile.schema import SCHEMA, KeySpec, TableSpec
 from tuitrain.tui.editor_model import Check, EditorModel, Loaded, LoadError
+from tuitrain.tui.failed_work import PassesFailedWorkUp
 from tuitrain.tui.fields import REMOVE, FieldDef, parse_value
 from tuitrain.tui.form_fields import TRAINING_FIELDS, field_for, training_field
 from tuitrain.tui.plan_preview import plan_text
@@ -46,7 +48,7 @@ if TYPE_CHECKING:
 # [distributed] keys the machines section shows (not the strategy's fields, nor left over from one)
 MACHINES_SECTION_KEYS = ("network_interface", "machines")
 SECTIONS = ("run", "model", "data", "training", "metrics", "hardware", "distributed", "logging")
-class EditorScreen(Screen):
+class EditorScreen(PassesFailedWorkUp, Screen):
     if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
         app = getters.app(TuitrainAppApi)
 
@@ -69,6 +71,8 @@ class EditorScreen(Screen):
                 tooltip="Copy `tuitrain run PROFILE` (unsaved changes as --set), to start this run from a shell"),
         Binding("ctrl+g", "copy_accelerate", "Copy accelerate command", show=False,
                 tooltip="Copy the accelerate launch command line of the preview"),
+        Binding("ctrl+f", "export_accelerate", "Export accelerate config", show=False,
+                tooltip="Write the accelerate config of the form to a file (as `tuitrain profile export-accelerate`)"),
     ]
 
     def __init__(self, path: Path | None, accelerate_config: Path | None = None) -> None:
@@ -710,8 +714,7 @@ class EditorScreen(Screen):
 
     @work(thread=True, exclusive=True, group="editor-launch", exit_on_error=False)
     def launch(self, data: dict[str, Any], number: int) -> None:
-        from tuitrain.profile import ProfileError
-        from tuitrain.runs.start.new_run import StartError
+        from tuitrain.errors import TuitrainError
         from tuitrain.tui.messages import RunStarted
 
         check = self.model.check(data, number, self.app.runs_root, self.app.hardware)
@@ -722,8 +725,9 @@ class EditorScreen(Screen):
             return
         try:
             run_dir = self.model.launch(self.app.runs_root, self.app.launch_overrides, self.app.hardware, data)
-        except (ProfileError, StartError, OSError) as exc:
-            self.app.call_from_thread(self.notify, str(exc), title="Not launched", severity="error", timeout=10)
+        except (TuitrainError, OSError) as exc:
+            self.app.call_from_thread(self.notify, str(exc), title="Not launched", severity="error", timeout=10,
+                                      markup=False)
             return
         self.app.post_message(RunStarted(str(run_dir)))
 
@@ -744,6 +748,39 @@ class EditorScreen(Screen):
             return
         self.app.copy_to_clipboard(self.command)
         self.notify(self.model.copy_command_note(), severity="warning" if self.errors else "information")
+
+    def action_export_accelerate(self) -> None:
+        """The form's accelerate config, written to a file the user names (atomically, in a worker)."""
+        from tuitrain.tui.screens.prompt import PromptScreen
+
+        refusal = self.model.accelerate_refusal() if self.loaded else "the profile is still loading"
+        if refusal:
+            self.notify(refusal, title="Accelerate config not written", severity="warning")
+            return
+
+        def outcome(answer: str) -> str:
+            target = self.model.accelerate_target(answer)
+            return f"{'replaces' if target.exists() else 'writes'} {target}" if answer.strip() else ""
+
+        def chosen(answer: str | None) -> None:
+            if answer:
+                self.write_accelerate(self.model.accelerate_target(answer), copy.deepcopy(self.model.data))
+
+        self.app.push_screen(PromptScreen("Write the accelerate config to (a YAML file):",
+                                          f"accelerate-{self.model.own_name}.yaml", outcome), chosen)
+
+    @work(thread=True, group="accelerate-export", exit_on_error=False)
+    def write_accelerate(self, target: Path, data: dict[str, Any]) -> None:
+        from tuitrain.atomic import write_text_atomic
+
+        try:
+            write_text_atomic(target, self.model.accelerate_yaml(data))
+        except OSError as exc:
+            self.app.call_from_thread(self.notify, f"{target}: {exc.strerror or exc}",
+                                      title="Accelerate config not written", severity="error")
+            return
+        self.app.call_from_thread(self.notify, f"{target}: use it with accelerate launch --config_file",
+                                  title="Accelerate config written")
 
     def action_back(self) -> None:
         from tuitrain.tui.screens.confirm import ConfirmScreen

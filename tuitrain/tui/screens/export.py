@@ -1,6 +1,7 @@
 """Export a checkpoint's model: which one (the best, the last, the one selected) and where to
 (prefilled `<output_dir>/export-<step>`). The export itself is `tuitrain export` in a child
-process (it needs torch, which the app never imports), run by the monitor in a worker."""
+process (it needs torch, which the app never imports), run by the monitor in a worker; for another
+workstation's run, `tuitrain export HOST:RUN OUT`, which exports there into a folder of that box."""
 
 from __future__ import annotations
 
@@ -88,9 +89,10 @@ class ExportScreen(ModalScreen[ExportRequest | None]):
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
     LABELS = {"best": "the best", "last": "the last", "selected": "the selected"}
 
-    def __init__(self, run_id: str, output_dir: Path, choices: list[ExportChoice]) -> None:
+    def __init__(self, run_id: str, output_dir: Path, choices: list[ExportChoice], host: str | None = None) -> None:
         super().__init__()
         self.run_id = run_id
+        self.host = host  # another workstation's run: its paths are that box's, checked there
         self.output_dir = Path(output_dir)
         self.choices = choices
         self.chosen = choices[0]
@@ -98,12 +100,14 @@ class ExportScreen(ModalScreen[ExportRequest | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(f"Export a model of run {self.run_id}", id="export-title")
+            on = f" on {self.host}" if self.host else ""
+            yield Static(f"Export a model of run {self.run_id}{on}", id="export-title")
             with RadioSet(id="export-which"):
                 for i, choice in enumerate(self.choices):
                     label = f"{self.LABELS[choice.kind]}: {choice.path.name} (step {choice.step})"
                     yield Choice(label, value=i == 0, id=f"export-{choice.kind}")
-            yield Static("Into the folder (new or empty):", classes="hint")
+            yield Static(f"Into the folder on {self.host} (new or empty; a relative path is from your home there):"
+                         if self.host else "Into the folder (new or empty):", classes="hint")
             yield Input(self._prefilled, id="export-out")
             yield Static("", id="export-problem")
             with Horizontal(classes="buttons"):
@@ -130,6 +134,9 @@ class ExportScreen(ModalScreen[ExportRequest | None]):
         raw = self.query_one("#export-out", Input).value.strip()
         if not raw:
             self.query_one("#export-problem", Static).update(Text("give a folder to export into"))
+            return
+        if self.host:  # a folder of that box: `tuitrain export` there reads it and refuses it in one line
+            self.dismiss(ExportRequest(self.chosen.path, Path(raw)))
             return
         out = Path(raw).expanduser()
         out = out if out.is_absolute() else self.app.cwd / out  # as `tuitrain export` reads it

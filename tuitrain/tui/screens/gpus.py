@@ -1,13 +1,14 @@
-"""GPUs, machine-wide (as nvitop or htop show them): every GPU with bars of its utilisation and memory (text that
-reads without colour), its utilisation's history, temperature and power; a MIG-enabled GPU's instances with their
-memory; and under each GPU its processes with user, command line, GPU memory and the run and rank that owns it. At
-80 columns the command, then the user, then (to a floor) the run and rank give way; the highlighted row is said
-whole on the line under the table. The figures are the app's hardware sampler's (a worker; command lines are read
-by one of this screen's); this screen only draws them. `o` sorts each GPU's processes, `k` ends one of the user's
-own processes (asks; SIGTERM, then SIGKILL after a grace, in a worker); a rank of a tuitrain run is stopped through
-its run instead. With workstations in the user's settings, each box's GPUs follow under a heading of its own,
-streamed by its tuitrain over Home's one connection to that box (`remote.runs_stream` with its GPUs; the app keeps
-them, `host_gpus`), never one of this screen's: read-only, since `k` ends only this machine's processes."""
+"""GPUs, machine-wide (as nvitop or htop show them): every GPU with bars of its utilisation and memory (text that reads
+without colour), their recent history as sparklines (the app's `gpu_history`), temperature and power; a MIG-enabled
+GPU's instances with their memory; and under each GPU its processes with user, command line, GPU memory and the run
+and rank that owns it. At 80 columns the command, then the user, then (to a floor) the run and rank give way; the
+highlighted row is said whole on the line under the table. The figures are the app's hardware sampler's (a worker;
+command lines are read by one of this screen's); this screen only draws them. `o` sorts each GPU's processes, `k`
+ends one of the user's own processes (asks; SIGTERM, then SIGKILL after a grace, in a worker); a rank of a tuitrain
+run is stopped through its run instead. With workstations in the user's settings, each box's GPUs follow under a
+heading of its own, streamed by its tuitrain over Home's one connection to that box (`remote.runs_stream` with its
+GPUs; the app keeps them, `host_gpus`), never one of this screen's: read-only, since `k` ends only this machine's
+processes."""
 
 from __future__ import annotations
 
@@ -38,10 +39,11 @@ from tuitrain.hardware.processes import (
     use_notes,
     use_words,
 )
-from tuitrain.hardware.sampler import GpuPoint
 from tuitrain.humanize import gib, gpu_memory
 from tuitrain.remote.workstations import LOCAL
 from tuitrain.rundir.layout import RunPaths
+from tuitrain.tui.failed_work import PassesFailedWorkUp
+from tuitrain.tui.gpu_history import Trace
 from tuitrain.tui.run_table import run_labels
 from tuitrain.tui.widgets.gpu_panel import spark
 from tuitrain.tui.widgets.key_bar import KeyBar
@@ -60,6 +62,7 @@ COLUMNS = ("GPU", "pid", "user", "command", "GPU memory", "run / rank")
 # the memory and (to its floor) the run and rank owning a process always show; the command takes what is left over
 SHRINKABLE = (("command", 16), ("user", 4), ("run / rank", 20), ("command", 8))
 GPU_ROW_HEIGHT = 2  # a GPU's name, temperature, memory and power; then its utilisation and memory bars, and history
+HISTORY_WORDS = len("util  mem ")  # around a GPU's two sparklines
 UTIL = "util"  # the utilisation bar's label
 VENDOR = "NVIDIA "  # every GPU here is one: its name in the table goes without it (whole on the detail line)
 
@@ -85,10 +88,19 @@ def _power(gpu: GpuInfo) -> str:
     return f"{gpu.power_draw:.0f}{limit} W"
 
 
-def gpu_cells(gpu: GpuInfo, history: Sequence[GpuPoint] = (), widths: Sequence[int] | None = None) -> list[Text]:
+def history_cell(trace: Trace | None, width: int) -> str:
+    """'util ▁▂▅▇ mem ▃▃▄▄': a GPU's recent utilisation and memory in use as two sparklines filling `width` cells (at
+    least 3 each); '' where no history is known yet."""
+    if not trace:
+        return ""
+    cells = max(3, (width - HISTORY_WORDS) // 2)
+    return f"{UTIL} {spark(trace.utilization, 1.0, cells)} mem {spark(trace.memory, 1.0, cells)}"
+
+
+def gpu_cells(gpu: GpuInfo, history: Trace | None = None, widths: Sequence[int] | None = None) -> list[Text]:
     """A GPU's own row, two lines high: its index over its temperature; its name over a bar of its utilisation;
-    its memory over a bar of it; its power over its utilisation's history. The bars fill `widths` (each column's
-    width; None: the least they need, to measure the row by)."""
+    its memory over a bar of it; its power over its utilisation's and memory's history (`history`). The bars fill
+    `widths` (each column's width; None: the least they need, to measure the row by)."""
     def width(column: str) -> int:
         return widths[COLUMNS.index(column)] if widths is not None else 0
 
@@ -99,8 +111,7 @@ def gpu_cells(gpu: GpuInfo, history: Sequence[GpuPoint] = (), widths: Sequence[i
     memory = gpu.memory_fraction if not gpu.lost else None
     util_bar = usage_bar(util, max(width("command"), least_width(UTIL)), UTIL)
     memory_bar = usage_bar(memory, max(width("GPU memory"), least_width()))
-    past = [p.utilization for p in history]
-    trend = f"{UTIL} " + spark(past, 100, max(4, width("run / rank") - len(UTIL) - 1)) if past else ""
+    trend = history_cell(history, width("run / rank"))
     return [_lines(Text(f"GPU {gpu.index}", style), temperature), Text(""), Text(""),
             _lines(Text(name, style), util_bar), _lines(gpu_memory(gpu.memory_used, gpu.memory_total, gpu.lost), memory_bar),
             _lines(_power(gpu), Text(trend, "green"))]
@@ -206,10 +217,10 @@ class BoxesListed(Message):
         self.hosts = hosts
 
 
-Line = tuple[str, list[Text], "GpuProcessRow | GpuInfo | None", "Sequence[GpuPoint]"]  # key, cells, what, history
+Line = tuple[str, list[Text], "GpuProcessRow | GpuInfo | None", "Trace | None"]  # key, cells, what, history
 
 
-class GpusScreen(Screen):
+class GpusScreen(PassesFailedWorkUp, Screen):
     if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
         app = getters.app(TuitrainAppApi)
 
@@ -330,25 +341,26 @@ class GpusScreen(Screen):
         rows: list[Line] = []
         details: dict[str, str] = {}
         remote_rows: dict[str, tuple[str, GpuProcessRow]] = {}
+        kept = self.app.gpu_history
         if self.boxes:
-            rows.append(("host:local", box_heading(LOCAL, gpus, None), None, ()))
+            rows.append(("host:local", box_heading(LOCAL, gpus, None), None, None))
         for gpu in sorted(gpus, key=lambda g: g.index):
-            rows.append((f"gpu:{gpu.index}", gpu_cells(gpu, view.gpu_history.get(gpu.index, ())), gpu,
-                         view.gpu_history.get(gpu.index, ())))
+            trace = kept.trace(LOCAL, gpu.index)
+            rows.append((f"gpu:{gpu.index}", gpu_cells(gpu, trace), gpu, trace))
             details[f"gpu:{gpu.index}"] = gpu_detail(gpu)
             for mig in gpu.mig_devices:
-                rows.append((f"mig:{gpu.index}:{mig.index}", mig_cells(gpu, mig), None, ()))
+                rows.append((f"mig:{gpu.index}:{mig.index}", mig_cells(gpu, mig), None, None))
                 details[f"mig:{gpu.index}:{mig.index}"] = mig_detail(gpu, mig)
             for row in by_gpu.get(gpu.index, []):
                 command = self.command_of(row)
                 label = labels.get(row.process.owner.run_id, "") if row.process.owner is not None else ""
-                rows.append((row.key, process_cells(row, self.me, short_command(command), label), row, ()))
+                rows.append((row.key, process_cells(row, self.me, short_command(command), label), row, None))
                 details[row.key] = process_detail(row, command, gpu)
         for host, (box, problem) in self.boxes.items():
-            rows.append((f"host:{host}", box_heading(host, box, problem), None, ()))
+            rows.append((f"host:{host}", box_heading(host, box, problem), None, None))
             details[f"host:{host}"] = problem or f"{host}: its GPUs, sampled there by its tuitrain; read-only here"
             for key, cells, shown, detail in self._box_lines(host, box or ()):
-                rows.append((key, cells, shown, ()))
+                rows.append((key, cells, shown, kept.trace(host, shown.index) if isinstance(shown, GpuInfo) else None))
                 details[key] = detail
                 if isinstance(shown, GpuProcessRow):
                     remote_rows[key] = (host, shown)
@@ -383,7 +395,8 @@ class GpusScreen(Screen):
         labels = run_labels({p.owner.run_id for g in gpus for p in g.processes if p.owner is not None}, self.app.clock())
         lines: list[tuple[str, list[Text], GpuProcessRow | GpuInfo | None, str]] = []
         for gpu in sorted(gpus, key=lambda g: g.index):
-            lines.append((f"{host}/gpu:{gpu.index}", gpu_cells(gpu), gpu, f"{host}: {gpu_detail(gpu)}"))
+            lines.append((f"{host}/gpu:{gpu.index}", gpu_cells(gpu, self.app.gpu_history.trace(host, gpu.index)), gpu,
+                          f"{host}: {gpu_detail(gpu)}"))
             for mig in gpu.mig_devices:
                 lines.append((f"{host}/mig:{gpu.index}:{mig.index}", mig_cells(gpu, mig), None,
                               f"{host}: {mig_detail(gpu, mig)}"))

@@ -13,6 +13,7 @@ GLOBAL_KEYS = (
     ("ctrl+p", "command palette: every action by name"),
     ("?", "this help"),
     ("g", "GPUs: every process on every GPU of this machine"),
+    ("Q", "queues: this machine's and each workstation's (tuitrain queue --all-hosts)"),
     ("q", "quit (runs go on)"),
     ("tab / shift+tab", "move between panes"),
 )

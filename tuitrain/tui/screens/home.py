@@ -1,4 +1,5 @@
-"""Home: profiles beside runs, the hardware strip, and the keys that start, open, resume and stop runs."""
+"""Home: profiles beside runs, the hardware strip, and the keys that start, open, resume and stop runs: the
+highlighted one, or every run marked with space at once (one question first, tui.bulk)."""
 
 from __future__ import annotations
 
@@ -17,10 +18,13 @@ from textual.widgets import DataTable, Input, OptionList, Static
 from textual.widgets.data_table import ColumnKey
 from textual.widgets.option_list import Option
 
+from tuitrain.errors import TuitrainError
 from tuitrain.tui.actions import run_request
+from tuitrain.tui.bulk import TITLES, BulkPlan, plan_for
+from tuitrain.tui.failed_work import PassesFailedWorkUp
 from tuitrain.tui.messages import WorkstationHeard, WorkstationsListed
 from tuitrain.tui.run_cells import RunCells
-from tuitrain.tui.run_columns import COLUMNS, Layout, cell_len, empty_runs_hint, fit_columns, runs_title
+from tuitrain.tui.run_columns import COLUMNS, Layout, cell_len, empty_runs_hint, fit_columns, header, runs_title
 from tuitrain.tui.run_table import (
     SORTS,
     Entry,
@@ -46,7 +50,7 @@ if TYPE_CHECKING:
     from tuitrain.tui.app_api import TuitrainAppApi
     from tuitrain.tui.profiles import ProfileEntry
 
-class HomeScreen(Screen):
+class HomeScreen(PassesFailedWorkUp, Screen):
     if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
         app = getters.app(TuitrainAppApi)
 
@@ -55,33 +59,53 @@ class HomeScreen(Screen):
         Binding("r", "run_profile", "Run", tooltip="Launch the highlighted profile"),
         Binding("n", "new_profile", "New", tooltip="Create a profile in the editor"),
         Binding("e", "edit_profile", "Edit", tooltip="Edit the highlighted profile"),
+        Binding("v", "check_profile", "Check", show=False,
+                tooltip="Check the highlighted profile without starting it: `tuitrain validate` (o there: --offline, "
+                        "the profile alone; d: `tuitrain doctor`, its machines over ssh)"),
         Binding("enter", "open_run", "Open", tooltip="Open the selected run's monitor", show=False),
         Binding("R", "resume_run", "Resume", tooltip="Resume the selected run from its latest complete checkpoint "
-                "(a dialog: the checkpoint, --set overrides)"),
-        Binding("s", "stop_run", "Stop", tooltip="Ask the selected run to save a checkpoint and stop"),
+                "(a dialog: the checkpoint, --set overrides); with runs marked, each of them from its latest (asks once)"),
+        Binding("s", "stop_run", "Stop", tooltip="Ask the selected run to save a checkpoint and stop; with runs marked, "
+                "each of them (asks once, naming any that cannot be stopped and why)"),
         Binding("t", "queue_top", "First in queue", show=False,
                 tooltip="Put the selected queued run (yours) first in this machine's queue, as `tuitrain queue move --top`"),
         Binding("x", "cancel_run", "Cancel", show=False,
-                tooltip="Drop the selected queued run (yours) from the queue: it never starts, as `tuitrain cancel`"),
-        Binding("space", "mark_run", "Mark", show=False, tooltip="Mark the highlighted run for compare (again: unmark)"),
+                tooltip="Drop the selected queued run (yours) from the queue: it never starts, as `tuitrain cancel`; "
+                "with runs marked, each of them (asks once)"),
+        Binding("space", "mark_run", "Mark", tooltip="Mark the highlighted run (again: unmark): s, x, R and C then "
+                "act on every marked run"),
         Binding("C", "compare", "Compare",
-                tooltip="Overlay the marked runs' curves (none marked: the highlighted run)"),
+                tooltip="Overlay the marked runs' curves (none marked: the highlighted run, or its whole sweep)"),
+        Binding("l", "open_log", "Log", tooltip="Open the run's monitor on a rank's log: the failed rank's "
+                "(on its traceback), else rank 0's"),
+        Binding("0", "open_log(0)", "Rank log", show=False, key_display="0-9",
+                tooltip="Open the run's monitor on rank N's log (0 to 9)"),
+        *(Binding(str(rank), f"open_log({rank})", "", show=False) for rank in range(1, 10)),
         Binding("slash", "filter_runs", "Filter", show=False, key_display="/",
                 tooltip="Filter the runs by id, profile or status as you type (enter keeps it, escape clears it)"),
-        Binding("o", "sort_runs", "Sort", show=False, tooltip="Sort the runs by the next column: started, status, profile, loss"),
+        Binding("o", "sort_runs", "Sort", show=False, tooltip="Sort the runs by the next column: started, status, "
+                "profile, loss, best, step, time (or click a column's header; again: reversed)"),
         Binding("O", "reverse_runs", "Reverse", show=False, tooltip="Reverse the runs' order"),
         Binding("escape", "clear_filter", "Clear filter", show=False, tooltip="Clear the runs filter"),
         Binding("a", "import_accelerate", "Import accelerate config", show=False,
-                tooltip="A new profile from accelerate's default config (what `accelerate config` wrote)"),
+                tooltip="A new profile from an accelerate config file (offered: accelerate's default one, what "
+                        "`accelerate config` wrote)"),
         # Textual's own Tab, which the help lists once among the keys of every screen
         Binding("tab", "app.focus_next", "", show=False),
         Binding("shift+tab", "app.focus_previous", "", show=False),
     ]
+    # the key bar shows a pane's keys while that pane has the focus (widgets.key_bar); the others always
+    PANE_KEYS = {
+        "profiles-pane": frozenset({"run_profile", "edit_profile", "import_accelerate"}),
+        "runs-pane": frozenset({"open_run", "resume_run", "stop_run", "queue_top", "cancel_run", "mark_run", "compare",
+                                "open_log", "filter_runs", "sort_runs", "reverse_runs"}),
+    }
 
     def __init__(self) -> None:
         super().__init__()
         self.profiles: list[ProfileEntry] = []
         self._columns: tuple[str, ...] = ()
+        self._headers: tuple[str, ...] = ()  # the columns' headers as shown (the sort's arrow on one)
         self._layout = Layout(())
         self._rows: list[Entry] = []  # what the table shows, in its order
         self.remote: dict[str, HostRuns] = {}  # each workstation of the settings, in their order
@@ -91,7 +115,7 @@ class HomeScreen(Screen):
         self._watching = False
         self._ready = False
         self._profiles_stamp: object = None
-        self.marked: list[str] = []  # run ids marked for compare, in the order marked
+        self.marked: list[str] = []  # run ids marked (space), in the order marked: s, x, R and C act on them
         self.labels: dict[str, str] = {}  # run id → what the RUN column shows of it (run_table.run_labels)
         self.saved: dict[str, str] = {}  # run id → its newest checkpoint still news (the app's CheckpointNews)
         self._count = 0
@@ -237,13 +261,14 @@ class HomeScreen(Screen):
         columns = self._wanted_columns()
         if layout is None or len(layout.widths) != len(columns):
             layout = Layout((None,) * len(columns))
-        if (columns, layout) == (self._columns, self._layout):
+        headers = tuple(header(name, self.order) for name in columns)
+        if (columns, layout, headers) == (self._columns, self._layout, self._headers):
             return
         table = self.query_one("#runs", DataTable)
         table.clear(columns=True)
-        for name, width in zip(columns, layout.widths, strict=True):
-            table.add_column(name, key=name, width=width)
-        self._columns, self._layout = columns, layout
+        for name, label, width in zip(columns, headers, layout.widths, strict=True):
+            table.add_column(label, key=name, width=width)
+        self._columns, self._layout, self._headers = columns, layout, headers
         self._rows = []
 
     def on_resize(self) -> None:
@@ -271,11 +296,11 @@ class HomeScreen(Screen):
         self.labels = run_labels([r.id for r in every], now, {r.id: r.profile for r in every if r.sweep})
         saved = self.app.checkpoint_news.marks(now)
         news_changed, self.saved = saved != self.saved, saved
-        entries = host_entries(rows, self.remote, self.order)
+        entries = host_entries(rows, self.remote, self.order, now)
         columns = self._wanted_columns()
         cells = self._cell_maker()
         self._ensure_columns(fit_columns(columns, [cells.full(e) for e in entries], [cells.short(e) for e in entries],
-                                         self._room()))
+                                         self._room(), self.order))
         keys = [e.key for e in entries]
         shown = sum(e.row is not None for e in entries)
         self.query_one("#runs-title", TextLine).set(
@@ -285,7 +310,7 @@ class HomeScreen(Screen):
             if not self._watching:  # the other boxes once this one's runs are on screen
                 self._watching = True
                 self.call_after_refresh(self.watch_workstations)
-        if keys != [e.key for e in self._rows]:
+        if [(e.key, e.branch) for e in entries] != [(e.key, e.branch) for e in self._rows]:
             table.clear()
             for entry in entries:
                 table.add_row(*self._cells(entry).values(), key=entry.key)
@@ -325,6 +350,17 @@ class HomeScreen(Screen):
     def hardware_sampled(self, line: str) -> None:
         if self._ready and self.shown:
             self.query_one(HardwareStrip).set(line)
+            self._show_history()
+
+    def box_gpus_heard(self, _host: str) -> None:
+        """The app heard a workstation's GPUs (through the strip): their history on the strip."""
+        if self._ready and self.shown:
+            self._show_history()
+
+    def _show_history(self) -> None:
+        from tuitrain.remote.workstations import LOCAL
+
+        self.query_one(HardwareStrip).show_history(self.app.gpu_history.every([LOCAL, *self.remote]))
 
     def selected_run_id(self) -> str | None:
         table = self.query_one("#runs", DataTable)
@@ -392,11 +428,66 @@ class HomeScreen(Screen):
             self.marked.remove(run_id)
         else:
             self.marked.append(run_id)
-        entry = self.selected_entry()
+        self._repaint_marks([run_id])
+        self.query_one("#runs", DataTable).action_cursor_down()
+
+    def _repaint_marks(self, run_ids: list[str]) -> None:
+        """The RUN cells of these runs again (marked or not)."""
         table = self.query_one("#runs", DataTable)
-        if entry is not None:
-            table.update_cell(run_id, "RUN", self._cells(entry)["RUN"], update_width=True)
-        table.action_cursor_down()
+        for entry in self._rows:
+            if entry.host is None and entry.key in run_ids:
+                table.update_cell(entry.key, "RUN", self._cells(entry)["RUN"], update_width=True)
+
+    def act_on_marked(self, verb: str) -> None:
+        """`verb` ("stop", "cancel", "resume") on every marked run, after one question that names each run it acts on
+        and each it leaves with why (tui.bulk); nothing it can act on: that said, nothing asked."""
+        from tuitrain.tui.screens.confirm import ConfirmScreen
+
+        plan = plan_for(verb, self.marked, self.app.rows, self.labels)
+        if not plan.runs:
+            self.notify(plan.question(), title=TITLES[verb], severity="warning", timeout=10, markup=False)
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                acted = [run_id for run_id, _ in plan.runs]
+                self.marked = [i for i in self.marked if i not in acted]  # done with: unmarked
+                self._repaint_marks(acted)
+                self.act(plan)
+
+        self.app.push_screen(ConfirmScreen(Text(plan.question()), yes=TITLES[verb]), answered)
+
+    @work(thread=True, group="control", exit_on_error=False)
+    def act(self, plan: BulkPlan) -> None:
+        """The confirmed verb on each run in turn (a stop as `s` asks it, a cancel as `x`, a resume from the latest
+        checkpoint with the app's overrides, as `tuitrain resume`); one toast for them all."""
+        from tuitrain.rundir.layout import RunPaths
+        from tuitrain.runs.queue.look import queue_action
+        from tuitrain.tui.actions import request_here, resume_here
+        from tuitrain.tui.bulk import outcome
+
+        def say(line: str) -> None:  # a stop's steps along the way (a Slurm job's)
+            self.app.call_from_thread(self.notify, line, title=TITLES[plan.verb], markup=False)
+
+        done: list[str] = []
+        failed: list[str] = []
+        for run_id, label in plan.runs:
+            run_dir = self.app.runs_root / run_id
+            try:
+                if plan.verb == "stop":
+                    done.append(request_here(RunPaths(run_dir), "stop", say))
+                elif plan.verb == "cancel":
+                    done.append(queue_action(RunPaths(run_dir), "cancel"))
+                else:
+                    new_dir, said = resume_here(run_dir, self.app.runs_root, "latest", self.app.launch_overrides,
+                                                self.app.cwd)
+                    (done if new_dir is not None else failed).append(
+                        f"{label}: {new_dir.name} started" if new_dir is not None else f"{label}: {said}")
+            except (TuitrainError, OSError) as exc:
+                failed.append(f"{label}: {exc}")
+            self.app.poke()
+        self.app.call_from_thread(self.notify, outcome(plan.verb, done, failed), title=TITLES[plan.verb],
+                                  severity="warning" if failed else "information", timeout=10, markup=False)
 
     def action_compare(self) -> None:
         """The marked runs; with none, the highlighted run, or every run of its sweep (marked together)."""
@@ -419,6 +510,13 @@ class HomeScreen(Screen):
 
     def action_sort_runs(self) -> None:
         self._arrange(dataclasses.replace(self.order, sort=SORTS[(SORTS.index(self.order.sort) + 1) % len(SORTS)]))
+
+    @on(DataTable.HeaderSelected, "#runs")
+    def _header_clicked(self, event: DataTable.HeaderSelected) -> None:
+        """A click on a column's header sorts by it (again: reversed)."""
+        order = self.order.clicked(str(event.column_key.value))
+        if order is not None:
+            self._arrange(order)
 
     def action_reverse_runs(self) -> None:
         self._arrange(dataclasses.replace(self.order, reverse=not self.order.reverse))
@@ -459,8 +557,24 @@ class HomeScreen(Screen):
             return
         self.app.open_run(run_dir)
 
+    def action_open_log(self, rank: int | None = None) -> None:
+        """The highlighted run's monitor on a rank's log: `rank`'s, or (None) the failed rank's, landed on its
+        traceback as the monitor lands a failed run, else rank 0's."""
+        entry = self.selected_entry()
+        row = entry.row if entry is not None else None
+        if row is not None and rank is None and row.status == "failed" and row.failed_rank is not None:
+            tab = None  # the monitor lands a failed run on its failing rank's traceback
+        else:
+            tab = f"tab-rank-{rank or 0}"
+        if entry is not None and entry.host is not None and row is not None:
+            self.open_remote_run(entry.host, row.id, tab)
+            return
+        run_dir = self.run_dir_to_act_on()
+        if run_dir is not None:
+            self.app.open_run(run_dir, tab=tab)
+
     @work(thread=True, exclusive=True, group="open-remote", exit_on_error=False)
-    def open_remote_run(self, host: str, run_id: str) -> None:
+    def open_remote_run(self, host: str, run_id: str, tab: str | None = None) -> None:
         """Another workstation's run: mirrored into its cache folder here until its record is (remote.run_mirror),
         then its monitor opens on that folder (the monitor's own mirror keeps it fresh)."""
         from tuitrain.remote.run_mirror import cache_dir, fetch
@@ -471,7 +585,7 @@ class HomeScreen(Screen):
         if problem:
             self.app.call_from_thread(self.notify, problem, title=host, severity="warning", timeout=15)
         elif self.is_attached and self.app.screen is self:
-            self.app.call_from_thread(self.app.open_run, run_dir)
+            self.app.call_from_thread(self.app.open_run, run_dir, False, tab)
 
     def action_run_profile(self) -> None:
         from tuitrain.tui.screens.launch import LaunchScreen
@@ -481,6 +595,15 @@ class HomeScreen(Screen):
             self.notify("no profile: create one with n", severity="warning")
             return
         self.app.push_screen(LaunchScreen(entry.path, self.app.launch_overrides))
+
+    def action_check_profile(self) -> None:
+        from tuitrain.tui.screens.check import CheckScreen
+
+        entry = self.selected_profile()
+        if entry is None:
+            self.notify("no profile to check: create one with n", severity="warning")
+            return
+        self.app.push_screen(CheckScreen(entry.path, self.app.launch_overrides))
 
     def action_new_profile(self) -> None:
         self.app.open_editor(None)
@@ -497,14 +620,29 @@ class HomeScreen(Screen):
                 title="accelerate config found", timeout=10)
 
     def action_import_accelerate(self) -> None:
-        from tuitrain.launch.accelerate_default_config import default_config_path, existing_default_config
+        """A new profile from an accelerate config file (accelerate's default one offered), read as `tuitrain
+        profile import-accelerate FILE` reads it: the editor opens on it (ctrl+s saves it)."""
+        from tuitrain.launch.accelerate_default_config import config_to_import, existing_default_config
+        from tuitrain.tui.screens.prompt import PromptScreen
 
-        path = existing_default_config()
-        if path is None:
-            self.notify(f"accelerate has no default config here ({default_config_path()}); "
-                        "`accelerate config` writes one", severity="warning")
-            return
-        self.app.open_editor(None, accelerate_config=path)
+        def outcome(answer: str) -> str:
+            if not answer.strip():
+                return "a path, or `default` for accelerate's default config"
+            path, problem = config_to_import(answer.strip())
+            return problem or f"a new profile: [distributed] and [hardware] from {path}, the rest from the built-in demo"
+
+        def chosen(answer: str | None) -> None:
+            if not answer:
+                return
+            path, problem = config_to_import(answer)
+            if problem:
+                self.notify(problem, title="Cannot import", severity="warning")
+                return
+            self.app.open_editor(None, accelerate_config=path)
+
+        default = existing_default_config()
+        self.app.push_screen(PromptScreen("Import an accelerate config (a YAML file):", str(default or ""), outcome),
+                             chosen)
 
     def action_edit_profile(self) -> None:
         entry = self.selected_profile()
@@ -514,6 +652,9 @@ class HomeScreen(Screen):
         self.app.open_editor(entry.path)
 
     def action_stop_run(self) -> None:
+        if self.marked:
+            self.act_on_marked("stop")
+            return
         run_dir = self.run_dir_to_act_on()
         if run_dir is None:
             return
@@ -524,6 +665,9 @@ class HomeScreen(Screen):
         (which can also pick another checkpoint)."""
         from tuitrain.tui.screens.resume import ResumeScreen
 
+        if self.marked:
+            self.act_on_marked("resume")
+            return
         run_dir = self.run_dir_to_act_on()
         if run_dir is None:
             return
@@ -543,6 +687,9 @@ class HomeScreen(Screen):
             self.queue_request(run_dir, "top")
 
     def action_cancel_run(self) -> None:
+        if self.marked:
+            self.act_on_marked("cancel")
+            return
         run_dir = self.run_dir_to_act_on("no run selected: x drops a queued run from the queue")
         if run_dir is not None:
             self.queue_request(run_dir, "cancel")
@@ -550,17 +697,15 @@ class HomeScreen(Screen):
     @work(thread=True, group="control", exit_on_error=False)
     def queue_request(self, run_dir: Path, what: str) -> None:
         """Move a queued run first ("top") or cancel it, as the CLI does (runs.queue.look.queue_action, its
-        refusals too): the outcome in one line."""
+        refusals too): the outcome in one line, titled with what was done or could not be."""
         from tuitrain.rundir.layout import RunPaths
-        from tuitrain.rundir.record import RunRecordError
-        from tuitrain.runs.control import ControlError
         from tuitrain.runs.queue.look import queue_action
 
         done, verb = ("First in queue", "move") if what == "top" else ("Cancelled", "cancel")  # as queue_action says
         try:
             said = queue_action(RunPaths(run_dir), what)
-        except (ControlError, RunRecordError, OSError) as exc:
-            self.app.call_from_thread(self.notify, str(exc), title=f"Cannot {verb}", severity="warning")
+        except (TuitrainError, OSError) as exc:
+            self.app.call_from_thread(self.notify, str(exc), title=f"Cannot {verb}", severity="warning", markup=False)
             return
         self.app.call_from_thread(self.notify, said, title=done)
         self.app.poke()

@@ -1,12 +1,13 @@
-"""Launch a profile: what will run (checked as you type overrides), then start it detached here, or submit it to
-Slurm as `tuitrain submit` does; with workstations in the settings, or start it on one of them as `tuitrain run
---host` does (remote.launch_there), its monitor then opened on its mirror."""
+"""Launch a profile: what will run (checked as you type overrides), then start it detached here, queue it (with
+`tuitrain run`'s queue options typed: after other runs, or a sweep of runs, as `runs.queue.options` and
+`backends.sweep` read them), or submit it to Slurm as `tuitrain submit` does; with workstations in the settings, or
+start it on one of them as `tuitrain run --host` does (remote.launch_there), its monitor then opened on its mirror."""
 
 from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from rich.text import Text
 from textual import on, work
@@ -16,7 +17,10 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Select, Static
 
+from tuitrain.errors import TuitrainError, error_lines
+from tuitrain.runs.queue.options import QueueOptions, QueueOptionsError, options_from_text
 from tuitrain.tui.command_fold import WithCommands
+from tuitrain.tui.failed_work import PassesFailedWorkUp
 from tuitrain.tui.messages import RunStarted
 
 if TYPE_CHECKING:
@@ -31,7 +35,7 @@ if TYPE_CHECKING:
 SCRIPT_EXAMPLE = "distributed.num_processes=2 run.name=try-2"  # overrides a [script] profile takes (no [training])
 
 
-class LaunchScreen(ModalScreen[None]):
+class LaunchScreen(PassesFailedWorkUp, ModalScreen[None]):
     if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
         app = getters.app(TuitrainAppApi)
 
@@ -44,6 +48,8 @@ class LaunchScreen(ModalScreen[None]):
     LaunchScreen #launch-title { text-style: bold; height: auto; }
     LaunchScreen #plan { height: auto; max-height: 12; color: $text-muted; }
     LaunchScreen #problems { height: auto; color: $text-error; }
+    LaunchScreen #queue-said { height: auto; color: $text-muted; }
+    LaunchScreen #queue-said.-refused { color: $text-error; }
     LaunchScreen .buttons { height: 3; align-horizontal: right; }
     LaunchScreen #where-row { height: 1; margin-bottom: 1; }
     LaunchScreen #where-row > Static { width: auto; padding: 0 1 0 0; }
@@ -55,7 +61,11 @@ class LaunchScreen(ModalScreen[None]):
                         tooltip="The training data as the engine tokenizes it: rows, labels, token lengths"),
                 Binding("ctrl+o", "queue", "Queue",
                         tooltip="Queue it on this machine (tuitrain run --queue): it starts by itself when its GPUs "
-                                "are free"),
+                                "are free, after the runs of --after/--after-ok typed under Queue options; with "
+                                "--sweep, one run per value (--max-parallel N: at most N at once)"),
+                Binding("ctrl+l", "doctor", "Doctor",
+                        tooltip="Check every machine of a multi-machine profile over ssh, as `tuitrain doctor` "
+                                "(with the overrides typed); o there: `validate --offline`, the profile alone"),
                 Binding("ctrl+b", "submit", "Submit to Slurm",
                         tooltip="Submit it as a Slurm batch job (tuitrain submit) with the Slurm options below"),
                 Binding("ctrl+y", "copy_command", "Copy run command",
@@ -80,6 +90,10 @@ class LaunchScreen(ModalScreen[None]):
                                  value="", id="where", compact=True)
             yield Static("Overrides, like --set (section.key=value, space separated):", classes="hint")
             yield Input(self.initial, placeholder="training.max_steps=40 training.logging_steps=5", id="overrides")
+            yield Static("Queue options (`tuitrain run`'s; with any, Launch queues too):", classes="hint")
+            yield Input("", placeholder="--sweep training.learning_rate=1e-5,3e-5 --max-parallel 1 --after RUN",
+                        id="queue-options")
+            yield Static("", id="queue-said")
             yield Static("Slurm options, for Submit (as `tuitrain submit` takes them):", classes="hint")
             yield Input("", placeholder="--partition gpu --time 2:00:00 --account lab --requeue", id="sbatch")
             with VerticalScroll(id="plan-box"):
@@ -112,6 +126,32 @@ class LaunchScreen(ModalScreen[None]):
     @on(Input.Changed, "#overrides")
     def _changed(self, event: Input.Changed) -> None:
         self.preview(event.value)
+        self._say_queue()
+
+    def queue_options(self) -> QueueOptions:
+        """The queue options typed (none: the defaults); QueueOptionsError for words `tuitrain run` would refuse."""
+        return options_from_text(self.query_one("#queue-options", Input).value)
+
+    @on(Input.Changed, "#queue-options")
+    @on(Select.Changed, "#where")
+    def _say_queue(self) -> None:
+        """Under the queue options, as they are typed: what they queue, or why `tuitrain run` would refuse them."""
+        from tuitrain.backends.sweep import checked_points, sweep_summary
+
+        said = self.query_one("#queue-said", Static)
+        try:
+            options = self.queue_options()
+            line = sweep_summary(checked_points(options, self.overrides()), options.max_parallel) \
+                if options.sweep else "1 run"
+        except QueueOptionsError as exc:
+            said.set_class(True, "-refused")
+            said.update(Text(str(exc)))
+            return
+        said.set_class(False, "-refused")
+        waits = [f"after {options.after}" if options.after else "",
+                 f"after {options.after_ok} finish(es) well" if options.after_ok else ""]
+        where = f" on {self.host()}" if self.host() else ""
+        said.update(Text(f"queues {line}{where}" + "".join(f", {w}" for w in waits if w) if options.queues else ""))
 
     def preview(self, _value: str) -> None:
         """Plan again in a worker; thread workers are not stopped by newer ones, so only the
@@ -123,18 +163,14 @@ class LaunchScreen(ModalScreen[None]):
     def _plan(self, overrides: list[str], number: int) -> None:
         """The profile's own backend plans it, as `tuitrain plan` does: this machine's plan, or one per machine."""
         from tuitrain.backends import for_profile
-        from tuitrain.profile import ProfileError, load_profile
+        from tuitrain.profile import load_profile
         from tuitrain.profile.load import plan_problems
-        from tuitrain.runs.start.new_run import StartError
 
         try:
             profile = load_profile(self.path, overrides)
             preview = for_profile(profile.data, hardware=self.app.hardware).plan(profile, self.app.runs_root)
-        except ProfileError as exc:
-            self.app.call_from_thread(self._show, "", [str(p) for p in exc.problems], number)
-            return
-        except (StartError, OSError) as exc:
-            self.app.call_from_thread(self._show, "", [str(exc)], number)
+        except (TuitrainError, OSError) as exc:  # said in the dialog, in place of the plan
+            self.app.call_from_thread(self._show, "", error_lines(exc), number)
             return
         notes = [str(p) for p in plan_problems(profile, preview.problems, overrides)]
         if profile.data.get("script"):  # your own script: no [training] to override
@@ -155,25 +191,37 @@ class LaunchScreen(ModalScreen[None]):
     @on(Input.Submitted, "#overrides")
     @on(Button.Pressed, "#launch")
     def action_launch(self) -> None:
-        if not self.busy:
-            self.busy = True
-            host = self.host()
-            self.query_one("#plan", Static).update(f"sending it to {host}…" if host else "starting…")
-            if host:
-                self.start_there(host, self.overrides())
-            else:
-                self.start()
+        self._go(queue=False)
 
+    @on(Input.Submitted, "#queue-options")
     @on(Button.Pressed, "#queue")
     def action_queue(self) -> None:
-        if not self.busy:
-            self.busy = True
-            host = self.host()
-            self.query_one("#plan", Static).update(f"queueing it on {host}…" if host else "queueing…")
-            if host:
-                self.start_there(host, self.overrides(), ("--queue",))
-            else:
-                self.start(queue=True)
+        self._go(queue=True)
+
+    def _go(self, queue: bool) -> None:
+        """Start it, or queue it (`queue`, or queue options typed: as `tuitrain run` with them), here or there."""
+        from tuitrain.runs.queue.options import refusal_there
+
+        if self.busy:
+            return
+        host = self.host()
+        try:
+            options = self.queue_options()
+            refusal = refusal_there(options, host) if host else None
+        except QueueOptionsError as exc:
+            refusal = str(exc)
+        if refusal:
+            self._failed([refusal])
+            return
+        queue = queue or options.queues
+        self.busy = True
+        doing = "queueing" if queue else "sending it to" if host else "starting"
+        self.query_one("#plan", Static).update(Text(f"{doing} it on {host}…" if host and queue else
+                                                    f"{doing} {host}…" if host else f"{doing}…"))
+        if host:
+            self.start_there(host, self.overrides(), options.words() or (["--queue"] if queue else []))
+        else:
+            self.start(queue, options)
 
     @on(Button.Pressed, "#cancel")
     def action_cancel(self) -> None:
@@ -189,13 +237,24 @@ class LaunchScreen(ModalScreen[None]):
         except ValueError:
             options = text.split()
         verb = "submit" if options else "run"
+        try:
+            queued = [] if options else self.queue_options().words()
+        except QueueOptionsError:
+            queued = self.query_one("#queue-options", Input).value.split()
         if self.host() and not options:  # its runs folder is that box's own: no --runs-dir of this one
             command = tuitrain_command("run", self.path, self.app.cwd / "runs", self.app.cwd, self.overrides(),
-                                       ["--host", self.host()])
+                                       ["--host", self.host(), *queued])
         else:
-            command = tuitrain_command(verb, self.path, self.app.runs_root, self.app.cwd, self.overrides(), options)
+            command = tuitrain_command(verb, self.path, self.app.runs_root, self.app.cwd, self.overrides(),
+                                       options or queued)
         self.app.copy_to_clipboard(command)
         self.notify(f"copied (through the terminal's clipboard, OSC 52): {command}", title="Command")
+
+    def action_doctor(self) -> None:
+        """The doctor alone, on the profile with the overrides typed (the check screen: v, o and d there)."""
+        from tuitrain.tui.screens.check import CheckScreen
+
+        self.app.push_screen(CheckScreen(self.path, self.overrides(), "doctor"))
 
     @on(Button.Pressed, "#preview-data")
     def action_preview_data(self) -> None:
@@ -205,22 +264,26 @@ class LaunchScreen(ModalScreen[None]):
         self.app.push_screen(DataPreviewScreen(self.path, self.overrides()))
 
     @work(thread=True, exclusive=True, group="launch", exit_on_error=False)
-    def start(self, queue: bool = False) -> None:
+    def start(self, queue: bool = False, options: QueueOptions | None = None) -> None:
         """As `tuitrain run` starts it: the profile's backend checks the machines (the doctor, for several), then
-        starts the run; with `queue`, as `tuitrain run --queue` creates it queued."""
+        starts the run; with `queue`, as `tuitrain run --queue` creates it queued (after the runs of `options`); with
+        a sweep in `options`, as `tuitrain run --sweep` queues its runs, whole or not at all (backends.sweep)."""
         from tuitrain.backends import for_profile
         from tuitrain.backends.queueing import profile_queues
-        from tuitrain.profile import ProfileError, load_profile
-        from tuitrain.runs.start.new_run import StartError
+        from tuitrain.profile import load_profile
 
         def say(line: str) -> None:
-            self.app.call_from_thread(self.query_one("#plan", Static).update, line)
+            self.app.call_from_thread(self.query_one("#plan", Static).update, Text(line))
 
+        options = options or QueueOptions()
         try:
+            if options.sweep:
+                self._sweep(options, say)
+                return
             profile = load_profile(self.path, self.overrides())
             backend = for_profile(profile.data)
             if queue or profile_queues(profile.data):  # ctrl+o, or a profile that always queues
-                queued = self._queue(backend, profile)
+                queued = self._queue(backend, profile, options)
                 self.app.call_from_thread(self._submitted, str(queued.root), f"queued run {queued.id}: it starts "
                                           "by itself when its GPUs are free; its monitor says what it waits for")
                 return
@@ -229,19 +292,32 @@ class LaunchScreen(ModalScreen[None]):
                 self.app.call_from_thread(self._failed, [*check.lines, f"{len(check.failed)} machine check(s) failed"])
                 return
             started = backend.start(profile, self.app.runs_root, cwd=self.app.cwd)
-        except ProfileError as exc:
-            self.app.call_from_thread(self._failed, [str(p) for p in exc.problems])
-            return
-        except (StartError, OSError) as exc:
-            self.app.call_from_thread(self._failed, [str(exc)])
+        except (TuitrainError, OSError) as exc:  # said in the dialog, which stays open to change what was typed
+            self.app.call_from_thread(self._failed, error_lines(exc))
             return
         self.app.call_from_thread(self._started, str(started.paths.root))
 
-    def _queue(self, backend: "Backend", profile: "Profile") -> "RunPaths":
+    def _queue(self, backend: "Backend", profile: "Profile", options: QueueOptions) -> "RunPaths":
         from tuitrain.backends.queueing import queueing_backend
         from tuitrain.runs.queue.entries import QueueRequest
+        from tuitrain.runs.queue.options import queue_request
 
-        return queueing_backend(backend, profile.path).queue(profile, self.app.runs_root, QueueRequest(), self.app.cwd)
+        request = queue_request(self.app.runs_root, options) or QueueRequest()
+        return queueing_backend(backend, profile.path).queue(profile, self.app.runs_root, request, self.app.cwd)
+
+    def _sweep(self, options: QueueOptions, say: "Callable[[str], None]") -> None:
+        """The sweep's runs queued whole (backends.sweep.queue_sweep); Home then lists them, each a row."""
+        from tuitrain.backends.sweep import queue_sweep, sweep_points, sweep_summary
+
+        queued = queue_sweep(self.path, self.overrides(), options, self.app.runs_root, self.app.cwd, say=say)
+        note = (f"queued {sweep_summary(sweep_points(options.sweep), options.max_parallel)}: "
+                f"{queued[0].id} … {queued[-1].id}; each run's monitor says what it waits for")
+        self.app.call_from_thread(self._swept, note)
+
+    def _swept(self, note: str) -> None:
+        self.dismiss(None)
+        self.app.notify(note, title="Sweep queued", timeout=15)
+        self.app.poke()
 
     @on(Input.Submitted, "#sbatch")
     @on(Button.Pressed, "#submit")
@@ -259,19 +335,13 @@ class LaunchScreen(ModalScreen[None]):
     def submit_job(self, options_text: str) -> None:
         """`tuitrain submit PROFILE --set … OPTIONS`, through the same Slurm backend."""
         from tuitrain.backends import for_profile
-        from tuitrain.profile import ProfileError
-        from tuitrain.runs.start.new_run import StartError
         from tuitrain.slurm.options import options_from_text
-        from tuitrain.slurm.script import ScriptError
 
         try:
             backend = for_profile(None, slurm=options_from_text(options_text))
             started = backend.start(backend.load(self.path, self.overrides()), self.app.runs_root, cwd=self.app.cwd)
-        except ProfileError as exc:
-            self.app.call_from_thread(self._failed, [str(p) for p in exc.problems])
-            return
-        except (ScriptError, StartError, OSError) as exc:
-            self.app.call_from_thread(self._failed, [str(exc)])
+        except (TuitrainError, OSError) as exc:
+            self.app.call_from_thread(self._failed, error_lines(exc))
             return
         self.app.call_from_thread(self._submitted, str(started.paths.root), started.note)
 
@@ -279,21 +349,16 @@ class LaunchScreen(ModalScreen[None]):
     def start_there(self, host: str, overrides: list[str], passed: Sequence[str] = ()) -> None:
         """As `tuitrain run --host HOST PROFILE` starts it (remote.launch_there): sent frozen, checked there, started
         there detached; then mirrored here (remote.run_mirror.fetch) and its monitor opened, as Home's Enter does."""
-        from tuitrain.profile import ProfileError
         from tuitrain.remote.launch_there import launch_there
         from tuitrain.remote.run_mirror import fetch
         from tuitrain.remote.workstations import find, workstations
         from tuitrain.runs.start.new_run import sent_profile_text
-        from tuitrain.user_config import UserConfigError
 
         try:
             station = find(host, workstations())
             launched = launch_there(station, self.path, sent_profile_text(self.path, overrides), passed)
-        except ProfileError as exc:
-            self.app.call_from_thread(self._failed, [str(p) for p in exc.problems])
-            return
-        except (UserConfigError, OSError) as exc:
-            self.app.call_from_thread(self._failed, [str(exc)])
+        except (TuitrainError, OSError) as exc:
+            self.app.call_from_thread(self._failed, error_lines(exc))
             return
         if launched.run_id is None:
             self.app.call_from_thread(self._failed, list(launched.problems))

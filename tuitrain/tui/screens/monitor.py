@@ -28,7 +28,8 @@ from tuitrain.runs.view.hang import HUNG_LABEL, Hang, describe, waits_for
 from tuitrain.runs.view.live import RunWatch
 from tuitrain.runs.view.logfile import TRACEBACK
 from tuitrain.slurm.state import job_id as slurm_job_id
-from tuitrain.tui.actions import elsewhere, run_request, wait_or_cancel
+from tuitrain.tui.actions import run_request, wait_or_cancel
+from tuitrain.tui.failed_work import PassesFailedWorkUp
 from tuitrain.tui.format import bar, short_metric, status_text
 from tuitrain.tui.machines import Machine, machine_of_rank, machines_line, run_machines, this_host
 from tuitrain.tui.widgets.checkpoints import CheckpointList
@@ -71,7 +72,7 @@ def log_range(top: int, height: int, count: int) -> str:
     return f"lines {top + 1}-{min(count, top + height)} of {count}"
 
 
-class MonitorScreen(Screen):
+class MonitorScreen(PassesFailedWorkUp, Screen):
     if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
         app = getters.app(TuitrainAppApi)
 
@@ -114,9 +115,11 @@ class MonitorScreen(Screen):
         def can_replace(self, message: Message) -> bool:
             return isinstance(message, MonitorScreen.Updated)
 
-    def __init__(self, run_dir: Path) -> None:
+    def __init__(self, run_dir: Path, tab: str | None = None) -> None:
+        """`tab`: the pane to open on (`tab-rank-3`: that rank's log), in place of every rank's."""
         super().__init__()
         self.run_dir = Path(run_dir)
+        self.first_tab = tab
         self.run_watch = RunWatch(self.run_dir)
         self.lineage: Lineage | None = None  # a resumed run's ancestors' curves, read by the first poll
         self._landed = False
@@ -189,6 +192,14 @@ class MonitorScreen(Screen):
         self.set_interval(1.0, self.update_header)
         self.call_after_refresh(self.follow_run)  # once the tabs have settled on their first pane
         self.query_one("#log-all", LogView).focus()
+        if self.first_tab is not None and self.query(f"#{self.first_tab}"):
+            self._landed = True  # asked for a pane: a failed run does not move it to its traceback's
+            self.action_show(self.first_tab)
+        elif self.first_tab is not None:
+            ranks = self.run_watch.num_ranks
+            self.notify(f"this run has {ranks} rank{'s' if ranks != 1 else ''} (0 to {ranks - 1}): every rank's log "
+                        "here, ] moves to the next tab", title=self.first_tab.removeprefix("tab-").replace("-", " "),
+                        severity="warning", markup=False)
 
     def on_unmount(self) -> None:
         if self.mirror is not None:
@@ -702,13 +713,6 @@ class MonitorScreen(Screen):
         self.app.push_screen(ConfirmScreen(f"Kill run {self.run_watch.paths.id}?\nEvery process ends now: no checkpoint "
                                            "is saved (SIGTERM, then SIGKILL).", yes="Kill"), answered)
 
-    def _elsewhere(self, command: str, note: str = "") -> bool:
-        """Another workstation's run, for what the app does not do there yet: said how to, True."""
-        said = elsewhere(self.run_dir, command, note)
-        if said:
-            self.notify(said, title=str(self.host), timeout=10)
-        return said is not None
-
     def _request(self, what: str) -> None:
         self.run_worker(lambda: run_request(self.app, self.run_dir, what), thread=True, group="control",
                         exit_on_error=False)
@@ -748,13 +752,12 @@ class MonitorScreen(Screen):
         self.app.push_screen(ResumeScreen(self.run_dir, checkpoint, self.app.launch_overrides))
 
     def action_export(self) -> None:
-        """The export dialog (best, last or selected checkpoint; a folder), then `tuitrain export` in a worker."""
+        """The export dialog (best, last or selected checkpoint; a folder), then `tuitrain export` in a worker;
+        another workstation's run's checkpoints (as its box sees them) into a folder there."""
         from tuitrain.rundir.checkpoints import latest_complete
         from tuitrain.tui.screens.export import ExportChoice, ExportScreen
         from tuitrain.tui.widgets.checkpoints import best_checkpoint
 
-        if self._elsewhere("tuitrain export {host}:{run} OUT", "OUT: a new folder on {host}"):
-            return
         w = self.run_watch
         complete = {c.path: c for c in w.checkpoints if c.complete}
         last = latest_complete(list(complete.values()))
@@ -763,15 +766,20 @@ class MonitorScreen(Screen):
             return
         picked = [("best", best_checkpoint(w)), ("last", last.path), ("selected", self.selected_checkpoint())]
         choices = [ExportChoice(kind, path, complete[path].step) for kind, path in picked if path is not None and path in complete]
-        self.app.push_screen(ExportScreen(w.paths.id, w.output_dir, choices), self._export)
+        self.app.push_screen(ExportScreen(w.paths.id, w.output_dir, choices, self.host), self._export)
 
     def _export(self, request: object) -> None:
         from tuitrain.tui.screens.export import ExportRequest, run_export
 
         if not isinstance(request, ExportRequest):
             return
-        runs_root, run_id = self.run_dir.parent, self.run_watch.paths.id
-        self.notify(f"{request.checkpoint.name} into {self.app.show_path(request.out)}…", title="Exporting")
+        if self.host:  # `tuitrain export HOST:RUN OUT`: run there, its folder that box's
+            runs_root, run_id = self.app.runs_root, f"{self.host}:{self.run_watch.paths.id}"
+            where = f"{request.out} on {self.host}"
+        else:
+            runs_root, run_id = self.run_dir.parent, self.run_watch.paths.id
+            where = self.app.show_path(request.out)
+        self.notify(f"{request.checkpoint.name} into {where}…", title="Exporting")
 
         def work() -> None:
             done, line = run_export(runs_root, run_id, request)

@@ -18,6 +18,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
+from tuitrain.errors import TuitrainError
+from tuitrain.tui.failed_work import PassesFailedWorkUp
 from tuitrain.tui.messages import RunStarted
 
 if TYPE_CHECKING:
@@ -63,7 +65,7 @@ def box_checkpoint(found: Sequence[dict], ref: str) -> dict | None:
     return next((c for c in complete if ref in (str(c.get("path")), Path(str(c.get("path"))).name)), None)
 
 
-class ResumeScreen(ModalScreen[None]):
+class ResumeScreen(PassesFailedWorkUp, ModalScreen[None]):
     if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
         app = getters.app(TuitrainAppApi)
 
@@ -118,15 +120,15 @@ class ResumeScreen(ModalScreen[None]):
     @work(thread=True, group="resume-checkpoint", exit_on_error=False)
     def _find_checkpoint(self) -> None:
         from tuitrain.rundir.layout import RunPaths
-        from tuitrain.rundir.record import RunRecordError, read_record
-        from tuitrain.runs.start.from_profile import ResumeError, choose_checkpoint
+        from tuitrain.rundir.record import read_record
+        from tuitrain.runs.start.from_profile import choose_checkpoint
 
         if self.elsewhere is not None:
             self.app.call_from_thread(self._show_checkpoint, self._box_checkpoint_line(*self.elsewhere))
             return
         try:
             chosen = choose_checkpoint(read_record(RunPaths(self.run_dir)), self.checkpoint)
-        except (ResumeError, RunRecordError, OSError, KeyError) as exc:
+        except (TuitrainError, OSError, KeyError) as exc:  # said in the dialog, where the checkpoint would be
             self.app.call_from_thread(self._show_checkpoint, f"[red]{_escape(str(exc))}[/]")
             return
         self.app.call_from_thread(self._show_checkpoint,
@@ -192,31 +194,21 @@ class ResumeScreen(ModalScreen[None]):
     def start(self, overrides: list[str]) -> None:
         """Checked once more as the CLI checks them, then the run's own backend resumes it, as `tuitrain resume`
         does (a Slurm run is submitted again; a run on several machines starts on them)."""
-        from tuitrain.backends import for_run
-        from tuitrain.profile import ProfileError
         from tuitrain.rundir.layout import RunPaths
-        from tuitrain.rundir.record import RunRecordError, read_record
-        from tuitrain.runs.start.from_profile import ResumeError
-        from tuitrain.runs.start.new_run import StartError
+        from tuitrain.tui.actions import resume_here
 
         if self.elsewhere is not None:
             self._start_there(*self.elsewhere, overrides)
             return
-        parent = RunPaths(self.run_dir)
-        problems = override_problems(parent.profile, overrides)
+        problems = override_problems(RunPaths(self.run_dir).profile, overrides)
         if problems:
             self.app.call_from_thread(self._failed, problems)
             return
-        try:
-            resumed = for_run(read_record(parent)).resume(parent, self.app.runs_root, self.checkpoint, overrides,
-                                                          cwd=self.app.cwd)
-        except ProfileError as exc:
-            self.app.call_from_thread(self._failed, [str(p) for p in exc.problems])
+        new_dir, said = resume_here(self.run_dir, self.app.runs_root, self.checkpoint, overrides, self.app.cwd)
+        if new_dir is None:
+            self.app.call_from_thread(self._failed, said.splitlines())
             return
-        except (ResumeError, StartError, RunRecordError, OSError) as exc:
-            self.app.call_from_thread(self._failed, [str(exc)])
-            return
-        self.app.call_from_thread(self._started, str(resumed.paths.root), resumed.note)
+        self.app.call_from_thread(self._started, str(new_dir), said)
 
     def _start_there(self, host: str, run_id: str, overrides: list[str]) -> None:
         from tuitrain.tui.actions import remote_resume

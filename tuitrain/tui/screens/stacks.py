@@ -1,12 +1,14 @@
 """Where every rank of a live run is: its stacks, all threads, taken as `tuitrain stacks` takes them
-(tuitrain.runs.view.stacks.gather, in a worker) and shown as the digest, then each rank's main thread. Another
-workstation's run (its mirror here) is asked there, `tuitrain stacks RUN --json` on its box, and drawn the same."""
+(tuitrain.runs.view.stacks.gather, in a worker) and shown as the digest, then each rank's main thread, or with `a`
+every thread (`tuitrain stacks --all-threads`). Another workstation's run (its mirror here) is asked there,
+`tuitrain stacks RUN --json` on its box, and drawn the same."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Mapping
 
 from rich.text import Text
 from textual import work
@@ -17,33 +19,48 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from tuitrain.errors import TuitrainError
 from tuitrain.rundir.layout import RunPaths
+from tuitrain.tui.failed_work import PassesFailedWorkUp
 
 if TYPE_CHECKING:
-    pass
+    from tuitrain.runs.view.stacks import RankStacks
 
 REMOTE_STACKS_SECONDS = 60.0  # ssh, then the box's ranks' answers (as runs.view.stacks.MACHINE_SECONDS)
 
 
-def stacks_text(digest: list[str], blocks: list[list[str]], files: str) -> Text:
-    """The digest first (one line a group of ranks, those elsewhere first), then each rank's block; `files` says
-    where every thread of each rank is kept."""
+@dataclass(frozen=True)
+class Stacks:
+    """What was taken: the digest's lines, each rank's stacks and where it is, and where the files keep them."""
+
+    digest: list[str]
+    taken: Mapping[int, RankStacks]
+    where: Mapping[int, str]
+    files: str
+
+
+def stacks_text(stacks: Stacks, all_threads: bool = False) -> Text:
+    """The digest first (one line a group of ranks, those elsewhere first), then each rank's block: its main thread
+    (runs.view.stacks.rank_block), or every thread (threads_block, as `tuitrain stacks --all-threads`)."""
+    from tuitrain.runs.view.stacks import rank_block, threads_block
+
+    block_of = threads_block if all_threads else rank_block
     out = Text()
     out.append("digest\n", style="bold")
-    for line in digest:
+    for line in stacks.digest:
         out.append(f"  {line}\n", style="yellow")
-    for block in blocks:
+    for rank, taken in stacks.taken.items():
+        block = block_of(taken, stacks.where[rank])
         out.append("\n")
         out.append(block[0] + "\n", style="bold")
         out.append("\n".join(block[2:]) + "\n")
-    out.append(f"\nevery thread of each rank: {files}", style="dim")
+    out.append(f"\nevery thread of each rank: {stacks.files}", style="dim")
     return out
 
 
-def remote_stacks_text(host: str, answer: str) -> tuple[Text, bool]:
-    """What another workstation's `tuitrain stacks RUN --json` answered, drawn as a run of this machine's is; a
+def remote_stacks(host: str, answer: str) -> Stacks | str:
+    """What another workstation's `tuitrain stacks RUN --json` answered, as a run of this machine's is taken; a
     reply that is no such JSON is one line naming the host."""
-    from tuitrain.runs.view.stacks import rank_block
     from tuitrain.runs.view.stacks_json import ranks_from_json
 
     try:
@@ -51,14 +68,13 @@ def remote_stacks_text(host: str, answer: str) -> tuple[Text, bool]:
         taken, where = ranks_from_json(data["ranks"])
         digest = [str(line) for line in data["digest"]]
     except (ValueError, KeyError, TypeError, IndexError):
-        return Text(f"{host}: `tuitrain stacks --json` there printed no stacks JSON (another tuitrain version?)",
-                    style="red"), False
+        return f"{host}: `tuitrain stacks --json` there printed no stacks JSON (another tuitrain version?)"
     files = [entry["file"] for entry in data["ranks"].values() if entry.get("file")]
     folder = f"{Path(files[0]).parent}/rank-K.txt on {host}" if files else f"the run's stacks/ folder on {host}"
-    return stacks_text(digest, [rank_block(s, where[r]) for r, s in taken.items()], folder), True
+    return Stacks(digest, taken, where, folder)
 
 
-class StacksScreen(ModalScreen[None]):
+class StacksScreen(PassesFailedWorkUp, ModalScreen[None]):
     DEFAULT_CSS = """
     StacksScreen { align: center middle; }
     StacksScreen > Vertical {
@@ -68,15 +84,16 @@ class StacksScreen(ModalScreen[None]):
     StacksScreen #stacks-title { text-style: bold; height: auto; }
     StacksScreen #stacks { height: auto; }
     """
-    BINDINGS = [Binding("escape", "close", "Close"), Binding("r", "take", "Take again")]
+    BINDINGS = [Binding("escape", "close", "Close"), Binding("r", "take", "Take again"),
+                Binding("a", "all_threads", "All threads", tooltip="Every thread of each rank, every frame, or the "
+                        "main threads again (tuitrain stacks --all-threads)")]
 
     class Taken(Message):
-        """The worker's result: the text to show (the stacks, or why none could be taken)."""
+        """The worker's result: the stacks, or why none could be taken (one line)."""
 
-        def __init__(self, text: Text, ok: bool) -> None:
+        def __init__(self, stacks: Stacks | str) -> None:
             super().__init__()
-            self.text = text
-            self.ok = ok
+            self.stacks = stacks
 
     def __init__(self, run_dir: Path) -> None:
         from tuitrain.remote.run_mirror import mirrored_run
@@ -85,12 +102,15 @@ class StacksScreen(ModalScreen[None]):
         self.paths = RunPaths(Path(run_dir))
         self.elsewhere = mirrored_run(self.paths.root)  # (host, run id) of another workstation's run
         self.taking = False
+        self.all_threads = False
+        self.stacks: Stacks | str | None = None  # the latest taken
         self.shown = ""  # the plain text on screen, for tests and copying
 
     def compose(self) -> ComposeResult:
         with Vertical():
             on = f" on {self.elsewhere[0]}" if self.elsewhere else ""
-            yield Static(f"Stacks of run {self.paths.id}{on}  [dim]r: take again · escape: close[/]", id="stacks-title")
+            yield Static(f"Stacks of run {self.paths.id}{on}  [dim]r: take again · a: all threads · escape: close[/]",
+                         id="stacks-title")
             with VerticalScroll(id="stacks-box"):
                 yield Static("", id="stacks")
 
@@ -108,31 +128,42 @@ class StacksScreen(ModalScreen[None]):
     @work(thread=True, exclusive=True, group="stacks", exit_on_error=False)
     def take(self) -> None:
         if self.elsewhere is not None:
-            self.post_message(self.Taken(*take_there(*self.elsewhere)))
+            self.post_message(self.Taken(take_there(*self.elsewhere)))
             return
-        from tuitrain.rundir.record import RunRecordError
         from tuitrain.runs.catalog import load_record
-        from tuitrain.runs.view.stacks import StacksError, gather, rank_block
+        from tuitrain.runs.view.stacks import gather
 
         try:
             taken, summary = gather(self.paths, load_record(self.paths))
-        except (StacksError, RunRecordError, OSError) as exc:
-            self.post_message(self.Taken(Text(str(exc), style="red"), ok=False))
+        except (TuitrainError, OSError) as exc:  # said in the screen, in place of the stacks
+            self.post_message(self.Taken(str(exc)))
             return
-        blocks = [rank_block(s, summary["ranks"][str(r)]) for r, s in taken.items()]
-        self.post_message(self.Taken(stacks_text(summary["lines"], blocks, f"{self.paths.stacks}/rank-K.txt"),
-                                     ok=True))
+        where = {rank: summary["ranks"][str(rank)] for rank in taken}
+        self.post_message(self.Taken(Stacks(summary["lines"], taken, where, f"{self.paths.stacks}/rank-K.txt")))
 
     def on_stacks_screen_taken(self, message: Taken) -> None:
         self.taking = False
-        self.shown = message.text.plain
-        self.query_one("#stacks", Static).update(message.text)
+        self.stacks = message.stacks
+        self.show()
+
+    def action_all_threads(self) -> None:
+        """Every thread of each rank, or each rank's main thread again: the stacks taken, drawn again."""
+        self.all_threads = not self.all_threads
+        self.show()
+
+    def show(self) -> None:
+        if self.stacks is None:
+            return
+        text = (Text(self.stacks, style="red") if isinstance(self.stacks, str)
+                else stacks_text(self.stacks, self.all_threads))
+        self.shown = text.plain
+        self.query_one("#stacks", Static).update(text)
 
     def action_close(self) -> None:
         self.dismiss(None)
 
 
-def take_there(host: str, run_id: str) -> tuple[Text, bool]:
+def take_there(host: str, run_id: str) -> Stacks | str:
     """Another workstation's run's stacks, taken there by its tuitrain (`tuitrain stacks RUN --json` through the
     workstation's python and runs folder); why not in one line."""
     from tuitrain.remote.workstations import find, problem_line, run_on, workstations
@@ -141,9 +172,6 @@ def take_there(host: str, run_id: str) -> tuple[Text, bool]:
     try:
         station = find(host, workstations())
     except UserConfigError as exc:
-        return Text(str(exc), style="red"), False
+        return str(exc)
     done = run_on(station, ["stacks", run_id, "--json"], REMOTE_STACKS_SECONDS)
-    problem = problem_line(station, done)
-    if problem:
-        return Text(problem, style="red"), False
-    return remote_stacks_text(host, done.stdout)
+    return problem_line(station, done) or remote_stacks(host, done.stdout)

@@ -1,8 +1,11 @@
 """One line of keys for the screen in view (what Textual's Footer shows, at a fraction of its cost
 to build: one widget, not one a key). A click on a key runs its action.
 
-The app's own keys (quit, help) always show, at the end of the screen's: where the line is too
-narrow, the screen's last keys give way whole (an ellipsis says so; the palette lists them all)."""
+It follows the focus, as Textual's Footer does: the focused widget's own keys first, then the screen's; a screen
+whose keys concern one pane each names them in `PANE_KEYS` (a pane's id → the actions of its keys), and those show
+only while that pane holds the focus (they still work from anywhere on the screen; the help and the palette list
+them all). The app's own keys (quit, help) always show, at the end of the screen's: where the line is too
+narrow, the screen's last keys give way whole (an ellipsis says so)."""
 
 from __future__ import annotations
 
@@ -24,12 +27,39 @@ class KeyBar(Widget):
         super().__init__(id=id)
         self._spans: list[tuple[int, int, object, str]] = []
 
+    def on_mount(self) -> None:
+        self.screen.bindings_updated_signal.subscribe(self, self._focus_moved)
+
+    def on_unmount(self) -> None:
+        self.screen.bindings_updated_signal.unsubscribe(self)
+
+    def _focus_moved(self, _screen: object) -> None:
+        self.refresh()
+
+    def _focus_chain(self) -> list[Widget]:
+        """The focused widget and the widgets it is in, up to (not with) the screen."""
+        screen = self.screen
+        chain: list[Widget] = []
+        node: object = screen.focused
+        while isinstance(node, Widget) and node is not screen:
+            chain.append(node)
+            node = node.parent
+        return chain
+
     def _shown_keys(self) -> list[tuple[object, Binding]]:
+        screen = self.screen
+        panes: dict[str, frozenset[str]] = getattr(screen, "PANE_KEYS", {})
+        chain = self._focus_chain()
+        here = frozenset().union(*(panes.get(node.id or "", frozenset()) for node in chain))
+        claimed = frozenset().union(*panes.values())
         out: list[tuple[object, Binding]] = []
-        for node in (self.screen, self.app):
+        for node in (*chain, screen, self.app):
             for binding in getattr(node, "BINDINGS", []):
-                if isinstance(binding, Binding) and binding.show and binding.description:
-                    out.append((node, binding))
+                if not (isinstance(binding, Binding) and binding.show and binding.description):
+                    continue
+                if node is screen and binding.action in claimed and binding.action not in here:
+                    continue  # another pane's key
+                out.append((node, binding))
         return out
 
     def render(self) -> Text:
