@@ -5,7 +5,7 @@
 DIR is another checkout's folder that holds `tuitrain/` (e.g. `git worktree add /tmp/base COMMIT`): its
 code runs through PYTHONPATH in the same venv, so the two differ only by the code. Each round runs
 `tuitrain run demo` with each tree (order alternating) and reads the phases from the run directory
-(real_model_speed.tuitrain_phases): the CLI until the run exists, `accelerate launch` until the rank
+(real_model_speed.tuitrain_phases): the CLI until the run exists, the launch until the rank
 starts, the rank's setup, training, the rank's exit after training, the end being recorded, the
 CLI's exit. Medians per phase, and this tree's wall time over the baseline's.
 """

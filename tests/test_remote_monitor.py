@@ -98,7 +98,7 @@ def test_a_mirror_goes_on_from_what_the_cache_holds_and_a_missing_run_is_one_lin
 
 def test_enter_on_a_boxs_run_opens_its_monitor_and_its_stop_stops_it_there(
         hosts: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from test_tui_app import make_app, run, until
+    from test_tui_app import make_app, press_and_confirm, run, until
     from test_tui_fixtures import make_runs
     from test_tui_home_table import shown_ids
     from test_workstations import kill_every_sshd, settings
@@ -129,7 +129,7 @@ def test_enter_on_a_boxs_run_opens_its_monitor_and_its_stop_stops_it_there(
         await until(pilot, lambda: "step 0/" not in header.text and "running" in header.text, 180,
                     what="the run's steps in the monitor")
         await until(pilot, lambda: monitor.run_watch.ranks[0].size > 0, 60, what="its log")
-        await pilot.press("s")
+        await press_and_confirm(pilot, "s")
         await until(pilot, lambda: status_there() == "stopped", 300, what="the run stopped on node1")
         await until(pilot, lambda: "stopped" in header.text, 30, what="the monitor saying it stopped")
         assert list((there / "output").glob("checkpoint-*")), "the stop saved a checkpoint there"

@@ -1,6 +1,6 @@
 """Every run keeps its GPU/CPU samples (issue 28, item 8): machines/machine-M-samples.json, written by the
 supervisor's sampling thread, bounded in size; shown by the monitor's GPUs tab, as curves in Compare, and turned into
-hints (input-bound, GPU memory far from full) by one rule, tuitrain.runs.view.usage.usage_hints."""
+hints (input-bound, launch-bound, GPU memory far from full) by one rule, tuitrain.runs.view.usage.usage_hints."""
 
 from __future__ import annotations
 
@@ -9,9 +9,11 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 from conftest import cli, record, wait_for, wait_until_ended
 from tuitrain.runs.keeper.samples import MAX_BUCKETS, SampleLog, parse, read_run_samples, samples_path
-from tuitrain.runs.view.usage import BUSY_RANK, IDLE_GPU, MIN_SECONDS, summarise, usage_hints
+from tuitrain.runs.view.usage import BUSY_RANK, IDLE_GPU, MIN_SECONDS, WAIT_SHARE, summarise, usage_hints
 
 NVML_TABLE = Path(__file__).parent / "fixtures" / "nvml" / "four_gpu_mixed.json"
 GPU = {"index": 0, "name": "NVIDIA H100 80GB HBM3", "memory_total": 81559}  # MiB
@@ -28,9 +30,10 @@ def machine(points: list[tuple[float, dict[str, float | None]]], max_buckets: in
     return {0: parsed}
 
 
-def steady(util: float, cpu: float, memory: float, seconds: float = 60.0, start: float = 1000.0):
-    return [(start + t, {"gpu.0.util": util, "gpu.0.mem": memory, "rank.0.cpu": cpu, "host.cpu": 20.0})
-            for t in range(0, int(seconds), 2)]
+def steady(util: float | None, cpu: float, memory: float | None, seconds: float = 60.0, start: float = 1000.0,
+           wait: float | None = None):
+    values = {"gpu.0.util": util, "gpu.0.mem": memory, "rank.0.cpu": cpu, "host.cpu": 20.0, "rank.0.wait": wait}
+    return [(start + t, values) for t in range(0, int(seconds), 2)]
 
 
 # ---------------------------------------------------------------------------------------------- the file
@@ -68,13 +71,14 @@ def test_a_damaged_or_foreign_file_is_left_out(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------- the hints
-def test_input_bound_is_an_idle_gpu_beside_a_saturated_rank():
-    samples = machine(steady(util=7.0, cpu=98.0, memory=60000.0))
+def test_input_bound_is_a_rank_that_waits_for_its_batches_while_its_gpu_idles():
+    samples = machine(steady(util=7.0, cpu=98.0, memory=60000.0, wait=62.0))
     hints = usage_hints(summarise(samples, (1000.0, 1060.0)), {"dataloader_num_workers": 0,
                                                                "dataloader_pin_memory": False})
     assert [h.kind for h in hints] == ["input-bound"]
     text = hints[0].text
-    assert "7 % busy" in text and "rank 0's CPU ran at 98 % of a core" in text and "100% of the training" in text
+    assert "rank 0 waited for its next batch 62 % of its step time while its GPU was 7 % busy" in text, text
+    assert "100% of the training" in text
     assert "training.dataloader_num_workers = " in text and "(now 0)" in text
     assert "training.dataloader_pin_memory = true" in text
     assert "tokenising" not in text  # a profile's run tokenises up front already
@@ -82,14 +86,59 @@ def test_input_bound_is_an_idle_gpu_beside_a_saturated_rank():
     assert "tokenising the data set once" in script[0].text
 
 
+def test_launch_bound_is_an_idle_gpu_beside_a_saturated_rank_that_hardly_waits():
+    """The figures of issue 35's H100 run (a BERT-base-sized model on MRPC tokenised in memory, batch 32: 86 ms a
+    step for ~13 ms of GPU work, 3.8 GiB of 80): it was told 'input-bound, try 8 workers', which made it 12 s slower.
+    It is launch-bound, and each piece of advice comes with the figure it rests on."""
+    samples = machine(steady(util=15.0, cpu=100.0, memory=3.8 * 1024, wait=3.5))
+    settings = {"per_device_train_batch_size": 32, "torch_compile": False, "logging_steps": 1,
+                "dataloader_num_workers": 0}
+    hints = usage_hints(summarise(samples, (1000.0, 1060.0)), settings)
+    assert [h.kind for h in hints] == ["launch-bound"]  # the memory hint is part of it
+    text = hints[0].text
+    assert "the GPU was 15 % busy while rank 0's CPU ran at 100 % of a core and waited for its next batch only 4 %" \
+        in text, text
+    assert "dataloader_num_workers" not in text.split("Try")[-1]
+    assert "training.per_device_train_batch_size = 64 (now 32): fewer steps for the same data (GPU memory peaked " \
+        "at 3.8 of 79.6 GiB (5%))" in text, text
+    assert "training.torch_compile = true (now false)" in text
+    assert "training.logging_steps = 50 (now 1)" in text
+    assert hints[0].settings == (("training.per_device_train_batch_size", 64), ("training.torch_compile", True),
+                                 ("training.logging_steps", 50))  # what `--set` takes, advice by advice
+    # what was not read is not advised: no settings, no memory figure
+    bare = usage_hints(summarise(machine(steady(util=15.0, cpu=100.0, memory=None, wait=3.5)), (1000.0, 1060.0)))
+    assert [h.kind for h in bare] == ["launch-bound"] and "Try" not in bare[0].text
+    compiled = usage_hints(summarise(samples, (1000.0, 1060.0)), {**settings, "torch_compile": True, "logging_steps": 50})
+    assert "torch_compile" not in compiled[0].text and "logging_steps" not in compiled[0].text
+
+
+def test_without_the_wait_measured_no_bound_hint_is_guessed():
+    """A run sampled by an older tuitrain (no rank.R.wait): an idle GPU beside a saturated rank is either; neither
+    is said."""
+    assert usage_hints(summarise(machine(steady(util=7.0, cpu=98.0, memory=60000.0)), (1000.0, 1060.0))) == []
+
+
+def test_on_the_cpu_the_wait_alone_tells_input_bound():
+    meta = {**META, "gpus": []}
+    for wait, kinds in ((WAIT_SHARE + 20, ["input-bound"]), (WAIT_SHARE - 25, [])):
+        log = SampleLog(2.0, meta=meta)
+        for when in range(1000, 1060, 2):
+            log.add(float(when), {"rank.0.cpu": 100.0, "host.cpu": 50.0, "rank.0.wait": wait})
+        parsed = parse(json.loads(json.dumps(log.to_json())))
+        assert parsed is not None
+        hints = usage_hints(summarise({0: parsed}, (1000.0, 1060.0)), {"dataloader_num_workers": 0})
+        assert [h.kind for h in hints] == kinds
+        assert all("GPU" not in h.text and "pin_memory" not in h.text for h in hints)
+
+
 def test_no_hint_for_a_busy_gpu_an_idle_rank_a_short_run_or_the_setup_before_training():
-    assert usage_hints(summarise(machine(steady(util=95.0, cpu=100.0, memory=60000.0)), (1000.0, None))) == []
-    assert usage_hints(summarise(machine(steady(util=IDLE_GPU - 40, cpu=BUSY_RANK - 40, memory=60000.0)),
+    assert usage_hints(summarise(machine(steady(util=95.0, cpu=100.0, memory=60000.0, wait=40.0)), (1000.0, None))) == []
+    assert usage_hints(summarise(machine(steady(util=IDLE_GPU - 40, cpu=BUSY_RANK - 40, memory=60000.0, wait=2.0)),
                                  (1000.0, None))) == []
-    short = machine(steady(util=5.0, cpu=100.0, memory=60000.0, seconds=MIN_SECONDS - 4))
+    short = machine(steady(util=5.0, cpu=100.0, memory=60000.0, seconds=MIN_SECONDS - 4, wait=60.0))
     assert usage_hints(summarise(short, (1000.0, None))) == []
     # 60 s of setup (GPU idle, rank at 100 % loading the model), then 60 s of busy training: no hint
-    phases = machine(steady(util=0.0, cpu=100.0, memory=60000.0) + steady(95.0, 100.0, 60000.0, start=1060.0))
+    phases = machine(steady(util=0.0, cpu=100.0, memory=60000.0) + steady(95.0, 100.0, 60000.0, start=1060.0, wait=2.0))
     assert usage_hints(summarise(phases, (1060.0, 1120.0))) == []
     assert usage_hints(summarise(phases, None)) == []  # a run that never said train_begin: not judged
 
@@ -136,11 +185,13 @@ def test_a_real_run_keeps_its_samples_and_every_view_shows_them(runs_dir, monkey
 
     status = cli("status", run_dir.name, runs_dir=runs_dir).stdout
     assert "usage      " in status and "GPU 0    util 0% mean" in status and "rank 0   CPU" in status, status
-    assert "hint       GPU memory peaked at 0.4 of 11.0 GiB" in status, status
+    assert "hint       " in status and "GPU memory peaked at 0.4 of 11.0 GiB" in status, status
     as_json = json.loads(cli("status", run_dir.name, "--json", runs_dir=runs_dir).stdout)
-    # "input-bound" joins it when the machine gives the rank a whole core (the table's GPU is idle): a matter of
-    # load here, tested on data above
-    assert "memory" in [h["kind"] for h in as_json["usage"]["hints"]]
+    # the memory hint, or "launch-bound" quoting the same peak when the machine gives the rank a whole core (the
+    # table's GPU is idle, the rank hardly waits for its batches): a matter of load here, tested on data above
+    kinds = [h["kind"] for h in as_json["usage"]["hints"]]
+    assert "memory" in kinds or "launch-bound" in kinds, kinds
+    assert as_json["usage"]["ranks"][0]["wait_mean"] is not None  # the wait is measured in every run
 
     from test_tui_app import make_app, until
     from test_tui_multinode import open_monitor
@@ -156,7 +207,7 @@ def test_a_real_run_keeps_its_samples_and_every_view_shows_them(runs_dir, monkey
             await until(pilot, lambda: "while it ran" in str(panel.content), what="the run's samples")
             text = str(panel.content)
             assert "GPU 0  NVIDIA GeForce GTX 1080 Ti" in text and "0.4/11.0 GiB peak" in text, text
-            assert "rank 0  CPU" in text and "hint: GPU memory peaked" in text, text
+            assert "rank 0  CPU" in text and "hint: " in text and "GPU memory peaked at 0.4" in text, text
             await pilot.press("escape")
             app.push_screen(CompareScreen([(run_dir, "demo")]))
             await until(pilot, lambda: type(app.screen).__name__ == "CompareScreen", what="compare")
@@ -170,3 +221,69 @@ def test_a_real_run_keeps_its_samples_and_every_view_shows_them(runs_dir, monkey
 
     asyncio.run(main())
     assert os.environ.get("TUITRAIN_NVML_TABLE") == str(NVML_TABLE)
+
+
+# ---------------------------------------------------------------------------------------------- the wait, measured
+def test_the_heartbeat_keeps_the_wait_and_the_steps_it_belongs_to(tmp_path, monkeypatch):
+    """From a step's end to the next one's begin is the wait; a step with an evaluation before it is not timed whole."""
+    from tuitrain.engine import rank_io
+    from tuitrain.rundir.heartbeat import beat_from
+    from tuitrain.rundir.layout import PHASE_BETWEEN, PHASE_EVALUATING, PHASE_STEP, RunPaths
+
+    clock = iter([0.0, 1.0, 1.3, 2.0, 2.1, 3.0, 3.5, 4.0, 4.2, 5.0])
+    monkeypatch.setattr(rank_io.time, "time", lambda: next(clock))
+    beat = rank_io.Heartbeat(RunPaths(tmp_path), 0, interval=3600)
+    for phase in (PHASE_STEP, PHASE_BETWEEN, PHASE_STEP, PHASE_BETWEEN,  # 0-1, then waits 0.3 for a 1.0 s step
+                  PHASE_STEP, PHASE_BETWEEN, PHASE_EVALUATING,  # waits 0.1 for a 1.0 s step, then evaluates
+                  PHASE_BETWEEN, PHASE_STEP, PHASE_BETWEEN):  # after the evaluation: waits 0.2 for a 1.0 s step
+        beat.beat(phase, 1)
+    read = beat_from(beat.record())
+    assert read is not None
+    assert read.waited_seconds == pytest.approx(0.6) and read.stepped_seconds == pytest.approx(3.0)
+
+
+def test_the_sampler_turns_the_totals_into_each_looks_share():
+    from tuitrain.rundir.heartbeat import Beat
+    from tuitrain.runs.keeper.samples import WaitShares
+
+    shares = WaitShares()
+
+    def look(pid: int, waited: float | None, stepped: float | None) -> dict[str, float | None]:
+        return shares.values({0: Beat(0, "step", 0.0, 0.0, pid=pid, waited_seconds=waited, stepped_seconds=stepped)},
+                             [0, 1])
+
+    assert look(10, 1.0, 4.0) == {"rank.0.wait": 25.0}  # since the rank began; rank 1 has no heartbeat: no figure
+    assert look(10, 4.0, 8.0) == {"rank.0.wait": 75.0}  # this look's steps only
+    assert look(10, 4.0, 8.0) == {"rank.0.wait": None}  # no whole step since (an evaluation, a save, a hang)
+    assert look(11, 0.5, 5.0) == {"rank.0.wait": 10.0}  # a new process of rank 0 (a requeued job): its own totals
+    assert look(11, None, None) == {}  # an older tuitrain's heartbeat
+
+
+SLOW_BATCHES = Path(__file__).parent / "fixtures" / "scripts" / "slow_batches.py"
+
+
+def slow_run(tmp_path: Path, runs_dir: Path, name: str, *args: str) -> dict:
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "slow_batches.py").write_text(SLOW_BATCHES.read_text())
+    listed = ", ".join(json.dumps(a) for a in args)
+    (folder / "p.toml").write_text(f'[script]\npath = "slow_batches.py"\nargs = [{listed}]\n\n'
+                                   '[hardware]\naccelerator = "cpu"\n')
+    done = cli("run", str(folder / "p.toml"), runs_dir=runs_dir, timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    run = max(runs_dir.iterdir(), key=lambda p: p.stat().st_mtime)
+    return json.loads(cli("status", run.name, "--json", runs_dir=runs_dir).stdout)["usage"]
+
+
+@pytest.mark.slow
+def test_a_real_run_with_a_slow_data_loader_is_input_bound_and_one_with_a_slow_step_is_not(tmp_path, runs_dir):
+    """Two real runs of one Trainer script on the CPU, over more than MIN_SECONDS of training each: one whose collator
+    sleeps 0.25 s a batch, one whose forward does. The first waits for its batches most of its step time and is
+    told to add workers; the second hardly waits and is told nothing of its data."""
+    loader = slow_run(tmp_path, runs_dir, "slow-loader", "--collate_sleep", "0.25", "--max_steps", "60")
+    step = slow_run(tmp_path, runs_dir, "slow-step", "--step_sleep", "0.25", "--max_steps", "60")
+    assert [h["kind"] for h in loader["hints"]] == ["input-bound"], loader
+    assert "rank 0 waited for its next batch" in loader["hints"][0]["text"]
+    assert "training.dataloader_num_workers = " in loader["hints"][0]["text"]
+    assert loader["ranks"][0]["wait_mean"] >= 2 * WAIT_SHARE, loader["ranks"]
+    assert step["hints"] == [] and step["ranks"][0]["wait_mean"] < WAIT_SHARE / 3, step

@@ -74,7 +74,7 @@ def test_plan_shows_the_exact_command_in_the_profile_folder(tmp_path, runs_dir):
     assert result.returncode == 0, result.stderr
     plan = json.loads(result.stdout)
     script = str(folder / "train.py")
-    assert plan["argv"][1:3] == ["-m", "accelerate.commands.launch"]
+    assert plan["argv"][1:3] == ["-m", "tuitrain.engine.direct_launch"]  # one process: its rank is started directly
     assert plan["argv"][-4:] == [script, "--lr", "1e-3", "two words"]
     assert "tuitrain.engine" not in plan["argv"]
     assert plan["cwd"] == str(folder)

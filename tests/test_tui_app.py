@@ -44,6 +44,13 @@ async def until(pilot, predicate: Callable[[], Any], timeout: float = 10.0, what
     raise AssertionError(f"timed out after {patient(timeout):.0f}s waiting for {what}")
 
 
+async def press_and_confirm(pilot, key: str) -> None:
+    """A key that asks first (a stop, a kill, dropping a queued run: screens.confirm.ask_first), answered yes."""
+    await pilot.press(key)
+    await until(pilot, lambda: type(pilot.app.screen).__name__ == "ConfirmScreen", what=f"{key}'s question")
+    await pilot.press("y")
+
+
 def run(script, app, size=(100, 30), notifications: bool = False) -> None:
     async def main() -> None:
         async with app.run_test(size=size, notifications=notifications) as pilot:
@@ -323,7 +330,7 @@ def test_requests_to_a_live_run_and_refusals(base):
         await until(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen", what="a confirmation")
         await pilot.press("y")
         await until(pilot, lambda: (control / "terminate").exists(), what="a terminate request")
-        await pilot.press("s")
+        await press_and_confirm(pilot, "s")
         await until(pilot, lambda: (control / "stop").exists(), what="a stop request")
         await pilot.press("escape")
         await until(pilot, lambda: type(app.screen).__name__ == "HomeScreen", what="home")

@@ -16,7 +16,7 @@ def log_events(run_dir) -> list[dict]:
 
 
 async def open_compare(pilot, ids: list[str]):
-    """Home: mark `ids` with space (the cursor moves down after each), then C."""
+    """Home: mark `ids` with space (each highlighted first), then C."""
     app = pilot.app
     table = app.screen.query_one("#runs")
     await until(pilot, lambda: table.row_count == 3, what="three runs")

@@ -34,3 +34,23 @@ def test_the_help_lists_tab_once(base):  # noqa: F811
         assert sum("tab" in key for key in keys) == 1, keys
 
     run(script, app)
+
+
+def test_space_marks_the_highlighted_run_and_stays_on_it(base):  # noqa: F811
+    """As the help says ("mark the highlighted run"): space used to move down too, and the next space marked the run
+    below (issue 34, item 5: the wrong runs marked three times)."""
+    app = make_app(base)
+
+    async def script(pilot):
+        table = app.screen.query_one("#runs")
+        await until(pilot, lambda: table.row_count == 3, what="three runs")
+        table.move_cursor(row=1)
+        highlighted = app.screen.selected_run_id()
+        await pilot.press("space")
+        await until(pilot, lambda: app.screen.marked, what="a mark")
+        assert app.screen.marked == [highlighted] and table.cursor_row == 1
+        await pilot.press("space")  # again: the same run, unmarked
+        await until(pilot, lambda: not app.screen.marked, what="the mark taken back")
+        assert app.screen.selected_run_id() == highlighted
+
+    run(script, app)

@@ -64,21 +64,21 @@ def test_at_80x24_the_monitor_keeps_q_and_help_in_its_footer_and_cuts_its_title_
 def test_at_80x24_marking_runs_keeps_the_cursor_when_the_run_column_is_resized(base):  # noqa: F811
     """A mark widens the RUN cells; at 80 columns the table's columns are then laid out again on the next
     poll, which used to put the cursor back on the first row (space then unmarked the first run)."""
-    from test_tui_fixtures import FAILED, FINISHED, RUNNING
+    from test_tui_fixtures import FAILED, RUNNING
 
     app = make_app(base)
 
     async def script(pilot):
         table = app.screen.query_one("#runs")
         await until(pilot, lambda: table.row_count == 3, what="three runs")
-        await pilot.press("space")  # marks the first run, moves to the second
+        await pilot.press("space")  # marks the first run, and stays on it
         polls = app.polls
         await until(pilot, lambda: app.polls >= polls + 2, what="two polls")
-        assert table.cursor_row == 1
-        await pilot.press("space")
+        assert table.cursor_row == 0
+        await pilot.press("down", "space")
         polls = app.polls
         await until(pilot, lambda: app.polls >= polls + 2, what="two polls")
-        assert app.screen.marked == [RUNNING, FAILED] and table.cursor_row == 2
-        assert app.screen.selected_run_id() == FINISHED
+        assert app.screen.marked == [RUNNING, FAILED] and table.cursor_row == 1
+        assert app.screen.selected_run_id() == FAILED
 
     run(script, app, size=(80, 24))

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import cli, record, wait_for
 from queue_tables import gpu_two, held
-from test_tui_app import make_app, run, table_rows, until
+from test_tui_app import make_app, press_and_confirm, run, table_rows, until
 
 ON_GPU_TWO = ["--set", "hardware.accelerator=cuda", "--set", "hardware.gpus=[2]", "--set", "training.max_steps=2"]
 STRANGER = "GPU 2: 95% full, held by pid 4100077 (user unknown, 22.8 GiB)"
@@ -101,7 +101,7 @@ def test_the_runs_table_puts_a_queued_run_first_and_cancels_one_as_the_cli_does(
         await until(pilot, lambda: statuses(app) == {third.name: "queued 1/3", first.name: "queued 2/3",
                                                      second.name: "queued 3/3"}, what="the new order")
         await highlight(pilot, second.name)
-        await pilot.press("x")
+        await press_and_confirm(pilot, "x")  # a queued run dropped: asked first
         await until(pilot, lambda: said(app, f"run {second.name} cancelled: cancelled while queued"), timeout=30,
                     what="the cancel")
         await until(pilot, lambda: statuses(app) == {third.name: "queued 1/2", first.name: "queued 2/2",
@@ -120,7 +120,7 @@ def test_the_runs_table_puts_a_queued_run_first_and_cancels_one_as_the_cli_does(
             os.chown(first, 12345, -1)
             await highlight(pilot, first.name)
             for key, verb in (("x", "cancel"), ("t", "move")):
-                await pilot.press(key)
+                await (press_and_confirm(pilot, key) if key == "x" else pilot.press(key))
                 await until(pilot, lambda verb=verb: said(app, f"run {first.name} is uid 12345's") and
                             said(app, f"only they can {verb} it"), what=f"the refusal to {verb} another's run")
             os.chown(first, 0, -1)
@@ -149,7 +149,7 @@ def test_a_queued_runs_monitor_says_what_it_waits_for_live_and_s_cancels_it(base
         assert cli("queue", "move", second.name, "--top", runs_dir=base / "runs").returncode == 0  # from a terminal
         shown = await until(pilot, lambda: "queued 1 of 2" in header() and header(), what="the header to follow")
         assert f"waits for {STRANGER}" in shown, shown
-        await pilot.press("s")  # as `tuitrain stop` does for a queued run: it leaves the queue
+        await press_and_confirm(pilot, "s")  # as `tuitrain stop` does for a queued run: it leaves the queue
         await until(pilot, lambda: said(app, f"run {second.name} was queued: it leaves the queue"), what="the word")
         shown = await until(pilot, lambda: "cancelled" in header() and header(), timeout=30, what="its end")
         assert "queued" not in shown and "waits for" not in shown, shown

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FAST, events, patient, record, wait_until_ended
-from test_tui_app import until
+from test_tui_app import press_and_confirm, until
 
 pytestmark = pytest.mark.slow
 
@@ -105,7 +105,7 @@ def test_save_now_stop_then_resume_from_the_checkpoints_tab(tmp_path):
             table = monitor.query_one("#checkpoints")
             await until(pilot, lambda: table.row_count >= 1, 60, "the saved-now checkpoint")
             saved_now = monitor.run_watch.checkpoints[0].step
-            await pilot.press("s")
+            await press_and_confirm(pilot, "s")
             await until(pilot, lambda: monitor.run_watch.status == "stopped", 120, "the run to stop")
             await until(pilot, lambda: table.row_count == 2, 30, "the stop's checkpoint")
             last = max(c.step for c in monitor.run_watch.checkpoints)
@@ -125,7 +125,7 @@ def test_save_now_stop_then_resume_from_the_checkpoints_tab(tmp_path):
             assert rec["parent"] == first.name and rec["resume_from"].endswith(f"checkpoint-{saved_now}")
             await until(pilot, lambda: resumed.run_watch.events.series.get("loss"), 180, "the resumed run's first step")
             assert resumed.run_watch.events.series["loss"].steps[0] == saved_now + 1
-            await pilot.press("s")
+            await press_and_confirm(pilot, "s")
             await until(pilot, lambda: resumed.run_watch.status == "stopped", 120, "the resumed run to stop")
             return first, resumed.run_watch.paths.root
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import cli, record, wait_for
-from test_tui_app import base, make_app, run, until  # noqa: F401  (base: the fixture)
+from test_tui_app import base, make_app, press_and_confirm, run, until  # noqa: F401  (base: the fixture)
 from test_tui_fixtures import FAILED, FINISHED, RUNNING, make_runs
 from test_tui_home_table import shown_ids
 
@@ -57,7 +57,8 @@ def test_marked_runs_a_verb_cannot_reach_are_said_and_nothing_is_asked(base):  #
     async def script(pilot):
         table = app.screen.query_one("#runs")
         await until(pilot, lambda: table.row_count == 3, what="three runs")
-        for _ in range(3):
+        for row in range(3):  # space marks the highlighted run and stays on it
+            table.move_cursor(row=row)
             await pilot.press("space")
         assert app.screen.marked == [RUNNING, FAILED, FINISHED]
         await pilot.press("x")  # none of them is queued: said, nothing asked, nothing done
@@ -230,7 +231,7 @@ def test_the_focused_pane_is_lit_and_the_key_bar_shows_its_keys(base):  # noqa: 
         said = bar.render().plain
         assert " r Run " in said and " e Edit " in said and " s Stop " not in said and " C Compare " not in said
         assert profiles_title.styles.background == lit and runs_title.styles.background != lit
-        await pilot.press("s")  # a key works from either pane, shown or not: the highlighted run is asked to stop
+        await press_and_confirm(pilot, "s")  # a key works from either pane, shown or not: the highlighted run asked
         asked = RunPaths(base / "runs" / RUNNING).control_request(REQUESTS["stop"])
         await until(pilot, asked.exists, what="the stop asked")
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from conftest import FAST, TWO_RANKS, cli, losses, record
 from slurm_cluster import Cluster
-from test_tui_app import until
+from test_tui_app import press_and_confirm, until
 
 QUIET = ["--set", "training.eval_steps=100000", "--set", "training.save_steps=100000",
          "--set", "training.max_steps=5000"]  # a long run that saves on request only
@@ -51,7 +51,7 @@ def test_home_shows_job_states_and_stops_slurm_runs(slurm_cluster: Cluster, tmp_
             table = app.screen.query_one("#runs")
 
             table.move_cursor(row=table.get_row_index(one.name))
-            await pilot.press("s")  # pending: cancelled at once
+            await press_and_confirm(pilot, "s")  # pending: cancelled at once
             await until(pilot, lambda: record(one)["status"] == "cancelled", 30, "the pending job cancelled")
             assert "cancelled while pending" in record(one)["error"]
             await until(pilot, lambda: status_cell(app, one.name) == "cancelled · CANCELLED", 30, "CANCELLED shown")
@@ -59,7 +59,7 @@ def test_home_shows_job_states_and_stops_slurm_runs(slurm_cluster: Cluster, tmp_
 
             await until(pilot, lambda: losses(two), 120, "training to start")
             table.move_cursor(row=table.get_row_index(two.name))
-            await pilot.press("s")  # running: saves a checkpoint and stops, then the job completes
+            await press_and_confirm(pilot, "s")  # running: saves a checkpoint and stops, then the job completes
             await until(pilot, lambda: record(two)["status"] == "stopped", 150, "the run stopped")
             await until(pilot, lambda: job2 not in queued(slurm_cluster), 30, "the job gone from squeue")
             await until(pilot, lambda: status_cell(app, two.name) == "stopped · COMPLETED", 30, "COMPLETED shown")

@@ -106,7 +106,8 @@ def test_compare_of_runs_of_no_sweep_shows_the_values_table_on_v(base):  # noqa:
     async def script(pilot):
         table = app.screen.query_one("#runs")
         await until(pilot, lambda: table.row_count == 3, what="three runs")
-        for _ in range(3):
+        for row in range(3):  # space marks the highlighted run and stays on it
+            table.move_cursor(row=row)
             await pilot.press("space")
         await pilot.press("C")
         await until(pilot, lambda: type(app.screen).__name__ == "CompareScreen", what="compare")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import signal
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from tuitrain.humanize import number
@@ -13,7 +13,7 @@ from tuitrain.rundir.events import parse_event
 from tuitrain.rundir.exits import EXIT_USER_ERROR
 from tuitrain.rundir.layout import KILL_REQUEST, RunPaths
 from tuitrain.rundir.process_tree import running
-from tuitrain.rundir.record import FINAL_STATUSES
+from tuitrain.rundir.record import FINAL_STATUSES, RunRecord
 from tuitrain.rundir.tail import read_new_lines
 from tuitrain.runs.catalog import load_record
 from tuitrain.runs.control import ControlError, request
@@ -153,7 +153,7 @@ def _follow_once(paths: RunPaths, printer: _EventPrinter, out: TextIO) -> int | 
 PROCESSES_EXIT_SECONDS = 30.0  # the supervisor's last steps (the queue's claims, [notify] word) after the end
 
 
-def await_run_processes(record: Mapping[str, Any], interrupted: Callable[[], bool]) -> None:
+def await_run_processes(record: RunRecord, interrupted: Callable[[], bool]) -> None:
     """`tuitrain run` returns once the run's own processes are gone too, as `accelerate launch` does: the
     supervisor records the end and then still frees the run's queue claims and sends word of it. Bounded, and
     a Ctrl-C ends the wait: a supervisor that lingers (a webhook slower than its timeout) finishes alone."""

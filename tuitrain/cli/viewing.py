@@ -15,8 +15,9 @@ from tuitrain.rundir.checkpoints import run_checkpoints
 from tuitrain.rundir.exits import EXIT_USER_ERROR, exit_name
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.record import FINAL_STATUSES, RunRecordError
+from tuitrain.rundir.run import UNREADABLE, Run
 from tuitrain.rundir.tail import read_new_lines
-from tuitrain.runs.catalog import UNREADABLE, RunEntry, find_run, load_record, scan_runs
+from tuitrain.runs.catalog import find_run, load_record, scan_runs
 from tuitrain.runs.keeper.manifest import read_manifests
 from tuitrain.runs.liveness import effective_status
 from tuitrain.runs.view.attempts import attempt_label, attempt_line, earlier_lines
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from tuitrain.runs.view.warning_fold import WarningFold
 
 
-def _entry_summary(entry: RunEntry, job_states: dict | None = None) -> dict:
+def _entry_summary(entry: Run, job_states: dict | None = None) -> dict:
     """A run's summary, or for one whose run.json cannot be read: what is known and why."""
     if entry.record is not None:
         return run_summary(entry.paths, entry.record, with_checkpoints=False, job_states=job_states)
@@ -219,8 +220,9 @@ def _usage_lines(usage: dict | None) -> list[str]:
                      f"memory peak {peak}/{total} GiB   {gpu['name'] or ''}".rstrip())
     for rank in usage["ranks"]:
         rss = size(int(rank["rss_peak"] * 2**20)) if rank["rss_peak"] is not None else "N/A"
+        wait = f"   waits for its batch {_pct(rank['wait_mean'])} of its step time" if rank.get("wait_mean") is not None else ""
         lines.append(f"  rank {rank['rank']}   CPU {_pct(rank['cpu_mean'])} of a core mean, {_pct(rank['cpu_peak'])} "
-                     f"peak   RSS peak {rss}")
+                     f"peak   RSS peak {rss}{wait}")
     for host in usage["hosts"]:
         lines.append(f"  host     CPU {_pct(host['cpu_mean'])} of {host['cpu_count'] or '?'} cores mean")
     lines += [f"hint       {hint['text']}" for hint in usage["hints"]]

@@ -314,7 +314,7 @@ def viewer_files(paths: Any) -> Callable[[], dict[str, bytes]]:
         if stamp == looked["stamp"] and (looked["ended"] or now - looked["at"] < LOOK_SECONDS):
             return looked["files"]
         try:
-            record = dict(read_record(paths))
+            record = read_record(paths)
         except (OSError, RunRecordError):
             return looked["files"]
         seen = {key: value for key, value in record.items() if key not in ("processes", "pids")}

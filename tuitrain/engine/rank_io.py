@@ -135,6 +135,13 @@ class Heartbeat:
         self._last_end: float | None = None  # the previous step's end, while no slow phase came between
         self._step_times: deque[float] = deque(maxlen=STEP_TIMES_KEPT)
         self._between_times: deque[float] = deque(maxlen=STEP_TIMES_KEPT)  # a step's end to the next one's begin
+        # since the start, over the steps timed whole (their wait and the step itself, with no evaluation or save
+        # between): the time spent from a step's end to the next one's begin, where the Trainer reads the next batch
+        # (and logs), and the time of those steps end to end. Their ratio is the share of its time the rank waits
+        # for its data (tuitrain.runs.keeper.samples.WaitShares, tuitrain.runs.view.usage).
+        self._waited = 0.0
+        self._stepped = 0.0
+        self._wait: float | None = None  # this step's wait, while it runs
         self._slow: dict[str, float] = {}  # phase -> its longest stretch so far (replaced, never changed in place)
         paths.heartbeats.mkdir(parents=True, exist_ok=True)
         threading.Thread(target=self._write_loop, name="tuitrain-heartbeat", daemon=True).start()
@@ -146,12 +153,17 @@ class Heartbeat:
                 self._slow = {**self._slow, self._phase: max(self._slow.get(self._phase, 0.0), now - self._since)}
                 self._last_end = None  # a step time across an evaluation or a save is no step time
             elif phase == PHASE_STEP and self._phase == PHASE_BETWEEN and self._last_end is not None:
-                self._between_times.append(now - self._last_end)
+                self._wait = now - self._last_end
+                self._between_times.append(self._wait)
             self._phase, self._since = phase, now
         if phase == PHASE_BETWEEN:  # a step just ended
             if self._last_end is not None:
                 self._step_times.append(now - self._last_end)
+                if self._wait is not None:
+                    self._waited += self._wait
+                    self._stepped += now - self._last_end
             self._last_end = now
+            self._wait = None
         self._last = (step, phase, now, self._since)
         self._changed += 1
         if phase in URGENT_PHASES:
@@ -165,7 +177,8 @@ class Heartbeat:
         step, phase, moved, since = last
         return {"rank": self.rank, "pid": self._pid, "step": step, "phase": phase, "time": moved, "since": since,
                 "step_seconds": _median(tuple(self._step_times)),
-                "between_seconds": _median(tuple(self._between_times)), "slow_seconds": dict(slow)}
+                "between_seconds": _median(tuple(self._between_times)), "slow_seconds": dict(slow),
+                "waited_seconds": round(self._waited, 4), "stepped_seconds": round(self._stepped, 4)}
 
     def flush(self) -> None:
         """Write the latest state now (the rank's last word before it ends)."""

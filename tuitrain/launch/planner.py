@@ -50,6 +50,8 @@ from tuitrain.rundir.script_env import SCRIPT_ENV
 
 ENGINE_MODULE = "tuitrain.engine"
 LAUNCH_MODULE = "accelerate.commands.launch"
+DIRECT_MODULE = "tuitrain.engine.direct_launch"  # one process on one machine: the rank is started directly
+ACCELERATE_LAUNCH_ENV = "TUITRAIN_ACCELERATE_LAUNCH"  # "1": a run of one process goes through accelerate launch too
 FREE_PORT_NOTE = "main_process_port: a free port is picked at launch (none set in the profile)"
 
 
@@ -126,8 +128,8 @@ def deepspeed_json_path(profile: Settings, base_dir: Path | None) -> Path | None
 
 
 def pasteable_command(env: dict[str, str], argv: list[str]) -> str:
-    """`K=V … accelerate launch …` for an argv of `python -m accelerate.commands.launch …`: what a user could
-    paste to run it without tuitrain."""
+    """`K=V … accelerate launch …` for an argv of `python -m accelerate.commands.launch …` (or of
+    tuitrain.engine.direct_launch, which takes the same arguments): what a user could paste to run it without tuitrain."""
     pairs = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(env.items()))
     return (pairs + " " if pairs else "") + shlex.join(["accelerate", "launch", *argv[3:]])
 
@@ -173,8 +175,22 @@ def strategy_note(profile: Settings, accelerator: str, total: int) -> str:
             f"parameter offload {ds.get('offload_param_device', 'none')}")
 
 
+def launch_module(role: MachineRole, environ: Mapping[str, str]) -> str:
+    """What starts a machine's ranks: `accelerate launch`, or for a run of one process on one machine the rank itself
+    (tuitrain.engine.direct_launch: the environment accelerate launch would give it, without its second Python)."""
+    if role.machines == 1 and role.processes == 1 and environ.get(ACCELERATE_LAUNCH_ENV) != "1":
+        return DIRECT_MODULE
+    return LAUNCH_MODULE
+
+
+def direct_note() -> str:
+    return ("one process: started as its own rank, with the environment `accelerate launch` would give it and the same "
+            f"accelerate.yaml (no launcher process; {ACCELERATE_LAUNCH_ENV}=1 starts it through accelerate launch)")
+
+
 def _launch_argv(role: MachineRole, here: bool) -> list[str]:
-    argv = [role.python, "-m", LAUNCH_MODULE, "--config_file", f"{role.folder}/accelerate.yaml"]
+    module = launch_module(role, os.environ if here else {})
+    argv = [role.python, "-m", module, "--config_file", f"{role.folder}/accelerate.yaml"]
     if not here:  # read by a person, one command per machine: its place in the run on the command line too
         argv += ["--machine_rank", str(role.rank), "--num_machines", str(role.machines)]
         if role.main_ip:
@@ -220,6 +236,8 @@ def plan_machine(settings: Settings, role: MachineRole, hardware: Hardware | Non
     launch_notes: list[str] = []
     if here and role.port is None and role.processes * role.machines > 1:
         launch_notes.append(FREE_PORT_NOTE)
+    if here and argv[2] == DIRECT_MODULE:
+        launch_notes.append(direct_note())
     cwd = None
     given_script = script_settings(mine)
     if given_script is not None:

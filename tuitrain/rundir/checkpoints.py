@@ -71,9 +71,10 @@ def files_with_sizes(folder: Path) -> dict[str, int]:
 
 def _state(path: Path) -> dict[str, Any] | None:
     try:
-        return json.loads((path / "trainer_state.json").read_text(encoding="utf-8"))
+        state = json.loads((path / "trainer_state.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+    return state if isinstance(state, dict) else None
 
 
 def _metrics_at(state: dict[str, Any], step: int) -> dict[str, Any]:

@@ -23,6 +23,10 @@ class Beat:
     between_seconds: float | None = None  # the median of its recent times from a step's end to the next one's begin
     slow_seconds: dict[str, float] = field(default_factory=dict)  # slow phase -> its longest stretch so far
     pid: int | None = None
+    # since the rank started, over its steps timed whole: the time from a step's end to the next one's begin (where
+    # the Trainer reads the next batch), and those steps' time end to end (None: a heartbeat of an older tuitrain)
+    waited_seconds: float | None = None
+    stepped_seconds: float | None = None
 
 
 def beat_from(data: Any) -> Beat | None:
@@ -35,9 +39,15 @@ def beat_from(data: Any) -> Beat | None:
                     step_seconds=None if data.get("step_seconds") is None else float(data["step_seconds"]),
                     between_seconds=None if data.get("between_seconds") is None else float(data["between_seconds"]),
                     slow_seconds={str(k): float(v) for k, v in slow.items()},
-                    pid=None if data.get("pid") is None else int(data["pid"]))
+                    pid=None if data.get("pid") is None else int(data["pid"]),
+                    waited_seconds=_seconds(data.get("waited_seconds")),
+                    stepped_seconds=_seconds(data.get("stepped_seconds")))
     except (AttributeError, KeyError, TypeError, ValueError):
         return None
+
+
+def _seconds(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
 def heartbeat_folders(paths: RunPaths) -> list[Path]:

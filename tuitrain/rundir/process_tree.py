@@ -64,14 +64,14 @@ def alive(pid: int | None) -> bool:
 def running(proc: psutil.Process) -> bool:
     """Still the same process (psutil compares start times) and not a zombie."""
     try:
-        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+        return bool(proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE)
     except psutil.NoSuchProcess:
         return False
 
 
 def descendants(proc: psutil.Process) -> list[psutil.Process]:
     try:
-        return proc.children(recursive=True)
+        return list(proc.children(recursive=True))
     except psutil.NoSuchProcess:
         return []
 

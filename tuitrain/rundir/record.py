@@ -3,33 +3,45 @@
 from __future__ import annotations
 
 import errno
+import json
 import time
-from typing import Any, TypedDict, Unpack
+from typing import Annotated, Any, Literal, TypedDict, Unpack, get_args
 
-from tuitrain.atomic import read_json, write_json_atomic
+from tuitrain.atomic import write_json_atomic
 from tuitrain.errors import TuitrainError
 from tuitrain.rundir.disk_space import disk_full, names_full_disk
+from tuitrain.rundir.json_shape import Matching, Within, problem
 from tuitrain.rundir.layout import RunPaths
 
-STATUS_ORDER = ("planned", "queued", "starting", "running", "stopping", "finished", "stopped", "killed", "failed", "lost",
-                "cancelled")
+Status = Literal["planned", "queued", "starting", "running", "stopping", "finished", "stopped", "killed", "failed", "lost",
+                 "cancelled"]
+STATUS_ORDER: tuple[Status, ...] = get_args(Status)
 # queued: its supervisor waits for its turn (tuitrain.runs.queue.wait); cancelled: dropped while queued, it never
 # started; stopped: ended by a stop that saved a checkpoint; killed: ended by `stop --now` (nothing saved);
 # lost: its supervisor died without recording an end (found by a viewer once no process is left).
 FINAL_STATUSES = frozenset({"finished", "stopped", "killed", "failed", "lost", "cancelled"})
 
 
+# The ranges a reader relies on: a pid is never -1 (os.kill(-1) signals every process) nor past the kernel's limit,
+# a time is one that local time can show, a count of ranks or machines one that a loop over it ends.
+Pid = Annotated[int, Within(1, 2**22, "a process id")]
+Time = Annotated[float, Within(0, 2**33, "a time in seconds since 1970")]
+Count = Annotated[int, Within(0, 2**20, "a count")]
+Rank = Annotated[int, Within(0, 2**20, "a rank")]
+RankKey = Annotated[str, Matching("[0-9]{1,7}", "a rank")]  # a rank as a key of a JSON object
+
+
 class RunPids(TypedDict, total=False):
-    supervisor: int
-    launcher: int
-    ranks: dict[str, int]  # global rank -> pid
+    supervisor: Pid
+    launcher: Pid
+    ranks: dict[RankKey, Pid]  # global rank -> pid
 
 
 class ProcessIdentity(TypedDict):
     """A process as run.json names it (`process_tree.identity`): its pid and start time, so a reused pid is told apart."""
 
-    pid: int
-    started: float | None
+    pid: Pid
+    started: Time | None
 
 
 class QueueDependency(TypedDict):
@@ -45,7 +57,7 @@ class QueueChoice(TypedDict):
 
     gpus: list[int]
     why: str
-    at: float
+    at: Time
 
 
 class QueueSweep(TypedDict):
@@ -71,7 +83,7 @@ class SlurmRequeue(TypedDict):
     """One earlier attempt of a requeued Slurm job (`slurm.agent.restart_fields`)."""
 
     restart: int
-    time: float
+    time: Time
     previous: str | None
     error: str | None
     resume_from: str | None
@@ -97,8 +109,8 @@ class SlurmRecord(TypedDict, total=False):
 class HangRecord(TypedDict):
     """A hang the supervisor found: since when, its stalled ranks, what it said of them."""
 
-    since: float | None
-    ranks: list[int]
+    since: Time | None
+    ranks: list[Rank]
     cause: str | None
 
 
@@ -128,20 +140,24 @@ class RestartRecord(TypedDict, total=False):
     counted: bool  # whether it took one of run.restarts (a split batch does not: its floor bounds it)
 
 
-class MachineEntry(TypedDict, total=False):
-    """One machine of a run over SSH, as its plan was made at home (`launch.machines.MachinePlan.to_dict`)."""
-
+class _MachineNeeded(TypedDict):
     host: str
-    machine_rank: int
+    machine_rank: Rank
     python: str
     workdir: str
     node_dir: str
     argv: list[str]
-    command: str
     env: dict[str, str]
-    accelerate_config: dict[str, Any]
-    num_processes: int
+    num_processes: Count
     accelerator: str
+
+
+class MachineEntry(_MachineNeeded, total=False):
+    """One machine of a run over SSH, as its plan was made at home (`launch.machines.MachinePlan.to_dict`): the keys
+    a reader needs, and those only shown or kept."""
+
+    command: str
+    accelerate_config: dict[str, Any]
     network_interface: str | None
     notes: list[str]
 
@@ -151,46 +167,87 @@ class RunRecord(TypedDict, total=False):
 
     id: str
     profile: str
-    status: str  # one of STATUS_ORDER
-    created: float
-    started: float | None
-    ended: float | None
+    status: Status  # required: a record without one is damaged (`_parsed`)
+    created: Time
+    started: Time | None
+    ended: Time | None
     argv: list[str]  # the launcher's command line
     env: dict[str, str]  # added to the launcher's environment
-    num_processes: int  # in all
-    num_machines: int
+    num_processes: Count  # in all
+    num_machines: Count
     pids: RunPids
     processes: dict[str, ProcessIdentity | None]  # role (supervisor, launcher, `rank K`, `ssh HOST`) -> process
     exit_codes: dict[str, int | str | None] | None  # "launcher" or a rank -> its code, or "killed"
-    failed_rank: int | None
+    failed_rank: Rank | None
     error: str | None  # why the run ended, in one line, when it did not finish
     parent: str | None  # the run this one resumes
     resume_from: str | None  # the checkpoint it resumes from
     output_dir: str | None
-    output_removed: float  # when the supervisor found the output folder removed under the run (and made it again)
+    output_removed: Time  # when the supervisor found the output folder removed under the run (and made it again)
     main_process_port: int | None
     accelerator: str
     accelerator_why: str  # how `auto` chose it ("accelerator auto → cuda: 1 NVIDIA GPU(s) found"); absent where asked
     profile_path: str | None  # the profile file it was started from
     cwd: str
     max_steps: int | None
-    # several machines over SSH, each a MachineEntry (list[MachineEntry] once MachineLinks' MachineLink.machine
-    # and setup_message take one)
-    machines: list[dict[str, Any]]
+    machines: list[MachineEntry]  # several machines over SSH
     ssh_config: str | None
     queue: QueueRecord
     slurm: SlurmRecord
     hang: HangRecord | None  # None again once a restart began a new attempt
-    attempt: int  # which attempt of the run this is (absent: the first); each restarts the whole run
+    attempt: Count  # which attempt of the run this is (absent: the first); each restarts the whole run
     restarts_allowed: int  # `[run] restarts` as the run started
     restarts: list[RestartRecord]  # every restart so far, oldest first
     not_restarted: str | None  # why a run that ended badly was not started again, in one line
-    machine_rank: int  # a machine's own record (an SSH machine's, a Slurm node's)
+    machine_rank: Rank  # a machine's own record (an SSH machine's, a Slurm node's)
     home: str | None  # a machine's own record: home's run directory (Slurm) or host (SSH)
 
 
 class RunRecordError(TuitrainError):
     """A run.json that cannot be read or a status change that would move backwards."""
+
+
+class RecordDamaged(RunRecordError):
+    """A run.json that is there but cannot be used: `reason` says why in a few words ("empty file",
+    "started: '1795…' is not a time (seconds since 1970)"), the message in one line with the fix."""
+
+    def __init__(self, paths: RunPaths, reason: str) -> None:
+        super().__init__(f"{paths.record} is damaged ({reason}): tuitrain cannot tell this run's state; its other files "
+                         f"are untouched in {paths.root} (restore run.json, or remove the folder)")
+        self.reason = reason
+
+
+def record_problem(data: bytes) -> str | None:
+    """Why run.json's bytes are not a record, in a few words; None when they are one. Every key `RunRecord` declares
+    is checked against its type (json_shape: one reading of the annotations); keys it does not declare are kept."""
+    return _parsed(data)[1]
+
+
+def _parsed(data: bytes) -> tuple[Any, str | None]:
+    if not data.strip():
+        return None, "empty file"
+    try:
+        value = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        return None, "not valid JSON: not UTF-8 text"
+    except json.JSONDecodeError as exc:
+        return None, f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+    except RecursionError:
+        return None, "not valid JSON: nested too deeply"
+    if not isinstance(value, dict):
+        return None, "not a JSON object"
+    if "status" not in value:
+        return value, "no status"
+    return value, problem(value, RunRecord)
+
+
+def parse_record(paths: RunPaths, data: bytes) -> RunRecord:
+    """run.json's bytes as a checked record; RecordDamaged when they are not one."""
+    value, reason = _parsed(data)
+    if reason is not None:
+        raise RecordDamaged(paths, reason)
+    record: RunRecord = value
+    return record
 
 
 def now() -> float:
@@ -228,27 +285,45 @@ def new_record(run_id: str, profile_name: str, **fields: Unpack[RunRecord]) -> R
 
 
 def read_record(paths: RunPaths) -> RunRecord:
+    """run.json, checked (`parse_record`): RunRecordError when it is missing or damaged; OSError when it cannot be
+    read (a permission, a disk)."""
     try:
-        return read_json(paths.record)
+        data = paths.record.read_bytes()
     except FileNotFoundError as exc:
         raise RunRecordError(f"{paths.root}: not a run directory (no run.json)") from exc
-    except ValueError as exc:
-        raise RunRecordError(f"{paths.record}: unreadable ({exc})") from exc
+    return parse_record(paths, data)
 
 
-def can_move(current: str, new: str) -> bool:
+def _read_to_merge(paths: RunPaths) -> dict[str, Any]:
+    """run.json as a writer merges into it: any JSON object, checked or not (a writer replaces what it writes; a reader
+    names what it finds damaged)."""
+    try:
+        data = paths.record.read_bytes()
+    except FileNotFoundError as exc:
+        raise RunRecordError(f"{paths.root}: not a run directory (no run.json)") from exc
+    value, reason = _parsed(data)
+    if not isinstance(value, dict):
+        raise RecordDamaged(paths, reason or "not a JSON object")
+    return value
+
+
+def can_move(current: object, new: str) -> bool:
+    """Whether a record at status `current` may be moved to `new` (a status not of STATUS_ORDER, a damaged record's,
+    may be written over)."""
     if current == new:
         return True
     if current in FINAL_STATUSES:
         return False
+    if current not in STATUS_ORDER or new not in STATUS_ORDER:
+        return True
     return STATUS_ORDER.index(new) > STATUS_ORDER.index(current)
 
 
 def update_record(paths: RunPaths, **fields: Unpack[RunRecord]) -> RunRecord:
     """Merge fields into run.json; a status that would move backwards is ignored, not written."""
-    record = read_record(paths)
+    record: RunRecord = _read_to_merge(paths)  # type: ignore[assignment]
     status = fields.get("status")
-    if status is not None and not can_move(record["status"], status):
+    if status is not None and not can_move(record.get("status"), status):
         del fields["status"]
     record.update(fields)
     write_json_atomic(paths.record, record)

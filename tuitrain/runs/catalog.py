@@ -6,18 +6,15 @@ it is listed as unreadable with the reason, and asking for it says what is wrong
 from __future__ import annotations
 
 import difflib
-import json
 import os
 import stat
-from dataclasses import dataclass
 from pathlib import Path
 
 from tuitrain.errors import TuitrainError
 from tuitrain.rundir.layout import RunPaths
-from tuitrain.rundir.record import RunRecord, RunRecordError
+from tuitrain.rundir.record import RecordDamaged, RunRecord, RunRecordError, parse_record
+from tuitrain.rundir.run import Run
 from tuitrain.runs.run_owner import user_name
-
-UNREADABLE = "unreadable"
 
 
 class RunNotFound(TuitrainError):
@@ -26,25 +23,6 @@ class RunNotFound(TuitrainError):
 
 class RunsRootError(TuitrainError):
     """A runs root that is not a folder, or that cannot be listed."""
-
-
-@dataclass(frozen=True)
-class RunEntry:
-    """One run directory: its record, or why its record cannot be read."""
-
-    paths: RunPaths
-    record: RunRecord | None
-    reason: str | None = None  # a few words: "empty file", "permission denied"
-    message: str | None = None  # the whole line for the user
-
-    @property
-    def created(self) -> float:
-        if self.record is not None:
-            return self.record.get("created") or 0
-        try:
-            return self.paths.root.stat().st_mtime
-        except OSError:
-            return 0
 
 
 def permission_message(path: Path, doing: str = "read") -> str:
@@ -62,48 +40,26 @@ def permission_message(path: Path, doing: str = "read") -> str:
     return f"cannot {doing} {path}: permission denied{whose}; {fix}"
 
 
-def _damaged(paths: RunPaths, reason: str) -> str:
-    return (f"{paths.record} is damaged ({reason}): tuitrain cannot tell this run's state; its other files "
-            f"are untouched in {paths.root} (restore run.json, or remove the folder)")
-
-
-def _parse(data: bytes) -> tuple[RunRecord | None, str | None]:
-    """(the record, None), or (None, what is wrong with it)."""
-    if not data.strip():
-        return None, "empty file"
-    try:
-        record: RunRecord = json.loads(data.decode("utf-8"))
-    except UnicodeDecodeError:
-        return None, "not valid JSON: not UTF-8 text"
-    except json.JSONDecodeError as exc:
-        return None, f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-    if not isinstance(record, dict):
-        return None, "not a JSON object"
-    if not isinstance(record.get("status"), str):
-        return None, "no status"
-    return record, None
-
-
-def read_entry(paths: RunPaths) -> RunEntry:
-    """The run's record, or why it cannot be used (never raises for a file problem)."""
+def read_run(paths: RunPaths) -> Run:
+    """The run, its record checked or why it cannot be used (never raises for a file problem)."""
     try:
         data = paths.record.read_bytes()
     except FileNotFoundError:
-        return RunEntry(paths, None, "no run.json", f"{paths.root}: not a run directory (no run.json)")
+        return Run(paths, None, "no run.json", f"{paths.root}: not a run directory (no run.json)")
     except PermissionError:
-        return RunEntry(paths, None, "permission denied", permission_message(paths.record))
+        return Run(paths, None, "permission denied", permission_message(paths.record))
     except OSError as exc:
         why = exc.strerror or str(exc)
-        return RunEntry(paths, None, why, f"cannot read {paths.record}: {why}")
-    record, reason = _parse(data)
-    if reason is not None:
-        return RunEntry(paths, None, reason, _damaged(paths, reason))
-    return RunEntry(paths, record)
+        return Run(paths, None, why, f"cannot read {paths.record}: {why}")
+    try:
+        return Run(paths, parse_record(paths, data))
+    except RecordDamaged as exc:
+        return Run(paths, None, exc.reason, str(exc))
 
 
 def load_record(paths: RunPaths) -> RunRecord:
     """run.json, checked: a RunRecordError says in one line why it cannot be used."""
-    entry = read_entry(paths)
+    entry = read_run(paths)
     if entry.record is None:
         raise RunRecordError(entry.message)
     return entry.record
@@ -146,7 +102,7 @@ def runs_root_shape(root: Path) -> str | None:
     return None
 
 
-def scan_runs(root: Path) -> list[RunEntry]:
+def scan_runs(root: Path) -> list[Run]:
     """Every run directory under `root`, oldest first; unreadable ones included."""
     problem = runs_root_problem(root)
     if problem:
@@ -159,7 +115,7 @@ def scan_runs(root: Path) -> list[RunEntry]:
         raise RunsRootError(permission_message(root, "list")) from None
     except OSError as exc:
         raise RunsRootError(f"cannot list the runs root {root}: {exc.strerror or exc}") from None
-    entries = [read_entry(RunPaths(Path(c.path))) for c in children]
+    entries = [read_run(RunPaths(Path(c.path))) for c in children]
     return sorted(entries, key=lambda e: (e.created, e.paths.id))
 
 

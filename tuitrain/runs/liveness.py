@@ -5,31 +5,17 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping
-from typing import Any
 
 import psutil
 
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.process_tree import find_recorded
 from tuitrain.rundir.record import FINAL_STATUSES, RunRecord, record_end
+from tuitrain.rundir.run import recorded_processes
 from tuitrain.runs.view.scheduler import supervised_elsewhere
 
 
-def recorded_processes(record: Mapping[str, Any]) -> dict[str, Any]:
-    """role ("supervisor", "launcher", "rank 0", …) → recorded identity. Records written before
-    start times were kept have only `pids`; their bare pids stand in."""
-    processes = dict(record.get("processes") or {})
-    pids = record.get("pids") or {}
-    for role in ("supervisor", "launcher"):
-        if role not in processes and pids.get(role):
-            processes[role] = pids[role]
-    for rank, pid in (pids.get("ranks") or {}).items():
-        processes.setdefault(f"rank {rank}", pid)
-    return processes
-
-
-def supervisor_gone(record: Mapping[str, Any]) -> bool:
+def supervisor_gone(record: RunRecord) -> bool:
     """The record says the run goes on, but the supervisor that would end it is not there."""
     if record.get("status") in FINAL_STATUSES or supervised_elsewhere(record):
         return False
@@ -37,12 +23,12 @@ def supervisor_gone(record: Mapping[str, Any]) -> bool:
     return entry is not None and find_recorded(entry) is None
 
 
-def effective_status(record: Mapping[str, Any]) -> str:
+def effective_status(record: RunRecord) -> str:
     """The record's status, or `lost` when its supervisor is gone without an end."""
     return "lost" if supervisor_gone(record) else str(record.get("status", "?"))
 
 
-def live_processes(record: Mapping[str, Any]) -> dict[str, psutil.Process]:
+def live_processes(record: RunRecord) -> dict[str, psutil.Process]:
     """The run's recorded processes that are still running (each checked by pid and start time)."""
     found = {role: find_recorded(entry) for role, entry in recorded_processes(record).items()}
     return {role: proc for role, proc in found.items() if proc is not None}

@@ -46,6 +46,7 @@ from tuitrain.rundir.redirect import redirect_output
 from tuitrain.runs.keeper.attempts import attempt_of
 from tuitrain.runs.keeper.local_launch import LauncherOptions, LocalLaunch
 from tuitrain.runs.keeper.supervisor import HANG_CHECK_SECONDS, Supervisor, log, run_supervisor
+from tuitrain.runs.keeper.workers import Outcome
 from tuitrain.slurm.commands import hostnames, node_address
 from tuitrain.slurm.script import WARNED_FILE
 from tuitrain.yaml_text import dump as dump_yaml
@@ -280,7 +281,7 @@ class SlurmSupervisor(Supervisor):
         self.publish_ranks()  # with their exit codes
         return status
 
-    def outcome(self, launcher_code: int, records: dict[int, dict[str, Any]], cause: Any) -> tuple[str, int | None, str | None]:
+    def outcome(self, launcher_code: int, records: dict[int, dict[str, Any]], cause: Any) -> Outcome:
         status, rank, error = super().outcome(launcher_code, records, cause)
         if status == "finished" and self.paths != self.home and self.home.control_request(CONTROL_STOP).exists():
             # node M > 0: `tuitrain stop` asked the run (its ranks heard it from rank 0). Read at the end, not

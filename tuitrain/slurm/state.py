@@ -9,15 +9,15 @@ killed at its time limit, its node lost) is recorded here, by the first viewer t
 from __future__ import annotations
 
 import time
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable
 
 from tuitrain.rundir.layout import RunPaths
-from tuitrain.rundir.record import FINAL_STATUSES, RunRecord, RunRecordError, SlurmRecord, read_record, record_end, update_record
+from tuitrain.rundir.record import FINAL_STATUSES, RunRecord, RunRecordError, SlurmRecord, Status, read_record, record_end, update_record
 from tuitrain.slurm.commands import JobState, job_states
 
 FORGET_AFTER = 600.0  # a run ended this long ago whose final job state was never seen is not asked about again
 
-_ENDS = {  # a job that ended without its run recording an end: (status, what happened)
+_ENDS: dict[str, tuple[Status, str]] = {  # a job that ended without its run recording an end: (status, what happened)
     "CANCELLED": ("killed", "was cancelled (scancel)"),
     "TIMEOUT": ("failed", "reached its time limit before the run saved and stopped"),
     "PREEMPTED": ("failed", "was preempted"),
@@ -28,13 +28,12 @@ _ENDS = {  # a job that ended without its run recording an end: (status, what ha
 }
 
 
-def job_id(record: Mapping[str, Any]) -> str | None:
-    slurm = record.get("slurm")
-    value = slurm.get("job_id") if isinstance(slurm, Mapping) else None
+def job_id(record: RunRecord) -> str | None:
+    value = record.get("slurm", {}).get("job_id")
     return str(value) if value else None
 
 
-def needs_query(record: Mapping[str, Any]) -> bool:
+def needs_query(record: RunRecord) -> bool:
     """Whether the job's state must be asked for: it may still change, or its final state is not kept yet."""
     if job_id(record) is None:
         return False
@@ -45,7 +44,7 @@ def needs_query(record: Mapping[str, Any]) -> bool:
     return time.time() - float(record.get("ended") or 0) < FORGET_AFTER
 
 
-def query(records: Iterable[Mapping[str, Any]]) -> dict[str, JobState]:
+def query(records: Iterable[RunRecord]) -> dict[str, JobState]:
     """One squeue (and at most one sacct) for every run that needs it."""
     return job_states(i for r in records if needs_query(r) and (i := job_id(r)))
 

@@ -26,9 +26,12 @@ from tuitrain.tui.app_api import TuitrainAppApi
 from tuitrain.tui.failed_work import PassesFailedWorkUp, WorkFailed
 from tuitrain.tui.gpu_history import GpuHistory
 from tuitrain.tui.messages import HardwareSampled, RunsPolled, RunStarted
+from tuitrain.tui.plain import TOAST_CHARS, cut, visible
 from tuitrain.tui.run_table import CheckpointNews, checkpoints_written
 
 if TYPE_CHECKING:
+    from textual.notifications import SeverityLevel
+
     from tuitrain.hardware.sampler import SampledView
     from tuitrain.remote.runs_stream import HostNews
     from tuitrain.runs.view.live import Change, RunRow
@@ -232,6 +235,13 @@ class TuitrainApp(PassesFailedWorkUp, TuitrainAppApi):
         elif change.kind == "lost":
             self.notify(f"{change.run_id}: its supervisor is gone without an end", title="Run lost",
                         severity="warning", timeout=10)
+
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = True) -> None:
+        """Every toast of the app, whoever asks for it (a screen's or a widget's notify comes here): text, never
+        markup, and cut where it would cover the screen (tui.plain)."""
+        super().notify(cut(visible(message), TOAST_CHARS), title=visible(title), severity=severity, timeout=timeout,
+                       markup=False)
 
     def write_to_terminal(self, sequence: str) -> None:
         """Raw escape sequences to the terminal, as Textual's own bell and clipboard write theirs (its driver; no

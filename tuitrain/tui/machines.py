@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
+from tuitrain.rundir.record import RunRecord
 from tuitrain.runs.view.owners import same_host, this_host
 
 LOOPBACK = {"localhost", "127.0.0.1", "::1"}
@@ -87,40 +88,29 @@ def machine_is_here(host: str, records: list[Mapping[str, Any]], hostname: str, 
     return same_host(host.rsplit("@", 1)[-1], hostname) and short_name(hostname) not in shared
 
 
-def run_machines(record: Mapping[str, Any], rank_records: Mapping[int, Mapping[str, Any]] | None = None,
+def run_machines(record: RunRecord, rank_records: Mapping[int, Mapping[str, Any]] | None = None,
                  hostname: str | None = None,
                  live: Callable[[Mapping[str, Any]], bool] = rank_process_here) -> list[Machine]:
     """The machines of a multi-machine run, each with its global ranks, in machine order; [] for a run on one
     machine. A rank belongs to the machine its record names (`rank_machine`); a rank without a record to the one
-    accelerate's numbering gives (machine M's local rank L is the ranks of the machines before it + L).
-    Never raises on a damaged record: what cannot be read is left out. `live`: whether a rank record names a live
-    process of this machine (tests replace it)."""
-    listed = record.get("machines")
-    if not isinstance(listed, list) or not listed:
+    accelerate's numbering gives (machine M's local rank L is the ranks of the machines before it + L). The run's
+    record is checked when read (`rundir.record`); what cannot be read of a rank record is left out. `live`: whether
+    a rank record names a live process of this machine (tests replace it)."""
+    entries = record.get("machines") or []
+    if not entries:
         return []
     hostname = hostname or this_host()
     rank_records = {r: rec for r, rec in (rank_records or {}).items() if isinstance(rec, Mapping)}
-    entries = [m for m in listed if isinstance(m, Mapping)]
-    try:
-        total = int(record.get("num_processes") or 0)
-    except (TypeError, ValueError):
-        total = 0
-    share = max(1, total // max(1, len(entries))) if total else 1
+    total = record.get("num_processes") or 0
+    share = max(1, total // len(entries)) if total else 1
     planned: list[tuple[int, str, list[int], Mapping[str, Any], str | None]] = []
     start = 0
-    for position, entry in enumerate(entries):
-        try:
-            count = int(entry.get("num_processes") or share)
-        except (TypeError, ValueError):
-            count = share
-        index = entry.get("machine_rank", position)
-        index = index if isinstance(index, int) and not isinstance(index, bool) else position
-        host = str(entry.get("host") or f"machine {index}")
-        ranks = list(range(start, start + max(0, count)))
-        start += max(0, count)
-        env = entry.get("env") if isinstance(entry.get("env"), Mapping) else {}
-        accelerator = entry.get("accelerator") or record.get("accelerator")
-        planned.append((index, host, ranks, env or {}, str(accelerator) if accelerator else None))
+    for entry in entries:
+        count, index = entry["num_processes"] or share, entry["machine_rank"]
+        ranks = list(range(start, start + count))
+        start += count
+        planned.append((index, entry["host"] or f"machine {index}", ranks, entry["env"],
+                        entry["accelerator"] or record.get("accelerator") or None))
     # a rank record's own machine wins over the arithmetic
     indexes = {index for index, *_ in planned}
     placed = {rank: machine for rank, rec in rank_records.items()

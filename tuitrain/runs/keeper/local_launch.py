@@ -1,4 +1,5 @@
-"""A run keeper's workers on one machine: its ranks under one `accelerate launch` (tuitrain.runs.keeper.workers).
+"""A run keeper's workers on one machine: its ranks under one `accelerate launch` (tuitrain.runs.keeper.workers), or a run's
+one rank started directly (tuitrain.engine.direct_launch: then the launcher and the rank are one process).
 
 The launcher is started here with the plan's environment and its `LauncherOptions`; each rank is found by the record it writes
 (tuitrain.rundir.ranks) and watched by its pid, and every process the launcher starts is tracked, so that none
@@ -43,6 +44,7 @@ TEARDOWN_AFTER_RANK_DEATH = 1.0  # the elastic agent usually does it first; we m
 TEARDOWN_GRACE_SECONDS = 1.5  # after a rank died: its peers are only waiting for it
 LAUNCHER_GRACE_SECONDS = 3.0  # then the launcher has this long to exit by itself
 LAUNCHER_EXIT_SECONDS = 60.0  # after every rank finished, the launcher's own teardown may take this long
+DIRECT_MODULE = "tuitrain.engine.direct_launch"  # tuitrain.launch.planner.DIRECT_MODULE (not imported: the supervisor stays light)
 
 
 def free_port() -> int:
@@ -87,6 +89,7 @@ class LocalLaunch:
         self.first_dead_alone = False  # the first rank that died badly was the only dead one when seen
         self.first_dead_seen: tuple[int, ...] = ()  # every rank found dead at that look
         self.launcher_outlived_ranks = False  # the end was recorded before accelerate launch exited
+        self.direct = DIRECT_MODULE in list(keeper.record.get("argv") or [])[1:3]  # the launcher is the run's one rank
 
     # -- start -------------------------------------------------------------------------------
     def launch_argv(self) -> tuple[list[str], int | None]:
@@ -239,7 +242,7 @@ class LocalLaunch:
         code = self.launcher.poll()
         if code is not None:
             return code
-        if self.ranks_succeeded():
+        if not self.direct and self.ranks_succeeded():  # direct: the rank's exit is the launcher's, seen by poll
             self.launcher_outlived_ranks = True
             return 0  # what the launcher will say: accelerate launch exits with its ranks' code
         since = time.monotonic() - self.rank_death_time if self.rank_death_time else None
@@ -295,7 +298,8 @@ class LocalLaunch:
     def said_end(self, status: str, code: int, error: str | None) -> str:
         if self.launcher_outlived_ranks:
             return f"run {status} (every rank exited 0; accelerate launch still exiting)"
-        return f"run {status} (launcher exit code {code})" + (f": {error}" if error else "")
+        who = "its one rank's" if self.direct else "launcher"
+        return f"run {status} ({who} exit code {code})" + (f": {error}" if error else "")
 
     def after_end(self, exit_codes: dict[str, Any]) -> None:
         """After the end is recorded: reap accelerate launch, ending it if its teardown hangs; a code other than
@@ -325,12 +329,14 @@ class LocalLaunch:
             rank = found if found is not None else self.first_dead_rank
         if rank is None and code < 0:
             pid = self.launcher.pid if self.launcher else "?"
-            return "failed", None, f"accelerate launch (pid {pid}) was {describe_exit(code)}"
+            who = "the run's one process" if self.direct else "accelerate launch"
+            return "failed", None, f"{who} (pid {pid}) was {describe_exit(code)}"
         if rank is None:
             bad = [r for r, rec in records.items() if rec["exit_code"] not in (0, None)]
             rank = min(bad) if bad else None
         if rank is None:
-            return "failed", None, f"accelerate launch exited with code {code} before any rank failed (see logs/launcher.log)"
+            who = "the run's one process" if self.direct else "accelerate launch"
+            return "failed", None, f"{who} exited with code {code} before any rank failed (see logs/launcher.log)"
         return "failed", rank, self.rank_failure(rank, records.get(rank), cause)
 
     def rank_failure(self, rank: int, rec: dict[str, Any] | None, cause: Any) -> str:

@@ -27,7 +27,7 @@ from tuitrain.remote.wire import BEAT_SECONDS, SILENCE_SECONDS, WireError, decod
 from tuitrain.rundir.layout import CONTROL_EVALUATE, CONTROL_REQUESTS, CONTROL_SAVE, CONTROL_TERMINATE, KILL_REQUEST
 from tuitrain.rundir.process_tree import identity, signal_name
 from tuitrain.rundir.ranks import read_rank_records
-from tuitrain.rundir.record import INHERITED_KEYS
+from tuitrain.rundir.record import INHERITED_KEYS, MachineEntry
 from tuitrain.runs.keeper.mirror import MirrorError, apply, machine_log
 from tuitrain.runs.keeper.node_command import agent_argv
 from tuitrain.runs.keeper.supervisor_log import log
@@ -54,7 +54,7 @@ class Failure:
 
 @dataclass
 class MachineLink:
-    machine: dict[str, Any]
+    machine: MachineEntry
     proc: subprocess.Popen[bytes]
     heard: float
     stderr: bytearray = field(default_factory=bytearray)
@@ -127,7 +127,7 @@ class MachineLinks:
         self.hang_digest_due: float | None = None  # until when home waits for a hang's stacks
 
     # -- start -------------------------------------------------------------------------------
-    def setup_message(self, machine: dict[str, Any]) -> bytes:
+    def setup_message(self, machine: MachineEntry) -> bytes:
         record = self.keeper.record
         node_record = {**{key: record.get(key) for key in INHERITED_KEYS},
                        "argv": machine["argv"], "env": machine["env"], "accelerator": machine["accelerator"]}

@@ -34,6 +34,7 @@ from tuitrain.rundir.record import INHERITED_KEYS, new_record, reserve_space, wr
 from tuitrain.rundir.redirect import redirect_output
 from tuitrain.runs.keeper.mirror import NodeFiles, machine_gpus
 from tuitrain.runs.keeper.supervisor import Supervisor, log
+from tuitrain.runs.keeper.workers import Outcome
 
 SETUP_TIMEOUT = 30.0
 LAST_WORDS_WAIT = 20.0  # how long --last-words waits for the agent to end (it ends its ranks first)
@@ -163,7 +164,7 @@ class NodeSupervisor(Supervisor):
             if not self.link.send(message):
                 return
 
-    def outcome(self, launcher_code: int, records: dict[int, dict[str, Any]], cause: Any) -> tuple[str, int | None, str | None]:
+    def outcome(self, launcher_code: int, records: dict[int, dict[str, Any]], cause: Any) -> Outcome:
         if self.link_lost:
             return "failed", None, f"this machine's ranks were ended: {self.link_lost}"
         if self.terminating and self.link.terminate_reason:

@@ -21,7 +21,9 @@ every WRITE_SECONDS and once more when the run ends, before run.json says so::
 
 Series (units): host.cpu (% of the whole machine), host.mem (MiB used), gpu.I.util (% of time a kernel ran),
 gpu.I.mem (MiB used, as nvidia-smi counts it), gpu.I.power (W), rank.R.cpu (% of one core, the rank's own process),
-rank.R.rss (MiB), rank.R.gpu_mem (MiB on its GPUs). A series that starts late reads null before.
+rank.R.rss (MiB), rank.R.gpu_mem (MiB on its GPUs), rank.R.wait (% of its step time, since the previous sample, that
+the rank spent between one step's end and the next one's begin, where the Trainer reads the next batch: from its
+heartbeat, `WaitShares`). A series that starts late reads null before.
 
 Bounded: at most MAX_BUCKETS buckets; when a sample would open one more, neighbouring buckets merge pairwise (the
 span doubles), so a week-long run and a minute-long one both keep a whole-run curve of at most MAX_BUCKETS points
@@ -222,6 +224,29 @@ def sample_values(snapshot: Any, run_id: str, gpu_indices: Iterable[int]) -> dic
     return out
 
 
+class WaitShares:
+    """Each rank's rank.R.wait from its heartbeats (tuitrain.rundir.heartbeat.Beat's waited_seconds and
+    stepped_seconds, totals since the rank started): the share of the step time between two looks that it waited.
+    A rank with no new whole step since the last look (evaluating, saving, stuck, not yet training) reads None."""
+
+    def __init__(self) -> None:
+        self._last: dict[int, tuple[int | None, float, float]] = {}  # rank -> (pid, waited, stepped) at the last look
+
+    def values(self, beats: Mapping[int, Any], ranks: Iterable[int]) -> dict[str, float | None]:
+        out: dict[str, float | None] = {}
+        for rank in ranks:
+            beat = beats.get(rank)
+            if beat is None or beat.waited_seconds is None or beat.stepped_seconds is None:
+                continue
+            pid, waited, stepped = self._last.get(rank, (beat.pid, 0.0, 0.0))
+            if pid != beat.pid or beat.stepped_seconds < stepped:  # a new process of the rank: its totals start again
+                waited = stepped = 0.0
+            self._last[rank] = (beat.pid, beat.waited_seconds, beat.stepped_seconds)
+            step = beat.stepped_seconds - stepped
+            out[f"rank.{rank}.wait"] = min(100.0, 100.0 * (beat.waited_seconds - waited) / step) if step > 0 else None
+        return out
+
+
 def run_gpu_indices(record: Mapping[str, Any], snapshot: Any, run_id: str) -> set[int]:
     """The GPUs of this machine the run uses: those its CUDA_VISIBLE_DEVICES shows (a run on `cuda`), and any that
     holds one of its processes (a script whose device tuitrain did not choose)."""
@@ -265,6 +290,7 @@ class RunSampler:
         self._written_at = -math.inf
         self._gpus: set[int] = set()
         self._gpu_meta: dict[int, dict[str, Any]] = {}
+        self._waits = WaitShares()
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="run-samples", daemon=True)
@@ -309,7 +335,9 @@ class RunSampler:
             if gpu.index in gpus and gpu.index not in self._gpu_meta:
                 self._gpu_meta[gpu.index] = _gpu_meta(gpu)
         self._gpus |= gpus
-        self.samples.add(snapshot.time, sample_values(snapshot, self.run_id, self._gpus))
+        values = sample_values(snapshot, self.run_id, self._gpus)
+        values.update(self._waits.values(self._beats(), dict(self.ranks())))
+        self.samples.add(snapshot.time, values)
         host = snapshot.host
         self.samples.meta.update(cpu_count=host.cpu_count, memory_total=_mib(host.memory_total),
                                  gpus=[self._gpu_meta[i] for i in sorted(self._gpu_meta)],
@@ -323,6 +351,14 @@ class RunSampler:
         if final or now - self._written_at >= self.write_seconds:
             self._written_at = now
             self.write()
+
+    def _beats(self) -> Mapping[int, Any]:
+        from tuitrain.rundir.heartbeat import read_beats
+
+        try:
+            return read_beats(self.paths)
+        except OSError:
+            return {}
 
     def write(self) -> None:
         from tuitrain.atomic import write_text_atomic

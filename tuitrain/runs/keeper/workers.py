@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Protocol, Unpack
 
 from tuitrain.rundir.layout import RunPaths
-from tuitrain.rundir.record import RunRecord
+from tuitrain.rundir.record import RunRecord, Status
 
-Outcome = tuple[str, int | None, str | None]  # (status, failed rank, one-line cause) of a run that ended
+Outcome = tuple[Status, int | None, str | None]  # (status, failed rank, one-line cause) of a run that ended
 
 
 @dataclass

@@ -19,7 +19,7 @@ from tuitrain.hardware.devices import GpuInfo
 from tuitrain.hardware.gpu_choice import choose_free, held_by, holders, unfit_reasons
 from tuitrain.hardware.na import NA
 from tuitrain.rundir.layout import RunPaths
-from tuitrain.rundir.record import FINAL_STATUSES, RunRecord, RunRecordError, read_record
+from tuitrain.rundir.record import FINAL_STATUSES, RunRecord, RunRecordError, Status, read_record
 from tuitrain.runs.liveness import effective_status
 from tuitrain.runs.queue.entries import Dependency, Entry
 
@@ -31,7 +31,7 @@ Progress = Callable[[RunPaths], str]  # " step 400/3000", or ""
 class Verdict:
     start: bool
     waits: tuple[str, ...] = ()  # what it waits for, one phrase each
-    end: tuple[str, str] | None = None  # (status, why): it can never start
+    end: tuple[Status, str] | None = None  # (status, why): it can never start
     read_gpus: bool = False  # the GPUs were read: what it waits for changes without an event (NVML has none)
     chosen: tuple[int, ...] = ()  # `gpus = N`: the GPUs it starts on
     why: str = ""  # and how they were chosen

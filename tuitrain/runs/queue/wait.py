@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterable
 
 from tuitrain.rundir.layout import CONTROL_DROP_SWEEP, CONTROL_HOLD, RunPaths
 from tuitrain.rundir.process_tree import identity
-from tuitrain.rundir.record import QueueRecord, RunRecord, read_record, update_record
+from tuitrain.rundir.record import QueueRecord, RunRecord, Status, read_record, update_record
 from tuitrain.runs.queue.entries import (
     DAMAGED_SUFFIX,
     Entry,
@@ -96,7 +96,7 @@ def take_chosen(paths: RunPaths, decided: Verdict, gpus: Any) -> None:
     update_record(paths, env=env, queue=queue)
 
 
-def wait_turn(paths: RunPaths, record: RunRecord) -> tuple[str, str] | None:
+def wait_turn(paths: RunPaths, record: RunRecord) -> tuple[Status, str] | None:
     """Block until the run may start (None: its entry now holds its GPUs) or never will ((status, why))."""
     folder = folder_of(record)
     queue = record.get("queue") or {}
@@ -150,7 +150,7 @@ def wait_turn(paths: RunPaths, record: RunRecord) -> tuple[str, str] | None:
         signalled.restore()
 
 
-def gone_entry(folder: Path, paths: RunPaths) -> tuple[str, str]:
+def gone_entry(folder: Path, paths: RunPaths) -> tuple[Status, str]:
     """How a queued run ends whose entry is no longer in the line (call under `locked`): damaged (set aside, then
     removed once its cause is in the record), or removed."""
     damaged = damaged_entry_of(folder, paths.id)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.record import RunRecord
 
 KIND_ORDER = ("lineage", "data", "code", "profile", "versions", "hardware", "host", "note")
 DATA_KEYS = ("data.train_file", "data.validation_file")
@@ -70,7 +71,7 @@ def value_text(value: Any) -> str:
 
 
 # ---------------------------------------------------------------------------------------------- reading a run
-def read_facts(paths: RunPaths, record: Mapping[str, Any]) -> RunFacts:
+def read_facts(paths: RunPaths, record: RunRecord) -> RunFacts:
     from tuitrain.profile.schema import Profile, settings_with_defaults
     from tuitrain.runs.keeper.manifest import damaged_manifests, read_frozen_profile, read_manifests
     from tuitrain.runs.view.lineage import read_lineage
@@ -359,7 +360,7 @@ class RunDiff:
         return {"a": self.a.id, "b": self.b.id, "differences": [d.to_dict() for d in self.differences]}
 
 
-def compare_runs(a: RunPaths, record_a: Mapping[str, Any], b: RunPaths, record_b: Mapping[str, Any]) -> RunDiff:
+def compare_runs(a: RunPaths, record_a: RunRecord, b: RunPaths, record_b: RunRecord) -> RunDiff:
     """Read both runs and compare them (what `tuitrain diff` and the app call)."""
     fa, fb = read_facts(a, record_a), read_facts(b, record_b)
     return RunDiff(fa, fb, diff_runs(fa, fb))

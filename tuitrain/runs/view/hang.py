@@ -17,7 +17,7 @@ import statistics
 import time
 import tomllib
 from dataclasses import asdict, dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, cast
 
 from tuitrain.profile.schema import SCHEMA, KeySpec
 from tuitrain.rundir.heartbeat import Beat, heartbeat_folders, read_beats
@@ -30,6 +30,7 @@ from tuitrain.rundir.layout import (
     PHASE_STEP,
     RunPaths,
 )
+from tuitrain.rundir.record import RunRecord
 
 HANG_FACTOR = 10.0
 HANG_FLOOR = 60.0
@@ -187,12 +188,12 @@ def hang_settings(paths: RunPaths) -> tuple[float | None, str]:
             str(on_hang) if on_hang in (spec.choices or ()) else str(spec.default))
 
 
-def rank_states(record: Mapping[str, Any]) -> dict[int, str]:
+def rank_states(record: RunRecord) -> dict[int, str]:
     """rank -> psutil status of this machine's live rank processes (pid and start time as recorded)."""
     from tuitrain.runs.liveness import live_processes
 
     states = {}
-    for role, proc in live_processes(dict(record)).items():
+    for role, proc in live_processes(record).items():
         if role.startswith("rank "):
             try:
                 states[int(role[5:])] = proc.status()
@@ -201,7 +202,7 @@ def rank_states(record: Mapping[str, Any]) -> dict[int, str]:
     return states
 
 
-def stopped_ranks(record: Mapping[str, Any]) -> dict[int, str]:
+def stopped_ranks(record: RunRecord) -> dict[int, str]:
     """This machine's ranks whose process state says why they do not move (stopped): what it tells the others."""
     return {rank: state for rank, state in rank_states(record).items() if state == STOPPED}
 
@@ -221,7 +222,7 @@ def machine_states(paths: RunPaths) -> dict[int, str]:
     return states
 
 
-def live_beats(paths: RunPaths, record: Mapping[str, Any]) -> list[Beat]:
+def live_beats(paths: RunPaths, record: RunRecord) -> list[Beat]:
     """The heartbeats of ranks still running: a rank that has exited, or a beat of an earlier process under the
     same rank (a requeued job), is no rank to judge."""
     from tuitrain.rundir.ranks import read_rank_records
@@ -236,7 +237,7 @@ def live_beats(paths: RunPaths, record: Mapping[str, Any]) -> list[Beat]:
     return out
 
 
-def run_hang(paths: RunPaths, record: Mapping[str, Any], now: float | None = None,
+def run_hang(paths: RunPaths, record: RunRecord, now: float | None = None,
              states: Mapping[int, str] | None = None) -> Hang | None:
     """The verdict on a run that is running or stopping (None for any other: only a live run can hang)."""
     if record.get("status") not in ("running", "stopping"):
@@ -251,13 +252,12 @@ def status_label(summary: Mapping[str, Any]) -> str:
     """The status a list of runs shows: `hung?` for a live run that `run_summary` found hung, else its status."""
     from tuitrain.runs.liveness import effective_status
 
+    status = effective_status(cast(RunRecord, summary))  # a summary holds its record's keys (`run_summary`)
     hang = summary.get("hang")
-    if isinstance(hang, Mapping) and hang.get("hung") and effective_status(dict(summary)) in ("running", "stopping"):
-        return HUNG_LABEL
-    return effective_status(dict(summary))
+    return HUNG_LABEL if isinstance(hang, Mapping) and hang.get("hung") and status in ("running", "stopping") else status
 
 
-def process_names(paths: RunPaths, record: Mapping[str, Any]) -> dict[int, str]:
+def process_names(paths: RunPaths, record: RunRecord) -> dict[int, str]:
     """rank -> "pid P" of this machine's ranks (the record), "pid P on HOST" of another machine's (its rank record)."""
     from tuitrain.rundir.ranks import read_rank_records
 
@@ -271,7 +271,7 @@ def process_names(paths: RunPaths, record: Mapping[str, Any]) -> dict[int, str]:
     return names
 
 
-def stop_waits_for(paths: RunPaths, record: Mapping[str, Any], now: float | None = None) -> list[str]:
+def stop_waits_for(paths: RunPaths, record: RunRecord, now: float | None = None) -> list[str]:
     """What a graceful stop of this run waits for and cannot get: a stopped rank, ranks that do not move (it is asked
     at a step's end); empty when nothing stands in its way."""
     hang = run_hang(paths, record, now)

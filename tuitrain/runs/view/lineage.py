@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Mapping
 
 from tuitrain.rundir.layout import RunPaths
-from tuitrain.rundir.record import RunRecordError, read_record
+from tuitrain.rundir.record import RunRecord, RunRecordError, read_record
 from tuitrain.runs.view.live import EventsTail, Series
 
 MAX_GENERATIONS = 32  # a resume of a resume of …: far past any real chain, and a loop in damaged records ends
@@ -53,14 +53,14 @@ def checkpoint_step(path: str | None) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def read_lineage(paths: RunPaths, record: Mapping[str, Any]) -> Lineage:
+def read_lineage(paths: RunPaths, record: RunRecord) -> Lineage:
     """The ancestors of a run found beside it in its runs root (a parent moved or removed ends the chain)."""
     chain: list[tuple[RunPaths, int]] = []
-    child: Mapping[str, Any] = record
+    child = record
     seen = {paths.id}
     while len(chain) < MAX_GENERATIONS:
         parent_id, step = child.get("parent"), checkpoint_step(child.get("resume_from"))
-        if not isinstance(parent_id, str) or not parent_id or step is None or parent_id in seen:
+        if not parent_id or step is None or parent_id in seen:
             break
         parent = RunPaths(paths.root.parent / parent_id)
         try:

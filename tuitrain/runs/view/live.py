@@ -22,9 +22,10 @@ from typing import Any
 from tuitrain.rundir.best import BestRule, best_of, best_rule, profile_best_rule
 from tuitrain.rundir.events import empty_progress, fold_progress, parse_event
 from tuitrain.rundir.layout import RunPaths
-from tuitrain.rundir.record import FINAL_STATUSES, RunRecord, RunRecordError, read_record
+from tuitrain.rundir.record import FINAL_STATUSES, RecordDamaged, RunRecord, RunRecordError, read_record
+from tuitrain.rundir.run import UNREADABLE
 from tuitrain.rundir.tail import read_new_lines
-from tuitrain.runs.catalog import UNREADABLE, load_record
+from tuitrain.runs.catalog import load_record
 from tuitrain.runs.liveness import effective_status
 from tuitrain.runs.queue.entries import sweep_of
 from tuitrain.runs.queue.look import QueueLook, QueuePlace, run_key
@@ -203,6 +204,7 @@ class _Watched:
         self.paths = paths
         self.record_mtime: int | None = None
         self.record: RunRecord | None = None
+        self.damaged: str | None = None  # why its run.json, as it is now, cannot be used (listed as unreadable)
         self.events = EventsTail(paths.events, rule=profile_best_rule(paths.profile))
         self.final_when_seen: bool | None = None
         self.status: str | None = None
@@ -246,11 +248,14 @@ class RunsWatcher:
             seen.add(name)
             if watched.record_mtime != mtime:
                 try:
-                    watched.record = load_record(paths)
+                    watched.record, watched.damaged = load_record(paths), None
                     watched.record_mtime = mtime
-                except RunRecordError:
-                    if watched.record is None:  # never read: listed as unreadable, not hidden
-                        watched.record = {"status": UNREADABLE}
+                except RecordDamaged as exc:  # listed as unreadable, not hidden, until run.json changes
+                    watched.record, watched.damaged = None, exc.reason
+                    watched.record_mtime = mtime
+                except RunRecordError as exc:  # cannot be read (a permission): the last record read stands
+                    if watched.record is None:
+                        watched.damaged = str(exc)
             watched.events.poll()
         for gone in set(self._runs) - seen:
             del self._runs[gone]
@@ -260,7 +265,7 @@ class RunsWatcher:
         for watched in self._runs.values():
             changes.extend(self._changes(watched))
         self._first = False
-        rows = [self._row(w) for w in self._runs.values() if w.record is not None]
+        rows = [self._row(w) for w in self._runs.values() if w.record is not None or w.damaged is not None]
         rows.sort(key=lambda r: (r.created or 0, r.id), reverse=True)
         return rows, changes
 
@@ -281,11 +286,13 @@ class RunsWatcher:
 
     def _status(self, watched: _Watched) -> str:
         """The status a list shows: `hung?` for a live run whose ranks stopped moving (`runs.view.hang`, as `tuitrain runs`)."""
-        status = effective_status(watched.record or {})
+        if watched.record is None:
+            return UNREADABLE
+        status = effective_status(watched.record)
         if status in ("running", "stopping"):
             from tuitrain.runs.view.hang import HUNG_LABEL, run_hang
 
-            verdict = run_hang(watched.paths, watched.record or {})
+            verdict = run_hang(watched.paths, watched.record)
             if verdict is not None and verdict.hung:
                 return HUNG_LABEL
         return status
@@ -365,6 +372,7 @@ class RunWatch:
         self._checkpoints_at = 0.0
         self._saves_seen = -1
         self.status = self.record.get("status", "?")
+        self.damaged: str | None = None  # why run.json, as it is now, cannot be used (RecordDamaged.reason)
         self.polls = 0
         self.queue: QueuePlace | None = None  # while queued: its place and what it waits for
         self._queue = QueueLook()
@@ -386,12 +394,14 @@ class RunWatch:
         try:
             mtime = os.stat(self.paths.record).st_mtime_ns
             if mtime != self._record_mtime:
-                self.record = read_record(self.paths)
                 self._record_mtime = mtime
                 changed = True
+                self.record, self.damaged = read_record(self.paths), None
+        except RecordDamaged as exc:  # its logs and events stay shown; its state is not known until run.json is whole
+            self.damaged = exc.reason
         except (OSError, RunRecordError):
             pass
-        status = effective_status(self.record)
+        status = UNREADABLE if self.damaged is not None else effective_status(self.record)
         if status != self.status:
             self.status = status
             changed = True

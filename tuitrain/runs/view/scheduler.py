@@ -19,7 +19,7 @@ from tuitrain.rundir.record import RunRecord
 JobLabel = dict[str, Any]  # {"job_id", "state", "reason", "label", "problem"}: what viewers show of a job
 
 
-def job_states(records: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
+def job_states(records: Iterable[RunRecord]) -> dict[str, Any] | None:
     """The scheduler's word on every run of `records` it holds, read at once (one squeue, at most one sacct), to
     pass to `settle_job`; None when no run of them is a scheduler's."""
     held = [r for r in records if run_kind(r) == "slurm"]
@@ -62,9 +62,8 @@ def job_words(record: RunRecord) -> str | None:
     return f"Slurm job {(record.get('slurm') or {}).get('job_id')}"
 
 
-def supervised_elsewhere(record: Mapping[str, Any]) -> bool:
+def supervised_elsewhere(record: RunRecord) -> bool:
     """A run whose supervisor runs on another machine (a Slurm job's compute node): its processes cannot be looked
     at from here; the job's state says whether it lives."""
-    slurm = record.get("slurm")
-    host = slurm.get("host") if isinstance(slurm, Mapping) else None
+    host = record.get("slurm", {}).get("host")
     return bool(host) and host != os.uname().nodename

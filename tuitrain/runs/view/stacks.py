@@ -31,6 +31,7 @@ from tuitrain.atomic import read_json, write_json_atomic
 from tuitrain.errors import TuitrainError
 from tuitrain.rundir.heartbeat import Beat
 from tuitrain.rundir.layout import CONTROL_STACKS, STACKS_SIGNAL, RunPaths
+from tuitrain.rundir.record import MachineEntry, RunRecord
 
 ANSWER_SECONDS = 5.0  # how long the ranks have to write their stacks
 SETTLED_SECONDS = 0.3  # a stacks file that has not grown for this long is complete
@@ -300,11 +301,11 @@ def _read(file: Path) -> str:
         return ""
 
 
-def take_stacks(paths: RunPaths, record: Mapping[str, Any], timeout: float = ANSWER_SECONDS) -> dict[int, RankStacks]:
+def take_stacks(paths: RunPaths, record: RunRecord, timeout: float = ANSWER_SECONDS) -> dict[int, RankStacks]:
     """Every live rank's stacks on this machine (and its data loader workers'), each also in stacks/rank-K.txt."""
     from tuitrain.runs.liveness import live_processes
 
-    procs = {int(role[5:]): proc for role, proc in live_processes(dict(record)).items()
+    procs = {int(role[5:]): proc for role, proc in live_processes(record).items()
              if role.startswith("rank ") and role[5:].isdigit()}
     paths.stacks.mkdir(parents=True, exist_ok=True)
     taken: dict[int, RankStacks] = {}
@@ -400,26 +401,25 @@ def node_stacks(root: Path) -> dict[str, Any]:
     return stacks_json(take_stacks(paths, read_record(paths)))
 
 
-def machines_stacks(paths: RunPaths, record: Mapping[str, Any]) -> tuple[dict[int, RankStacks], list[str]]:
+def machines_stacks(paths: RunPaths, record: RunRecord) -> tuple[dict[int, RankStacks], list[str]]:
     """The stacks of every machine's ranks, each machine asked at once through its node agent over ssh
     (`python -m tuitrain.runs.keeper.node_agent NODE_DIR --stacks WORKDIR`), each kept in stacks/rank-K.txt here; and a
     line for each machine that did not answer."""
     from tuitrain.remote import ssh
     from tuitrain.runs.keeper.node_command import agent_argv
 
-    machines = [m for m in record.get("machines") or [] if isinstance(m, Mapping)]
+    machines = record.get("machines") or []
     options = ssh.SshOptions(config=record.get("ssh_config"))
 
-    def ask(machine: Mapping[str, Any]) -> ssh.RemoteResult:
-        argv = [*agent_argv(machine), "--stacks", str(machine["workdir"])]
-        return ssh.run(str(machine["host"]), argv, MACHINE_SECONDS, options)
+    def ask(machine: MachineEntry) -> ssh.RemoteResult:
+        return ssh.run(machine["host"], [*agent_argv(machine), "--stacks", machine["workdir"]], MACHINE_SECONDS, options)
 
     taken: dict[int, RankStacks] = {}
     problems: list[str] = []
     with ThreadPoolExecutor(max_workers=max(1, len(machines))) as pool:
         answers = list(pool.map(ask, machines))
     for machine, answer in zip(machines, answers, strict=True):
-        said = f"machine {machine.get('machine_rank')} ({machine['host']})"
+        said = f"machine {machine['machine_rank']} ({machine['host']})"
         try:
             if not answer.ok:
                 why = answer.problem or (answer.stderr.strip().splitlines() or [f"exit {answer.returncode}"])[-1]
@@ -445,7 +445,7 @@ def keep_stacks(paths: RunPaths, got: Mapping[int, RankStacks]) -> Mapping[int, 
 
 # -- on every node of a job that shares the run directory (Slurm) ----------------------------------------------------
 
-def answer_stacks_request(paths: RunPaths, record: Mapping[str, Any]) -> bool:
+def answer_stacks_request(paths: RunPaths, record: RunRecord) -> bool:
     """A node's supervisor, once a tick: when its control/ holds CONTROL_STACKS, take its own ranks' stacks (into its
     stacks/), answer with them in stacks/taken.json, then remove the request. True when it answered."""
     request = paths.control_request(CONTROL_STACKS)
@@ -538,12 +538,12 @@ def write_digest(paths: RunPaths, taken: Mapping[int, RankStacks], problems: Seq
     return data
 
 
-def gather(paths: RunPaths, record: Mapping[str, Any]) -> tuple[dict[int, RankStacks], dict[str, Any]]:
+def gather(paths: RunPaths, record: RunRecord) -> tuple[dict[int, RankStacks], dict[str, Any]]:
     """Every rank's stacks and their digest (kept in stacks/): what `tuitrain stacks` and the monitor's key show. Of a
     run that has ended, only what the NCCL flight recorder dumped (not kept: the hang's digest stays)."""
     from tuitrain.runs.liveness import effective_status
 
-    status = effective_status(dict(record))
+    status = effective_status(record)
     if status not in LIVE_STATUSES:
         from tuitrain.runs.view.nccl_trace import trace_files
 

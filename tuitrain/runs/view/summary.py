@@ -69,7 +69,7 @@ def run_summary(paths: RunPaths, record: RunRecord, with_checkpoints: bool = Tru
     a scheduler holds that is not in it has its job asked about here."""
     record, job = settle_job(paths, record, job_states)
     record = settle_lost(paths, record)
-    summary: dict[str, Any] = dict(record)
+    summary: dict[str, Any] = {"id": paths.id, **record}  # a record without its id is the run of its folder
     if job is not None:
         summary["slurm_state"] = job
     summary["run_dir"] = str(paths.root)

@@ -15,6 +15,8 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from tuitrain.tui.widgets.words import Words
+
 if TYPE_CHECKING:
     from textual import getters
 
@@ -56,10 +58,10 @@ class CheckScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static("", id="check-title")
-            yield Static("v: validate here · o: --offline · d: the doctor · escape: close", id="check-keys")
+            yield Words("", id="check-title")
+            yield Words("v: validate here · o: --offline · d: the doctor · escape: close", id="check-keys")
             with VerticalScroll(id="check-box"):
-                yield Static("", id="check-lines")
+                yield Words("", id="check-lines")
 
     def on_mount(self) -> None:
         self.action_check(self.mode)

@@ -36,11 +36,14 @@ from tuitrain.tui.curves import (
 )
 from tuitrain.tui.failed_work import PassesFailedWorkUp
 from tuitrain.tui.format import short_metric
+from tuitrain.tui.plain import plain
 from tuitrain.tui.sweep_results import direction, greater_is_better, result, table
+from tuitrain.tui.widgets.field import Field, open_field_key
 from tuitrain.tui.widgets.key_bar import KeyBar
 from tuitrain.tui.widgets.overlay_plot import Curve, OverlayPlot
 from tuitrain.tui.widgets.sweep_table import SweepTable
 from tuitrain.tui.widgets.text_line import TextLine
+from tuitrain.tui.widgets.words import Words
 
 if TYPE_CHECKING:
     from textual import getters
@@ -100,7 +103,8 @@ class CompareScreen(PassesFailedWorkUp, Screen):
     HELP_TITLE = "Compare runs"
     BINDINGS = [
         Binding("escape", "back", "Back", tooltip="Leave the metric filter, or go back to the runs"),
-        Binding("slash", "filter", "Filter", key_display="/", tooltip="Type part of a metric's name to filter the list"),
+        Binding("slash", "filter", "Filter", key_display="/", priority=True,
+                tooltip="Type part of a metric's name to filter the list"),
         Binding("x", "cycle_x", "X axis", tooltip="x as step, epoch or time since the run began"),
         Binding("s", "cycle_smoothing", "Smooth", tooltip="Smoothing (EMA): 0, 0.6, 0.9"),
         Binding("l", "toggle_log", "Log y", tooltip="Log scale for y (values ≤ 0 are left out)"),
@@ -139,11 +143,11 @@ class CompareScreen(PassesFailedWorkUp, Screen):
                        classes="title-bar", id="title")
         with Horizontal(id="compare-body"):
             with Vertical(id="picker"):
-                yield Input(placeholder="filter metrics", id="metric-filter")
-                yield OptionList(id="metrics")
+                yield Field(placeholder="filter metrics", id="metric-filter")
+                yield OptionList(id="metrics", markup=False)
             yield OverlayPlot(id="overlay")
         yield SweepTable(id="values")
-        yield Static("", id="diff-panel", markup=False)
+        yield Words("", id="diff-panel")
         yield TextLine("", id="compare-status")
         yield KeyBar()
 
@@ -190,7 +194,7 @@ class CompareScreen(PassesFailedWorkUp, Screen):
         if shown != self.shown:
             self.shown = shown
             options.clear_options()
-            options.add_options([Option(short_metric(name) if name.startswith("eval_") else name, id=name)
+            options.add_options([Option(plain(short_metric(name) if name.startswith("eval_") else name), id=name)
                                  for name in shown])
         if not shown:
             return
@@ -273,7 +277,8 @@ class CompareScreen(PassesFailedWorkUp, Screen):
 
     # ------------------------------------------------------------------------------ keys
     def action_filter(self) -> None:
-        self.query_one("#metric-filter", Input).focus()
+        open_field_key(self)
+        self.query_one("#metric-filter", Field).focus_now()
 
     def action_cycle_x(self) -> None:
         self.x_axis = X_AXES[(X_AXES.index(self.x_axis) + 1) % len(X_AXES)]

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Static
+from textual.widgets import Button
+
+from tuitrain.tui.plain import plain
+from tuitrain.tui.widgets.words import Words
 
 
 class ConfirmScreen(ModalScreen[bool]):
@@ -33,9 +38,9 @@ class ConfirmScreen(ModalScreen[bool]):
     def compose(self) -> ComposeResult:
         with Vertical():
             with VerticalScroll(id="question-box"):  # a long list of runs scrolls; the buttons stay in view
-                yield Static(self.question, id="question")
+                yield Words(self.question, id="question")
             with Horizontal():
-                yield Button(f"{self.yes} (y)", variant="error", id="yes")
+                yield Button(plain(f"{self.yes} (y)"), variant="error", id="yes")
                 yield Button("No (n)", id="no")
 
     def on_mount(self) -> None:
@@ -47,3 +52,24 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def action_answer(self, yes: bool) -> None:
         self.dismiss(yes)
+
+
+# A request that cannot be taken back asks once, the same words wherever its key is. Asked rather than undoable: a run
+# acts on a stop at its next step end, often within a second, and a stopped run only goes on as a new run.
+QUESTIONS = {
+    "stop": ("Stop", "Stop run {run}?\nIt saves a checkpoint at the next step end, then ends (R resumes it from there)."),
+    "terminate": ("Kill", "Kill run {run}?\nEvery process ends now: no checkpoint is saved (SIGTERM, then SIGKILL)."),
+    "cancel": ("Drop it", "Drop queued run {run} from the queue?\nIt never starts; its folder stays."),
+}
+
+
+def ask_first(app: Any, what: str, run_id: str, then: Callable[[], object]) -> None:
+    """Ask before `what` (a QUESTIONS key) is done to run `run_id`: `y` does it (`then`); `n`, escape and enter (No has
+    the focus) do not."""
+    yes, question = QUESTIONS[what]
+
+    def answered(answer: bool | None) -> None:
+        if answer:
+            then()
+
+    app.push_screen(ConfirmScreen(question.format(run=run_id), yes=yes), answered)

@@ -15,6 +15,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from tuitrain.tui.failed_work import PassesFailedWorkUp
+from tuitrain.tui.widgets.words import Words
 
 
 class DataPreviewScreen(PassesFailedWorkUp, ModalScreen[None]):
@@ -38,9 +39,9 @@ class DataPreviewScreen(PassesFailedWorkUp, ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(f"Training data of {self.path.stem}  [dim]escape: close[/]", id="preview-title")
+            yield Words(Text.assemble(f"Training data of {self.path.stem}  ", ("escape: close", "dim")), id="preview-title")
             with VerticalScroll(id="preview-box"):
-                yield Static("reading the data…", id="preview")
+                yield Words("reading the data…", id="preview")
 
     def on_mount(self) -> None:
         self.query_one("#preview-box").focus()

@@ -29,14 +29,17 @@ from tuitrain.tui.editor_model import Check, EditorModel, Loaded, LoadError
 from tuitrain.tui.failed_work import PassesFailedWorkUp
 from tuitrain.tui.fields import REMOVE, FieldDef, parse_value
 from tuitrain.tui.form_fields import TRAINING_FIELDS, field_for, training_field
+from tuitrain.tui.plain import plain, problem_lines
 from tuitrain.tui.plan_preview import plan_text
 from tuitrain.tui.profile_edits import machine_path
 from tuitrain.tui.save_as import SAVE_AS_QUESTION, change_notes, with_changes
+from tuitrain.tui.widgets.field import Field
 from tuitrain.tui.widgets.field_row import FieldRow
 from tuitrain.tui.widgets.gpu_picker import GpuList, GpuPicker, busy_note, cuda_labels
 from tuitrain.tui.widgets.key_bar import KeyBar
 from tuitrain.tui.widgets.machine_card import MachineCard
 from tuitrain.tui.widgets.tabs import SteadyTabbedContent
+from tuitrain.tui.widgets.words import Words
 
 if TYPE_CHECKING:
     from textual import getters
@@ -83,6 +86,10 @@ class EditorScreen(PassesFailedWorkUp, Screen):
         self.rows: dict[str, FieldRow] = {}  # the fields mounted so far, by dotted key
         self._check_timer: Timer | None = None
         self.populated: set[str] = set()  # the sections whose forms are built
+        # what an edit last showed beside the fields and in the GPU picker: an edit that changes neither (most of
+        # them, a paste too) asks no query of the form (issue 34, item 5: each edit walked every row)
+        self._ignored_shown: dict[str, str] | None = None
+        self._gpus_shown: tuple[list[str], list[str]] | None = None
 
     # what the app (an unsaved editor holds the quit) and the tests read: the model's state
     @property
@@ -115,22 +122,22 @@ class EditorScreen(PassesFailedWorkUp, Screen):
 
     # ------------------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
-        yield Static(self._title(), classes="title-bar", id="title")
-        yield Static("", id="notice", classes="hint")
+        yield Words(self._title(), classes="title-bar", id="title")
+        yield Words("", id="notice", classes="hint")
         with Horizontal(id="start-bar"):
-            yield Static("or start from", classes="start-label")
+            yield Words("or start from", classes="start-label")
             yield Button("a pretrained model folder…", id="start-model", compact=True,
-                         tooltip="Fine-tune a model folder (or Hub id): its tokenizer, no [model.config]")
+                         tooltip=plain("Fine-tune a model folder (or Hub id): its tokenizer, no [model.config]"))
             yield Button("data files…", id="start-data", compact=True,
                          tooltip="Train on your train (and validation) files instead of generated data")
         with Horizontal(id="editor-body"):
             with SteadyTabbedContent(id="sections"):
                 for section in SECTIONS:
-                    with TabPane(section.capitalize(), id=f"sec-{section}"):
+                    with TabPane(plain(section.capitalize()), id=f"sec-{section}"):
                         yield VerticalScroll(id=f"form-{section}")
             with VerticalScroll(id="preview"):
-                yield Static("", id="problems")
-                yield Static("", id="plan")
+                yield Words("", id="problems")
+                yield Words("", id="plan")
         yield KeyBar()
 
     def _title(self) -> str:
@@ -188,16 +195,21 @@ class EditorScreen(PassesFailedWorkUp, Screen):
         self._apply_problems()
         self._show_ignored()
 
-    def _show_ignored(self) -> None:
-        """Beside each key (or table) that the chosen model or data source makes the engine ignore, why."""
+    def _show_ignored(self, if_changed: bool = False) -> None:
+        """Beside each key (or table) that the chosen model or data source makes the engine ignore, why.
+        `if_changed`: only when that differs from what was shown last (a form just built is always shown)."""
         ignored = self.model.ignored_keys()
+        if if_changed and ignored == self._ignored_shown:
+            return
+        self._ignored_shown = ignored
         for key, row in self.rows.items():
             if row.is_mounted:
                 row.set_note(ignored.get(key))
         for note in self.query(".ignored-note").results(Static):
             words = ignored.get(str(note.id).removeprefix("ignored-").replace("-", "."), "")
-            note.update(words)
-            note.set_class(not words, "-empty")
+            if note.has_class("-empty") != (not words) or str(note.content) != words:
+                note.update(words)
+                note.set_class(not words, "-empty")
 
     @on(TabbedContent.TabActivated, "#sections")
     async def _section_shown(self, event: TabbedContent.TabActivated) -> None:
@@ -236,11 +248,11 @@ class EditorScreen(PassesFailedWorkUp, Screen):
             for key in TRAINING_FIELDS:
                 out.append(self._row(training_field(key, model.training_specs), show_help=False))
             extra = model.extra_training_keys(TRAINING_FIELDS)
-            out.append(Label("other TrainingArguments keys (TOML values)", classes="subtable"))
+            out.append(Label("other TrainingArguments keys (TOML values)", classes="subtable", markup=False))
             for key in extra:
                 out.append(self._row(FieldDef(("training", key), "literal")))
-            out.append(Horizontal(Input(placeholder="key", id="new-key", compact=True),
-                                  Input(placeholder="value (TOML)", id="new-value", compact=True),
+            out.append(Horizontal(Field(placeholder="key", id="new-key", compact=True),
+                                  Field(placeholder="value (TOML)", id="new-value", compact=True),
                                   Button("Add", id="add-key", compact=True), id="add-row"))
             return out
         if section == "distributed":
@@ -262,13 +274,13 @@ class EditorScreen(PassesFailedWorkUp, Screen):
 
     def _table_rows(self, section: str, key: str, spec: TableSpec) -> list[Any]:
         table = self.model.get((section, key))
-        head = Static(f"[{section}.{key}]  {spec.doc}", classes="subtable", markup=False)
+        head = Words(f"[{section}.{key}]  {spec.doc}", classes="subtable")
         out: list[Any] = [head]
         if table is not None:
-            out = [Horizontal(head, Button(f"remove [{section}.{key}]", id=f"remove-{section}-{key}", compact=True,
+            out = [Horizontal(head, Button(plain(f"remove [{section}.{key}]"), id=f"remove-{section}-{key}", compact=True,
                                            tooltip="Remove this section from the profile (its defaults apply)"),
                               classes="table-head")]
-        out.append(Static("", id=f"ignored-{section}-{key}", classes="ignored-note -empty", markup=False))
+        out.append(Words("", id=f"ignored-{section}-{key}", classes="ignored-note -empty"))
         if spec.keys:
             for sub, sub_spec in spec.keys.items():
                 out.append(self._row(field_for((section, key, sub), sub_spec), f"{sub}"))
@@ -276,7 +288,7 @@ class EditorScreen(PassesFailedWorkUp, Screen):
             for sub in table:
                 out.append(self._row(FieldDef((section, key, sub), "literal"), sub))
         if not spec.keys and not isinstance(table, dict):
-            out.append(Static("  (not set: add keys in the TOML file)", classes="hint"))
+            out.append(Words("  (not set: add keys in the TOML file)", classes="hint"))
         return out
 
     def _strategy_rows(self) -> list[Any]:
@@ -292,16 +304,16 @@ class EditorScreen(PassesFailedWorkUp, Screen):
             return []
         fields = fields_for(strategy)
         section: dict[str, Any] = SCHEMA["distributed"]
-        out: list[Any] = [Static(f"{strategy}: {STRATEGY_HELP[strategy]}", classes="hint")]
-        plain = [f.name for f in fields if f.section == "distributed"]
+        out: list[Any] = [Words(f"{strategy}: {STRATEGY_HELP[strategy]}", classes="hint")]
+        own = [f.name for f in fields if f.section == "distributed"]
         tables = sorted({f.section.split(".")[1] for f in fields if f.section.count(".") == 1})
-        for key in plain:
+        for key in own:
             out.append(self._row(field_for(("distributed", key), section[key])))
-        if not plain and not tables:
-            out.append(Static("nothing more to set here: precision and GPUs are in the Hardware tab", classes="hint"))
+        if not own and not tables:
+            out.append(Words("nothing more to set here: precision and GPUs are in the Hardware tab", classes="hint"))
         for key in tables:
             out += self._table_rows("distributed", key, section[key])
-        return out + self._leftover_rows(strategy, {"strategy", *plain, *tables, *MACHINES_SECTION_KEYS})
+        return out + self._leftover_rows(strategy, {"strategy", *own, *tables, *MACHINES_SECTION_KEYS})
 
     def _leftover_rows(self, strategy: str, used: set[str]) -> list[Any]:
         """[distributed] keys set away from their default and tables set, that `strategy` does not
@@ -310,12 +322,12 @@ class EditorScreen(PassesFailedWorkUp, Screen):
         keys, tables = self.model.unused_by_strategy(used)
         if not keys and not tables:
             return []
-        out: list[Any] = [Static(f"set in this profile, not used by {strategy} (empty a field to remove it)",
-                                 classes="subtable")]
+        out: list[Any] = [Words(f"set in this profile, not used by {strategy} (empty a field to remove it)",
+                                classes="subtable")]
         out += [self._row(field_for(("distributed", key), section[key])) for key in keys]
-        out += [Horizontal(Static(f"[distributed.{key}]: {len(self.model.get(('distributed', key)))} key(s)",
-                                  classes="stale-table", markup=False),
-                           Button(f"remove [distributed.{key}]", id=f"drop-{key}", compact=True), classes="stale-row")
+        out += [Horizontal(Words(f"[distributed.{key}]: {len(self.model.get(('distributed', key)))} key(s)",
+                                 classes="stale-table"),
+                           Button(plain(f"remove [distributed.{key}]"), id=f"drop-{key}", compact=True), classes="stale-row")
                 for key in tables]
         return out
 
@@ -391,13 +403,12 @@ class EditorScreen(PassesFailedWorkUp, Screen):
 
         section: dict[str, Any] = SCHEMA["distributed"]
         listed = self.model.machines
-        out: list[Any] = [Static(f"[[distributed.machines]]  {section['machines'].doc}", classes="subtable",
-                                 markup=False)]
+        out: list[Any] = [Words(f"[[distributed.machines]]  {section['machines'].doc}", classes="subtable")]
         if not listed:
-            out.append(Static("none listed: the run is on this machine (a run started by hand on each machine "
-                              "uses num_machines and machine_rank above); add a machine to start several over SSH",
-                              classes="hint", markup=False))
-        out.append(Static("", id="machines-error", classes="-empty", markup=False))
+            out.append(Words("none listed: the run is on this machine (a run started by hand on each machine "
+                             "uses num_machines and machine_rank above); add a machine to start several over SSH",
+                             classes="hint"))
+        out.append(Words("", id="machines-error", classes="-empty"))
         out.append(self._row(field_for(("distributed", "network_interface"), section["network_interface"])))
         for index, item in enumerate(listed):
             if isinstance(item, dict):
@@ -470,8 +481,8 @@ class EditorScreen(PassesFailedWorkUp, Screen):
         gpus = tuple(getattr(hardware, "gpus", ()) or ())
         if not gpus:
             row = self._row(FieldDef(("hardware", "gpus"), "literal", doc="absent = all visible"))
-            return Vertical(Static("  no NVIDIA GPU found: gpus picks physical GPUs on a machine that has them",
-                                   classes="hint"), row, classes="gpu-box")
+            return Vertical(Words("  no NVIDIA GPU found: gpus picks physical GPUs on a machine that has them",
+                                  classes="hint"), row, classes="gpu-box")
         ticked = self.model.ticked_gpus(gpus)
         items = [(prompt, g.index, g.index in ticked) for g, prompt in zip(gpus, self._gpu_prompts(gpus), strict=True)]
         return GpuPicker(items, self.model.gpu_mapping_lines(gpus))
@@ -487,8 +498,12 @@ class EditorScreen(PassesFailedWorkUp, Screen):
     def _show_gpus(self) -> None:
         """The picker shows the GPUs' order (cuda:N labels, the mapping) and live figures as they are now."""
         gpus = tuple(getattr(self.app.hardware, "gpus", ()) or ())
+        shown = (self._gpu_prompts(gpus), self.model.gpu_mapping_lines(gpus))
+        if shown == self._gpus_shown:
+            return  # (a picker built since was built from the same model and figures)
+        self._gpus_shown = shown
         for picker in self.query(GpuPicker).results():
-            picker.show(self._gpu_prompts(gpus), self.model.gpu_mapping_lines(gpus))
+            picker.show(*shown)
 
     def _gpu_prompt(self, gpu: Any) -> str:
         """'GPU 1  NVIDIA RTX A6000  46.2/48.0 GiB in use, 97%': the live figures when sampled (memory as every
@@ -548,11 +563,12 @@ class EditorScreen(PassesFailedWorkUp, Screen):
                         else "it is already at that end", severity="warning", timeout=3)
 
     def _modified(self) -> None:
-        """The model has changed: the title says so and the profile is checked again once the
-        changes pause (`check_delay` after the last one)."""
-        self.query_one("#title", Static).update(self._title())
+        """The model has changed: the title says so, and once the changes pause (`check_delay` after the last one)
+        the notes beside the fields follow and the profile is checked again."""
+        title, shown = self._title(), self.query_one("#title", Static)
+        if str(shown.content) != str(title):  # an update lays out the whole form again: only when its words change
+            shown.update(title)
         self._show_gpus()
-        self._show_ignored()
         self._recheck_soon()
 
     def _recheck_soon(self) -> None:
@@ -586,6 +602,7 @@ class EditorScreen(PassesFailedWorkUp, Screen):
         if self._check_timer is not None:
             self._check_timer.stop()
             self._check_timer = None
+        self._show_ignored(if_changed=True)  # here, not on each edit: a note that comes or goes lays out the form
         self._check(*self.model.begin_check())
 
     @work(thread=True, exclusive=True, group="editor-check", exit_on_error=False)
@@ -605,13 +622,13 @@ class EditorScreen(PassesFailedWorkUp, Screen):
         summary = Text()
         if errors:
             summary.append(f"{errors} error(s)\n", style="bold red")
-            summary.append("\n".join(f"• {p.key or 'profile'}: {p.message}" for p in problems if p.is_error) + "\n\n",
+            summary.append(problem_lines(f"• {p.key or 'profile'}: {p.message}" for p in problems if p.is_error) + "\n\n",
                            style="red")
         else:
             summary.append("no errors\n\n", style="green")
         others = [p for p in problems if not p.is_error]
         if others:
-            summary.append("\n".join(f"{p.severity}: {p.key or 'profile'}: {p.message}" for p in others) + "\n\n",
+            summary.append(problem_lines(f"{p.severity}: {p.key or 'profile'}: {p.message}" for p in others) + "\n\n",
                            style="yellow")
         self.query_one("#problems", Static).update(summary)
         self.query_one("#plan", Static).update(plan)
@@ -625,15 +642,15 @@ class EditorScreen(PassesFailedWorkUp, Screen):
         by_row = self.model.problems_by_field({*self.rows, *cards, "distributed.machines"})
         for key, row in self.rows.items():
             if row.is_mounted:
-                row.set_error("\n".join(by_row.get(key, [])) or None)
+                row.set_error(problem_lines(by_row.get(key, [])) or None)
         for key, card in cards.items():
             if card.is_mounted:
-                card.set_error("\n".join(by_row.get(key, [])) or None)
+                card.set_error(problem_lines(by_row.get(key, [])) or None)
         try:
             above = self.query_one("#machines-error", Static)
         except NoMatches:
             return
-        words = "\n".join(by_row.get("distributed.machines", []))
+        words = problem_lines(by_row.get("distributed.machines", []))
         above.update(words)
         above.set_class(not words, "-empty")
 

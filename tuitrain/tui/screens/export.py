@@ -19,6 +19,10 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, RadioButton, RadioSet, Static
 
+from tuitrain.tui.plain import plain
+from tuitrain.tui.widgets.field import Field
+from tuitrain.tui.widgets.words import Words
+
 if TYPE_CHECKING:
     from textual import getters
 
@@ -101,15 +105,15 @@ class ExportScreen(ModalScreen[ExportRequest | None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             on = f" on {self.host}" if self.host else ""
-            yield Static(f"Export a model of run {self.run_id}{on}", id="export-title")
+            yield Words(f"Export a model of run {self.run_id}{on}", id="export-title")
             with RadioSet(id="export-which"):
                 for i, choice in enumerate(self.choices):
                     label = f"{self.LABELS[choice.kind]}: {choice.path.name} (step {choice.step})"
-                    yield Choice(label, value=i == 0, id=f"export-{choice.kind}")
-            yield Static(f"Into the folder on {self.host} (new or empty; a relative path is from your home there):"
-                         if self.host else "Into the folder (new or empty):", classes="hint")
-            yield Input(self._prefilled, id="export-out")
-            yield Static("", id="export-problem")
+                    yield Choice(plain(label), value=i == 0, id=f"export-{choice.kind}")
+            yield Words(f"Into the folder on {self.host} (new or empty; a relative path is from your home there):"
+                        if self.host else "Into the folder (new or empty):", classes="hint")
+            yield Field(self._prefilled, id="export-out")
+            yield Words("", id="export-problem")
             with Horizontal(classes="buttons"):
                 yield Button("Export", variant="primary", id="export")
                 yield Button("Cancel", id="cancel")

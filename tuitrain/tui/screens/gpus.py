@@ -47,8 +47,10 @@ from tuitrain.tui.gpu_history import Trace
 from tuitrain.tui.run_table import run_labels
 from tuitrain.tui.widgets.gpu_panel import spark
 from tuitrain.tui.widgets.key_bar import KeyBar
+from tuitrain.tui.widgets.plain_table import PlainTable
 from tuitrain.tui.widgets.text_line import TextLine
 from tuitrain.tui.widgets.usage_bar import least_width, usage_bar
+from tuitrain.tui.widgets.words import Words
 
 if TYPE_CHECKING:
     from textual import getters
@@ -249,8 +251,8 @@ class GpusScreen(PassesFailedWorkUp, Screen):
 
     def compose(self) -> ComposeResult:
         yield TextLine("GPUs on this machine: every process", classes="title-bar", id="gpus-title")
-        yield DataTable(id="gpu-table", cursor_type="row", zebra_stripes=False)
-        yield Static("", id="gpus-detail", markup=False)
+        yield PlainTable(id="gpu-table", cursor_type="row", zebra_stripes=False)
+        yield Words("", id="gpus-detail")
         yield TextLine("", id="gpus-status")
         yield KeyBar()
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from rich.table import Table
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Static
+
+from tuitrain.tui.widgets.words import Words
 
 GLOBAL_KEYS = (
     ("ctrl+p", "command palette: every action by name"),
@@ -40,14 +42,14 @@ class HelpScreen(ModalScreen[None]):
         for binding in getattr(self.under, "BINDINGS", []):
             if isinstance(binding, Binding) and binding.description:
                 key = binding.key_display or binding.key.replace(",", " / ")
-                table.add_row(key, getattr(binding, "tooltip", "") or binding.description)
+                table.add_row(Text(key), Text(getattr(binding, "tooltip", "") or binding.description))
         table.add_row("", "")
         for key, what in GLOBAL_KEYS:
-            table.add_row(key, what)
+            table.add_row(Text(key), Text(what))
         title = getattr(self.under, "HELP_TITLE", type(self.under).__name__.removesuffix("Screen"))
         with VerticalScroll():
-            yield Static(f"[b]{title}: keys[/]  [dim](escape closes)[/]")
-            yield Static(table)
+            yield Words(Text.assemble((f"{title}: keys", "bold"), "  ", ("(escape closes)", "dim")))
+            yield Words(table)
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -23,6 +23,7 @@ from tuitrain.tui.actions import run_request
 from tuitrain.tui.bulk import TITLES, BulkPlan, plan_for
 from tuitrain.tui.failed_work import PassesFailedWorkUp
 from tuitrain.tui.messages import WorkstationHeard, WorkstationsListed
+from tuitrain.tui.plain import visible_text
 from tuitrain.tui.run_cells import RunCells
 from tuitrain.tui.run_columns import COLUMNS, Layout, cell_len, empty_runs_hint, fit_columns, header, runs_title
 from tuitrain.tui.run_table import (
@@ -36,10 +37,12 @@ from tuitrain.tui.run_table import (
     run_labels,
     run_rows,
 )
+from tuitrain.tui.widgets.field import Field, open_field_key
 from tuitrain.tui.widgets.hardware_strip import HardwareStrip
 from tuitrain.tui.widgets.key_bar import KeyBar
 from tuitrain.tui.widgets.runs_table import RunsTable
 from tuitrain.tui.widgets.text_line import TextLine
+from tuitrain.tui.widgets.words import Words
 from tuitrain.tui.workstation_streams import SETTINGS_SECONDS, WorkstationStreams
 
 if TYPE_CHECKING:
@@ -81,7 +84,7 @@ class HomeScreen(PassesFailedWorkUp, Screen):
         Binding("0", "open_log(0)", "Rank log", show=False, key_display="0-9",
                 tooltip="Open the run's monitor on rank N's log (0 to 9)"),
         *(Binding(str(rank), f"open_log({rank})", "", show=False) for rank in range(1, 10)),
-        Binding("slash", "filter_runs", "Filter", show=False, key_display="/",
+        Binding("slash", "filter_runs", "Filter", show=False, key_display="/", priority=True,
                 tooltip="Filter the runs by id, profile or status as you type (enter keeps it, escape clears it)"),
         Binding("o", "sort_runs", "Sort", show=False, tooltip="Sort the runs by the next column: started, status, "
                 "profile, loss, best, step, time (or click a column's header; again: reversed)"),
@@ -126,15 +129,15 @@ class HomeScreen(PassesFailedWorkUp, Screen):
         yield HardwareStrip(self.app.hardware_line, id="hardware")
         with Horizontal(id="home-body"):
             with Vertical(id="profiles-pane"):
-                yield Static("Profiles", classes="pane-title")
-                yield OptionList(id="profiles")
+                yield Words("Profiles", classes="pane-title")
+                yield OptionList(id="profiles", markup=False)
             with Vertical(id="runs-pane"):
                 yield TextLine("Runs", classes="pane-title", id="runs-title")
-                yield Input(placeholder="filter runs: id, profile or status", id="runs-filter")
+                yield Field(placeholder="filter runs: id, profile or status", id="runs-filter")
                 table: DataTable = RunsTable(id="runs", cursor_type="row", zebra_stripes=False)
                 yield table
-                yield Static(id="queue-waits")  # the highlighted queued run: its place and what it waits for
-                yield Static(id="host-problems")  # each workstation that cannot be watched: why, in full
+                yield Words(id="queue-waits")  # the highlighted queued run: its place and what it waits for
+                yield Words(id="host-problems")  # each workstation that cannot be watched: why, in full
         yield KeyBar()
 
     def on_mount(self) -> None:
@@ -229,8 +232,8 @@ class HomeScreen(PassesFailedWorkUp, Screen):
         highlighted = options.highlighted
         options.clear_options()
         for entry in entries:
-            prompt = Text.assemble((entry.name, "bold"), ("  " + entry.where, "dim"))
-            options.add_option(Option(prompt, id=str(entry.path)))
+            options.add_option(Option(visible_text(Text.assemble((entry.name, "bold"), ("  " + entry.where, "dim"))),
+                                      id=str(entry.path)))
         if entries:
             options.highlighted = min(highlighted or 0, len(entries) - 1)
 
@@ -419,7 +422,8 @@ class HomeScreen(PassesFailedWorkUp, Screen):
         self.action_edit_profile()
 
     def action_mark_run(self) -> None:
-        """Mark or unmark the highlighted run, then move down (as htop tags)."""
+        """Mark or unmark the highlighted run, as the help says; the cursor stays on it, so the mark is seen on the run
+        just marked (moving down as htop does marked the run below on the next space: the wrong runs three times)."""
         run_dir = self.run_dir_to_act_on("no run to mark")
         if run_dir is None:
             return
@@ -429,7 +433,6 @@ class HomeScreen(PassesFailedWorkUp, Screen):
         else:
             self.marked.append(run_id)
         self._repaint_marks([run_id])
-        self.query_one("#runs", DataTable).action_cursor_down()
 
     def _repaint_marks(self, run_ids: list[str]) -> None:
         """The RUN cells of these runs again (marked or not)."""
@@ -522,10 +525,11 @@ class HomeScreen(PassesFailedWorkUp, Screen):
         self._arrange(dataclasses.replace(self.order, reverse=not self.order.reverse))
 
     def action_filter_runs(self) -> None:
-        box = self.query_one("#runs-filter", Input)
+        open_field_key(self)
+        box = self.query_one("#runs-filter", Field)
         box.display = True
         box.value = self.order.filter
-        box.focus()
+        box.focus_now()
 
     def action_clear_filter(self) -> None:
         box = self.query_one("#runs-filter", Input)
@@ -652,13 +656,19 @@ class HomeScreen(PassesFailedWorkUp, Screen):
         self.app.open_editor(entry.path)
 
     def action_stop_run(self) -> None:
+        from tuitrain.tui.screens.confirm import ask_first
+
         if self.marked:
             self.act_on_marked("stop")
             return
         run_dir = self.run_dir_to_act_on()
         if run_dir is None:
             return
-        self.request(run_dir, "stop")
+        row = next((e.row for e in self._rows if e.host is None and e.key == run_dir.name), None)
+        if row is not None and row.final:  # nothing to ask: refused in runs.control's words
+            self.request(run_dir, "stop")
+            return
+        ask_first(self.app, "stop", run_dir.name, lambda: self.request(run_dir, "stop"))
 
     def action_resume_run(self) -> None:
         """The resume dialog for the selected run from its latest complete checkpoint, as the monitor's R
@@ -687,12 +697,19 @@ class HomeScreen(PassesFailedWorkUp, Screen):
             self.queue_request(run_dir, "top")
 
     def action_cancel_run(self) -> None:
+        from tuitrain.tui.screens.confirm import ask_first
+
         if self.marked:
             self.act_on_marked("cancel")
             return
         run_dir = self.run_dir_to_act_on("no run selected: x drops a queued run from the queue")
-        if run_dir is not None:
+        if run_dir is None:
+            return
+        row = next((e.row for e in self._rows if e.host is None and e.key == run_dir.name), None)
+        if row is None or row.status != "queued":  # not in the queue: refused in `tuitrain cancel`'s words, unasked
             self.queue_request(run_dir, "cancel")
+            return
+        ask_first(self.app, "cancel", run_dir.name, lambda: self.queue_request(run_dir, "cancel"))
 
     @work(thread=True, group="control", exit_on_error=False)
     def queue_request(self, run_dir: Path, what: str) -> None:

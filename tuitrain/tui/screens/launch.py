@@ -22,9 +22,13 @@ from tuitrain.runs.queue.options import QueueOptions, QueueOptionsError, options
 from tuitrain.tui.command_fold import WithCommands
 from tuitrain.tui.failed_work import PassesFailedWorkUp
 from tuitrain.tui.messages import RunStarted
+from tuitrain.tui.plain import cut, plain, problem_lines
+from tuitrain.tui.widgets.field import Field
+from tuitrain.tui.widgets.words import Words
 
 if TYPE_CHECKING:
     from textual import getters
+    from textual.timer import Timer
 
     from tuitrain.backends import Backend
     from tuitrain.profile import Profile
@@ -32,6 +36,7 @@ if TYPE_CHECKING:
     from tuitrain.tui.app_api import TuitrainAppApi
 
 
+PLAN_DELAY = 0.2  # seconds of quiet after an edit of the overrides before they are planned (as the editor checks)
 SCRIPT_EXAMPLE = "distributed.num_processes=2 run.name=try-2"  # overrides a [script] profile takes (no [training])
 
 
@@ -78,27 +83,28 @@ class LaunchScreen(PassesFailedWorkUp, ModalScreen[None]):
         self.initial = " ".join(shlex.quote(o) for o in overrides)
         self.busy = False
         self._previews = 0
+        self._plan_timer: Timer | None = None
         self.hosts = configured_hosts()  # the workstations of the settings: where else it may go
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(f"Launch {self.path.stem}  [dim]{self._where()}[/]", id="launch-title")
+            yield Words(Text.assemble(f"Launch {self.path.stem}  ", (self._where(), "dim")), id="launch-title")
             if self.hosts:  # shown only with workstations in the settings
                 with Horizontal(id="where-row"):
-                    yield Static("Where:")
-                    yield Select([("this machine", ""), *((host, host) for host in self.hosts)], allow_blank=False,
+                    yield Words("Where:")
+                    yield Select([("this machine", ""), *((plain(host), host) for host in self.hosts)], allow_blank=False,
                                  value="", id="where", compact=True)
-            yield Static("Overrides, like --set (section.key=value, space separated):", classes="hint")
-            yield Input(self.initial, placeholder="training.max_steps=40 training.logging_steps=5", id="overrides")
-            yield Static("Queue options (`tuitrain run`'s; with any, Launch queues too):", classes="hint")
-            yield Input("", placeholder="--sweep training.learning_rate=1e-5,3e-5 --max-parallel 1 --after RUN",
+            yield Words("Overrides, like --set (section.key=value, space separated):", classes="hint")
+            yield Field(self.initial, placeholder="training.max_steps=40 training.logging_steps=5", id="overrides")
+            yield Words("Queue options (`tuitrain run`'s; with any, Launch queues too):", classes="hint")
+            yield Field("", placeholder="--sweep training.learning_rate=1e-5,3e-5 --max-parallel 1 --after RUN",
                         id="queue-options")
-            yield Static("", id="queue-said")
-            yield Static("Slurm options, for Submit (as `tuitrain submit` takes them):", classes="hint")
-            yield Input("", placeholder="--partition gpu --time 2:00:00 --account lab --requeue", id="sbatch")
+            yield Words("", id="queue-said")
+            yield Words("Slurm options, for Submit (as `tuitrain submit` takes them):", classes="hint")
+            yield Field("", placeholder="--partition gpu --time 2:00:00 --account lab --requeue", id="sbatch")
             with VerticalScroll(id="plan-box"):
-                yield Static("planning…", id="plan")
-                yield Static("", id="problems")
+                yield Words("planning…", id="plan")
+                yield Words("", id="problems")
             with Horizontal(classes="buttons"):
                 yield Button("Preview (^t)", id="preview-data")
                 yield Button("Slurm (^b)", id="submit")
@@ -125,7 +131,11 @@ class LaunchScreen(PassesFailedWorkUp, ModalScreen[None]):
 
     @on(Input.Changed, "#overrides")
     def _changed(self, event: Input.Changed) -> None:
-        self.preview(event.value)
+        """One plan once the typing pauses, not a plan a key: each plan is a thread that holds the interpreter while
+        it plans, and a paste with keys behind it had four of them slow the screen (issue 34, item 5)."""
+        if self._plan_timer is not None:
+            self._plan_timer.stop()
+        self._plan_timer = self.set_timer(PLAN_DELAY, lambda: self.preview(event.value))
         self._say_queue()
 
     def queue_options(self) -> QueueOptions:
@@ -145,7 +155,7 @@ class LaunchScreen(PassesFailedWorkUp, ModalScreen[None]):
                 if options.sweep else "1 run"
         except QueueOptionsError as exc:
             said.set_class(True, "-refused")
-            said.update(Text(str(exc)))
+            said.update(Text(cut(str(exc))))  # a 3 kB paste named, not printed whole
             return
         said.set_class(False, "-refused")
         waits = [f"after {options.after}" if options.after else "",
@@ -182,7 +192,7 @@ class LaunchScreen(PassesFailedWorkUp, ModalScreen[None]):
         if number != self._previews:
             return
         self.query_one("#plan", Static).update(plan)  # the command folded between its words (tui.command_fold)
-        self.query_one("#problems", Static).update("\n".join(problems))
+        self.query_one("#problems", Static).update(problem_lines(problems))
 
     def host(self) -> str:
         """The workstation chosen to run it; "" for this machine."""
@@ -320,6 +330,12 @@ class LaunchScreen(PassesFailedWorkUp, ModalScreen[None]):
         self.app.poke()
 
     @on(Input.Submitted, "#sbatch")
+    def _slurm_options_typed(self, event: Input.Submitted) -> None:
+        """Enter in the Slurm options ends the typing there, it submits nothing (it sent a job to Slurm): the Slurm
+        button takes the focus, and its enter (or ctrl+b) submits."""
+        event.stop()
+        self.query_one("#submit", Button).focus()
+
     @on(Button.Pressed, "#submit")
     def action_submit(self) -> None:
         if self.host():
@@ -384,8 +400,10 @@ class LaunchScreen(PassesFailedWorkUp, ModalScreen[None]):
     def _failed(self, problems: list[str]) -> None:
         self.busy = False
         self._previews += 1  # a plan still on its way would hide why nothing started
+        if self._plan_timer is not None:
+            self._plan_timer.stop()
         self.query_one("#plan", Static).update("not started:")
-        self.query_one("#problems", Static).update("\n".join(problems))
+        self.query_one("#problems", Static).update(problem_lines(problems))
 
     def _started(self, run_dir: str) -> None:
         self.dismiss(None)

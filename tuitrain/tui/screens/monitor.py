@@ -32,13 +32,16 @@ from tuitrain.tui.actions import run_request, wait_or_cancel
 from tuitrain.tui.failed_work import PassesFailedWorkUp
 from tuitrain.tui.format import bar, short_metric, status_text
 from tuitrain.tui.machines import Machine, machine_of_rank, machines_line, run_machines, this_host
+from tuitrain.tui.plain import plain
 from tuitrain.tui.widgets.checkpoints import CheckpointList
+from tuitrain.tui.widgets.field import open_field_key
 from tuitrain.tui.widgets.key_bar import KeyBar
 from tuitrain.tui.widgets.log_view import LogView
 from tuitrain.tui.widgets.metrics import MetricsPanel
 from tuitrain.tui.widgets.search_bar import SearchBar
 from tuitrain.tui.widgets.tabs import SteadyTabbedContent
 from tuitrain.tui.widgets.text_line import TextLine
+from tuitrain.tui.widgets.words import Words
 
 if TYPE_CHECKING:
     from textual import getters
@@ -89,8 +92,9 @@ class MonitorScreen(PassesFailedWorkUp, Screen):
         Binding("R", "resume", "Resume", tooltip="A new run from the selected checkpoint (Checkpoints tab) or the latest, "
                 "with --set overrides (asks)"),
         Binding("x", "export", "Export", tooltip="Export the best, the last or the selected checkpoint's model (asks)"),
-        Binding("slash", "search", "Search", key_display="/", tooltip="Search the log in view"),
-        Binding("ampersand", "filter_lines", "Only matching", show=False, key_display="&",
+        Binding("slash", "search", "Search", key_display="/", priority=True,
+                tooltip="Search the log in view (from any tab: the log's)"),
+        Binding("ampersand", "filter_lines", "Only matching", show=False, key_display="&", priority=True,
                 tooltip="Show only the lines holding a term, as less's & (empty: every line; escape clears)"),
         Binding("w", "wrap", "Wrap", show=False, tooltip="Wrap long lines, each row with its rank (or not)"),
         Binding("n", "next_match", "Next", show=False, tooltip="Next match of the search"),
@@ -138,6 +142,7 @@ class MonitorScreen(PassesFailedWorkUp, Screen):
         self._rank_records_at = 0.0
         self.machine_samples: dict[int, dict[str, Any]] = {}  # machine rank → what its agent sampled there
         self._log_views: list[LogView] = []  # read by the worker: the views whose filters it fills
+        self._log_tab = "tab-all"  # the log tab last shown: where `/`, `&` and `t` go from a tab without a log
         self._shown = threading.Event()  # what the worker read last is on screen
         self._samples_changed = False
         self.job: str | None = None  # a Slurm run's job state, as the app's runs watcher reads it ("RUNNING", …)
@@ -164,19 +169,19 @@ class MonitorScreen(PassesFailedWorkUp, Screen):
             with TabPane("All ranks", id="tab-all"):
                 yield LogView(w.folded if self.fold else w.merged, ranks=True, id="log-all")
             for rank, log in enumerate(w.ranks):
-                with TabPane(f"Rank {rank}", id=f"tab-rank-{rank}"):
+                with TabPane(plain(f"Rank {rank}"), id=f"tab-rank-{rank}"):
                     yield LogView(log, id=f"log-rank-{rank}")
             with TabPane("Launcher", id="tab-launcher"):
                 yield LogView(w.launcher, id="log-launcher")
             for position, (machine, log) in enumerate(zip(self.machines, self.machine_logs, strict=True)):
-                with TabPane(machine.host, id=f"tab-machine-{position}"):
+                with TabPane(plain(machine.host), id=f"tab-machine-{position}"):
                     yield LogView(log, id=f"log-machine-{position}")
             with TabPane("Metrics", id="tab-metrics"):
                 yield MetricsPanel(w.paths.profile, id="metrics")
             with TabPane("Checkpoints", id="tab-checkpoints"):
                 yield CheckpointList(id="checkpoint-list")
             with TabPane("GPUs", id="tab-gpus"):
-                yield Static("", id="gpus")
+                yield Words("", id="gpus")
         yield TextLine("", id="log-status")
         yield SearchBar(id="search")
         yield KeyBar()
@@ -435,6 +440,9 @@ class MonitorScreen(PassesFailedWorkUp, Screen):
         if status in ("failed", "killed", "lost") and record.get("error"):
             lines.append(Text(str(record["error"]), style="red" if status != "killed" else "magenta", no_wrap=True))
         lines += restart_lines(record, self.app.clock())
+        if w.damaged is not None:
+            lines.append(Text(f"run.json is damaged ({w.damaged}): its state is not known until it is restored", style="red",
+                              no_wrap=True))
         if self.machines:
             lines.append(Text.assemble(("machines  ", "bold"), machines_line(self.machines), no_wrap=True))
         if self.mirror_problem:  # another workstation's run, its box not heard: what is shown may be old
@@ -563,6 +571,7 @@ class MonitorScreen(PassesFailedWorkUp, Screen):
             self.show_gpus()
         view = self.active_view()
         if view is not None:
+            self._log_tab = self.query_one("#tabs", TabbedContent).active
             view.refresh_source()
             view.set_term(self.term)
         self.update_log_status()
@@ -616,14 +625,24 @@ class MonitorScreen(PassesFailedWorkUp, Screen):
     def term(self) -> str | None:
         return self.search.term
 
+    def _on_a_log(self) -> LogView:
+        """The log in view; from the GPUs, Metrics or Checkpoints tab, the log tab last shown (its focus left to the
+        search or the find that asked: a late focus on the log would take the keys typed next)."""
+        view = self.active_view()
+        if view is None:
+            self.query_one("#tabs", TabbedContent).active = self._log_tab
+            view = self.active_view()
+        assert view is not None
+        return view
+
     def action_search(self) -> None:
+        open_field_key(self)
+        self._on_a_log()
         self.search.open()
 
     def action_filter_lines(self) -> None:
-        view = self.active_view()
-        if view is None:
-            self.notify("a filter works in a log tab", severity="warning")
-            return
+        open_field_key(self)
+        view = self._on_a_log()
         self.search.open(filtering=True, value=view.filter.term if view.filter is not None else "")
 
     def on_search_bar_filter_changed(self, message: SearchBar.FilterChanged) -> None:
@@ -666,10 +685,8 @@ class MonitorScreen(PassesFailedWorkUp, Screen):
             self.search.previous(view)
 
     def action_traceback(self) -> None:
-        view = self.active_view()
-        if view is None:
-            self.notify("tracebacks are found in a log tab", severity="warning")
-            return
+        view = self._on_a_log()
+        view.focus()
         self.search.find(view, TRACEBACK.decode(), 0, False)
 
     # ------------------------------------------------------------------------------ requests
@@ -697,21 +714,19 @@ class MonitorScreen(PassesFailedWorkUp, Screen):
         self._request("evaluate")
 
     def action_stop(self) -> None:
-        self._request("stop")
+        self._ask_then_request("stop")
 
     def action_kill(self) -> None:
-        from tuitrain.tui.screens.confirm import ConfirmScreen
+        self._ask_then_request("terminate")
+
+    def _ask_then_request(self, what: str) -> None:
+        """A stop or a kill asks once (screens.confirm.ask_first); an ended run has nothing to stop."""
+        from tuitrain.tui.screens.confirm import ask_first
 
         if self.run_watch.status in FINAL_STATUSES:
             self.notify(f"run {self.run_watch.paths.id} has already ended ({self.run_watch.status})", severity="warning")
             return
-
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self._request("terminate")
-
-        self.app.push_screen(ConfirmScreen(f"Kill run {self.run_watch.paths.id}?\nEvery process ends now: no checkpoint "
-                                           "is saved (SIGTERM, then SIGKILL).", yes="Kill"), answered)
+        ask_first(self.app, what, self.run_watch.paths.id, lambda: self._request(what))
 
     def _request(self, what: str) -> None:
         self.run_worker(lambda: run_request(self.app, self.run_dir, what), thread=True, group="control",

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
+
+from tuitrain.tui.widgets.field import Field
+from tuitrain.tui.widgets.words import Words
 
 
 class PromptScreen(ModalScreen[str | None]):
@@ -31,11 +35,11 @@ class PromptScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(self.question)
-            yield Input(self.value, id="answer")
+            yield Words(self.question)
+            yield Field(self.value, id="answer")
             if self.describe is not None:
-                yield Static(self.describe(self.value), id="outcome", markup=False)
-            yield Static("[dim]enter: ok · escape: cancel[/]")
+                yield Words(self.describe(self.value), id="outcome")
+            yield Words(Text("enter: ok · escape: cancel", style="dim"))
 
     def on_mount(self) -> None:
         self.query_one("#answer", Input).focus()

@@ -20,6 +20,7 @@ from tuitrain.errors import TuitrainError
 from tuitrain.tui.failed_work import PassesFailedWorkUp
 from tuitrain.tui.widgets.key_bar import KeyBar
 from tuitrain.tui.widgets.text_line import TextLine
+from tuitrain.tui.widgets.words import Words
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,7 @@ class QueueScreen(PassesFailedWorkUp, Screen[None]):
         yield TextLine("Queues: this machine's, then each workstation's (tuitrain queue --all-hosts)",
                        classes="title-bar", id="queue-title")
         with VerticalScroll(id="queue-box"):
-            yield Static("", id="queues")
+            yield Words("", id="queues")
         yield KeyBar()
 
     def on_mount(self) -> None:

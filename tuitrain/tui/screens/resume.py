@@ -21,6 +21,9 @@ from textual.widgets import Button, Input, Static
 from tuitrain.errors import TuitrainError
 from tuitrain.tui.failed_work import PassesFailedWorkUp
 from tuitrain.tui.messages import RunStarted
+from tuitrain.tui.plain import problem_lines
+from tuitrain.tui.widgets.field import Field
+from tuitrain.tui.widgets.words import Words
 
 if TYPE_CHECKING:
     from textual import getters
@@ -100,11 +103,11 @@ class ResumeScreen(PassesFailedWorkUp, ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             on = f" on {self.elsewhere[0]}" if self.elsewhere else ""
-            yield Static(f"Resume run {self.run_dir.name}{on}", id="resume-title")
-            yield Static("finding the checkpoint…", id="checkpoint")
-            yield Static("Overrides, like --set (section.key=value, space separated):", classes="hint")
-            yield Input(self.initial, placeholder="section.key=value …", id="resume-set")
-            yield Static("", id="resume-problems")
+            yield Words(f"Resume run {self.run_dir.name}{on}", id="resume-title")
+            yield Words("finding the checkpoint…", id="checkpoint")
+            yield Words("Overrides, like --set (section.key=value, space separated):", classes="hint")
+            yield Field(self.initial, placeholder="section.key=value …", id="resume-set")
+            yield Words("", id="resume-problems")
             with Horizontal(classes="buttons"):
                 yield Button("Resume", variant="primary", id="resume")
                 yield Button("Cancel", id="cancel")
@@ -129,23 +132,24 @@ class ResumeScreen(PassesFailedWorkUp, ModalScreen[None]):
         try:
             chosen = choose_checkpoint(read_record(RunPaths(self.run_dir)), self.checkpoint)
         except (TuitrainError, OSError, KeyError) as exc:  # said in the dialog, where the checkpoint would be
-            self.app.call_from_thread(self._show_checkpoint, f"[red]{_escape(str(exc))}[/]")
+            self.app.call_from_thread(self._show_checkpoint, Text(str(exc), style="red"))
             return
-        self.app.call_from_thread(self._show_checkpoint,
-                                  f"from [b]{chosen.path.name}[/] (step {chosen.step}): the new run starts at step "
-                                  f"{chosen.step + 1}  [dim]{_escape(self.app.show_path(chosen.path))}[/]", chosen)
+        self.app.call_from_thread(self._show_checkpoint, Text.assemble(
+            "from ", (chosen.path.name, "bold"), f" (step {chosen.step}): the new run starts at step {chosen.step + 1}  ",
+            (self.app.show_path(chosen.path), "dim")), chosen)
 
-    def _box_checkpoint_line(self, host: str, run_id: str) -> str:
+    def _box_checkpoint_line(self, host: str, run_id: str) -> Text:
         from tuitrain.remote.run_mirror import read_checkpoints
 
         chosen = box_checkpoint(read_checkpoints(self.run_dir), self.checkpoint)
         if chosen is None:
-            return f"from {_escape(Path(self.checkpoint).name)}, as {host} finds it: a new run starts there"
+            return Text(f"from {Path(self.checkpoint).name}, as {host} finds it: a new run starts there")
         step = int(chosen.get("step") or 0)
-        return (f"from [b]{_escape(Path(str(chosen['path'])).name)}[/] (step {step}): a new run starts on {host} at "
-                f"step {step + 1}; the overrides are checked there  [dim]{_escape(str(chosen['path']))}[/]")
+        return Text.assemble("from ", (Path(str(chosen["path"])).name, "bold"),
+                             f" (step {step}): a new run starts on {host} at step {step + 1}; the overrides are checked "
+                             "there  ", (str(chosen["path"]), "dim"))
 
-    def _show_checkpoint(self, text: str, chosen: Checkpoint | None = None) -> None:
+    def _show_checkpoint(self, text: Text, chosen: Checkpoint | None = None) -> None:
         self.query_one("#checkpoint", Static).update(text)
         if chosen is not None:
             self.chosen = chosen
@@ -176,7 +180,7 @@ class ResumeScreen(PassesFailedWorkUp, ModalScreen[None]):
         if number != self._checks:
             return
         self.problems = problems
-        self.query_one("#resume-problems", Static).update(Text("\n".join(problems)))
+        self.query_one("#resume-problems", Static).update(problem_lines(problems))
 
     @on(Input.Submitted, "#resume-set")
     @on(Button.Pressed, "#resume")
@@ -222,14 +226,9 @@ class ResumeScreen(PassesFailedWorkUp, ModalScreen[None]):
     def _failed(self, problems: list[str]) -> None:
         self.busy = False
         self.problems = problems
-        self.query_one("#resume-problems", Static).update(Text("not started:\n" + "\n".join(problems)))
+        self.query_one("#resume-problems", Static).update("not started:\n" + problem_lines(problems))
 
     def _started(self, run_dir: str, note: str) -> None:
         self.dismiss(None)
         self.app.post_message(RunStarted(run_dir, note))
 
-
-def _escape(text: str) -> str:
-    from rich.markup import escape
-
-    return escape(text)

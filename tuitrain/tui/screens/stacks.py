@@ -22,6 +22,7 @@ from textual.widgets import Static
 from tuitrain.errors import TuitrainError
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.tui.failed_work import PassesFailedWorkUp
+from tuitrain.tui.widgets.words import Words
 
 if TYPE_CHECKING:
     from tuitrain.runs.view.stacks import RankStacks
@@ -109,10 +110,10 @@ class StacksScreen(PassesFailedWorkUp, ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             on = f" on {self.elsewhere[0]}" if self.elsewhere else ""
-            yield Static(f"Stacks of run {self.paths.id}{on}  [dim]r: take again · a: all threads · escape: close[/]",
-                         id="stacks-title")
+            yield Words(Text.assemble(f"Stacks of run {self.paths.id}{on}  ",
+                                      ("r: take again · a: all threads · escape: close", "dim")), id="stacks-title")
             with VerticalScroll(id="stacks-box"):
-                yield Static("", id="stacks")
+                yield Words("", id="stacks")
 
     def on_mount(self) -> None:
         self.query_one("#stacks-box").focus()

@@ -17,6 +17,8 @@ from textual.widgets import DataTable, Static
 from tuitrain.humanize import number, size
 from tuitrain.runs.view.live import is_metric
 from tuitrain.tui.format import clock, short_metric
+from tuitrain.tui.widgets.plain_table import PlainTable
+from tuitrain.tui.widgets.words import Words
 
 if TYPE_CHECKING:
     from tuitrain.runs.view.live import RunWatch
@@ -52,8 +54,8 @@ class CheckpointList(Vertical):
         self._rows: list[tuple] = []
 
     def compose(self) -> ComposeResult:
-        yield DataTable(id="checkpoints", cursor_type="row")
-        yield Static("", id="checkpoints-empty", classes="hint")
+        yield PlainTable(id="checkpoints", cursor_type="row")
+        yield Words("", id="checkpoints-empty", classes="hint")
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)

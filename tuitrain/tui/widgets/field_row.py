@@ -23,7 +23,10 @@ from textual.widgets import Input, Label, Select, Static
 
 from tuitrain.profile.values import toml_literal
 from tuitrain.tui.fields import NO_EXAMPLE, REMOVE, FieldDef, example_value, list_item_kind, parse_value, reads_back_bare
+from tuitrain.tui.plain import escaped, plain
+from tuitrain.tui.widgets.field import Field
 from tuitrain.tui.widgets.list_editor import ListEditor
+from tuitrain.tui.widgets.words import Words
 
 __all__ = ["REMOVE", "FieldDef", "FieldRow", "help_line", "parse_value", "show_default", "show_value"]
 
@@ -94,35 +97,35 @@ class FieldRow(Vertical):
     def compose(self) -> ComposeResult:
         f = self.field
         with Horizontal():
-            yield Label(self.label, classes="field-name")
+            yield Label(self.label, classes="field-name", markup=False)
             yield self._control(f)
         if self.show_help and self.help_text:
-            yield Static(self.help_text, classes="field-help", markup=False)
-        yield Static(self._note, classes="field-note" + ("" if self._note else " -empty"), markup=False)
-        yield Static(self._error, classes="field-error" + ("" if self._error else " -empty"), markup=False)
+            yield Words(self.help_text, classes="field-help")
+        yield Words(self._note, classes="field-note" + ("" if self._note else " -empty"))
+        yield Words(self._error, classes="field-error" + ("" if self._error else " -empty"))
 
     @property
     def help_text(self) -> str:
         return help_line(self.field)
 
     def _control(self, f: FieldDef) -> Select[Any] | Input | ListEditor:
-        tooltip = None if self.show_help else (f.doc or None)
+        doc = None if self.show_help else (f.doc or None)  # the help as a tooltip instead of a line
         placeholder = (f"default: {show_default(f.default)}" if f.default not in (None, "")
-                       else (tooltip or "not set"))
+                       else (doc or "not set"))
         item_kind = list_item_kind(f.kind)
         if item_kind and (self.initial is None or isinstance(self.initial, list)):
-            return ListEditor(item_kind, self.initial or [], f.choices, classes="field-control", tooltip=tooltip)
+            return ListEditor(item_kind, self.initial or [], f.choices, classes="field-control", tooltip=doc)
         if f.kind in ("choice", "bool"):
             choices = (True, False) if f.kind == "bool" else (f.choices or ())
-            options = [(show_default(c), c) for c in choices]
             value = self.initial if self.initial in choices else Select.NULL
-            return Select(options, value=value, allow_blank=True, prompt=f"({placeholder})", compact=True,
-                          classes="field-control", tooltip=tooltip)
+            return Select([(plain(show_default(c)), c) for c in choices], value=value, allow_blank=True,
+                          prompt=escaped(f"({placeholder})"), compact=True, classes="field-control",
+                          tooltip=plain(doc) if doc else None)
         input_types: dict[str, Literal["integer", "number", "text"]] = {"int": "integer", "float": "number"}
         input_type = input_types.get(f.kind, "text")
         # valid_empty: an empty box means "the default", not a bad number
-        return Input(show_value(f.kind, self.initial), placeholder=placeholder, type=input_type, compact=True,
-                     classes="field-control", tooltip=tooltip, valid_empty=True)
+        return Field(show_value(f.kind, self.initial), placeholder=placeholder, type=input_type, compact=True,
+                     classes="field-control", tooltip=plain(doc) if doc else None, valid_empty=True)
 
     def on_descendant_focus(self) -> None:
         """Scroll the whole row into view, help line and error included, not just its control."""
@@ -154,6 +157,8 @@ class FieldRow(Vertical):
 
     def set_error(self, message: str | None) -> None:
         """The validator's words about this key; kept until the row is composed when it is not yet."""
+        if (message or "") == self._error:
+            return  # each check asks every row again: an unchanged error costs no repaint
         self._error = message or ""
         for error in self.query(".field-error").results(Static):
             error.update(self._error)
@@ -166,6 +171,8 @@ class FieldRow(Vertical):
 
     def set_note(self, note: str | None) -> None:
         """A word about this key that is no error (e.g. that the chosen model ignores it)."""
+        if (note or "") == self._note:
+            return  # each edit asks every row again (the editor's _show_ignored): an unchanged note costs no repaint
         self._note = note or ""
         for line in self.query(".field-note").results(Static):
             line.update(self._note)

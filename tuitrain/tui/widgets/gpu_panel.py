@@ -189,7 +189,10 @@ def _recorded(run_dir: "Path", record: RunRecord, live: bool) -> Text | None:
             rss = size(int(rank.rss_peak * 2**20)) if rank.rss_peak is not None else "N/A"
             out.append(f"rank {rank.rank}  CPU {_pct(rank.cpu_mean)} mean {_pct(rank.cpu_peak)} peak of a core ")
             out.append(line(f"rank.{rank.rank}.cpu", cores), style="green")
-            out.append(f"  RSS peak {rss}\n")
+            out.append(f"  RSS peak {rss}")
+            if rank.wait_mean is not None:
+                out.append(f"  waits for its batch {_pct(rank.wait_mean)} of its step time")
+            out.append("\n")
         host = next(h for h in usage.hosts if h.machine == machine)
         out.append(f"host  {host.cpu_count or '?'} cores {_pct(host.cpu_mean)} busy ")
         out.append(line("host.cpu", 100), style="green")

@@ -21,6 +21,8 @@ from textual.widgets import SelectionList, Static
 
 from tuitrain.hardware.devices import GpuInfo
 from tuitrain.hardware.preflight import busy_reasons
+from tuitrain.tui.plain import plain
+from tuitrain.tui.widgets.words import Words
 
 TICKED, UNTICKED = "✓", " "  # inside a GPU's box: Textual draws an X in both, told apart by colour only
 
@@ -85,9 +87,9 @@ class GpuPicker(Vertical):
         self.mapping = list(mapping)
 
     def compose(self) -> ComposeResult:
-        yield Static(HOW, id="gpu-how", markup=False)  # wrapped whole (a Label kept one line, cut at the edge)
-        yield GpuList(*self.items, id="gpu-list")
-        yield Static(self._mapping_text(), id="gpu-mapping", markup=False)
+        yield Words(HOW, id="gpu-how")  # wrapped whole (a Label kept one line, cut at the edge)
+        yield GpuList(*((plain(prompt), gpu, ticked) for prompt, gpu, ticked in self.items), id="gpu-list")
+        yield Words(self._mapping_text(), id="gpu-mapping")
 
     def _mapping_text(self) -> str:
         return "\n".join(self.mapping)
@@ -97,6 +99,6 @@ class GpuPicker(Vertical):
         self.mapping = [str(line) for line in mapping]
         for gpu_list in self.query("#gpu-list").results(GpuList):
             for position, prompt in enumerate(prompts[:gpu_list.option_count]):
-                gpu_list.replace_option_prompt_at_index(position, prompt)
+                gpu_list.replace_option_prompt_at_index(position, plain(prompt))
         for text in self.query("#gpu-mapping").results(Static):
             text.update(self._mapping_text())

@@ -15,6 +15,8 @@ from textual.message import Message
 from textual.widgets import Button, Input, Select
 
 from tuitrain.tui.fields import REMOVE, parse_value
+from tuitrain.tui.plain import plain
+from tuitrain.tui.widgets.field import Field
 
 
 def item_text(value: Any) -> str:
@@ -48,7 +50,7 @@ class ListEditor(Vertical):
         self.item_kind = item_kind
         self.choices = tuple(choices or ())
         self.placeholder = placeholder
-        self.tooltip = tooltip
+        self.tooltip = plain(tooltip) if tooltip else None
         self._initial = list(values)
         self._last = list(values)
 
@@ -60,11 +62,11 @@ class ListEditor(Vertical):
     def _item(self, value: Any) -> Horizontal:
         control: Input | Select[Any]
         if self.choices and (value is None or value in self.choices):
-            control = Select([(str(c), c) for c in self.choices], value=Select.NULL if value is None else value,
+            control = Select([(plain(c), c) for c in self.choices], value=Select.NULL if value is None else value,
                              allow_blank=True, prompt="(pick one)", compact=True)
         else:
             kinds: dict[str, Literal["number", "text"]] = {"float": "number"}
-            control = Input("" if value is None else item_text(value), compact=True,
+            control = Field("" if value is None else item_text(value), compact=True,
                             placeholder=self.placeholder or "an item", type=kinds.get(self.item_kind, "text"),
                             valid_empty=True)
         return Horizontal(control, Button("−", classes="list-remove", compact=True, tooltip="Remove this item"),

@@ -32,6 +32,7 @@ from tuitrain.runs.view.logfile import display_text
 from tuitrain.tui.format import RANK_STYLES
 from tuitrain.tui.line_source import LineSource
 from tuitrain.tui.log_filter import FilteredLog, FoldedWarnings
+from tuitrain.tui.plain import visible_text
 
 
 class LogView(ScrollView, can_focus=True):
@@ -274,8 +275,8 @@ class LogView(ScrollView, can_focus=True):
     def _parts_of(self, index: int, rank: int | str | None, shown: str) -> tuple[Text | None, Text]:
         """One line as shown, as its rank prefix (None without one) and its text (ANSI colours,
         search matches, the current match underlined)."""
-        body = Text.from_ansi(shown, end="") if "\x1b" in shown else Text(shown, end="")
-        body.no_wrap = True
+        body = visible_text(Text.from_ansi(shown, end="") if "\x1b" in shown else Text(shown, end=""))
+        body.no_wrap = True  # (any control character the colours leave is shown as its picture: tui.plain)
         prefix = None
         if self.ranks and rank is not None:
             prefix = Text(f"{rank}│", style=_prefix_style(rank), end="")

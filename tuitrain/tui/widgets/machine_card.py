@@ -13,6 +13,7 @@ from textual.message import Message
 from textual.widgets import Button, Static
 
 from tuitrain.tui.widgets.field_row import FieldRow
+from tuitrain.tui.widgets.words import Words
 
 
 def machine_title(index: int) -> str:
@@ -64,7 +65,7 @@ class MachineCard(Vertical):
 
     def compose(self) -> ComposeResult:
         with Horizontal(classes="machine-head"):
-            yield Static(machine_title(self.index), classes="machine-title", markup=False)
+            yield Words(machine_title(self.index), classes="machine-title")
             yield Button("↑ earlier", classes="machine-up", compact=True, disabled=self.index == 0,
                          tooltip="Move this machine earlier (alt+up); the first is the main machine")
             yield Button("↓ later", classes="machine-down", compact=True, disabled=self.index == self.count - 1,
@@ -72,9 +73,9 @@ class MachineCard(Vertical):
             yield Button("remove", classes="machine-remove", compact=True, variant="error",
                          tooltip="Remove this machine from the profile")
         if self.note:
-            yield Static(self.note, classes="hint", markup=False)
+            yield Words(self.note, classes="hint")
         yield from self.rows
-        yield Static(self._error, classes="machine-error" + ("" if self._error else " -empty"), markup=False)
+        yield Words(self._error, classes="machine-error" + ("" if self._error else " -empty"))
 
     def action_move(self, delta: int) -> None:
         self.post_message(self.Move(self.index, delta))

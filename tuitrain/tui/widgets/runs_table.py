@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from textual.message import Message
-from textual.widgets import DataTable
+
+from tuitrain.tui.widgets.plain_table import PlainTable
 
 
-class RunsTable(DataTable):
+class RunsTable(PlainTable):
     """The runs table: Enter on it with no rows says why there are none (a DataTable would keep still)."""
 
     class Empty(Message):

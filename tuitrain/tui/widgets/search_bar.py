@@ -13,10 +13,11 @@ from textual.message import Message
 from textual.widgets import Input
 from textual.worker import get_current_worker
 
+from tuitrain.tui.widgets.field import Field
 from tuitrain.tui.widgets.log_view import LogView
 
 
-class SearchBar(Input):
+class SearchBar(Field):
     class TermChanged(Message):
         """The user submitted a term (None: no search)."""
 
@@ -52,7 +53,8 @@ class SearchBar(Input):
         self.placeholder = self.FILTER if filtering else self.SEARCH
         self.display = True
         self.value = (value if filtering else self.term) or ""
-        self.focus()
+        self.select_all()  # the last term offered: enter keeps it, a word typed takes its place
+        self.focus_now()
 
     def close(self) -> bool:
         """Hide the box; False when it was not open."""

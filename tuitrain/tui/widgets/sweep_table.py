@@ -6,12 +6,13 @@ from __future__ import annotations
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
-from textual.widgets import Static
 
+from tuitrain.tui.plain import visible
 from tuitrain.tui.sweep_results import WINNER
+from tuitrain.tui.widgets.words import Words
 
 
-class SweepTable(Static):
+class SweepTable(Words):
     DEFAULT_CSS = """
     SweepTable { height: auto; max-height: 50%; padding: 0 1; border-top: hkey $primary-muted; overflow-y: auto; }
     """
@@ -29,7 +30,7 @@ class SweepTable(Static):
         self.heading, self.header, self.rows = heading, header, rows
         grid = Table(box=None, padding=(0, 1), show_edge=False, header_style="bold")
         for position, name in enumerate(header):
-            grid.add_column(Text(name), justify="right" if position >= len(header) - 2 else "left", no_wrap=True)
+            grid.add_column(Text(visible(name)), justify="right" if position >= len(header) - 2 else "left", no_wrap=True)
         for row in rows:
-            grid.add_row(*(Text(cell) for cell in row), style="bold" if row[0] == WINNER else "")
-        self.update(Group(Text(heading, style="dim"), grid))
+            grid.add_row(*(Text(visible(cell)) for cell in row), style="bold" if row[0] == WINNER else "")
+        self.update(Group(Text(visible(heading), style="dim"), grid))

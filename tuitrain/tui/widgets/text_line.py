@@ -4,12 +4,15 @@ Static.update() asks for a new layout (its size might change), which repaints th
 for lines updated every second or faster (progress header, log status, hardware strip) that
 would be most of what the app paints. Give a TextLine its height in CSS.
 
-A line longer than the widget ends in an ellipsis, never cut mid-word without a sign."""
+A line longer than the widget ends in an ellipsis, never cut mid-word without a sign. A `str` is text, its control
+characters shown (tui.plain.visible), never markup."""
 
 from __future__ import annotations
 
 from rich.text import Text
 from textual.widget import Widget
+
+from tuitrain.tui.plain import visible, visible_text
 
 
 class TextLine(Widget):
@@ -42,8 +45,9 @@ class TextLine(Widget):
 
     @staticmethod
     def one_line(content: Text | str) -> Text:
-        """`content` as one line, ending in an ellipsis where the widget cuts it."""
-        text = Text(content, end="") if isinstance(content, str) else content.copy()
+        """`content` as one line, ending in an ellipsis where the widget cuts it; words from outside shown as they are
+        (control characters as pictures)."""
+        text = Text(visible(content), end="") if isinstance(content, str) else visible_text(content).copy()
         text.no_wrap = True
         text.overflow = "ellipsis"
         return text

@@ -1,0 +1,109 @@
+"""No module outside `tuitrain/rundir/` reads run.json by key (issue 36, item 2): the record's keys are read in
+`rundir/` (`record.py`, `run.py`), which checks them when read; everyone else asks it.
+
+The rule, as this test checks it: a subscript `X["key"]` or a call `X.get("key", ...)` whose key is one `RunRecord`
+declares and whose `X` is a name or attribute ending in `record` (`record`, `self.record`, `node_record`, ...). A
+record passed on under another name escapes it; no other dict is caught by it. The reads not yet moved are counted
+per module below: a module may only go down (then lower its count here), no module may start, and the list is to
+reach empty. Run this file's `__main__` to print the counts as they are."""
+
+from __future__ import annotations
+
+import ast
+import typing
+from collections import Counter
+from pathlib import Path
+
+from tuitrain.rundir.record import RunRecord
+
+ROOT = Path(__file__).resolve().parent.parent / "tuitrain"
+KEYS = frozenset(typing.get_type_hints(RunRecord))
+NOT_YET_MOVED = {  # 2026-11-28: 191 reads in 43 modules
+    "tuitrain/backends/choose.py": 1,
+    "tuitrain/backends/slurm.py": 5,
+    "tuitrain/cli/exporting.py": 1,
+    "tuitrain/cli/follow.py": 10,
+    "tuitrain/cli/queueing.py": 2,
+    "tuitrain/cli/viewing.py": 2,
+    "tuitrain/engine/main.py": 10,
+    "tuitrain/notify/message.py": 7,
+    "tuitrain/notify/send.py": 1,
+    "tuitrain/runs/control.py": 2,
+    "tuitrain/runs/keeper/local_launch.py": 11,
+    "tuitrain/runs/keeper/machine_links.py": 3,
+    "tuitrain/runs/keeper/manifest.py": 3,
+    "tuitrain/runs/keeper/node_agent.py": 4,
+    "tuitrain/runs/keeper/samples.py": 3,
+    "tuitrain/runs/keeper/supervise.py": 1,
+    "tuitrain/runs/keeper/supervisor.py": 6,
+    "tuitrain/runs/liveness.py": 2,
+    "tuitrain/runs/lost_word_sender.py": 1,
+    "tuitrain/runs/queue/cancel.py": 4,
+    "tuitrain/runs/queue/entries.py": 3,
+    "tuitrain/runs/queue/look.py": 2,
+    "tuitrain/runs/queue/move.py": 1,
+    "tuitrain/runs/queue/rule.py": 2,
+    "tuitrain/runs/queue/wait.py": 5,
+    "tuitrain/runs/start/from_profile.py": 9,
+    "tuitrain/runs/start/new_run.py": 1,
+    "tuitrain/runs/view/diff.py": 2,
+    "tuitrain/runs/view/hang.py": 2,
+    "tuitrain/runs/view/live.py": 12,
+    "tuitrain/runs/view/owners.py": 6,
+    "tuitrain/runs/view/scheduler.py": 2,
+    "tuitrain/runs/view/stacks.py": 2,
+    "tuitrain/runs/view/summary.py": 9,
+    "tuitrain/runs/view/usage.py": 1,
+    "tuitrain/slurm/agent.py": 12,
+    "tuitrain/slurm/control.py": 3,
+    "tuitrain/slurm/state.py": 11,
+    "tuitrain/slurm/submit.py": 2,
+    "tuitrain/tui/curves.py": 1,
+    "tuitrain/tui/machines.py": 4,
+    "tuitrain/tui/screens/monitor.py": 13,
+    "tuitrain/tui/widgets/gpu_panel.py": 7,
+}
+
+
+def keyed_reads(tree: ast.AST) -> int:
+    """How many times `tree` reads a record by one of RunRecord's keys."""
+    found = 0
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+            value, key = node.value, node.slice.value
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
+              and node.args and isinstance(node.args[0], ast.Constant)):
+            value, key = node.func.value, node.args[0].value
+        else:
+            continue
+        name = value.id if isinstance(value, ast.Name) else value.attr if isinstance(value, ast.Attribute) else ""
+        found += key in KEYS and name.lower().endswith("record")
+    return found
+
+
+def reads_outside_rundir() -> Counter[str]:
+    counts: Counter[str] = Counter()
+    for path in sorted(ROOT.rglob("*.py")):
+        if path.relative_to(ROOT).parts[0] != "rundir":
+            counts[path.relative_to(ROOT.parent).as_posix()] += keyed_reads(ast.parse(path.read_text(encoding="utf-8")))
+    return +counts
+
+
+def test_the_rule_sees_a_keyed_read_and_nothing_else() -> None:
+    caught = ast.parse('record["status"]; self.record.get("pids"); node_record.get("started", 0)')
+    missed = ast.parse('summary["status"]; record["progress"]; record.get(key); entry.record')
+    assert keyed_reads(caught) == 3 and keyed_reads(missed) == 0
+
+
+def test_no_module_outside_rundir_reads_more_of_run_json_by_key_than_it_did() -> None:
+    counts = reads_outside_rundir()
+    grown = {m: (n, NOT_YET_MOVED.get(m, 0)) for m, n in counts.items() if n > NOT_YET_MOVED.get(m, 0)}
+    assert not grown, ("these modules read run.json by key (now, allowed): ask `tuitrain.rundir` (run.py, record.py) "
+                       f"for what they need instead: {grown}")
+    stale = {m: (counts.get(m, 0), n) for m, n in NOT_YET_MOVED.items() if counts.get(m, 0) < n}
+    assert not stale, f"fewer keyed reads than counted (now, counted): lower NOT_YET_MOVED here: {stale}"
+
+
+if __name__ == "__main__":
+    for module, count in sorted(reads_outside_rundir().items()):
+        print(f'    "{module}": {count},')

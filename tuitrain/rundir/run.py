@@ -1,0 +1,67 @@
+"""One run directory as read: its paths, its record checked (`record.parse_record`) or why it cannot be used, and the
+answers readers ask of it, typed. The keys of run.json are read by name here and in `record`, nowhere else (outside
+`rundir/`, `tests/test_record_reads.py` counts what is left to move)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final, Literal, get_type_hints
+
+from tuitrain.rundir.kind import RunKind, run_kind
+from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.record import ProcessIdentity, RunPids, RunRecord, Status
+
+UNREADABLE: Final = "unreadable"
+Shown = Status | Literal["unreadable"]  # what a list says of a run: its status, or that its record cannot be used
+DECLARED = frozenset(get_type_hints(RunRecord))
+
+
+@dataclass(frozen=True)
+class Run:
+    """A run directory: `record` checked, or None with `reason` (a few words: "empty file", "pids.supervisor: -1 is
+    not a process id") and `message` (the whole line for the user)."""
+
+    paths: RunPaths
+    record: RunRecord | None
+    reason: str | None = None
+    message: str | None = None
+
+    @property
+    def id(self) -> str:
+        return self.paths.id
+
+    @property
+    def status(self) -> Shown:
+        return UNREADABLE if self.record is None else self.record["status"]
+
+    @property
+    def kind(self) -> RunKind:
+        return run_kind(self.record or {})
+
+    @property
+    def created(self) -> float:
+        """When it was made: the record's time, else its folder's (an unreadable run sorts where it was made)."""
+        if self.record is not None and self.record.get("created"):
+            return self.record["created"]
+        try:
+            return self.paths.root.stat().st_mtime
+        except OSError:
+            return 0.0
+
+    @property
+    def extra(self) -> dict[str, object]:
+        """The keys no version of `RunRecord` here declares (a newer tuitrain's): kept, never read."""
+        return {k: v for k, v in (self.record or {}).items() if k not in DECLARED}
+
+
+def recorded_processes(record: RunRecord) -> dict[str, ProcessIdentity | int | None]:
+    """role ("supervisor", "launcher", "rank 0", …) → recorded identity. Records written before start times were
+    kept have only `pids`; their bare pids stand in."""
+    processes: dict[str, ProcessIdentity | int | None] = dict(record.get("processes") or {})
+    pids: RunPids = record.get("pids") or {}
+    for role, pid in (("supervisor", pids.get("supervisor")), ("launcher", pids.get("launcher"))):
+        if role not in processes and pid:
+            processes[role] = pid
+    for rank, pid in pids.get("ranks", {}).items():
+        processes.setdefault(f"rank {rank}", pid)
+    return processes
