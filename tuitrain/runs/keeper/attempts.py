@@ -20,7 +20,7 @@ from typing import Any, Mapping
 from tuitrain.atomic import write_text_atomic
 from tuitrain.rundir.checkpoints import latest_complete, run_checkpoints
 from tuitrain.rundir.layout import CONTROL_ENDING, RunPaths
-from tuitrain.rundir.record import RestartRecord, RunRecord
+from tuitrain.rundir.record import MachineEntry, RestartRecord, RunRecord
 from tuitrain.runs.keeper.restart_rule import ACCUMULATION_KEY, BATCH_KEY, RestartSettings
 
 KEPT = ("logs", "ranks", "heartbeats", "stacks")  # an attempt's own folders
@@ -180,17 +180,17 @@ def attempt_node_dir(node_dir: str, number: int) -> str:
     return base if number <= 1 else f"{base}-attempt-{number}"
 
 
-def attempt_machines(paths: RunPaths, machines: list[dict[str, Any]], before: str | None, after: str | None,
-                     number: int) -> list[dict[str, Any]]:
+def attempt_machines(paths: RunPaths, machines: list[MachineEntry], before: str | None, after: str | None,
+                     number: int) -> list[MachineEntry]:
     """Each machine of a run over SSH, for attempt N: its command told the checkpoint (a [script]), its own node
     folder."""
     from tuitrain.launch.script import argv_resuming
 
     script = _frozen(paths).get("script")
-    out = []
+    out: list[MachineEntry] = []
     for machine in machines:
         argv = list(machine.get("argv") or [])
         if isinstance(script, dict):
             argv = argv_resuming(argv, script, before, after)
-        out.append({**machine, "argv": argv, "node_dir": attempt_node_dir(str(machine["node_dir"]), number)})
+        out.append({**machine, "argv": argv, "node_dir": attempt_node_dir(machine["node_dir"], number)})
     return out

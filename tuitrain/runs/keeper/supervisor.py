@@ -26,7 +26,7 @@ from typing import Any, Callable, Mapping, Unpack
 
 from tuitrain.rundir.layout import CONTROL_ENDING, CONTROL_STOP, CONTROL_TERMINATE, KILL_REQUEST, RunPaths
 from tuitrain.rundir.process_tree import KILL_GRACE_SECONDS, identity
-from tuitrain.rundir.record import RestartRecord, RunRecord, read_record, record_end, update_record
+from tuitrain.rundir.record import RestartRecord, RunRecord, Status, read_record, record_end, update_record
 from tuitrain.rundir.redirect import redirect_output
 from tuitrain.runs.keeper.attempts import (
     attempt_of,
@@ -392,7 +392,7 @@ class Supervisor:
         return status
 
     # -- restarts ----------------------------------------------------------------------------
-    def after_attempt(self, status: str, failed_rank: int | None, error: str | None, settled: Any) -> Outcome | None:
+    def after_attempt(self, status: Status, failed_rank: int | None, error: str | None, settled: Any) -> Outcome | None:
         """An attempt that ended badly: the restart rule's verdict, said; when it restarts, the backoff (a stop ends
         it: the outcome returned is the user's), then the next attempt (None). Else the outcome to record."""
         settings = self.restarts
