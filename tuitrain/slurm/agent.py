@@ -35,6 +35,7 @@ from tuitrain.rundir.record import (
     RunRecord,
     RunRecordError,
     SlurmRecord,
+    Status,
     new_record,
     read_record,
     record_end,
@@ -214,12 +215,12 @@ class SlurmSupervisor(Supervisor):
             super().send_hang_word()
 
     # -- restarts (within the job; a requeue is Slurm's and stays as it is) ------------------------------------
-    def after_attempt(self, status: str, failed_rank: int | None, error: str | None, settled: Any) -> Any:
+    def after_attempt(self, status: Status, failed_rank: int | None, error: str | None, settled: Any) -> Any:
         if self.paths == self.home:
             return super().after_attempt(status, failed_rank, error, settled)
         return self.follow_node_0(status, failed_rank, error)
 
-    def follow_node_0(self, status: str, failed_rank: int | None, error: str | None) -> Any:
+    def follow_node_0(self, status: Status, failed_rank: int | None, error: str | None) -> Any:
         """Node M > 0, once its ranks ended: node 0 decides for the job (its record is the run's). This node begins
         the same next attempt once node 0 has begun it; it ends with its own outcome when the run has ended, or
         when no restart came within node 0's longest backoff and FOLLOW_SLACK."""
