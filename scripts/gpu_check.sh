@@ -53,6 +53,12 @@ timeout 120 "$py" -m pytest -q -p no:cacheprovider -n 6 -rs tests/test_hardware_
 echo "== the memory estimate against the measured peak" | tee "$out/memory.txt"
 timeout 150 "$py" benchmarks/memory_estimate.py 2>&1 | tee -a "$out/memory.txt"
 
+# Issue 37, survive an out-of-memory: GPT-2 small from config at batch 16 runs out of a 12 GiB share of the GPU for
+# real, `[run] on_oom = "split_batch"` starts it again at 8 × 2 accumulation steps, and it finishes (the effective
+# batch unchanged); under 90 s on an H100. Rehearsed on the CPU: python scripts/gpu_oom_check.py --rehearse.
+echo "== an out-of-memory splits the batch and the run finishes" | tee "$out/oom.txt"
+timeout 90 "$py" scripts/gpu_oom_check.py 2>&1 | tee -a "$out/oom.txt"
+
 # ---- issue 35, items 3 and 4: no launcher tax for one process, and the hint on a launch-bound run ----
 # BERT-base-sized from config, bf16, batch 32, 150 steps, the plain script and `tuitrain run` taking turns (3 rounds,
 # each kind's first dropped): PASS when tuitrain's median wall <= 1.03 x plain + 1 s and its samples/s >= 0.99 x plain.

@@ -129,6 +129,8 @@ def build_parser() -> argparse.ArgumentParser:
     _arguments_from("tuitrain.cli.workstations", "add_host_option", p)
     p.add_argument("--rank", type=int, default=None)
     p.add_argument("--launcher", action="store_true", help="the supervisor's and accelerate launch's own log")
+    p.add_argument("--attempt", type=int, default=None, metavar="N",
+                   help="a restarted run's earlier attempt N (its logs are kept in attempts/N/)")
     p.add_argument("--follow", "-f", action="store_true")
 
     p = command("stacks", _lazy("tuitrain.cli.stacks", "cmd_stacks"), "every rank's Python stack (all threads), "

@@ -42,6 +42,9 @@ def describe_event(event: dict, max_steps: int | None) -> str | None:
         return f"rank {event.get('rank')} error: {event.get('message')}"
     if kind == "control":
         return f"{where}  honoured request: {event.get('request')}"
+    if kind == "restart":
+        begins = f"checkpoint-{step}" if event.get("resume_from") else "the beginning"
+        return f"restarted: attempt {event.get('attempt')} from {begins} (tuitrain status says why)"
     return None
 
 

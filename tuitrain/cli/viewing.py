@@ -22,6 +22,7 @@ from tuitrain.rundir.tail import read_new_lines
 from tuitrain.runs.catalog import find_run, load_record, scan_runs
 from tuitrain.runs.keeper.manifest import read_manifests
 from tuitrain.runs.liveness import effective_status
+from tuitrain.runs.view.attempts import attempt_label, attempt_line, earlier_lines
 from tuitrain.runs.view.hang import status_label
 from tuitrain.runs.view.logfile import display_text, plain_text
 from tuitrain.runs.view.summary import run_summary
@@ -53,8 +54,9 @@ def runs_row(s: dict) -> list[str]:
         return [s["id"], "?", UNREADABLE, "-", "-", age(s.get("created")), s["reason"]]
     p = s["progress"]
     step = f"{p['step']}/{p.get('max_steps') or '?'}"
-    return [s["id"], clip(str(s.get("profile", "?"))), status_label(s), step, number(p.get("loss")),
-            age(s.get("created")), ""]
+    attempt = attempt_label(s)
+    return [s["id"], clip(str(s.get("profile", "?"))), status_label(s) + (f" · {attempt}" if attempt else ""), step,
+            number(p.get("loss")), age(s.get("created")), ""]
 
 
 def pids_text(pids: Any) -> str:
@@ -118,6 +120,13 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"status     {status_label(summary)}{failed_rank}")
     if summary.get("error"):
         print(f"why        {summary['error']}")
+    attempt = attempt_line(summary)
+    if attempt:  # this attempt, then each earlier one's end
+        print(f"restarts   {attempt}")
+        for line in earlier_lines(summary):
+            print(f"           {line}")
+    if summary.get("not_restarted"):
+        print(f"restart    {summary['not_restarted']}")
     from tuitrain.cli.queueing import status_lines
 
     for line in status_lines(paths.root, summary):
@@ -230,8 +239,26 @@ def _rank_logs(paths: RunPaths) -> list[tuple[str, Path]]:
     return [(p.stem.split("-")[1], p) for p in logs]
 
 
+def attempt_paths(paths: RunPaths, number: int) -> tuple[RunPaths, bool]:
+    """The folder of a restarted run's attempt N (attempts/N/, or the run's own for the attempt it is in), and
+    whether it is the attempt now: only that one can be followed."""
+    from tuitrain.runs.keeper.attempts import attempt_of
+
+    now = attempt_of(load_record(paths))
+    if number == now:
+        return paths, True
+    if 1 <= number < now and paths.attempt(number).root.is_dir():
+        return paths.attempt(number), False
+    kept = sorted(int(p.name) for p in paths.attempts.iterdir() if p.name.isdigit()) if paths.attempts.is_dir() else []
+    raise CliError(f"run {paths.id} has no attempt {number} (its attempts: "
+                   f"{', '.join(map(str, [*kept, now]))}; the one now is {now})")
+
+
 def cmd_logs(args: argparse.Namespace) -> int:
     paths = find_run(args.runs_root, args.run)
+    if getattr(args, "attempt", None) is not None:
+        paths, now = attempt_paths(paths, args.attempt)
+        args.follow = args.follow and now
     if args.launcher:
         return _print_log(paths, paths.launcher_log, args.follow)
     if args.rank is not None:

@@ -154,6 +154,9 @@ def build_trainer(paths: RunPaths, record: dict[str, Any], profile: Settings, ra
         callbacks.insert(1, EventsCallback(events, record["id"], world_size))
     if patience := metrics_spec["early_stopping_patience"]:
         callbacks.append(EarlyStoppingCallback(patience, metrics_spec["early_stopping_threshold"]))
+    from tuitrain.engine.faults_for_tests import fault_callbacks
+
+    callbacks += fault_callbacks(record, rank)  # none unless a test asked (its environment)
     callbacks.append(HeartbeatCallback(start_heartbeat(paths.root, rank)))  # last: it reads the step's decisions
     return tasks.trainer_class(task)(
         model=model,

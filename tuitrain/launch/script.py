@@ -49,6 +49,15 @@ def resume_args(script: Mapping[str, Any], checkpoint: Path | str) -> list[str]:
     return [f"{option}{checkpoint}"] if option.endswith("=") else [option, str(checkpoint)]
 
 
+def argv_resuming(argv: list[str], script: Mapping[str, Any], before: Path | str | None,
+                  after: Path | str | None) -> list[str]:
+    """A script's launch command told to resume from `after` (None: from the beginning) instead of `before`, the
+    checkpoint it was told before (None: none): a restart's (tuitrain.runs.keeper.attempts)."""
+    told = resume_args(script, before) if before is not None else []
+    head = argv[:-len(told)] if told and argv[-len(told):] == told else list(argv)
+    return head + (resume_args(script, after) if after is not None else [])
+
+
 def script_program(script: Mapping[str, Any], resume_from: Path | str | None = None) -> list[str]:
     """What accelerate launch runs on each rank: the script (or `-m module`) and its arguments."""
     head = ["-m", script["module"]] if script.get("module") else [script["path"]]

@@ -10,8 +10,9 @@ from typing import Any, Mapping
 from tuitrain.profile.problems import Problem, ProfileError
 from tuitrain.user_config import UserConfigError, config_path, read_user_config
 
-ENDINGS = ("finished", "failed", "stopped", "killed", "lost", "cancelled", "hung")  # hung: found hung, still running
-DEFAULT_ON = ("finished", "failed", "stopped", "lost", "hung")
+# hung: found hung, still running; restarted: an attempt ended and the run starts again ([run] restarts)
+ENDINGS = ("finished", "failed", "stopped", "killed", "lost", "cancelled", "hung", "restarted")
+DEFAULT_ON = ("finished", "failed", "stopped", "lost", "hung", "restarted")
 FORMATS = ("json", "slack")
 DEFAULT_TIMEOUT = 10.0
 MAX_TIMEOUT = 120.0

@@ -247,9 +247,24 @@ SCHEMA: dict[str, Section] = {
         "queue": KeySpec("bool", False,
                          doc="always queue it: run and the app's Launch wait for its GPUs to be free, as run --queue "
                              "(--set run.queue=false starts it at once)"),
-        "on_hang": KeySpec("str", "notify", choices=("notify", "stop", "kill"),
+        "on_hang": KeySpec("str", "notify", choices=("notify", "stop", "kill", "restart"),
                            doc="a hung run: notify marks it and takes its stacks; stop saves if the ranks can still "
-                               "agree, else ends it as failed (hung); kill ends it at once"),
+                               "agree, else ends it as failed (hung); kill ends it at once; restart ends it and "
+                               "starts it again from its latest complete checkpoint (needs run.restarts)"),
+        "restarts": KeySpec("int", 0, min=0, example="restarts = 3",
+                            doc="how many times a run whose rank crashed (or whose NCCL timed out, or that hung with "
+                                "on_hang = \"restart\") is started again, on every machine, from its latest complete "
+                                "checkpoint; a stop, a cause that would fail again (a missing file, a bad key) and a "
+                                "restart without a new checkpoint since the last one end it"),
+        "restart_backoff": KeySpec("float", 10.0, min=0, example="restart_backoff = 30",
+                                   doc="seconds before the first restart; each later one waits twice as long as the "
+                                       "one before, up to run.restart_backoff_max"),
+        "restart_backoff_max": KeySpec("float", 600.0, min=0, doc="the longest wait before a restart, in seconds"),
+        "on_oom": KeySpec("str", "fail", choices=("fail", "split_batch"),
+                          doc="a rank's CUDA out-of-memory: fail ends the run; split_batch starts it again from its "
+                              "latest complete checkpoint with per_device_train_batch_size divided by its smallest "
+                              "factor (halved when even) and gradient_accumulation_steps multiplied by it, so the "
+                              "effective batch and the steps are unchanged, down to a batch of 1"),
     },
     "model": {
         "task": KeySpec("str", "sequence-classification", choices=TASKS),

@@ -22,6 +22,10 @@ class RunSettings(TypedDict, total=False):
     hang_after: float | None
     queue: bool
     on_hang: str
+    restarts: int
+    restart_backoff: float
+    restart_backoff_max: float
+    on_oom: str
 
 
 class TrainTokenizerSettings(TypedDict, total=False):
@@ -178,7 +182,8 @@ class Settings(TypedDict, total=False):
 # name them (rules.common.table_of, value_or_default) over the profile as written: a misspelt name is a mypy error.
 SectionName = Literal["run", "model", "data", "training", "metrics", "hardware", "distributed", "logging", "script"]
 SettingKey = Literal[
-    "run.name", "run.output_dir", "run.seed", "run.hang_after", "run.queue", "run.on_hang", "model.task",
+    "run.name", "run.output_dir", "run.seed", "run.hang_after", "run.queue", "run.on_hang", "run.restarts",
+    "run.restart_backoff", "run.restart_backoff_max", "run.on_oom", "model.task",
     "model.name_or_path", "model.tokenizer", "model.num_labels", "model.labels", "model.class_weights",
     "model.trust_remote_code", "model.train_tokenizer.vocab_size", "model.train_tokenizer.kind",
     "model.train_tokenizer.lowercase", "model.lora.r", "model.lora.alpha", "model.lora.dropout",

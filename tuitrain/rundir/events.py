@@ -39,6 +39,9 @@ def fold_progress(summary: dict[str, Any], event: dict[str, Any]) -> None:
     """Step, total, last loss, last eval metrics, checkpoints, errors: one event folded in."""
     kind = event.get("event")
     summary["last_event_time"] = event.get("time")
+    if kind == "restart":  # a restarted run goes on from its checkpoint's step (tuitrain.runs.keeper.attempts)
+        summary["step"] = int(event.get("step") or 0)
+        return
     if event.get("step") is not None:
         summary["step"] = max(summary["step"], int(event["step"]))
     if kind == "train_begin":

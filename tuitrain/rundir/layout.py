@@ -161,6 +161,16 @@ class RunPaths:
         """The dirty diff of the manifest's `code[index]` repository on machine M (size-capped)."""
         return self.machines / f"machine-{machine_rank}-git-{index}.diff"
 
+    @property
+    def attempts(self) -> Path:
+        """The earlier attempts of a restarted run (tuitrain.runs.keeper.attempts), each in a folder of its own."""
+        return self.root / "attempts"
+
+    def attempt(self, number: int) -> RunPaths:
+        """Attempt N's own files once a restart began the next (its logs/, ranks/, heartbeats/, stacks/, and the
+        profile.toml it ran with when a restart changed it): a run directory's names, in attempts/N/."""
+        return RunPaths(self.attempts / str(number))
+
     def node(self, machine_rank: int) -> RunPaths:
         """A Slurm run's node M > 0 keeps its own record, control and ranks here (node 0 uses the run's own)."""
         return self if machine_rank == 0 else RunPaths(self.root / "nodes" / f"machine-{machine_rank}")

@@ -114,6 +114,32 @@ class HangRecord(TypedDict):
     cause: str | None
 
 
+class BatchSplit(TypedDict):
+    """`[run] on_oom = "split_batch"`: the batch a restart split, each key's [before, after]."""
+
+    per_device_train_batch_size: list[int]
+    gradient_accumulation_steps: list[int]
+
+
+class RestartRecord(TypedDict, total=False):
+    """One restart of a run in its own directory (`runs.keeper.restarts`): how the attempt before it ended, and where
+    the attempt it began starts from. Written when the keeper decides; `at` is when that attempt starts (in the
+    future while the keeper waits)."""
+
+    attempt: int  # the attempt it begins: 2, 3, ...
+    at: float
+    ended: float  # when the attempt before it ended
+    status: str  # how that attempt ended
+    error: str | None  # why, in one line
+    failed_rank: int | None
+    exit_codes: dict[str, int | str | None] | None
+    began_from: str | None  # the checkpoint the attempt before began from
+    resume_from: str | None  # the checkpoint this attempt begins from (None: the beginning)
+    skipped: list[str]  # newer checkpoints passed over as damaged, each with why
+    batch: BatchSplit  # on_oom = "split_batch": the batch it split
+    counted: bool  # whether it took one of run.restarts (a split batch does not: its floor bounds it)
+
+
 class _MachineNeeded(TypedDict):
     host: str
     machine_rank: Rank
@@ -168,7 +194,11 @@ class RunRecord(TypedDict, total=False):
     ssh_config: str | None
     queue: QueueRecord
     slurm: SlurmRecord
-    hang: HangRecord
+    hang: HangRecord | None  # None again once a restart began a new attempt
+    attempt: Count  # which attempt of the run this is (absent: the first); each restarts the whole run
+    restarts_allowed: int  # `[run] restarts` as the run started
+    restarts: list[RestartRecord]  # every restart so far, oldest first
+    not_restarted: str | None  # why a run that ended badly was not started again, in one line
     machine_rank: Rank  # a machine's own record (an SSH machine's, a Slurm node's)
     home: str | None  # a machine's own record: home's run directory (Slurm) or host (SSH)
 
@@ -226,7 +256,7 @@ def now() -> float:
 
 # What the record of one machine's part of a run (an SSH machine's, a Slurm node's) takes from the run's own.
 INHERITED_KEYS = ("num_processes", "num_machines", "main_process_port", "output_dir", "parent", "resume_from", "max_steps",
-                  "accelerator")
+                  "accelerator", "attempt")
 
 
 def new_record(run_id: str, profile_name: str, **fields: Unpack[RunRecord]) -> RunRecord:

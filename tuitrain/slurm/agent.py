@@ -33,7 +33,9 @@ from tuitrain.rundir.record import (
     FINAL_STATUSES,
     INHERITED_KEYS,
     RunRecord,
+    RunRecordError,
     SlurmRecord,
+    Status,
     new_record,
     read_record,
     record_end,
@@ -42,6 +44,7 @@ from tuitrain.rundir.record import (
     write_record,
 )
 from tuitrain.rundir.redirect import redirect_output
+from tuitrain.runs.keeper.attempts import attempt_of
 from tuitrain.runs.keeper.local_launch import LauncherOptions, LocalLaunch
 from tuitrain.runs.keeper.supervisor import HANG_CHECK_SECONDS, Supervisor, log, run_supervisor
 from tuitrain.runs.keeper.workers import Outcome
@@ -69,21 +72,26 @@ def node_paths(home: RunPaths, node: int) -> RunPaths:
     return home.node(node)
 
 
-def prepare_node(home: RunPaths, node: int, processes: int, record: RunRecord) -> RunPaths:
-    """Node M > 0: its own record and control folder; its ranks' logs and the events go to the run's own files."""
-    paths = node_paths(home, node)
-    if node == 0:
-        return paths
-    paths.root.mkdir(parents=True, exist_ok=True)
+def link_logs(home: RunPaths, paths: RunPaths, node: int, processes: int) -> None:
+    """Node M > 0's rank logs and events: links to the run's own files."""
     paths.logs.mkdir(exist_ok=True)
-    paths.control.mkdir(exist_ok=True)
-    write_text_atomic(paths.profile, home.profile.read_text(encoding="utf-8"))
     for rank in range(node * processes, (node + 1) * processes):
         link = paths.rank_log(rank)
         if not link.is_symlink():
             link.symlink_to(home.rank_log(rank))
     if not paths.events.is_symlink():
         paths.events.symlink_to(home.events)
+
+
+def prepare_node(home: RunPaths, node: int, processes: int, record: RunRecord) -> RunPaths:
+    """Node M > 0: its own record and control folder; its ranks' logs and the events go to the run's own files."""
+    paths = node_paths(home, node)
+    if node == 0:
+        return paths
+    paths.root.mkdir(parents=True, exist_ok=True)
+    paths.control.mkdir(exist_ok=True)
+    write_text_atomic(paths.profile, home.profile.read_text(encoding="utf-8"))
+    link_logs(home, paths, node, processes)
     keys = (*INHERITED_KEYS, "cwd", "profile_path")  # the run directory is shared: the same cwd and profile
     write_record(paths, new_record(home.id, str(record.get("profile")), machine_rank=node, home=str(home.root),
                                    **{k: v for k, v in cast(dict[str, Any], record).items() if k in keys}))  # absent stays absent
@@ -133,9 +141,13 @@ def slurm_launcher() -> LauncherOptions:
     return LauncherOptions(env=preemption.launcher_env(), parent_death_signal=signal.SIGKILL, first=preemption.ignore_term)
 
 
+FOLLOW_SLACK = 120.0  # node M > 0: how much longer than node 0's longest backoff it waits for node 0's restart
+
+
 class SlurmSupervisor(Supervisor):
     """The ordinary supervisor, with a launcher that outlives Slurm's SIGTERM (tuitrain.rundir.preemption), saying
-    so when the stop came from Slurm (its time-limit warning, or its SIGTERM)."""
+    so when the stop came from Slurm (its time-limit warning, or its SIGTERM). A restart ([run] restarts) is node 0's
+    decision, within the job; every other node follows it (`follow_node_0`)."""
 
     END_WITH_RANKS = False  # a requeued or preempted job's outcome is the launcher's and Slurm's word
 
@@ -202,6 +214,50 @@ class SlurmSupervisor(Supervisor):
         if self.paths == self.home:
             super().send_hang_word()
 
+    # -- restarts (within the job; a requeue is Slurm's and stays as it is) ------------------------------------
+    def after_attempt(self, status: Status, failed_rank: int | None, error: str | None, settled: Any) -> Any:
+        if self.paths == self.home:
+            return super().after_attempt(status, failed_rank, error, settled)
+        return self.follow_node_0(status, failed_rank, error)
+
+    def follow_node_0(self, status: Status, failed_rank: int | None, error: str | None) -> Any:
+        """Node M > 0, once its ranks ended: node 0 decides for the job (its record is the run's). This node begins
+        the same next attempt once node 0 has begun it; it ends with its own outcome when the run has ended, or
+        when no restart came within node 0's longest backoff and FOLLOW_SLACK."""
+        mine = attempt_of(self.record)
+        deadline = time.monotonic() + self.restarts.backoff_max + FOLLOW_SLACK
+        while time.monotonic() < deadline and self.restarts.restarts + (self.restarts.on_oom != "fail") > 0:
+            try:
+                home = read_record(self.home)
+            except (RunRecordError, OSError):
+                break
+            if attempt_of(home) > mine and home.get("restarts"):
+                entry = home["restarts"][-1]
+                log(f"node 0 began attempt {entry['attempt']}: this node begins it too")
+                try:
+                    self.begin_attempt(entry, None, choose=False)
+                except OSError as exc:
+                    return "failed", failed_rank, f"could not start attempt {entry['attempt']} ({exc}) after: {error}"
+                return None
+            if home.get("status") in FINAL_STATUSES:
+                break
+            time.sleep(0.5)
+        return status, failed_rank, error
+
+    def own_log(self) -> Path:
+        return self.paths.launcher_log if self.paths == self.home else self.home.machine_log(self.machine_rank)
+
+    def prepare_attempt(self, kept: RunPaths, split: tuple[int, int] | None) -> None:
+        """Node 0 splits the run's batch; node M > 0 takes the run's profile as node 0 left it, and links its rank
+        logs into the run's logs/ again (node 0 began that folder afresh)."""
+        if self.paths == self.home:
+            super().prepare_attempt(kept, split)
+            return
+        write_text_atomic(kept.profile, self.paths.profile.read_text(encoding="utf-8"))
+        write_text_atomic(self.paths.profile, self.home.profile.read_text(encoding="utf-8"))
+        processes = int(self.record.get("num_processes") or 1) // max(int(self.record.get("num_machines") or 1), 1)
+        link_logs(self.home, self.paths, self.machine_rank, processes)
+
     def publish_ranks(self) -> None:
         """Node M > 0: its ranks' records into the run's ranks/ (the viewers' list of ranks and hosts). They are
         kept apart on the node, where its supervisor reads them: another node's ranks are no processes of its."""
@@ -221,7 +277,7 @@ class SlurmSupervisor(Supervisor):
             except OSError as exc:
                 log(f"could not copy {path.name} into the run's ranks/: {exc}")
 
-    def finish(self, launcher_code: int) -> str:
+    def finish(self, launcher_code: int) -> str | None:
         status = super().finish(launcher_code)
         self.publish_ranks()  # with their exit codes
         return status

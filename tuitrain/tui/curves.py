@@ -66,6 +66,12 @@ class Curve:
     def __len__(self) -> int:
         return len(self.values)
 
+    def cut(self, step: float) -> None:
+        """Only the points up to `step` kept: a restart goes on from that step's checkpoint."""
+        kept = sum(1 for at in self.steps if at <= step)
+        for values in (self.steps, self.epochs, self.times, self.values):
+            del values[kept:]
+
 
 def samples_per_step(run_dir: Path) -> float | None:
     """The samples one optimizer step takes across the run: per-device batch × gradient accumulation × processes,
@@ -166,6 +172,9 @@ class RunCurves:
             self._clock.append((time, step or 0.0, self._epoch))
         elif kind == "train_end":
             self._window[1] = time
+        elif kind == "restart" and step is not None:  # a restarted run goes on from its checkpoint's step
+            for curve in self.curves.values():
+                curve.cut(step)
         elif kind == "log" and step is not None and (not self._clock or time >= self._clock[-1][0]):
             self._clock.append((time, step, self._epoch))
         if step is None or kind not in ("log", "evaluate"):

@@ -87,6 +87,8 @@ class RunCells:
             status.append(f" · {row.job}", style="dim" if row.final else "")
         if row.queue is not None:  # its place among this machine's waiting runs
             status.append(f" {row.queue.position}/{row.queue.length}")
+        if row.attempt:  # a restarted run: which attempt of how many (the line under the table says why)
+            status.append(f" · {row.attempt}", style="yellow" if not row.final else "")
         if local and row.id in self.saved and not row.final:  # a live run's checkpoint written lately (NEWS_SECONDS)
             status.append(f" · ckpt {checkpoint_step(self.saved[row.id])}", style="bold green")
         return {

@@ -272,6 +272,12 @@ def queue_line(label: str, row: RunRow) -> str:
     return " · ".join([label, place, *waits[:1]]) + more + " · t: first · x: cancel"
 
 
+def restart_line(label: str, row: RunRow) -> str:
+    """What Home says under its table of a highlighted run that restarted: its attempt and its latest restart, as
+    `tuitrain status` says them (runs.view.attempts); '' for any other run."""
+    return f"{label} · {row.restarted}" if row.restarted else ""
+
+
 def describe(order: RunOrder) -> str:
     """The runs pane's title beyond its count: ' · /fail · by loss ↑' (nothing for the default)."""
     parts = []

@@ -1,4 +1,4 @@
-"""[run]: a name that can name folders, an output folder that can hold checkpoints."""
+"""[run]: a name that can name folders, an output folder that can hold checkpoints, restarts that can happen."""
 
 from __future__ import annotations
 
@@ -26,6 +26,25 @@ def rules_run(file: str, data: Mapping[str, Any]) -> list[Problem]:
         problem = output_dir_problem(file, output_dir)
         if problem is not None:
             out.append(problem)
+    return out + restart_problems(file, data)
+
+
+def restart_problems(file: str, data: Mapping[str, Any]) -> list[Problem]:
+    """A hang that is to restart needs restarts; a split batch needs a [training] batch to split (a [script] sets
+    its own); the backoff's cap is no shorter than its first wait."""
+    run = table_of(data, "run")
+    out: list[Problem] = []
+    restarts = value_or_default(run, "run.restarts")
+    if value_or_default(run, "run.on_hang") == "restart" and not restarts:
+        out.append(Problem(file, "run.on_hang", 'on_hang = "restart" starts a hung run again, but run.restarts = 0 '
+                           "allows no restart", 'set run.restarts (e.g. restarts = 2), or on_hang = "kill"'))
+    if value_or_default(run, "run.on_oom") == "split_batch" and data.get("script"):
+        out.append(Problem(file, "run.on_oom", 'on_oom = "split_batch" changes [training]\'s batch, and a [script] '
+                           "sets its own", 'remove run.on_oom (the script can lower its own batch when it restarts)'))
+    first, longest = value_or_default(run, "run.restart_backoff"), value_or_default(run, "run.restart_backoff_max")
+    if "restart_backoff_max" in run and longest < first:
+        out.append(Problem(file, "run.restart_backoff_max", f"{longest:g} s is shorter than run.restart_backoff "
+                           f"({first:g} s), the first wait", f"set restart_backoff_max = {first:g} or more"))
     return out
 
 

@@ -108,6 +108,7 @@ class HomeLink:
 
 class NodeSupervisor(Supervisor):
     END_WITH_RANKS = False  # home judges the run from every machine's word
+    RESTARTS_HERE = False  # home restarts the whole run, every machine's part afresh
 
     def __init__(self, paths: RunPaths, link: HomeLink, machine_rank: int) -> None:
         super().__init__(paths)

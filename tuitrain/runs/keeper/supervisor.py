@@ -2,7 +2,9 @@
 
 Started in a session of its own by `tuitrain run`, so a closed terminal or a dropped SSH
 connection does not reach it. It keeps run.json true, turns SIGTERM/SIGINT/SIGHUP into a graceful stop request,
-honours control requests, watches for a hang, and records the run's end and its outcome. The processes it keeps
+honours control requests, watches for a hang, and records the run's end and its outcome, or, when `[run] restarts`
+(or `on_oom`) and the cause allow it (tuitrain.runs.keeper.restart_rule), starts the whole run again from its latest
+complete checkpoint after a backoff, with workers made afresh (tuitrain.runs.keeper.attempts). The processes it keeps
 are its workers (tuitrain.runs.keeper.workers): this machine's ranks under one `accelerate launch`
 (tuitrain.runs.keeper.local_launch, the default) or the node agents of a run on several machines
 (tuitrain.runs.keeper.machine_links); a node agent's and a Slurm node's supervisors are this one with hooks overridden.
@@ -24,8 +26,21 @@ from typing import Any, Callable, Mapping, Unpack
 
 from tuitrain.rundir.layout import CONTROL_ENDING, CONTROL_STOP, CONTROL_TERMINATE, KILL_REQUEST, RunPaths
 from tuitrain.rundir.process_tree import KILL_GRACE_SECONDS, identity
-from tuitrain.rundir.record import RunRecord, read_record, record_end, update_record
+from tuitrain.rundir.record import RestartRecord, RunRecord, Status, read_record, record_end, update_record
+from tuitrain.rundir.redirect import redirect_output
+from tuitrain.runs.keeper.attempts import (
+    attempt_of,
+    counted_restarts,
+    keep_attempt,
+    progressed,
+    restart_checkpoint,
+    restart_event,
+    restart_settings,
+    split_profile,
+    training_batch,
+)
 from tuitrain.runs.keeper.local_launch import LocalLaunch, free_port
+from tuitrain.runs.keeper.restart_rule import ACCUMULATION_KEY, BATCH_KEY, AttemptEnd, backoff_seconds, cause_kind, verdict
 from tuitrain.runs.keeper.supervisor_log import log
 from tuitrain.runs.keeper.workers import Keeper, Outcome, Workers
 
@@ -37,6 +52,7 @@ GONE_SECONDS = 2.0  # the run directory missing this long (two looks at least) e
 OUTPUT_LOOK_SECONDS = 1.0  # how often the output folder is looked for
 HANG_CHECK_SECONDS = 2.0  # how often the ranks' heartbeats are judged (tuitrain.runs.view.hang)
 HANG_STOP_FLOOR = 10.0  # on_hang = "stop": the ranks get at least this long (and a step's limit) to stop themselves
+BACKOFF_LOOK_SECONDS = 0.2  # how often a stop is looked for while a restart waits
 
 
 class RunDirectoryGone(Exception):
@@ -51,6 +67,8 @@ class Supervisor:
     # own exit (its interpreter's teardown: 1-3 s of torch's, after the outcome is known). A backend whose
     # outcome needs more than its ranks (a node agent's home, a Slurm job's steps) keeps the launcher's word.
     END_WITH_RANKS = True
+    # Whether this keeper restarts its run (`[run] restarts`, `on_oom`): a node agent's is restarted by its home.
+    RESTARTS_HERE = True
 
     def __init__(self, paths: RunPaths, workers: Callable[[Keeper], Workers] = LocalLaunch) -> None:
         self.paths = paths
@@ -76,6 +94,9 @@ class Supervisor:
         self.hang_stop_deadline: float | None = None  # on_hang = "stop": when a stop the ranks could not agree on ends
         self.hang_error: str | None = None  # the run was ended for a hang: its recorded cause
         self._stop_wait = 0.0
+        self.restarts = restart_settings(paths)
+        self.not_restarted: str | None = None  # why a run that ended badly was not restarted (the rule's words)
+        self.make_workers = workers
         self.workers = workers(self)
 
     # -- record ------------------------------------------------------------------------------
@@ -249,8 +270,8 @@ class Supervisor:
         if not self.workers.ACTS_ON_HANG:
             return
         self.send_hang_word()
-        if self.on_hang == "kill":
-            self.end_hung("on_hang = \"kill\"")
+        if self.on_hang in ("kill", "restart"):  # a restart is the keeper's once its workers have ended
+            self.end_hung(f"on_hang = \"{self.on_hang}\"")
         elif self.on_hang == "stop":
             self._stop_wait = max(HANG_STOP_FLOOR, verdict.limit or 0.0)
             self.hang_stop_deadline = now + self._stop_wait
@@ -284,7 +305,8 @@ class Supervisor:
         self.hang_error = self.hang_cause or "hung"
         self.terminating = True
         log(f"{why}: ending every process of the run as hung")
-        self.update(status="stopping")
+        if not (self.on_hang == "restart" and self.RESTARTS_HERE and self.restarts.restarts):
+            self.update(status="stopping")  # a run that restarts goes on running
         self.workers.terminate(why)
 
     # -- watch -------------------------------------------------------------------------------
@@ -352,16 +374,156 @@ class Supervisor:
         self._output_seen = True
 
     # -- finish ------------------------------------------------------------------------------
-    def finish(self, launcher_code: int) -> str:
+    def finish(self, launcher_code: int) -> str | None:
+        """Record the end; or, when the restart rule starts the run again, None: the next attempt is running."""
         settled = self.workers.settle(launcher_code)
         status, failed_rank, error = self.outcome(launcher_code, settled.records, settled.cause)
+        if self.RESTARTS_HERE and status != "finished":
+            ended = self.after_attempt(status, failed_rank, error, settled)
+            if ended is None:
+                return None
+            status, failed_rank, error = ended
         self.stop_sampling()
         self.stop_manifest()
         self.record = record_end(self.paths, status=status, ended=time.time(), exit_codes=settled.exit_codes,
-                                 failed_rank=failed_rank, error=error)
+                                 failed_rank=failed_rank, error=error, not_restarted=self.not_restarted)
         log(self.workers.said_end(status, launcher_code, error))
         self.workers.after_end(settled.exit_codes)
         return status
+
+    # -- restarts ----------------------------------------------------------------------------
+    def after_attempt(self, status: Status, failed_rank: int | None, error: str | None, settled: Any) -> Outcome | None:
+        """An attempt that ended badly: the restart rule's verdict, said; when it restarts, the backoff (a stop ends
+        it: the outcome returned is the user's), then the next attempt (None). Else the outcome to record."""
+        settings = self.restarts
+        end = AttemptEnd(status, error, failed_rank, settled.exit_codes, hung=self.hang_error is not None,
+                         stop_asked=self.stop_requested or self.paths.control_request(CONTROL_STOP).exists())
+        checkpoint, skipped = restart_checkpoint(self.record)
+        batch = training_batch(self.paths)
+        said = verdict(end, settings, counted_restarts(self.record), progressed(self.record, checkpoint), batch)
+        if not said.restart:
+            if status == "failed" and (settings.restarts or settings.on_oom != "fail" or cause_kind(end) == "oom"):
+                self.not_restarted = said.why
+                log(said.why)
+            return status, failed_rank, error
+        number = attempt_of(self.record) + 1
+        wait = backoff_seconds(settings, counted_restarts(self.record) if said.counted else 0)
+        now = time.time()
+        entry: RestartRecord = {"attempt": number, "at": now + wait, "ended": now, "status": status, "error": error,
+                                "failed_rank": failed_rank, "exit_codes": settled.exit_codes,
+                                "began_from": self.record.get("resume_from"), "resume_from": checkpoint,
+                                "skipped": skipped, "counted": said.counted}
+        if said.split is not None and batch is not None:
+            entry["batch"] = {"per_device_train_batch_size": [batch[0], said.split[0]],
+                              "gradient_accumulation_steps": [batch[1], said.split[1]]}
+        earlier = list(self.record.get("restarts") or [])
+        self.update(restarts=[*earlier, entry], restarts_allowed=settings.restarts)
+        from tuitrain.runs.view.attempts import attempt_line
+
+        log(f"{said.why}; " + (attempt_line(self.record, now) or f"attempt {number}")
+            + (f" (passed over as damaged: {', '.join(skipped)})" if skipped else ""))
+        self.send_restart_word()
+        stopped = self.wait_to_restart(entry["at"], error)
+        if stopped is not None:
+            self.update(restarts=earlier)  # it never began
+            return stopped
+        try:
+            self.begin_attempt(entry, said.split)
+        except OSError as exc:
+            log(f"could not start attempt {number}: {exc}")
+            return "failed", failed_rank, f"could not start attempt {number} ({exc}) after: {error}"
+        return None
+
+    def send_restart_word(self) -> None:
+        """[notify] word of the restart (`on` lists "restarted"), from a thread of its own, as a hang's."""
+        from tuitrain.notify import notify_end
+        from tuitrain.rundir.events import progress, read_events
+        from tuitrain.runs.view.attempts import attempt_line
+
+        now = time.time()
+        word = {**self.record, "status": "restarted", "ended": now, "error": attempt_line(self.record, now)}
+        threading.Thread(target=notify_end, args=(word, lambda: progress(read_events(self.paths.events)),
+                                                  str(self.paths.root)), daemon=True, name="restart-word").start()
+
+    def wait_to_restart(self, until: float, error: str | None) -> Outcome | None:
+        """The backoff: None once it has passed; a stop (or `stop --now`, or a signal) ends the run instead."""
+        after = f" while waiting to restart, after: {error}" if error else " while waiting to restart"
+        while True:
+            self.check_run_directory()
+            if self.paths.control_request(CONTROL_TERMINATE).exists():
+                self.update(status="stopping")
+                log(f"terminate requested{after}: the run ends")
+                return "killed", None, f"ended by {KILL_REQUEST}{after}"
+            if self.paths.control_request(CONTROL_STOP).exists():
+                self.update(status="stopping")
+                how = f"on {self.stop_signal}" if self.stop_signal else "on request (`tuitrain stop`, or the app)"
+                log(f"stop requested{after}: the run ends")
+                checkpoint = self.record["restarts"][-1].get("resume_from") if self.record.get("restarts") else None
+                resume = (f"; `tuitrain resume {self.paths.id}` continues from {Path(checkpoint).name}"
+                          if checkpoint else "")
+                return "stopped", None, f"stopped {how}{after}{resume}"
+            left = until - time.time()
+            if left <= 0:
+                return None
+            time.sleep(min(BACKOFF_LOOK_SECONDS, left))
+
+    def own_log(self) -> Path:
+        """The file this keeper's fds 1 and 2 write (its launcher log); a restart begins a new one."""
+        return self.paths.launcher_log
+
+    def begin_attempt(self, entry: RestartRecord, split: tuple[int, int] | None, choose: bool = True) -> None:
+        """The attempt before kept apart (attempts/N/), this keeper's log begun afresh, the batch split, the run's
+        record pointed at the checkpoint (`choose`: chosen again, one may have been damaged during the backoff),
+        and workers made afresh and started."""
+        number = entry["attempt"]
+        self.workers.after_end({})
+        kept = keep_attempt(self.paths, number - 1)
+        redirect_output(self.own_log())
+        log(f"attempt {number} of run {self.paths.id}; attempt {number - 1}'s files are in {kept.root}")
+        if choose:
+            checkpoint, skipped = restart_checkpoint(self.record)
+            if checkpoint != entry.get("resume_from"):
+                log(f"{Path(entry.get('resume_from') or '-').name} is no longer whole: starting from "
+                    f"{Path(checkpoint).name if checkpoint else 'the beginning'}")
+            entry = {**entry, "resume_from": checkpoint, "skipped": skipped}
+            restart_event(self.paths, entry)
+        self.prepare_attempt(kept, split)
+        started = self.record.get("started")
+        begun: RestartRecord = {**entry, "at": time.time()}
+        fields = self.attempt_fields(entry.get("began_from"), entry.get("resume_from"), number)
+        fields["attempt"], fields["resume_from"], fields["hang"] = number, entry.get("resume_from"), None
+        fields["restarts"] = [*(r for r in self.record.get("restarts") or [] if r.get("attempt") != number), begun]
+        self.update(**fields)
+        self.stop_requested, self.stop_signal, self.terminating = False, None, False
+        self.hang_seen, self.hang_cause, self.hang_stop_deadline, self.hang_error = None, None, None, None
+        self._hang_said, self._hang_checked_at = "", 0.0
+        self.workers = self.make_workers(self)
+        self.workers.start()
+        if started:
+            self.update(started=started)  # the run's start, not this attempt's
+
+    def prepare_attempt(self, kept: RunPaths, split: tuple[int, int] | None) -> None:
+        """What the next attempt trains with, before its workers start: the frozen profile with its batch split."""
+        if split is not None:
+            split_profile(self.paths, kept, *split)
+            log(f"frozen profile: [training] {BATCH_KEY} = {split[0]}, {ACCUMULATION_KEY} = {split[1]} (the one before "
+                f"is {kept.profile})")
+
+    def attempt_fields(self, before: str | None, after: str | None, number: int) -> RunRecord:
+        """What the next attempt's launch changes in the record: a script told its checkpoint (`[script]
+        resume_arg`), a port picked afresh where the profile names none, each machine's own node folder."""
+        from tuitrain.runs.keeper.attempts import attempt_argv, attempt_machines
+
+        fields: RunRecord = {}
+        argv, afresh = attempt_argv(self.paths, self.record.get("argv") or [], before, after,
+                                    int(self.record.get("num_machines") or 1))
+        if argv:
+            fields["argv"] = argv
+        if afresh:
+            fields["main_process_port"] = None
+        if self.record.get("machines"):
+            fields["machines"] = attempt_machines(self.paths, self.record["machines"], before, after, number)
+        return fields
 
     def outcome(self, launcher_code: int, records: dict[int, dict[str, Any]], cause: Any) -> Outcome:
         """(status, failed rank, one-line cause) of a run whose workers ended."""
@@ -396,7 +558,10 @@ def run_supervisor(supervisor: Supervisor) -> str:
                                            error=f"could not start the launcher: {exc}")
             log(f"could not start the launcher: {exc}")
             return "failed"
-        return supervisor.finish(supervisor.watch())
+        while True:  # each turn one attempt: a restart begins the next (Supervisor.finish's None)
+            status = supervisor.finish(supervisor.watch())
+            if status is not None:
+                return status
     except BaseException as exc:  # noqa: BLE001 — whatever it is, the run must not be left running unrecorded
         traceback.print_exc()
         error = f"the supervisor failed: {type(exc).__name__}: {exc} (traceback in logs/launcher.log)"

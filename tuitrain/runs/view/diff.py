@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Mapping
 
 from tuitrain.rundir.layout import RunPaths
@@ -284,11 +285,38 @@ def lineage_differences(a: RunFacts, b: RunFacts) -> list[Difference]:
     return out
 
 
+def restart_differences(a: RunFacts, b: RunFacts) -> list[Difference]:
+    """A run that restarted (`[run] restarts`): how many times, from where; and each batch that `on_oom =
+    "split_batch"` split, which its frozen profile (compared below) shows only as it ended."""
+    out: list[Difference] = []
+    for run in (a, b):
+        restarts = [r for r in run.record.get("restarts") or [] if isinstance(r, Mapping)]
+        if not restarts:
+            continue
+        last = restarts[-1]
+        begun = Path(str(last.get("resume_from"))).name if last.get("resume_from") else "the beginning"
+        out.append(Difference("lineage", "restarted", None, None, None,
+                              f"{run.id} restarted {len(restarts)} time{'s' if len(restarts) != 1 else ''}: attempt "
+                              f"{last.get('attempt')} began from {begun}"))
+        for restart in restarts:
+            batch = restart.get("batch")
+            if isinstance(batch, Mapping):
+                size = batch.get("per_device_train_batch_size") or [None, None]
+                steps = batch.get("gradient_accumulation_steps") or [None, None]
+                out.append(Difference("profile", "run.on_oom", None, None, None,
+                                      f"{run.id} split its batch after running out of memory (attempt "
+                                      f"{restart.get('attempt')}): training.per_device_train_batch_size "
+                                      f"{value_text(size[0])} → {value_text(size[1])}, "
+                                      f"training.gradient_accumulation_steps {value_text(steps[0])} → "
+                                      f"{value_text(steps[1])}, the same effective batch"))
+    return out
+
+
 def diff_runs(a: RunFacts, b: RunFacts) -> list[Difference]:
     """Every difference between two runs, the likeliest causes first (KIND_ORDER), each said once."""
     machines = _machines(a, b)
-    out = lineage_differences(a, b) + data_differences(a, b, machines) + code_differences(a, b) \
-        + profile_differences(a, b)
+    out = lineage_differences(a, b) + restart_differences(a, b) + data_differences(a, b, machines) \
+        + code_differences(a, b) + profile_differences(a, b)
     for rank, label in machines:
         ma, mb = a.manifests.get(rank), b.manifests.get(rank)
         if ma is not None and mb is not None:

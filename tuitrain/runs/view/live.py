@@ -28,6 +28,7 @@ from tuitrain.runs.catalog import load_record
 from tuitrain.runs.liveness import effective_status
 from tuitrain.runs.queue.entries import sweep_of
 from tuitrain.runs.queue.look import QueueLook, QueuePlace, run_key
+from tuitrain.runs.view.attempts import attempt_label, attempt_line
 
 # each run as its backend says it stands, and its job's label (tuitrain.backends.settle_runs: one query for them all)
 Settle = Callable[[Sequence[tuple[RunPaths, RunRecord]]], list[tuple[RunRecord, "dict[str, Any] | None"]]]
@@ -54,6 +55,12 @@ class Series:
 
     def __len__(self) -> int:
         return len(self.values)
+
+    def cut(self, step: float) -> None:
+        """Only the points up to `step` kept: a restart goes on from that step's checkpoint."""
+        kept = sum(1 for at in self.steps if at <= step)
+        del self.steps[kept:]
+        del self.values[kept:]
 
     @property
     def last(self) -> float | None:
@@ -97,6 +104,15 @@ class EventsTail:
         if kind == "train_begin":
             self.begin_time = when
             self._rate_points = []
+        elif kind == "restart" and isinstance(step, int):  # what the attempt before trained past its checkpoint goes
+            for series in self.series.values():
+                series.cut(step)
+            self.scores = {at: score for at, score in self.scores.items() if at <= step}
+            self.saved_steps = {at for at in self.saved_steps if at <= step}
+            if self.best_step is not None and self.best_step > step:
+                self.best_step, self.best = None, None
+                for at in sorted(self.saved_steps):
+                    self._candidate(at)
         elif kind == "log":
             if step is not None:
                 for key in SERIES_KEYS:
@@ -164,6 +180,8 @@ class RunRow:
     job: str | None = None  # a Slurm run's job state as viewers show it: "RUNNING", "PENDING (Resources)", "?"
     queue: QueuePlace | None = None  # a queued run's place in this machine's queue and what it waits for
     sweep: str | None = None  # the id of the sweep it was queued in (`run --sweep`)
+    attempt: str | None = None  # a restarted run's "attempt 2/3" (runs.view.attempts)
+    restarted: str | None = None  # and its latest restart in one line: when, from where, after what
 
     @property
     def final(self) -> bool:
@@ -314,6 +332,8 @@ class RunsWatcher:
             job=watched.job,
             queue=self._places.get(run_key(watched.paths.root)) if self._places else None,
             sweep=sweep_of(record),
+            attempt=attempt_label(record),
+            restarted=attempt_line(record),
         )
 
 

@@ -33,6 +33,7 @@ from tuitrain.tui.run_table import (
     RunOrder,
     host_entries,
     queue_line,
+    restart_line,
     run_labels,
     run_rows,
 )
@@ -330,10 +331,13 @@ class HomeScreen(PassesFailedWorkUp, Screen):
 
     @on(DataTable.RowHighlighted, "#runs")
     def _show_queue_waits(self) -> None:
-        """Under the table, what the highlighted queued run waits for (run_table.queue_line); hidden otherwise."""
+        """Under the table, what the highlighted queued run waits for (run_table.queue_line), or how a restarted run
+        restarted (run_table.restart_line); hidden otherwise."""
         entry = self.selected_entry()
-        line = queue_line(self.labels.get(entry.row.id, entry.row.id), entry.row) \
-            if entry is not None and entry.row is not None else ""
+        line = ""
+        if entry is not None and entry.row is not None:
+            label = self.labels.get(entry.row.id, entry.row.id)
+            line = queue_line(label, entry.row) or restart_line(label, entry.row)
         if line != self._queue_said:
             self._queue_said = line
             box = self.query_one("#queue-waits", Static)

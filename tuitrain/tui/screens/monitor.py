@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 from rich.text import Text
 from textual import on, work
@@ -23,6 +23,7 @@ from textual.widgets import Static, TabbedContent, TabPane
 
 from tuitrain.humanize import duration, number
 from tuitrain.rundir.record import FINAL_STATUSES
+from tuitrain.runs.view.attempts import attempt_line, earlier_lines
 from tuitrain.runs.view.hang import HUNG_LABEL, Hang, describe, waits_for
 from tuitrain.runs.view.live import RunWatch
 from tuitrain.runs.view.logfile import TRACEBACK
@@ -47,6 +48,22 @@ if TYPE_CHECKING:
     from tuitrain.remote.run_mirror import MirrorNews
     from tuitrain.runs.view.lineage import Lineage
     from tuitrain.tui.app_api import TuitrainAppApi
+
+
+EARLIER_SHOWN = 3  # the earlier attempts' ends the header shows (status shows them all)
+
+
+def restart_lines(record: Mapping[str, Any], now: float) -> list[Text]:
+    """A restarted run's attempt and its latest restart (runs.view.attempts), the earlier attempts' ends (the last
+    EARLIER_SHOWN), and why a run that failed was not restarted: as `tuitrain status` says them."""
+    lines = []
+    attempt = attempt_line(record, now)
+    if attempt:
+        lines.append(Text(attempt, style="yellow", no_wrap=True))
+        lines += [Text(line, style="dim", no_wrap=True) for line in earlier_lines(record)[-EARLIER_SHOWN:]]
+    if record.get("not_restarted"):
+        lines.append(Text(str(record["not_restarted"]), style="red", no_wrap=True))
+    return lines
 
 
 def log_range(top: int, height: int, count: int) -> str:
@@ -426,6 +443,7 @@ class MonitorScreen(PassesFailedWorkUp, Screen):
                       *(Text(wait, style="yellow", no_wrap=True) for wait in waits)]
         if status in ("failed", "killed", "lost") and record.get("error"):
             lines.append(Text(str(record["error"]), style="red" if status != "killed" else "magenta", no_wrap=True))
+        lines += restart_lines(record, self.app.clock())
         if w.damaged is not None:
             lines.append(Text(f"run.json is damaged ({w.damaged}): its state is not known until it is restored", style="red",
                               no_wrap=True))
