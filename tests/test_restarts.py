@@ -181,7 +181,7 @@ def test_a_restart_across_two_machines_starts_every_machine_again(hosts, tmp_pat
     from test_multinode import leftovers, rank_pid, run_cli
 
     path = write_profile(tmp_path, hosts, free_port())
-    result = run_cli(hosts, runs_dir, "run", str(path), "--detach", "--no-doctor", "--set", "training.max_steps=300",
+    result = run_cli(hosts, runs_dir, "run", str(path), "--detach", "--no-doctor", "--set", "training.max_steps=160",
                      "--set", "training.logging_steps=1", "--set", "training.eval_strategy=no",
                      "--set", "training.save_steps=40", *restarting(restarts=1))
     assert result.returncode == 0, result.stdout + result.stderr

@@ -5,7 +5,7 @@ from __future__ import annotations
 import errno
 import json
 import time
-from typing import Annotated, Any, Literal, TypedDict, Unpack, get_args
+from typing import Annotated, Any, Literal, Mapping, TypedDict, Unpack, get_args
 
 from tuitrain.atomic import write_json_atomic
 from tuitrain.errors import TuitrainError
@@ -257,6 +257,13 @@ def now() -> float:
 # What the record of one machine's part of a run (an SSH machine's, a Slurm node's) takes from the run's own.
 INHERITED_KEYS = ("num_processes", "num_machines", "main_process_port", "output_dir", "parent", "resume_from", "max_steps",
                   "accelerator", "attempt")
+
+
+def inherited(record: Mapping[str, Any], *more: str) -> dict[str, Any]:
+    """What a machine's own record takes from the run's (INHERITED_KEYS and `more`): only the keys it has. A key the
+    run's record lacks (one recorded before the key was, or a run never restarted) stays absent, not null, which the
+    checked record refuses for a count."""
+    return {key: value for key, value in record.items() if key in INHERITED_KEYS or key in more}
 
 
 def new_record(run_id: str, profile_name: str, **fields: Unpack[RunRecord]) -> RunRecord:

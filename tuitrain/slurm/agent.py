@@ -23,7 +23,7 @@ import sys
 import time
 import tomllib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, cast
+from typing import TYPE_CHECKING, Any, Mapping
 
 from tuitrain.atomic import write_json_atomic, write_text_atomic
 from tuitrain.errors import TuitrainError
@@ -31,11 +31,11 @@ from tuitrain.rundir import preemption
 from tuitrain.rundir.layout import CONTROL_ENDING, CONTROL_REQUESTS, CONTROL_STOP, RunPaths
 from tuitrain.rundir.record import (
     FINAL_STATUSES,
-    INHERITED_KEYS,
     RunRecord,
     RunRecordError,
     SlurmRecord,
     Status,
+    inherited,
     new_record,
     read_record,
     record_end,
@@ -92,9 +92,8 @@ def prepare_node(home: RunPaths, node: int, processes: int, record: RunRecord) -
     paths.control.mkdir(exist_ok=True)
     write_text_atomic(paths.profile, home.profile.read_text(encoding="utf-8"))
     link_logs(home, paths, node, processes)
-    keys = (*INHERITED_KEYS, "cwd", "profile_path")  # the run directory is shared: the same cwd and profile
     write_record(paths, new_record(home.id, str(record.get("profile")), machine_rank=node, home=str(home.root),
-                                   **{k: v for k, v in cast(dict[str, Any], record).items() if k in keys}))  # absent stays absent
+                                   **inherited(record, "cwd", "profile_path")))  # the run directory is shared: its cwd too
     return paths
 
 

@@ -27,7 +27,7 @@ from tuitrain.remote.wire import BEAT_SECONDS, SILENCE_SECONDS, WireError, decod
 from tuitrain.rundir.layout import CONTROL_EVALUATE, CONTROL_REQUESTS, CONTROL_SAVE, CONTROL_TERMINATE, KILL_REQUEST
 from tuitrain.rundir.process_tree import identity, signal_name
 from tuitrain.rundir.ranks import read_rank_records
-from tuitrain.rundir.record import INHERITED_KEYS, MachineEntry
+from tuitrain.rundir.record import MachineEntry, inherited
 from tuitrain.runs.keeper.mirror import MirrorError, apply, machine_log
 from tuitrain.runs.keeper.node_command import agent_argv
 from tuitrain.runs.keeper.supervisor_log import log
@@ -129,7 +129,7 @@ class MachineLinks:
     # -- start -------------------------------------------------------------------------------
     def setup_message(self, machine: MachineEntry) -> bytes:
         record = self.keeper.record
-        node_record = {**{key: record.get(key) for key in INHERITED_KEYS},
+        node_record = {**inherited(record),
                        "argv": machine["argv"], "env": machine["env"], "accelerator": machine["accelerator"]}
         files = {"profile.toml": self.paths.profile.read_text(encoding="utf-8"),
                  "accelerate.yaml": dump_yaml(machine["accelerate_config"])}
