@@ -6,6 +6,7 @@ the pane holding the focus is lit and the key bar shows its keys."""
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import pytest
@@ -82,10 +83,25 @@ def test_marked_runs_a_verb_cannot_reach_are_said_and_nothing_is_asked(base):  #
     run(script, app, notifications=True)
 
 
-# ------------------------------------------------------------------------------ three real runs, one question
+# ------------------------------------------------------------------------------ real runs, one question
 
 LONG = ["--set", "training.max_steps=100000", "--set", "training.logging_steps=1", "--set", "training.eval_strategy=no",
         "--set", "training.save_strategy=no", "--set", "training.warmup_steps=0"]
+
+
+async def mark(pilot, run_ids: list[str]) -> None:
+    """Space on each of `run_ids` in turn, each highlighted first: marked in that order."""
+    table = pilot.app.screen.query_one("#runs")
+    for run_id in run_ids:
+        table.move_cursor(row=shown_ids(pilot.app).index(run_id))
+        await pilot.press("space")
+
+
+def queue_runs(runs: Path) -> list[str]:
+    """The runs this machine's queue holds, in its order (`tuitrain queue --json`)."""
+    done = cli("queue", "--json", runs_dir=runs)
+    assert done.returncode == 0, done.stderr
+    return [r["run"] for r in json.loads(done.stdout)["runs"]]
 
 
 @pytest.mark.slow
@@ -108,11 +124,8 @@ def test_marking_three_runs_and_stopping_them_with_one_confirmation(tmp_path):
 
     async def main():
         async with app.run_test(size=(120, 40), notifications=True) as pilot:
-            table = app.screen.query_one("#runs")
             await until(pilot, lambda: set(started) <= set(shown_ids(app)), 60, "the three runs")
-            for run_id in [*started, FINISHED]:
-                table.move_cursor(row=shown_ids(app).index(run_id))
-                await pilot.press("space")
+            await mark(pilot, [*started, FINISHED])
             assert app.screen.marked == [*started, FINISHED]
             await pilot.press("s")
             await until(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen", what="one question")
@@ -136,6 +149,130 @@ def test_marking_three_runs_and_stopping_them_with_one_confirmation(tmp_path):
     asyncio.run(main())
     for run_id in started:  # a stop saves a checkpoint first
         assert any(e["event"] == "save" for e in events(runs / run_id)), run_id
+
+
+@pytest.mark.slow
+def test_marking_two_queued_runs_and_cancelling_them_with_one_confirmation(tmp_path, monkeypatch):
+    """Three runs queued for a GPU a stranger holds (a recorded NVML table: they never start); two marked with an
+    ended run; x asks once, naming the two and the ended one with why; y cancels both, in one toast: each ends
+    cancelled, never started, and leaves the queue; the third, unmarked, still waits in it."""
+    from queue_tables import gpu_two
+    from tuitrain.tui.app import TuitrainApp
+
+    monkeypatch.setenv("TUITRAIN_QUEUE_DIR", str(tmp_path / "queue"))
+    table = tmp_path / "nvml.json"
+    gpu_two(table, taken=True)
+    monkeypatch.setenv("TUITRAIN_NVML_TABLE", str(table))
+    runs = tmp_path / "runs"
+    make_runs(runs)  # FINISHED among them: a run x cannot cancel
+    queued = []
+    for _ in range(3):
+        done = cli("run", "demo", "--queue", "--set", "hardware.accelerator=cuda", "--set", "hardware.gpus=[2]",
+                   runs_dir=runs, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        queued.append(done.stdout.strip().splitlines()[-1])
+    assert all(record(runs / r)["status"] == "queued" for r in queued)
+    assert queue_runs(runs) == queued
+    cancelled, kept = queued[:2], queued[2]
+    app = TuitrainApp(runs, cwd=tmp_path, poll_interval=0.3, monitor_interval=0.2)
+
+    async def main():
+        async with app.run_test(size=(120, 40), notifications=True) as pilot:
+            await until(pilot, lambda: set(queued) <= set(shown_ids(app)), 60, "the three queued runs")
+            await mark(pilot, [*cancelled, FINISHED])
+            assert app.screen.marked == [*cancelled, FINISHED]
+            await pilot.press("x")
+            await until(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen", what="one question")
+            question = str(app.screen.query_one("#question").content)
+            assert question.startswith("Cancel 2 runs: leave the queue (never started)?")
+            labels = app.screen_stack[-2].labels
+            for run_id in cancelled:
+                assert f"• {labels[run_id]}\n" in question
+            assert f"• {labels[FINISHED]}: not queued (finished)" in question and labels[kept] not in question
+            await pilot.press("y")
+            await until(pilot, lambda: type(app.screen).__name__ == "HomeScreen", what="home again")
+            assert app.screen.marked == [FINISHED]
+            await until(pilot, lambda: any(n.title == "Cancel" and n.message.startswith("Cancel: 2 of 2 runs")
+                                           for n in app._notifications), 60, "one toast for the two")
+            await until(pilot, lambda: all({r.id: r.status for r in app.rows}.get(i) == "cancelled" for i in cancelled),
+                        30, "Home says so")
+            assert {r.id: r.status for r in app.rows}[kept] == "queued"
+
+    asyncio.run(main())
+    for run_id in cancelled:
+        rec = record(runs / run_id)
+        assert rec["status"] == "cancelled" and rec["started"] is None, rec
+    assert queue_runs(runs) == [kept]  # the unmarked run still waits, alone in the queue
+    rec = record(runs / kept)
+    assert rec["status"] == "queued" and rec["started"] is None
+    assert not (runs / kept / "control" / "cancel").exists()
+    done = cli("cancel", kept, runs_dir=runs)  # its supervisor would wait for the GPU for ever
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.slow
+def test_marking_two_ended_runs_and_resuming_them_with_one_confirmation(tmp_path):
+    """A demo run stopped after a few steps (its stop saved a checkpoint) and one that finished its eight, marked;
+    R asks once, naming both; y starts a new run from each one's latest checkpoint with the app's overrides (a few
+    steps more), in one toast. Each new run's parent is the run it continues, it begins from that run's last
+    checkpoint, trains the steps after it to the new max_steps and finishes; the parents are left as they were."""
+    from conftest import FAST, events, losses, wait_until_ended
+    from tuitrain.tui.app import TuitrainApp
+
+    runs = tmp_path / "runs"
+    parents = []
+    for options in (LONG, FAST):
+        done = cli("run", "demo", "--detach", *options, runs_dir=runs, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        parents.append(done.stdout.strip().splitlines()[-1])
+    stopped, finished = parents
+    wait_for(lambda: any(e["event"] == "log" for e in events(runs / stopped)), 300, f"{stopped} training")
+    assert cli("stop", stopped, runs_dir=runs).returncode == 0
+    assert wait_until_ended(runs / stopped, 300)["status"] == "stopped"
+    assert wait_until_ended(runs / finished, 300)["status"] == "finished"
+    last = {p: max(e["step"] for e in events(runs / p) if e["event"] == "save") for p in parents}
+    assert last[finished] == 8
+    max_steps = max(last.values()) + 3  # each new run trains a few steps, from wherever its parent stopped
+    before = {p: (runs / p / "run.json").read_text() for p in parents}
+    app = TuitrainApp(runs, cwd=tmp_path, poll_interval=0.3, monitor_interval=0.2,
+                      launch_overrides=[f"training.max_steps={max_steps}"])
+
+    def children() -> dict[str, str]:
+        """Each resumed run by its parent."""
+        return {record(path)["parent"]: path.name for path in runs.iterdir()
+                if path.name not in parents and (path / "run.json").exists()}
+
+    async def main():
+        async with app.run_test(size=(120, 40), notifications=True) as pilot:
+            await until(pilot, lambda: set(parents) <= set(shown_ids(app)), 60, "the two runs")
+            await mark(pilot, parents)
+            assert app.screen.marked == parents
+            await pilot.press("R")
+            await until(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen", what="one question")
+            question = str(app.screen.query_one("#question").content)
+            labels = app.screen_stack[-2].labels
+            assert question.splitlines() == ["Resume 2 runs: a new run from its latest complete checkpoint?",
+                                             *(f"  • {labels[p]}" for p in parents)]
+            await pilot.press("y")
+            await until(pilot, lambda: type(app.screen).__name__ == "HomeScreen", what="home again")
+            assert app.screen.marked == []
+            toast = await until(pilot, lambda: next((n.message for n in app._notifications if n.title == "Resume"
+                                                     and n.message.startswith("Resume: 2 of 2 runs")), None),
+                                120, "one toast for the two")
+            await until(pilot, lambda: len(children()) == 2 and set(children().values()) <= set(shown_ids(app)), 60,
+                        "Home shows the two new runs")
+            for parent, child in children().items():
+                assert f"{labels[parent]}: {child} started" in toast, toast
+
+    asyncio.run(main())
+    made = children()
+    assert sorted(made) == sorted(parents)
+    for parent, child in made.items():
+        checkpoint = Path(record(runs / parent)["output_dir"]) / f"checkpoint-{last[parent]}"
+        assert Path(record(runs / child)["resume_from"]) == checkpoint, record(runs / child)
+        assert wait_until_ended(runs / child, 300)["status"] == "finished"
+        assert sorted(losses(runs / child)) == list(range(last[parent] + 1, max_steps + 1)), parent
+        assert (runs / parent / "run.json").read_text() == before[parent]  # the parent is left as it was
 
 
 # ------------------------------------------------------------------------------ a rank's log, straight from Home
