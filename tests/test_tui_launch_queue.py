@@ -93,6 +93,7 @@ def test_a_profile_that_always_queues_is_queued_by_run_and_by_launch(base: Path)
                     what="the launch dialog")
         app.screen.query_one("#launch").press()
         await until(pilot, lambda: len(list(runs.iterdir())) == 2, timeout=60, what="the second queued run")
+        await until(pilot, lambda: type(app.screen).__name__ == "MonitorScreen", timeout=60, what="its monitor")
 
     run(script, app, size=(120, 40))
     launched = next(p for p in runs.iterdir() if p != queued)

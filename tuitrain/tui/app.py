@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from textual import work
-from textual.app import SystemCommand
+from textual.app import ScreenStackError, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
@@ -277,7 +277,11 @@ class TuitrainApp(PassesFailedWorkUp, TuitrainAppApi):
         except RunRecordError as exc:  # a damaged run.json: say so, the app goes on
             self.notify(str(exc), title="Cannot open this run", severity="error", timeout=15)
             return
-        if replace and isinstance(self.screen, MonitorScreen):
+        try:
+            current = self.screen
+        except ScreenStackError:  # the app is closing: a start said as it quits opens nothing (the run goes on)
+            return
+        if replace and isinstance(current, MonitorScreen):
             self.switch_screen(screen)
         else:
             self.push_screen(screen)
