@@ -69,9 +69,7 @@ def test_marked_runs_a_verb_cannot_reach_are_said_and_nothing_is_asked(base):  #
         assert said.startswith("Cancel: none of the marked runs can be.")
         assert "00:20 demo: not queued (running)" in said and "00:00 demo: not queued (finished)" in said
         # R: the ended runs with a checkpoint, and the running one named with why; "no" does nothing
-        await pilot.press("R")
-        await until(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen", what="one question")
-        question = str(app.screen.query_one("#question").content)
+        question, _ = await ask(pilot, "R")
         assert question.startswith("Resume 2 runs: a new run from its latest complete checkpoint?")
         assert "• 00:10 demo\n" in question and "• 00:00 demo\n" in question
         assert "• 00:20 demo: still running: stop it first" in question
@@ -95,6 +93,13 @@ async def mark(pilot, run_ids: list[str]) -> None:
     for run_id in run_ids:
         table.move_cursor(row=shown_ids(pilot.app).index(run_id))
         await pilot.press("space")
+
+
+async def ask(pilot, key: str) -> tuple[str, dict[str, str]]:
+    """Press `key` on Home's marked runs: the one question it asks, and Home's labels of the runs."""
+    await pilot.press(key)
+    await until(pilot, lambda: type(pilot.app.screen).__name__ == "ConfirmScreen", what="one question")
+    return str(pilot.app.screen.query_one("#question").content), pilot.app.screen_stack[-2].labels
 
 
 def queue_runs(runs: Path) -> list[str]:
@@ -127,11 +132,8 @@ def test_marking_three_runs_and_stopping_them_with_one_confirmation(tmp_path):
             await until(pilot, lambda: set(started) <= set(shown_ids(app)), 60, "the three runs")
             await mark(pilot, [*started, FINISHED])
             assert app.screen.marked == [*started, FINISHED]
-            await pilot.press("s")
-            await until(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen", what="one question")
-            question = str(app.screen.query_one("#question").content)
+            question, labels = await ask(pilot, "s")
             assert question.startswith("Stop 3 runs: save a checkpoint and stop?")
-            labels = app.screen_stack[-2].labels
             for run_id in started:
                 assert f"• {labels[run_id]}\n" in question
             assert f"• {labels[FINISHED]}: already finished" in question
@@ -181,11 +183,8 @@ def test_marking_two_queued_runs_and_cancelling_them_with_one_confirmation(tmp_p
             await until(pilot, lambda: set(queued) <= set(shown_ids(app)), 60, "the three queued runs")
             await mark(pilot, [*cancelled, FINISHED])
             assert app.screen.marked == [*cancelled, FINISHED]
-            await pilot.press("x")
-            await until(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen", what="one question")
-            question = str(app.screen.query_one("#question").content)
+            question, labels = await ask(pilot, "x")
             assert question.startswith("Cancel 2 runs: leave the queue (never started)?")
-            labels = app.screen_stack[-2].labels
             for run_id in cancelled:
                 assert f"• {labels[run_id]}\n" in question
             assert f"• {labels[FINISHED]}: not queued (finished)" in question and labels[kept] not in question
@@ -247,10 +246,7 @@ def test_marking_two_ended_runs_and_resuming_them_with_one_confirmation(tmp_path
             await until(pilot, lambda: set(parents) <= set(shown_ids(app)), 60, "the two runs")
             await mark(pilot, parents)
             assert app.screen.marked == parents
-            await pilot.press("R")
-            await until(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen", what="one question")
-            question = str(app.screen.query_one("#question").content)
-            labels = app.screen_stack[-2].labels
+            question, labels = await ask(pilot, "R")
             assert question.splitlines() == ["Resume 2 runs: a new run from its latest complete checkpoint?",
                                              *(f"  • {labels[p]}" for p in parents)]
             await pilot.press("y")
