@@ -15,6 +15,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from tuitrain.tui.quit_safe import QuitSafe
 from tuitrain.tui.widgets.words import Words
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 COMMANDS = {"here": "validate", "offline": "validate --offline", "doctor": "doctor"}  # mode → the command it is
 
 
-class CheckScreen(ModalScreen[None]):
+class CheckScreen(QuitSafe, ModalScreen[None]):
     if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
         app = getters.app(TuitrainAppApi)
 

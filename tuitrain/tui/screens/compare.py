@@ -37,6 +37,7 @@ from tuitrain.tui.curves import (
 from tuitrain.tui.failed_work import PassesFailedWorkUp
 from tuitrain.tui.format import short_metric
 from tuitrain.tui.plain import plain
+from tuitrain.tui.quit_safe import QuitSafe
 from tuitrain.tui.sweep_results import direction, greater_is_better, result, table
 from tuitrain.tui.widgets.field import Field, open_field_key
 from tuitrain.tui.widgets.key_bar import KeyBar
@@ -86,7 +87,7 @@ class ComparedRun:
         return str(self.sweep.get("label") or self.id) if self.sweep else run_label(self.id, now)
 
 
-class CompareScreen(PassesFailedWorkUp, Screen):
+class CompareScreen(PassesFailedWorkUp, QuitSafe, Screen):
     if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
         app = getters.app(TuitrainAppApi)
 

@@ -13,10 +13,11 @@ from textual.screen import ModalScreen
 from textual.widgets import Button
 
 from tuitrain.tui.plain import plain
+from tuitrain.tui.quit_safe import QuitSafe
 from tuitrain.tui.widgets.words import Words
 
 
-class ConfirmScreen(ModalScreen[bool]):
+class ConfirmScreen(QuitSafe, ModalScreen[bool]):
     DEFAULT_CSS = """
     ConfirmScreen { align: center middle; }
     ConfirmScreen > Vertical {

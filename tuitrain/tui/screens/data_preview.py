@@ -15,10 +15,11 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from tuitrain.tui.failed_work import PassesFailedWorkUp
+from tuitrain.tui.quit_safe import QuitSafe
 from tuitrain.tui.widgets.words import Words
 
 
-class DataPreviewScreen(PassesFailedWorkUp, ModalScreen[None]):
+class DataPreviewScreen(PassesFailedWorkUp, QuitSafe, ModalScreen[None]):
     DEFAULT_CSS = """
     DataPreviewScreen { align: center middle; }
     DataPreviewScreen > Vertical {

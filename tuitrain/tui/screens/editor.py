@@ -32,6 +32,7 @@ from tuitrain.tui.form_fields import TRAINING_FIELDS, field_for, training_field
 from tuitrain.tui.plain import plain, problem_lines
 from tuitrain.tui.plan_preview import plan_text
 from tuitrain.tui.profile_edits import machine_path
+from tuitrain.tui.quit_safe import QuitSafe
 from tuitrain.tui.save_as import SAVE_AS_QUESTION, change_notes, with_changes
 from tuitrain.tui.widgets.field import Field
 from tuitrain.tui.widgets.field_row import FieldRow
@@ -51,7 +52,7 @@ if TYPE_CHECKING:
 # [distributed] keys the machines section shows (not the strategy's fields, nor left over from one)
 MACHINES_SECTION_KEYS = ("network_interface", "machines")
 SECTIONS = ("run", "model", "data", "training", "metrics", "hardware", "distributed", "logging")
-class EditorScreen(PassesFailedWorkUp, Screen):
+class EditorScreen(PassesFailedWorkUp, QuitSafe, Screen):
     if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
         app = getters.app(TuitrainAppApi)
 

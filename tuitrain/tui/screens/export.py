@@ -20,6 +20,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, RadioButton, RadioSet, Static
 
 from tuitrain.tui.plain import plain
+from tuitrain.tui.quit_safe import QuitSafe
 from tuitrain.tui.widgets.field import Field
 from tuitrain.tui.widgets.words import Words
 
@@ -74,7 +75,7 @@ class Choice(RadioButton):
         return "●" if self.value else "○"
 
 
-class ExportScreen(ModalScreen[ExportRequest | None]):
+class ExportScreen(QuitSafe, ModalScreen[ExportRequest | None]):
     if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
         app = getters.app(TuitrainAppApi)
 

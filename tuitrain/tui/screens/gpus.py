@@ -44,6 +44,7 @@ from tuitrain.remote.workstations import LOCAL
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.tui.failed_work import PassesFailedWorkUp
 from tuitrain.tui.gpu_history import Trace
+from tuitrain.tui.quit_safe import QuitSafe
 from tuitrain.tui.run_table import run_labels
 from tuitrain.tui.widgets.gpu_panel import spark
 from tuitrain.tui.widgets.key_bar import KeyBar
@@ -222,7 +223,7 @@ class BoxesListed(Message):
 Line = tuple[str, list[Text], "GpuProcessRow | GpuInfo | None", "Trace | None"]  # key, cells, what, history
 
 
-class GpusScreen(PassesFailedWorkUp, Screen):
+class GpusScreen(PassesFailedWorkUp, QuitSafe, Screen):
     if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
         app = getters.app(TuitrainAppApi)
 

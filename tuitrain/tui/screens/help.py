@@ -9,6 +9,7 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen, Screen
 
+from tuitrain.tui.quit_safe import QuitSafe
 from tuitrain.tui.widgets.words import Words
 
 GLOBAL_KEYS = (
@@ -21,7 +22,7 @@ GLOBAL_KEYS = (
 )
 
 
-class HelpScreen(ModalScreen[None]):
+class HelpScreen(QuitSafe, ModalScreen[None]):
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
     HelpScreen > VerticalScroll {

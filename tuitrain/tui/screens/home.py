@@ -24,6 +24,7 @@ from tuitrain.tui.bulk import TITLES, BulkPlan, plan_for
 from tuitrain.tui.failed_work import PassesFailedWorkUp
 from tuitrain.tui.messages import WorkstationHeard, WorkstationsListed
 from tuitrain.tui.plain import visible_text
+from tuitrain.tui.quit_safe import QuitSafe
 from tuitrain.tui.run_cells import RunCells
 from tuitrain.tui.run_columns import COLUMNS, Layout, cell_len, empty_runs_hint, fit_columns, header, runs_title
 from tuitrain.tui.run_table import (
@@ -53,7 +54,7 @@ if TYPE_CHECKING:
     from tuitrain.tui.app_api import TuitrainAppApi
     from tuitrain.tui.profiles import ProfileEntry
 
-class HomeScreen(PassesFailedWorkUp, Screen):
+class HomeScreen(PassesFailedWorkUp, QuitSafe, Screen):
     if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
         app = getters.app(TuitrainAppApi)
 

@@ -23,6 +23,7 @@ from tuitrain.tui.command_fold import WithCommands
 from tuitrain.tui.failed_work import PassesFailedWorkUp
 from tuitrain.tui.messages import RunStarted
 from tuitrain.tui.plain import cut, plain, problem_lines
+from tuitrain.tui.quit_safe import QuitSafe
 from tuitrain.tui.widgets.field import Field
 from tuitrain.tui.widgets.words import Words
 
@@ -37,7 +38,7 @@ PLAN_DELAY = 0.2  # seconds of quiet after an edit of the overrides before they 
 SCRIPT_EXAMPLE = "distributed.num_processes=2 run.name=try-2"  # overrides a [script] profile takes (no [training])
 
 
-class LaunchScreen(PassesFailedWorkUp, ModalScreen[None]):
+class LaunchScreen(PassesFailedWorkUp, QuitSafe, ModalScreen[None]):
     if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
         app = getters.app(TuitrainAppApi)
 

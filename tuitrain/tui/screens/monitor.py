@@ -32,6 +32,7 @@ from tuitrain.tui.failed_work import PassesFailedWorkUp
 from tuitrain.tui.format import bar, short_metric, status_text
 from tuitrain.tui.machines import Machine, machine_of_rank, machines_line, run_machines, this_host
 from tuitrain.tui.plain import plain
+from tuitrain.tui.quit_safe import QuitSafe
 from tuitrain.tui.widgets.checkpoints import CheckpointList
 from tuitrain.tui.widgets.field import open_field_key
 from tuitrain.tui.widgets.key_bar import KeyBar
@@ -74,7 +75,7 @@ def log_range(top: int, height: int, count: int) -> str:
     return f"lines {top + 1}-{min(count, top + height)} of {count}"
 
 
-class MonitorScreen(PassesFailedWorkUp, Screen):
+class MonitorScreen(PassesFailedWorkUp, QuitSafe, Screen):
     if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
         app = getters.app(TuitrainAppApi)
 

@@ -13,11 +13,12 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
+from tuitrain.tui.quit_safe import QuitSafe
 from tuitrain.tui.widgets.field import Field
 from tuitrain.tui.widgets.words import Words
 
 
-class PromptScreen(ModalScreen[str | None]):
+class PromptScreen(QuitSafe, ModalScreen[str | None]):
     DEFAULT_CSS = """
     PromptScreen { align: center middle; }
     PromptScreen > Vertical {

@@ -18,6 +18,7 @@ from textual.widgets import Static
 
 from tuitrain.errors import TuitrainError
 from tuitrain.tui.failed_work import PassesFailedWorkUp
+from tuitrain.tui.quit_safe import QuitSafe
 from tuitrain.tui.widgets.key_bar import KeyBar
 from tuitrain.tui.widgets.text_line import TextLine
 from tuitrain.tui.widgets.words import Words
@@ -59,7 +60,7 @@ def queues_text(blocks: list[QueueBlock]) -> Text:
     return out
 
 
-class QueueScreen(PassesFailedWorkUp, Screen[None]):
+class QueueScreen(PassesFailedWorkUp, QuitSafe, Screen[None]):
     DEFAULT_CSS = """
     QueueScreen #queue-box { padding: 0 1; }
     """

@@ -22,6 +22,7 @@ from tuitrain.errors import TuitrainError
 from tuitrain.tui.failed_work import PassesFailedWorkUp
 from tuitrain.tui.messages import RunStarted
 from tuitrain.tui.plain import problem_lines
+from tuitrain.tui.quit_safe import QuitSafe
 from tuitrain.tui.widgets.field import Field
 from tuitrain.tui.widgets.words import Words
 
@@ -68,7 +69,7 @@ def box_checkpoint(found: Sequence[dict], ref: str) -> dict | None:
     return next((c for c in complete if ref in (str(c.get("path")), Path(str(c.get("path"))).name)), None)
 
 
-class ResumeScreen(PassesFailedWorkUp, ModalScreen[None]):
+class ResumeScreen(PassesFailedWorkUp, QuitSafe, ModalScreen[None]):
     if TYPE_CHECKING:  # for the checker only: self.app is this package's app, with its attributes
         app = getters.app(TuitrainAppApi)
 

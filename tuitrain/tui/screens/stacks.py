@@ -22,6 +22,7 @@ from textual.widgets import Static
 from tuitrain.errors import TuitrainError
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.tui.failed_work import PassesFailedWorkUp
+from tuitrain.tui.quit_safe import QuitSafe
 from tuitrain.tui.widgets.words import Words
 
 if TYPE_CHECKING:
@@ -75,7 +76,7 @@ def remote_stacks(host: str, answer: str) -> Stacks | str:
     return Stacks(digest, taken, where, folder)
 
 
-class StacksScreen(PassesFailedWorkUp, ModalScreen[None]):
+class StacksScreen(PassesFailedWorkUp, QuitSafe, ModalScreen[None]):
     DEFAULT_CSS = """
     StacksScreen { align: center middle; }
     StacksScreen > Vertical {
