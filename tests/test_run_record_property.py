@@ -65,6 +65,8 @@ def of_type(hint: Any) -> st.SearchStrategy[Any]:
         return st.sampled_from(typing.get_args(hint))
     if origin is list:
         return st.lists(of_type(typing.get_args(hint)[0]), max_size=3)
+    if origin is tuple:
+        return st.tuples(*(of_type(item) for item in typing.get_args(hint))).map(list)
     if origin is dict:
         keys = st.sampled_from(["0", "1", "launcher", "rank 0", "supervisor"]) | st.text(max_size=6)
         return st.dictionaries(keys, of_type(typing.get_args(hint)[1]), max_size=3)
@@ -226,6 +228,9 @@ def test_generated_records_through_every_reader(world: dict[str, Any], data: st.
     ("slurm", {"requeued": [{"restart": 1, "time": 0, "previous": None, "resume_from": None}]}, "no slurm.requeued[0].error"),
     ("pids", {"ranks": {"launcher": 12}}, "pids.ranks: the key 'launcher' is not a rank"),
     ("profile", "\udc80", "profile: '\\udc80' is not text"),
+    ("restarts", [{"attempt": 2, "at": 4.6e18}], "restarts[0].at: 4.6e+18 is not a time in seconds since 1970"),
+    ("restarts", [{"batch": {"per_device_train_batch_size": [8], "gradient_accumulation_steps": [1, 2]}}],
+     "restarts[0].batch.per_device_train_batch_size: a list is not a list of 2"),
 ])
 def test_a_damaged_field_is_named_and_hides_nothing(world: dict[str, Any], key: str, value: Any, said: str) -> None:
     runs, generated = world["runs"], world["generated"]

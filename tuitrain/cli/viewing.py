@@ -16,7 +16,7 @@ from tuitrain.humanize import duration, number, size
 from tuitrain.rundir.checkpoints import run_checkpoints
 from tuitrain.rundir.exits import EXIT_USER_ERROR, exit_name
 from tuitrain.rundir.layout import RunPaths
-from tuitrain.rundir.record import FINAL_STATUSES, RunRecordError
+from tuitrain.rundir.record import FINAL_STATUSES, RunRecord, RunRecordError
 from tuitrain.rundir.run import UNREADABLE, Run
 from tuitrain.rundir.tail import read_new_lines
 from tuitrain.runs.catalog import find_run, load_record, scan_runs
@@ -166,7 +166,7 @@ def cmd_status(args: argparse.Namespace) -> int:
                                          for who, code in summary["exit_codes"].items()))
     complete = [c for c in summary.get("checkpoints", []) if c["complete"]]
     print(f"checkpoints {len(summary.get('checkpoints', []))} ({len(complete)} complete)")
-    for line in _manifest_lines(paths, summary, manifests):
+    for line in _manifest_lines(paths, record, manifests):
         print(line)
     for line in _usage_lines(usage):
         print(line)
@@ -183,14 +183,14 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
-def _manifest_lines(paths: RunPaths, summary: dict, manifests: dict[int, dict]) -> list[str]:
+def _manifest_lines(paths: RunPaths, record: RunRecord, manifests: dict[int, dict]) -> list[str]:
     """What the run ran on, short (machine 0's; other machines only where they differ): `--json` has it all."""
     from tuitrain.runs.keeper.manifest import damaged_manifests
     from tuitrain.runs.view.diff import RunFacts, machine_differences, short_manifest
 
     lines = [f"{label:<10} {text}" for label, text in short_manifest(manifests)]
     lines += [f"{'manifest':<10} machine {rank}'s is damaged: {why}" for rank, why in damaged_manifests(paths.root).items()]
-    facts = RunFacts(paths.id, str(paths.root), summary, {}, None, manifests)
+    facts = RunFacts(paths.id, str(paths.root), record, {}, None, manifests)
     lines += [f"{'differs':<10} {d.line()[10:]}" for d in machine_differences(facts)]
     return lines
 

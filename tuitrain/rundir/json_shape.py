@@ -1,6 +1,7 @@
 """A JSON value checked against a type annotation: the one reading of a TypedDict's declared keys as checks.
 
-`problem(value, hint)` walks the annotation (str, int, float, bool, None, unions, Literal, list, dict, TypedDict,
+`problem(value, hint)` walks the annotation (str, int, float, bool, None, unions, Literal, list, tuple (a JSON list of
+exactly its items: `tuple[int, int]`, a pair), dict, TypedDict,
 `Annotated[..., Within(...)]`, `Annotated[str, Matching(...)]`) and names the first part of `value` that does not fit, as a person reads it:
 "started: '1795000000' is not a number". Keys a TypedDict does not declare are left alone (a newer version's);
 its required keys must be there. Numbers are finite and fit in 64 bits, so that no reader meets an overflow.
@@ -77,6 +78,8 @@ def describe(hint: Any) -> str:
         return "one of " + ", ".join(str(a) for a in typing.get_args(hint))
     if origin is list:
         return "a list"
+    if origin is tuple:
+        return f"a list of {len(typing.get_args(hint))}"
     if origin is dict or typing.is_typeddict(hint):
         return "an object"
     return {str: "text", int: "a whole number", float: "a number", bool: "true or false",
@@ -116,6 +119,11 @@ def problem(value: Any, hint: Any, where: str = "") -> str | None:
             return _said(where, value, "a list")
         (item,) = typing.get_args(hint)
         return _first(problem(each, item, f"{where}[{index}]") for index, each in enumerate(value))
+    if origin is tuple:
+        items = typing.get_args(hint)
+        if not isinstance(value, list) or len(value) != len(items):
+            return _said(where, value, describe(hint))
+        return _first(problem(each, item, f"{where}[{index}]") for index, (each, item) in enumerate(zip(value, items, strict=True)))
     if origin is dict:
         if not isinstance(value, dict):
             return _said(where, value, "an object")
@@ -169,7 +177,7 @@ def _takes(arm: Any, value: Any) -> bool:
     origin = typing.get_origin(arm)
     if origin is typing.Annotated:
         return _takes(typing.get_args(arm)[0], value)
-    if origin is list:
+    if origin in (list, tuple):
         return isinstance(value, list)
     return (origin is dict or typing.is_typeddict(arm)) and isinstance(value, dict)
 

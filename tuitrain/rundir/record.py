@@ -115,10 +115,10 @@ class HangRecord(TypedDict):
 
 
 class BatchSplit(TypedDict):
-    """`[run] on_oom = "split_batch"`: the batch a restart split, each key's [before, after]."""
+    """`[run] on_oom = "split_batch"`: the batch a restart split, each key's (before, after)."""
 
-    per_device_train_batch_size: list[int]
-    gradient_accumulation_steps: list[int]
+    per_device_train_batch_size: tuple[Count, Count]
+    gradient_accumulation_steps: tuple[Count, Count]
 
 
 class RestartRecord(TypedDict, total=False):
@@ -126,12 +126,12 @@ class RestartRecord(TypedDict, total=False):
     the attempt it began starts from. Written when the keeper decides; `at` is when that attempt starts (in the
     future while the keeper waits)."""
 
-    attempt: int  # the attempt it begins: 2, 3, ...
-    at: float
-    ended: float  # when the attempt before it ended
+    attempt: Count  # the attempt it begins: 2, 3, ...
+    at: Time
+    ended: Time  # when the attempt before it ended
     status: str  # how that attempt ended
     error: str | None  # why, in one line
-    failed_rank: int | None
+    failed_rank: Rank | None
     exit_codes: dict[str, int | str | None] | None
     began_from: str | None  # the checkpoint the attempt before began from
     resume_from: str | None  # the checkpoint this attempt begins from (None: the beginning)
@@ -196,7 +196,7 @@ class RunRecord(TypedDict, total=False):
     slurm: SlurmRecord
     hang: HangRecord | None  # None again once a restart began a new attempt
     attempt: Count  # which attempt of the run this is (absent: the first); each restarts the whole run
-    restarts_allowed: int  # `[run] restarts` as the run started
+    restarts_allowed: Count  # `[run] restarts` as the run started
     restarts: list[RestartRecord]  # every restart so far, oldest first
     not_restarted: str | None  # why a run that ended badly was not started again, in one line
     machine_rank: Rank  # a machine's own record (an SSH machine's, a Slurm node's)

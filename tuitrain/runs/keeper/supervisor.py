@@ -414,8 +414,8 @@ class Supervisor:
                                 "began_from": self.record.get("resume_from"), "resume_from": checkpoint,
                                 "skipped": skipped, "counted": said.counted}
         if said.split is not None and batch is not None:
-            entry["batch"] = {"per_device_train_batch_size": [batch[0], said.split[0]],
-                              "gradient_accumulation_steps": [batch[1], said.split[1]]}
+            entry["batch"] = {"per_device_train_batch_size": (batch[0], said.split[0]),
+                              "gradient_accumulation_steps": (batch[1], said.split[1])}
         earlier = list(self.record.get("restarts") or [])
         self.update(restarts=[*earlier, entry], restarts_allowed=settings.restarts)
         from tuitrain.runs.view.attempts import attempt_line

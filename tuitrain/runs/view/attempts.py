@@ -1,6 +1,7 @@
 """A restarted run's attempts as every viewer says them (`status`, `runs`, Home, the monitor's header, [notify] word of a
 restart): which attempt of how many, when and why it restarted, and each earlier attempt's end. Pure: a record in,
-words out (its restarts are run.json's `restarts`, written by tuitrain.runs.keeper.supervisor)."""
+words out (its restarts are run.json's `restarts`, written by tuitrain.runs.keeper.supervisor). A record read here is
+checked (rundir.record); another workstation's rows are not, so nothing here trusts a value's kind or size."""
 
 from __future__ import annotations
 
@@ -10,24 +11,35 @@ from typing import Any, Mapping
 
 
 def _clock(when: Any) -> str:
-    return time.strftime("%H:%M:%S", time.localtime(float(when))) if isinstance(when, (int, float)) else "?"
+    try:
+        return time.strftime("%H:%M:%S", time.localtime(float(when)))
+    except (TypeError, ValueError, OverflowError, OSError):  # not a time, or one local time cannot show
+        return "?"
+
+
+def _whole(value: Any, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**20 else default
 
 
 def _from(checkpoint: Any) -> str:
     return f"from {Path(str(checkpoint)).name}" if checkpoint else "from the beginning"
 
 
+def _restarts(record: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    restarts = record.get("restarts")
+    return [r for r in restarts if isinstance(r, Mapping)] if isinstance(restarts, list) else []
+
+
 def attempts_of(record: Mapping[str, Any]) -> tuple[int, int] | None:
     """(this attempt, at most) of a run that has restarted or waits to ("attempt 2/3"); None for one that has not.
     At most: the first, `[run] restarts`, and each restart a split batch began (which takes none of them)."""
-    restarts = [r for r in record.get("restarts") or [] if isinstance(r, Mapping)]
+    restarts = _restarts(record)
     if not restarts:
         return None
-    now = restarts[-1].get("attempt") or len(restarts) + 1
-    allowed = record.get("restarts_allowed")
+    now = _whole(restarts[-1].get("attempt"), len(restarts) + 1)
     extra = sum(1 for r in restarts if not r.get("counted", True))
-    most = 1 + (allowed if isinstance(allowed, int) else len(restarts)) + extra
-    return int(now), max(most, int(now))
+    most = 1 + _whole(record.get("restarts_allowed"), len(restarts)) + extra
+    return now, max(most, now)
 
 
 def attempt_label(record: Mapping[str, Any]) -> str | None:
@@ -43,9 +55,10 @@ def attempt_line(record: Mapping[str, Any], now: float | None = None) -> str | N
     found = attempts_of(record)
     if found is None:
         return None
-    last = record["restarts"][-1]
+    last = _restarts(record)[-1]
     now = time.time() if now is None else now
-    waiting = record.get("attempt", 1) < found[0] and float(last.get("at") or 0) > now
+    at = last.get("at")
+    waiting = _whole(record.get("attempt"), 1) < found[0] and isinstance(at, (int, float)) and at > now
     when = f"restarts at {_clock(last.get('at'))}" if waiting else f"restarted {_clock(last.get('at'))}"
     batch = last.get("batch")
     split = ""
@@ -68,10 +81,8 @@ def earlier_lines(record: Mapping[str, Any]) -> list[str]:
     passed over as damaged (…)"."""
     lines = []
     started: Any = record.get("started")
-    for entry in record.get("restarts") or []:
-        if not isinstance(entry, Mapping):
-            continue
-        number = int(entry.get("attempt") or 2) - 1
+    for entry in _restarts(record):
+        number = _whole(entry.get("attempt"), 2) - 1
         line = f"attempt {number} ({_clock(started)}–{_clock(entry.get('ended'))}) {entry.get('status') or '?'}: {_cause(entry)}"
         skipped = entry.get("skipped") or []
         if skipped:

@@ -35,7 +35,7 @@ class RunFacts:
 
     id: str
     root: str
-    record: Mapping[str, Any]
+    record: RunRecord
     profile: Mapping[str, Any]  # the frozen profile.toml, defaults filled in
     training_args: Mapping[str, Any] | None  # training_args.json, None before rank 0 wrote it
     manifests: Mapping[int, Mapping[str, Any]]  # machine rank → its manifest
@@ -290,25 +290,24 @@ def restart_differences(a: RunFacts, b: RunFacts) -> list[Difference]:
     "split_batch"` split, which its frozen profile (compared below) shows only as it ended."""
     out: list[Difference] = []
     for run in (a, b):
-        restarts = [r for r in run.record.get("restarts") or [] if isinstance(r, Mapping)]
+        restarts = run.record.get("restarts") or []
         if not restarts:
             continue
         last = restarts[-1]
-        begun = Path(str(last.get("resume_from"))).name if last.get("resume_from") else "the beginning"
+        began = last.get("resume_from")
+        begun = Path(began).name if began else "the beginning"
         out.append(Difference("lineage", "restarted", None, None, None,
                               f"{run.id} restarted {len(restarts)} time{'s' if len(restarts) != 1 else ''}: attempt "
-                              f"{last.get('attempt')} began from {begun}"))
+                              f"{last.get('attempt', '?')} began from {begun}"))
         for restart in restarts:
-            batch = restart.get("batch")
-            if isinstance(batch, Mapping):
-                size = batch.get("per_device_train_batch_size") or [None, None]
-                steps = batch.get("gradient_accumulation_steps") or [None, None]
+            if "batch" in restart:
+                (size, smaller), (steps, more) = (restart["batch"]["per_device_train_batch_size"],
+                                                  restart["batch"]["gradient_accumulation_steps"])
                 out.append(Difference("profile", "run.on_oom", None, None, None,
                                       f"{run.id} split its batch after running out of memory (attempt "
-                                      f"{restart.get('attempt')}): training.per_device_train_batch_size "
-                                      f"{value_text(size[0])} → {value_text(size[1])}, "
-                                      f"training.gradient_accumulation_steps {value_text(steps[0])} → "
-                                      f"{value_text(steps[1])}, the same effective batch"))
+                                      f"{restart.get('attempt', '?')}): training.per_device_train_batch_size "
+                                      f"{size} → {smaller}, training.gradient_accumulation_steps {steps} → {more}, "
+                                      "the same effective batch"))
     return out
 
 
