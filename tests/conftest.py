@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
+from hypothesis import settings
 
 from tuitrain.profile import builtin_profile_path
 
@@ -28,6 +29,12 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 # worker's runs on a busy 2-core machine a spinning team makes each step 50 times slower (scripts/test.sh too).
 # How the threads wait changes no number a run computes; a developer's own setting wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# The generated-input tests draw the same examples on every run of the suite (a CI run passes or fails on the code,
+# not on the draw); TUITRAIN_FUZZ_EXPLORE=1 draws new ones each time, with TUITRAIN_FUZZ_EXAMPLES for how many: that
+# is how new failures are looked for (docs/guide/tests.md).
+settings.register_profile("suite", derandomize=True, database=None)
+settings.register_profile("explore", derandomize=False, database=None)
+settings.load_profile("explore" if os.environ.get("TUITRAIN_FUZZ_EXPLORE") else "suite")
 
 # Few steps, no dropout (so one and two ranks compute the same loss), frequent logs.
 FAST = [

@@ -231,6 +231,7 @@ def test_generated_records_through_every_reader(world: dict[str, Any], data: st.
     ("restarts", [{"attempt": 2, "at": 4.6e18}], "restarts[0].at: 4.6e+18 is not a time in seconds since 1970"),
     ("restarts", [{"batch": {"per_device_train_batch_size": [8], "gradient_accumulation_steps": [1, 2]}}],
      "restarts[0].batch.per_device_train_batch_size: a list is not a list of 2"),
+    ("slurm", {"job_id": "\x00"}, "slurm.job_id: '\\x00' is not a Slurm job id"),  # handed to squeue as an argument
 ])
 def test_a_damaged_field_is_named_and_hides_nothing(world: dict[str, Any], key: str, value: Any, said: str) -> None:
     runs, generated = world["runs"], world["generated"]

@@ -29,6 +29,8 @@ Time = Annotated[float, Within(0, 2**33, "a time in seconds since 1970")]
 Count = Annotated[int, Within(0, 2**20, "a count")]
 Rank = Annotated[int, Within(0, 2**20, "a rank")]
 RankKey = Annotated[str, Matching("[0-9]{1,7}", "a rank")]  # a rank as a key of a JSON object
+JOB_ID_PATTERN = "[0-9]{1,18}"  # what sbatch --parsable answers (slurm.commands.sbatch holds it to this too)
+JobId = Annotated[str, Matching(JOB_ID_PATTERN, "a Slurm job id")]  # handed to squeue and scancel as an argument
 
 
 class RunPids(TypedDict, total=False):
@@ -92,7 +94,7 @@ class SlurmRequeue(TypedDict):
 class SlurmRecord(TypedDict, total=False):
     """A Slurm run's job: what it was submitted with (`slurm.submit`), where node 0 runs, the job's final state."""
 
-    job_id: str | None
+    job_id: JobId | None
     script: str
     partition: str | None
     time: str | None

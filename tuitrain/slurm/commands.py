@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Iterable
 
 from tuitrain.errors import TuitrainError
+from tuitrain.rundir.record import JOB_ID_PATTERN
 
 TIMEOUT = 30.0  # sbatch and scancel may wait on a busy controller
 QUERY_TIMEOUT = 5.0  # squeue and sacct, read by viewers
@@ -57,7 +59,7 @@ def sbatch(script: Path, cwd: Path) -> str:
     if result.returncode != 0:
         raise SlurmError(f"sbatch refused the job: {said(result)}")
     job_id = result.stdout.strip().splitlines()[-1].split(";")[0].strip() if result.stdout.strip() else ""
-    if not job_id.isdigit():
+    if not re.fullmatch(JOB_ID_PATTERN, job_id):
         raise SlurmError(f"sbatch answered {result.stdout.strip()!r}, not a job id")
     return job_id
 
