@@ -51,7 +51,7 @@ NOT_YET_MOVED = {  # 2026-11-28: 214 reads in 45 modules. The restarts (issue 37
     "tuitrain/runs/queue/wait.py": 5,
     "tuitrain/runs/start/from_profile.py": 8,
     "tuitrain/runs/start/new_run.py": 1,
-    "tuitrain/runs/view/attempts.py": 6,
+    "tuitrain/runs/view/attempts.py": 4,
     "tuitrain/runs/view/diff.py": 3,
     "tuitrain/runs/view/hang.py": 2,
     "tuitrain/runs/view/live.py": 12,

@@ -74,8 +74,10 @@ def test_every_screen_of_the_app_is_quit_safe_and_tried_below() -> None:
     assert set(screens) == set(openers(Path("."))), "each screen is opened as the app quits below"
 
 
+@pytest.mark.parametrize("quit_by", ["exit", "teardown"])
 @pytest.mark.parametrize("name", sorted(openers(Path("."))))
-def test_the_app_quits_cleanly_as_a_screen_opens(tmp_path: Path, name: str) -> None:
+def test_the_app_quits_cleanly_as_a_screen_opens(tmp_path: Path, name: str, quit_by: str) -> None:
+    """`exit`: the user's q (App.exit); `teardown`: the app shut down with no exit first (Pilot's end, a test's)."""
     runs = tmp_path / "runs"
     make_runs(runs)
     app = make_app(tmp_path)
@@ -85,6 +87,7 @@ def test_the_app_quits_cleanly_as_a_screen_opens(tmp_path: Path, name: str) -> N
             await until(pilot, lambda: app.polls > 0, what="the first poll")
             app.push_screen(openers(runs)[name](app))
             await asyncio.sleep(0)
-            app.exit()
+            if quit_by == "exit":
+                app.exit()
 
     asyncio.run(main())
