@@ -391,7 +391,7 @@ def test_a_damaged_entry_is_named_set_aside_and_ends_its_run_with_that_cause(run
     junk.write_text('{"run": "ghost", "uid": "not a number"}')
     said = cli("queue", runs_dir=runs_dir).stdout
     assert f"damaged entry {junk}.damaged (run ghost of " in said and "set aside" in said, said
-    assert "): no queued; " in said, said  # the first key it lacks
+    assert "): no run_dir; " in said, said  # the first key it lacks
     assert [d["run"] for d in queue_json(runs_dir)["damaged"]] == ["ghost"]
     assert cli("stop", "--now", first.name, runs_dir=runs_dir).returncode == 0
     wait_until_ended(first)

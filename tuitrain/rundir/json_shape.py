@@ -4,7 +4,8 @@
 exactly its items: `tuple[int, int]`, a pair), dict, TypedDict,
 `Annotated[..., Within(...)]`, `Annotated[str, Matching(...)]`) and names the first part of `value` that does not fit, as a person reads it:
 "started: '1795000000' is not a number". Keys a TypedDict does not declare are left alone (a newer version's);
-its required keys must be there. Numbers are finite and fit in 64 bits, so that no reader meets an overflow.
+its required keys must be there, and its keys are said in the order declared (a file's format, first, is said
+first). Numbers are finite and fit in 64 bits, so that no reader meets an overflow.
 `checked(data, hint)` reads a file's bytes as JSON and checks them: what every reader of a file another process,
 version or host wrote asks, once, where it reads it.
 """
@@ -159,11 +160,9 @@ def problem(value: Any, hint: Any, where: str = "") -> str | None:
     if typing.is_typeddict(hint):
         if not isinstance(value, dict):
             return _said(where, value, "an object")
-        missing = [k for k in sorted(hint.__required_keys__) if k not in value]
-        if missing:
-            return f"no {_key(where, missing[0])}"
         hints = _hints(hint)
-        return _first(problem(value[k], hints[k], _key(where, k)) for k in hints if k in value)
+        return _first(problem(value[k], hints[k], _key(where, k)) if k in value else f"no {_key(where, k)}"
+                      for k in hints if k in value or k in hint.__required_keys__)
     return _plain(value, hint, where)
 
 
