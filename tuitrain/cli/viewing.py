@@ -21,6 +21,7 @@ from tuitrain.rundir.run import UNREADABLE, Run
 from tuitrain.rundir.tail import read_new_lines
 from tuitrain.runs.catalog import find_run, load_record, scan_runs
 from tuitrain.runs.keeper.manifest import Manifest, scan_manifests
+from tuitrain.runs.keeper.samples import scan_run_samples
 from tuitrain.runs.liveness import effective_status
 from tuitrain.runs.view.attempts import attempt_label, attempt_line, earlier_lines
 from tuitrain.runs.view.hang import status_label
@@ -107,9 +108,11 @@ def cmd_status(args: argparse.Namespace) -> int:
     summary = run_summary(paths, record, job=job)
     usage = _run_usage(paths, summary)
     manifests, damaged = scan_manifests(paths.root)
+    damaged_samples = scan_run_samples(paths.root)[1]
     if args.json:
         print_json({**summary, "usage": usage, "manifests": {str(rank): m for rank, m in manifests.items()},
-                    "damaged_manifests": {str(rank): why for rank, why in damaged.items()}})
+                    "damaged_manifests": {str(rank): why for rank, why in damaged.items()},
+                    "damaged_samples": {str(rank): why for rank, why in damaged_samples.items()}})
         return 0
     p = summary["progress"]
     print(f"run        {summary['id']}  ({summary['run_dir']})")
@@ -166,7 +169,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"checkpoints {len(summary.get('checkpoints', []))} ({len(complete)} complete)")
     for line in _manifest_lines(paths, record, manifests, damaged):
         print(line)
-    for line in _usage_lines(usage):
+    for line in _usage_lines(usage) + [f"samples    machine {m}'s are damaged: {why}" for m, why in damaged_samples.items()]:
         print(line)
     for error in p["errors"]:
         print(f"error      rank {error['rank']}: {error['message']}")

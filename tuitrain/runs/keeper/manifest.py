@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping, Typ
 from tuitrain.rundir.json_shape import checked
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.record import Rank, Time
+from tuitrain.runs.keeper.samples import GpuDevice
 
 if TYPE_CHECKING:
     from tuitrain.hardware.sampler import Snapshot
@@ -77,12 +78,6 @@ class HostFacts(TypedDict):
     arch: str
     cpu_model: str | None
     cpu_count: int | None
-    memory_total: int | None  # MiB
-
-
-class GpuDevice(TypedDict):
-    index: int  # NVML's
-    name: str | None
     memory_total: int | None  # MiB
 
 
@@ -528,7 +523,6 @@ def scan_manifests(root: Path) -> tuple[dict[int, Manifest], dict[int, str]]:
             manifest, reason = None, f"unreadable ({exc.strerror or exc})"
         if reason is None:
             out.setdefault(manifest["machine_rank"], manifest)
-        else:  # under the rank its name gives
-            named = path.name.split("-")[1]
-            damaged.setdefault(int(named) if re.fullmatch("[0-9]{1,7}", named) else 0, f"{path}: {reason}")
+        else:
+            damaged.setdefault(RunPaths.machine_of(path), f"{path}: {reason}")
     return out, {rank: why for rank, why in damaged.items() if rank not in out}
