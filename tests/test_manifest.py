@@ -11,10 +11,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from conftest import cli
 from tuitrain.rundir.layout import RunPaths
-from tuitrain.rundir.record import new_record, write_record
+from tuitrain.rundir.record import new_record, read_record, write_record
 from tuitrain.runs.keeper.manifest import file_fact, read_manifests
 
 
@@ -203,8 +205,68 @@ def test_a_damaged_manifest_is_named_damaged_not_missing(runs_dir):
     path = RunPaths(bad).machine_manifest(1)
     path.write_text(path.read_text()[:50])
     status = cli("status", bad.name, runs_dir=runs_dir)
-    assert f"manifest   machine 1's is damaged: {path}: not JSON (" in status.stdout, status.stdout
+    assert f"manifest   machine 1's is damaged: {path}: not valid JSON: " in status.stdout, status.stdout
     shown = json.loads(cli("status", bad.name, "--json", runs_dir=runs_dir).stdout)
     assert list(shown["damaged_manifests"]) == ["1"]
     said = cli("diff", good.name, bad.name, runs_dir=runs_dir).stdout
-    assert f"run {bad.name}'s is damaged ({path}: not JSON (" in said and "before manifests" not in said, said
+    assert f"run {bad.name}'s is damaged ({path}: not valid JSON: " in said and "before manifests" not in said, said
+
+
+# (a) a manifest that does not check is named damaged, in one line, and hides nothing: machine 0's is shown as ever
+@pytest.mark.parametrize(("change", "said"), [
+    ({"host": {**manifest(1, "node-b", "2.3.1")["host"], "cpu_count": "64"}}, "host.cpu_count: '64' is not a whole number"),
+    ({"machine_rank": 2**70}, "machine_rank: 1180591620717411303424 is not a rank"),
+    ({"python": None}, "python: null is not an object"),
+    ({"code": "abc"}, "code: 'abc' is not a list"),
+    ({"format": 2}, "format: 2 is not one of 1"),
+    ({"gpus": {"driver": None, "note": None, "devices": [{"index": 0, "name": 7, "memory_total": None}]}},
+     "gpus.devices[0].name: 7 is not text"),
+    ({"data": [{"key": "data.train_file", "path": "/d.csv", "sha256": None}]}, "no data[0].size"),
+])
+def test_a_manifest_that_does_not_check_is_damaged_in_one_line(runs_dir: Path, change: dict, said: str) -> None:
+    from test_run_record_property import quiet
+    from tuitrain.runs.keeper.manifest import scan_manifests
+
+    good = two_machine_run(runs_dir, "20260101-000000-two", "2.3.1")
+    bad = two_machine_run(runs_dir, "20260101-000100-two", "2.2.0")
+    path = RunPaths(bad).machine_manifest(1)
+    path.write_text(json.dumps({**manifest(1, "node-b", "2.2.0"), **change}))
+    manifests, damaged = scan_manifests(bad)
+    assert list(manifests) == [0] and damaged == {1: f"{path}: {said}"}
+    code, text = quiet("status", bad.name, "--runs-dir", str(runs_dir))
+    assert code == 0 and f"manifest   machine 1's is damaged: {path}: {said}\n" in text, text
+    assert "versions   python 3.11.7   torch 2.3.1 (CUDA 12.1)" in text, text  # machine 0's, as ever
+    code, text = quiet("diff", good.name, bad.name, "--runs-dir", str(runs_dir))
+    assert code == 0 and f"machine 1 (node-b): manifest  run {bad.name}'s is damaged ({path}: {said}): " in text, text
+
+
+@settings(max_examples=50, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_generated_manifests_are_used_whole_or_named_damaged(runs_dir: Path, data: st.DataObject) -> None:
+    """Manifests drawn from `Manifest`'s own annotations, some keys dropped or given any JSON value (the record's
+    generator, tests/test_run_record_property.py): every reader of them (status, diff, the machines' differences)
+    uses one whole or names it damaged, and never raises."""
+    import typing
+
+    from test_run_record_property import quiet, records
+    from tuitrain.rundir.json_shape import problem
+    from tuitrain.runs.keeper.manifest import Manifest, scan_manifests
+    from tuitrain.runs.view.diff import compare_runs, machine_differences, short_manifest
+
+    good = RunPaths(runs_dir / "20260101-000000-two")
+    if not good.root.exists():
+        two_machine_run(runs_dir, good.id, "2.3.1")
+        two_machine_run(runs_dir, "20260101-000100-two", "2.3.1")
+    bad = RunPaths(runs_dir / "20260101-000100-two")
+    drawn = data.draw(records(manifest(1, "node-b", "2.2.0"), typing.get_type_hints(Manifest, include_extras=True)))
+    bad.machine_manifest(1).write_text(json.dumps(drawn))
+    manifests, damaged = scan_manifests(bad.root)
+    assert manifests[0]["host"]["name"] == "node-a"
+    assert (1 in damaged) == (problem(drawn, Manifest) is not None)
+    assert all("\n" not in why for why in damaged.values())
+    short_manifest(manifests)
+    machine_differences(compare_runs(good, read_record(good), bad, read_record(bad)).b)
+    for argv in (["status", bad.id], ["status", bad.id, "--json"], ["diff", good.id, bad.id]):
+        code, text = quiet(*argv, "--runs-dir", str(runs_dir))
+        assert code == 0 and "Traceback" not in text, text

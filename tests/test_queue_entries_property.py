@@ -82,18 +82,36 @@ def test_no_generated_entry_makes_a_reader_raise(data: st.DataObject, monkeypatc
         read_everything(folder)
 
 
-@pytest.mark.parametrize("change", [
-    {"supervisor": {"pid": -1, "started": 1.0}}, {"supervisor": {"pid": "12", "started": 1.0}},
-    {"supervisor": {"pid": 2**70, "started": 1.0}}, {"gpus": ["a"]}, {"gpus": [-1]}, {"after": [1]},
-    {"queued": "1795000000"}, {"uid": -3}, {"state": "running"}, {"count": 1e300},
+DROP = object()  # a key the entry lacks
+
+
+@pytest.mark.parametrize(("change", "said"), [
+    ({"supervisor": {"pid": -1, "started": 1.0}}, "supervisor.pid: -1 is not a process id"),
+    ({"supervisor": {"pid": "12", "started": 1.0}}, "supervisor.pid: '12' is not a whole number"),
+    ({"supervisor": {"pid": 2**70, "started": 1.0}}, "supervisor.pid: 1180591620717411303424 is not a process id"),
+    ({"gpus": ["a"]}, "gpus[0]: 'a' is not a whole number"), ({"gpus": [-1]}, "gpus[0]: -1 is not a GPU index"),
+    ({"gpus": "0,1"}, "gpus: '0,1' is not a list"), ({"after": [1]}, "after[0]: 1 is not an object"),
+    ({"queued": "1795000000"}, "queued: '1795000000' is not a number"), ({"uid": -3}, "uid: -3 is not a user id"),
+    ({"state": "running"}, "state: 'running' is not one of waiting, started"), ({"count": 1e300}, "count: 1e+300 is not a count"),
+    ({"min_free": 2**70}, "min_free: 1180591620717411303424 is not a size in bytes"), ({"run_dir": DROP}, "no run_dir"),
 ])
-def test_the_fields_users_have_seen_damaged_are_named_not_trusted(change: dict[str, Any], tmp_path: Path,
+def test_the_fields_users_have_seen_damaged_are_named_not_trusted(change: dict[str, Any], said: str, tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """An entry that does not check is named damaged with its reason, in one line; the entry beside it is read as ever."""
     folder = tmp_path / "queue"
     folder.mkdir()
     monkeypatch.setenv("TUITRAIN_QUEUE_DIR", str(folder))
-    run_dir = tmp_path / "runs" / "20261128-000000-demo"
-    run_dir.mkdir(parents=True)
-    (folder / f"{time.time_ns():020d}-{os.getuid()}-{run_dir.name}.json").write_text(json.dumps({**real_entry(run_dir), **change}))
+    run_dir, other = tmp_path / "runs" / "20261128-000000-demo", tmp_path / "runs" / "20261128-000100-other"
+    for each in (run_dir, other):
+        each.mkdir(parents=True)
+    (folder / f"{time.time_ns():020d}-{os.getuid()}-{other.name}.json").write_text(json.dumps(real_entry(other)))
+    bad = {k: v for k, v in {**real_entry(run_dir), **change}.items() if v is not DROP}
+    (folder / f"{time.time_ns():020d}-{os.getuid()}-{run_dir.name}.json").write_text(json.dumps(bad))
     read_everything(folder)
-    assert [d.run for d in damaged_entries(folder)] == [run_dir.name]
+    assert [(d.run, d.reason) for d in damaged_entries(folder)] == [(run_dir.name, said)]
+    assert [e.run for e in scan_entries(folder)[0]] == [other.name]
+    out = io.StringIO()
+    with redirect_stdout(out), redirect_stderr(io.StringIO()):
+        assert main(["queue"]) == 0
+    assert other.name in out.getvalue(), out.getvalue()
+    assert [line for line in out.getvalue().splitlines() if "damaged entry" in line][0].split("): ")[1].startswith(said + "; ")

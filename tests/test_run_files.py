@@ -51,6 +51,7 @@ def test_an_empty_run_json_is_damaged_not_missing(damaged):
     ('{"id": "x", "status": ', "not valid JSON"),
     ("[1, 2]", "not a JSON object"),
     ('{"id": "x"}', "no status"),
+    ('{"status": "finished", "created": ' + "1" * 5000 + "}", "not valid JSON: a number too long to read"),
 ])
 def test_a_corrupt_run_json_says_what_is_wrong(damaged, content, reason):
     (damaged / "run.json").write_text(content)

@@ -85,13 +85,14 @@ HINTS = typing.get_type_hints(RunRecord, include_extras=True)
 
 
 @st.composite
-def records(draw: st.DrawFn, base: dict[str, Any]) -> dict[str, Any]:
+def records(draw: st.DrawFn, base: dict[str, Any], hints: dict[str, Any] = HINTS) -> dict[str, Any]:
     """A record as a real run writes it (`base`), with some keys given values of their own types (any size), some
-    dropped, some given a value of any JSON type, and perhaps a key no version declares."""
+    dropped, some given a value of any JSON type, and perhaps a key no version declares. (Any file read against a
+    TypedDict: `hints` are its annotations, RunRecord's unless said.)"""
     record = dict(base)
-    for key in draw(st.lists(st.sampled_from(sorted(HINTS)), max_size=8, unique=True)):
-        record[key] = draw(of_type(HINTS[key]))
-    for key in draw(st.lists(st.sampled_from(sorted(HINTS)), max_size=2, unique=True)):
+    for key in draw(st.lists(st.sampled_from(sorted(hints)), max_size=8, unique=True)):
+        record[key] = draw(of_type(hints[key]))
+    for key in draw(st.lists(st.sampled_from(sorted(hints)), max_size=2, unique=True)):
         if draw(st.booleans()):
             record.pop(key, None)
         else:

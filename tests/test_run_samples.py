@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import cli, record, wait_for, wait_until_ended
-from tuitrain.runs.keeper.samples import MAX_BUCKETS, SampleLog, parse, read_run_samples, samples_path
+from tuitrain.runs.keeper.samples import MAX_BUCKETS, SampleLog, parse, read_run_samples, samples_path, scan_run_samples
 from tuitrain.runs.view.usage import BUSY_RANK, IDLE_GPU, MIN_SECONDS, WAIT_SHARE, summarise, usage_hints
 
 NVML_TABLE = Path(__file__).parent / "fixtures" / "nvml" / "four_gpu_mixed.json"
@@ -68,6 +68,34 @@ def test_a_damaged_or_foreign_file_is_left_out(tmp_path):
     log.add(1.0, {"host.cpu": 5.0})
     samples_path(tmp_path, 2).write_text(json.dumps(log.to_json()))
     assert list(read_run_samples(tmp_path)) == [2]
+    assert scan_run_samples(tmp_path)[1] == {
+        0: f"{samples_path(tmp_path, 0)}: not valid JSON: Expecting ',' delimiter at line 1 column 25",
+        1: f"{samples_path(tmp_path, 1)}: format: 99 is not one of 1"}
+
+
+@pytest.mark.parametrize(("change", "said"), [
+    ({"cpu_count": "16"}, "cpu_count: '16' is not a whole number"),
+    ({"samples": 2**70}, "samples: 1180591620717411303424 is not a whole number"),
+    ({"time": None}, "time: null is not a list"), ({"ranks": "0,1"}, "ranks: '0,1' is not a list"),
+    ({"count": [1, 1]}, "count, series: not one value for each of the 1 times"),
+    ({"series": {"host.cpu": {"mean": [5.0]}}}, "no series.host.cpu.max"),
+])
+def test_a_damaged_samples_file_is_named_in_one_line_and_hides_nothing(runs_dir, change, said):
+    from test_manifest import two_machine_run
+    from test_run_record_property import quiet
+
+    run = two_machine_run(runs_dir, "20260101-000000-two", "2.3.1")
+    for rank in (0, 1):
+        log = SampleLog(2.0, meta={**META, "machine_rank": rank})
+        log.add(1000.0, {"host.cpu": 5.0})
+        samples_path(run, rank).write_text(json.dumps({**log.to_json(), **(change if rank else {})}))
+    samples, damaged = scan_run_samples(run)
+    assert list(samples) == [0] and damaged == {1: f"{samples_path(run, 1)}: {said}"}
+    code, text = quiet("status", run.name, "--runs-dir", str(runs_dir))
+    assert code == 0 and f"samples    machine 1's are damaged: {samples_path(run, 1)}: {said}\n" in text, text
+    assert "usage      1 samples over" in text, text  # machine 0's, as ever
+    code, text = quiet("status", run.name, "--json", "--runs-dir", str(runs_dir))
+    assert code == 0 and json.loads(text)["damaged_samples"] == {"1": f"{samples_path(run, 1)}: {said}"}
 
 
 # ---------------------------------------------------------------------------------------------- the hints

@@ -20,7 +20,8 @@ from tuitrain.rundir.record import FINAL_STATUSES, RunRecord, RunRecordError
 from tuitrain.rundir.run import UNREADABLE, Run
 from tuitrain.rundir.tail import read_new_lines
 from tuitrain.runs.catalog import find_run, load_record, scan_runs
-from tuitrain.runs.keeper.manifest import read_manifests
+from tuitrain.runs.keeper.manifest import Manifest, scan_manifests
+from tuitrain.runs.keeper.samples import scan_run_samples
 from tuitrain.runs.liveness import effective_status
 from tuitrain.runs.view.attempts import attempt_label, attempt_line, earlier_lines
 from tuitrain.runs.view.hang import status_label
@@ -106,12 +107,12 @@ def cmd_status(args: argparse.Namespace) -> int:
     record, job = backend.settle([(paths, record)])[0]
     summary = run_summary(paths, record, job=job)
     usage = _run_usage(paths, summary)
-    manifests = read_manifests(paths.root)
+    manifests, damaged = scan_manifests(paths.root)
+    damaged_samples = scan_run_samples(paths.root)[1]
     if args.json:
-        from tuitrain.runs.keeper.manifest import damaged_manifests
-
         print_json({**summary, "usage": usage, "manifests": {str(rank): m for rank, m in manifests.items()},
-                    "damaged_manifests": {str(rank): why for rank, why in damaged_manifests(paths.root).items()}})
+                    "damaged_manifests": {str(rank): why for rank, why in damaged.items()},
+                    "damaged_samples": {str(rank): why for rank, why in damaged_samples.items()}})
         return 0
     p = summary["progress"]
     print(f"run        {summary['id']}  ({summary['run_dir']})")
@@ -166,9 +167,9 @@ def cmd_status(args: argparse.Namespace) -> int:
                                          for who, code in summary["exit_codes"].items()))
     complete = [c for c in summary.get("checkpoints", []) if c["complete"]]
     print(f"checkpoints {len(summary.get('checkpoints', []))} ({len(complete)} complete)")
-    for line in _manifest_lines(paths, record, manifests):
+    for line in _manifest_lines(paths, record, manifests, damaged):
         print(line)
-    for line in _usage_lines(usage):
+    for line in _usage_lines(usage) + [f"samples    machine {m}'s are damaged: {why}" for m, why in damaged_samples.items()]:
         print(line)
     for error in p["errors"]:
         print(f"error      rank {error['rank']}: {error['message']}")
@@ -183,13 +184,12 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
-def _manifest_lines(paths: RunPaths, record: RunRecord, manifests: dict[int, dict]) -> list[str]:
+def _manifest_lines(paths: RunPaths, record: RunRecord, manifests: dict[int, Manifest], damaged: dict[int, str]) -> list[str]:
     """What the run ran on, short (machine 0's; other machines only where they differ): `--json` has it all."""
-    from tuitrain.runs.keeper.manifest import damaged_manifests
     from tuitrain.runs.view.diff import RunFacts, machine_differences, short_manifest
 
     lines = [f"{label:<10} {text}" for label, text in short_manifest(manifests)]
-    lines += [f"{'manifest':<10} machine {rank}'s is damaged: {why}" for rank, why in damaged_manifests(paths.root).items()]
+    lines += [f"{'manifest':<10} machine {rank}'s is damaged: {why}" for rank, why in damaged.items()]
     facts = RunFacts(paths.id, str(paths.root), record, {}, None, manifests)
     lines += [f"{'differs':<10} {d.line()[10:]}" for d in machine_differences(facts)]
     return lines

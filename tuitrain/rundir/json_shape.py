@@ -4,11 +4,15 @@
 exactly its items: `tuple[int, int]`, a pair), dict, TypedDict,
 `Annotated[..., Within(...)]`, `Annotated[str, Matching(...)]`) and names the first part of `value` that does not fit, as a person reads it:
 "started: '1795000000' is not a number". Keys a TypedDict does not declare are left alone (a newer version's);
-its required keys must be there. Numbers are finite and fit in 64 bits, so that no reader meets an overflow.
+its required keys must be there, and its keys are said in the order declared (a file's format, first, is said
+first). Numbers are finite and fit in 64 bits, so that no reader meets an overflow.
+`checked(data, hint)` reads a file's bytes as JSON and checks them: what every reader of a file another process,
+version or host wrote asks, once, where it reads it.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import types
@@ -86,6 +90,29 @@ def describe(hint: Any) -> str:
             type(None): "null"}.get(hint, "anything")
 
 
+def decoded(data: bytes) -> tuple[Any, str | None]:
+    """A file's bytes as a JSON value, or why they are none in a few words ("empty file", "not valid JSON: Expecting
+    value at line 1 column 5")."""
+    if not data.strip():
+        return None, "empty file"
+    try:
+        return json.loads(data.decode("utf-8")), None
+    except UnicodeDecodeError:
+        return None, "not valid JSON: not UTF-8 text"
+    except json.JSONDecodeError as exc:
+        return None, f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+    except RecursionError:
+        return None, "not valid JSON: nested too deeply"
+    except ValueError:  # Python reads no whole number of more than sys.get_int_max_str_digits() digits
+        return None, "not valid JSON: a number too long to read"
+
+
+def checked(data: bytes, hint: Any) -> tuple[Any, str | None]:
+    """A file's bytes as a JSON value of `hint`: (the value, None), or (what was read, why it is not one)."""
+    value, reason = decoded(data)
+    return value, reason or problem(value, hint)
+
+
 def problem(value: Any, hint: Any, where: str = "") -> str | None:
     """Why `value` is not a `hint`, naming the place (`pids.ranks.0`); None when it is one."""
     origin = typing.get_origin(hint)
@@ -133,11 +160,9 @@ def problem(value: Any, hint: Any, where: str = "") -> str | None:
     if typing.is_typeddict(hint):
         if not isinstance(value, dict):
             return _said(where, value, "an object")
-        missing = [k for k in sorted(hint.__required_keys__) if k not in value]
-        if missing:
-            return f"no {_key(where, missing[0])}"
         hints = _hints(hint)
-        return _first(problem(value[k], hints[k], _key(where, k)) for k in hints if k in value)
+        return _first(problem(value[k], hints[k], _key(where, k)) if k in value else f"no {_key(where, k)}"
+                      for k in hints if k in value or k in hint.__required_keys__)
     return _plain(value, hint, where)
 
 

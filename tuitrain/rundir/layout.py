@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -156,6 +157,12 @@ class RunPaths:
     def machine_manifest(self, machine_rank: int) -> Path:
         """What machine M ran on: versions, host, GPUs, data hashes, git state (tuitrain.runs.keeper.manifest)."""
         return self.machines / f"machine-{machine_rank}-manifest.json"
+
+    @staticmethod
+    def machine_of(file: Path) -> int:
+        """The machine rank a `machines/machine-M-…` file's name gives (0 where it gives none)."""
+        named = re.match("machine-([0-9]{1,7})-", file.name)
+        return int(named[1]) if named else 0
 
     def machine_git_diff(self, machine_rank: int, index: int) -> Path:
         """The dirty diff of the manifest's `code[index]` repository on machine M (size-capped)."""

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import errno
-import json
 import time
 from typing import Annotated, Any, Literal, Mapping, TypedDict, Unpack, get_args
 
 from tuitrain.atomic import write_json_atomic
 from tuitrain.errors import TuitrainError
 from tuitrain.rundir.disk_space import disk_full, names_full_disk
-from tuitrain.rundir.json_shape import Matching, Within, problem
+from tuitrain.rundir.json_shape import Matching, Within, decoded, problem
 from tuitrain.rundir.layout import RunPaths
 
 Status = Literal["planned", "queued", "starting", "running", "stopping", "finished", "stopped", "killed", "failed", "lost",
@@ -226,16 +225,9 @@ def record_problem(data: bytes) -> str | None:
 
 
 def _parsed(data: bytes) -> tuple[Any, str | None]:
-    if not data.strip():
-        return None, "empty file"
-    try:
-        value = json.loads(data.decode("utf-8"))
-    except UnicodeDecodeError:
-        return None, "not valid JSON: not UTF-8 text"
-    except json.JSONDecodeError as exc:
-        return None, f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-    except RecursionError:
-        return None, "not valid JSON: nested too deeply"
+    value, reason = decoded(data)
+    if reason is not None:
+        return None, reason
     if not isinstance(value, dict):
         return None, "not a JSON object"
     if "status" not in value:

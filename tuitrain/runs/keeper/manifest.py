@@ -3,21 +3,8 @@
 Written by the supervisor of each machine (a local run's, a node agent's, a Slurm node's: the same `Supervisor`) in a
 thread of its own started after the launcher (`ManifestWriter`), so the launch waits for none of it; the supervisor
 waits for it (at most FINISH_SECONDS) before it records the run's end. A node agent's file travels home with the
-mirror (tuitrain.runs.keeper.mirror); a Slurm node M > 0 keeps it under nodes/machine-M/machines/ (read by `read_manifests`).
-
-    {"format": 1, "machine_rank": 0, "run_id": "...", "written": T,
-     "python": {"version": "3.11.7", "implementation": "CPython", "executable": "/…/python3"},
-     "packages": {"torch": "2.3.1", "transformers": "4.44.0", …},   # those installed, versions read without importing
-     "torch_build": {"cuda": "12.1", "hip": null, "git_version": "…", "cudnn": "9.1.0.70", "nccl": "2.20.5"},
-     "host": {"name": "gpu-box", "os": "Ubuntu 22.04.4 LTS", "kernel": "6.5.0-41", "arch": "x86_64",
-              "cpu_model": "AMD EPYC 7763", "cpu_count": 64, "memory_total": MiB},
-     "gpus": {"driver": "550.54.15", "devices": [{"index": 0, "name": "NVIDIA H100 80GB HBM3", "memory_total": MiB}],
-              "note": null},                       # the GPUs the run uses (from the supervisor's first GPU sample)
-     "seed": 42,                                   # [run] seed of the frozen profile
-     "data": [{"key": "data.train_file", "path": "/…/train.csv", "size": 1234, "sha256": "…"}],
-     "code": [{"role": "workdir", "folder": "/…", "root": "/…", "commit": "…", "branch": "main", "dirty": true,
-               "changed": 2, "untracked": ["new.py"], "diff_file": "machine-0-git-0.diff", "diff_bytes": 812,
-               "diff_sha256": "…", "diff_truncated": false}]}
+mirror (tuitrain.runs.keeper.mirror); a Slurm node M > 0 keeps it under nodes/machine-M/machines/. Its keys are
+`Manifest`'s; a reader takes it checked against them (`scan_manifests`) or names it damaged, in one line.
 
 torch's CUDA build is read from torch/version.py's text and cuDNN/NCCL from the versions of the nvidia-cudnn-cu* and
 nvidia-nccl-cu* wheels torch depends on (absent under a conda or source build: null): nothing here imports torch,
@@ -36,17 +23,24 @@ import hashlib
 import json
 import os
 import platform
+import re
 import socket
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping, TypedDict
 
+from tuitrain.rundir.json_shape import checked
 from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.record import Rank, Time
+from tuitrain.runs.keeper.samples import GpuDevice
 
-FORMAT = 1
+if TYPE_CHECKING:
+    from tuitrain.hardware.sampler import Snapshot
+
+FORMAT: Literal[1] = 1
 PACKAGES = ("torch", "transformers", "accelerate", "datasets", "evaluate", "peft", "bitsandbytes", "deepspeed",
             "tuitrain")
 CUDNN_WHEELS = ("nvidia-cudnn-cu12", "nvidia-cudnn-cu13", "nvidia-cudnn-cu11")
@@ -61,6 +55,98 @@ HASHES_FILE = "file-hashes.json"
 MIB = 2**20
 
 
+class PythonFacts(TypedDict):
+    version: str  # "3.11.7"
+    implementation: str
+    executable: str
+
+
+class TorchBuild(TypedDict):
+    """torch's CUDA or HIP build and its cuDNN and NCCL ("12.1", "9.1.0.70"); null where not known."""
+
+    cuda: str | None
+    hip: str | None
+    git_version: str | None
+    cudnn: str | None
+    nccl: str | None
+
+
+class HostFacts(TypedDict):
+    name: str
+    os: str  # "Ubuntu 22.04.4 LTS"
+    kernel: str
+    arch: str
+    cpu_model: str | None
+    cpu_count: int | None
+    memory_total: int | None  # MiB
+
+
+class GpuFacts(TypedDict):
+    """The GPUs the run uses, from the supervisor's first GPU sample; `note`: why NVML could not say."""
+
+    driver: str | None
+    devices: list[GpuDevice]
+    note: str | None
+
+
+class _DataNeeded(TypedDict):
+    key: str  # the profile key naming it: "data.train_file"
+    path: str
+    size: int | None
+    sha256: str | None
+
+
+class DataFact(_DataNeeded, total=False):
+    error: str  # why it has no hash: it is missing, a folder
+
+
+class CodeFact(TypedDict):
+    """The git state of a folder the run's code is in (`git_facts`)."""
+
+    role: str  # "script" (its folder) or "workdir"
+    folder: str
+    root: str
+    commit: str | None
+    branch: str | None
+    dirty: bool | None
+    changed: int
+    untracked: list[str]  # the first UNTRACKED_LIMIT
+    diff_bytes: int
+    diff_sha256: str | None
+    diff_truncated: bool
+    diff_file: str | None  # the dirty diff beside the manifest: "machine-0-git-0.diff"
+
+
+class Manifest(TypedDict):
+    """machines/machine-M-manifest.json, every key as `base_manifest` writes it."""
+
+    format: Literal[1]
+    machine_rank: Rank
+    run_id: str | None
+    written: Time
+    python: PythonFacts
+    packages: dict[str, str]  # those of PACKAGES installed, versions read without importing
+    torch_build: TorchBuild | None  # null without torch
+    host: HostFacts
+    gpus: GpuFacts | None  # null: no GPU sample came
+    seed: int | None  # [run] seed of the frozen profile
+    data: list[DataFact]
+    code: list[CodeFact]
+
+
+class FileHash(TypedDict):
+    """A data file's hash in the cache (HASHES_FILE), good while the file's size and mtime are these."""
+
+    size: int
+    mtime_ns: int
+    sha256: str
+
+
+class _CondaPackage(TypedDict):  # conda-meta/NAME-VERSION-BUILD.json, the keys read of it
+    name: str
+    version: str
+
+
 # ---------------------------------------------------------------------------------------------- the facts
 def package_versions(packages: Iterable[str] = PACKAGES) -> dict[str, str]:
     """Those of `packages` installed, with their versions (the doctor's reading: importlib.metadata, no import)."""
@@ -70,14 +156,12 @@ def package_versions(packages: Iterable[str] = PACKAGES) -> dict[str, str]:
     return {name: version for name, version in found.items() if name != "python" and version}
 
 
-def python_facts() -> dict[str, Any]:
+def python_facts() -> PythonFacts:
     return {"version": ".".join(str(n) for n in sys.version_info[:3]),
             "implementation": platform.python_implementation(), "executable": sys.executable}
 
 
 def _version_py_fields(text: str) -> dict[str, str | None]:
-    import re
-
     out: dict[str, str | None] = {}
     for name, value in re.findall(r"^(\w+)\s*(?::[^=\n]*)?=\s*(.+?)\s*$", text, re.MULTILINE):
         value = value.strip()
@@ -85,7 +169,7 @@ def _version_py_fields(text: str) -> dict[str, str | None]:
     return out
 
 
-def torch_build() -> dict[str, str | None] | None:
+def torch_build() -> TorchBuild | None:
     """torch's CUDA/HIP build (torch/version.py, read as text) and its cuDNN and NCCL wheels; None without torch."""
     import importlib.util
 
@@ -111,11 +195,11 @@ def conda_version(name: str, prefix: Path | None = None) -> str | None:
     meta = (prefix or Path(sys.prefix)) / "conda-meta"
     for path in sorted(meta.glob(f"{name}-[0-9]*.json")) if meta.is_dir() else []:
         try:
-            record = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            package, reason = checked(path.read_bytes(), _CondaPackage)
+        except OSError:
             continue
-        if isinstance(record, dict) and record.get("name") == name and isinstance(record.get("version"), str):
-            return record["version"]
+        if reason is None and package["name"] == name:
+            return package["version"]
     return None
 
 
@@ -138,7 +222,7 @@ def _cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str | None:
     return platform.processor() or None
 
 
-def host_facts() -> dict[str, Any]:
+def host_facts() -> HostFacts:
     from tuitrain.hardware.host import memory_total_used
 
     total, _ = memory_total_used()
@@ -147,15 +231,16 @@ def host_facts() -> dict[str, Any]:
             "memory_total": int(total // MIB) if isinstance(total, int) else None}
 
 
-def gpu_facts(snapshot: Any, indices: Iterable[int]) -> dict[str, Any]:
+def gpu_facts(snapshot: Snapshot, indices: Iterable[int]) -> GpuFacts:
     """The driver and the GPUs `indices` names (NVML indices) of one `tuitrain.hardware.sampler.Snapshot`."""
     from tuitrain.hardware.na import NA
 
     discovery = snapshot.discovery
     wanted = set(indices)
-    devices = [{"index": g.index, "name": None if g.name is NA else str(g.name),
-                "memory_total": None if g.memory_total is NA else int(g.memory_total // MIB)}
-               for g in snapshot.gpus if g.index in wanted]
+    devices: list[GpuDevice] = [
+        {"index": g.index, "name": None if g.name is NA else str(g.name),
+         "memory_total": int(g.memory_total // MIB) if isinstance(g.memory_total, int) else None}
+        for g in snapshot.gpus if g.index in wanted]
     driver = discovery.driver_version
     note = None if discovery.available else (discovery.reason or "NVML unavailable")
     return {"driver": None if driver is NA or not driver else str(driver), "devices": devices, "note": note}
@@ -187,12 +272,13 @@ def hashes_path() -> Path:
     return cache_dir() / HASHES_FILE
 
 
-def _read_hashes(path: Path) -> dict[str, Any]:
+def _read_hashes(path: Path) -> dict[str, FileHash]:
+    """The hash cache, or none where it cannot be read or does not check (its files are hashed again)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        hashes, reason = checked(path.read_bytes(), dict[str, FileHash])
+    except OSError:
         return {}
-    return data if isinstance(data, dict) else {}
+    return {} if reason else dict(hashes)
 
 
 def sha256_of(path: Path) -> str:
@@ -200,10 +286,10 @@ def sha256_of(path: Path) -> str:
         return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
-def file_fact(key: str, path: str, cache: Path | None = None, hash_now: bool = True) -> dict[str, Any]:
+def file_fact(key: str, path: str, cache: Path | None = None, hash_now: bool = True) -> DataFact:
     """A data file's size and sha256: the cached hash when its path, size and mtime are those hashed; else hashed now
     (and cached) when `hash_now`, else null. A folder or a missing file says so instead."""
-    fact: dict[str, Any] = {"key": key, "path": path, "size": None, "sha256": None}
+    fact: DataFact = {"key": key, "path": path, "size": None, "sha256": None}
     target = Path(path).expanduser()
     try:
         info = target.stat()
@@ -213,9 +299,8 @@ def file_fact(key: str, path: str, cache: Path | None = None, hash_now: bool = T
         return {**fact, "error": "a folder, not hashed"}
     fact["size"] = info.st_size
     cache = cache if cache is not None else hashes_path()
-    stamp = {"size": info.st_size, "mtime_ns": info.st_mtime_ns}
     known = _read_hashes(cache).get(str(target.resolve()))
-    if isinstance(known, dict) and all(known.get(k) == v for k, v in stamp.items()) and known.get("sha256"):
+    if known is not None and (known["size"], known["mtime_ns"]) == (info.st_size, info.st_mtime_ns):
         return {**fact, "sha256": known["sha256"]}
     if not hash_now:
         return fact
@@ -223,11 +308,11 @@ def file_fact(key: str, path: str, cache: Path | None = None, hash_now: bool = T
         digest = sha256_of(target)
     except OSError as exc:
         return {**fact, "error": exc.strerror or str(exc)}
-    _remember(cache, str(target.resolve()), {**stamp, "sha256": digest})
+    _remember(cache, str(target.resolve()), {"size": info.st_size, "mtime_ns": info.st_mtime_ns, "sha256": digest})
     return {**fact, "sha256": digest}
 
 
-def _remember(cache: Path, path: str, entry: dict[str, Any]) -> None:
+def _remember(cache: Path, path: str, entry: FileHash) -> None:
     from tuitrain.atomic import write_text_atomic
 
     try:
@@ -255,9 +340,9 @@ def _text(result: subprocess.CompletedProcess[bytes] | None) -> str | None:
     return result.stdout.decode("utf-8", "replace").strip() or None
 
 
-def git_facts(folder: Path) -> tuple[dict[str, Any], bytes] | None:
+def git_facts(folder: Path, role: str = "workdir") -> tuple[CodeFact, bytes] | None:
     """The commit, branch and dirtiness of the repository holding `folder`, and its diff against HEAD (cut at
-    DIFF_LIMIT); None when it is no repository or git cannot be run."""
+    DIFF_LIMIT; its `diff_file` is for the caller to name); None when it is no repository or git cannot be run."""
     root = _text(_git(folder, "rev-parse", "--show-toplevel"))
     if root is None:
         return None
@@ -270,12 +355,12 @@ def git_facts(folder: Path) -> tuple[dict[str, Any], bytes] | None:
     if commit and len(lines) > len(untracked):
         found = _git(folder, "diff", "HEAD", "--no-color", "--no-ext-diff")
         diff = found.stdout if found is not None and found.returncode == 0 else b""
-    facts = {"folder": str(folder), "root": root, "commit": commit,
-             "branch": _text(_git(folder, "symbolic-ref", "--short", "-q", "HEAD")),
-             "dirty": bool(lines) if status is not None and status.returncode == 0 else None,
-             "changed": len(lines) - len(untracked), "untracked": untracked[:UNTRACKED_LIMIT],
-             "diff_bytes": len(diff), "diff_sha256": hashlib.sha256(diff).hexdigest() if diff else None,
-             "diff_truncated": len(diff) > DIFF_LIMIT}
+    facts: CodeFact = {"role": role, "folder": str(folder), "root": root, "commit": commit,
+                       "branch": _text(_git(folder, "symbolic-ref", "--short", "-q", "HEAD")),
+                       "dirty": bool(lines) if status is not None and status.returncode == 0 else None,
+                       "changed": len(lines) - len(untracked), "untracked": untracked[:UNTRACKED_LIMIT],
+                       "diff_bytes": len(diff), "diff_sha256": hashlib.sha256(diff).hexdigest() if diff else None,
+                       "diff_truncated": len(diff) > DIFF_LIMIT, "diff_file": None}
     return facts, diff[:DIFF_LIMIT]
 
 
@@ -302,10 +387,10 @@ def read_frozen_profile(paths: RunPaths) -> dict[str, Any]:
 
 
 def base_manifest(record: Mapping[str, Any], profile: Mapping[str, Any], machine_rank: int,
-                  cache: Path | None = None) -> tuple[dict[str, Any], list[bytes]]:
+                  cache: Path | None = None) -> tuple[Manifest, list[bytes]]:
     """Everything but the GPUs, with data hashes only where cached (`hash_data` adds the rest); the dirty diffs."""
-    manifest: dict[str, Any] = {
-        "format": FORMAT, "machine_rank": machine_rank, "run_id": record.get("id"), "written": None,
+    manifest: Manifest = {
+        "format": FORMAT, "machine_rank": machine_rank, "run_id": record.get("id"), "written": time.time(),
         "python": python_facts(), "packages": package_versions(), "torch_build": torch_build(),
         "host": host_facts(), "gpus": None, "seed": profile_seed(profile),
         "data": [file_fact(key, path, cache, hash_now=False) for key, path in data_paths(profile)],
@@ -313,31 +398,31 @@ def base_manifest(record: Mapping[str, Any], profile: Mapping[str, Any], machine
     diffs: list[bytes] = []
     roots: set[str] = set()
     for role, folder in code_folders(record, profile):
-        found = git_facts(folder)
+        found = git_facts(folder, role)
         if found is None or found[0]["root"] in roots:
             continue
         facts, diff = found
         roots.add(facts["root"])
         facts["diff_file"] = RunPaths(Path()).machine_git_diff(machine_rank, len(diffs)).name if diff else None
-        manifest["code"].append({"role": role, **facts})
+        manifest["code"].append(facts)
         diffs.append(diff)
     return manifest, diffs
 
 
-def hash_data(manifest: dict[str, Any], cache: Path | None = None) -> bool:
+def hash_data(manifest: Manifest, cache: Path | None = None) -> bool:
     """Hash the data files not yet hashed; True if any was."""
     changed = False
     for i, fact in enumerate(manifest["data"]):
-        if fact.get("sha256") is None and "error" not in fact:
+        if fact["sha256"] is None and "error" not in fact:
             manifest["data"][i] = file_fact(fact["key"], fact["path"], cache)
             changed = True
     return changed
 
 
-def write_manifest(paths: RunPaths, manifest: dict[str, Any], diffs: Iterable[bytes] = ()) -> None:
+def write_manifest(paths: RunPaths, manifest: Manifest, diffs: Iterable[bytes] = ()) -> None:
     from tuitrain.atomic import write_text_atomic
 
-    rank = int(manifest.get("machine_rank") or 0)
+    rank = manifest["machine_rank"]
     paths.machines.mkdir(exist_ok=True)
     for i, diff in enumerate(diffs):
         if diff:
@@ -359,7 +444,7 @@ class ManifestWriter:
         self.log = log
         self.cache = cache
         self.gpu_wait = gpu_wait
-        self._snapshot: Any = None
+        self._snapshot: Snapshot | None = None
         self._sampled = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -369,7 +454,7 @@ class ManifestWriter:
         self._thread = threading.Thread(target=self._run, name="run-manifest", daemon=True)
         self._thread.start()
 
-    def offer(self, snapshot: Any) -> None:
+    def offer(self, snapshot: Snapshot) -> None:
         """A GPU sample of this machine (the supervisor's sampler; only the first one is used)."""
         if self._snapshot is None:
             self._snapshot = snapshot
@@ -398,7 +483,7 @@ class ManifestWriter:
         except Exception as exc:  # noqa: BLE001 — a manifest is a record of the run, never a reason to end it
             self.log(f"could not write this machine's manifest: {type(exc).__name__}: {exc}")
 
-    def _gpus(self) -> dict[str, Any] | None:
+    def _gpus(self) -> GpuFacts | None:
         snapshot = self._snapshot
         if snapshot is None:
             return None
@@ -413,31 +498,31 @@ def _files(root: Path) -> list[Path]:
     return sorted(p for node in RunPaths(root).nodes().values() for p in node.machines.glob("machine-*-manifest.json"))
 
 
-def read_manifests(root: Path) -> dict[int, dict[str, Any]]:
-    """machine rank → its manifest, for every machine of the run that wrote a readable one."""
-    return _scan(Path(root))[0]
+def read_manifests(root: Path) -> dict[int, Manifest]:
+    """machine rank → its manifest, for every machine of the run that wrote one that checks."""
+    return scan_manifests(Path(root))[0]
 
 
 def damaged_manifests(root: Path) -> dict[int, str]:
-    """machine rank → why its manifest cannot be read ("path: not JSON ..."), for every machine whose file is
-    there but damaged (no file at all is a run from before manifests, or a machine that never started)."""
-    return _scan(Path(root))[1]
+    """machine rank → why its manifest cannot be used, in one line ("PATH: host.cpu_count: '64' is not a whole
+    number"), for every machine whose file is there but damaged (no file at all is a run from before manifests, or a
+    machine that never started)."""
+    return scan_manifests(Path(root))[1]
 
 
-def _scan(root: Path) -> tuple[dict[int, dict[str, Any]], dict[int, str]]:
-    out: dict[int, dict[str, Any]] = {}
+def scan_manifests(root: Path) -> tuple[dict[int, Manifest], dict[int, str]]:
+    """(`read_manifests`, `damaged_manifests`) in one reading: each file checked against `Manifest`."""
+    out: dict[int, Manifest] = {}
     damaged: dict[int, str] = {}
     for path in _files(root):
-        rank = int(path.name.split("-")[1]) if path.name.split("-")[1].isdigit() else 0
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            manifest, reason = checked(path.read_bytes(), Manifest)
         except FileNotFoundError:
             continue
-        except (OSError, ValueError) as exc:
-            damaged.setdefault(rank, f"{path}: {'not JSON' if isinstance(exc, ValueError) else 'unreadable'} ({exc})")
-            continue
-        if isinstance(data, dict) and data.get("format") == FORMAT:
-            out.setdefault(int(data.get("machine_rank") or 0), data)
+        except OSError as exc:
+            manifest, reason = None, f"unreadable ({exc.strerror or exc})"
+        if reason is None:
+            out.setdefault(manifest["machine_rank"], manifest)
         else:
-            damaged.setdefault(rank, f"{path}: not a manifest of format {FORMAT}")
+            damaged.setdefault(RunPaths.machine_of(path), f"{path}: {reason}")
     return out, {rank: why for rank, why in damaged.items() if rank not in out}

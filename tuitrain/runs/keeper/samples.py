@@ -7,17 +7,8 @@ names; no driver is a normal state: the host and the ranks are still sampled). A
 
 The file, `machines/machine-M-samples.json` (M: the machine's rank; a run on several machines mirrors each node's
 file home, tuitrain.runs.keeper.mirror; a Slurm node M > 0 keeps it in nodes/machine-M/machines/), replaced atomically
-every WRITE_SECONDS and once more when the run ends, before run.json says so::
-
-    {"format": 1, "machine_rank": 0, "host": "gpu-box", "run_id": "...",
-     "interval": 2.0,              # seconds between two samples
-     "span": 4.0,                  # seconds one bucket covers now (interval × 2^k)
-     "samples": 312, "first": T, "last": T,          # samples taken, the times of the first and last
-     "cpu_count": 16, "memory_total": MiB,            # the machine
-     "gpus": [{"index": 0, "name": "NVIDIA H100 80GB HBM3", "memory_total": MiB}],  # the run's GPUs (NVML index)
-     "ranks": [0, 1],                                 # the global ranks sampled on this machine
-     "time": [T, ...], "count": [n, ...],             # per bucket: its samples' mean time and how many
-     "series": {"gpu.0.util": {"mean": [...], "max": [...]}, ...}}   # per bucket; null where nothing was read
+every WRITE_SECONDS and once more when the run ends, before run.json says so. Its keys are `SamplesFile`'s, checked
+where it is read (`scan_run_samples`): one that does not check is damaged, its reason one line.
 
 Series (units): host.cpu (% of the whole machine), host.mem (MiB used), gpu.I.util (% of time a kernel ran),
 gpu.I.mem (MiB used, as nvidia-smi counts it), gpu.I.power (W), rank.R.cpu (% of one core, the rank's own process),
@@ -41,15 +32,58 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Annotated, Any, Callable, Iterable, Literal, Mapping, Sequence, TypedDict
 
+from tuitrain.rundir.json_shape import Within, decoded, problem
 from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.record import Rank, Time
 
-FORMAT = 1
+FORMAT: Literal[1] = 1
 SAMPLE_SECONDS = 2.0  # how often a machine of a run is sampled (a node agent sends its latest home as often)
 WRITE_SECONDS = 10.0  # how often the samples file is replaced while the run goes on
 MAX_BUCKETS = 240
 MIB = 2**20
+
+
+Seconds = Annotated[float, Within(1e-3, 2**33, "a number of seconds")]
+
+
+class GpuDevice(TypedDict):
+    """A GPU as a samples file and a manifest name it."""
+
+    index: int  # NVML's
+    name: str | None
+    memory_total: int | None  # MiB
+
+
+class Series(TypedDict):
+    mean: list[float | None]  # a value a bucket; null where nothing was read
+    max: list[float | None]
+
+
+class _SamplesNeeded(TypedDict):
+    format: Literal[1]
+    time: list[Time]  # a value a bucket: its samples' mean time
+    count: list[int]  # and how many it holds
+
+
+class SamplesFile(_SamplesNeeded, total=False):
+    """machines/machine-M-samples.json as `SampleLog.to_json` writes it; the machine's keys (META_KEYS) come with
+    its first sample."""
+
+    machine_rank: Rank
+    host: str
+    run_id: str
+    interval: Seconds  # between two samples
+    span: Seconds  # one bucket covers now (interval × 2^k)
+    samples: int  # taken
+    first: Time | None  # the first sample's time
+    last: Time | None
+    cpu_count: int | None
+    memory_total: int | None  # MiB
+    gpus: list[GpuDevice]  # the run's GPUs
+    ranks: list[Rank]  # the global ranks sampled on this machine
+    series: dict[str, Series]  # "gpu.0.util" → its figures
 
 
 def samples_path(root: Path, machine_rank: int) -> Path:
@@ -169,7 +203,7 @@ class SampleLog:
         value of each of its samples."""
         parsed = parse(data)
         if parsed is None:
-            raise ValueError("not a samples file")
+            raise ValueError(f"not a samples file ({samples_problem(data)})")
         log = cls(parsed.interval, max_buckets)
         log.meta = {k: v for k, v in data.items() if k in META_KEYS}
         log.span = parsed.span
@@ -289,7 +323,7 @@ class RunSampler:
         self._thread: threading.Thread | None = None
         self._written_at = -math.inf
         self._gpus: set[int] = set()
-        self._gpu_meta: dict[int, dict[str, Any]] = {}
+        self._gpu_meta: dict[int, GpuDevice] = {}
         self._waits = WaitShares()
 
     def start(self) -> None:
@@ -324,8 +358,8 @@ class RunSampler:
     def _resume(self) -> SampleLog | None:
         """The file a previous supervisor of this run directory left (a requeued Slurm job), to go on with."""
         try:
-            return SampleLog.from_json(json.loads(self.file.read_text(encoding="utf-8")))
-        except (OSError, ValueError, TypeError, KeyError):
+            return SampleLog.from_json(json.loads(self.file.read_bytes()))
+        except (OSError, ValueError, RecursionError):
             return None
 
     def _take(self, snapshot: Any, final: bool = False) -> None:
@@ -376,7 +410,7 @@ def _mib(value: Any) -> int | None:
     return int(round(value / MIB)) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def _gpu_meta(gpu: Any) -> dict[str, Any]:
+def _gpu_meta(gpu: Any) -> GpuDevice:
     from tuitrain.hardware.na import NA
 
     return {"index": gpu.index, "name": None if gpu.name is NA else str(gpu.name),
@@ -422,37 +456,29 @@ class MachineSamples:
         return sorted(found | set(self.ranks))
 
 
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+def samples_problem(data: Any) -> str | None:
+    """Why a samples file's JSON is no `SamplesFile` with one value a bucket in each list; None when it is one."""
+    found = problem(data, SamplesFile)
+    if found is not None:
+        return found
+    lengths = [len(data["count"]), *(len(s[k]) for s in data.get("series", {}).values() for k in ("mean", "max"))]
+    times = len(data["time"])
+    return None if all(n == times for n in lengths) else f"count, series: not one value for each of the {times} times"
 
 
 def parse(data: Any) -> MachineSamples | None:
-    """A samples file's JSON, or None where it is no such file (another format, damaged)."""
-    if not isinstance(data, Mapping) or data.get("format") != FORMAT:
-        return None
-    try:
-        times = tuple(float(t) for t in data["time"])
-        counts = tuple(int(c) for c in data["count"])
-        series: dict[str, tuple[tuple[float | None, ...], tuple[float | None, ...]]] = {}
-        for name, stats in (data.get("series") or {}).items():
-            means = tuple(_number(v) for v in stats["mean"])
-            tops = tuple(_number(v) for v in stats["max"])
-            if len(means) != len(times) or len(tops) != len(times):
-                return None
-            series[str(name)] = (means, tops)
-        gpus = tuple(GpuMeta(int(g["index"]), g.get("name"),
-                             int(g["memory_total"]) if _number(g.get("memory_total")) else None)
-                     for g in data.get("gpus") or [])
-        built = MachineSamples(
-            machine_rank=int(data.get("machine_rank") or 0), host=str(data.get("host") or "?"),
-            interval=float(data.get("interval") or SAMPLE_SECONDS), span=float(data.get("span") or SAMPLE_SECONDS),
-            samples=int(data.get("samples") or 0), first=_number(data.get("first")), last=_number(data.get("last")),
-            cpu_count=int(data["cpu_count"]) if _number(data.get("cpu_count")) else None,
-            memory_total=int(data["memory_total"]) if _number(data.get("memory_total")) else None,
-            gpus=gpus, ranks=tuple(int(r) for r in data.get("ranks") or []), times=times, counts=counts, series=series)
-    except (KeyError, TypeError, ValueError, AttributeError):
-        return None
-    return built if len(counts) == len(times) else None
+    """A samples file's JSON, or None where it is no such file (another format, damaged: `samples_problem`)."""
+    return None if samples_problem(data) is not None else _machine(data)
+
+
+def _machine(held: SamplesFile) -> MachineSamples:
+    return MachineSamples(
+        machine_rank=held.get("machine_rank", 0), host=held.get("host") or "?", interval=held.get("interval", SAMPLE_SECONDS),
+        span=held.get("span", SAMPLE_SECONDS), samples=held.get("samples", 0), first=held.get("first"), last=held.get("last"),
+        cpu_count=held.get("cpu_count"), memory_total=held.get("memory_total"),
+        gpus=tuple(GpuMeta(g["index"], g["name"], g["memory_total"]) for g in held.get("gpus", ())),
+        ranks=tuple(held.get("ranks", ())), times=tuple(held["time"]), counts=tuple(held["count"]),
+        series={name: (tuple(s["mean"]), tuple(s["max"])) for name, s in held.get("series", {}).items()})
 
 
 def _files(root: Path) -> list[Path]:
@@ -460,38 +486,50 @@ def _files(root: Path) -> list[Path]:
     return sorted(p for node in RunPaths(root).nodes().values() for p in node.machines.glob("machine-*-samples.json"))
 
 
-_CACHE: dict[Path, tuple[tuple[int, int], MachineSamples | None]] = {}
+_CACHE: dict[Path, tuple[tuple[int, int], MachineSamples | None, str | None]] = {}
 _CACHE_LOCK = threading.Lock()
 
 
-def read_samples_file(path: Path) -> MachineSamples | None:
-    """One samples file (re-read only when it was replaced since the last read); None if unreadable."""
+def read_samples_file(path: Path) -> tuple[MachineSamples | None, str | None]:
+    """One samples file (re-read only when it was replaced since the last read), or why it cannot be used (None,
+    None: it is gone)."""
     try:
         info = path.stat()
     except OSError:
-        return None
+        return None, None
     stamp = (info.st_mtime_ns, info.st_size)
     with _CACHE_LOCK:
         cached = _CACHE.get(path)
     if cached is not None and cached[0] == stamp:
-        return cached[1]
+        return cached[1:]
     try:
-        parsed = parse(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError):
-        parsed = None
+        data, reason = decoded(path.read_bytes())
+    except OSError as exc:
+        data, reason = None, f"unreadable ({exc.strerror or exc})"
+    reason = reason or samples_problem(data)
+    parsed = None if reason else _machine(data)
     with _CACHE_LOCK:
-        _CACHE[path] = (stamp, parsed)
-    return parsed
+        _CACHE[path] = (stamp, parsed, reason)
+    return parsed, reason
+
+
+def scan_run_samples(root: Path) -> tuple[dict[int, MachineSamples], dict[int, str]]:
+    """machine rank → its samples, for every machine of the run that kept a file that checks; and machine rank (its
+    file's name's) → why its file cannot be used, in one line, for each that is damaged."""
+    out: dict[int, MachineSamples] = {}
+    damaged: dict[int, str] = {}
+    for path in _files(Path(root)):
+        parsed, reason = read_samples_file(path)
+        if parsed is not None:
+            out.setdefault(parsed.machine_rank, parsed)
+        elif reason is not None:
+            damaged.setdefault(RunPaths.machine_of(path), f"{path}: {reason}")
+    return out, {rank: why for rank, why in damaged.items() if rank not in out}
 
 
 def read_run_samples(root: Path) -> dict[int, MachineSamples]:
-    """machine rank → its samples, for every machine of the run that kept a readable file."""
-    out: dict[int, MachineSamples] = {}
-    for path in _files(Path(root)):
-        parsed = read_samples_file(path)
-        if parsed is not None:
-            out.setdefault(parsed.machine_rank, parsed)
-    return out
+    """machine rank → its samples, for every machine of the run that kept a file that checks."""
+    return scan_run_samples(root)[0]
 
 
 # ---------------------------------------------------------------------------------------------- the training window
@@ -515,7 +553,8 @@ def training_window(events: Path) -> tuple[float | None, float | None]:
         if b"train_" not in line:
             continue
         event = parse_event(line)
-        when = _number(event.get("time")) if event else None
+        when = event.get("time") if event else None
+        when = float(when) if isinstance(when, (int, float)) and not isinstance(when, bool) else None
         if event is None or when is None:
             continue
         if event.get("event") == "train_begin" and begin is None:

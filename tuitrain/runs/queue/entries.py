@@ -3,7 +3,8 @@
 
 An entry is the run's place in the line (its file name starts with the time it was queued) and, once the run
 started, its claim on its GPUs: it stays until the run's supervisor removes it at the run's end, or is ignored
-once that supervisor is gone. What an entry waits for is `runs.queue.rule.verdict`'s to say."""
+once that supervisor is gone. What an entry waits for is `runs.queue.rule.verdict`'s to say. Its file holds
+`EntryFile`, checked when read: one that does not check is a `DamagedEntry`, its reason one line naming the key."""
 
 from __future__ import annotations
 
@@ -14,16 +15,45 @@ import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Annotated, Any, Callable, Iterator, Literal, Mapping, TypedDict
 
 from tuitrain.atomic import write_text_atomic
+from tuitrain.rundir.json_shape import Matching, Within, checked
 from tuitrain.rundir.layout import RunPaths
-from tuitrain.rundir.record import FINAL_STATUSES, RunRecord, RunRecordError, read_record
+from tuitrain.rundir.record import FINAL_STATUSES, Count, ProcessIdentity, RunRecord, RunRecordError, Time, read_record
 
 QUEUE_DIR_ENV = "TUITRAIN_QUEUE_DIR"
 SHARED_QUEUE_DIR = Path("/tmp/tuitrain-queue")  # not $TMPDIR: that may be each user's own
 ENTRY_MODE = 0o644  # every user of the machine reads every claim, whatever their umask
 ANNOUNCE_GRACE = 60.0  # an entry whose supervisor has not written itself in yet counts as alive this long
+State = Literal["waiting", "started"]  # started: it holds its GPUs until its supervisor removes it
+Name = Annotated[str, Matching("(?s).+", "a name")]
+
+
+class DependencyFile(TypedDict):
+    run: Name
+    run_dir: Name
+    ok: bool
+
+
+class _EntryNeeded(TypedDict):
+    run: Name
+    run_dir: Name
+    uid: Annotated[int, Within(0, 2**32 - 1, "a user id")]
+    queued: Time
+
+
+class EntryFile(_EntryNeeded, total=False):
+    """An entry's file as `Entry.to_json` writes it; the keys an older version may lack are optional."""
+
+    user: str
+    gpus: list[Annotated[int, Within(0, 2**20, "a GPU index")]]
+    after: list[DependencyFile]
+    count: Count
+    min_free: Annotated[int, Within(0, 2**62, "a size in bytes")] | None
+    state: State
+    supervisor: ProcessIdentity | None
+    started: Time | None
 
 
 @dataclass(frozen=True)
@@ -47,8 +77,8 @@ class Entry:
     after: tuple[Dependency, ...] = ()
     count: int = 0  # `hardware.gpus = N`: any N free GPUs, chosen at its start (then in `gpus`)
     min_free: int | None = None  # `hardware.min_free_memory` in bytes: it shares a GPU that has this much free
-    state: str = "waiting"  # "waiting", or "started": it holds its GPUs until its supervisor removes it
-    supervisor: dict[str, Any] | None = None  # {"pid", "started"} once the supervisor wrote itself in
+    state: State = "waiting"
+    supervisor: ProcessIdentity | None = None  # once the supervisor wrote itself in
     started: float | None = None
 
     def to_json(self) -> dict[str, Any]:
@@ -57,51 +87,13 @@ class Entry:
         return data
 
 
-def entry_from(name: str, data: Any) -> Entry:
-    """An entry as its file holds it, every field checked (ValueError or TypeError, naming the field, otherwise:
-    another version, a user's editor or a cut-short write may have made it)."""
-    if not isinstance(data, Mapping):
-        raise TypeError(f"not a JSON object but {type(data).__name__}")
-    supervisor = data.get("supervisor")
-    if supervisor is not None and not (isinstance(supervisor, Mapping) and 0 < _whole(supervisor.get("pid"), "supervisor.pid") < 2**31
-                                       and _number(supervisor.get("started"), "supervisor.started") >= 0):
-        raise ValueError(f"supervisor: {supervisor!r} is no process")
-    state = data.get("state") or "waiting"
-    if state not in ("waiting", "started"):
-        raise ValueError(f"state: {state!r} is neither 'waiting' nor 'started'")
-    after = data.get("after") or ()
-    if not isinstance(after, (list, tuple)) or not all(isinstance(d, Mapping) for d in after):
-        raise TypeError(f"after: {after!r} is not a list of runs")
-    gpus = data.get("gpus") or ()
-    if not isinstance(gpus, (list, tuple)):
-        raise TypeError(f"gpus: {gpus!r} is not a list")
-    return Entry(name=name, run=_text(data["run"], "run"), run_dir=_text(data["run_dir"], "run_dir"),
-                 uid=_whole(data["uid"], "uid"), user=str(data.get("user") or data["uid"]),
-                 queued=_number(data["queued"], "queued"), gpus=tuple(_whole(g, "gpus") for g in gpus),
-                 after=tuple(Dependency(_text(d["run"], "after.run"), _text(d["run_dir"], "after.run_dir"), bool(d.get("ok")))
-                             for d in after),
-                 state=state, supervisor=dict(supervisor) if supervisor is not None else None,
-                 started=_number(data["started"], "started") if data.get("started") is not None else None,
-                 count=_whole(data.get("count") or 0, "count"),
-                 min_free=_whole(data["min_free"], "min_free") if data.get("min_free") is not None else None)
-
-
-def _whole(value: Any, field: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{field}: {value!r} is not a whole number")
-    return value
-
-
-def _number(value: Any, field: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or abs(value) == float("inf"):
-        raise ValueError(f"{field}: {value!r} is not a number")
-    return float(value)
-
-
-def _text(value: Any, field: str) -> str:
-    if not isinstance(value, str) or not value:
-        raise ValueError(f"{field}: {value!r} is not a name")
-    return value
+def entry_from(name: str, held: EntryFile) -> Entry:
+    """An entry as its file holds it (checked: `scan_entries`)."""
+    return Entry(name=name, run=held["run"], run_dir=held["run_dir"], uid=held["uid"],
+                 user=held.get("user") or str(held["uid"]), queued=held["queued"], gpus=tuple(held.get("gpus", ())),
+                 after=tuple(Dependency(d["run"], d["run_dir"], d["ok"]) for d in held.get("after", ())),
+                 count=held.get("count", 0), min_free=held.get("min_free"), state=held.get("state", "waiting"),
+                 supervisor=held.get("supervisor"), started=held.get("started"))
 
 
 def queue_dir(environ: Mapping[str, str] | None = None) -> Path:
@@ -179,34 +171,20 @@ def scan_entries(folder: Path) -> tuple[list[Entry], list[DamagedEntry]]:
     for name in names:
         path = folder / name
         try:
-            text = path.read_text(encoding="utf-8")
-            if name.endswith(DAMAGED_SUFFIX):
-                raise ValueError("set aside as damaged")
-            entries.append(entry_from(name, json.loads(text)))
+            held, reason = checked(path.read_bytes(), EntryFile)
         except FileNotFoundError:
             continue  # removed since the listing (another user's, outside our lock: theirs is the same lock)
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            try:
-                uid = path.stat().st_uid
-            except OSError:
-                continue
-            damaged.append(DamagedEntry(name, _run_of_name(name), uid, _damage_words(path, exc)))
+        except OSError as exc:
+            held, reason = None, f"unreadable ({exc.strerror or exc})"
+        if reason is None and not name.endswith(DAMAGED_SUFFIX):
+            entries.append(entry_from(name, held))
+            continue
+        try:
+            uid = path.stat().st_uid
+        except OSError:
+            continue
+        damaged.append(DamagedEntry(name, _run_of_name(name), uid, reason or "set aside as damaged"))
     return entries, damaged
-
-
-def _damage_words(path: Path, exc: Exception) -> str:
-    if isinstance(exc, ValueError) and str(exc) == "set aside as damaged":
-        try:  # say again what was wrong with it
-            entry_from(path.name, json.loads(path.read_text(encoding="utf-8")))
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as again:
-            exc = again
-        else:
-            return "set aside as damaged"
-    if isinstance(exc, json.JSONDecodeError):
-        return f"not JSON ({exc.msg} at character {exc.pos}; {path.stat().st_size} bytes)"
-    if isinstance(exc, KeyError):
-        return f"no {exc.args[0]!r} field"
-    return f"{type(exc).__name__}: {exc}"[:200]
 
 
 def read_entries(folder: Path) -> list[Entry]:
@@ -369,11 +347,10 @@ def queue_fields(folder: Path, gpus: tuple[int, ...], after: tuple[Dependency, .
     return {"queue": fields}
 
 
-def sweep_fields(record: Mapping[str, Any]) -> dict[str, Any] | None:
+def sweep_fields(record: RunRecord) -> dict[str, Any] | None:
     """The sweep a run was queued in, as its record keeps it (`id`, `index`, `of`, `label`), or None."""
-    queue = record.get("queue")
-    sweep = queue.get("sweep") if isinstance(queue, Mapping) else None
-    return dict(sweep) if isinstance(sweep, Mapping) else None
+    sweep = record.get("queue", {}).get("sweep")
+    return None if sweep is None else dict(sweep)
 
 
 def sweep_of(record: RunRecord) -> str | None:

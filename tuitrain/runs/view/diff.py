@@ -9,12 +9,14 @@ hardware and host, from each machine's manifest (tuitrain.runs.keeper.manifest).
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Literal, Mapping
 
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.record import RunRecord
+from tuitrain.runs.keeper.manifest import CodeFact, DataFact, GpuFacts, Manifest, TorchBuild
 
 KIND_ORDER = ("lineage", "data", "code", "profile", "versions", "hardware", "host", "note")
 DATA_KEYS = ("data.train_file", "data.validation_file")
@@ -24,7 +26,12 @@ CODE_KEYS = ("script.path", "script.module", "script.workdir", "script.args")
 RUN_OWN_ARGS = frozenset({"logging_dir"})
 # a TrainingArguments field the profile sets under another name: not said twice
 ARG_ALIASES = {"seed": "run.seed"}
-VERSION_FIELDS = (("cuda", "torch CUDA"), ("hip", "torch HIP"), ("cudnn", "cuDNN"), ("nccl", "NCCL"))
+VERSION_FIELDS: tuple[tuple[Literal["cuda", "hip", "cudnn", "nccl"], str], ...] = (
+    ("cuda", "torch CUDA"), ("hip", "torch HIP"), ("cudnn", "cuDNN"), ("nccl", "NCCL"))
+HOST_FIELDS: tuple[tuple[str, Literal["cpu_model", "cpu_count", "name", "os", "kernel"], str], ...] = (
+    ("hardware", "cpu_model", "CPU"), ("hardware", "cpu_count", "CPUs"), ("host", "name", "host"), ("host", "os", "OS"),
+    ("host", "kernel", "kernel"))
+NO_TORCH: TorchBuild = {"cuda": None, "hip": None, "git_version": None, "cudnn": None, "nccl": None}
 MISSING = "(absent)"
 NO_DIFFERENCE = "no difference found in the profile, TrainingArguments, data files, code, versions or hardware"
 
@@ -38,7 +45,7 @@ class RunFacts:
     record: RunRecord
     profile: Mapping[str, Any]  # the frozen profile.toml, defaults filled in
     training_args: Mapping[str, Any] | None  # training_args.json, None before rank 0 wrote it
-    manifests: Mapping[int, Mapping[str, Any]]  # machine rank → its manifest
+    manifests: Mapping[int, Manifest]  # machine rank → its manifest
     ancestors: tuple[tuple[str, int], ...] = ()  # (run id, step of the checkpoint its child resumed from), oldest first
     damaged: Mapping[int, str] = field(default_factory=dict)  # machine rank → why its manifest is unreadable
 
@@ -47,8 +54,8 @@ class RunFacts:
 class Difference:
     kind: str  # one of KIND_ORDER
     key: str
-    a: Any = None
-    b: Any = None
+    a: object = None
+    b: object = None
     machine: str | None = None  # "machine 1 (gpu-b)" in a run on several machines
     text: str | None = None  # a line of its own instead of "a → b" (lineage, notes)
 
@@ -57,12 +64,12 @@ class Difference:
         body = self.text if self.text is not None else f"{value_text(self.a)} → {value_text(self.b)}"
         return f"{self.kind:<9} {where}{self.key}  {body}".rstrip()
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"kind": self.kind, "key": self.key, "a": self.a, "b": self.b, "machine": self.machine,
                 "text": self.text, "line": self.line()}
 
 
-def value_text(value: Any) -> str:
+def value_text(value: object) -> str:
     if value is None:
         return MISSING
     if isinstance(value, str):
@@ -73,7 +80,7 @@ def value_text(value: Any) -> str:
 # ---------------------------------------------------------------------------------------------- reading a run
 def read_facts(paths: RunPaths, record: RunRecord) -> RunFacts:
     from tuitrain.profile.schema import Profile, settings_with_defaults
-    from tuitrain.runs.keeper.manifest import damaged_manifests, read_frozen_profile, read_manifests
+    from tuitrain.runs.keeper.manifest import read_frozen_profile, scan_manifests
     from tuitrain.runs.view.lineage import read_lineage
 
     frozen = read_frozen_profile(paths)
@@ -86,8 +93,9 @@ def read_facts(paths: RunPaths, record: RunRecord) -> RunFacts:
     except (OSError, ValueError):
         args = None
     ancestors = tuple((a.run_id, a.until_step) for a in read_lineage(paths, record).ancestors)
-    return RunFacts(paths.id, str(paths.root), record, profile, args if isinstance(args, dict) else None,
-                    read_manifests(paths.root), ancestors, damaged_manifests(paths.root))
+    manifests, damaged = scan_manifests(paths.root)
+    return RunFacts(paths.id, str(paths.root), record, profile, args if isinstance(args, dict) else None, manifests,
+                    ancestors, damaged)
 
 
 # ---------------------------------------------------------------------------------------------- comparing
@@ -114,7 +122,7 @@ def _own(value: Any, root: str) -> Any:
     return value
 
 
-def _same(a: Any, b: Any) -> bool:
+def _same(a: object, b: object) -> bool:
     if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) \
             and not isinstance(b, bool):
         return float(a) == float(b)
@@ -151,17 +159,15 @@ def code_differences(a: RunFacts, b: RunFacts) -> list[Difference]:
             if not _same(fa.get(key), fb.get(key))]
 
 
-def _data_map(manifest: Mapping[str, Any] | None) -> dict[str, Mapping[str, Any]]:
-    return {str(d.get("key")): d for d in (manifest or {}).get("data") or [] if isinstance(d, Mapping)}
+def _data_fact(manifest: Manifest | None, key: str) -> DataFact | None:
+    return next((d for d in manifest["data"] if d["key"] == key), None) if manifest else None
 
 
-def _file_text(path: Any, fact: Mapping[str, Any] | None, show_path: bool) -> str:
+def _file_text(path: object, fact: DataFact | None, show_path: bool) -> str:
     if fact is None:
         return value_text(path)
-    digest = fact.get("sha256")
-    said = f"sha256 {digest[:12]}" if digest else str(fact.get("error") or "not hashed")
-    size = fact.get("size")
-    said += f", {size} bytes" if isinstance(size, int) else ""
+    said = f"sha256 {fact['sha256'][:12]}" if fact["sha256"] else fact.get("error") or "not hashed"
+    said += f", {fact['size']} bytes" if fact["size"] is not None else ""
     return f"{path} ({said})" if show_path else said
 
 
@@ -173,98 +179,75 @@ def data_differences(a: RunFacts, b: RunFacts, machines: list[tuple[int, str | N
         pa, pb = fa.get(key), fb.get(key)
         if not _same(pa, pb):  # another file: said once, with the first machine's hashes
             first = machines[0][0]
-            da, db = _data_map(a.manifests.get(first)).get(key), _data_map(b.manifests.get(first)).get(key)
+            da, db = _data_fact(a.manifests.get(first), key), _data_fact(b.manifests.get(first), key)
             out.append(Difference("data", key, pa, pb, None, f"{_file_text(pa, da, True)} → {_file_text(pb, db, True)}"))
             continue
         for rank, label in machines:
-            da, db = _data_map(a.manifests.get(rank)).get(key), _data_map(b.manifests.get(rank)).get(key)
-            ha, hb = (da or {}).get("sha256"), (db or {}).get("sha256")
-            if ha and hb and ha != hb:
+            da, db = _data_fact(a.manifests.get(rank), key), _data_fact(b.manifests.get(rank), key)
+            if da and db and da["sha256"] and db["sha256"] and da["sha256"] != db["sha256"]:
                 out.append(Difference("data", key, pa, pb, label,
                                       f"{pa}: content differs: {_file_text(pa, da, False)} → {_file_text(pb, db, False)}"))
     return out
 
 
-def _code_state(entry: Mapping[str, Any] | None) -> tuple[Any, ...] | None:
+def _code_state(entry: CodeFact | None) -> tuple[object, ...] | None:
     if entry is None:
         return None
-    return (entry.get("root"), entry.get("commit"), bool(entry.get("dirty")), entry.get("diff_sha256"),
-            tuple(entry.get("untracked") or ()))
+    return entry["root"], entry["commit"], bool(entry["dirty"]), entry["diff_sha256"], tuple(entry["untracked"])
 
 
-def code_text(entry: Mapping[str, Any] | None) -> str:
+def code_text(entry: CodeFact | None) -> str:
     """"abc1234 (main), dirty: 2 changed, 1 untracked" — or that the folder is no git repository."""
     if entry is None:
         return "not a git repository"
-    commit = str(entry.get("commit") or "no commit")[:12]
-    text = f"{entry.get('root')} {commit}" + (f" ({entry['branch']})" if entry.get("branch") else "")
-    if entry.get("dirty"):
-        parts = [f"{entry.get('changed') or 0} changed"]
-        if entry.get("untracked"):
-            parts.append(f"{len(entry['untracked'])} untracked")
-        text += ", dirty: " + ", ".join(parts)
+    text = f"{entry['root']} {(entry['commit'] or 'no commit')[:12]}" + (f" ({entry['branch']})" if entry["branch"] else "")
+    if entry["dirty"]:
+        untracked = [f"{len(entry['untracked'])} untracked"] if entry["untracked"] else []
+        text += ", dirty: " + ", ".join([f"{entry['changed']} changed", *untracked])
     return text
 
 
-def gpu_text(gpus: Mapping[str, Any] | None) -> str | None:
+def gpu_text(gpus: GpuFacts | None) -> str | None:
     """"2 × NVIDIA H100 80GB HBM3 (80 GiB)", "none" — the models and memory of the GPUs a run used."""
     if gpus is None:
         return None
-    devices = gpus.get("devices") or []
-    if not devices:
-        return "none"
-    names: dict[str, int] = {}
-    for device in devices:
-        memory = device.get("memory_total")
-        name = f"{device.get('name') or '?'}" + (f" ({memory / 1024:.0f} GiB)" if isinstance(memory, int) else "")
-        names[name] = names.get(name, 0) + 1
-    return ", ".join(f"{count} × {name}" for name, count in names.items())
+    names = Counter((d["name"] or "?") + (f" ({d['memory_total'] / 1024:.0f} GiB)" if d["memory_total"] is not None else "")
+                    for d in gpus["devices"])
+    return ", ".join(f"{count} × {name}" for name, count in names.items()) or "none"
 
 
-def manifest_differences(ma: Mapping[str, Any], mb: Mapping[str, Any], label: str | None) -> list[Difference]:
+def manifest_differences(ma: Manifest, mb: Manifest, label: str | None) -> list[Difference]:
     """Two machines' manifests (of two runs, or two machines of one run): code, versions, hardware, host."""
     out: list[Difference] = []
-    code_a = {str(c.get("role")): c for c in ma.get("code") or [] if isinstance(c, Mapping)}
-    code_b = {str(c.get("role")): c for c in mb.get("code") or [] if isinstance(c, Mapping)}
+    code_a, code_b = {c["role"]: c for c in ma["code"]}, {c["role"]: c for c in mb["code"]}
     for role in sorted({*code_a, *code_b}):
         if _code_state(code_a.get(role)) != _code_state(code_b.get(role)):
             out.append(Difference("code", role, None, None, label,
                                   f"{code_text(code_a.get(role))} → {code_text(code_b.get(role))}"))
-    va = {"python": (ma.get("python") or {}).get("version"), **(ma.get("packages") or {})}
-    vb = {"python": (mb.get("python") or {}).get("version"), **(mb.get("packages") or {})}
-    for name in [n for n in ("python", *sorted({*va, *vb} - {"python"}))]:
+    va, vb = ({"python": m["python"]["version"], **m["packages"]} for m in (ma, mb))
+    for name in ("python", *sorted({*va, *vb} - {"python"})):
         if va.get(name) != vb.get(name):
             out.append(Difference("versions", name, va.get(name), vb.get(name), label))
-    ba, bb = ma.get("torch_build") or {}, mb.get("torch_build") or {}
-    for key, name in VERSION_FIELDS:
-        if ba.get(key) != bb.get(key):
-            out.append(Difference("versions", name, ba.get(key), bb.get(key), label))
-    ga, gb = ma.get("gpus"), mb.get("gpus")
+    ba, bb = ma["torch_build"] or NO_TORCH, mb["torch_build"] or NO_TORCH
+    out += [Difference("versions", name, ba[key], bb[key], label) for key, name in VERSION_FIELDS if ba[key] != bb[key]]
+    ga, gb = ma["gpus"], mb["gpus"]
     if gpu_text(ga) != gpu_text(gb):
         out.append(Difference("hardware", "GPUs", gpu_text(ga), gpu_text(gb), label))
-    if (ga or {}).get("driver") != (gb or {}).get("driver") and ga is not None and gb is not None:
-        out.append(Difference("hardware", "GPU driver", ga.get("driver"), gb.get("driver"), label))
-    ha, hb = ma.get("host") or {}, mb.get("host") or {}
-    for key, name in (("cpu_model", "CPU"), ("cpu_count", "CPUs")):
-        if ha.get(key) != hb.get(key):
-            out.append(Difference("hardware", name, ha.get(key), hb.get(key), label))
-    for key, name in (("name", "host"), ("os", "OS"), ("kernel", "kernel")):
-        if ha.get(key) != hb.get(key):
-            out.append(Difference("host", name, ha.get(key), hb.get(key), label))
-    return out
+    if ga is not None and gb is not None and ga["driver"] != gb["driver"]:
+        out.append(Difference("hardware", "GPU driver", ga["driver"], gb["driver"], label))
+    ha, hb = ma["host"], mb["host"]
+    return out + [Difference(kind, name, ha[key], hb[key], label) for kind, key, name in HOST_FIELDS if ha[key] != hb[key]]
 
 
 def _machines(a: RunFacts, b: RunFacts) -> list[tuple[int, str | None]]:
     """(machine rank, its label or None in one-machine runs) of the machines either run had."""
     ranks = sorted({*a.manifests, *b.manifests}) or [0]
-    several = len(ranks) > 1 or int(a.record.get("num_machines") or 1) > 1 or int(b.record.get("num_machines") or 1) > 1
+    several = len(ranks) > 1 or a.record.get("num_machines", 1) > 1 or b.record.get("num_machines", 1) > 1
     if not several:
         return [(rank, None) for rank in ranks]
     out: list[tuple[int, str | None]] = []
     for rank in ranks:
-        hosts = [str((m.get(rank) or {}).get("host", {}).get("name")) for m in (a.manifests, b.manifests)
-                 if rank in m]
-        named = " / ".join(dict.fromkeys(hosts))
+        named = " / ".join(dict.fromkeys(m[rank]["host"]["name"] for m in (a.manifests, b.manifests) if rank in m))
         out.append((rank, f"machine {rank}" + (f" ({named})" if named else "")))
     return out
 
@@ -340,7 +323,7 @@ def machine_differences(facts: RunFacts) -> list[Difference]:
     for rank, manifest in sorted(facts.manifests.items()):
         if rank == 0:
             continue
-        host = (manifest.get("host") or {}).get("name")
+        host = manifest["host"]["name"]
         label = f"machine {rank}" + (f" ({host})" if host else "")
         out += [d for d in manifest_differences(first, manifest, label) if d.kind not in ("host", "code")]
     return sorted(out, key=lambda d: KIND_ORDER.index(d.kind))
@@ -355,7 +338,7 @@ class RunDiff:
     def lines(self) -> list[str]:
         return [d.line() for d in self.differences]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"a": self.a.id, "b": self.b.id, "differences": [d.to_dict() for d in self.differences]}
 
 
@@ -365,31 +348,26 @@ def compare_runs(a: RunPaths, record_a: RunRecord, b: RunPaths, record_b: RunRec
     return RunDiff(fa, fb, diff_runs(fa, fb))
 
 
-def short_manifest(manifests: Mapping[int, Mapping[str, Any]]) -> list[tuple[str, str]]:
+def short_manifest(manifests: Mapping[int, Manifest]) -> list[tuple[str, str]]:
     """(label, text) lines `tuitrain status` shows: python and the key versions, the GPUs, the code."""
-    manifest = manifests.get(0) or (next(iter(manifests.values())) if manifests else None)
+    manifest = manifests.get(0) or next(iter(manifests.values()), None)
     if manifest is None:
         return []
-    packages = manifest.get("packages") or {}
-    build = manifest.get("torch_build") or {}
+    packages, build = manifest["packages"], manifest["torch_build"] or NO_TORCH
     torch = packages.get("torch")
-    if torch and (build.get("cuda") or build.get("hip")):
-        torch += f" (CUDA {build['cuda']})" if build.get("cuda") else f" (HIP {build['hip']})"
-    versions = [f"python {(manifest.get('python') or {}).get('version', '?')}"]
+    if torch and (build["cuda"] or build["hip"]):
+        torch += f" (CUDA {build['cuda']})" if build["cuda"] else f" (HIP {build['hip']})"
+    versions = [f"python {manifest['python']['version']}"]
     versions += [f"{name} {value}" for name, value in (("torch", torch), ("transformers", packages.get("transformers")))
                  if value]
     lines = [("versions", "   ".join(versions))]
-    gpus = manifest.get("gpus")
-    if gpus is not None:
-        text = gpu_text(gpus) or "none"
-        text += f", driver {gpus['driver']}" if gpus.get("driver") and gpus.get("devices") else ""
-        lines.append(("gpu", text))
-    host = manifest.get("host") or {}
-    lines.append(("host", f"{host.get('name', '?')}   {host.get('os', '?')}   {host.get('cpu_count', '?')} CPUs"))
-    for entry in manifest.get("code") or []:
-        text = code_text(entry)
-        if entry.get("diff_file"):
-            text += f" (diff in machines/{entry['diff_file']})"
-        lines.append((f"code {entry.get('role')}"[:10], text))
+    if (gpus := manifest["gpus"]) is not None:
+        driver = f", driver {gpus['driver']}" if gpus["driver"] and gpus["devices"] else ""
+        lines.append(("gpu", (gpu_text(gpus) or "none") + driver))
+    host = manifest["host"]
+    lines.append(("host", f"{host['name']}   {host['os']}   {host['cpu_count'] or '?'} CPUs"))
+    for entry in manifest["code"]:
+        diff = f" (diff in machines/{entry['diff_file']})" if entry["diff_file"] else ""
+        lines.append((f"code {entry['role']}"[:10], code_text(entry) + diff))
     return lines
 
