@@ -164,12 +164,12 @@ def await_run_processes(record: RunRecord, interrupted: Callable[[], bool]) -> N
         left = [proc for proc in left if running(proc)]  # a zombie is gone too: its parent has yet to reap it
 
 
-def checkpoints_where(record: dict) -> str:
+def checkpoints_where(record: RunRecord) -> str:
     """'; checkpoints in DIR', or nothing for a run that names no output folder (a script that never made a Trainer)."""
     return f"; checkpoints in {record['output_dir']}" if record.get("output_dir") else ""
 
 
-def report_end(paths: RunPaths, record: dict, out: TextIO, err: TextIO | None = None) -> int:
+def report_end(paths: RunPaths, record: RunRecord, out: TextIO, err: TextIO | None = None) -> int:
     """The run's last word: how it ended on `out`; for a failed or lost run, why, on `err` (default: `out`)."""
     status = record["status"]
     line = f"run {paths.id} {status}"

@@ -6,9 +6,9 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
 
 from tuitrain.cli.errors import CliError
+from tuitrain.rundir.record import RunRecord
 
 
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
@@ -32,7 +32,7 @@ def add_cancel_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("run")
 
 
-def status_lines(run_dir: Path, record: dict[str, Any]) -> list[str]:
+def status_lines(run_dir: Path, record: RunRecord) -> list[str]:
     """What `tuitrain status RUN` says of a run's queueing, labelled as its other lines are: a queued run's place
     and what it waits for (the rows `tuitrain queue` shows); a started `gpus = N` run's GPUs and why those."""
     chosen = (record.get("queue") or {}).get("chosen")

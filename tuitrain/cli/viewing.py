@@ -22,7 +22,7 @@ from tuitrain.rundir.tail import read_new_lines
 from tuitrain.runs.catalog import find_run, load_record, scan_runs
 from tuitrain.runs.keeper.manifest import Manifest, scan_manifests
 from tuitrain.runs.keeper.samples import scan_run_samples
-from tuitrain.runs.liveness import effective_status
+from tuitrain.runs.liveness import effective_status, settle_lost
 from tuitrain.runs.view.attempts import attempt_label, attempt_line, earlier_lines
 from tuitrain.runs.view.hang import status_label
 from tuitrain.runs.view.logfile import display_text, plain_text
@@ -105,8 +105,9 @@ def cmd_status(args: argparse.Namespace) -> int:
     record = load_record(paths)
     backend = for_run(record)
     record, job = backend.settle([(paths, record)])[0]
+    record = settle_lost(paths, record)  # as the summary says it: what the lines below read is the same record
     summary = run_summary(paths, record, job=job)
-    usage = _run_usage(paths, summary)
+    usage = _run_usage(paths, record)
     manifests, damaged = scan_manifests(paths.root)
     damaged_samples = scan_run_samples(paths.root)[1]
     if args.json:
@@ -130,7 +131,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"restart    {summary['not_restarted']}")
     from tuitrain.cli.queueing import status_lines
 
-    for line in status_lines(paths.root, summary):
+    for line in status_lines(paths.root, record):
         print(line)
     for line in summary.get("hang_lines") or []:
         print(f"hang       {line}")
@@ -195,13 +196,13 @@ def _manifest_lines(paths: RunPaths, record: RunRecord, manifests: dict[int, Man
     return lines
 
 
-def _run_usage(paths: RunPaths, summary: dict) -> dict | None:
+def _run_usage(paths: RunPaths, record: RunRecord) -> dict | None:
     """What the run's GPU/CPU samples say (tuitrain.runs.view.usage), as JSON data; None where it kept none."""
     from dataclasses import asdict
 
     from tuitrain.runs.view.usage import run_usage
 
-    found = run_usage(paths.root, summary)
+    found = run_usage(paths.root, record)
     if found is None:
         return None
     return {**asdict(found.usage), "hints": [asdict(h) for h in found.hints], "files": list(found.files)}

@@ -18,6 +18,8 @@ from typing import Any, Mapping
 
 from transformers import TrainerCallback
 
+from tuitrain.rundir.record import RunRecord
+
 RAISE_ENV = "TUITRAIN_TEST_RAISE"
 GPU_MEMORY_CAP_ENV = "TUITRAIN_TEST_GPU_MEMORY_CAP"
 
@@ -40,7 +42,7 @@ class RaiseAtStep(TrainerCallback):
         raise error(f"a test's fault ({RAISE_ENV}) at step {state.global_step}")
 
 
-def fault_callbacks(record: Mapping[str, Any], rank: int) -> list[Any]:
+def fault_callbacks(record: RunRecord, rank: int) -> list[Any]:
     """The callbacks of this rank's faults (none unless a test asked); the GPU memory cap set."""
     cap = os.environ.get(GPU_MEMORY_CAP_ENV)
     if cap:

@@ -9,7 +9,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from tuitrain.atomic import read_json, write_json_atomic
+from tuitrain.atomic import write_json_atomic
 from tuitrain.engine.errors import EngineError
 from tuitrain.engine.rank_io import write_rank_record
 from tuitrain.profile.implied import implied_training, mixed_precision
@@ -17,6 +17,7 @@ from tuitrain.profile.settings import LoraSettings, ModelSettings, Settings
 from tuitrain.rundir.disk_space import disk_full, exception_text
 from tuitrain.rundir.exits import EXIT_USER_ERROR
 from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.record import RunRecord, read_record
 
 
 def load_frozen_profile(paths: RunPaths) -> Settings:
@@ -91,7 +92,7 @@ def make_output_dir(path: Path) -> None:
                           "set run.output_dir to a folder you can write") from exc
 
 
-def build_trainer(paths: RunPaths, record: dict[str, Any], profile: Settings, rank: int, world_size: int) -> Any:
+def build_trainer(paths: RunPaths, record: RunRecord, profile: Settings, rank: int, world_size: int) -> Any:
     from transformers import EarlyStoppingCallback, set_seed
 
     from tuitrain.engine import tasks
@@ -111,7 +112,9 @@ def build_trainer(paths: RunPaths, record: dict[str, Any], profile: Settings, ra
 
     model_spec, data_spec, metrics_spec = profile["model"], profile["data"], profile["metrics"]
     task = model_spec["task"]
-    output_dir = record["output_dir"]
+    output_dir = record.get("output_dir")
+    if not output_dir:  # every engine run's record names one (runs.start.new_run); a script run's may not
+        raise EngineError(f"{paths.record}: output_dir is not set; start the run again with tuitrain run")
     try:
         args = training_arguments(profile, output_dir, world_size)
     except ValueError as exc:  # TrainingArguments' own consistency checks
@@ -225,9 +228,9 @@ def main(run_dir: Path, rank: int) -> int:
     preemption.install(run_dir, rank)  # under Slurm, its SIGTERM saves a checkpoint and stops
     paths = RunPaths(run_dir)
     exit_code = 1
-    record: dict[str, Any] | None = None
+    record: RunRecord | None = None
     try:
-        record = read_json(paths.record)
+        record = read_record(paths)  # checked, as every reader's
         profile = load_frozen_profile(paths)
         world_size = check_world(int(record["num_processes"]), rank)
         from tuitrain.engine.lora import keep_out_bitsandbytes

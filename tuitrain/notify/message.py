@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
+from tuitrain.rundir.record import RunRecord
 
-def _duration(record: Mapping[str, Any]) -> float | None:
+
+def _duration(record: RunRecord) -> float | None:
     start = record.get("started") or record.get("created")
     end = record.get("ended")
     return round(float(end) - float(start), 1) if start and end else None
@@ -20,7 +22,7 @@ def _metrics(progress: Mapping[str, Any]) -> dict[str, Any]:
     return metrics
 
 
-def end_facts(record: Mapping[str, Any], progress: Mapping[str, Any], host: str, run_dir: str) -> dict[str, Any]:
+def end_facts(record: RunRecord, progress: Mapping[str, Any], host: str, run_dir: str) -> dict[str, Any]:
     status = str(record.get("status"))
     cause = record.get("error") or ("every step done" if status == "finished" else status)
     return {"run": record.get("id"), "profile": record.get("profile"), "host": host, "status": status,

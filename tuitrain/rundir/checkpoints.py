@@ -18,7 +18,9 @@ import struct
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
+
+from tuitrain.rundir.record import RunRecord
 
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 _WEIGHTS = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json", "pytorch_model.bin.index.json",
@@ -231,18 +233,15 @@ def list_checkpoints(output_dir: Path, run: str | None = None, world_size: int |
     return sorted(found, key=lambda c: c.step)
 
 
-def run_checkpoints(record: Mapping[str, Any]) -> list[Checkpoint]:
+def run_checkpoints(record: RunRecord) -> list[Checkpoint]:
     """The checkpoints a run wrote (a resumed run can share an output folder with its parent)."""
     out = record.get("output_dir")
     return list_checkpoints(Path(out), run=record.get("id"), world_size=run_world_size(record)) if out else []
 
 
-def run_world_size(record: Mapping[str, Any]) -> int | None:
+def run_world_size(record: RunRecord) -> int | None:
     """How many ranks the run trained with (run.json's num_processes counts every machine's)."""
-    try:
-        return int(record["num_processes"])
-    except (KeyError, TypeError, ValueError):
-        return None
+    return record.get("num_processes")
 
 
 def latest_complete(checkpoints: list[Checkpoint]) -> Checkpoint | None:

@@ -8,14 +8,14 @@ them for that purpose, so a fourth kind changes this function and nothing that a
 from __future__ import annotations
 
 import os
-from typing import Any, Literal, Mapping
+from typing import Literal
 
 from tuitrain.rundir.record import RunRecord
 
 RunKind = Literal["local", "machines", "slurm"]
 
 
-def run_kind(record: Mapping[str, Any]) -> RunKind:
+def run_kind(record: RunRecord) -> RunKind:
     """`slurm` for a submitted job (its record keeps the job), `machines` for a run on several machines over SSH
     (its record lists them), else `local`."""
     if record.get("slurm"):

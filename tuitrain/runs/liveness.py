@@ -11,7 +11,7 @@ import psutil
 from tuitrain.rundir.kind import supervised_elsewhere
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.process_tree import find_recorded
-from tuitrain.rundir.record import FINAL_STATUSES, RunRecord, record_end
+from tuitrain.rundir.record import FINAL_STATUSES, RunRecord, Status, record_end
 from tuitrain.rundir.run import recorded_processes
 
 
@@ -23,9 +23,9 @@ def supervisor_gone(record: RunRecord) -> bool:
     return entry is not None and find_recorded(entry) is None
 
 
-def effective_status(record: RunRecord) -> str:
+def effective_status(record: RunRecord) -> Status:
     """The record's status, or `lost` when its supervisor is gone without an end."""
-    return "lost" if supervisor_gone(record) else str(record.get("status", "?"))
+    return "lost" if supervisor_gone(record) else record["status"]
 
 
 def live_processes(record: RunRecord) -> dict[str, psutil.Process]:

@@ -15,7 +15,7 @@ import os
 import time
 import tomllib
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from tuitrain.atomic import write_text_atomic
 from tuitrain.rundir.checkpoints import latest_complete, run_checkpoints
@@ -49,18 +49,18 @@ def restart_settings(paths: RunPaths) -> RestartSettings:
                            on_oom=str(value("on_oom")))
 
 
-def attempt_of(record: Mapping[str, Any]) -> int:
+def attempt_of(record: RunRecord) -> int:
     """Which attempt the run is in (1 until a restart)."""
     found = record.get("attempt")
     return found if isinstance(found, int) and found > 0 else 1
 
 
-def counted_restarts(record: Mapping[str, Any]) -> int:
+def counted_restarts(record: RunRecord) -> int:
     """The restarts so far that took one of `[run] restarts` (a split batch takes none)."""
     return sum(1 for entry in record.get("restarts") or [] if entry.get("counted", True))
 
 
-def first_start(record: Mapping[str, Any]) -> str | None:
+def first_start(record: RunRecord) -> str | None:
     """The checkpoint the run's first attempt began from (a resumed run's parent's), or None: the beginning."""
     restarts = record.get("restarts") or []
     return restarts[0].get("began_from") if restarts else record.get("resume_from")

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping, Typ
 
 from tuitrain.rundir.json_shape import checked
 from tuitrain.rundir.layout import RunPaths
-from tuitrain.rundir.record import Rank, Time
+from tuitrain.rundir.record import Rank, RunRecord, Time
 from tuitrain.runs.keeper.samples import GpuDevice
 
 if TYPE_CHECKING:
@@ -364,7 +364,7 @@ def git_facts(folder: Path, role: str = "workdir") -> tuple[CodeFact, bytes] | N
     return facts, diff[:DIFF_LIMIT]
 
 
-def code_folders(record: Mapping[str, Any], profile: Mapping[str, Any]) -> list[tuple[str, Path]]:
+def code_folders(record: RunRecord, profile: Mapping[str, Any]) -> list[tuple[str, Path]]:
     """(role, folder) whose git state the manifest keeps: a script's folder, then the run's working folder."""
     out: list[tuple[str, Path]] = []
     script = profile.get("script")
@@ -386,7 +386,7 @@ def read_frozen_profile(paths: RunPaths) -> dict[str, Any]:
         return {}
 
 
-def base_manifest(record: Mapping[str, Any], profile: Mapping[str, Any], machine_rank: int,
+def base_manifest(record: RunRecord, profile: Mapping[str, Any], machine_rank: int,
                   cache: Path | None = None) -> tuple[Manifest, list[bytes]]:
     """Everything but the GPUs, with data hashes only where cached (`hash_data` adds the rest); the dirty diffs."""
     manifest: Manifest = {
@@ -435,11 +435,11 @@ class ManifestWriter:
     """Writes this machine's manifest in a daemon thread, niced: the cheap facts and the GPUs of the supervisor's first
     sample (`offer`) first, then again once uncached data files are hashed. `finish` waits for it (bounded)."""
 
-    def __init__(self, paths: RunPaths, record: Mapping[str, Any], machine_rank: int = 0,
+    def __init__(self, paths: RunPaths, record: RunRecord, machine_rank: int = 0,
                  log: Callable[[str], None] = print, cache: Path | None = None,
                  gpu_wait: float = GPU_WAIT_SECONDS) -> None:
         self.paths = paths
-        self.record = dict(record)
+        self.record = record.copy()
         self.machine_rank = machine_rank
         self.log = log
         self.cache = cache

@@ -36,7 +36,7 @@ from typing import Annotated, Any, Callable, Iterable, Literal, Mapping, Sequenc
 
 from tuitrain.rundir.json_shape import Within, decoded, problem
 from tuitrain.rundir.layout import RunPaths
-from tuitrain.rundir.record import Rank, Time
+from tuitrain.rundir.record import Rank, RunRecord, Time
 
 FORMAT: Literal[1] = 1
 SAMPLE_SECONDS = 2.0  # how often a machine of a run is sampled (a node agent sends its latest home as often)
@@ -281,7 +281,7 @@ class WaitShares:
         return out
 
 
-def run_gpu_indices(record: Mapping[str, Any], snapshot: Any, run_id: str) -> set[int]:
+def run_gpu_indices(record: RunRecord, snapshot: Any, run_id: str) -> set[int]:
     """The GPUs of this machine the run uses: those its CUDA_VISIBLE_DEVICES shows (a run on `cuda`), and any that
     holds one of its processes (a script whose device tuitrain did not choose)."""
     from tuitrain.hardware.mapping import visible_gpus
@@ -303,12 +303,12 @@ class RunSampler:
     `on_snapshot`: called with each `Snapshot` (a node agent sends it home). Never raises into the supervisor: a
     sampler that fails says so in the supervisor's log and the run goes on without figures."""
 
-    def __init__(self, paths: Any, record: Mapping[str, Any], ranks: Callable[[], Mapping[int, int]],
+    def __init__(self, paths: Any, record: RunRecord, ranks: Callable[[], Mapping[int, int]],
                  machine_rank: int = 0, on_snapshot: Callable[[Any], None] | None = None,
                  interval: float = SAMPLE_SECONDS, write_seconds: float = WRITE_SECONDS, nvml: Any = None,
                  log: Callable[[str], None] = print) -> None:
         self.paths = paths
-        self.record = dict(record)
+        self.record = record.copy()
         self.run_id = str(record.get("id") or paths.root.name)
         self.ranks = ranks
         self.machine_rank = machine_rank

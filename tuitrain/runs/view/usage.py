@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.record import RunRecord
 from tuitrain.runs.keeper.samples import MachineSamples, in_window
 
 IDLE_GPU = 50.0  # % utilisation (mean over a bucket) under which the run's GPUs count as mostly idle
@@ -320,7 +321,7 @@ def training_settings(root: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def is_script(record: Mapping[str, Any]) -> bool:
+def is_script(record: RunRecord) -> bool:
     from tuitrain.rundir.script_env import SCRIPT_ENV
 
     return SCRIPT_ENV in (record.get("env") or {})
@@ -335,7 +336,7 @@ class RunUsage:
     files: tuple[str, ...]  # the samples files, relative to the run directory
 
 
-def run_usage(root: Path, record: Mapping[str, Any]) -> RunUsage | None:
+def run_usage(root: Path, record: RunRecord) -> RunUsage | None:
     """A run's figures and hints, read from its run directory; None where it kept no samples (a run from before
     tuitrain kept them, or one that ended before its first sample)."""
     from tuitrain.runs.keeper.samples import read_run_samples, samples_path, training_window

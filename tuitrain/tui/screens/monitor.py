@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import on, work
@@ -22,7 +22,7 @@ from textual.screen import Screen
 from textual.widgets import Static, TabbedContent, TabPane
 
 from tuitrain.humanize import duration, number
-from tuitrain.rundir.record import FINAL_STATUSES
+from tuitrain.rundir.record import FINAL_STATUSES, RunRecord
 from tuitrain.runs.view.attempts import attempt_line, earlier_lines
 from tuitrain.runs.view.hang import HUNG_LABEL, Hang, describe, waits_for
 from tuitrain.runs.view.live import RunWatch
@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 EARLIER_SHOWN = 3  # the earlier attempts' ends the header shows (status shows them all)
 
 
-def restart_lines(record: Mapping[str, Any], now: float) -> list[Text]:
+def restart_lines(record: RunRecord, now: float) -> list[Text]:
     """A restarted run's attempt and its latest restart (runs.view.attempts), the earlier attempts' ends (the last
     EARLIER_SHOWN), and why a run that failed was not restarted: as `tuitrain status` says them."""
     lines = []

@@ -65,7 +65,7 @@ def strip_line(view: SampledView) -> str:
     return " · ".join(parts)
 
 
-def run_gpus(record: Mapping[str, Any], gpus: Sequence[GpuInfo]) -> list[GpuInfo]:
+def run_gpus(record: RunRecord, gpus: Sequence[GpuInfo]) -> list[GpuInfo]:
     """The physical GPUs a run's ranks see (none when it trains on the CPU or MPS)."""
     if record.get("accelerator") != "cuda":
         return []
@@ -234,7 +234,7 @@ def _machine_cards(out: Text, view: SampledView, record: RunRecord, run_id: str,
     for machine in sorted(machines, key=lambda m: m.index):
         out.append(f"machine {machine.index} · {machine.label} · {rank_list(machine.ranks)}\n", style="bold")
         if machine.here:
-            _device_lines(out, view, {**record, "env": machine.env, "accelerator": machine.accelerator}, run_id, live,
+            _device_lines(out, view, {**record, "env": dict(machine.env), "accelerator": machine.accelerator or ""}, run_id, live,
                           machine.ranks)
         else:
             remote_lines(out, (samples or {}).get(machine.index), run_id, clock)
@@ -246,7 +246,7 @@ def _machine_cards(out: Text, view: SampledView, record: RunRecord, run_id: str,
                    f"--profile {record.get('profile_path') or record.get('profile') or 'PROFILE'})\n", style="dim")
 
 
-def _device_lines(out: Text, view: SampledView, record: Mapping[str, Any], run_id: str, live: bool,
+def _device_lines(out: Text, view: SampledView, record: RunRecord, run_id: str, live: bool,
                   ranks_of: tuple[int, ...] | None = None) -> None:
     """The run's devices here (its CUDA_VISIBLE_DEVICES), their processes, and its ranks here (only `ranks_of`, the
     ranks of this machine, for a run on several: the sampler may take a rank of another machine for a pid here)."""
@@ -267,7 +267,7 @@ def _device_lines(out: Text, view: SampledView, record: Mapping[str, Any], run_i
         out.append("\nranks: not seen yet\n", style="dim")
 
 
-def _gpu_lines(out: Text, record: Mapping[str, Any], gpus: Sequence[GpuInfo], status_line: str, where: str,
+def _gpu_lines(out: Text, record: RunRecord, gpus: Sequence[GpuInfo], status_line: str, where: str,
                run_id: str, ranks_of: tuple[int, ...] | None = None,
                history: Mapping[int, Sequence[GpuPoint]] | None = None) -> None:
     """The run's devices among a machine's `gpus` (by its CUDA_VISIBLE_DEVICES) and their processes; `history`: each
