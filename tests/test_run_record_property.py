@@ -8,6 +8,7 @@ processes, the queue view, `diff`, and the app's Home under Pilot. None raises: 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import io
 import json
 import os
@@ -65,8 +66,13 @@ def of_type(hint: Any) -> st.SearchStrategy[Any]:
         return st.sampled_from(typing.get_args(hint))
     if origin is list:
         return st.lists(of_type(typing.get_args(hint)[0]), max_size=3)
+    if origin is tuple and typing.get_args(hint)[-1:] == (...,):
+        return st.lists(of_type(typing.get_args(hint)[0]), max_size=3)
     if origin is tuple:
         return st.tuples(*(of_type(item) for item in typing.get_args(hint))).map(list)
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):  # as dataclasses.asdict writes one
+        hints = typing.get_type_hints(hint, include_extras=True)
+        return st.fixed_dictionaries({f.name: of_type(hints[f.name]) for f in dataclasses.fields(hint)})
     if origin is dict:
         keys = st.sampled_from(["0", "1", "launcher", "rank 0", "supervisor"]) | st.text(max_size=6)
         return st.dictionaries(keys, of_type(typing.get_args(hint)[1]), max_size=3)

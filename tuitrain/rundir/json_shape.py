@@ -1,7 +1,8 @@
 """A JSON value checked against a type annotation: the one reading of a TypedDict's declared keys as checks.
 
 `problem(value, hint)` walks the annotation (str, int, float, bool, None, unions, Literal, list, tuple (a JSON list of
-exactly its items: `tuple[int, int]`, a pair), dict, TypedDict,
+exactly its items: `tuple[int, int]`, a pair; `tuple[str, ...]`, of any length), dict, TypedDict, a dataclass (an
+object of its fields, as `dataclasses.asdict` writes it),
 `Annotated[..., Within(...)]`, `Annotated[str, Matching(...)]`) and names the first part of `value` that does not fit, as a person reads it:
 "started: '1795000000' is not a number". Keys a TypedDict does not declare are left alone (a newer version's);
 its required keys must be there, and its keys are said in the order declared (a file's format, first, is said
@@ -12,6 +13,7 @@ version or host wrote asks, once, where it reads it.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -83,8 +85,9 @@ def describe(hint: Any) -> str:
     if origin is list:
         return "a list"
     if origin is tuple:
-        return f"a list of {len(typing.get_args(hint))}"
-    if origin is dict or typing.is_typeddict(hint):
+        items = typing.get_args(hint)
+        return "a list" if items[-1:] == (...,) else f"a list of {len(items)}"
+    if origin is dict or typing.is_typeddict(hint) or dataclasses.is_dataclass(hint):
         return "an object"
     return {str: "text", int: "a whole number", float: "a number", bool: "true or false",
             type(None): "null"}.get(hint, "anything")
@@ -146,6 +149,8 @@ def problem(value: Any, hint: Any, where: str = "") -> str | None:
             return _said(where, value, "a list")
         (item,) = typing.get_args(hint)
         return _first(problem(each, item, f"{where}[{index}]") for index, each in enumerate(value))
+    if origin is tuple and typing.get_args(hint)[-1:] == (...,):  # tuple[X, ...]: a list of any length
+        return problem(value, list[typing.get_args(hint)[0]], where)  # type: ignore[misc]
     if origin is tuple:
         items = typing.get_args(hint)
         if not isinstance(value, list) or len(value) != len(items):
@@ -163,6 +168,14 @@ def problem(value: Any, hint: Any, where: str = "") -> str | None:
         hints = _hints(hint)
         return _first(problem(value[k], hints[k], _key(where, k)) if k in value else f"no {_key(where, k)}"
                       for k in hints if k in value or k in hint.__required_keys__)
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):  # its fields as dataclasses.asdict writes them
+        if not isinstance(value, dict):
+            return _said(where, value, "an object")
+        hints = _hints(hint)
+        required = {f.name for f in dataclasses.fields(hint)
+                    if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
+        return _first(problem(value[k], hints[k], _key(where, k)) if k in value else f"no {_key(where, k)}"
+                      for k in hints if k in value or k in required)
     return _plain(value, hint, where)
 
 
@@ -204,7 +217,7 @@ def _takes(arm: Any, value: Any) -> bool:
         return _takes(typing.get_args(arm)[0], value)
     if origin in (list, tuple):
         return isinstance(value, list)
-    return (origin is dict or typing.is_typeddict(arm)) and isinstance(value, dict)
+    return (origin is dict or typing.is_typeddict(arm) or dataclasses.is_dataclass(arm)) and isinstance(value, dict)
 
 
 def _first(found: typing.Iterable[str | None]) -> str | None:

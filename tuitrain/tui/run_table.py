@@ -241,24 +241,24 @@ def host_entries(local: Sequence[RunRow], remote: dict[str, HostRuns], order: Ru
 
 
 def run_rows(found: Sequence[dict[str, Any]]) -> tuple[RunRow, ...]:
-    """Another workstation's rows (`runs.view.live.RunRow` as dicts, from its stream) as rows again; a row this
-    version cannot read is left out (the stream's hello already refused another version)."""
+    """Another workstation's rows (`runs.view.live.RunRow` as dicts, from its stream) as rows again, each checked
+    against RunRow's own annotations first (a host's words are data, never trusted as typed): a row that does not
+    check is left out (the stream's hello already refused another version)."""
     import dataclasses
 
+    from tuitrain.rundir.json_shape import problem
     from tuitrain.runs.queue.look import QueuePlace
     from tuitrain.runs.view.live import RunRow
 
     names = {f.name for f in dataclasses.fields(RunRow)}
     rows = []
     for item in found:
-        try:
+        if problem(item, RunRow) is None:
             fields = {k: v for k, v in item.items() if k in names}
-            if isinstance(fields.get("queue"), dict):  # its queue place, as JSON made it
-                place = fields["queue"]
-                fields["queue"] = QueuePlace(int(place["position"]), int(place["length"]), tuple(place["waits"]))
+            place = fields.get("queue")
+            if place is not None:  # its queue place, as JSON made it
+                fields["queue"] = QueuePlace(place["position"], place["length"], tuple(place["waits"]))
             rows.append(RunRow(**fields))
-        except (TypeError, KeyError, ValueError):
-            continue
     return tuple(rows)
 
 

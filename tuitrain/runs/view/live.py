@@ -21,7 +21,7 @@ from typing import Any, Callable, Sequence
 from tuitrain.rundir.best import BestRule, best_of, best_rule, profile_best_rule
 from tuitrain.rundir.events import empty_progress, fold_progress, parse_event
 from tuitrain.rundir.layout import RunPaths
-from tuitrain.rundir.record import FINAL_STATUSES, RecordDamaged, RunRecord, RunRecordError, read_record
+from tuitrain.rundir.record import FINAL_STATUSES, Rank, RecordDamaged, RunRecord, RunRecordError, Time, read_record
 from tuitrain.rundir.run import UNREADABLE
 from tuitrain.rundir.tail import read_new_lines
 from tuitrain.runs.catalog import load_record
@@ -160,7 +160,8 @@ class EventsTail:
 
 @dataclass(frozen=True)
 class RunRow:
-    """What a list of runs shows of one run (a snapshot; no clock inside)."""
+    """What a list of runs shows of one run (a snapshot; no clock inside). Another workstation streams it as JSON: its
+    annotations are the check it is read back with (tui.run_table.run_rows)."""
 
     id: str
     run_dir: str
@@ -171,10 +172,10 @@ class RunRow:
     loss: float | None
     best_metric: str
     best: float | None
-    created: float | None
-    started: float | None
-    ended: float | None
-    failed_rank: int | None
+    created: Time | None
+    started: Time | None
+    ended: Time | None
+    failed_rank: Rank | None
     checkpoints: int
     parent: str | None = None
     job: str | None = None  # a Slurm run's job state as viewers show it: "RUNNING", "PENDING (Resources)", "?"

@@ -1,0 +1,46 @@
+"""Another workstation's runs as its stream brings them (a host's words are data, never trusted as typed): rows
+drawn from `RunRow`'s own annotations at any size, with fields dropped or given a value of any JSON type, go through
+what Home does with them — `run_rows` (each checked, or left out), the lines of every workstation, their labels,
+each sort and a filter, and every cell of each line. None raises, and a row that checks is shown as it came."""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from test_run_record_property import FUZZ, JSON, records
+from tuitrain.runs.view.live import RunRow
+from tuitrain.tui.run_cells import RunCells
+from tuitrain.tui.run_columns import COLUMNS, fit_columns
+from tuitrain.tui.run_table import SORTS, HostRuns, RunOrder, host_entries, run_labels, run_rows
+
+HINTS = typing.get_type_hints(RunRow, include_extras=True)
+BASE = dataclasses.asdict(RunRow("20260101-000000-demo", "/runs/20260101-000000-demo", "demo", "finished", 40, 40,
+                                 0.12, "eval_loss", 0.2, 1_767_225_600.0, 1_767_225_601.0, 1_767_225_660.0, None, 2))
+NOW = 1_767_229_200.0
+
+
+@FUZZ
+@given(rows=st.lists(records(BASE, HINTS) | JSON, max_size=4), sort=st.sampled_from(SORTS), reverse=st.booleans(),
+       filter=st.sampled_from(["", "demo", "[/x]", "fin"]))
+def test_a_hosts_rows_as_they_come_never_break_home(rows: list[Any], sort: str, reverse: bool, filter: str) -> None:
+    found = run_rows([r for r in rows if isinstance(r, dict)])
+    checked = [r for r in rows if isinstance(r, dict) and of_row(r) is not None]
+    assert [row.id for row in found] == [r["id"] for r in checked]  # each row that checks, as it came; no other
+    entries = host_entries([], {"box": HostRuns(found, answered=True)}, RunOrder(sort, reverse, filter), NOW)
+    cells = RunCells(NOW, run_labels([row.id for row in found], NOW), hosts=True)
+    columns = ("HOST", *COLUMNS)  # as Home lays them out with a workstation in the settings
+    for room in (40, 120):
+        layout = fit_columns(columns, [cells.full(e) for e in entries], [cells.short(e) for e in entries], room)
+        for entry in entries:
+            cells.shown(entry, columns, layout)
+
+
+def of_row(item: dict[str, Any]) -> RunRow | None:
+    from tuitrain.rundir.json_shape import problem
+
+    return RunRow(**{k: v for k, v in item.items() if k in HINTS}) if problem(item, RunRow) is None else None
