@@ -96,6 +96,17 @@ def test_runs_of_two_hosts_in_one_list_and_a_dead_sshd_is_one_row(hosts: Any, bo
         hosts.start_sshd("node2")
 
 
+def test_a_boxs_running_run_is_listed_running_whatever_runs_here() -> None:
+    """`runs --all-hosts` lists another box's rows as that box judged them: its supervisor's pid means nothing on this
+    machine (the namespace hosts share this machine's processes, so the end-to-end tests here cannot see it)."""
+    from tuitrain.cli.viewing import runs_row
+
+    there = {"id": "20260101-000000-demo", "profile": "demo", "status": "running", "created": time.time() - 60,
+             "pids": {"supervisor": 4_194_303}, "processes": {"supervisor": {"pid": 4_194_303, "started": 1.0}},
+             "progress": {"step": 3, "max_steps": 8, "loss": 0.5}}
+    assert runs_row(there)[2] == "running"
+
+
 def test_verbs_on_a_remote_run_logs_follow_status_and_stop(hosts: Any, boxes: Path) -> None:
     run = started(hosts, boxes, "node1", *LONG)
     run_dir = boxes / "node1-runs" / run

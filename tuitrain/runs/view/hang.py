@@ -17,7 +17,7 @@ import statistics
 import time
 import tomllib
 from dataclasses import asdict, dataclass
-from typing import Any, Iterable, Mapping, cast
+from typing import Any, Iterable, Mapping
 
 from tuitrain.profile.schema import SCHEMA, KeySpec
 from tuitrain.rundir.heartbeat import Beat, heartbeat_folders, read_beats
@@ -249,10 +249,10 @@ def run_hang(paths: RunPaths, record: RunRecord, now: float | None = None,
 
 
 def status_label(summary: Mapping[str, Any]) -> str:
-    """The status a list of runs shows: `hung?` for a live run that `run_summary` found hung, else its status."""
-    from tuitrain.runs.liveness import effective_status
-
-    status = effective_status(cast(RunRecord, summary))  # a summary holds its record's keys (`run_summary`)
+    """The status a list of runs shows: `hung?` for a live run that `run_summary` found hung, else its status. The
+    summary's status is already judged where the run lives (`run_summary` settles a lost run first): another
+    workstation's run is never judged again by this machine's processes."""
+    status = str(summary.get("status", "?"))
     hang = summary.get("hang")
     return HUNG_LABEL if isinstance(hang, Mapping) and hang.get("hung") and status in ("running", "stopping") else status
 
