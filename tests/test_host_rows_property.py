@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from test_run_record_property import FUZZ, JSON, records
+from tuitrain.cli.viewing import Listed
 from tuitrain.runs.view.live import RunRow
 from tuitrain.tui.run_cells import RunCells
 from tuitrain.tui.run_columns import COLUMNS, fit_columns
@@ -44,3 +45,24 @@ def of_row(item: dict[str, Any]) -> RunRow | None:
     from tuitrain.rundir.json_shape import problem
 
     return RunRow(**{k: v for k, v in item.items() if k in HINTS}) if problem(item, RunRow) is None else None
+
+
+LISTED = {"id": "20260101-000000-demo", "profile": "demo", "status": "running", "created": 1_767_225_600.0,
+          "run_dir": "/runs/20260101-000000-demo", "pids": {"supervisor": 4_194_303},
+          "progress": {"step": 3, "max_steps": 8, "loss": 0.5, "eval": {}}, "hang": None}
+
+
+@FUZZ
+@given(rows=st.lists(records(LISTED, typing.get_type_hints(Listed, include_extras=True)) | JSON, max_size=4))
+def test_a_boxs_runs_json_as_it_comes_is_listed_line_by_line(rows: list[Any]) -> None:
+    """`runs --all-hosts` over another box's `runs --json`: a row that checks is its line; one that does not is a
+    line saying why (its id where it has one); the table is printed either way."""
+    from tuitrain.cli.output import table
+    from tuitrain.cli.viewing import listed_problem, runs_row
+    from tuitrain.cli.workstations import _listed
+
+    listed = [_listed(row, "box") for row in rows]
+    for row, line in zip(rows, listed, strict=True):
+        assert (line["status"] == "unreadable" and "cannot be read here" in line["reason"]) == \
+            (listed_problem(row) is not None)
+    table([["box", *runs_row(line)] for line in listed], ["HOST", "ID", "PROFILE", "STATUS", "STEP", "LOSS", "AGE", ""])

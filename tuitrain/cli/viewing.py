@@ -6,7 +6,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from tuitrain.backends import for_run, settle_runs
 from tuitrain.backends.base import Settled
@@ -16,7 +16,7 @@ from tuitrain.humanize import duration, number, size
 from tuitrain.rundir.checkpoints import run_checkpoints
 from tuitrain.rundir.exits import EXIT_USER_ERROR, exit_name
 from tuitrain.rundir.layout import RunPaths
-from tuitrain.rundir.record import FINAL_STATUSES, RunRecord, RunRecordError
+from tuitrain.rundir.record import FINAL_STATUSES, RunRecord, RunRecordError, Time
 from tuitrain.rundir.run import UNREADABLE, Run
 from tuitrain.rundir.tail import read_new_lines
 from tuitrain.runs.catalog import find_run, load_record, scan_runs
@@ -42,6 +42,43 @@ def _entry_summary(entry: Run, settled: Settled | None) -> dict:
 
 
 NAME_WIDTH = 32  # a profile name in a list of runs (`status` shows it whole)
+
+
+class ListedProgress(TypedDict):
+    step: int
+    max_steps: int | None
+    loss: float | None
+
+
+class _Listed(TypedDict):
+    id: str
+    status: str
+    progress: ListedProgress
+
+
+class Listed(_Listed, total=False):
+    """What a line of `tuitrain runs` reads of a run's summary (`runs --json`): another box's, read back for
+    `--all-hosts`, is checked against it first (a box's words are data)."""
+
+    profile: str
+    created: Time | None
+
+
+class _ListedUnreadable(TypedDict):
+    id: str
+    status: Literal["unreadable"]
+    reason: str | None
+
+
+class ListedUnreadable(_ListedUnreadable, total=False):
+    created: Time | None
+
+
+def listed_problem(row: object) -> str | None:
+    """Why a row of another box's `runs --json` cannot be a line of the list; None when it can."""
+    from tuitrain.rundir.json_shape import problem
+
+    return problem(row, Listed | ListedUnreadable)
 
 
 def clip(text: str, width: int = NAME_WIDTH) -> str:

@@ -223,8 +223,21 @@ def all_runs(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[dict[
         if found is None:
             unreachable.append({"host": station.host, "error": problem or "no answer"})
             continue
-        rows += [{**summary, "host": station.host} for summary in found]
+        rows += [_listed(summary, station.host) for summary in (found if isinstance(found, list) else [found])]
     return rows, unreachable
+
+
+def _listed(summary: Any, host: str) -> dict[str, Any]:
+    """A row of a box's `runs --json` as a line of the list, or, where it does not check, a line saying why."""
+    from tuitrain.cli.viewing import listed_problem
+    from tuitrain.rundir.run import UNREADABLE
+
+    why = listed_problem(summary)
+    if why is None:
+        return {**summary, "host": host}
+    run_id = summary.get("id") if isinstance(summary, dict) else None
+    return {"id": run_id if isinstance(run_id, str) else "?", "status": UNREADABLE, "host": host,
+            "reason": f"its row cannot be read here ({why})"}
 
 
 def cmd_workstations(args: argparse.Namespace) -> int:
