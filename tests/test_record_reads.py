@@ -62,7 +62,6 @@ NOT_YET_MOVED = {  # 2026-11-28: 214 reads in 45 modules. The restarts (issue 37
     "tuitrain/slurm/control.py": 3,
     "tuitrain/slurm/state.py": 11,
     "tuitrain/slurm/submit.py": 1,
-    "tuitrain/tui/curves.py": 1,
     "tuitrain/tui/machines.py": 3,
     "tuitrain/tui/screens/monitor.py": 15,
     "tuitrain/tui/widgets/gpu_panel.py": 7,

@@ -14,7 +14,7 @@ from typing import Any, Mapping, Sequence
 
 from tuitrain.rundir.events import parse_event
 from tuitrain.rundir.layout import RunPaths
-from tuitrain.rundir.record import RunRecord
+from tuitrain.rundir.record import RunRecordError, read_record
 from tuitrain.rundir.tail import read_new_lines
 from tuitrain.runs.view.live import is_metric
 
@@ -81,10 +81,10 @@ def samples_per_step(run_dir: Path) -> float | None:
     try:
         paths = RunPaths(run_dir)
         args = json.loads(paths.training_args.read_text())
-        record: RunRecord = json.loads(paths.record.read_text())
+        processes = read_record(paths).get("num_processes") or 1  # checked: a count
         samples = (int(args["per_device_train_batch_size"]) * int(args.get("gradient_accumulation_steps") or 1)
-                   * int(record.get("num_processes") or 1))
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+                   * processes)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RunRecordError):
         return None
     return float(samples) if samples > 0 else None
 
