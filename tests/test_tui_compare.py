@@ -191,7 +191,7 @@ def test_samples_and_tokens_per_second_are_curves_where_the_run_says_its_batch(t
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     assert samples_per_step(run_dir) is None
-    (run_dir / "run.json").write_text(json.dumps({"num_processes": 2}))
+    (run_dir / "run.json").write_text(json.dumps({"status": "finished", "num_processes": 2}))  # as a real one: a status
     (run_dir / "training_args.json").write_text(json.dumps({"per_device_train_batch_size": 16,
                                                              "gradient_accumulation_steps": 4}))
     assert samples_per_step(run_dir) == 128.0
