@@ -29,6 +29,7 @@ from hypothesis.configuration import set_hypothesis_home_dir
 
 from test_tui_fixtures import FAILED, FINISHED, make_runs
 from tuitrain.cli import main
+from tuitrain.rundir.events import Event
 from tuitrain.rundir.json_shape import Within
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.record import RecordDamaged, RunRecord, RunRecordError, read_record
@@ -219,6 +220,32 @@ def test_generated_records_through_every_reader(world: dict[str, Any], data: st.
     (world["generated"] / "run.json").write_text(json.dumps(record))
     write_queue(world["queue"], world["generated"])
     read_by_every_reader(world)
+
+
+EVENT_HINTS = {**typing.get_type_hints(Event, include_extras=True), "loss": float, "eval_loss": float,
+               "checkpoint": str, "rank": int, "message": str, "learning_rate": float, "epoch": float}
+
+
+@FUZZ
+@given(data=st.data())
+def test_generated_events_through_every_reader(world: dict[str, Any], data: st.DataObject) -> None:
+    """events.jsonl as the world leaves it: the real run's events with fields given values of any kind or size (a
+    step of -1 or 2**70, a time as text, a loss as a list, "nan" as the engine writes a non-finite one), lines cut
+    or not JSON. Every reader of a run and the app's curves go on; a line that is no event is passed over."""
+    from tuitrain.tui.curves import RunCurves
+
+    (world["generated"] / "run.json").write_text(json.dumps(world["base"]))
+    real = [json.loads(line) for line in (world["runs"] / FAILED / "events.jsonl").read_text().splitlines()]
+    lines = []
+    for event in data.draw(st.lists(st.sampled_from(real), min_size=1, max_size=6)):
+        drawn = data.draw(records(event, EVENT_HINTS))
+        line = json.dumps(drawn) if data.draw(st.integers(0, 5)) else json.dumps(drawn)[: data.draw(st.integers(0, 40))]
+        lines.append(line + "\n")
+    (world["generated"] / "events.jsonl").write_text("".join(lines))
+    write_queue(world["queue"], world["generated"])
+    read_by_every_reader(world)
+    curves = RunCurves(world["generated"] / "events.jsonl")
+    curves.poll()
 
 
 # (a) the fields users have met damaged, each named in one line, and nothing else hidden

@@ -6,10 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
-from tuitrain.rundir.record import RunRecord
 
-
-def _duration(record: RunRecord) -> float | None:
+def _duration(record: Mapping[str, Any]) -> float | None:
     start = record.get("started") or record.get("created")
     end = record.get("ended")
     return round(float(end) - float(start), 1) if start and end else None
@@ -22,7 +20,9 @@ def _metrics(progress: Mapping[str, Any]) -> dict[str, Any]:
     return metrics
 
 
-def end_facts(record: RunRecord, progress: Mapping[str, Any], host: str, run_dir: str) -> dict[str, Any]:
+def end_facts(record: Mapping[str, Any], progress: Mapping[str, Any], host: str, run_dir: str) -> dict[str, Any]:
+    """`record`: a run's record at its end, or the word the keeper sends as a run restarts or hangs (its status
+    "restarted", "hung"): not a run.json, so taken as any mapping."""
     status = str(record.get("status"))
     cause = record.get("error") or ("every step done" if status == "finished" else status)
     return {"run": record.get("id"), "profile": record.get("profile"), "host": host, "status": status,

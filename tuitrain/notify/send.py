@@ -15,7 +15,6 @@ from urllib.parse import urlsplit
 
 from tuitrain.notify.config import NotifyConfig, read_notify_config
 from tuitrain.notify.message import command_env, end_facts, webhook_body
-from tuitrain.rundir.record import RunRecord
 
 RETRY_PAUSE = 0.5
 
@@ -90,7 +89,7 @@ def send(config: NotifyConfig, facts: Mapping[str, Any]) -> None:
         say("a delivery was still going at the [notify] timeout; left behind")
 
 
-def notify_end(record: RunRecord, progress: Callable[[], Mapping[str, Any]], run_dir: str) -> None:
+def notify_end(record: Mapping[str, Any], progress: Callable[[], Mapping[str, Any]], run_dir: str) -> None:
     """Word of the run's end, if the user's [notify] asks for this ending (`progress()`: the run's progress
     summary, rundir.events.progress, read only when something is sent)."""
     try:

@@ -5,16 +5,36 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Annotated, Any, Iterable, Iterator, TypedDict
+
+from tuitrain.rundir.json_shape import Within, problem
+from tuitrain.rundir.record import Time
+
+Step = Annotated[int, Within(0, 2**62, "a step")]
+
+
+class _EventKind(TypedDict):
+    event: str
+
+
+class Event(_EventKind, total=False):
+    """What every reader of an event relies on (engine.events writes it): its kind, when, at which step. The rest of a
+    line is the run's own words and figures (a metric, a script's reported value, "nan" for a non-finite one), which
+    readers take as they come."""
+
+    time: Time
+    step: Step | None
+    max_steps: Step | None
 
 
 def parse_event(line: bytes | str) -> dict[str, Any] | None:
-    """One line of events.jsonl as an event; None for a line that is not one."""
+    """One line of events.jsonl as an event, checked against `Event`; None for a line that is not one (torn, damaged,
+    of a kind no reader can take), as if it had not been written."""
     try:
         event = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
-    return event if isinstance(event, dict) else None
+    return event if problem(event, Event) is None else None
 
 
 def read_events(path: Path) -> Iterator[dict[str, Any]]:
@@ -40,10 +60,10 @@ def fold_progress(summary: dict[str, Any], event: dict[str, Any]) -> None:
     kind = event.get("event")
     summary["last_event_time"] = event.get("time")
     if kind == "restart":  # a restarted run goes on from its checkpoint's step (tuitrain.runs.keeper.attempts)
-        summary["step"] = int(event.get("step") or 0)
+        summary["step"] = event.get("step") or 0
         return
     if event.get("step") is not None:
-        summary["step"] = max(summary["step"], int(event["step"]))
+        summary["step"] = max(summary["step"], event["step"])
     if kind == "train_begin":
         summary["max_steps"] = event.get("max_steps")
     elif kind == "log":
@@ -51,7 +71,7 @@ def fold_progress(summary: dict[str, Any], event: dict[str, Any]) -> None:
             if key in event:
                 summary[key] = event[key]
     elif kind == "evaluate":
-        summary["eval"] = {k: v for k, v in event.items() if k.startswith("eval_")}
+        summary["eval"] = {k: v for k, v in event.items() if k.startswith("eval_")}  # figures as written (maybe "nan")
     elif kind == "save":
         summary["checkpoints"].append(event.get("checkpoint"))
     elif kind == "error":
