@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FAST, TWO_RANKS, cli, events, losses, record, wait_for, wait_until_ended
+from conftest import FAST, TWO_RANKS, cli, events, losses, patient, record, wait_for, wait_until_ended
 from tuitrain.engine.faults_for_tests import RAISE_ENV
 
 pytestmark = pytest.mark.slow
@@ -93,7 +93,8 @@ def test_a_damaged_latest_checkpoint_is_passed_over(runs_dir, monkeypatch):
     """The checkpoint is chosen again as the backoff ends: one damaged while the run waited is passed over, said,
     and trained and saved again whole."""
     fault(monkeypatch, "RuntimeError", 25, attempts=[1])
-    run_dir = started(runs_dir, *EXACT, "--set", "training.max_steps=30", *restarting(backoff=30))
+    # the backoff is the test's time to damage the checkpoint, once the decision is recorded
+    run_dir = started(runs_dir, *EXACT, "--set", "training.max_steps=30", *restarting(backoff=patient(5)))
     decided = wait_for(lambda: (record(run_dir).get("restarts") or [None])[-1], 240, "the restart's decision")
     assert decided["resume_from"].endswith("checkpoint-20"), decided
     weights = Path(decided["resume_from"]) / "model.safetensors"
