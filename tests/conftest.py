@@ -206,6 +206,19 @@ def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return run_dir
 
 
+@pytest.fixture(scope="session")
+def finished_two_rank_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One short demo run of two ranks (accelerate launch, gloo) of 16 rows each, finished_run's global batch of 32,
+    shared by the tests that only read it."""
+    runs = tmp_path_factory.mktemp("shared-two-ranks") / "runs"
+    runs.mkdir()
+    result = cli("run", "demo", *FAST, *TWO_RANKS, "--set", "training.per_device_train_batch_size=16", runs_dir=runs,
+                 timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    (run_dir,) = [p for p in runs.iterdir() if p.is_dir()]
+    return run_dir
+
+
 @contextlib.contextmanager
 def small_tmpfs(folder: Path, size: str) -> Iterator[Path]:
     """A real small filesystem at `folder` (a tmpfs of `size`, "800k"), for a real ENOSPC; the test is skipped, with

@@ -128,6 +128,9 @@ class Cluster:
             "SelectType=select/cons_tres",
             "SelectTypeParameters=CR_Core",
             "SchedulerType=sched/builtin",
+            # the main scheduling loop every 2 s, not 60: a requeued job, once its hold (cred_expire + 1 s) is over,
+            # waits for that loop's next pass (nothing else wakes the scheduler then)
+            "SchedulerParameters=sched_interval=2",
             "MpiDefault=none",
             "ReturnToService=2",
             "JobAcctGatherType=jobacct_gather/none",

@@ -35,11 +35,9 @@ def test_single_rank_run_writes_the_whole_run_directory(finished_run):
     assert "[tuitrain] rank 0/1" in (finished_run / "logs/rank-0.log").read_text()
 
 
-def test_two_ranks_are_real_and_report_the_same_loss_as_one(finished_run, runs_dir):
+def test_two_ranks_are_real_and_report_the_same_loss_as_one(finished_run, finished_two_rank_run):
     # Same global batch: 2 ranks × 16 against 1 rank × 32 (the demo's batch size).
-    result = cli("run", "demo", *FAST, *TWO_RANKS, "--set", "training.per_device_train_batch_size=16", runs_dir=runs_dir)
-    assert result.returncode == 0, result.stdout + result.stderr
-    (run_dir,) = list(runs_dir.iterdir())
+    run_dir = finished_two_rank_run
     rec = record(run_dir)
     assert rec["num_processes"] == 2 and set(rec["pids"]["ranks"]) == {"0", "1"}
     assert rec["pids"]["ranks"]["0"] != rec["pids"]["ranks"]["1"]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FAST, TWO_RANKS, cli
+from conftest import cli
 from test_tui_app import make_app, until
 
 T = 1_700_000_000.0
@@ -129,14 +129,12 @@ async def open_only_run(pilot) -> None:
 
 
 @pytest.mark.slow
-def test_a_real_two_rank_run_merges_in_time_order(tmp_path):
+def test_a_real_two_rank_run_merges_in_time_order(finished_two_rank_run):
     """Rank 1 announces itself before rank 0 trains (DDP waits for both): merged, its line stands
-    before rank 0's first loss, in the CLI and in the app, and the rank logs carry no timing bytes."""
-    runs = tmp_path / "runs"
-    runs.mkdir()
-    started = cli("run", "demo", *FAST, *TWO_RANKS, runs_dir=runs)
-    assert started.returncode == 0, started.stdout + started.stderr
-    run = next(runs.iterdir())
+    before rank 0's first loss, in the CLI and in the app, and the rank logs carry no timing bytes.
+    The run is the suite's shared two-rank one (conftest), alone in its runs folder."""
+    run = finished_two_rank_run
+    runs = run.parent
     assert (run / "logs" / "rank-1.log").read_bytes().startswith(b"[tuitrain] rank 1/2 pid ")
     assert (run / "logs" / "rank-1.times").stat().st_size > 0
 
@@ -149,7 +147,7 @@ def test_a_real_two_rank_run_merges_in_time_order(tmp_path):
     announced, loss = order(merged.stdout.splitlines(), "[rank 1] ", "[rank 0] ")
     assert announced < loss, merged.stdout
 
-    app = make_app(tmp_path)
+    app = make_app(runs.parent)
 
     async def main():
         async with app.run_test(size=(100, 30)) as pilot:

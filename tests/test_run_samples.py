@@ -290,16 +290,22 @@ def test_the_sampler_turns_the_totals_into_each_looks_share():
 SLOW_BATCHES = Path(__file__).parent / "fixtures" / "scripts" / "slow_batches.py"
 
 
-def slow_run(tmp_path: Path, runs_dir: Path, name: str, *args: str) -> dict:
+def slow_run(tmp_path: Path, runs_dir: Path, name: str, *args: str) -> Path:
+    """A run of slow_batches.py with `args`, started (detached)."""
     folder = tmp_path / name
     folder.mkdir()
     (folder / "slow_batches.py").write_text(SLOW_BATCHES.read_text())
     listed = ", ".join(json.dumps(a) for a in args)
     (folder / "p.toml").write_text(f'[script]\npath = "slow_batches.py"\nargs = [{listed}]\n\n'
                                    '[hardware]\naccelerator = "cpu"\n')
-    done = cli("run", str(folder / "p.toml"), runs_dir=runs_dir, timeout=900)
+    done = cli("run", str(folder / "p.toml"), "--detach", runs_dir=runs_dir)
     assert done.returncode == 0, done.stdout + done.stderr
-    run = max(runs_dir.iterdir(), key=lambda p: p.stat().st_mtime)
+    return runs_dir / done.stdout.strip()
+
+
+def usage_at_its_end(run: Path, runs_dir: Path) -> dict:
+    rec = wait_until_ended(run, 300)
+    assert rec["status"] == "finished", (rec, (run / "logs" / "rank-0.log").read_text()[-2000:])
     return json.loads(cli("status", run.name, "--json", runs_dir=runs_dir).stdout)["usage"]
 
 
@@ -307,9 +313,11 @@ def slow_run(tmp_path: Path, runs_dir: Path, name: str, *args: str) -> dict:
 def test_a_real_run_with_a_slow_data_loader_is_input_bound_and_one_with_a_slow_step_is_not(tmp_path, runs_dir):
     """Two real runs of one Trainer script on the CPU, over more than MIN_SECONDS of training each: one whose collator
     sleeps 0.25 s a batch, one whose forward does. The first waits for its batches most of its step time and is
-    told to add workers; the second hardly waits and is told nothing of its data."""
-    loader = slow_run(tmp_path, runs_dir, "slow-loader", "--collate_sleep", "0.25", "--max_steps", "60")
-    step = slow_run(tmp_path, runs_dir, "slow-step", "--step_sleep", "0.25", "--max_steps", "60")
+    told to add workers; the second hardly waits and is told nothing of its data. Both train at once: each sleeps
+    most of its time, and what is measured is each rank's own wait."""
+    loader_run = slow_run(tmp_path, runs_dir, "slow-loader", "--collate_sleep", "0.25", "--max_steps", "60")
+    step_run = slow_run(tmp_path, runs_dir, "slow-step", "--step_sleep", "0.25", "--max_steps", "60")
+    loader, step = usage_at_its_end(loader_run, runs_dir), usage_at_its_end(step_run, runs_dir)
     assert [h["kind"] for h in loader["hints"]] == ["input-bound"], loader
     assert "rank 0 waited for its next batch" in loader["hints"][0]["text"]
     assert "training.dataloader_num_workers = " in loader["hints"][0]["text"]

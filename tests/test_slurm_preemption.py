@@ -1,7 +1,9 @@
 """Slurm's SIGTERM to a job's steps (as preemption with a GraceTime sends it; here `scancel --signal=TERM`) on a real
 one-node cluster (tests/slurm_cluster.py): the ranks save a checkpoint and stop, the run says why, and a job Slurm
 requeues (`scontrol requeue`) resumes from that checkpoint. tuitrain's own `stop --now` still ends the ranks at once (tests/test_slurm.py's
-`--timeout 0` stop)."""
+`--timeout 0` stop). The stop at the SIGTERM is checked on the requeued job's first end; what a job without --requeue
+is told instead ("`tuitrain resume RUN` submits a job that continues") is checked by test_slurm.py's time-limit
+warning, the other stop that ends a job's run."""
 
 from __future__ import annotations
 
@@ -27,30 +29,21 @@ def complete_checkpoints(run: Path) -> list[int]:
                   if (p / "tuitrain.json").exists())
 
 
-def test_slurm_sigterm_saves_a_checkpoint_and_stops(slurm_cluster: Cluster, runs_dir: Path) -> None:
-    run, job = submit(runs_dir)
+def test_a_requeued_job_resumes_from_its_checkpoint(slurm_cluster: Cluster, runs_dir: Path) -> None:
+    run, job = submit(runs_dir, "--requeue")
+    assert "#SBATCH --requeue" in (run / "slurm.sbatch").read_text().splitlines()
     wait_for(lambda: len(losses(run)) >= 2, 120, "training to start")
-    sent = slurm_cluster.client("scancel", "--signal=TERM", job, timeout=20)
+    sent = slurm_cluster.client("scancel", "--signal=TERM", job, timeout=20)  # preempted
     assert sent.returncode == 0, sent.stderr
-    ended = wait_until_ended(run, 60)
-    assert ended["status"] == "stopped", (ended, (run / "logs" / "launcher.log").read_text()[-2000:])
+    ended = wait_for(lambda: record(run)["status"] == "stopped" and record(run), 60, "the checkpoint and the stop")
     assert ended["error"] == (f"stopped at Slurm's SIGTERM (job {job}: preempted, requeued or scancel --signal=TERM) "
-                              f"after saving a checkpoint; `tuitrain resume {run.name}` submits a job that continues "
-                              "from it"), ended
+                              f"after saving a checkpoint; if Slurm requeues job {job}, it resumes from it"), ended
     saved = complete_checkpoints(run)
     assert len(saved) == 1 and saved[0] == max(losses(run)), (saved, max(losses(run)))
     assert "SIGTERM from Slurm" in (run / "logs" / "rank-0.log").read_text()
     assert ended["exit_codes"] == {"launcher": 0, "0": 0}, ended["exit_codes"]
     status = cli("status", run.name, runs_dir=runs_dir)
     assert "Slurm's SIGTERM" in status.stdout, status.stdout
-
-
-def test_a_requeued_job_resumes_from_its_checkpoint(slurm_cluster: Cluster, runs_dir: Path) -> None:
-    run, job = submit(runs_dir, "--requeue")
-    assert "#SBATCH --requeue" in (run / "slurm.sbatch").read_text().splitlines()
-    wait_for(lambda: len(losses(run)) >= 2, 120, "training to start")
-    assert slurm_cluster.client("scancel", "--signal=TERM", job, timeout=20).returncode == 0  # preempted
-    wait_for(lambda: record(run)["status"] == "stopped", 60, "the checkpoint and the stop")
     requeued = slurm_cluster.client("scontrol", "requeue", job, timeout=20)
     assert requeued.returncode == 0, requeued.stderr
     first = wait_for(lambda: record(run) if record(run).get("slurm", {}).get("requeued") else None, 120,

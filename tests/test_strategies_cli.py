@@ -14,7 +14,7 @@ import pytest
 import yaml
 from accelerate.commands.config.config_args import ClusterConfig, load_config_from_file
 
-from conftest import cli, wait_until_ended
+from conftest import cli, record
 from tuitrain.launch.strategies import STRATEGY_FIELD, STRATEGY_FIELDS, fields_for
 from tuitrain.profile import builtin_profile_path
 from tuitrain.profile.schema import SCHEMA, STRATEGIES
@@ -266,13 +266,10 @@ def test_every_strategy_has_its_fields_with_help_and_valid_defaults() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("strategy,processes", [("single", 1), ("ddp", 2)])
-def test_real_launch_on_the_cpu(strategy: str, processes: int, runs_dir: Path, tmp_path: Path) -> None:
-    result = cli("run", "demo", *SHORT, "--set", f"distributed.strategy={strategy}",
-                 "--set", f"distributed.num_processes={processes}", runs_dir=runs_dir)
-    assert result.returncode == 0, result.stdout + result.stderr
-    (run_dir,) = list(runs_dir.iterdir())
-    rec = wait_until_ended(run_dir)
+@pytest.mark.parametrize("shared,processes", [("finished_run", 1), ("finished_two_rank_run", 2)], ids=["single-1", "ddp-2"])
+def test_real_launch_on_the_cpu(shared: str, processes: int, request: pytest.FixtureRequest) -> None:
+    run_dir = request.getfixturevalue(shared)  # the demo as the profile says it (single) and with TWO_RANKS (ddp)
+    rec = record(run_dir)
     assert rec["status"] == "finished" and rec["num_processes"] == processes
     for rank in range(processes):
         assert f"[tuitrain] rank {rank}/{processes}" in (run_dir / "logs" / f"rank-{rank}.log").read_text()

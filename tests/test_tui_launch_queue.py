@@ -104,7 +104,8 @@ def test_a_profile_that_always_queues_is_queued_by_run_and_by_launch(base: Path)
     at_once = cli("run", "demo", "--set", "run.queue=true", "--set", "run.queue=false", "--detach", *quick,
                   runs_dir=runs)
     assert at_once.returncode == 0 and "queue" not in read_record(RunPaths(runs / at_once.stdout.strip()))
-    wait_until_ended(runs / at_once.stdout.strip(), 300)
+    assert cli("stop", "--now", at_once.stdout.strip(), runs_dir=runs).returncode == 0  # started at once: enough
+    wait_until_ended(runs / at_once.stdout.strip(), 60)
     data["distributed"] = {"strategy": "ddp", "num_processes": 1, "main_process_ip": "127.0.0.1",
                            "main_process_port": 29555, "machines": [{"host": "localhost"}, {"host": "127.0.0.1"}]}
     profile.write_text(tomli_w.dumps(data))
