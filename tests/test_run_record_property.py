@@ -30,6 +30,7 @@ from hypothesis.configuration import set_hypothesis_home_dir
 from test_tui_fixtures import FAILED, FINISHED, make_runs
 from tuitrain.cli import main
 from tuitrain.rundir.events import Event
+from tuitrain.rundir.exits import end_cause
 from tuitrain.rundir.json_shape import Within
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.record import RecordDamaged, RunRecord, RunRecordError, read_record
@@ -162,6 +163,7 @@ def write_queue(queue: Path, generated: Path) -> None:
 
 def read_by_every_reader(world: dict[str, Any]) -> None:
     from tuitrain.backends import for_run, settle_runs
+    from tuitrain.cli.follow import report_end
     from tuitrain.runs.view.diff import compare_runs
     from tuitrain.runs.view.hang import process_names, run_hang
     from tuitrain.runs.view.lineage import read_lineage
@@ -211,6 +213,7 @@ def read_by_every_reader(world: dict[str, Any]) -> None:
         backend.job_words(record)
         run_machines(backend.machines(record), record, hostname="home")
         compare_runs(RunPaths(runs / FINISHED), read_record(RunPaths(runs / FINISHED)), paths, record)
+        report_end(paths, record, io.StringIO())
 
 
 @FUZZ
@@ -353,3 +356,18 @@ def test_the_monitor_says_a_record_damaged_under_it_and_goes_on(tmp_path: Path) 
             assert app.screen is monitor
 
     asyncio.run(drive())
+
+
+@pytest.mark.parametrize(("record", "shown", "said"), [
+    ({"status": "failed", "failed_rank": 1, "error": None}, None, "rank 1 failed"),
+    ({"status": "failed", "failed_rank": None, "error": "no column [/data/train.csv:text]"}, None,
+     "no column [/data/train.csv:text]"),
+    ({"status": "failed", "failed_rank": None}, None, "the launcher failed"),
+    ({"status": "running"}, "lost", "its supervisor is gone without recording an end (killed, or the machine restarted)"),
+    ({"status": "cancelled"}, None, "dropped while queued; it never started"),
+    ({"status": "finished", "error": None}, None, ""),
+])
+def test_an_end_is_told_by_one_rule(record: dict[str, Any], shown: Any, said: str) -> None:
+    """`status`, `logs -f`'s last word and the app's toast say why a run ended through `rundir.run.end_cause`: a
+    running record a viewer found lost is the supervisor gone, not "the launcher failed" (what the toast said)."""
+    assert end_cause(record, shown) == said  # type: ignore[arg-type]

@@ -10,8 +10,8 @@ from typing import Any, TextIO
 
 from tuitrain.humanize import number
 from tuitrain.rundir.events import parse_event
-from tuitrain.rundir.exits import EXIT_USER_ERROR
-from tuitrain.rundir.layout import KILL_REQUEST, RunPaths
+from tuitrain.rundir.exits import end_cause, explained_itself, failure_log
+from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.process_tree import running
 from tuitrain.rundir.record import FINAL_STATUSES, RunRecord
 from tuitrain.rundir.tail import read_new_lines
@@ -178,21 +178,18 @@ def report_end(paths: RunPaths, record: RunRecord, out: TextIO, err: TextIO | No
     if status == "failed":
         rank = record.get("failed_rank")
         line += f" (rank {rank})" if rank is not None else ""
-        print(line + (f": {record['error']}" if record.get("error") else ""), file=out)
-        log = paths.rank_log(rank) if rank is not None else paths.launcher_log
-        if rank is not None and (record.get("exit_codes") or {}).get(str(rank)) == EXIT_USER_ERROR:
+        print(line + (f": {record.get('error')}" if record.get("error") else ""), file=out)
+        log = failure_log(paths, record)
+        if explained_itself(record):
             print(f"(the rank explained it in one line; its traceback: tuitrain logs {paths.id} --rank {rank})", file=out, flush=True)
             return EXIT_CODES["failed"]
         for tb in last_traceback(log):
             print(f"  {tb}", file=out)
         print(f"full log: {log}", file=out, flush=True)
-    elif status == "killed":
-        print(f"{line}: {record.get('error') or f'ended by {KILL_REQUEST}'}{checkpoints_where(record)}", file=out, flush=True)
+    elif status in ("killed", "lost"):
+        print(f"{line}: {end_cause(record)}{checkpoints_where(record)}", file=out, flush=True)
     elif status == "cancelled":
-        print(f"{line}: {record.get('error') or 'dropped while queued; it never started'}", file=out, flush=True)
-    elif status == "lost":
-        why = record.get("error") or "its supervisor is gone without recording an end (killed, or the machine restarted)"
-        print(f"{line}: {why}{checkpoints_where(record)}", file=out, flush=True)
+        print(f"{line}: {end_cause(record)}", file=out, flush=True)
     else:
         print(line + checkpoints_where(record), file=out, flush=True)
     return EXIT_CODES.get(status, 1)

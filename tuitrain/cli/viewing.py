@@ -14,7 +14,7 @@ from tuitrain.cli.errors import CliError
 from tuitrain.cli.output import age, print_json, table
 from tuitrain.humanize import duration, number, size
 from tuitrain.rundir.checkpoints import run_checkpoints
-from tuitrain.rundir.exits import EXIT_USER_ERROR, exit_name
+from tuitrain.rundir.exits import exit_name, explained_itself
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.record import FINAL_STATUSES, RunRecord, RunRecordError, Time
 from tuitrain.rundir.run import UNREADABLE, Run
@@ -211,10 +211,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(line)
     for error in p["errors"]:
         print(f"error      rank {error['rank']}: {error['message']}")
-    rank = summary.get("failed_rank")
-    explained = rank is not None and (summary.get("exit_codes") or {}).get(str(rank)) == EXIT_USER_ERROR
-    if summary.get("traceback") and explained:
-        print(f"traceback  tuitrain logs {summary['id']} --rank {rank}")
+    if summary.get("traceback") and explained_itself(record):
+        print(f"traceback  tuitrain logs {summary['id']} --rank {summary['failed_rank']}")
     elif summary.get("traceback"):
         print(f"\nlast lines of {summary['traceback_file']}:")
         for line in summary["traceback"]:

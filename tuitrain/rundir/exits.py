@@ -7,9 +7,11 @@ import re
 import signal
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
+from tuitrain.rundir.layout import KILL_REQUEST, RunPaths
 from tuitrain.rundir.process_tree import signal_name
+from tuitrain.rundir.record import RunRecord, Status
 from tuitrain.rundir.tail import read_tail
 
 EXIT_USER_ERROR = 3  # a rank that explained its failure in one line (an `error` event)
@@ -36,6 +38,38 @@ def exit_name(code: Any) -> str:
     """-9 → "SIGKILL", 0 → "0": an exit code as `status` shows it."""
     name = signal_name(code) if isinstance(code, int) and code < 0 else None
     return name or str(code)
+
+
+_WHEN_UNSAID: Final[dict[str, str]] = {  # the cause of an end whose record says none
+    "lost": "its supervisor is gone without recording an end (killed, or the machine restarted)",
+    "killed": f"ended by {KILL_REQUEST}",
+    "cancelled": "dropped while queued; it never started",
+}
+
+
+def end_cause(record: RunRecord, status: Status | None = None) -> str:
+    """Why the run ended as `status` (default: its record's) says, in words: its recorded error, else what the
+    status itself tells ("rank 1 failed", "the launcher failed", the supervisor gone); "" for a run that finished,
+    stopped or runs. A viewer that judged a `running` record lost passes "lost"."""
+    status = status or record["status"]
+    if record.get("error"):
+        return str(record.get("error"))
+    if status == "failed":
+        rank = record.get("failed_rank")
+        return f"rank {rank} failed" if rank is not None else "the launcher failed"
+    return _WHEN_UNSAID.get(status, "")
+
+
+def failure_log(paths: RunPaths, record: RunRecord) -> Path:
+    """The log that holds a failure's traceback: the failing rank's, else the launcher's."""
+    rank = record.get("failed_rank")
+    return paths.rank_log(rank) if rank is not None else paths.launcher_log
+
+
+def explained_itself(record: RunRecord) -> bool:
+    """The failing rank said why in one line (an `error` event, exit code 3): its traceback is not the cause."""
+    rank = record.get("failed_rank")
+    return rank is not None and (record.get("exit_codes") or {}).get(str(rank)) == EXIT_USER_ERROR
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from typing import Any, Mapping, cast
 
 from tuitrain.rundir.checkpoints import run_checkpoints
 from tuitrain.rundir.events import progress, read_events
+from tuitrain.rundir.exits import failure_log
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.record import FINAL_STATUSES, RunRecord
 from tuitrain.rundir.tail import read_tail
@@ -79,9 +80,8 @@ def run_summary(paths: RunPaths, record: RunRecord, with_checkpoints: bool = Tru
     summary.update(hang_summary(paths, record))
     if with_checkpoints and record.get("output_dir"):
         summary["checkpoints"] = [c.to_dict() for c in run_checkpoints(record)]
-    if record.get("status") == "failed":
-        rank = record.get("failed_rank")
-        log = paths.rank_log(rank) if rank is not None else paths.launcher_log
+    if record["status"] == "failed":
+        log = failure_log(paths, record)
         summary["traceback"] = last_traceback(log)
         summary["traceback_file"] = str(log)
     return summary
