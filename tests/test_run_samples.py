@@ -96,6 +96,13 @@ def test_a_damaged_samples_file_is_named_in_one_line_and_hides_nothing(runs_dir,
     assert "usage      1 samples over" in text, text  # machine 0's, as ever
     code, text = quiet("status", run.name, "--json", "--runs-dir", str(runs_dir))
     assert code == 0 and json.loads(text)["damaged_samples"] == {"1": f"{samples_path(run, 1)}: {said}"}
+    from tuitrain.rundir.layout import RunPaths
+    from tuitrain.rundir.record import read_record
+    from tuitrain.tui.widgets.gpu_panel import run_panel
+
+    for live in (True, False):  # the app's GPUs tab says it as `status` does, while the run trains and after
+        shown = run_panel(None, read_record(RunPaths(run)), run.name, live=live, run_dir=run).plain
+        assert f"samples: machine 1's are damaged: {samples_path(run, 1)}: {said}\n" in shown, shown
 
 
 # ---------------------------------------------------------------------------------------------- the hints

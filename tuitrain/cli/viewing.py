@@ -21,7 +21,7 @@ from tuitrain.rundir.run import UNREADABLE, Run
 from tuitrain.rundir.tail import read_new_lines
 from tuitrain.runs.catalog import find_run, load_record, scan_runs
 from tuitrain.runs.keeper.manifest import Manifest, scan_manifests
-from tuitrain.runs.keeper.samples import scan_run_samples
+from tuitrain.runs.keeper.samples import damaged_words, scan_run_samples
 from tuitrain.runs.liveness import effective_status, settle_lost
 from tuitrain.runs.view.attempts import attempt_label, attempt_line, earlier_lines
 from tuitrain.runs.view.hang import status_label
@@ -207,7 +207,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"checkpoints {len(summary.get('checkpoints', []))} ({len(complete)} complete)")
     for line in _manifest_lines(paths, record, manifests, damaged):
         print(line)
-    for line in _usage_lines(usage) + [f"samples    machine {m}'s are damaged: {why}" for m, why in damaged_samples.items()]:
+    for line in _usage_lines(usage) + [f"samples    {damaged_words(m, why)}" for m, why in damaged_samples.items()]:
         print(line)
     for error in p["errors"]:
         print(f"error      rank {error['rank']}: {error['message']}")

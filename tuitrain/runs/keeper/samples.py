@@ -527,6 +527,11 @@ def scan_run_samples(root: Path) -> tuple[dict[int, MachineSamples], dict[int, s
     return out, {rank: why for rank, why in damaged.items() if rank not in out}
 
 
+def damaged_words(machine: int, why: str) -> str:
+    """What `status` and the app's GPUs tab say of a machine's damaged samples file (`why`: scan_run_samples')."""
+    return f"machine {machine}'s are damaged: {why}"
+
+
 def read_run_samples(root: Path) -> dict[int, MachineSamples]:
     """machine rank → its samples, for every machine of the run that kept a file that checks."""
     return scan_run_samples(root)[0]

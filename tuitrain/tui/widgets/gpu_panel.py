@@ -149,12 +149,16 @@ NO_SAMPLES = "this run kept no GPU/CPU samples"
 
 def _recorded(run_dir: "Path", record: RunRecord, live: bool) -> Text | None:
     """What the run's samples say over its training time (all of them before it trains), and the hints."""
-    from tuitrain.runs.keeper.samples import in_window, read_run_samples, training_window
+    from tuitrain.runs.keeper.samples import damaged_words, in_window, scan_run_samples, training_window
     from tuitrain.runs.view.usage import is_script, summarise, training_settings, usage_hints
 
-    samples = read_run_samples(run_dir)
+    samples, damaged = scan_run_samples(run_dir)
     out = Text()
+    for machine, why in sorted(damaged.items()):  # as `status` says it: a damaged file hides nothing silently
+        out.append(f"samples: {damaged_words(machine, why)}\n", style="red")
     if not samples:
+        if damaged:
+            return out
         if not live:
             out.append(f"{NO_SAMPLES} (runs started before tuitrain kept them keep none)\n", style="dim")
             return out
