@@ -56,14 +56,14 @@ NOT_YET_MOVED = {  # 2026-11-28: 214 reads in 45 modules. The restarts (issue 37
     "tuitrain/runs/view/hang.py": 2,
     "tuitrain/runs/view/live.py": 11,
     "tuitrain/runs/view/owners.py": 6,
-    "tuitrain/runs/view/summary.py": 8,
+    "tuitrain/runs/view/summary.py": 5,
     "tuitrain/runs/view/usage.py": 1,
     "tuitrain/slurm/agent.py": 14,
     "tuitrain/slurm/control.py": 3,
     "tuitrain/slurm/state.py": 11,
     "tuitrain/slurm/submit.py": 1,
     "tuitrain/tui/machines.py": 3,
-    "tuitrain/tui/screens/monitor.py": 15,
+    "tuitrain/tui/screens/monitor.py": 13,
     "tuitrain/tui/widgets/gpu_panel.py": 7,
 }
 

@@ -34,7 +34,7 @@ from tuitrain.rundir.exits import end_cause
 from tuitrain.rundir.json_shape import Within
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.record import RecordDamaged, RunRecord, RunRecordError, read_record
-from tuitrain.rundir.run import UNREADABLE
+from tuitrain.rundir.run import UNREADABLE, elapsed
 from tuitrain.runs.catalog import find_run, list_runs, scan_runs
 
 set_hypothesis_home_dir(Path(tempfile.gettempdir()) / "tuitrain-hypothesis")
@@ -371,3 +371,13 @@ def test_an_end_is_told_by_one_rule(record: dict[str, Any], shown: Any, said: st
     """`status`, `logs -f`'s last word and the app's toast say why a run ended through `rundir.run.end_cause`: a
     running record a viewer found lost is the supervisor gone, not "the launcher failed" (what the toast said)."""
     assert end_cause(record, shown) == said  # type: ignore[arg-type]
+
+
+def test_how_long_a_run_ran_is_one_rule() -> None:
+    """`status`'s duration and the monitor's elapsed (`rundir.run.elapsed`): to its end, or to now while it runs;
+    an end with no time says nothing rather than a duration that grows."""
+    assert elapsed({"status": "running", "started": 100.0}, 160.0) == 60.0  # type: ignore[typeddict-item]
+    assert elapsed({"status": "finished", "started": 100.0, "ended": 130.0}, 160.0) == 30.0  # type: ignore[typeddict-item]
+    assert elapsed({"status": "failed", "started": 100.0, "ended": None}, 160.0) is None  # type: ignore[typeddict-item]
+    assert elapsed({"status": "running", "started": 100.0}, 160.0, "lost") is None  # type: ignore[typeddict-item]
+    assert elapsed({"status": "queued", "started": None}, 160.0) is None  # type: ignore[typeddict-item]

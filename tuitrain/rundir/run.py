@@ -9,7 +9,7 @@ from typing import Final, Literal, get_type_hints
 
 from tuitrain.rundir.kind import RunKind, run_kind
 from tuitrain.rundir.layout import RunPaths
-from tuitrain.rundir.record import ProcessIdentity, RunPids, RunRecord, Status
+from tuitrain.rundir.record import FINAL_STATUSES, ProcessIdentity, RunPids, RunRecord, Status
 
 UNREADABLE: Final = "unreadable"
 Shown = Status | Literal["unreadable"]  # what a list says of a run: its status, or that its record cannot be used
@@ -52,6 +52,17 @@ class Run:
     def extra(self) -> dict[str, object]:
         """The keys no version of `RunRecord` here declares (a newer tuitrain's): kept, never read."""
         return {k: v for k, v in (self.record or {}).items() if k not in DECLARED}
+
+
+def elapsed(record: RunRecord, now: float, shown: Shown | str | None = None) -> float | None:
+    """Seconds it has run: from its start to its end, or to `now` while it has not ended; None before it started,
+    or for an end that recorded no time. `shown`: its status as a viewer judged it (a running record found lost
+    has ended), default its record's."""
+    started = record.get("started")
+    if not started:
+        return None
+    end = record.get("ended") or (now if (shown or record["status"]) not in FINAL_STATUSES else None)
+    return end - started if end else None
 
 
 def recorded_processes(record: RunRecord) -> dict[str, ProcessIdentity | int | None]:

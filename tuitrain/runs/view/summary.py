@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Mapping, cast
+from typing import Any, Mapping
 
 from tuitrain.rundir.checkpoints import run_checkpoints
 from tuitrain.rundir.events import progress, read_events
 from tuitrain.rundir.exits import failure_log
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.record import FINAL_STATUSES, RunRecord
+from tuitrain.rundir.run import elapsed
 from tuitrain.rundir.tail import read_tail
 from tuitrain.runs.liveness import settle_lost, supervisor_gone
 
@@ -74,8 +75,7 @@ def run_summary(paths: RunPaths, record: RunRecord, with_checkpoints: bool = Tru
     summary["progress"] = progress(read_events(paths.events))
     if record.get("max_steps") and not summary["progress"].get("max_steps"):
         summary["progress"]["max_steps"] = record["max_steps"]
-    end = record.get("ended") or time.time()
-    summary["duration"] = end - cast(float, record["started"]) if record.get("started") else None
+    summary["duration"] = elapsed(record, time.time())
     summary["supervisor_lost"] = supervisor_lost(record)
     summary.update(hang_summary(paths, record))
     if with_checkpoints and record.get("output_dir"):

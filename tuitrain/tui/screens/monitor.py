@@ -23,6 +23,7 @@ from textual.widgets import Static, TabbedContent, TabPane
 
 from tuitrain.humanize import duration, number
 from tuitrain.rundir.record import FINAL_STATUSES, RunRecord
+from tuitrain.rundir.run import elapsed
 from tuitrain.runs.view.attempts import attempt_line, earlier_lines
 from tuitrain.runs.view.hang import HUNG_LABEL, Hang, describe, waits_for
 from tuitrain.runs.view.live import RunWatch
@@ -430,13 +431,10 @@ class MonitorScreen(PassesFailedWorkUp, QuitSafe, Screen):
             line2.append(f"  {rate:.2f} steps/s")
             if total and status == "running" and step < total:  # a stopping run ends at its next step
                 line2.append(f"  ETA {duration((total - step) / rate)}")
-        started = record.get("started")
-        if started:
-            end = record.get("ended") or (self.app.clock() if status not in FINAL_STATUSES else None)
-            if heard_at is not None:  # it went on for at least as long as the box was heard
-                line2.append(f"  elapsed ≥ {duration(max(0.0, heard_at - started))}")
-            elif end:
-                line2.append(f"  elapsed {duration(end - started)}")
+        if heard_at is not None and (ran := elapsed(record, heard_at, "running")) is not None:
+            line2.append(f"  elapsed ≥ {duration(max(0.0, ran))}")  # it went on for at least as long as the box was heard
+        elif heard_at is None and (ran := elapsed(record, self.app.clock(), status)) is not None:
+            line2.append(f"  elapsed {duration(ran)}")
         lines = [line1, line2, *hang_lines]
         if w.queue is not None:  # queued: its place and what it waits for (runs.queue.look), read by the worker
             place, *waits = w.queue.words()
