@@ -373,12 +373,8 @@ class MonitorScreen(PassesFailedWorkUp, QuitSafe, Screen):
         """A failed run opens on its failing rank's first traceback (the launcher's log when no rank failed)."""
         rank = self.run_watch.record.get("failed_rank")
         tab = f"tab-rank-{rank}" if rank is not None and 0 <= int(rank) < self.run_watch.num_ranks else "tab-launcher"
-        if tab == "tab-launcher" and self.machines:  # "node2: no word from its agent …": that machine's log
-            error = str(self.run_watch.record.get("error") or "")
-            for position, machine in enumerate(self.machines):
-                if error.startswith(f"{machine.host}:"):
-                    tab = f"tab-machine-{position}"
-                    break
+        if tab == "tab-launcher" and (failed := self.failed_machine()) is not None:
+            tab = f"tab-machine-{failed[0]}"
         self.query_one("#tabs", TabbedContent).active = tab
         view = self.active_view()
         if view is not None:
@@ -464,9 +460,13 @@ class MonitorScreen(PassesFailedWorkUp, QuitSafe, Screen):
         if rank is not None:
             machine = machine_of_rank(self.machines, rank) if isinstance(rank, int) else None
             return f"rank {rank}" + (f" on {machine.host}" if machine is not None else "")
-        error = str(record.get("error") or "")
-        machine = next((m for m in self.machines if error.startswith(f"{m.host}:")), None)
-        return f"machine {machine.index}, {machine.host}" if machine is not None else "launcher"
+        failed = self.failed_machine()
+        return f"machine {failed[1].index}, {failed[1].host}" if failed is not None else "launcher"
+
+    def failed_machine(self) -> tuple[int, Machine] | None:
+        """The machine whose agent's error ended the run ("node2: no word from its agent …"), and its tab's place."""
+        error = str(self.run_watch.record.get("error") or "")
+        return next(((i, m) for i, m in enumerate(self.machines) if error.startswith(f"{m.host}:")), None)
 
     def _set(self, selector: str, content: Text | str) -> None:
         self.query_one(selector, TextLine).set(content)
