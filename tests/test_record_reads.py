@@ -64,7 +64,7 @@ NOT_YET_MOVED = {  # 2026-11-28: 214 reads in 45 modules. The restarts (issue 37
     "tuitrain/slurm/submit.py": 1,
     "tuitrain/tui/machines.py": 3,
     "tuitrain/tui/screens/monitor.py": 12,
-    "tuitrain/tui/widgets/gpu_panel.py": 7,
+    "tuitrain/tui/widgets/gpu_panel.py": 5,
 }
 
 

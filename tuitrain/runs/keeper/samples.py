@@ -32,11 +32,14 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Callable, Iterable, Literal, Mapping, Sequence, TypedDict
+from typing import TYPE_CHECKING, Annotated, Any, Callable, Iterable, Literal, Mapping, Sequence, TypedDict
 
 from tuitrain.rundir.json_shape import Within, decoded, problem
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.record import Rank, RunRecord, Time
+
+if TYPE_CHECKING:
+    from tuitrain.hardware.devices import GpuInfo
 
 FORMAT: Literal[1] = 1
 SAMPLE_SECONDS = 2.0  # how often a machine of a run is sampled (a node agent sends its latest home as often)
@@ -281,14 +284,18 @@ class WaitShares:
         return out
 
 
+def run_gpus(record: RunRecord, gpus: Sequence[GpuInfo]) -> list[GpuInfo]:
+    """The physical GPUs among `gpus` a run's ranks see, in cuda:N order, by its CUDA_VISIBLE_DEVICES and
+    CUDA_DEVICE_ORDER (none when it trains on the CPU or MPS)."""
+    from tuitrain.hardware.mapping import visible_gpus
+
+    return visible_gpus(record.get("env") or {}, gpus) if record.get("accelerator") == "cuda" else []
+
+
 def run_gpu_indices(record: RunRecord, snapshot: Any, run_id: str) -> set[int]:
     """The GPUs of this machine the run uses: those its CUDA_VISIBLE_DEVICES shows (a run on `cuda`), and any that
     holds one of its processes (a script whose device tuitrain did not choose)."""
-    from tuitrain.hardware.mapping import visible_gpus
-
-    found: set[int] = set()
-    if record.get("accelerator") == "cuda":
-        found.update(g.index for g in visible_gpus(record.get("env") or {}, snapshot.gpus))
+    found = {g.index for g in run_gpus(record, snapshot.gpus)}
     for gpu in snapshot.gpus:
         if any(p.owner is not None and p.owner.run_id == run_id for p in gpu.processes):
             found.add(gpu.index)

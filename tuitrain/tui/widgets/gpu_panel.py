@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 from rich.text import Text
 
 from tuitrain.hardware.devices import GpuInfo
-from tuitrain.hardware.mapping import visible_gpus
 from tuitrain.hardware.na import NA, NaType
 from tuitrain.hardware.processes import sm_share, use_notes
 from tuitrain.hardware.sampler import GpuPoint, SampledView
 from tuitrain.humanize import duration, gib, gpu_memory, percent, size
 from tuitrain.rundir.record import RunRecord
+from tuitrain.runs.keeper.samples import run_gpus
 from tuitrain.tui.format import bar
 
 if TYPE_CHECKING:
@@ -63,13 +63,6 @@ def strip_line(view: SampledView) -> str:
         parts.append(f"{len(gpus)} GPUs {gpu_memory(used, total)} in use, busiest GPU{busiest.index}"
                      f"{percent(busiest.utilization, 3)}{lost}")
     return " · ".join(parts)
-
-
-def run_gpus(record: RunRecord, gpus: Sequence[GpuInfo]) -> list[GpuInfo]:
-    """The physical GPUs a run's ranks see (none when it trains on the CPU or MPS)."""
-    if record.get("accelerator") != "cuda":
-        return []
-    return visible_gpus(record.get("env") or {}, gpus)
 
 
 def _number(value: Any) -> float | None:
