@@ -1,4 +1,4 @@
-"""A sweep (issue 22): one queued run per combination of the values of `--sweep KEY=V1,V2 [--sweep KEY2=…]`, each
+"""A sweep: one queued run per combination of the values of `--sweep KEY=V1,V2 [--sweep KEY2=…]`, each
 named for what differs, at most `--max-parallel` N of them running at once (Slurm's `--array …%N`, gflow's arrays),
 each with its own curves and checkpoints; queued whole or not at all. The one set of rules for `tuitrain run
 --sweep` and the app's launch dialog."""

@@ -1,4 +1,4 @@
-"""The shared-workstation queue on the command line (issue 22): `run --queue/--after/--after-ok`, `queue`,
+"""The shared-workstation queue on the command line: `run --queue/--after/--after-ok`, `queue`,
 `cancel`. Argument adders only at import (the parser is built on every command); the work is imported lazily."""
 
 from __future__ import annotations

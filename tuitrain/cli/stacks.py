@@ -1,4 +1,4 @@
-"""`tuitrain stacks RUN` (issue 26): every rank's Python stack, side by side, and a digest of where they wait.
+"""`tuitrain stacks RUN`: every rank's Python stack, side by side, and a digest of where they wait.
 Argument adders only at import (the parser is built on every command); the work is imported lazily."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`tuitrain run PROFILE --sweep KEY=V1,V2 [--sweep KEY2=…] [--max-parallel N]` (issue 22): the sweep's rules and
+"""`tuitrain run PROFILE --sweep KEY=V1,V2 [--sweep KEY2=…] [--max-parallel N]`: the sweep's rules and
 its queueing are `backends.sweep`'s (the app's launch dialog asks them too); here, what the command prints."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Several workstations from one terminal (issue 23): `workstations` checks each, `runs --all-hosts` lists every
+"""Several workstations from one terminal: `workstations` checks each, `runs --all-hosts` lists every
 box's runs with a HOST column, and a run's verbs (`logs HOST:RUN --follow`, `status`, `stop`, `export`, …) run on its
 box (export's folder is written there).
 Every box, this one included, answers through the same CLI contract (`runs --json`, the verbs' own output)."""

@@ -1,5 +1,5 @@
 """`python -m tuitrain.engine.direct_launch ACCELERATE-LAUNCH-ARGUMENTS`: a run of one process on one machine, started
-as its own rank (issue 35).
+as its own rank.
 
 `accelerate launch` with one process is a second Python that imports torch and accelerate, builds the rank's
 environment and starts the rank as its child (its simple launcher): seconds of a short run's wall time, for nothing

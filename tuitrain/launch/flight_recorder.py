@@ -1,4 +1,4 @@
-"""PyTorch's NCCL flight recorder, on for every tuitrain run on CUDA GPUs (issue 26): each rank keeps its last
+"""PyTorch's NCCL flight recorder, on for every tuitrain run on CUDA GPUs: each rank keeps its last
 collectives in a ring buffer and writes them when NCCL's watchdog times out, into the run's logs/ folder, where
 `tuitrain stacks` and the hang digest find them. Torch 2.9 renamed the variables (TORCH_FR_*) and kept the old
 names as aliases: both are set, for the torch versions tuitrain supports. A user who set the buffer size in their

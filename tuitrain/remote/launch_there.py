@@ -1,4 +1,4 @@
-"""A profile of this machine started on another workstation (issue 23), for `tuitrain run --host` and the app's
+"""A profile of this machine started on another workstation, for `tuitrain run --host` and the app's
 launch dialog alike: sent as text (frozen here by the caller), checked there by that box's `tuitrain validate`
 (its data files must be at the same paths there: no data is sent), then started there detached. A refusal is
 lines naming the host; nothing is started and nothing is left there."""

@@ -1,5 +1,4 @@
-"""One run of another workstation mirrored into a cache folder here, so the app's monitor reads it as a local run
-(issue 23).
+"""One run of another workstation mirrored into a cache folder here, so the app's monitor reads it as a local run.
 
 There, `tuitrain workstations --mirror RUN` (`serve`) reads the run's folder (`FolderFiles`) and writes `wire`
 lines: `hello` (its tuitrain version) once, then `append` (what an append-only file grew by, from the offset home

@@ -1,4 +1,4 @@
-"""Watching another workstation's runs over one long-lived ssh connection (issue 23).
+"""Watching another workstation's runs over one long-lived ssh connection.
 
 There, `tuitrain workstations --stream` (`serve`) polls its runs folder and writes `wire` lines: `hello` (its
 tuitrain version) once, `runs` (every run's row) whenever they change, with `--gpus` also `gpus` (the box's GPU

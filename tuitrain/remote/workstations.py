@@ -1,4 +1,4 @@
-"""Other workstations a user watches and drives from this terminal (issue 23): the `[[workstations]]` of the
+"""Other workstations a user watches and drives from this terminal: the `[[workstations]]` of the
 user's settings (`tuitrain.user_config`), each reached with the system ssh (`remote.ssh`, BatchMode, a timeout on
 every step), where tuitrain's own CLI answers. Nothing is installed or left running there: each question is one
 `python -m tuitrain …` that ends with its answer.

@@ -1,6 +1,6 @@
 """What a screen may ask of the app, typed once: the app's state (runs root, working folder, the latest runs and
 hardware sample) and its navigation (open a run, Compare, the editor). Screens type `self.app` by this class, so
-none of them imports the app module, which imports them (issue 25: no import circle)."""
+none of them imports the app module, which imports them (no import circle)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The strategies on what runs them (issue 6): FSDP and DeepSpeed on CPU ranks or MPS, a world of one for FSDP,
+"""The strategies on what runs them: FSDP and DeepSpeed on CPU ranks or MPS, a world of one for FSDP,
 layer-wise optimizers with several processes, [training] keys that would set a strategy up twice, and the
 [distributed.fsdp] / [distributed.deepspeed] rules (a DeepSpeed JSON against [training])."""
 

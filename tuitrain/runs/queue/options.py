@@ -1,4 +1,4 @@
-"""The options of `tuitrain run` that queue a run (issue 22): `--queue`, `--after`, `--after-ok`, `--sweep`,
+"""The options of `tuitrain run` that queue a run: `--queue`, `--after`, `--after-ok`, `--sweep`,
 `--max-parallel`, as the command line takes them and as the app's launch dialog takes them typed: one set of flags
 for both (as `slurm.options` is for Slurm's), and the runs they name found in the runs root. Imported when the
 command line's parser is built: the standard library (and `tuitrain.errors`) only, at import."""

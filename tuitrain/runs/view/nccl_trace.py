@@ -1,4 +1,4 @@
-"""The NCCL flight recorder's dumps of a run (issue 26), read into the digest: which ranks dumped, each one's last
+"""The NCCL flight recorder's dumps of a run, read into the digest: which ranks dumped, each one's last
 collective (its op, sequence number and state) and which rank is behind the others.
 
 PyTorch writes a rank's dump (on CUDA runs tuitrain turns the recorder on: tuitrain.launch.flight_recorder) when

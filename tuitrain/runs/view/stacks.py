@@ -1,4 +1,4 @@
-"""Every rank's Python stacks, all threads, and a digest of where each group of ranks is (issue 26).
+"""Every rank's Python stacks, all threads, and a digest of where each group of ranks is.
 
 Taken with `py-spy dump` where it is installed (it needs nothing of the rank), else by the signal on which each
 rank's faulthandler writes stacks/rank-K.txt (tuitrain.engine.rank_io.register_stacks_dump). A stopped rank

@@ -6,7 +6,7 @@ Each is given only where its figures were measured, and quotes them:
   next one's begin, where the Trainer reads the batch) for a large share of its step time, while its GPUs, where it has
   any, are mostly idle: more dataloader workers, pinned memory, data tokenised once before training;
 * launch-bound: the GPUs mostly idle while a rank's own process keeps a CPU core saturated and it hardly waits for its
-  data: Python and kernel launches set the pace (more workers would not help, issue 35): a larger batch where the GPU's
+  data: Python and kernel launches set the pace (more workers would not help): a larger batch where the GPU's
   memory peak shows room, torch_compile where it is off, fewer logging steps where each step logs;
 * GPU memory far from full: the fullest of the run's GPUs peaked under half its memory: a larger batch fits (part of
   the launch-bound hint when there is one).

@@ -88,7 +88,7 @@ class EditorScreen(PassesFailedWorkUp, QuitSafe, Screen):
         self._check_timer: Timer | None = None
         self.populated: set[str] = set()  # the sections whose forms are built
         # what an edit last showed beside the fields and in the GPU picker: an edit that changes neither (most of
-        # them, a paste too) asks no query of the form (issue 34, item 5: each edit walked every row)
+        # them, a paste too) asks no query of the form (each edit walked every row)
         self._ignored_shown: dict[str, str] | None = None
         self._gpus_shown: tuple[list[str], list[str]] | None = None
 

@@ -130,7 +130,7 @@ class LaunchScreen(PassesFailedWorkUp, QuitSafe, ModalScreen[None]):
     @on(Input.Changed, "#overrides")
     def _changed(self, event: Input.Changed) -> None:
         """One plan once the typing pauses, not a plan a key: each plan is a thread that holds the interpreter while
-        it plans, and a paste with keys behind it had four of them slow the screen (issue 34, item 5)."""
+        it plans, and a paste with keys behind it had four of them slow the screen."""
         if self._plan_timer is not None:
             self._plan_timer.stop()
         self._plan_timer = self.set_timer(PLAN_DELAY, lambda: self.preview(event.value))

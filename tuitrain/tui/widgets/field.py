@@ -3,7 +3,7 @@
 What is typed or pasted is kept as text (tui.plain.typed): an escape sequence in a paste is dropped, not painted into
 the terminal. A number field ("integer", "number") checks each edit with a pattern that takes time in proportion to
 the text: Textual's own (`(?:\\d*|\\d+_)*`) backtracks, and 18 digits and a letter pasted into training.learning_rate
-froze the app for a minute (issue 34, item 5; benchmarks/tui_paste.py)."""
+froze the app for a minute (benchmarks/tui_paste.py)."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def open_field_key(screen: Screen[Any]) -> None:
     """The first thing an action does whose key opens a field (`/` search, `&`, Home's filter), bound with
     priority=True so that it runs before the app reads the keys after it. A terminal sends a word typed fast (`/loss`)
     at once: with an ordinary binding the app had handed `l o s s` to the log (then the screen's keys: `o` showed the
-    output folder, `s` stopped a run) before the search took the focus (issue 34, item 2). Inside a field the key is
+    output folder, `s` stopped a run) before the search took the focus. Inside a field the key is
     text: SkipAction hands it on to the field."""
     if isinstance(screen.focused, Input):
         raise SkipAction()
