@@ -14,6 +14,7 @@ from tuitrain.launch.machines import MachinesPlan
 from tuitrain.profile import Profile, load_profile, resolve_profile_path
 from tuitrain.profile.load import plan_problems
 from tuitrain.profile.training_args import report_reading_to
+from tuitrain.rundir.layout import RunPaths
 from tuitrain.runs.catalog import find_run
 from tuitrain.yaml_text import dump as dump_yaml
 
@@ -82,13 +83,28 @@ def cmd_run(args: argparse.Namespace) -> int:
         from tuitrain.tui.app import run_app
 
         run_app(runs_root=args.runs_root, open_run=paths.root)
-        print(f"run {paths.id} goes on; `tuitrain status {paths.id}` or `tuitrain` shows it", file=sys.stderr)
-        return 0
+        return _after_the_app(paths)
     from tuitrain.cli.follow import (
         follow_run,  # psutil and the run summary: only when following
     )
 
     return follow_run(paths)
+
+
+def _after_the_app(paths: RunPaths) -> int:
+    """The run's last word once the app is quit: how it ended, with the exit code `run` without --app gives, as
+    `logs -f` says it (`cli.follow.report_end`); or that it goes on."""
+    from tuitrain.cli.follow import report_end
+    from tuitrain.rundir.record import FINAL_STATUSES
+    from tuitrain.runs.catalog import load_record
+    from tuitrain.runs.liveness import effective_status
+
+    record = load_record(paths)
+    status = effective_status(record)
+    if status not in FINAL_STATUSES:
+        print(f"run {paths.id} goes on; `tuitrain status {paths.id}` or `tuitrain` shows it", file=sys.stderr)
+        return 0
+    return report_end(paths, {**record, "status": status}, sys.stdout, sys.stderr)
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
