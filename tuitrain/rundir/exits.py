@@ -11,7 +11,7 @@ from typing import Any, Final
 
 from tuitrain.rundir.layout import KILL_REQUEST, RunPaths
 from tuitrain.rundir.process_tree import signal_name
-from tuitrain.rundir.record import RunRecord, Status
+from tuitrain.rundir.record import RunRecord
 from tuitrain.rundir.tail import read_tail
 
 EXIT_USER_ERROR = 3  # a rank that explained its failure in one line (an `error` event)
@@ -47,13 +47,14 @@ _WHEN_UNSAID: Final[dict[str, str]] = {  # the cause of an end whose record says
 }
 
 
-def end_cause(record: RunRecord, status: Status | None = None) -> str:
-    """Why the run ended as `status` (default: its record's) says, in words: its recorded error, else what the
+def end_cause(record: RunRecord, shown: str | None = None) -> str:
+    """Why the run ended as `shown` (default: its record's status) says, in words: its recorded error, else what the
     status itself tells ("rank 1 failed", "the launcher failed", the supervisor gone); "" for a run that finished,
     stopped or runs. A viewer that judged a `running` record lost passes "lost"."""
-    status = status or record["status"]
-    if record.get("error"):
-        return str(record.get("error"))
+    status = shown or record["status"]
+    error = record.get("error")
+    if error:
+        return error
     if status == "failed":
         rank = record.get("failed_rank")
         return f"rank {rank} failed" if rank is not None else "the launcher failed"

@@ -54,14 +54,19 @@ class Run:
         return {k: v for k, v in (self.record or {}).items() if k not in DECLARED}
 
 
-def elapsed(record: RunRecord, now: float, shown: Shown | str | None = None) -> float | None:
-    """Seconds it has run: from its start to its end, or to `now` while it has not ended; None before it started,
-    or for an end that recorded no time. `shown`: its status as a viewer judged it (a running record found lost
+def elapsed(record: RunRecord, now: float, shown: str | None = None) -> float | None:
+    """Seconds it has run (`seconds_run`); `shown`: its status as a viewer judged it (a running record found lost
     has ended), default its record's."""
-    started = record.get("started")
+    return seconds_run(record.get("started"), record.get("ended"), shown or record["status"], now)
+
+
+def seconds_run(started: float | None, ended: float | None, status: str, now: float) -> float | None:
+    """From its start to its end, or to `now` while it has not ended; None before it started, or for an end that
+    recorded no time (a duration that grows is wrong). The one rule of status's duration, the monitor's elapsed
+    and Home's TIME column."""
     if not started:
         return None
-    end = record.get("ended") or (now if (shown or record["status"]) not in FINAL_STATUSES else None)
+    end = ended or (now if status not in FINAL_STATUSES else None)
     return end - started if end else None
 
 

@@ -234,7 +234,7 @@ class TuitrainApp(PassesFailedWorkUp, TuitrainAppApi):
         elif change.kind == "failed":
             self.notify(f"{change.run_id}: {change.detail}", title="Run failed", severity="error", timeout=10)
         elif change.kind == "lost":
-            self.notify(f"{change.run_id}: its supervisor is gone without an end", title="Run lost",
+            self.notify(f"{change.run_id}: {change.detail}", title="Run lost",
                         severity="warning", timeout=10)
 
     def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",

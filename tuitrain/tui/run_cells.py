@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 
 from tuitrain.humanize import duration, number
+from tuitrain.rundir.run import seconds_run
 from tuitrain.tui.format import short_metric, status_text, step_text
 from tuitrain.tui.run_columns import Layout
 from tuitrain.tui.run_table import Entry, checkpoint_step, cut_label
@@ -78,7 +79,7 @@ class RunCells:
         return text
 
     def _run_cells(self, row: RunRow, local: bool, branch: str = "") -> dict[str, object]:
-        end = row.ended or (self.now if not row.final and row.status != "lost" else None)
+        ran = seconds_run(row.started, row.ended, row.status, self.now)
         best = f"{short_metric(row.best_metric)} {number(row.best)}" if row.best is not None else "-"
         status = status_text(row.status)
         if row.status == "failed" and row.failed_rank is not None:
@@ -97,5 +98,5 @@ class RunCells:
             "STEP": step_text(row.step, row.max_steps, 5),
             "LOSS": number(row.loss),
             "BEST": Text(best, no_wrap=True, overflow="ellipsis", end=""),
-            "TIME": duration(end - row.started) if row.started and end else "-",
+            "TIME": duration(ran) if ran is not None else "-",
         }

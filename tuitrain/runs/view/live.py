@@ -22,7 +22,7 @@ from tuitrain.rundir.best import BestRule, best_of, best_rule, profile_best_rule
 from tuitrain.rundir.events import empty_progress, fold_progress, parse_event
 from tuitrain.rundir.exits import end_cause
 from tuitrain.rundir.layout import RunPaths
-from tuitrain.rundir.record import FINAL_STATUSES, Rank, RecordDamaged, RunRecord, RunRecordError, Status, Time, read_record
+from tuitrain.rundir.record import FINAL_STATUSES, Rank, RecordDamaged, RunRecord, RunRecordError, Time, read_record
 from tuitrain.rundir.run import UNREADABLE
 from tuitrain.rundir.tail import read_new_lines
 from tuitrain.runs.catalog import load_record
@@ -302,8 +302,7 @@ class RunsWatcher:
                     out.append(Change("checkpoint", rid, Path(str(path)).name, path=str(path)))
             if status != watched.status and (status in FINAL_STATUSES or status == "lost"):
                 record = watched.record
-                ended: Status | None = "failed" if status == "failed" else "lost" if status == "lost" else None
-                detail = end_cause(record, ended) if record is not None and ended is not None else ""
+                detail = end_cause(record, status) if record is not None and status in ("failed", "lost") else ""
                 out.append(Change(status, rid, detail, record.get("failed_rank") if record is not None else None))
                 watched.final_when_seen = True
         watched.saves = saves
