@@ -34,8 +34,9 @@ ALLOWED: dict[str, frozenset[str]] = {
     "launch": HELPERS | {"rundir", "profile", "hardware"},
     # remote: the SSH transport to other machines (standard library only), below runs' supervisor
     "remote": HELPERS,
-    # notify: word of a run's end (webhook, command), sent by the supervisor; its findings in profile's vocabulary
-    "notify": HELPERS | {"profile"},
+    # notify: word of a run's end (webhook, command) from its record as rundir reads it, sent by the supervisor;
+    # its findings in profile's vocabulary
+    "notify": HELPERS | {"rundir", "profile"},
     "runs": HELPERS | {"rundir", "profile", "launch", "hardware", "remote", "notify"},
     # the scheduler: sbatch/squeue/sacct/scancel around the ordinary planner and supervisor
     "slurm": HELPERS | {"rundir", "profile", "hardware", "launch", "remote", "runs"},

@@ -16,7 +16,7 @@ import pytest
 
 from tests.conftest import FAST, cli, record, wait_for, wait_until_ended
 from tuitrain.notify.config import NotifyConfig, notify_config
-from tuitrain.notify.message import command_env, end_facts, webhook_body
+from tuitrain.notify.message import RunWord, command_env, end_facts, webhook_body
 from tuitrain.profile.problems import ProfileError
 
 SECRET = "T0KEN-s3cret-in-the-url"
@@ -131,9 +131,8 @@ def test_bad_notify_values_name_the_file_key_and_fix() -> None:
 
 
 def test_the_slack_form_is_one_text_and_a_command_gets_every_fact() -> None:
-    rec = {"id": "r1", "profile": "demo", "status": "failed", "started": 100.0, "ended": 165.0,
-           "error": "rank 0 exited with code 1: ValueError: bad\nmore"}
-    facts = end_facts(rec, {"step": 4, "max_steps": 8, "loss": 0.5, "eval": {"eval_loss": 0.4, "eval_runtime": 1}},
+    word = RunWord("r1", "demo", "failed", "rank 0 exited with code 1: ValueError: bad\nmore", 100.0, 165.0)
+    facts = end_facts(word, {"step": 4, "max_steps": 8, "loss": 0.5, "eval": {"eval_loss": 0.4, "eval_runtime": 1}},
                       "box", "/runs/r1")
     assert facts["cause"] == "rank 0 exited with code 1: ValueError: bad" and facts["duration"] == 65.0
     assert facts["metrics"] == {"step": 4, "max_steps": 8, "loss": 0.5, "eval_loss": 0.4}

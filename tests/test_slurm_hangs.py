@@ -134,13 +134,13 @@ def test_word_of_a_hang_comes_from_node_0_alone(tmp_path: Path, monkeypatch) -> 
     home.profile.write_text("")
     write_record(home, new_record(home.id, "p.toml"))
     sent: list[str] = []
-    monkeypatch.setattr(notify, "notify_end", lambda record, *_: sent.append(str(record.get("machine_rank") or 0)))
+    monkeypatch.setattr(notify, "notify_end", lambda word, progress, run_dir: sent.append(run_dir))
     for node in (1, 0):
         SlurmSupervisor(prepare_node(home, node, 1, read_record(home)), home).send_hang_word()
     for thread in threading.enumerate():
         if thread.name == "hang-word":
             thread.join(30)
-    assert sent == ["0"]
+    assert sent == [str(home.root)]
 
 
 # -- a real two-node job ---------------------------------------------------------------------------------------------

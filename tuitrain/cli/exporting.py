@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from tuitrain.cli.errors import CliError
+from tuitrain.rundir.run import Run
 from tuitrain.runs.catalog import find_run, load_record
 from tuitrain.runs.start.from_profile import ResumeError, choose_checkpoint
 
@@ -33,7 +34,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     if _ran_a_script(paths.profile):
         raise CliError(f"run {paths.id} ran your own script ([script]): its checkpoints are the script's own; "
                        "export them with the script's tools")
-    if not record.get("output_dir"):
+    if not Run(paths, record).output_dir:
         raise CliError(f"run {paths.id} has no output folder; nothing to export")
     try:
         checkpoint = choose_checkpoint(record, args.checkpoint)

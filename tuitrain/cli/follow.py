@@ -14,6 +14,7 @@ from tuitrain.rundir.exits import end_cause, explained_itself, failure_log
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.process_tree import running
 from tuitrain.rundir.record import FINAL_STATUSES, RunRecord
+from tuitrain.rundir.run import Run
 from tuitrain.rundir.tail import read_new_lines
 from tuitrain.runs.catalog import load_record
 from tuitrain.runs.control import ControlError, request
@@ -164,21 +165,22 @@ def await_run_processes(record: RunRecord, interrupted: Callable[[], bool]) -> N
         left = [proc for proc in left if running(proc)]  # a zombie is gone too: its parent has yet to reap it
 
 
-def checkpoints_where(record: RunRecord) -> str:
+def checkpoints_where(run: Run) -> str:
     """'; checkpoints in DIR', or nothing for a run that names no output folder (a script that never made a Trainer)."""
-    return f"; checkpoints in {record['output_dir']}" if record.get("output_dir") else ""
+    return f"; checkpoints in {run.output_dir}" if run.output_dir else ""
 
 
 def report_end(paths: RunPaths, record: RunRecord, out: TextIO, err: TextIO | None = None) -> int:
     """The run's last word: how it ended on `out`; for a failed or lost run, why, on `err` (default: `out`)."""
-    status = record["status"]
+    run = Run(paths, record)
+    status = run.status
     line = f"run {paths.id} {status}"
     if status in ("failed", "lost"):
         out = err or out
     if status == "failed":
-        rank = record.get("failed_rank")
+        rank = run.failed_rank
         line += f" (rank {rank})" if rank is not None else ""
-        print(line + (f": {record.get('error')}" if record.get("error") else ""), file=out)
+        print(line + (f": {run.error}" if run.error else ""), file=out)
         log = failure_log(paths, record)
         if explained_itself(record):
             print(f"(the rank explained it in one line; its traceback: tuitrain logs {paths.id} --rank {rank})", file=out, flush=True)
@@ -187,9 +189,9 @@ def report_end(paths: RunPaths, record: RunRecord, out: TextIO, err: TextIO | No
             print(f"  {tb}", file=out)
         print(f"full log: {log}", file=out, flush=True)
     elif status in ("killed", "lost"):
-        print(f"{line}: {end_cause(record)}{checkpoints_where(record)}", file=out, flush=True)
+        print(f"{line}: {end_cause(record)}{checkpoints_where(run)}", file=out, flush=True)
     elif status == "cancelled":
         print(f"{line}: {end_cause(record)}", file=out, flush=True)
     else:
-        print(line + checkpoints_where(record), file=out, flush=True)
+        print(line + checkpoints_where(run), file=out, flush=True)
     return EXIT_CODES.get(status, 1)

@@ -440,7 +440,8 @@ def cmd_checkpoints(args: argparse.Namespace) -> int:
         print_json([c.to_dict() for c in checkpoints])
         return 0
     if not checkpoints:
-        where = f"in {record['output_dir']}" if record.get("output_dir") else "(the run names no output folder)"
+        out = Run(paths, record).output_dir
+        where = f"in {out}" if out else "(the run names no output folder)"
         print(f"no checkpoints {where}")
         return 0
     rows = []

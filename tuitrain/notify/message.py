@@ -1,16 +1,37 @@
 """What word of a run's end says: the run's facts (JSON), the Slack/Discord form, and the TUITRAIN_* variables a
-command gets. Pure: a record and a progress summary in, data out."""
+command gets. Pure: a `RunWord` and a progress summary in, data out."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
+from tuitrain.rundir.run import Run
 
-def _duration(record: Mapping[str, Any]) -> float | None:
-    start = record.get("started") or record.get("created")
-    end = record.get("ended")
-    return round(float(end) - float(start), 1) if start and end else None
+
+@dataclass(frozen=True)
+class RunWord:
+    """What word of a run says of it: its record's facts at its end (`of`), or the keeper's as it restarts or
+    hangs (its status then "restarted" or "hung", its cause the restart's or the hang's line)."""
+
+    run: str
+    profile: str | None
+    status: str
+    cause: str | None  # why, in one line and more
+    started: float | None  # its start, else when it was made
+    ended: float | None
+
+    @classmethod
+    def of(cls, run: Run) -> RunWord:
+        return cls(run.name, run.profile, run.status, run.error, run.started or run.created, run.ended)
+
+    def saying(self, status: str, cause: str | None, ended: float | None = None) -> RunWord:
+        return replace(self, status=status, cause=cause, ended=ended if ended is not None else self.ended)
+
+
+def _duration(word: RunWord) -> float | None:
+    return round(word.ended - word.started, 1) if word.started and word.ended else None
 
 
 def _metrics(progress: Mapping[str, Any]) -> dict[str, Any]:
@@ -20,14 +41,12 @@ def _metrics(progress: Mapping[str, Any]) -> dict[str, Any]:
     return metrics
 
 
-def end_facts(record: Mapping[str, Any], progress: Mapping[str, Any], host: str, run_dir: str) -> dict[str, Any]:
-    """`record`: a run's record at its end, or the word the keeper sends as a run restarts or hangs (its status
-    "restarted", "hung"): not a run.json, so taken as any mapping."""
-    status = str(record.get("status"))
-    cause = record.get("error") or ("every step done" if status == "finished" else status)
-    return {"run": record.get("id"), "profile": record.get("profile"), "host": host, "status": status,
-            "cause": str(cause).splitlines()[0] if cause else status, "metrics": _metrics(progress),
-            "duration": _duration(record), "run_dir": run_dir}
+def end_facts(word: RunWord, progress: Mapping[str, Any], host: str, run_dir: str) -> dict[str, Any]:
+    status = word.status
+    cause = word.cause or ("every step done" if status == "finished" else status)
+    return {"run": word.run, "profile": word.profile, "host": host, "status": status,
+            "cause": cause.splitlines()[0] if cause else status, "metrics": _metrics(progress),
+            "duration": _duration(word), "run_dir": run_dir}
 
 
 def _clock(seconds: float | None) -> str:

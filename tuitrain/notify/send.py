@@ -14,7 +14,7 @@ from typing import Any, Callable, Mapping
 from urllib.parse import urlsplit
 
 from tuitrain.notify.config import NotifyConfig, read_notify_config
-from tuitrain.notify.message import command_env, end_facts, webhook_body
+from tuitrain.notify.message import RunWord, command_env, end_facts, webhook_body
 
 RETRY_PAUSE = 0.5
 
@@ -89,7 +89,7 @@ def send(config: NotifyConfig, facts: Mapping[str, Any]) -> None:
         say("a delivery was still going at the [notify] timeout; left behind")
 
 
-def notify_end(record: Mapping[str, Any], progress: Callable[[], Mapping[str, Any]], run_dir: str) -> None:
+def notify_end(word: RunWord, progress: Callable[[], Mapping[str, Any]], run_dir: str) -> None:
     """Word of the run's end, if the user's [notify] asks for this ending (`progress()`: the run's progress
     summary, rundir.events.progress, read only when something is sent)."""
     try:
@@ -97,7 +97,7 @@ def notify_end(record: Mapping[str, Any], progress: Callable[[], Mapping[str, An
     except Exception as exc:  # noqa: BLE001 — the file changed since the start: say so, send nothing
         say(f"not sent: {str(exc).splitlines()[0]}")
         return
-    if not config.any or record.get("status") not in config.on:
+    if not config.any or word.status not in config.on:
         return
-    facts = end_facts(record, progress(), os.uname().nodename, run_dir)
+    facts = end_facts(word, progress(), os.uname().nodename, run_dir)
     send(config, facts)

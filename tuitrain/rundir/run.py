@@ -31,6 +31,11 @@ class Run:
         return self.paths.id
 
     @property
+    def name(self) -> str:
+        """The run's id as its record says it (a machine's or a node's own record names its run's), else its folder's."""
+        return self._fields.get("id") or self.paths.id
+
+    @property
     def status(self) -> Shown:
         return UNREADABLE if self.record is None else self.record["status"]
 
@@ -47,6 +52,68 @@ class Run:
             return self.paths.root.stat().st_mtime
         except OSError:
             return 0.0
+
+    # The record's fields as readers ask them: None (or empty) where a record lacks one or cannot be used.
+    @property
+    def profile(self) -> str | None:
+        return self._fields.get("profile")
+
+    @property
+    def profile_path(self) -> str | None:
+        return self._fields.get("profile_path")
+
+    @property
+    def started(self) -> float | None:
+        return self._fields.get("started")
+
+    @property
+    def ended(self) -> float | None:
+        return self._fields.get("ended")
+
+    @property
+    def error(self) -> str | None:
+        """Why it ended, in one line, when it did not finish."""
+        return self._fields.get("error")
+
+    @property
+    def failed_rank(self) -> int | None:
+        return self._fields.get("failed_rank")
+
+    @property
+    def parent(self) -> str | None:
+        """The run it resumes."""
+        return self._fields.get("parent")
+
+    @property
+    def output_dir(self) -> str | None:
+        return self._fields.get("output_dir")
+
+    @property
+    def max_steps(self) -> int | None:
+        return self._fields.get("max_steps")
+
+    @property
+    def num_processes(self) -> int:
+        """Its ranks in all (at least 1)."""
+        return max(1, self._fields.get("num_processes") or 1)
+
+    @property
+    def accelerator(self) -> str | None:
+        return self._fields.get("accelerator")
+
+    @property
+    def env(self) -> dict[str, str]:
+        """What was added to its launcher's environment."""
+        return self._fields.get("env") or {}
+
+    @property
+    def not_restarted(self) -> str | None:
+        """Why a run that ended badly was not started again, in one line."""
+        return self._fields.get("not_restarted")
+
+    @property
+    def _fields(self) -> RunRecord:
+        return self.record or {}
 
     @property
     def extra(self) -> dict[str, object]:

@@ -12,15 +12,16 @@ from tuitrain.runs.lost_word import first_to_tell
 
 
 def tell_lost(paths: RunPaths) -> None:
-    from tuitrain.notify import notify_end
+    from tuitrain.notify import RunWord, notify_end
     from tuitrain.rundir.events import progress, read_events
     from tuitrain.rundir.record import read_record
+    from tuitrain.rundir.run import Run
     from tuitrain.runs.liveness import settle_lost
 
-    record = settle_lost(paths, read_record(paths))
-    if record.get("status") != "lost" or not first_to_tell(paths):
+    run = Run(paths, settle_lost(paths, read_record(paths)))
+    if run.status != "lost" or not first_to_tell(paths):
         return
-    notify_end(record, lambda: progress(read_events(paths.events)), str(paths.root))
+    notify_end(RunWord.of(run), lambda: progress(read_events(paths.events)), str(paths.root))
 
 
 if __name__ == "__main__":

@@ -67,10 +67,11 @@ def _after_the_end(paths: RunPaths) -> None:
     except Exception:  # noqa: BLE001
         traceback.print_exc()
     try:
-        from tuitrain.notify import notify_end
+        from tuitrain.notify import RunWord, notify_end
         from tuitrain.rundir.events import progress, read_events
+        from tuitrain.rundir.run import Run
 
-        notify_end(record, lambda: progress(read_events(paths.events)), str(paths.root))
+        notify_end(RunWord.of(Run(paths, record)), lambda: progress(read_events(paths.events)), str(paths.root))
     except Exception:  # noqa: BLE001
         traceback.print_exc()
 

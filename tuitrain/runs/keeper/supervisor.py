@@ -28,6 +28,7 @@ from tuitrain.rundir.layout import CONTROL_ENDING, CONTROL_STOP, CONTROL_TERMINA
 from tuitrain.rundir.process_tree import KILL_GRACE_SECONDS, identity
 from tuitrain.rundir.record import RestartRecord, RunRecord, Status, read_record, record_end, update_record
 from tuitrain.rundir.redirect import redirect_output
+from tuitrain.rundir.run import Run
 from tuitrain.runs.keeper.attempts import (
     attempt_of,
     counted_restarts,
@@ -282,10 +283,10 @@ class Supervisor:
     def send_hang_word(self) -> None:
         """[notify] word of the hang (`on` lists "hung"), with the digest as its cause, from a thread of its own:
         a webhook that hangs too never holds the supervisor."""
-        from tuitrain.notify import notify_end
+        from tuitrain.notify import RunWord, notify_end
         from tuitrain.rundir.events import progress, read_events
 
-        hung = {**self.record, "status": "hung", "error": self.hang_cause}
+        hung = RunWord.of(Run(self.paths, self.record)).saying("hung", self.hang_cause)
         threading.Thread(target=notify_end, args=(hung, lambda: progress(read_events(self.paths.events)),
                                                   str(self.paths.root)), daemon=True, name="hang-word").start()
 
@@ -436,12 +437,12 @@ class Supervisor:
 
     def send_restart_word(self) -> None:
         """[notify] word of the restart (`on` lists "restarted"), from a thread of its own, as a hang's."""
-        from tuitrain.notify import notify_end
+        from tuitrain.notify import RunWord, notify_end
         from tuitrain.rundir.events import progress, read_events
         from tuitrain.runs.view.attempts import attempt_line
 
         now = time.time()
-        word = {**self.record, "status": "restarted", "ended": now, "error": attempt_line(self.record, now)}
+        word = RunWord.of(Run(self.paths, self.record)).saying("restarted", attempt_line(self.record, now), ended=now)
         threading.Thread(target=notify_end, args=(word, lambda: progress(read_events(self.paths.events)),
                                                   str(self.paths.root)), daemon=True, name="restart-word").start()
 

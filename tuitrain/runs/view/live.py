@@ -23,7 +23,7 @@ from tuitrain.rundir.events import empty_progress, fold_progress, parse_event
 from tuitrain.rundir.exits import end_cause
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.record import FINAL_STATUSES, Rank, RecordDamaged, RunRecord, RunRecordError, Time, read_record
-from tuitrain.rundir.run import UNREADABLE
+from tuitrain.rundir.run import UNREADABLE, Run
 from tuitrain.rundir.tail import read_new_lines
 from tuitrain.runs.catalog import load_record
 from tuitrain.runs.liveness import effective_status
@@ -303,7 +303,7 @@ class RunsWatcher:
             if status != watched.status and (status in FINAL_STATUSES or status == "lost"):
                 record = watched.record
                 detail = end_cause(record, status) if record is not None and status in ("failed", "lost") else ""
-                out.append(Change(status, rid, detail, record.get("failed_rank") if record is not None else None))
+                out.append(Change(status, rid, detail, Run(watched.paths, record).failed_rank))
                 watched.final_when_seen = True
         watched.saves = saves
         watched.status = status
@@ -311,23 +311,24 @@ class RunsWatcher:
 
     def _row(self, watched: _Watched) -> RunRow:
         record = watched.record or {}
+        run = Run(watched.paths, watched.record)
         p = watched.events.progress
         return RunRow(
             id=watched.paths.id,
             run_dir=str(watched.paths.root),
-            profile=str(record.get("profile", "?")),
+            profile=run.profile or "?",
             status=self._status(watched) if watched.status is None else watched.status,
             step=int(p["step"]),
-            max_steps=p.get("max_steps") or record.get("max_steps"),
+            max_steps=p.get("max_steps") or run.max_steps,
             loss=p.get("loss"),
             best_metric=watched.events.metric,
             best=watched.events.best,
-            created=record.get("created"),
-            started=record.get("started"),
-            ended=record.get("ended"),
-            failed_rank=record.get("failed_rank"),
+            created=run.created if watched.record is not None else None,
+            started=run.started,
+            ended=run.ended,
+            failed_rank=run.failed_rank,
             checkpoints=len(p["checkpoints"]),
-            parent=record.get("parent"),
+            parent=run.parent,
             job=watched.job,
             queue=self._places.get(run_key(watched.paths.root)) if self._places else None,
             sweep=sweep_of(record),
@@ -350,7 +351,7 @@ class RunWatch:
         self.paths = RunPaths(Path(run_dir))
         self.record: RunRecord = read_record(self.paths)
         self._record_mtime: int | None = None
-        self.num_ranks = max(1, int(self.record.get("num_processes") or 1))
+        self.num_ranks = self.run.num_processes
         self.ranks = [LogFile(self.paths.rank_log(r)) for r in range(self.num_ranks)]
         self.launcher = LogFile(self.paths.launcher_log)
         self.merged = MergedLog(self.ranks)
@@ -360,15 +361,20 @@ class RunWatch:
         self.checkpoint_times: dict[str, float] = {}  # folder name -> when written (events, else mtime)
         self._checkpoints_at = 0.0
         self._saves_seen = -1
-        self.status = self.record.get("status", "?")
+        self.status: str = self.run.status
         self.damaged: str | None = None  # why run.json, as it is now, cannot be used (RecordDamaged.reason)
         self.polls = 0
         self.queue: QueuePlace | None = None  # while queued: its place and what it waits for
         self._queue = QueueLook()
 
     @property
+    def run(self) -> Run:
+        """Its record as last read, as typed fields (`rundir.run.Run`)."""
+        return Run(self.paths, self.record)
+
+    @property
     def output_dir(self) -> Path | None:
-        out = self.record.get("output_dir")
+        out = self.run.output_dir
         return Path(out) if out else None
 
     def poll(self, now: float | None = None) -> bool:

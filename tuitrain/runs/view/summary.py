@@ -11,7 +11,7 @@ from tuitrain.rundir.events import progress, read_events
 from tuitrain.rundir.exits import failure_log
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.record import FINAL_STATUSES, RunRecord
-from tuitrain.rundir.run import elapsed
+from tuitrain.rundir.run import Run, elapsed
 from tuitrain.rundir.tail import read_tail
 from tuitrain.runs.liveness import settle_lost, supervisor_gone
 
@@ -50,7 +50,7 @@ def hang_summary(paths: RunPaths, record: RunRecord) -> dict[str, Any]:
         digest = read_digest(paths)
         if digest is not None and float(digest.get("time") or 0) >= (hang.since or 0):
             out["stacks_digest"] = digest["lines"]
-    elif record.get("status") in FINAL_STATUSES:
+    elif Run(paths, record).status in FINAL_STATUSES:
         out.update(ended_digest(paths))
     return out
 
@@ -73,14 +73,15 @@ def run_summary(paths: RunPaths, record: RunRecord, with_checkpoints: bool = Tru
         summary["slurm_state"] = job
     summary["run_dir"] = str(paths.root)
     summary["progress"] = progress(read_events(paths.events))
-    if record.get("max_steps") and not summary["progress"].get("max_steps"):
-        summary["progress"]["max_steps"] = record["max_steps"]
+    run = Run(paths, record)
+    if run.max_steps and not summary["progress"].get("max_steps"):
+        summary["progress"]["max_steps"] = run.max_steps
     summary["duration"] = elapsed(record, time.time())
     summary["supervisor_lost"] = supervisor_lost(record)
     summary.update(hang_summary(paths, record))
-    if with_checkpoints and record.get("output_dir"):
+    if with_checkpoints and run.output_dir:
         summary["checkpoints"] = [c.to_dict() for c in run_checkpoints(record)]
-    if record["status"] == "failed":
+    if run.status == "failed":
         log = failure_log(paths, record)
         summary["traceback"] = last_traceback(log)
         summary["traceback_file"] = str(log)

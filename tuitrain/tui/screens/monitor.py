@@ -22,8 +22,8 @@ from textual.screen import Screen
 from textual.widgets import Static, TabbedContent, TabPane
 
 from tuitrain.humanize import duration, number
-from tuitrain.rundir.record import FINAL_STATUSES, RunRecord
-from tuitrain.rundir.run import elapsed
+from tuitrain.rundir.record import FINAL_STATUSES
+from tuitrain.rundir.run import Run, elapsed
 from tuitrain.runs.view.attempts import attempt_line, earlier_lines
 from tuitrain.runs.view.hang import HUNG_LABEL, Hang, describe, waits_for
 from tuitrain.runs.view.live import RunWatch
@@ -55,16 +55,17 @@ if TYPE_CHECKING:
 EARLIER_SHOWN = 3  # the earlier attempts' ends the header shows (status shows them all)
 
 
-def restart_lines(record: RunRecord, now: float) -> list[Text]:
+def restart_lines(run: Run, now: float) -> list[Text]:
     """A restarted run's attempt and its latest restart (runs.view.attempts), the earlier attempts' ends (the last
     EARLIER_SHOWN), and why a run that failed was not restarted: as `tuitrain status` says them."""
     lines = []
+    record = run.record or {}
     attempt = attempt_line(record, now)
     if attempt:
         lines.append(Text(attempt, style="yellow", no_wrap=True))
         lines += [Text(line, style="dim", no_wrap=True) for line in earlier_lines(record)[-EARLIER_SHOWN:]]
-    if record.get("not_restarted"):
-        lines.append(Text(str(record["not_restarted"]), style="red", no_wrap=True))
+    if run.not_restarted:
+        lines.append(Text(run.not_restarted, style="red", no_wrap=True))
     return lines
 
 
@@ -167,7 +168,7 @@ class MonitorScreen(PassesFailedWorkUp, QuitSafe, Screen):
     def compose(self) -> ComposeResult:
         w = self.run_watch
         on = f" · on {self.host}" if self.host else ""
-        yield TextLine(f"run {w.paths.id} · profile {w.record.get('profile')}{on}", classes="title-bar", id="title")
+        yield TextLine(f"run {w.paths.id} · profile {w.run.profile}{on}", classes="title-bar", id="title")
         yield TextLine("", id="header")
         with SteadyTabbedContent(id="tabs"):
             with TabPane("All ranks", id="tab-all"):
@@ -317,7 +318,7 @@ class MonitorScreen(PassesFailedWorkUp, QuitSafe, Screen):
         from tuitrain.runs.view.stacks import digest_text, read_digest
 
         hang = run_hang(self.run_watch.paths, self.run_watch.record, now=self.app.clock())
-        if hang is not None and hang.hung and self.run_watch.record.get("status") == "stopping":
+        if hang is not None and hang.hung and self.run_watch.run.status == "stopping":
             self.hang_names = process_names(self.run_watch.paths, self.run_watch.record)
         digest = read_digest(self.run_watch.paths) if hang is not None and hang.hung else None
         text = None
@@ -371,7 +372,7 @@ class MonitorScreen(PassesFailedWorkUp, QuitSafe, Screen):
 
     def land_on_failure(self) -> None:
         """A failed run opens on its failing rank's first traceback (the launcher's log when no rank failed)."""
-        rank = self.run_watch.record.get("failed_rank")
+        rank = self.run_watch.run.failed_rank
         tab = f"tab-rank-{rank}" if rank is not None and 0 <= int(rank) < self.run_watch.num_ranks else "tab-launcher"
         if tab == "tab-launcher" and (failed := self.failed_machine()) is not None:
             tab = f"tab-machine-{failed[0]}"
@@ -386,7 +387,7 @@ class MonitorScreen(PassesFailedWorkUp, QuitSafe, Screen):
         p = w.events.progress
         record = w.record
         status = w.status
-        total = p.get("max_steps") or record.get("max_steps")
+        total = p.get("max_steps") or w.run.max_steps
         step = p["step"]
         hang_lines = self.hang_lines()
         hung = self.hang is not None and self.hang.hung and bool(hang_lines)
@@ -413,8 +414,8 @@ class MonitorScreen(PassesFailedWorkUp, QuitSafe, Screen):
             line1.append(f" · loss {number(p['loss'])}")
         if w.events.best is not None:
             line1.append(f" · best {short_metric(w.events.metric)} {number(w.events.best)} @{w.events.best_step}")
-        if record.get("parent"):
-            line1.append(f" · resumed from {record['parent']}", style="dim")
+        if w.run.parent:
+            line1.append(f" · resumed from {w.run.parent}", style="dim")
         fraction = step / total if total else None
         width = max(10, min(40, self.size.width - 44))
         line2 = Text(no_wrap=True, overflow="ellipsis")
@@ -436,9 +437,9 @@ class MonitorScreen(PassesFailedWorkUp, QuitSafe, Screen):
             place, *waits = w.queue.words()
             lines += [Text.assemble(place, (" · s: cancel", "bold"), style="yellow", no_wrap=True),
                       *(Text(wait, style="yellow", no_wrap=True) for wait in waits)]
-        if status in ("failed", "killed", "lost") and record.get("error"):
-            lines.append(Text(str(record["error"]), style="red" if status != "killed" else "magenta", no_wrap=True))
-        lines += restart_lines(record, self.app.clock())
+        if status in ("failed", "killed", "lost") and w.run.error:
+            lines.append(Text(w.run.error, style="red" if status != "killed" else "magenta", no_wrap=True))
+        lines += restart_lines(w.run, self.app.clock())
         if w.damaged is not None:
             lines.append(Text(f"run.json is damaged ({w.damaged}): its state is not known until it is restored", style="red",
                               no_wrap=True))
@@ -455,17 +456,16 @@ class MonitorScreen(PassesFailedWorkUp, QuitSafe, Screen):
 
     def failed_where(self) -> str:
         """'rank 3 on node2', 'machine 1, node2' (its agent's error), or 'launcher'."""
-        record = self.run_watch.record
-        rank = record.get("failed_rank")
+        rank = self.run_watch.run.failed_rank
         if rank is not None:
-            machine = machine_of_rank(self.machines, rank) if isinstance(rank, int) else None
+            machine = machine_of_rank(self.machines, rank)
             return f"rank {rank}" + (f" on {machine.host}" if machine is not None else "")
         failed = self.failed_machine()
         return f"machine {failed[1].index}, {failed[1].host}" if failed is not None else "launcher"
 
     def failed_machine(self) -> tuple[int, Machine] | None:
         """The machine whose agent's error ended the run ("node2: no word from its agent …"), and its tab's place."""
-        error = str(self.run_watch.record.get("error") or "")
+        error = self.run_watch.run.error or ""
         return next(((i, m) for i, m in enumerate(self.machines) if error.startswith(f"{m.host}:")), None)
 
     def _set(self, selector: str, content: Text | str) -> None:
