@@ -20,6 +20,7 @@ from .accelerate_names import (
     TOP_DEFAULTS,
     WRAP,
 )
+from .values import whole_number
 
 # ---------------------------------------------------------------------------------- values
 
@@ -35,7 +36,7 @@ def _upper_choice(value: Any, names: tuple[str, ...]) -> Any:
     """An enum given as its name (any case) or its 1-based number -> its name."""
     if isinstance(value, bool):
         return value
-    if isinstance(value, int) or (isinstance(value, str) and value.strip().isdigit()):
+    if isinstance(value, int) or (isinstance(value, str) and whole_number(value) is not None):
         i = int(value)
         return names[i - 1] if 1 <= i <= len(names) else value
     return value.strip().upper() if isinstance(value, str) else value
@@ -66,8 +67,8 @@ def as_mapping(value: Any) -> Mapping[str, Any]:
 
 
 def as_int(value: Any) -> Any:
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value)
+    if isinstance(value, str) and (number := whole_number(value)) is not None:
+        return number
     if isinstance(value, float) and value.is_integer():
         return int(value)
     return value
@@ -85,9 +86,10 @@ def gpu_id_list(value: Any) -> list[int | str] | str | None:
     out: list[int | str] = []
     for item in items:
         text = str(item).strip() if isinstance(item, (str, int)) and not isinstance(item, bool) else None
-        if text is None or not (text.isdigit() or text.startswith(("GPU-", "MIG-"))):
+        index = text is not None and text.isascii() and text.isdecimal()  # "²" is a digit int() refuses
+        if text is None or not (index or text.startswith(("GPU-", "MIG-"))):
             return None
-        out.append(int(text) if text.isdigit() else text)
+        out.append(int(text) if index else text)
     return out or "all"
 
 

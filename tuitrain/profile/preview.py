@@ -21,6 +21,7 @@ from typing import Any
 
 from .schema import Profile, settings_with_defaults
 from .settings import DataSettings, ModelSettings, Settings
+from .values import whole_number
 
 
 @dataclass
@@ -74,9 +75,8 @@ def read_records(path: Path) -> list[dict[str, Any]]:
 
 def _class_id(value: Any) -> Any:
     """CSV cells are text: "1" counts as class 1, as the engine reads the column."""
-    if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
-        return int(value)
-    return value
+    number = whole_number(value) if isinstance(value, str) else None
+    return value if number is None else number
 
 
 def _resolve(raw: str, base_dir: Path) -> Path:

@@ -9,6 +9,15 @@ from typing import Any, Iterable
 
 from .problems import Problem, did_you_mean
 
+
+def whole_number(text: str) -> int | None:
+    """`text` as an int when it is ASCII digits with an optional sign (" -3 "), as a CSV or YAML reader takes one;
+    None otherwise: "²" is a digit to `str.isdigit` that `int` refuses, "1_000" and "٣" are ones `int` takes and
+    those readers do not, "--5" a sign too many."""
+    body = text.strip()
+    digits = body[1:] if body[:1] in ("+", "-") else body
+    return int(body) if digits.isascii() and digits.isdecimal() else None
+
 _KIND_WORDS = {
     "int": "a whole number (int)",
     "float": "a number (float)",

@@ -189,6 +189,6 @@ class RunPaths:
         folder = self.root / "nodes"
         for path in folder.glob("machine-*") if folder.is_dir() else ():
             rank = path.name.removeprefix("machine-")
-            if rank.isdigit() and int(rank) > 0 and self.node(int(rank)).root == path:
+            if rank.isdecimal() and int(rank) > 0 and self.node(int(rank)).root == path:
                 found[int(rank)] = self.node(int(rank))
         return dict(sorted(found.items()))

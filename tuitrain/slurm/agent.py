@@ -65,7 +65,7 @@ class AgentError(TuitrainError):
 
 
 def job_port(job_id: str) -> int:
-    return PORT_BASE + int(job_id) % PORT_SPAN if job_id.isdigit() else PORT_BASE
+    return PORT_BASE + int(job_id) % PORT_SPAN if job_id.isdecimal() else PORT_BASE
 
 
 def node_paths(home: RunPaths, node: int) -> RunPaths:

@@ -294,7 +294,7 @@ NEWS_SECONDS = 60.0  # how long a checkpoint is news: its run's row keeps a mark
 def checkpoint_step(folder: str) -> str:
     """'40' for 'checkpoint-40' (what the Trainer names a checkpoint's folder); any other name whole."""
     head, _, step = folder.rpartition("-")
-    return step if head and step.isdigit() else folder
+    return step if head and step.isdecimal() else folder
 
 
 def plural(count: int, noun: str) -> str:

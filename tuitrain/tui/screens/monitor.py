@@ -22,6 +22,7 @@ from textual.screen import Screen
 from textual.widgets import Static, TabbedContent, TabPane
 
 from tuitrain.humanize import duration, number
+from tuitrain.rundir.exits import end_cause
 from tuitrain.rundir.record import FINAL_STATUSES
 from tuitrain.rundir.run import Run, elapsed
 from tuitrain.runs.view.attempts import attempt_line, earlier_lines
@@ -437,8 +438,9 @@ class MonitorScreen(PassesFailedWorkUp, QuitSafe, Screen):
             place, *waits = w.queue.words()
             lines += [Text.assemble(place, (" · s: cancel", "bold"), style="yellow", no_wrap=True),
                       *(Text(wait, style="yellow", no_wrap=True) for wait in waits)]
-        if status in ("failed", "killed", "lost") and w.run.error:
-            lines.append(Text(w.run.error, style="red" if status != "killed" else "magenta", no_wrap=True))
+        cause = end_cause(w.record, status) if status in ("failed", "killed", "lost") else ""
+        if cause:  # as status and logs -f say it: its error, else what its status tells ("rank 1 failed")
+            lines.append(Text(cause, style="red" if status != "killed" else "magenta", no_wrap=True))
         lines += restart_lines(w.run, self.app.clock())
         if w.damaged is not None:
             lines.append(Text(f"run.json is damaged ({w.damaged}): its state is not known until it is restored", style="red",
@@ -558,10 +560,10 @@ class MonitorScreen(PassesFailedWorkUp, QuitSafe, Screen):
         if not self.machines or not view_id:
             return ""
         kind, _, number = view_id.removeprefix("log-").partition("-")
-        if kind == "rank" and number.isdigit():
+        if kind == "rank" and number.isdecimal():
             machine = machine_of_rank(self.machines, int(number))
             return f"rank {number} on {machine.label} · " if machine is not None else ""
-        if kind == "machine" and number.isdigit() and int(number) < len(self.machines):
+        if kind == "machine" and number.isdecimal() and int(number) < len(self.machines):
             machine = self.machines[int(number)]
             return f"machine {machine.index} ({machine.label}): its agent and accelerate launch · "
         if kind == "launcher":
