@@ -12,7 +12,7 @@ from tuitrain.backends.base import CANNOT_QUEUE, Check, Pause, Preview, Say, Set
 from tuitrain.profile import Profile
 from tuitrain.rundir.kind import RunKind, supervised_elsewhere
 from tuitrain.rundir.layout import RunPaths
-from tuitrain.rundir.record import FINAL_STATUSES, MachineEntry, RunRecord
+from tuitrain.rundir.record import MachineEntry, RunRecord, has_ended
 from tuitrain.runs.start.new_run import Lineage, StartError
 from tuitrain.slurm import state
 from tuitrain.slurm.script import JobOptions
@@ -71,7 +71,7 @@ class SlurmBackend:
         from tuitrain.slurm.control import stop_job  # psutil: only when stopping
 
         record = stop_job(paths, now, timeout, say) if pause is None else stop_job(paths, now, timeout, say, pause=pause)
-        if record.get("status") not in FINAL_STATUSES:
+        if not has_ended(record):
             return f"run {paths.id} {record.get('status')}: the stop request stays"  # the caller gave up the wait
         error, status = str(record.get("error") or ""), str(record.get("status"))
         return f"run {record['id']} " + (error if error.startswith(status) else f"{status}: {error}" if error else status)

@@ -21,6 +21,11 @@ STATUS_ORDER: tuple[Status, ...] = get_args(Status)
 FINAL_STATUSES = frozenset({"finished", "stopped", "killed", "failed", "lost", "cancelled"})
 
 
+def has_ended(record: RunRecord) -> bool:
+    """Its status is one of the ends: the one test of whether a run has ended."""
+    return record["status"] in FINAL_STATUSES
+
+
 # The ranges a reader relies on: a pid is never -1 (os.kill(-1) signals every process) nor past the kernel's limit,
 # a time is one that local time can show, a count of ranks or machines one that a loop over it ends.
 Pid = Annotated[int, Within(1, 2**22, "a process id")]

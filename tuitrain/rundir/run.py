@@ -5,11 +5,12 @@ answers readers ask of it, typed. The keys of run.json are read by name here and
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Final, Literal, get_type_hints
 
 from tuitrain.rundir.kind import RunKind, run_kind
 from tuitrain.rundir.layout import RunPaths
-from tuitrain.rundir.record import FINAL_STATUSES, ProcessIdentity, RunPids, RunRecord, Status
+from tuitrain.rundir.record import FINAL_STATUSES, ProcessIdentity, QueueRecord, RunPids, RunRecord, Status, has_ended
 
 UNREADABLE: Final = "unreadable"
 Shown = Status | Literal["unreadable"]  # what a list says of a run: its status, or that its record cannot be used
@@ -38,6 +39,11 @@ class Run:
     @property
     def status(self) -> Shown:
         return UNREADABLE if self.record is None else self.record["status"]
+
+    @property
+    def final(self) -> bool:
+        """It has ended (`record.has_ended`); an unreadable run's end is not known."""
+        return self.record is not None and has_ended(self.record)
 
     @property
     def kind(self) -> RunKind:
@@ -110,6 +116,17 @@ class Run:
     def not_restarted(self) -> str | None:
         """Why a run that ended badly was not started again, in one line."""
         return self._fields.get("not_restarted")
+
+    @property
+    def queue(self) -> QueueRecord:
+        """What it keeps of its queueing (empty for a run never queued)."""
+        return self._fields.get("queue") or {}
+
+    @property
+    def queue_folder(self) -> Path | None:
+        """The queue folder it was queued in; None for a run that names none (the user's default then)."""
+        folder = self.queue.get("dir")
+        return Path(folder) if folder else None
 
     @property
     def _fields(self) -> RunRecord:

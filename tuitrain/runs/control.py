@@ -7,7 +7,7 @@ import time
 from tuitrain.errors import TuitrainError
 from tuitrain.rundir.layout import CONTROL_EVALUATE, CONTROL_SAVE, CONTROL_STOP, CONTROL_TERMINATE, KILL_REQUEST, RunPaths
 from tuitrain.rundir.process_tree import KILL_GRACE_SECONDS, end_processes
-from tuitrain.rundir.record import FINAL_STATUSES, RunRecord, read_record, record_end
+from tuitrain.rundir.record import RunRecord, has_ended, read_record, record_end
 from tuitrain.runs.liveness import live_processes, settle_lost, supervisor_gone
 from tuitrain.runs.run_owner import others_run_refusal
 
@@ -26,7 +26,7 @@ def request(paths: RunPaths, what: str) -> str:
     if refusal:
         raise ControlError(refusal)
     record = settle_lost(paths, read_record(paths))
-    if record["status"] in FINAL_STATUSES:
+    if has_ended(record):
         raise ControlError(f"run {paths.id} has already ended ({record['status']}); nothing to {what}")
     if supervisor_gone(record):
         return _without_supervisor(paths, record, what)

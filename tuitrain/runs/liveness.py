@@ -11,13 +11,13 @@ import psutil
 from tuitrain.rundir.kind import supervised_elsewhere
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.process_tree import find_recorded
-from tuitrain.rundir.record import FINAL_STATUSES, RunRecord, Status, record_end
+from tuitrain.rundir.record import RunRecord, Status, has_ended, record_end
 from tuitrain.rundir.run import recorded_processes
 
 
 def supervisor_gone(record: RunRecord) -> bool:
     """The record says the run goes on, but the supervisor that would end it is not there."""
-    if record.get("status") in FINAL_STATUSES or supervised_elsewhere(record):
+    if has_ended(record) or supervised_elsewhere(record):
         return False
     entry = recorded_processes(record).get("supervisor")
     return entry is not None and find_recorded(entry) is None

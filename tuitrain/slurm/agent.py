@@ -30,11 +30,11 @@ from tuitrain.errors import TuitrainError
 from tuitrain.rundir import preemption
 from tuitrain.rundir.layout import CONTROL_ENDING, CONTROL_REQUESTS, CONTROL_STOP, RunPaths
 from tuitrain.rundir.record import (
-    FINAL_STATUSES,
     RunRecord,
     RunRecordError,
     SlurmRecord,
     Status,
+    has_ended,
     inherited,
     new_record,
     read_record,
@@ -238,7 +238,7 @@ class SlurmSupervisor(Supervisor):
                 except OSError as exc:
                     return "failed", failed_rank, f"could not start attempt {entry['attempt']} ({exc}) after: {error}"
                 return None
-            if home.get("status") in FINAL_STATUSES:
+            if has_ended(home):
                 break
             time.sleep(0.5)
         return status, failed_rank, error
@@ -336,7 +336,7 @@ def main(run_dir: Path) -> int:
         record = {**record, **restart}
         if node == 0:
             write_record(home, record)
-    elif record.get("status") in FINAL_STATUSES:
+    elif has_ended(record):
         print(f"tuitrain: run {home.id} has already ended ({record['status']}); nothing to do", file=sys.stderr)
         return 1
     processes = int(record.get("num_processes") or 1) // max(nodes, 1)

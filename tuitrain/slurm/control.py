@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 
 from tuitrain.rundir.layout import CONTROL_STOP, CONTROL_TERMINATE, RunPaths
-from tuitrain.rundir.record import FINAL_STATUSES, RunRecord, read_record, record_end
+from tuitrain.rundir.record import FINAL_STATUSES, RunRecord, has_ended, read_record, record_end
 from tuitrain.runs.control import ControlError
 from tuitrain.runs.run_owner import others_run_refusal
 from tuitrain.slurm.commands import JobState, job_states, scancel
@@ -46,7 +46,7 @@ def stop_job(paths: RunPaths, now: bool, timeout: float | None, say: Callable[[s
         raise ControlError(f"run {paths.id} has no Slurm job id (sbatch did not answer?); nothing to stop")
     state = _state(job)
     record = settle(paths, record, state)
-    if record["status"] in FINAL_STATUSES:
+    if has_ended(record):
         raise ControlError(f"run {paths.id} has already ended ({record['status']}, Slurm job {job} "
                            f"{state.label()}); nothing to stop")
     if state.state == "PENDING":
@@ -86,7 +86,7 @@ def _wait_for_end(paths: RunPaths, job: str, timeout: float,
     deadline = time.monotonic() + timeout
     while True:
         record = read_record(paths)
-        if record["status"] in FINAL_STATUSES:
+        if has_ended(record):
             return record
         state = _state(job)
         if state.final:

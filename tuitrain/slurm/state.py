@@ -12,7 +12,7 @@ import time
 from typing import Any, Iterable
 
 from tuitrain.rundir.layout import RunPaths
-from tuitrain.rundir.record import FINAL_STATUSES, RunRecord, RunRecordError, SlurmRecord, Status, read_record, record_end, update_record
+from tuitrain.rundir.record import RunRecord, RunRecordError, SlurmRecord, Status, has_ended, read_record, record_end, update_record
 from tuitrain.slurm.commands import JobState, job_states
 
 FORGET_AFTER = 600.0  # a run ended this long ago whose final job state was never seen is not asked about again
@@ -37,7 +37,7 @@ def needs_query(record: RunRecord) -> bool:
     """Whether the job's state must be asked for: it may still change, or its final state is not kept yet."""
     if job_id(record) is None:
         return False
-    if record.get("status") not in FINAL_STATUSES:
+    if not has_ended(record):
         return True
     if (record.get("slurm") or {}).get("state"):
         return False
@@ -71,14 +71,14 @@ def settle(paths: RunPaths, record: RunRecord, state: JobState | None) -> RunRec
     job = job_id(record)
     if job is None or state is None or not state.final:
         return record
-    if record.get("status") in FINAL_STATUSES and (record.get("slurm") or {}).get("state") == state.state:
+    if has_ended(record) and (record.get("slurm") or {}).get("state") == state.state:
         return record  # kept already (a viewer's states may be older than its record): nothing to write
     try:
         record = read_record(paths)  # the job ends after its run records an end: look again before deciding
     except (RunRecordError, OSError):
         pass
     slurm: SlurmRecord = {**(record.get("slurm") or {}), "state": state.state}
-    if record.get("status") in FINAL_STATUSES:
+    if has_ended(record):
         try:
             return update_record(paths, slurm=slurm)
         except OSError:

@@ -5,13 +5,13 @@ recorded here."""
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 from tuitrain.rundir.layout import RunPaths
-from tuitrain.rundir.record import FINAL_STATUSES, RunRecord, read_record, record_end
+from tuitrain.rundir.record import RunRecord, has_ended, read_record, record_end
+from tuitrain.rundir.run import Run
 from tuitrain.runs.control import ControlError
 from tuitrain.runs.liveness import supervisor_gone
-from tuitrain.runs.queue.entries import drop, queue_dir
+from tuitrain.runs.queue.entries import drop, folder_of
 from tuitrain.runs.run_owner import others_run_refusal
 
 CANCEL_WAIT_SECONDS = 15.0
@@ -20,8 +20,8 @@ CANCEL_WAIT_SECONDS = 15.0
 def cancel_refusal(paths: RunPaths, record: RunRecord, verb: str = "cancel") -> str | None:
     """Why this user may not cancel this run (or `verb` it: move it in the queue), in one line; None when they
     may."""
-    status = record.get("status")
-    if status in FINAL_STATUSES:
+    status = Run(paths, record).status
+    if has_ended(record):
         return f"run {paths.id} already ended ({status}); there is nothing to {verb}"
     if status != "queued":
         return f"run {paths.id} has started ({status}); `tuitrain stop {paths.id}` stops it"
@@ -39,13 +39,13 @@ def cancel(paths: RunPaths, timeout: float = CANCEL_WAIT_SECONDS) -> RunRecord:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         record = read_record(paths)
-        if record.get("status") in FINAL_STATUSES:
+        if has_ended(record):
             return record
         if supervisor_gone(record):
             break
         time.sleep(0.05)
-    if record.get("status") == "running":
+    if Run(paths, record).status == "running":
         raise ControlError(f"run {paths.id} started before the cancel was seen; `tuitrain stop {paths.id}` stops it")
-    drop(Path((record.get("queue") or {}).get("dir") or queue_dir()), paths.root)
+    drop(folder_of(Run(paths, record)), paths.root)
     return record_end(paths, status="cancelled", ended=time.time(),
                       error="cancelled while queued (`tuitrain cancel`; its supervisor was gone); it never started")

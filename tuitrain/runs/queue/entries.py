@@ -20,7 +20,8 @@ from typing import Annotated, Any, Callable, Iterator, Literal, Mapping, TypedDi
 from tuitrain.atomic import write_text_atomic
 from tuitrain.rundir.json_shape import Matching, Within, checked
 from tuitrain.rundir.layout import RunPaths
-from tuitrain.rundir.record import FINAL_STATUSES, Count, ProcessIdentity, RunRecord, RunRecordError, Time, read_record
+from tuitrain.rundir.record import Count, ProcessIdentity, RunRecord, RunRecordError, Time, has_ended, read_record
+from tuitrain.rundir.run import Run
 
 QUEUE_DIR_ENV = "TUITRAIN_QUEUE_DIR"
 SHARED_QUEUE_DIR = Path("/tmp/tuitrain-queue")  # not $TMPDIR: that may be each user's own
@@ -100,6 +101,11 @@ def queue_dir(environ: Mapping[str, str] | None = None) -> Path:
     environ = os.environ if environ is None else environ
     configured = environ.get(QUEUE_DIR_ENV)
     return Path(configured).expanduser() if configured else SHARED_QUEUE_DIR
+
+
+def folder_of(run: Run) -> Path:
+    """The queue folder a run was queued in: its record's, else this user's (`queue_dir`)."""
+    return run.queue_folder or queue_dir()
 
 
 def ensure_queue_dir(folder: Path) -> Path:
@@ -261,7 +267,7 @@ def entry_alive(entry: Entry, now: float | None = None) -> bool:
     except OSError:
         pass  # another user's runs root we may not look into: its supervisor tells
     record = run_record(entry)
-    if record is not None and record.get("status") in FINAL_STATUSES:
+    if record is not None and has_ended(record):
         return False
     from tuitrain.rundir.process_tree import find_recorded  # psutil
 
@@ -273,7 +279,7 @@ def entry_alive(entry: Entry, now: float | None = None) -> bool:
 def supervisor_lost(entry: Entry) -> bool:
     """A dead entry whose run has not ended: its supervisor was killed (the run is `lost`)."""
     record = run_record(entry)
-    return entry.supervisor is not None and record is not None and record.get("status") not in FINAL_STATUSES
+    return entry.supervisor is not None and record is not None and not has_ended(record)
 
 
 def live_entries(folder: Path, now: float | None = None) -> list[Entry]:

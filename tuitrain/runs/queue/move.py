@@ -11,9 +11,10 @@ from pathlib import Path
 
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.record import read_record
+from tuitrain.rundir.run import Run
 from tuitrain.runs.control import ControlError
 from tuitrain.runs.queue.cancel import cancel_refusal
-from tuitrain.runs.queue.entries import Entry, entry_of, live_entries, locked, queue_dir
+from tuitrain.runs.queue.entries import Entry, entry_of, folder_of, live_entries, locked
 
 
 def slot(entry: Entry) -> str:
@@ -38,7 +39,7 @@ def move_to_top(paths: RunPaths, folder: Path | None = None) -> tuple[int, int]:
     refusal = cancel_refusal(paths, record, verb="move")
     if refusal:
         raise ControlError(refusal)
-    folder = folder or Path((record.get("queue") or {}).get("dir") or queue_dir())
+    folder = folder or folder_of(Run(paths, record))
     with locked(folder):
         waiting = [e for e in live_entries(folder) if e.state == "waiting"]
         mine = entry_of(paths.root, waiting)

@@ -17,15 +17,16 @@ from typing import Any, Callable, Iterable
 from tuitrain.rundir.layout import CONTROL_DROP_SWEEP, CONTROL_HOLD, RunPaths
 from tuitrain.rundir.process_tree import identity
 from tuitrain.rundir.record import QueueRecord, RunRecord, Status, read_record, update_record
+from tuitrain.rundir.run import Run
 from tuitrain.runs.queue.entries import (
     DAMAGED_SUFFIX,
     Entry,
     damaged_entry_of,
     ensure_queue_dir,
     entry_of,
+    folder_of,
     live_entries,
     locked,
-    queue_dir,
     read_entries,
     remove_entry,
     update_entry,
@@ -41,10 +42,6 @@ CANCEL_REQUESTS = {"cancel": "`tuitrain cancel`", "stop": "`tuitrain stop`", "te
 
 def log(message: str) -> None:
     print(f"[tuitrain queue {time.strftime('%H:%M:%S')}] {message}", file=sys.stdout, flush=True)
-
-
-def folder_of(record: RunRecord) -> Path:
-    return Path((record.get("queue") or {}).get("dir") or queue_dir())
 
 
 def cancel_request(paths: RunPaths) -> str | None:
@@ -87,19 +84,19 @@ def take_chosen(paths: RunPaths, decided: Verdict, gpus: Any) -> None:
     supervisor launches with) and are recorded with why (`queue.chosen`, which `tuitrain status` shows)."""
     from tuitrain.hardware.mapping import map_devices
 
-    record = read_record(paths)
-    env = dict(record.get("env") or {})
+    run = Run(paths, read_record(paths))
+    env = dict(run.env)
     mapping = map_devices(gpus, [str(g) for g in decided.chosen], env.get("CUDA_DEVICE_ORDER") or "PCI_BUS_ID")
     env.update(mapping.env)
-    queue: QueueRecord = {**(record.get("queue") or {}), "gpus": list(decided.chosen),
+    queue: QueueRecord = {**run.queue, "gpus": list(decided.chosen),
              "chosen": {"gpus": list(decided.chosen), "why": decided.why, "at": time.time()}}
     update_record(paths, env=env, queue=queue)
 
 
 def wait_turn(paths: RunPaths, record: RunRecord) -> tuple[Status, str] | None:
     """Block until the run may start (None: its entry now holds its GPUs) or never will ((status, why))."""
-    folder = folder_of(record)
-    queue = record.get("queue") or {}
+    run = Run(paths, record)
+    folder, queue = folder_of(run), run.queue
     me = identity(os.getpid())
     signalled = _Signalled()
     ensure_queue_dir(folder)
@@ -166,9 +163,10 @@ def gone_entry(folder: Path, paths: RunPaths) -> tuple[Status, str]:
 
 def leave_queue(record: RunRecord, paths: RunPaths) -> None:
     """At the run's end: its entry goes, and its GPUs with it."""
-    if not record.get("queue"):
+    run = Run(paths, record)
+    if not run.queue:
         return
-    folder = folder_of(record)
+    folder = folder_of(run)
     with locked(folder):
         mine: Entry | None = entry_of(paths.root, read_entries(folder))
         if mine is not None:

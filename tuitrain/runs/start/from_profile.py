@@ -19,7 +19,7 @@ from tuitrain.profile import Profile, Settings, load_profile, settings_with_defa
 from tuitrain.profile.processes import processes_per_machine, processes_set
 from tuitrain.rundir.checkpoints import Checkpoint, inspect_checkpoint, latest_complete, run_checkpoints
 from tuitrain.rundir.layout import RunPaths
-from tuitrain.rundir.record import FINAL_STATUSES, RunRecord
+from tuitrain.rundir.record import RunRecord, has_ended
 from tuitrain.runs.run_owner import others_run_refusal
 from tuitrain.runs.start import resume_rule
 
@@ -192,7 +192,7 @@ def base_mismatch(before: dict[str, Any], data: dict[str, Any], checkpoint: Chec
 def not_ended_refusal(parent: RunPaths, record: RunRecord, job: str | None = None) -> str | None:
     """Why a run that has not ended cannot be resumed yet (`record` as its backend settled it; `job`: its scheduler's
     job, as its backend names it); None once ended."""
-    if record["status"] in FINAL_STATUSES:
+    if has_ended(record):
         return None
     if job is not None:
         return f"run {parent.id} is still {record['status']} ({job}); stop it first (`tuitrain stop {parent.id}`)"

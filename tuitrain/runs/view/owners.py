@@ -22,7 +22,7 @@ from tuitrain.hardware.devices import GpuInfo, OwnerOf, attach_owners
 from tuitrain.hardware.host import nearest_owned, parent_pids
 from tuitrain.rundir.process_tree import find
 from tuitrain.rundir.ranks import read_rank_records
-from tuitrain.rundir.record import FINAL_STATUSES
+from tuitrain.rundir.record import has_ended
 from tuitrain.runs.catalog import list_runs
 
 Ancestors = Callable[[int], "list[int]"]
@@ -86,7 +86,7 @@ def read_owners(runs_root: Path, active_only: bool = True, hostname: str | None 
     hostname = hostname or this_host()
     records = []
     for paths, record in list_runs(runs_root):
-        if active_only and record.get("status") in FINAL_STATUSES:
+        if active_only and has_ended(record):
             continue
         ranks = {str(r): rec.get("pid") for r, rec in read_rank_records(paths).items() if rank_is_here(rec, hostname)}
         records.append({**record, "id": record.get("id") or paths.id, "rank_pids": ranks})
