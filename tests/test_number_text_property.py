@@ -11,9 +11,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.configuration import set_hypothesis_home_dir
 
+from tuitrain.hardware.mapping import resolve, visible_gpus
 from tuitrain.profile.accelerate_canonical import as_int, gpu_id_list
 from tuitrain.profile.values import whole_number
 from tuitrain.rundir.layout import RunPaths
+from tuitrain.runs.keeper.attempts import checkpoint_step
 
 set_hypothesis_home_dir(Path(tempfile.gettempdir()) / "tuitrain-hypothesis")
 
@@ -29,6 +31,8 @@ def test_a_whole_number_is_ascii_digits_with_a_sign_and_nothing_else_raises(text
     as_int(text)
     found = gpu_id_list(text)
     assert found is None or found == "all" or all(isinstance(i, str) or i >= 0 for i in found)
+    assert visible_gpus({"CUDA_VISIBLE_DEVICES": f"0,{text}"}, []) == [] and resolve(text, []) == (None, None)
+    assert checkpoint_step(f"/out/checkpoint-{text}") >= 0
 
 
 def test_the_edge_cases_by_name() -> None:

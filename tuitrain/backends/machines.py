@@ -63,7 +63,7 @@ def machine_gpus(machine: MachinePlan) -> tuple[int, ...] | None:
     if machine.accelerator != "cuda":
         return None
     listed = machine.env.get("CUDA_VISIBLE_DEVICES", "")
-    return tuple(int(g) for g in listed.split(",") if g.strip().isdigit())
+    return tuple(int(g) for g in listed.split(",") if g.strip().isdecimal())
 
 
 def doctor_report(profile: Profile, runs_root: Path, ssh_config: str | None, timeout: float) -> tuple[Any, MachinesPlan]:

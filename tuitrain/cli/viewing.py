@@ -285,7 +285,7 @@ def attempt_paths(paths: RunPaths, number: int) -> tuple[RunPaths, bool]:
         return paths, True
     if 1 <= number < now and paths.attempt(number).root.is_dir():
         return paths.attempt(number), False
-    kept = sorted(int(p.name) for p in paths.attempts.iterdir() if p.name.isdigit()) if paths.attempts.is_dir() else []
+    kept = sorted(int(p.name) for p in paths.attempts.iterdir() if p.name.isdecimal()) if paths.attempts.is_dir() else []
     raise CliError(f"run {paths.id} has no attempt {number} (its attempts: "
                    f"{', '.join(map(str, [*kept, now]))}; the one now is {now})")
 

@@ -130,7 +130,7 @@ def resolve(token: int | str, devices: Sequence[GpuInfo]) -> tuple[GpuInfo | Non
     """The GPU (and MIG instance) a selection entry names: an NVML index, a GPU UUID or a unique
     prefix of one (as CUDA accepts), or a MIG UUID. (None, None) when none matches."""
     word = str(token).strip()
-    if word.isdigit():
+    if word.isdecimal():
         index = int(word)
         return next((g for g in devices if g.index == index), None), None
     for gpu in devices:
@@ -209,7 +209,7 @@ def visible_gpus(env: Mapping[str, str], devices: Sequence[GpuInfo]) -> list[Gpu
         return numbered
     out: list[GpuInfo] = []
     for token in (t.strip() for t in visible.split(",")):
-        if token.isdigit():
+        if token.isdecimal():
             gpu = numbered[int(token)] if int(token) < len(numbered) else None
         else:
             gpu, _mig = resolve(token, devices)

@@ -88,7 +88,7 @@ def progressed(record: RunRecord, checkpoint: str | None) -> bool | None:
 def checkpoint_step(checkpoint: str | None) -> int:
     """checkpoint-20 → 20 (0 for the beginning, or a folder of another name)."""
     tail = Path(checkpoint).name.rsplit("-", 1)[-1] if checkpoint else ""
-    return int(tail) if tail.isdigit() else 0
+    return int(tail) if tail.isdecimal() else 0
 
 
 def keep_attempt(paths: RunPaths, number: int) -> RunPaths:

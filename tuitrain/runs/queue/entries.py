@@ -162,7 +162,7 @@ DAMAGED_KEEP_SECONDS = 7 * 24 * 3600.0  # a set-aside entry whose run never came
 def _run_of_name(name: str) -> str:
     """The run id an entry's file name gives ("<queued ns>-<uid>-<run id>.json"), or ""."""
     parts = name.removesuffix(DAMAGED_SUFFIX).removesuffix(".json").split("-", 2)
-    return parts[2] if len(parts) == 3 and parts[0].isdigit() and parts[1].isdigit() else ""
+    return parts[2] if len(parts) == 3 and parts[0].isdecimal() and parts[1].isdecimal() else ""
 
 
 def scan_entries(folder: Path) -> tuple[list[Entry], list[DamagedEntry]]:

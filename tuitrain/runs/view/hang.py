@@ -266,7 +266,7 @@ def process_names(paths: RunPaths, record: RunRecord) -> dict[int, str]:
         if rec.get("pid") is not None:
             names[rank] = f"pid {rec['pid']}" + (f" on {rec['host']}" if rec.get("host") else "")
     for role, entry in (record.get("processes") or {}).items():
-        if role.startswith("rank ") and role[5:].isdigit():
+        if role.startswith("rank ") and role[5:].isdecimal():
             names[int(role[5:])] = f"pid {entry.get('pid') if isinstance(entry, Mapping) else entry}"
     return names
 

@@ -111,7 +111,7 @@ def trace_files(paths: RunPaths) -> dict[int, Path]:
     found = {}
     for path in prefix.parent.glob(prefix.name + "*") if prefix.parent.is_dir() else ():
         number = path.name[len(prefix.name):]
-        if number.isdigit() and path.is_file():
+        if number.isdecimal() and path.is_file():
             found[int(number)] = path
     return dict(sorted(found.items()))
 

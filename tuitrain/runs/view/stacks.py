@@ -306,7 +306,7 @@ def take_stacks(paths: RunPaths, record: RunRecord, timeout: float = ANSWER_SECO
     from tuitrain.runs.liveness import live_processes
 
     procs = {int(role[5:]): proc for role, proc in live_processes(record).items()
-             if role.startswith("rank ") and role[5:].isdigit()}
+             if role.startswith("rank ") and role[5:].isdecimal()}
     paths.stacks.mkdir(parents=True, exist_ok=True)
     taken: dict[int, RankStacks] = {}
     answers: dict[int, str | None] = {}  # rank -> its stacks (None: signalled, in its file once it answers)
