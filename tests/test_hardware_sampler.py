@@ -21,8 +21,9 @@ from tuitrain.hardware.na import NA
 from tuitrain.hardware.recorded import RecordedNvml, load_table
 from tuitrain.hardware.sampler import Sampler
 from tuitrain.rundir.layout import RunPaths
-from tuitrain.rundir.record import new_record, write_record
-from tuitrain.runs.view.owners import OwnerIndex, RankOwner, owner_of, owners_from_records, read_owners
+from tuitrain.rundir.record import RunRecord, new_record, write_record
+from tuitrain.rundir.run import Run
+from tuitrain.runs.view.owners import OwnerIndex, RankOwner, owner_of, owners_from_runs, read_owners
 
 FIXTURES = Path(__file__).parent / "fixtures" / "nvml"
 GiB = 2**30
@@ -151,7 +152,9 @@ def test_ended_runs_own_nothing_and_launchers_are_named(tmp_path, sleeper):
     write_run(runs, "old", {0: sleeper.pid}, status="finished")
     assert read_owners(runs) == {}
     assert read_owners(runs, active_only=False)[sleeper.pid].rank == 0
-    owners = owners_from_records([{"id": "x", "profile": "p", "pids": {"launcher": 11, "supervisor": 10, "ranks": {"1": 12}}}])
+    x: RunRecord = {"id": "x", "status": "running", "profile": "p", "pids": {"launcher": 11, "supervisor": 10, "ranks": {"1": 12}}}
+    owners = owners_from_runs([(Run(RunPaths(tmp_path / "x"), x), {"0": 13})])
+    assert owners[13].describe() == "rank 0 of run x"
     assert owners[11].describe() == "launcher of run x" and owners[12].describe() == "rank 1 of run x"
 
 

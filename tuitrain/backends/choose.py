@@ -12,6 +12,7 @@ from tuitrain.launch.machines import has_machines
 from tuitrain.rundir.kind import RunKind, run_kind
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.record import RunRecord
+from tuitrain.rundir.run import Fields
 
 if TYPE_CHECKING:
     from tuitrain.hardware import Hardware
@@ -50,7 +51,7 @@ def for_run(record: RunRecord, *, ssh_config: str | None = None, hardware: Hardw
     if kind == "machines":
         from tuitrain.backends.machines import MachinesBackend
 
-        return MachinesBackend(ssh_config or record.get("ssh_config"))
+        return MachinesBackend(ssh_config or Fields(record).ssh_config)
     from tuitrain.backends.local import LocalBackend
 
     return LocalBackend(hardware)

@@ -13,6 +13,7 @@ from tuitrain.profile import Profile, settings_with_defaults
 from tuitrain.rundir.kind import RunKind
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.record import MachineEntry, RunRecord
+from tuitrain.rundir.run import Fields
 from tuitrain.runs.start.from_profile import machines_plan
 from tuitrain.runs.start.new_run import Lineage, StartError, new_run_dir, start_run
 
@@ -124,7 +125,7 @@ class MachinesBackend(Supervised):
         return plan.num_processes, plan.num_machines
 
     def machines(self, record: RunRecord) -> list[MachineEntry]:
-        return record.get("machines") or []
+        return Fields(record).machines
 
     def take_stacks(self, paths: RunPaths, record: RunRecord) -> tuple[dict[int, RankStacks], list[str]]:
         """Its ranks on this machine (the home machine may be one of them), then every machine's through its node
@@ -132,5 +133,5 @@ class MachinesBackend(Supervised):
         from tuitrain.runs.view.stacks import machines_stacks, take_stacks
 
         here = take_stacks(paths, record)
-        elsewhere, problems = machines_stacks(paths, self.machines(record), record.get("ssh_config"))
+        elsewhere, problems = machines_stacks(paths, self.machines(record), Fields(record).ssh_config)
         return dict(sorted({**here, **elsewhere}.items())), problems

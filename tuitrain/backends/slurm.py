@@ -12,7 +12,8 @@ from tuitrain.backends.base import CANNOT_QUEUE, Check, Pause, Preview, Say, Set
 from tuitrain.profile import Profile
 from tuitrain.rundir.kind import RunKind, supervised_elsewhere
 from tuitrain.rundir.layout import RunPaths
-from tuitrain.rundir.record import MachineEntry, RunRecord, has_ended
+from tuitrain.rundir.record import MachineEntry, RunRecord
+from tuitrain.rundir.run import Run
 from tuitrain.runs.start.new_run import Lineage, StartError
 from tuitrain.slurm import state
 from tuitrain.slurm.script import JobOptions
@@ -71,10 +72,11 @@ class SlurmBackend:
         from tuitrain.slurm.control import stop_job  # psutil: only when stopping
 
         record = stop_job(paths, now, timeout, say) if pause is None else stop_job(paths, now, timeout, say, pause=pause)
-        if not has_ended(record):
-            return f"run {paths.id} {record.get('status')}: the stop request stays"  # the caller gave up the wait
-        error, status = str(record.get("error") or ""), str(record.get("status"))
-        return f"run {record['id']} " + (error if error.startswith(status) else f"{status}: {error}" if error else status)
+        run = Run(paths, record)
+        if not run.final:
+            return f"run {paths.id} {run.status}: the stop request stays"  # the caller gave up the wait
+        error, status = run.error or "", run.status
+        return f"run {run.name} " + (error if error.startswith(status) else f"{status}: {error}" if error else status)
 
     def settle(self, runs: Sequence[tuple[RunPaths, RunRecord]]) -> list[Settled]:
         """Every job that needs it asked at once (squeue, at most one sacct: tuitrain.slurm.state.query)."""

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from tuitrain.cli.errors import CliError
 from tuitrain.rundir.record import RunRecord
+from tuitrain.rundir.run import Fields
 
 
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
@@ -35,10 +36,11 @@ def add_cancel_arguments(p: argparse.ArgumentParser) -> None:
 def status_lines(run_dir: Path, record: RunRecord) -> list[str]:
     """What `tuitrain status RUN` says of a run's queueing, labelled as its other lines are: a queued run's place
     and what it waits for (the rows `tuitrain queue` shows); a started `gpus = N` run's GPUs and why those."""
-    chosen = (record.get("queue") or {}).get("chosen")
+    run = Fields(record)
+    chosen = run.queue.get("chosen")
     if chosen:
         return [f"gpus       {', '.join(map(str, chosen['gpus']))}, chosen by the queue at its start: {chosen['why']}"]
-    if record.get("status") != "queued":
+    if run.status != "queued":
         return []
     from tuitrain.runs.queue.look import places, queue_rows, run_key
 

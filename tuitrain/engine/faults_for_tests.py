@@ -18,7 +18,7 @@ from typing import Any, Mapping
 
 from transformers import TrainerCallback
 
-from tuitrain.rundir.record import RunRecord
+from tuitrain.rundir.run import Run
 
 RAISE_ENV = "TUITRAIN_TEST_RAISE"
 GPU_MEMORY_CAP_ENV = "TUITRAIN_TEST_GPU_MEMORY_CAP"
@@ -42,7 +42,7 @@ class RaiseAtStep(TrainerCallback):
         raise error(f"a test's fault ({RAISE_ENV}) at step {state.global_step}")
 
 
-def fault_callbacks(record: RunRecord, rank: int) -> list[Any]:
+def fault_callbacks(run: Run, rank: int) -> list[Any]:
     """The callbacks of this rank's faults (none unless a test asked); the GPU memory cap set."""
     cap = os.environ.get(GPU_MEMORY_CAP_ENV)
     if cap:
@@ -57,6 +57,6 @@ def fault_callbacks(record: RunRecord, rank: int) -> list[Any]:
         return []
     fault = json.loads(raw)
     attempts = fault.get("attempts")
-    if int(fault.get("rank", 0)) != rank or (attempts is not None and int(record.get("attempt") or 1) not in attempts):
+    if int(fault.get("rank", 0)) != rank or (attempts is not None and run.attempt not in attempts):
         return []
     return [RaiseAtStep(fault)]

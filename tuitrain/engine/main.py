@@ -17,7 +17,8 @@ from tuitrain.profile.settings import LoraSettings, ModelSettings, Settings
 from tuitrain.rundir.disk_space import disk_full, exception_text
 from tuitrain.rundir.exits import EXIT_USER_ERROR
 from tuitrain.rundir.layout import RunPaths
-from tuitrain.rundir.record import RunRecord, read_record
+from tuitrain.rundir.record import read_record
+from tuitrain.rundir.run import Run
 
 
 def load_frozen_profile(paths: RunPaths) -> Settings:
@@ -92,7 +93,7 @@ def make_output_dir(path: Path) -> None:
                           "set run.output_dir to a folder you can write") from exc
 
 
-def build_trainer(paths: RunPaths, record: RunRecord, profile: Settings, rank: int, world_size: int) -> Any:
+def build_trainer(run: Run, profile: Settings, rank: int, world_size: int) -> Any:
     from transformers import EarlyStoppingCallback, set_seed
 
     from tuitrain.engine import tasks
@@ -110,9 +111,10 @@ def build_trainer(paths: RunPaths, record: RunRecord, profile: Settings, rank: i
     from tuitrain.engine.rank_io import start_heartbeat
     from tuitrain.engine.tokenizer import build_tokenizer
 
+    paths = run.paths
     model_spec, data_spec, metrics_spec = profile["model"], profile["data"], profile["metrics"]
     task = model_spec["task"]
-    output_dir = record.get("output_dir")
+    output_dir = run.output_dir
     if not output_dir:  # every engine run's record names one (runs.start.new_run); a script run's may not
         raise EngineError(f"{paths.record}: output_dir is not set; start the run again with tuitrain run")
     try:
@@ -120,7 +122,7 @@ def build_trainer(paths: RunPaths, record: RunRecord, profile: Settings, rank: i
     except ValueError as exc:  # TrainingArguments' own consistency checks
         raise EngineError(f"[training]: TrainingArguments refuses it: {str(exc).strip().splitlines()[0]}; "
                           "fix the [training] keys it names") from exc
-    base_dir = Path(record.get("cwd") or paths.root)
+    base_dir = Path(run.cwd or paths.root)
     if args.local_process_index == 0:  # each machine's: it may not share this folder with the main machine
         make_output_dir(Path(output_dir))
 
@@ -145,21 +147,21 @@ def build_trainer(paths: RunPaths, record: RunRecord, profile: Settings, rank: i
     # here so two runs of one profile start from the same weights.
     set_seed(profile["run"]["seed"])
     if lora := model_spec["lora"]:
-        model = build_lora_model(model_spec, lora, tokenizer, output_dir, record.get("resume_from"), args, labels)
+        model = build_lora_model(model_spec, lora, tokenizer, output_dir, run.resume_from, args, labels)
     else:
         model = build_model(model_spec, tokenizer, labels=labels)
     check_optim_targets(model, str(getattr(args.optim, "value", args.optim)), args.optim_target_modules)
     events = EventLog(paths.events) if rank == 0 else None
-    callbacks: list[Any] = [CheckpointMarkerCallback(record["id"], world_size),
+    callbacks: list[Any] = [CheckpointMarkerCallback(run.name, world_size),
                             ControlCallback(paths, events, world_size, can_evaluate=eval_set is not None),
                             StepsFromProfileCallback()]
     if events is not None:
-        callbacks.insert(1, EventsCallback(events, record["id"], world_size))
+        callbacks.insert(1, EventsCallback(events, run.name, world_size))
     if patience := metrics_spec["early_stopping_patience"]:
         callbacks.append(EarlyStoppingCallback(patience, metrics_spec["early_stopping_threshold"]))
     from tuitrain.engine.faults_for_tests import fault_callbacks
 
-    callbacks += fault_callbacks(record, rank)  # none unless a test asked (its environment)
+    callbacks += fault_callbacks(run, rank)  # none unless a test asked (its environment)
     callbacks.append(HeartbeatCallback(start_heartbeat(paths.root, rank)))  # last: it reads the step's decisions
     return tasks.trainer_class(task)(
         model=model,
@@ -228,11 +230,11 @@ def main(run_dir: Path, rank: int) -> int:
     preemption.install(run_dir, rank)  # under Slurm, its SIGTERM saves a checkpoint and stops
     paths = RunPaths(run_dir)
     exit_code = 1
-    record: RunRecord | None = None
+    run: Run | None = None
     try:
-        record = read_record(paths)  # checked, as every reader's
+        run = Run(paths, read_record(paths))  # checked, as every reader's
         profile = load_frozen_profile(paths)
-        world_size = check_world(int(record["num_processes"]), rank)
+        world_size = check_world(run.num_processes, rank)
         from tuitrain.engine.lora import keep_out_bitsandbytes
 
         keep_out_bitsandbytes(profile)  # before torch and transformers
@@ -240,16 +242,16 @@ def main(run_dir: Path, rank: int) -> int:
 
         from tuitrain.engine.device import check_device
 
-        device = check_device(record.get("accelerator"), torch)  # a CUDA run never trains on the CPU unsaid
+        device = check_device(run.accelerator, torch)  # a CUDA run never trains on the CPU unsaid
         # the thread count is part of the speed a user compares with a plain script: say it (plan says why)
-        print(f"[tuitrain] rank {rank}/{world_size} pid {os.getpid()} run {record['id']} threads {torch.get_num_threads()}",
+        print(f"[tuitrain] rank {rank}/{world_size} pid {os.getpid()} run {run.name} threads {torch.get_num_threads()}",
               flush=True)
         print(f"[tuitrain] rank {rank} trains on {device}", flush=True)
-        trainer = build_trainer(paths, record, profile, rank, world_size)
+        trainer = build_trainer(run, profile, rank, world_size)
         check_strategy_took_effect(trainer, profile["distributed"]["strategy"], world_size)
         if rank == 0:
             write_json_atomic(paths.training_args, trainer.args.to_dict())
-        trainer.train(resume_from_checkpoint=record.get("resume_from"))
+        trainer.train(resume_from_checkpoint=run.resume_from)
         exit_code = 0
     except EngineError as exc:  # a DataError too
         if exc.__cause__ is not None:  # the one line names the fix; the rank log keeps where it came from
@@ -261,7 +263,7 @@ def main(run_dir: Path, rank: int) -> int:
         traceback.print_exc()
         sys.stderr.flush()
         said = f"{type(exc).__name__}: {exc}"
-        full = disk_full([record.get("output_dir") if record else None, run_dir], exception_text(exc))
+        full = disk_full([run.output_dir if run else None, run_dir], exception_text(exc))
         _report_error(paths, rank, f"{said} — {full}" if full else said)
         exit_code = 130 if isinstance(exc, KeyboardInterrupt) else 1
     finally:

@@ -4,21 +4,142 @@ answers readers ask of it, typed. The keys of run.json are read by name here and
 
 from __future__ import annotations
 
+from copy import copy
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, Literal, get_type_hints
+from typing import Final, Generic, Literal, Mapping, TypeVar, cast, get_type_hints, overload
 
 from tuitrain.rundir.kind import RunKind, run_kind
 from tuitrain.rundir.layout import RunPaths
-from tuitrain.rundir.record import FINAL_STATUSES, ProcessIdentity, QueueRecord, RunPids, RunRecord, Status, has_ended
+from tuitrain.rundir.record import (
+    FINAL_STATUSES,
+    MachineEntry,
+    ProcessIdentity,
+    QueueRecord,
+    RestartRecord,
+    RunPids,
+    RunRecord,
+    SlurmRecord,
+    Status,
+    has_ended,
+)
 
 UNREADABLE: Final = "unreadable"
 Shown = Status | Literal["unreadable"]  # what a list says of a run: its status, or that its record cannot be used
 DECLARED = frozenset(get_type_hints(RunRecord))
+T = TypeVar("T")
+
+
+class Field(Generic[T]):
+    """One field of a run's record, read by its name (the attribute's): its value, or a copy of `empty` where the
+    record lacks it, holds null or cannot be used."""
+
+    def __init__(self, empty: T, key: str | None = None) -> None:
+        self.empty = empty
+        self.key = key or ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.key = self.key or name
+
+    @overload
+    def __get__(self, run: None, owner: type) -> Field[T]: ...
+
+    @overload
+    def __get__(self, run: RecordFields, owner: type | None = None) -> T: ...
+
+    def __get__(self, run: RecordFields | None, owner: type | None = None) -> Field[T] | T:
+        if run is None:
+            return self
+        fields: Mapping[str, object] = run.record or {}
+        value = fields.get(self.key)
+        return copy(self.empty) if value is None else cast(T, value)
+
+
+class RecordFields:
+    """A run's record as typed fields, each read by its name here (`Field`): None, or empty, where the record lacks
+    it or cannot be used (`record` None). tests/test_run_fields.py holds each one's type to RunRecord's. A reader
+    with a run directory asks a `Run`; one handed a record alone, `Fields(record)`."""
+
+    record: RunRecord | None
+
+    @property
+    def status(self) -> Shown:
+        return UNREADABLE if self.record is None else self.record["status"]
+
+    @property
+    def final(self) -> bool:
+        """It has ended (`record.has_ended`); an unreadable run's end is not known."""
+        return self.record is not None and has_ended(self.record)
+
+    @property
+    def kind(self) -> RunKind:
+        return run_kind(self.record or {})
+
+    record_id = Field[str | None](None, key="id")  # the run's id (a machine's or a node's own record: its run's)
+    profile = Field[str | None](None)
+    profile_path = Field[str | None](None)  # the profile file it was started from
+    started = Field[float | None](None)
+    ended = Field[float | None](None)
+    error = Field[str | None](None)  # why it ended, in one line, when it did not finish
+    failed_rank = Field[int | None](None)
+    parent = Field[str | None](None)  # the run it resumes
+    resume_from = Field[str | None](None)  # the checkpoint it resumes from
+    output_dir = Field[str | None](None)
+    max_steps = Field[int | None](None)
+    accelerator = Field[str | None](None)
+    cwd = Field[str | None](None)
+    argv = Field[list[str]]([])  # the launcher's command line
+    env = Field[dict[str, str]]({})  # added to the launcher's environment
+    main_process_port = Field[int | None](None)
+    pids = Field[RunPids]({})
+    exit_codes = Field[dict[str, int | str | None]]({})  # "launcher" or a rank -> its code, or "killed"
+    processes = Field[dict[str, ProcessIdentity | None]]({})
+    machines = Field[list[MachineEntry]]([])  # several machines over SSH
+    ssh_config = Field[str | None](None)
+    queue = Field[QueueRecord]({})  # what it keeps of its queueing
+    slurm = Field[SlurmRecord]({})
+    restarts = Field[list[RestartRecord]]([])  # every restart so far, oldest first
+    not_restarted = Field[str | None](None)  # why a run that ended badly was not started again, in one line
+
+    @property
+    def num_processes(self) -> int:
+        """Its ranks in all (at least 1)."""
+        return max(1, self._fields.get("num_processes") or 1)
+
+    @property
+    def num_machines(self) -> int:
+        return max(1, self._fields.get("num_machines") or 1)
+
+    @property
+    def machine_rank(self) -> int:
+        """A machine's or a Slurm node's own record: which machine it is (0: the run's own)."""
+        return self._fields.get("machine_rank") or 0
+
+    @property
+    def attempt(self) -> int:
+        """Which attempt of the run this is (1: the first)."""
+        return self._fields.get("attempt") or 1
+
+    @property
+    def queue_folder(self) -> Path | None:
+        """The queue folder it was queued in; None for a run that names none (the user's default then)."""
+        folder = self.queue.get("dir")
+        return Path(folder) if folder else None
+
+    @property
+    def _fields(self) -> RunRecord:
+        return self.record or {}
 
 
 @dataclass(frozen=True)
-class Run:
+class Fields(RecordFields):
+    """A record alone as typed fields."""
+
+    record: RunRecord | None
+
+
+@dataclass(frozen=True)
+class Run(RecordFields):
     """A run directory: `record` checked, or None with `reason` (a few words: "empty file", "pids.supervisor: -1 is
     not a process id") and `message` (the whole line for the user)."""
 
@@ -34,20 +155,7 @@ class Run:
     @property
     def name(self) -> str:
         """The run's id as its record says it (a machine's or a node's own record names its run's), else its folder's."""
-        return self._fields.get("id") or self.paths.id
-
-    @property
-    def status(self) -> Shown:
-        return UNREADABLE if self.record is None else self.record["status"]
-
-    @property
-    def final(self) -> bool:
-        """It has ended (`record.has_ended`); an unreadable run's end is not known."""
-        return self.record is not None and has_ended(self.record)
-
-    @property
-    def kind(self) -> RunKind:
-        return run_kind(self.record or {})
+        return self.record_id or self.paths.id
 
     @property
     def created(self) -> float:
@@ -58,79 +166,6 @@ class Run:
             return self.paths.root.stat().st_mtime
         except OSError:
             return 0.0
-
-    # The record's fields as readers ask them: None (or empty) where a record lacks one or cannot be used.
-    @property
-    def profile(self) -> str | None:
-        return self._fields.get("profile")
-
-    @property
-    def profile_path(self) -> str | None:
-        return self._fields.get("profile_path")
-
-    @property
-    def started(self) -> float | None:
-        return self._fields.get("started")
-
-    @property
-    def ended(self) -> float | None:
-        return self._fields.get("ended")
-
-    @property
-    def error(self) -> str | None:
-        """Why it ended, in one line, when it did not finish."""
-        return self._fields.get("error")
-
-    @property
-    def failed_rank(self) -> int | None:
-        return self._fields.get("failed_rank")
-
-    @property
-    def parent(self) -> str | None:
-        """The run it resumes."""
-        return self._fields.get("parent")
-
-    @property
-    def output_dir(self) -> str | None:
-        return self._fields.get("output_dir")
-
-    @property
-    def max_steps(self) -> int | None:
-        return self._fields.get("max_steps")
-
-    @property
-    def num_processes(self) -> int:
-        """Its ranks in all (at least 1)."""
-        return max(1, self._fields.get("num_processes") or 1)
-
-    @property
-    def accelerator(self) -> str | None:
-        return self._fields.get("accelerator")
-
-    @property
-    def env(self) -> dict[str, str]:
-        """What was added to its launcher's environment."""
-        return self._fields.get("env") or {}
-
-    @property
-    def not_restarted(self) -> str | None:
-        """Why a run that ended badly was not started again, in one line."""
-        return self._fields.get("not_restarted")
-
-    @property
-    def queue(self) -> QueueRecord:
-        """What it keeps of its queueing (empty for a run never queued)."""
-        return self._fields.get("queue") or {}
-
-    @property
-    def queue_folder(self) -> Path | None:
-        """The queue folder it was queued in; None for a run that names none (the user's default then)."""
-        folder = self.queue.get("dir")
-        return Path(folder) if folder else None
-
-    @property
-    def _fields(self) -> RunRecord:
-        return self.record or {}
 
     @property
     def extra(self) -> dict[str, object]:

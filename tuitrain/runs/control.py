@@ -8,6 +8,7 @@ from tuitrain.errors import TuitrainError
 from tuitrain.rundir.layout import CONTROL_EVALUATE, CONTROL_SAVE, CONTROL_STOP, CONTROL_TERMINATE, KILL_REQUEST, RunPaths
 from tuitrain.rundir.process_tree import KILL_GRACE_SECONDS, end_processes
 from tuitrain.rundir.record import RunRecord, has_ended, read_record, record_end
+from tuitrain.rundir.run import Fields
 from tuitrain.runs.liveness import live_processes, settle_lost, supervisor_gone
 from tuitrain.runs.run_owner import others_run_refusal
 
@@ -27,7 +28,7 @@ def request(paths: RunPaths, what: str) -> str:
         raise ControlError(refusal)
     record = settle_lost(paths, read_record(paths))
     if has_ended(record):
-        raise ControlError(f"run {paths.id} has already ended ({record['status']}); nothing to {what}")
+        raise ControlError(f"run {paths.id} has already ended ({Fields(record).status}); nothing to {what}")
     if supervisor_gone(record):
         return _without_supervisor(paths, record, what)
     paths.control.mkdir(exist_ok=True)

@@ -44,6 +44,7 @@ from tuitrain.rundir.record import (
     write_record,
 )
 from tuitrain.rundir.redirect import redirect_output
+from tuitrain.rundir.run import Fields
 from tuitrain.runs.keeper.attempts import attempt_of
 from tuitrain.runs.keeper.local_launch import LauncherOptions, LocalLaunch
 from tuitrain.runs.keeper.supervisor import HANG_CHECK_SECONDS, Supervisor, log, run_supervisor
@@ -92,7 +93,7 @@ def prepare_node(home: RunPaths, node: int, processes: int, record: RunRecord) -
     paths.control.mkdir(exist_ok=True)
     write_text_atomic(paths.profile, home.profile.read_text(encoding="utf-8"))
     link_logs(home, paths, node, processes)
-    write_record(paths, new_record(home.id, str(record.get("profile")), machine_rank=node, home=str(home.root),
+    write_record(paths, new_record(home.id, str(Fields(record).profile), machine_rank=node, home=str(home.root),
                                    **inherited(record, "cwd", "profile_path")))  # the run directory is shared: its cwd too
     return paths
 
@@ -254,7 +255,7 @@ class SlurmSupervisor(Supervisor):
             return
         write_text_atomic(kept.profile, self.paths.profile.read_text(encoding="utf-8"))
         write_text_atomic(self.paths.profile, self.home.profile.read_text(encoding="utf-8"))
-        processes = int(self.record.get("num_processes") or 1) // max(int(self.record.get("num_machines") or 1), 1)
+        processes = self.run.num_processes // self.run.num_machines
         link_logs(self.home, self.paths, self.machine_rank, processes)
 
     def publish_ranks(self) -> None:
@@ -287,7 +288,7 @@ class SlurmSupervisor(Supervisor):
             # node M > 0: `tuitrain stop` asked the run (its ranks heard it from rank 0). Read at the end, not
             # polled: by now node 0 has cleared a requeued job's stale requests, or these ranks could not have met
             status = "stopped"
-        job = (self.record.get("slurm") or {}).get("job_id") or os.environ.get("SLURM_JOB_ID")
+        job = self.run.slurm.get("job_id") or os.environ.get("SLURM_JOB_ID")
         then = (f"if Slurm requeues job {job}, it resumes from it" if self.requeue
                 else f"`tuitrain resume {self.home.id}` submits a job that continues from it")
         if status == "stopped" and (self.home.root / WARNED_FILE).exists():
@@ -303,14 +304,15 @@ def restart_fields(record: RunRecord, restarts: int) -> RunRecord:
     folder (the one a graceful stop at Slurm's SIGTERM saved); its last end is cleared, kept in slurm.requeued."""
     from tuitrain.runs.start.from_profile import ResumeError, choose_checkpoint
 
+    run = Fields(record)
     try:
-        checkpoint: str | None = str(choose_checkpoint(record, "latest").path) if record.get("output_dir") else None
+        checkpoint: str | None = str(choose_checkpoint(record, "latest").path) if run.output_dir else None
     except ResumeError:
-        checkpoint = record.get("resume_from")  # nothing saved yet: where the run itself began
-    slurm: SlurmRecord = {**(record.get("slurm") or {})}
+        checkpoint = run.resume_from  # nothing saved yet: where the run itself began
+    slurm: SlurmRecord = {**run.slurm}
     slurm["requeued"] = [*(slurm.get("requeued") or []),
-                         {"restart": restarts, "time": time.time(), "previous": record.get("status"),
-                          "error": record.get("error"), "resume_from": checkpoint}]
+                         {"restart": restarts, "time": time.time(), "previous": run.status,
+                          "error": run.error, "resume_from": checkpoint}]
     slurm.pop("state", None)
     return {"status": "planned", "ended": None, "error": None, "exit_codes": None, "failed_rank": None,
             "resume_from": checkpoint, "slurm": slurm}
@@ -331,15 +333,15 @@ def main(run_dir: Path) -> int:
     record = read_record(home)
     restarts = int(os.environ.get("SLURM_RESTART_COUNT") or 0)
     restart: RunRecord = {}
-    if restarts and job_id and job_id == str((record.get("slurm") or {}).get("job_id")):
+    if restarts and job_id and job_id == str(Fields(record).slurm.get("job_id")):
         restart = restart_fields(record, restarts)  # every node finds the same checkpoint on the shared filesystem
         record = {**record, **restart}
         if node == 0:
             write_record(home, record)
     elif has_ended(record):
-        print(f"tuitrain: run {home.id} has already ended ({record['status']}); nothing to do", file=sys.stderr)
+        print(f"tuitrain: run {home.id} has already ended ({Fields(record).status}); nothing to do", file=sys.stderr)
         return 1
-    processes = int(record.get("num_processes") or 1) // max(nodes, 1)
+    processes = Fields(record).num_processes // max(nodes, 1)
     paths = prepare_node(home, node, processes, record)
     if restart:
         clear_control(paths)
@@ -367,7 +369,7 @@ def main(run_dir: Path) -> int:
         fields["status"] = "starting"
     update_record(paths, **fields)
     reserve_space(paths)
-    status = run_supervisor(SlurmSupervisor(paths, home, requeue=bool((record.get("slurm") or {}).get("requeue"))))
+    status = run_supervisor(SlurmSupervisor(paths, home, requeue=bool(Fields(record).slurm.get("requeue"))))
     return 0 if status in ("finished", "stopped") else 1
 
 

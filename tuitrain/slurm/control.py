@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from tuitrain.rundir.layout import CONTROL_STOP, CONTROL_TERMINATE, RunPaths
 from tuitrain.rundir.record import FINAL_STATUSES, RunRecord, has_ended, read_record, record_end
+from tuitrain.rundir.run import Fields
 from tuitrain.runs.control import ControlError
 from tuitrain.runs.run_owner import others_run_refusal
 from tuitrain.slurm.commands import JobState, job_states, scancel
@@ -47,7 +48,7 @@ def stop_job(paths: RunPaths, now: bool, timeout: float | None, say: Callable[[s
     state = _state(job)
     record = settle(paths, record, state)
     if has_ended(record):
-        raise ControlError(f"run {paths.id} has already ended ({record['status']}, Slurm job {job} "
+        raise ControlError(f"run {paths.id} has already ended ({Fields(record).status}, Slurm job {job} "
                            f"{state.label()}); nothing to stop")
     if state.state == "PENDING":
         scancel(job)

@@ -13,6 +13,7 @@ from typing import Any, Iterable
 
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.record import RunRecord, RunRecordError, SlurmRecord, Status, has_ended, read_record, record_end, update_record
+from tuitrain.rundir.run import Fields
 from tuitrain.slurm.commands import JobState, job_states
 
 FORGET_AFTER = 600.0  # a run ended this long ago whose final job state was never seen is not asked about again
@@ -29,7 +30,7 @@ _ENDS: dict[str, tuple[Status, str]] = {  # a job that ended without its run rec
 
 
 def job_id(record: RunRecord) -> str | None:
-    value = record.get("slurm", {}).get("job_id")
+    value = Fields(record).slurm.get("job_id")
     return str(value) if value else None
 
 
@@ -39,9 +40,9 @@ def needs_query(record: RunRecord) -> bool:
         return False
     if not has_ended(record):
         return True
-    if (record.get("slurm") or {}).get("state"):
+    if Fields(record).slurm.get("state"):
         return False
-    return time.time() - float(record.get("ended") or 0) < FORGET_AFTER
+    return time.time() - (Fields(record).ended or 0) < FORGET_AFTER
 
 
 ASK_SECONDS = 1.0  # a process asks Slurm about a job at most this often (the app's runs table, `logs --follow`)
@@ -71,20 +72,20 @@ def settle(paths: RunPaths, record: RunRecord, state: JobState | None) -> RunRec
     job = job_id(record)
     if job is None or state is None or not state.final:
         return record
-    if has_ended(record) and (record.get("slurm") or {}).get("state") == state.state:
+    if has_ended(record) and Fields(record).slurm.get("state") == state.state:
         return record  # kept already (a viewer's states may be older than its record): nothing to write
     try:
         record = read_record(paths)  # the job ends after its run records an end: look again before deciding
     except (RunRecordError, OSError):
         pass
-    slurm: SlurmRecord = {**(record.get("slurm") or {}), "state": state.state}
+    slurm: SlurmRecord = {**Fields(record).slurm, "state": state.state}
     if has_ended(record):
         try:
             return update_record(paths, slurm=slurm)
         except OSError:
             return {**record, "slurm": slurm}
     status, what = _ENDS.get(str(state.state), ("failed", f"ended {state.state}"))
-    if record.get("status") == "planned":
+    if Fields(record).status == "planned":
         what += " before tuitrain started on its nodes"
         if state.state == "CANCELLED":
             status = "cancelled"  # it never started: nothing of it ran, as a queued run cancelled here
@@ -105,7 +106,8 @@ def label(record: RunRecord, state: JobState | None) -> dict[str, Any] | None:
     job = job_id(record)
     if job is None:
         return None
-    kept = (record.get("slurm") or {}).get("state")
+    slurm = Fields(record).slurm
+    kept = slurm.get("state")
     shown = state if state is not None and (state.state or state.problem) else JobState(job, kept) if kept else JobState(job)
-    partition = (record.get("slurm") or {}).get("partition")
+    partition = slurm.get("partition")
     return {**shown.to_dict(), **({"partition": partition} if partition else {})}

@@ -17,6 +17,7 @@ from tuitrain.profile import Profile, Settings, settings_with_defaults
 from tuitrain.profile.processes import processes_set
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.record import RunRecord, SlurmRecord, read_record, update_record
+from tuitrain.rundir.run import Fields
 from tuitrain.runs.start.new_run import NEW_RUN, Lineage, RunFiles, discard, new_run_dir, prepare_run
 from tuitrain.slurm import commands
 from tuitrain.slurm.script import FIRST_NODE, JobOptions, Resources, batch_script, job_resources
@@ -68,7 +69,7 @@ def submit(profile: Profile, runs_root: Path, options: JobOptions, *, python: st
     def make_files(paths: RunPaths, frozen: dict[str, Any]) -> RunFiles:
         script = batch_script(run_dir=str(paths.root), run_id=paths.id, profile_name=profile.name,
                               python=python or sys.executable, workdir=str(cwd), resources=resources, options=options)
-        return RunFiles(frozen=frozen_data(frozen, resources), files={SCRIPT_NAME: script}, record={
+        return RunFiles(frozen=frozen_data(frozen, resources), files={SCRIPT_NAME: script}, fields={
             "status": "planned", "num_processes": resources.total_processes, "num_machines": resources.nodes,
             "accelerator": settings["hardware"]["accelerator"],
             "slurm": {"job_id": None, "script": SCRIPT_NAME, **options.to_dict(), "nodes": resources.nodes,
@@ -110,7 +111,7 @@ def refusal_hint(message: str, options: JobOptions, resources: Resources) -> str
 
 def parent_options(record: RunRecord) -> JobOptions:
     """The options a resumed run is submitted with: its parent's."""
-    return JobOptions.from_dict(record.get("slurm") or {})
+    return JobOptions.from_dict(Fields(record).slurm)
 
 
 LEFT_TO_THE_JOB = ("distributed.main_process_ip", "distributed.main_process_port")  # the agents set them

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from tuitrain.rundir.record import MachineEntry, RunRecord
+from tuitrain.rundir.run import Fields
 from tuitrain.runs.view.owners import same_host, this_host
 
 LOOPBACK = {"localhost", "127.0.0.1", "::1"}
@@ -101,8 +102,7 @@ def run_machines(entries: Sequence[MachineEntry], record: RunRecord,
         return []
     hostname = hostname or this_host()
     rank_records = {r: rec for r, rec in (rank_records or {}).items() if isinstance(rec, Mapping)}
-    total = record.get("num_processes") or 0
-    share = max(1, total // len(entries)) if total else 1
+    share = max(1, Fields(record).num_processes // len(entries))
     planned: list[tuple[int, str, list[int], Mapping[str, Any], str | None]] = []
     start = 0
     for entry in entries:
@@ -110,7 +110,7 @@ def run_machines(entries: Sequence[MachineEntry], record: RunRecord,
         ranks = list(range(start, start + count))
         start += count
         planned.append((index, entry["host"] or f"machine {index}", ranks, entry["env"],
-                        entry["accelerator"] or record.get("accelerator") or None))
+                        entry["accelerator"] or Fields(record).accelerator or None))
     # a rank record's own machine wins over the arithmetic
     indexes = {index for index, *_ in planned}
     placed = {rank: machine for rank, rec in rank_records.items()

@@ -21,6 +21,7 @@ from tuitrain.atomic import write_text_atomic
 from tuitrain.rundir.checkpoints import latest_complete, run_checkpoints
 from tuitrain.rundir.layout import CONTROL_ENDING, RunPaths
 from tuitrain.rundir.record import MachineEntry, RestartRecord, RunRecord
+from tuitrain.rundir.run import Fields
 from tuitrain.runs.keeper.restart_rule import ACCUMULATION_KEY, BATCH_KEY, RestartSettings
 
 KEPT = ("logs", "ranks", "heartbeats", "stacks")  # an attempt's own folders
@@ -51,19 +52,18 @@ def restart_settings(paths: RunPaths) -> RestartSettings:
 
 def attempt_of(record: RunRecord) -> int:
     """Which attempt the run is in (1 until a restart)."""
-    found = record.get("attempt")
-    return found if isinstance(found, int) and found > 0 else 1
+    return Fields(record).attempt
 
 
 def counted_restarts(record: RunRecord) -> int:
     """The restarts so far that took one of `[run] restarts` (a split batch takes none)."""
-    return sum(1 for entry in record.get("restarts") or [] if entry.get("counted", True))
+    return sum(1 for entry in Fields(record).restarts if entry.get("counted", True))
 
 
 def first_start(record: RunRecord) -> str | None:
     """The checkpoint the run's first attempt began from (a resumed run's parent's), or None: the beginning."""
-    restarts = record.get("restarts") or []
-    return restarts[0].get("began_from") if restarts else record.get("resume_from")
+    run = Fields(record)
+    return run.restarts[0].get("began_from") if run.restarts else run.resume_from
 
 
 def restart_checkpoint(record: RunRecord) -> tuple[str | None, list[str]]:
@@ -79,10 +79,10 @@ def restart_checkpoint(record: RunRecord) -> tuple[str | None, list[str]]:
 def progressed(record: RunRecord, checkpoint: str | None) -> bool | None:
     """Whether the attempt now ended wrote a complete checkpoint newer than the one it began from; None for an
     attempt no counted restart began (the first, or one a split batch began: a smaller batch is a new try)."""
-    restarts = record.get("restarts") or []
-    if not restarts or not restarts[-1].get("counted", True):
+    run = Fields(record)
+    if not run.restarts or not run.restarts[-1].get("counted", True):
         return None
-    return checkpoint is not None and checkpoint != record.get("resume_from")
+    return checkpoint is not None and checkpoint != run.resume_from
 
 
 def checkpoint_step(checkpoint: str | None) -> int:

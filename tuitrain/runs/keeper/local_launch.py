@@ -89,14 +89,14 @@ class LocalLaunch:
         self.first_dead_alone = False  # the first rank that died badly was the only dead one when seen
         self.first_dead_seen: tuple[int, ...] = ()  # every rank found dead at that look
         self.launcher_outlived_ranks = False  # the end was recorded before accelerate launch exited
-        self.direct = DIRECT_MODULE in list(keeper.record.get("argv") or [])[1:3]  # the launcher is the run's one rank
+        self.direct = DIRECT_MODULE in keeper.run.argv[1:3]  # the launcher is the run's one rank
 
     # -- start -------------------------------------------------------------------------------
     def launch_argv(self) -> tuple[list[str], int | None]:
-        record = self.keeper.record
-        argv = list(record["argv"])
-        port = record.get("main_process_port")
-        if port is None and "--main_process_port" not in argv and int(record["num_processes"]) > 1:
+        run = self.keeper.run
+        argv = list(run.argv)
+        port = run.main_process_port
+        if port is None and "--main_process_port" not in argv and run.num_processes > 1:
             port = free_port()
             at = argv.index("--config_file") + 2
             argv[at:at] = ["--main_process_port", str(port)]
@@ -106,10 +106,10 @@ class LocalLaunch:
         keeper = self.keeper
         argv, port = self.launch_argv()
         me = identity(os.getpid()) or {"pid": os.getpid(), "started": None}
-        env = {**os.environ, **keeper.record["env"], **self.options.env, "TUITRAIN_RUN_DIR": str(self.paths.root),
+        env = {**os.environ, **keeper.run.env, **self.options.env, "TUITRAIN_RUN_DIR": str(self.paths.root),
                SUPERVISOR_ENV: f"{me['pid']}:{me['started']}", MACHINE_RANK_ENV: str(keeper.machine_rank)}
         log(f"starting: {' '.join(argv)}")
-        self.launcher = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, cwd=keeper.record.get("cwd") or None,
+        self.launcher = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, cwd=keeper.run.cwd or None,
                                          preexec_fn=die_with_parent(self.options.parent_death_signal, self.options.first))
         launcher = identity(self.launcher.pid)
         if launcher is not None:
@@ -187,9 +187,9 @@ class LocalLaunch:
         if changed or now - self._scanned_at > SCAN_SECONDS:
             self.scan(now)
         if changed:
-            pids: RunPids = {**(keeper.record.get("pids") or {})}
+            pids: RunPids = {**keeper.run.pids}
             pids["ranks"] = {str(r): info["pid"] for r, info in sorted(self.ranks.items())}
-            processes = dict(keeper.record.get("processes") or {})
+            processes = dict(keeper.run.processes)
             processes.update({f"rank {r}": {"pid": info["pid"], "started": info["started"]}
                               for r, info in sorted(self.ranks.items())})
             keeper.update(pids=pids, processes=processes)
@@ -261,9 +261,9 @@ class LocalLaunch:
 
     def ranks_succeeded(self) -> bool:
         """Every rank of this one-machine run has exited, each with code 0 in its record."""
-        record = self.keeper.record
-        expected = int(record.get("num_processes") or 0)
-        if not self.keeper.END_WITH_RANKS or int(record.get("num_machines") or 1) != 1 or expected < 1:
+        run = self.keeper.run
+        expected = run.num_processes
+        if not self.keeper.END_WITH_RANKS or run.num_machines != 1:
             return False
         if len(self.ranks) != expected or len(self.rank_exit_codes) != expected:
             return False
@@ -367,5 +367,5 @@ class LocalLaunch:
         gets to say so (its log is on it too), and torch's save names only a position in its file."""
         if names_full_disk(said):
             return ""
-        note = disk_full((self.keeper.record.get("output_dir"), str(self.paths.root)), f"{said}\n{log_tail}")
+        note = disk_full((self.keeper.run.output_dir, str(self.paths.root)), f"{said}\n{log_tail}")
         return f" — {note}" if note else ""

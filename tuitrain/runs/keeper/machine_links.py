@@ -116,7 +116,7 @@ class MachineLinks:
     def __init__(self, keeper: Keeper) -> None:
         self.keeper = keeper
         self.paths = keeper.paths
-        self.options = ssh.SshOptions(config=keeper.record.get("ssh_config"))
+        self.options = ssh.SshOptions(config=keeper.run.ssh_config)
         self.links: list[MachineLink] = []
         self.inbox: queue.Queue[tuple[int, dict[str, Any] | None]] = queue.Queue()
         self.failures: list[Failure] = []
@@ -133,13 +133,13 @@ class MachineLinks:
                        "argv": machine["argv"], "env": machine["env"], "accelerator": machine["accelerator"]}
         files = {"profile.toml": self.paths.profile.read_text(encoding="utf-8"),
                  "accelerate.yaml": dump_yaml(machine["accelerate_config"])}
-        return encode("setup", run_id=self.paths.id, profile=record.get("profile"), machine_rank=machine["machine_rank"],
+        return encode("setup", run_id=self.paths.id, profile=self.keeper.run.profile, machine_rank=machine["machine_rank"],
                       workdir=machine["workdir"], node_dir=machine["node_dir"], home=os.uname().nodename,
                       processes_here=machine.get("num_processes"), record=node_record, files=files)
 
     def start(self) -> None:
         processes: dict[str, Any] = {"supervisor": identity(os.getpid())}
-        for machine in self.keeper.record["machines"]:
+        for machine in self.keeper.run.machines:
             argv = agent_argv(machine)
             log(f"machine {machine['machine_rank']}: starting its agent on {machine['host']}: {' '.join(argv)}")
             proc = ssh.start(machine["host"], argv, self.options, stdin=subprocess.PIPE, stdout=subprocess.PIPE,

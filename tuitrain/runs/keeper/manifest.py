@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping, Typ
 from tuitrain.rundir.json_shape import checked
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.record import Rank, RunRecord, Time
+from tuitrain.rundir.run import Fields
 from tuitrain.runs.keeper.samples import GpuDevice
 
 if TYPE_CHECKING:
@@ -370,8 +371,8 @@ def code_folders(record: RunRecord, profile: Mapping[str, Any]) -> list[tuple[st
     script = profile.get("script")
     if isinstance(script, Mapping) and isinstance(script.get("path"), str) and script["path"]:
         out.append(("script", Path(script["path"]).expanduser().parent))
-    cwd = record.get("cwd")
-    if isinstance(cwd, str) and cwd:
+    cwd = Fields(record).cwd
+    if cwd:
         out.append(("workdir", Path(cwd)))
     return out
 
@@ -390,7 +391,7 @@ def base_manifest(record: RunRecord, profile: Mapping[str, Any], machine_rank: i
                   cache: Path | None = None) -> tuple[Manifest, list[bytes]]:
     """Everything but the GPUs, with data hashes only where cached (`hash_data` adds the rest); the dirty diffs."""
     manifest: Manifest = {
-        "format": FORMAT, "machine_rank": machine_rank, "run_id": record.get("id"), "written": time.time(),
+        "format": FORMAT, "machine_rank": machine_rank, "run_id": Fields(record).record_id, "written": time.time(),
         "python": python_facts(), "packages": package_versions(), "torch_build": torch_build(),
         "host": host_facts(), "gpus": None, "seed": profile_seed(profile),
         "data": [file_fact(key, path, cache, hash_now=False) for key, path in data_paths(profile)],
@@ -489,7 +490,7 @@ class ManifestWriter:
             return None
         from tuitrain.runs.keeper.samples import run_gpu_indices
 
-        return gpu_facts(snapshot, run_gpu_indices(self.record, snapshot, str(self.record.get("id") or "")))
+        return gpu_facts(snapshot, run_gpu_indices(self.record, snapshot, Fields(self.record).record_id or ""))
 
 
 # ---------------------------------------------------------------------------------------------- reading

@@ -177,9 +177,9 @@ class NodeSupervisor(Supervisor):
             changes = self.files.changes()
             if not changes or not all(self.link.send(m) for m in changes):
                 break
-        record = self.record
-        self.link.send(encode("end", status=record.get("status"), error=record.get("error"),
-                              failed_rank=record.get("failed_rank"), exit_codes=record.get("exit_codes") or {}))
+        run = self.run
+        self.link.send(encode("end", status=run.status, error=run.error, failed_rank=run.failed_rank,
+                              exit_codes=run.exit_codes))
 
 
 def node_root(workdir: Path, node_dir: str) -> Path:

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Callable, Iterable, Literal, M
 from tuitrain.rundir.json_shape import Within, decoded, problem
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.record import Rank, RunRecord, Time
+from tuitrain.rundir.run import Fields, Run
 
 if TYPE_CHECKING:
     from tuitrain.hardware.devices import GpuInfo
@@ -289,7 +290,8 @@ def run_gpus(record: RunRecord, gpus: Sequence[GpuInfo]) -> list[GpuInfo]:
     CUDA_DEVICE_ORDER (none when it trains on the CPU or MPS)."""
     from tuitrain.hardware.mapping import visible_gpus
 
-    return visible_gpus(record.get("env") or {}, gpus) if record.get("accelerator") == "cuda" else []
+    run = Fields(record)
+    return visible_gpus(run.env, gpus) if run.accelerator == "cuda" else []
 
 
 def run_gpu_indices(record: RunRecord, snapshot: Any, run_id: str) -> set[int]:
@@ -316,7 +318,7 @@ class RunSampler:
                  log: Callable[[str], None] = print) -> None:
         self.paths = paths
         self.record = record.copy()
-        self.run_id = str(record.get("id") or paths.root.name)
+        self.run_id = Run(paths, record).name
         self.ranks = ranks
         self.machine_rank = machine_rank
         self.on_snapshot = on_snapshot

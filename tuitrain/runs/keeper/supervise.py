@@ -15,6 +15,7 @@ from pathlib import Path
 
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.record import read_record, record_end
+from tuitrain.rundir.run import Run
 from tuitrain.runs.keeper.local_launch import LocalLaunch
 from tuitrain.runs.keeper.machine_links import MachineLinks
 from tuitrain.runs.keeper.supervisor import Supervisor, run_supervisor
@@ -39,7 +40,7 @@ def _ended_in_queue(paths: RunPaths) -> str | None:
 def _supervise(paths: RunPaths, workers: str) -> str:
     try:
         record = read_record(paths)
-        if record.get("status") == "queued":
+        if Run(paths, record).status == "queued":
             ended = _ended_in_queue(paths)
             if ended is not None:
                 return ended
@@ -69,7 +70,6 @@ def _after_the_end(paths: RunPaths) -> None:
     try:
         from tuitrain.notify import RunWord, notify_end
         from tuitrain.rundir.events import progress, read_events
-        from tuitrain.rundir.run import Run
 
         notify_end(RunWord.of(Run(paths, record)), lambda: progress(read_events(paths.events)), str(paths.root))
     except Exception:  # noqa: BLE001

@@ -81,7 +81,7 @@ class Supervisor:
         self._gone_since: float | None = None  # when the run directory was first found missing
         # the output folder was here once (made with the run's claim before it started; a home of several
         # machines may never have it)
-        self._output_seen = bool(self.record.get("output_dir")) and os.path.isdir(str(self.record.get("output_dir")))
+        self._output_seen = bool(self.run.output_dir) and os.path.isdir(str(self.run.output_dir))
         self._output_looked = 0.0
         self.sampler: Any = None  # tuitrain.runs.keeper.samples.RunSampler, from start() to finish()
         self.manifest: Any = None  # tuitrain.runs.keeper.manifest.ManifestWriter, from start() to finish()
@@ -101,6 +101,11 @@ class Supervisor:
         self.workers = workers(self)
 
     # -- record ------------------------------------------------------------------------------
+    @property
+    def run(self) -> Run:
+        """Its record as last written, as typed fields."""
+        return Run(self.paths, self.record)
+
     def update(self, **fields: Unpack[RunRecord]) -> None:
         """A mid-run update: on a full disk it is logged and skipped (the end is still recorded,
         through the space reserve), never fatal."""
@@ -118,12 +123,12 @@ class Supervisor:
     def machine_rank(self) -> int:
         """This supervisor's machine, as its record says (0 for a local run). The ranks' records say it back
         (MACHINE_RANK_ENV): torch's GROUP_RANK need not match it (a c10d rendezvous orders machines its own way)."""
-        return int(self.record.get("machine_rank") or 0)
+        return self.run.machine_rank
 
     def adopt_output_dir(self, records: Mapping[int, Mapping[str, Any]]) -> None:
         """A script-mode run's checkpoints folder is its Trainer's: rank 0 names it in its record."""
         named = (records.get(0) or {}).get("output_dir")
-        if isinstance(named, str) and named and named != self.record.get("output_dir"):
+        if isinstance(named, str) and named and named != self.run.output_dir:
             log(f"output folder (named by rank 0): {named}")
             self.update(output_dir=named)
 
@@ -178,7 +183,7 @@ class Supervisor:
 
         try:
             self.sampler = RunSampler(self.paths, self.record, self.rank_pids,
-                                      machine_rank=int(self.record.get("machine_rank") or 0),
+                                      machine_rank=self.run.machine_rank,
                                       on_snapshot=self.sampled, log=log)
             self.sampler.start()
         except Exception as exc:  # noqa: BLE001 — figures are a nicety: the run goes on without them
@@ -353,7 +358,7 @@ class Supervisor:
     def check_output_dir(self) -> None:
         """An output folder removed under the run (by hand, a cleanup job) is made again with its claim, so that no
         second run is let into it, and said: its checkpoints until then are gone (`output_removed`)."""
-        folder = self.record.get("output_dir")
+        folder = self.run.output_dir
         now = time.monotonic()
         if not folder or now - self._output_looked < OUTPUT_LOOK_SECONDS:
             return
@@ -412,12 +417,12 @@ class Supervisor:
         now = time.time()
         entry: RestartRecord = {"attempt": number, "at": now + wait, "ended": now, "status": status, "error": error,
                                 "failed_rank": failed_rank, "exit_codes": settled.exit_codes,
-                                "began_from": self.record.get("resume_from"), "resume_from": checkpoint,
+                                "began_from": self.run.resume_from, "resume_from": checkpoint,
                                 "skipped": skipped, "counted": said.counted}
         if said.split is not None and batch is not None:
             entry["batch"] = {"per_device_train_batch_size": (batch[0], said.split[0]),
                               "gradient_accumulation_steps": (batch[1], said.split[1])}
-        earlier = list(self.record.get("restarts") or [])
+        earlier = list(self.run.restarts)
         self.update(restarts=[*earlier, entry], restarts_allowed=settings.restarts)
         from tuitrain.runs.view.attempts import attempt_line
 
@@ -459,7 +464,7 @@ class Supervisor:
                 self.update(status="stopping")
                 how = f"on {self.stop_signal}" if self.stop_signal else "on request (`tuitrain stop`, or the app)"
                 log(f"stop requested{after}: the run ends")
-                checkpoint = self.record["restarts"][-1].get("resume_from") if self.record.get("restarts") else None
+                checkpoint = self.run.restarts[-1].get("resume_from") if self.run.restarts else None
                 resume = (f"; `tuitrain resume {self.paths.id}` continues from {Path(checkpoint).name}"
                           if checkpoint else "")
                 return "stopped", None, f"stopped {how}{after}{resume}"
@@ -489,11 +494,11 @@ class Supervisor:
             entry = {**entry, "resume_from": checkpoint, "skipped": skipped}
             restart_event(self.paths, entry)
         self.prepare_attempt(kept, split)
-        started = self.record.get("started")
+        started = self.run.started
         begun: RestartRecord = {**entry, "at": time.time()}
         fields = self.attempt_fields(entry.get("began_from"), entry.get("resume_from"), number)
         fields["attempt"], fields["resume_from"], fields["hang"] = number, entry.get("resume_from"), None
-        fields["restarts"] = [*(r for r in self.record.get("restarts") or [] if r.get("attempt") != number), begun]
+        fields["restarts"] = [*(r for r in self.run.restarts if r.get("attempt") != number), begun]
         self.update(**fields)
         self.stop_requested, self.stop_signal, self.terminating = False, None, False
         self.hang_seen, self.hang_cause, self.hang_stop_deadline, self.hang_error = None, None, None, None
@@ -516,14 +521,13 @@ class Supervisor:
         from tuitrain.runs.keeper.attempts import attempt_argv, attempt_machines
 
         fields: RunRecord = {}
-        argv, afresh = attempt_argv(self.paths, self.record.get("argv") or [], before, after,
-                                    int(self.record.get("num_machines") or 1))
+        argv, afresh = attempt_argv(self.paths, self.run.argv, before, after, self.run.num_machines)
         if argv:
             fields["argv"] = argv
         if afresh:
             fields["main_process_port"] = None
-        if self.record.get("machines"):
-            fields["machines"] = attempt_machines(self.paths, self.record["machines"], before, after, number)
+        if self.run.machines:
+            fields["machines"] = attempt_machines(self.paths, self.run.machines, before, after, number)
         return fields
 
     def outcome(self, launcher_code: int, records: dict[int, dict[str, Any]], cause: Any) -> Outcome:

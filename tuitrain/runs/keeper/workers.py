@@ -14,6 +14,7 @@ from typing import Any, Mapping, Protocol, Unpack
 
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.record import RunRecord, Status
+from tuitrain.rundir.run import Run
 
 Outcome = tuple[Status, int | None, str | None]  # (status, failed rank, one-line cause) of a run that ended
 
@@ -40,6 +41,9 @@ class Keeper(Protocol):
 
     @property
     def machine_rank(self) -> int: ...
+
+    @property
+    def run(self) -> Run: ...
 
     def update(self, **fields: Unpack[RunRecord]) -> None: ...
 

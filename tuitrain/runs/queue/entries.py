@@ -21,7 +21,7 @@ from tuitrain.atomic import write_text_atomic
 from tuitrain.rundir.json_shape import Matching, Within, checked
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.record import Count, ProcessIdentity, RunRecord, RunRecordError, Time, has_ended, read_record
-from tuitrain.rundir.run import Run
+from tuitrain.rundir.run import Fields, Run
 
 QUEUE_DIR_ENV = "TUITRAIN_QUEUE_DIR"
 SHARED_QUEUE_DIR = Path("/tmp/tuitrain-queue")  # not $TMPDIR: that may be each user's own
@@ -355,7 +355,7 @@ def queue_fields(folder: Path, gpus: tuple[int, ...], after: tuple[Dependency, .
 
 def sweep_fields(record: RunRecord) -> dict[str, Any] | None:
     """The sweep a run was queued in, as its record keeps it (`id`, `index`, `of`, `label`), or None."""
-    sweep = record.get("queue", {}).get("sweep")
+    sweep = Fields(record).queue.get("sweep")
     return None if sweep is None else dict(sweep)
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.record import RunRecord
+from tuitrain.rundir.run import Fields
 
 QUEUE_LOOK_SECONDS = 2.0  # a viewer reads the queue again this often (GPU state has no events), or when it changes
 
@@ -206,4 +207,5 @@ def moved_words(run_id: str, before: int, after: int) -> str:
 
 def cancelled_words(run_id: str, record: RunRecord) -> str:
     """What a cancel (`runs.queue.cancel.cancel`) ends with, from the run's final record."""
-    return f"run {run_id} {record.get('status')}: {record.get('error') or ''}".rstrip(": ")
+    run = Fields(record)
+    return f"run {run_id} {run.status}: {run.error or ''}".rstrip(": ")

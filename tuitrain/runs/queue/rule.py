@@ -20,6 +20,7 @@ from tuitrain.hardware.gpu_choice import choose_free, held_by, holders, unfit_re
 from tuitrain.hardware.na import NA
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.record import FINAL_STATUSES, RunRecord, RunRecordError, Status, read_record
+from tuitrain.rundir.run import Fields
 from tuitrain.runs.liveness import effective_status
 from tuitrain.runs.queue.entries import Dependency, Entry
 
@@ -64,7 +65,8 @@ def dependency_waits(after: Sequence[Dependency], progress: Progress | None = No
             more = progress(RunPaths(Path(dep.run_dir))) if progress else ""
             waits.append(f"run {dep.run} to {'finish (--after-ok)' if dep.ok else 'end'} ({shown}{more})")
         elif dep.ok and status != "finished":
-            cause = f": {record['error']}" if record.get("error") else ""
+            error = Fields(record).error
+            cause = f": {error}" if error else ""
             return Verdict(False, end=("failed", (f"run {dep.run}, which it was queued after with --after-ok, ended "
                                                  f"{status}{cause}; it starts only after a run that finished")))
     return Verdict(not waits, tuple(waits))

@@ -20,6 +20,7 @@ from tuitrain.profile.processes import processes_per_machine, processes_set
 from tuitrain.rundir.checkpoints import Checkpoint, inspect_checkpoint, latest_complete, run_checkpoints
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.record import RunRecord, has_ended
+from tuitrain.rundir.run import Fields
 from tuitrain.runs.run_owner import others_run_refusal
 from tuitrain.runs.start import resume_rule
 
@@ -97,7 +98,7 @@ def resumable_checkpoints(record: RunRecord) -> list[Checkpoint]:
     """What a run can be resumed from: the checkpoints it wrote, and the one it started from (a
     resumed run killed before its first save still continues where its parent stopped)."""
     own = run_checkpoints(record)
-    start = record.get("resume_from")
+    start = Fields(record).resume_from
     if start and Path(start).is_dir() and all(c.path != Path(start) for c in own):
         own = sorted([inspect_checkpoint(Path(start)), *own], key=lambda c: c.step)
     return own
@@ -106,7 +107,7 @@ def resumable_checkpoints(record: RunRecord) -> list[Checkpoint]:
 def choose_checkpoint(record: RunRecord, ref: str | Path = "latest") -> Checkpoint:
     """`latest` (the newest complete checkpoint of the run), `checkpoint-N`, or a path; never an
     incomplete or damaged one."""
-    output_dir = Path(cast(str, record["output_dir"]))  # resume_inputs asks for an output folder first
+    output_dir = Path(cast(str, Fields(record).output_dir))  # resume_inputs asks for an output folder first
     candidates = resumable_checkpoints(record)
     if str(ref) == "latest":
         found = latest_complete(candidates)
@@ -195,14 +196,14 @@ def not_ended_refusal(parent: RunPaths, record: RunRecord, job: str | None = Non
     if has_ended(record):
         return None
     if job is not None:
-        return f"run {parent.id} is still {record['status']} ({job}); stop it first (`tuitrain stop {parent.id}`)"
+        return f"run {parent.id} is still {Fields(record).status} ({job}); stop it first (`tuitrain stop {parent.id}`)"
     from tuitrain.runs.liveness import live_processes, supervisor_gone  # psutil: not for `plan`
 
     if supervisor_gone(record):
         pids = ", ".join(str(p.pid) for p in live_processes(record).values())
         return (f"run {parent.id} lost its supervisor but its processes ({pids}) still run; "
                 f"end them first (`tuitrain stop --now {parent.id}`)")
-    return f"run {parent.id} is still {record['status']}; stop it first (`tuitrain stop {parent.id}`)"
+    return f"run {parent.id} is still {Fields(record).status}; stop it first (`tuitrain stop {parent.id}`)"
 
 
 def into_others_folder_refusal(parent: RunPaths, record: RunRecord, profile: Profile) -> str | None:
@@ -210,7 +211,7 @@ def into_others_folder_refusal(parent: RunPaths, record: RunRecord, profile: Pro
     checkpoints are theirs). Continuing from its checkpoint into a folder of one's own is allowed."""
     configured = (profile.data.get("run") or {}).get("output_dir")
     folder = Path(str(configured)).expanduser() if configured else None
-    if folder is None or folder.resolve() != Path(str(record["output_dir"])).resolve():
+    if folder is None or folder.resolve() != Path(str(Fields(record).output_dir)).resolve():
         return None
     refusal = others_run_refusal(parent, "resume")
     return refusal and (f"{refusal} into its folder (its checkpoints are theirs); to continue from its checkpoint, "
@@ -225,14 +226,14 @@ def resume_inputs(parent: RunPaths, record: RunRecord, checkpoint: str | Path = 
     refusal = not_ended_refusal(parent, record, job)
     if refusal:
         raise ResumeError(refusal)
-    if not record.get("output_dir"):
+    if not Fields(record).output_dir:
         raise ResumeError(f"run {parent.id} has no output folder; nothing to resume from")
     chosen = choose_checkpoint(record, checkpoint)
     loaded = load_profile(parent.profile, overrides)
     refusal = into_others_folder_refusal(parent, record, loaded)
     if refusal:
         raise ResumeError(refusal)
-    return chosen, Profile(path=Path(record.get("profile_path") or parent.profile), data=loaded.data, notes=loaded.notes)
+    return chosen, Profile(path=Path(Fields(record).profile_path or parent.profile), data=loaded.data, notes=loaded.notes)
 
 
 def world_refusal(checkpoint: Checkpoint, processes: int, machines: int) -> str | None:

@@ -149,11 +149,11 @@ def overwrite_refusal(output_dir: Path, lineage: Lineage | None) -> str | None:
 @dataclass(frozen=True)
 class RunFiles:
     """What a backend adds to a new run directory: the profile as its ranks read it, its own files (by name in the
-    run directory: accelerate.yaml, slurm.sbatch) and its fields of run.json (`new_record` keywords)."""
+    run directory: accelerate.yaml, slurm.sbatch) and the fields its run.json starts with (`new_record` keywords)."""
 
     frozen: dict[str, Any]
     files: dict[str, str]
-    record: dict[str, Any]
+    fields: dict[str, Any]
 
 
 def prepare_run(
@@ -188,7 +188,7 @@ def prepare_run(
         record = new_record(
             paths.id,
             profile.name,
-            **made.record,
+            **made.fields,
             output_dir=str(output_dir) if output_dir is not None else None,
             profile_path=str(profile.path) if profile.path else None,
             cwd=str(cwd),
@@ -239,7 +239,7 @@ def plan_files(plan: LaunchPlan | MachinesPlan) -> Callable[[RunPaths, dict[str,
             raise StartError("\n".join(str(p) for p in plan.errors))
         config = dump_yaml(fill_run_dir(plan.accelerate_config, paths))
         return RunFiles(frozen=frozen, files={paths.accelerate_config.name: config},
-                        record=fill_run_dir(plan.record_fields(), paths))
+                        fields=fill_run_dir(plan.record_fields(), paths))
 
     return make
 
@@ -252,10 +252,10 @@ def queued_files(make: Callable[[RunPaths, dict[str, Any]], RunFiles], queue: Qu
 
     def make_queued(paths: RunPaths, frozen: dict[str, Any]) -> RunFiles:
         made = make(paths, frozen)
-        gpus = queue.gpus_for(str(made.record.get("accelerator"))) if queue.gpus_for else ()
+        gpus = queue.gpus_for(str(made.fields.get("accelerator"))) if queue.gpus_for else ()
         queued = queue_fields(queue.folder, gpus, queue.dependencies(), queue.sweep)
-        record = {**made.record, "status": "queued", **queued}
-        return RunFiles(frozen=made.frozen, files=made.files, record=record)
+        record = {**made.fields, "status": "queued", **queued}
+        return RunFiles(frozen=made.frozen, files=made.files, fields=record)
 
     return make_queued
 

@@ -16,6 +16,7 @@ from typing import Any, Literal, Mapping
 
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.record import RunRecord
+from tuitrain.rundir.run import Fields
 from tuitrain.runs.keeper.manifest import CodeFact, DataFact, GpuFacts, Manifest, TorchBuild
 
 KIND_ORDER = ("lineage", "data", "code", "profile", "versions", "hardware", "host", "note")
@@ -242,7 +243,7 @@ def manifest_differences(ma: Manifest, mb: Manifest, label: str | None) -> list[
 def _machines(a: RunFacts, b: RunFacts) -> list[tuple[int, str | None]]:
     """(machine rank, its label or None in one-machine runs) of the machines either run had."""
     ranks = sorted({*a.manifests, *b.manifests}) or [0]
-    several = len(ranks) > 1 or a.record.get("num_machines", 1) > 1 or b.record.get("num_machines", 1) > 1
+    several = len(ranks) > 1 or Fields(a.record).num_machines > 1 or Fields(b.record).num_machines > 1
     if not several:
         return [(rank, None) for rank in ranks]
     out: list[tuple[int, str | None]] = []
@@ -273,7 +274,7 @@ def restart_differences(a: RunFacts, b: RunFacts) -> list[Difference]:
     "split_batch"` split, which its frozen profile (compared below) shows only as it ended."""
     out: list[Difference] = []
     for run in (a, b):
-        restarts = run.record.get("restarts") or []
+        restarts = Fields(run.record).restarts
         if not restarts:
             continue
         last = restarts[-1]

@@ -31,6 +31,7 @@ from tuitrain.rundir.layout import (
     RunPaths,
 )
 from tuitrain.rundir.record import RunRecord
+from tuitrain.rundir.run import Fields
 
 HANG_FACTOR = 10.0
 HANG_FLOOR = 60.0
@@ -240,7 +241,7 @@ def live_beats(paths: RunPaths, record: RunRecord) -> list[Beat]:
 def run_hang(paths: RunPaths, record: RunRecord, now: float | None = None,
              states: Mapping[int, str] | None = None) -> Hang | None:
     """The verdict on a run that is running or stopping (None for any other: only a live run can hang)."""
-    if record.get("status") not in ("running", "stopping"):
+    if Fields(record).status not in ("running", "stopping"):
         return None
     hang_after, _ = hang_settings(paths)
     if states is None:
@@ -265,7 +266,7 @@ def process_names(paths: RunPaths, record: RunRecord) -> dict[int, str]:
     for rank, rec in read_rank_records(paths).items():  # every machine's (an SSH run's mirrored, a Slurm node's copied)
         if rec.get("pid") is not None:
             names[rank] = f"pid {rec['pid']}" + (f" on {rec['host']}" if rec.get("host") else "")
-    for role, entry in (record.get("processes") or {}).items():
+    for role, entry in Fields(record).processes.items():
         if role.startswith("rank ") and role[5:].isdecimal():
             names[int(role[5:])] = f"pid {entry.get('pid') if isinstance(entry, Mapping) else entry}"
     return names

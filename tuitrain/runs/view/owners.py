@@ -23,6 +23,7 @@ from tuitrain.hardware.host import nearest_owned, parent_pids
 from tuitrain.rundir.process_tree import find
 from tuitrain.rundir.ranks import read_rank_records
 from tuitrain.rundir.record import has_ended
+from tuitrain.rundir.run import Run
 from tuitrain.runs.catalog import list_runs
 
 Ancestors = Callable[[int], "list[int]"]
@@ -41,21 +42,19 @@ class RankOwner:
         return f"{self.role} of run {self.run_id}"
 
 
-def owners_from_records(records: Iterable[Mapping[str, Any]]) -> dict[int, RankOwner]:
-    """pid → owner, from run records (run.json dicts; ``rank_pids`` may add {rank: pid})."""
+def owners_from_runs(runs: Iterable[tuple[Run, Mapping[str, object]]]) -> dict[int, RankOwner]:
+    """pid → owner, from each run's recorded pids and the ranks' pids found beside it (rank → pid: its rank
+    records of this machine, which a supervisor copies into run.json only later)."""
     owners: dict[int, RankOwner] = {}
-    for record in records:
-        run_id = str(record.get("id", "?"))
-        profile = str(record.get("profile") or "")
-        pids = record.get("pids") or {}
+    for run, ranks_here in runs:
+        pids, profile = run.pids, run.profile or ""
         for role in ("supervisor", "launcher"):
             pid = pids.get(role)
             if isinstance(pid, int) and pid > 0:
-                owners[pid] = RankOwner(run_id, None, role, profile)
-        ranks = {**(pids.get("ranks") or {}), **(record.get("rank_pids") or {})}
-        for rank, pid in ranks.items():
+                owners[pid] = RankOwner(run.name, None, role, profile)
+        for rank, pid in {**pids.get("ranks", {}), **ranks_here}.items():
             if isinstance(pid, int) and pid > 0:
-                owners[pid] = RankOwner(run_id, int(rank), "rank", profile)
+                owners[pid] = RankOwner(run.name, int(rank), "rank", profile)
     return owners
 
 
@@ -84,13 +83,13 @@ def rank_is_here(rank_record: Mapping[str, Any], hostname: str) -> bool:
 def read_owners(runs_root: Path, active_only: bool = True, hostname: str | None = None) -> dict[int, RankOwner]:
     """pid → owner for the runs under `runs_root` (by default only those not yet ended), ranks of this machine only."""
     hostname = hostname or this_host()
-    records = []
+    runs = []
     for paths, record in list_runs(runs_root):
         if active_only and has_ended(record):
             continue
         ranks = {str(r): rec.get("pid") for r, rec in read_rank_records(paths).items() if rank_is_here(rec, hostname)}
-        records.append({**record, "id": record.get("id") or paths.id, "rank_pids": ranks})
-    return owners_from_records(records)
+        runs.append((Run(paths, record), ranks))
+    return owners_from_runs(runs)
 
 
 def owner_of(pid: int, owners: Mapping[int, RankOwner], ancestors: Ancestors = parent_pids) -> RankOwner | None:

@@ -24,6 +24,7 @@ from typing import Any, Mapping, Sequence
 
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.record import RunRecord
+from tuitrain.rundir.run import Fields
 from tuitrain.runs.keeper.samples import MachineSamples, in_window
 
 IDLE_GPU = 50.0  # % utilisation (mean over a bucket) under which the run's GPUs count as mostly idle
@@ -324,7 +325,7 @@ def training_settings(root: Path) -> dict[str, Any]:
 def is_script(record: RunRecord) -> bool:
     from tuitrain.rundir.script_env import SCRIPT_ENV
 
-    return SCRIPT_ENV in (record.get("env") or {})
+    return SCRIPT_ENV in Fields(record).env
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from tuitrain.hardware.processes import sm_share, use_notes
 from tuitrain.hardware.sampler import GpuPoint, SampledView
 from tuitrain.humanize import duration, gib, gpu_memory, percent, size
 from tuitrain.rundir.record import RunRecord
+from tuitrain.rundir.run import Fields
 from tuitrain.runs.keeper.samples import run_gpus
 from tuitrain.tui.format import bar
 
@@ -240,7 +241,7 @@ def _machine_cards(out: Text, view: SampledView, record: RunRecord, run_id: str,
         out.append("none of this run's ranks runs on this machine\n", style="yellow")
     if not all(m.here for m in machines):
         out.append("the other machines' figures are sampled there by their tuitrain agent (also: tuitrain gpus "
-                   f"--profile {record.get('profile_path') or record.get('profile') or 'PROFILE'})\n", style="dim")
+                   f"--profile {Fields(record).profile_path or Fields(record).profile or 'PROFILE'})\n", style="dim")
 
 
 def _device_lines(out: Text, view: SampledView, record: RunRecord, run_id: str, live: bool,
@@ -269,15 +270,16 @@ def _gpu_lines(out: Text, record: RunRecord, gpus: Sequence[GpuInfo], status_lin
                history: Mapping[int, Sequence[GpuPoint]] | None = None) -> None:
     """The run's devices among a machine's `gpus` (by its CUDA_VISIBLE_DEVICES) and their processes; `history`: each
     GPU's recent figures, drawn as sparklines (None: a machine whose history is not kept here)."""
-    env = record.get("env") or {}
+    run = Fields(record)
+    env = run.env
     devices = run_gpus(record, gpus)
-    if record.get("accelerator") == "cuda":
+    if run.accelerator == "cuda":
         out.append(f"CUDA_VISIBLE_DEVICES={env.get('CUDA_VISIBLE_DEVICES', '(all)')}  "
                    f"CUDA_DEVICE_ORDER={env.get('CUDA_DEVICE_ORDER', 'FASTEST_FIRST')}\n", style="dim")
         if not devices:
             out.append(f"none of this run's GPUs is on {where} now ({status_line})\n", style="yellow")
     else:
-        out.append(f"this run trains on {str(record.get('accelerator') or 'cpu').upper()}: {status_line}\n", style="dim")
+        out.append(f"this run trains on {(run.accelerator or 'cpu').upper()}: {status_line}\n", style="dim")
     for cuda_index, gpu in enumerate(devices):
         points = history.get(gpu.index, ()) if history is not None else None
         temperature = f"{gpu.temperature}°C" if gpu.temperature is not NA else "N/A °C"
