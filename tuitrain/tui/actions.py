@@ -54,13 +54,13 @@ def run_request(app: Any, run_dir: Path, what: str) -> None:
         return
 
     def say(line: str) -> None:
-        app.call_from_thread(app.notify, line, title=title)
+        app.notify(line, title=title)
         app.poke()
 
     try:
         said = request_here(paths, what, say)
     except (TuitrainError, OSError) as exc:
-        app.call_from_thread(app.notify, str(exc), title=f"Cannot {what}", severity="warning", markup=False)
+        app.notify(str(exc), title=f"Cannot {what}", severity="warning", markup=False)
         return
     say(said)
 
@@ -90,19 +90,19 @@ def remote_request(app: Any, host: str, run_id: str, what: str, title: str) -> N
     from tuitrain.user_config import UserConfigError
 
     verb, *flags = REMOTE_ARGS[what]
-    app.call_from_thread(app.notify, f"asking {host}:{run_id} to {REQUEST_WORDS[what]}…", title=title)
+    app.notify(f"asking {host}:{run_id} to {REQUEST_WORDS[what]}…", title=title)
     try:
         station = find(host, workstations())
     except UserConfigError as exc:
-        app.call_from_thread(app.notify, str(exc), title=f"Cannot {what}", severity="warning")
+        app.notify(str(exc), title=f"Cannot {what}", severity="warning")
         return
     done = run_on(station, [verb, run_id, *flags], REMOTE_SECONDS)
     problem = problem_line(station, done)
     if problem:
-        app.call_from_thread(app.notify, problem, title=f"Cannot {what}", severity="warning", timeout=15)
+        app.notify(problem, title=f"Cannot {what}", severity="warning", timeout=15)
         return
     said = [line for line in done.stdout.splitlines() if line.strip()]
-    app.call_from_thread(app.notify, f"{host}: {said[-1] if said else f'{verb} {run_id} done'}", title=title)
+    app.notify(f"{host}: {said[-1] if said else f'{verb} {run_id} done'}", title=title)
     app.poke()
 
 

@@ -695,7 +695,7 @@ class EditorScreen(PassesFailedWorkUp, QuitSafe, Screen):
         try:
             warnings = self.model.save(target, new_path, data)
         except (ProfileError, OSError) as exc:
-            self.app.call_from_thread(self.notify, str(exc), title="Not saved", severity="error", timeout=10)
+            self.notify(str(exc), title="Not saved", severity="error", timeout=10)
             self.app.call_from_thread(self.revalidate)
             return
         check = self.model.check(data, number, self.app.runs_root, self.app.hardware, path=target)
@@ -739,13 +739,12 @@ class EditorScreen(PassesFailedWorkUp, QuitSafe, Screen):
         self.app.call_from_thread(self._checked, check, plan_text(check))
         refusal = self.model.launch_refusal(check)
         if refusal:
-            self.app.call_from_thread(self.notify, refusal, title="Not launched", severity="error", timeout=10)
+            self.notify(refusal, title="Not launched", severity="error", timeout=10)
             return
         try:
             started = self.model.launch(self.app.runs_root, self.app.launch_overrides, self.app.hardware, data)
         except (TuitrainError, OSError) as exc:  # the machines' checks, when they failed, a line each
-            self.app.call_from_thread(self.notify, "\n".join(error_lines(exc)), title="Not launched",
-                                      severity="error", timeout=10, markup=False)
+            self.notify("\n".join(error_lines(exc)), title="Not launched", severity="error", timeout=10, markup=False)
             return
         self.app.post_message(RunStarted(str(started.paths.root), started.note))
 
@@ -794,11 +793,9 @@ class EditorScreen(PassesFailedWorkUp, QuitSafe, Screen):
         try:
             write_text_atomic(target, self.model.accelerate_yaml(data))
         except OSError as exc:
-            self.app.call_from_thread(self.notify, f"{target}: {exc.strerror or exc}",
-                                      title="Accelerate config not written", severity="error")
+            self.notify(f"{target}: {exc.strerror or exc}", title="Accelerate config not written", severity="error")
             return
-        self.app.call_from_thread(self.notify, f"{target}: use it with accelerate launch --config_file",
-                                  title="Accelerate config written")
+        self.notify(f"{target}: use it with accelerate launch --config_file", title="Accelerate config written")
 
     def action_back(self) -> None:
         from tuitrain.tui.screens.confirm import ConfirmScreen

@@ -272,7 +272,7 @@ class GpusScreen(PassesFailedWorkUp, QuitSafe, Screen):
 
         stations, problem = configured()
         if problem is not None:
-            self.app.call_from_thread(self.notify, problem, title="Workstations", severity="error", timeout=15)
+            self.notify(problem, title="Workstations", severity="error", timeout=15)
         if stations:
             self.post_message(BoxesListed([station.host for station in stations]))
 
@@ -486,7 +486,7 @@ class GpusScreen(PassesFailedWorkUp, QuitSafe, Screen):
     @work(thread=True, group="gpu-kill", exit_on_error=False)
     def end_process(self, pid: int, user: str) -> None:
         said = terminate(pid, GRACE, user=user)
-        self.app.call_from_thread(self.notify, said, title="Kill")
+        self.notify(said, title="Kill")
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         """enter on a row (the table takes the key first)."""

@@ -170,7 +170,7 @@ class HomeScreen(PassesFailedWorkUp, QuitSafe, Screen):
             return
         stations, problem = streams.read()
         if problem:  # the boxes watched so far stay watched until the file is right
-            self.app.call_from_thread(self.notify, problem, title="Workstations", severity="error", timeout=15)
+            self.notify(problem, title="Workstations", severity="error", timeout=15)
             return
         if not self.is_attached:
             return
@@ -471,7 +471,7 @@ class HomeScreen(PassesFailedWorkUp, QuitSafe, Screen):
         from tuitrain.tui.bulk import outcome
 
         def say(line: str) -> None:  # a stop's steps along the way (a Slurm job's)
-            self.app.call_from_thread(self.notify, line, title=TITLES[plan.verb], markup=False)
+            self.notify(line, title=TITLES[plan.verb], markup=False)
 
         done: list[str] = []
         failed: list[str] = []
@@ -490,8 +490,8 @@ class HomeScreen(PassesFailedWorkUp, QuitSafe, Screen):
             except (TuitrainError, OSError) as exc:
                 failed.append(f"{label}: {exc}")
             self.app.poke()
-        self.app.call_from_thread(self.notify, outcome(plan.verb, done, failed), title=TITLES[plan.verb],
-                                  severity="warning" if failed else "information", timeout=10, markup=False)
+        self.notify(outcome(plan.verb, done, failed), title=TITLES[plan.verb],
+                    severity="warning" if failed else "information", timeout=10, markup=False)
 
     def action_compare(self) -> None:
         """The marked runs; with none, the highlighted run, or every run of its sweep (marked together)."""
@@ -585,10 +585,10 @@ class HomeScreen(PassesFailedWorkUp, QuitSafe, Screen):
         from tuitrain.remote.run_mirror import cache_dir, fetch
 
         if not (cache_dir(host, run_id) / "run.json").is_file():
-            self.app.call_from_thread(self.notify, f"fetching {run_id} from {host}…", title=host)
+            self.notify(f"fetching {run_id} from {host}…", title=host)
         run_dir, problem = fetch(host, run_id)
         if problem:
-            self.app.call_from_thread(self.notify, problem, title=host, severity="warning", timeout=15)
+            self.notify(problem, title=host, severity="warning", timeout=15)
         elif self.is_attached and self.app.screen is self:
             self.app.call_from_thread(self.app.open_run, run_dir, False, tab)
 
@@ -620,9 +620,8 @@ class HomeScreen(PassesFailedWorkUp, QuitSafe, Screen):
 
         path = existing_default_config()
         if path is not None:
-            self.app.call_from_thread(
-                self.notify, f"accelerate's default config is at {path}: press a to make a profile from it",
-                title="accelerate config found", timeout=10)
+            self.notify(f"accelerate's default config is at {path}: press a to make a profile from it",
+                        title="accelerate config found", timeout=10)
 
     def action_import_accelerate(self) -> None:
         """A new profile from an accelerate config file (accelerate's default one offered), read as `tuitrain
@@ -723,8 +722,8 @@ class HomeScreen(PassesFailedWorkUp, QuitSafe, Screen):
         try:
             said = queue_action(RunPaths(run_dir), what)
         except (TuitrainError, OSError) as exc:
-            self.app.call_from_thread(self.notify, str(exc), title=f"Cannot {verb}", severity="warning", markup=False)
+            self.notify(str(exc), title=f"Cannot {verb}", severity="warning", markup=False)
             return
-        self.app.call_from_thread(self.notify, said, title=done)
+        self.notify(said, title=done)
         self.app.poke()
 

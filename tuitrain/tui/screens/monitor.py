@@ -804,8 +804,8 @@ class MonitorScreen(PassesFailedWorkUp, QuitSafe, Screen):
         def work() -> None:
             done, line = run_export(runs_root, run_id, request)
             if done:
-                self.app.call_from_thread(self.app.notify, line, title="Exported", timeout=15)
+                self.app.notify(line, title="Exported", timeout=15)
             else:
-                self.app.call_from_thread(self.app.notify, line, title="Cannot export", severity="error", timeout=15)
+                self.app.notify(line, title="Cannot export", severity="error", timeout=15)
 
         self.run_worker(work, thread=True, group="export", exit_on_error=False)
