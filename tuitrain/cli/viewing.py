@@ -278,9 +278,7 @@ def _rank_logs(paths: RunPaths) -> list[tuple[str, Path]]:
 def attempt_paths(paths: RunPaths, number: int) -> tuple[RunPaths, bool]:
     """The folder of a restarted run's attempt N (attempts/N/, or the run's own for the attempt it is in), and
     whether it is the attempt now: only that one can be followed."""
-    from tuitrain.runs.keeper.attempts import attempt_of
-
-    now = attempt_of(load_record(paths))
+    now = Run(paths, load_record(paths)).attempt
     if number == now:
         return paths, True
     if 1 <= number < now and paths.attempt(number).root.is_dir():

@@ -45,7 +45,6 @@ from tuitrain.rundir.record import (
 )
 from tuitrain.rundir.redirect import redirect_output
 from tuitrain.rundir.run import Fields
-from tuitrain.runs.keeper.attempts import attempt_of
 from tuitrain.runs.keeper.local_launch import LauncherOptions, LocalLaunch
 from tuitrain.runs.keeper.supervisor import HANG_CHECK_SECONDS, Supervisor, log, run_supervisor
 from tuitrain.runs.keeper.workers import Outcome
@@ -224,15 +223,16 @@ class SlurmSupervisor(Supervisor):
         """Node M > 0, once its ranks ended: node 0 decides for the job (its record is the run's). This node begins
         the same next attempt once node 0 has begun it; it ends with its own outcome when the run has ended, or
         when no restart came within node 0's longest backoff and FOLLOW_SLACK."""
-        mine = attempt_of(self.record)
+        mine = self.run.attempt
         deadline = time.monotonic() + self.restarts.backoff_max + FOLLOW_SLACK
         while time.monotonic() < deadline and self.restarts.restarts + (self.restarts.on_oom != "fail") > 0:
             try:
                 home = read_record(self.home)
             except (RunRecordError, OSError):
                 break
-            if attempt_of(home) > mine and home.get("restarts"):
-                entry = home["restarts"][-1]
+            home_run = Fields(home)
+            if home_run.attempt > mine and home_run.restarts:
+                entry = home_run.restarts[-1]
                 log(f"node 0 began attempt {entry['attempt']}: this node begins it too")
                 try:
                     self.begin_attempt(entry, None, choose=False)

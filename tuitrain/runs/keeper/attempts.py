@@ -50,11 +50,6 @@ def restart_settings(paths: RunPaths) -> RestartSettings:
                            on_oom=str(value("on_oom")))
 
 
-def attempt_of(record: RunRecord) -> int:
-    """Which attempt the run is in (1 until a restart)."""
-    return Fields(record).attempt
-
-
 def counted_restarts(record: RunRecord) -> int:
     """The restarts so far that took one of `[run] restarts` (a split batch takes none)."""
     return sum(1 for entry in Fields(record).restarts if entry.get("counted", True))

@@ -30,7 +30,6 @@ from tuitrain.rundir.record import RestartRecord, RunRecord, Status, read_record
 from tuitrain.rundir.redirect import redirect_output
 from tuitrain.rundir.run import Run
 from tuitrain.runs.keeper.attempts import (
-    attempt_of,
     counted_restarts,
     keep_attempt,
     progressed,
@@ -412,7 +411,7 @@ class Supervisor:
                 self.not_restarted = said.why
                 log(said.why)
             return status, failed_rank, error
-        number = attempt_of(self.record) + 1
+        number = self.run.attempt + 1
         wait = backoff_seconds(settings, counted_restarts(self.record) if said.counted else 0)
         now = time.time()
         entry: RestartRecord = {"attempt": number, "at": now + wait, "ended": now, "status": status, "error": error,
