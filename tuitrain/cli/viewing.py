@@ -152,33 +152,34 @@ def cmd_status(args: argparse.Namespace) -> int:
                     "damaged_manifests": {str(rank): why for rank, why in damaged.items()},
                     "damaged_samples": {str(rank): why for rank, why in damaged_samples.items()}})
         return 0
+    run = Run(paths, record)  # the record's fields; `summary`, what is worked out from them and the run's files
     p = summary["progress"]
-    print(f"run        {summary['id']}  ({summary['run_dir']})")
-    print(f"profile    {summary.get('profile', '?')}")
-    failed_rank = f"  (rank {summary['failed_rank']} failed)" if summary.get("failed_rank") is not None else ""
+    print(f"run        {paths.id}  ({paths.root})")
+    print(f"profile    {run.profile or '?'}")
+    failed_rank = f"  (rank {run.failed_rank} failed)" if run.failed_rank is not None else ""
     print(f"status     {status_label(summary)}{failed_rank}")
-    if summary.get("error"):
-        print(f"why        {summary['error']}")
-    attempt = attempt_line(summary)
+    if run.error:
+        print(f"why        {run.error}")
+    attempt = attempt_line(record)
     if attempt:  # this attempt, then each earlier one's end
         print(f"restarts   {attempt}")
-        for line in earlier_lines(summary):
+        for line in earlier_lines(record):
             print(f"           {line}")
-    if summary.get("not_restarted"):
-        print(f"restart    {summary['not_restarted']}")
+    if run.not_restarted:
+        print(f"restart    {run.not_restarted}")
     from tuitrain.cli.queueing import status_lines
 
     for line in status_lines(paths.root, record):
         print(line)
     for line in summary.get("hang_lines") or []:
         print(f"hang       {line}")
-    if summary.get("status") == "stopping":
+    if run.status == "stopping":
         from tuitrain.cli.controlling import stop_blockers
 
         for line in stop_blockers(paths):
             print(f"stop waits {line}")
     if summary.get("stacks_digest"):
-        print("stacks     " + "; ".join(summary["stacks_digest"]) + f"   (tuitrain stacks {summary['id']})")
+        print("stacks     " + "; ".join(summary["stacks_digest"]) + f"   (tuitrain stacks {paths.id})")
     if job is not None:
         where = job.get("partition")
         print(f"slurm      {_job_label(summary)}" + (f"   partition {where}" if where else "")
@@ -186,23 +187,23 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"step       {p['step']}/{p.get('max_steps') or '?'}   epoch {number(p.get('epoch'), 3)}   loss {number(p.get('loss'))}")
     if p["eval"]:
         print("eval       " + "  ".join(f"{k[5:]} {number(v)}" for k, v in p["eval"].items() if not k.endswith(("runtime", "per_second"))))
-    print(f"processes  {summary.get('num_processes', '?')}   pids {pids_text(summary.get('pids'))}")
-    if summary.get("accelerator"):
-        why = summary.get("accelerator_why")
-        print(f"device     {summary['accelerator']}" + (f"   ({why})" if why else "   (asked for)"))
+    print(f"processes  {run.num_processes}   pids {pids_text(run.pids)}")
+    if run.accelerator:
+        why = run.accelerator_why
+        print(f"device     {run.accelerator}" + (f"   ({why})" if why else "   (asked for)"))
     for machine in backend.machines(record):  # a multi-machine run: which host runs which ranks
         print(f"machine {machine['machine_rank']}  {machine['host']}   {machine['num_processes']} process(es)   "
               f"its files there: {machine['node_dir']}")
-    print(f"duration   {duration(summary.get('duration'))}   started {age(summary.get('started'))}")
-    print(f"output     {summary.get('output_dir') or '(none named: the script made no Trainer and reported no checkpoint)'}")
-    if summary.get("output_removed"):
-        print(f"           removed at {time.strftime('%H:%M:%S', time.localtime(summary['output_removed']))} while the "
+    print(f"duration   {duration(summary.get('duration'))}   started {age(run.started)}")
+    print(f"output     {run.output_dir or '(none named: the script made no Trainer and reported no checkpoint)'}")
+    if run.output_removed:
+        print(f"           removed at {time.strftime('%H:%M:%S', time.localtime(run.output_removed))} while the "
               "run went on (made again): the checkpoints written before then are gone")
-    if summary.get("parent"):
-        print(f"resumed    from {summary['parent']} at {summary.get('resume_from')}")
-    if summary.get("exit_codes"):
+    if run.parent:
+        print(f"resumed    from {run.parent} at {run.resume_from}")
+    if run.exit_codes:
         print("exit codes " + "   ".join(f"{who if who.startswith('launcher') else 'rank ' + who} {exit_name(code)}"
-                                         for who, code in summary["exit_codes"].items()))
+                                         for who, code in run.exit_codes.items()))
     complete = [c for c in summary.get("checkpoints", []) if c["complete"]]
     print(f"checkpoints {len(summary.get('checkpoints', []))} ({len(complete)} complete)")
     for line in _manifest_lines(paths, record, manifests, damaged):
@@ -212,7 +213,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     for error in p["errors"]:
         print(f"error      rank {error['rank']}: {error['message']}")
     if summary.get("traceback") and explained_itself(record):
-        print(f"traceback  tuitrain logs {summary['id']} --rank {summary['failed_rank']}")
+        print(f"traceback  tuitrain logs {paths.id} --rank {run.failed_rank}")
     elif summary.get("traceback"):
         print(f"\nlast lines of {summary['traceback_file']}:")
         for line in summary["traceback"]:

@@ -85,8 +85,10 @@ class RecordFields:
     parent = Field[str | None](None)  # the run it resumes
     resume_from = Field[str | None](None)  # the checkpoint it resumes from
     output_dir = Field[str | None](None)
+    output_removed = Field[float | None](None)  # when the keeper found it removed under the run (and made it again)
     max_steps = Field[int | None](None)
     accelerator = Field[str | None](None)
+    accelerator_why = Field[str | None](None)  # how `auto` chose it; None where it was asked for
     cwd = Field[str | None](None)
     argv = Field[list[str]]([])  # the launcher's command line
     env = Field[dict[str, str]]({})  # added to the launcher's environment
