@@ -56,9 +56,9 @@ class Field(Generic[T]):
 
 
 class RecordFields:
-    """A run's record as typed fields, each read by its name here (`Field`): None, or empty, where the record lacks
-    it or cannot be used (`record` None). tests/test_run_fields.py holds each one's type to RunRecord's. A reader
-    with a run directory asks a `Run`; one handed a record alone, `Fields(record)`."""
+    """A run's record as typed fields, each read by its name here (`Field`; what each holds: `RunRecord`): None, or
+    empty, where the record lacks it or cannot be used (`record` None). tests/test_run_fields.py holds each one's
+    type to RunRecord's. A reader with a run directory asks a `Run`; one handed a record alone, `Fields(record)`."""
 
     record: RunRecord | None
 
@@ -77,31 +77,33 @@ class RecordFields:
 
     record_id = Field[str | None](None, key="id")  # the run's id (a machine's or a node's own record: its run's)
     profile = Field[str | None](None)
-    profile_path = Field[str | None](None)  # the profile file it was started from
+    profile_path = Field[str | None](None)
     started = Field[float | None](None)
     ended = Field[float | None](None)
-    error = Field[str | None](None)  # why it ended, in one line, when it did not finish
+    error = Field[str | None](None)
     failed_rank = Field[int | None](None)
-    parent = Field[str | None](None)  # the run it resumes
-    resume_from = Field[str | None](None)  # the checkpoint it resumes from
+    parent = Field[str | None](None)
+    resume_from = Field[str | None](None)
     output_dir = Field[str | None](None)
-    output_removed = Field[float | None](None)  # when the keeper found it removed under the run (and made it again)
+    output_removed = Field[float | None](None)
     max_steps = Field[int | None](None)
     accelerator = Field[str | None](None)
-    accelerator_why = Field[str | None](None)  # how `auto` chose it; None where it was asked for
+    accelerator_why = Field[str | None](None)
     cwd = Field[str | None](None)
-    argv = Field[list[str]]([])  # the launcher's command line
-    env = Field[dict[str, str]]({})  # added to the launcher's environment
+    argv = Field[list[str]]([])
+    env = Field[dict[str, str]]({})
     main_process_port = Field[int | None](None)
     pids = Field[RunPids]({})
-    exit_codes = Field[dict[str, int | str | None]]({})  # "launcher" or a rank -> its code, or "killed"
+    exit_codes = Field[dict[str, int | str | None]]({})
     processes = Field[dict[str, ProcessIdentity | None]]({})
-    machines = Field[list[MachineEntry]]([])  # several machines over SSH
+    machines = Field[list[MachineEntry]]([])
     ssh_config = Field[str | None](None)
-    queue = Field[QueueRecord]({})  # what it keeps of its queueing
+    queue = Field[QueueRecord]({})
     slurm = Field[SlurmRecord]({})
-    restarts = Field[list[RestartRecord]]([])  # every restart so far, oldest first
-    not_restarted = Field[str | None](None)  # why a run that ended badly was not started again, in one line
+    restarts = Field[list[RestartRecord]]([])
+    not_restarted = Field[str | None](None)
+    attempt = Field[int](1)
+    machine_rank = Field[int](0)
 
     @property
     def num_processes(self) -> int:
@@ -111,16 +113,6 @@ class RecordFields:
     @property
     def num_machines(self) -> int:
         return max(1, self._fields.get("num_machines") or 1)
-
-    @property
-    def machine_rank(self) -> int:
-        """A machine's or a Slurm node's own record: which machine it is (0: the run's own)."""
-        return self._fields.get("machine_rank") or 0
-
-    @property
-    def attempt(self) -> int:
-        """Which attempt of the run this is (1: the first)."""
-        return self._fields.get("attempt") or 1
 
     @property
     def queue_folder(self) -> Path | None:
