@@ -127,16 +127,16 @@ def test_a_run_that_lost_a_machine_names_the_machine_not_the_launcher(tmp_path):
     run_app(app, script)
 
 
-def test_a_failed_record_with_no_error_still_says_why_in_its_header(tmp_path):
-    """A record with no error (an older version's, or a supervisor killed between its writes) says what its status
-    tells, as `tuitrain status` does."""
-    make_multinode_run(tmp_path / "runs", status="failed", failed_rank=1, error=None)
+def test_a_lost_record_with_no_error_still_says_why_in_its_header(tmp_path):
+    """A record with no error (an older version's, or one a viewer settled lost) says what its status tells, as
+    `tuitrain status` does."""
+    make_multinode_run(tmp_path / "runs", status="lost", error=None)
     app = make_app(tmp_path)
 
     async def script(pilot):
         monitor = await open_monitor(pilot)
         header = monitor.query_one("#header")
-        await until(pilot, lambda: "\nrank 1 failed" in header.text, what="the cause line")
+        await until(pilot, lambda: "\nits supervisor is gone without recording an end" in header.text, what="the cause")
 
     run_app(app, script)
 

@@ -438,8 +438,10 @@ class MonitorScreen(PassesFailedWorkUp, QuitSafe, Screen):
             place, *waits = w.queue.words()
             lines += [Text.assemble(place, (" · s: cancel", "bold"), style="yellow", no_wrap=True),
                       *(Text(wait, style="yellow", no_wrap=True) for wait in waits)]
-        cause = end_cause(w.record, status) if status in ("failed", "killed", "lost") else ""
-        if cause:  # as status and logs -f say it: its error, else what its status tells ("rank 1 failed")
+        # its error, else what a lost or killed run's status tells, as status and logs -f say it (a failed one's
+        # first line names its rank already)
+        cause = w.run.error if status == "failed" else end_cause(w.record, status) if status in ("killed", "lost") else ""
+        if cause:
             lines.append(Text(cause, style="red" if status != "killed" else "magenta", no_wrap=True))
         lines += restart_lines(w.run, self.app.clock())
         if w.damaged is not None:
