@@ -97,10 +97,6 @@ def is_na(value: Any) -> bool:
     return value is NA
 
 
-def or_none(value: Any) -> Any:
-    return None if value is NA else value
-
-
 def plain(value: Any) -> Any:
     """Dataclasses, tuples and mappings as JSON-ready data, NA as None."""
     if value is NA:

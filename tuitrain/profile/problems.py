@@ -75,10 +75,6 @@ class ProfileError(TuitrainError):
         return "\n".join(str(p) for p in self.problems)
 
 
-def errors_in(problems: Iterable[Problem]) -> list[Problem]:
-    return [p for p in problems if p.severity == "error"]
-
-
 def close_matches(word: str, candidates: Iterable[str], n: int = 1) -> list[str]:
     """The candidates closest to `word` (difflib), trying case-insensitively second."""
     pool = [str(c) for c in candidates]

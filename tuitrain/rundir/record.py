@@ -223,12 +223,6 @@ class RecordDamaged(RunRecordError):
         self.reason = reason
 
 
-def record_problem(data: bytes) -> str | None:
-    """Why run.json's bytes are not a record, in a few words; None when they are one. Every key `RunRecord` declares
-    is checked against its type (json_shape: one reading of the annotations); keys it does not declare are kept."""
-    return _parsed(data)[1]
-
-
 def _parsed(data: bytes) -> tuple[Any, str | None]:
     value, reason = decoded(data)
     if reason is not None:

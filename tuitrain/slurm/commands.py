@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -163,8 +162,3 @@ def job_states(job_ids: Iterable[str]) -> dict[str, JobState]:
     for i in ids:
         found.setdefault(i, JobState(i, problem=f"job {i} is known neither to squeue nor to sacct"))
     return found
-
-
-def slurm_environment() -> dict[str, str]:
-    """The job's facts an agent reads (SLURM_JOB_ID, SLURM_NODEID, SLURM_JOB_NUM_NODES, SLURM_JOB_NODELIST...)."""
-    return {k: v for k, v in os.environ.items() if k.startswith("SLURM_")}
