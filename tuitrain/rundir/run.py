@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from copy import copy
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Final, Generic, Literal, Mapping, TypeVar, cast, get_type_hints, overload
 
 from tuitrain.rundir.kind import RunKind, run_kind
@@ -113,12 +112,6 @@ class RecordFields:
     @property
     def num_machines(self) -> int:
         return max(1, self._fields.get("num_machines") or 1)
-
-    @property
-    def queue_folder(self) -> Path | None:
-        """The queue folder it was queued in; None for a run that names none (the user's default then)."""
-        folder = self.queue.get("dir")
-        return Path(folder) if folder else None
 
     @property
     def _fields(self) -> RunRecord:

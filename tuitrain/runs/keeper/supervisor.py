@@ -80,7 +80,8 @@ class Supervisor:
         self._gone_since: float | None = None  # when the run directory was first found missing
         # the output folder was here once (made with the run's claim before it started; a home of several
         # machines may never have it)
-        self._output_seen = bool(self.run.output_dir) and os.path.isdir(str(self.run.output_dir))
+        output_dir = self.run.output_dir
+        self._output_seen = bool(output_dir) and os.path.isdir(str(output_dir))
         self._output_looked = 0.0
         self.sampler: Any = None  # tuitrain.runs.keeper.samples.RunSampler, from start() to finish()
         self.manifest: Any = None  # tuitrain.runs.keeper.manifest.ManifestWriter, from start() to finish()
@@ -290,7 +291,7 @@ class Supervisor:
         from tuitrain.notify import RunWord, notify_end
         from tuitrain.rundir.events import progress, read_events
 
-        hung = RunWord.of(Run(self.paths, self.record)).saying("hung", self.hang_cause)
+        hung = RunWord.of(self.run).saying("hung", self.hang_cause)
         threading.Thread(target=notify_end, args=(hung, lambda: progress(read_events(self.paths.events)),
                                                   str(self.paths.root)), daemon=True, name="hang-word").start()
 
@@ -446,7 +447,7 @@ class Supervisor:
         from tuitrain.runs.view.attempts import attempt_line
 
         now = time.time()
-        word = RunWord.of(Run(self.paths, self.record)).saying("restarted", attempt_line(self.record, now), ended=now)
+        word = RunWord.of(self.run).saying("restarted", attempt_line(self.record, now), ended=now)
         threading.Thread(target=notify_end, args=(word, lambda: progress(read_events(self.paths.events)),
                                                   str(self.paths.root)), daemon=True, name="restart-word").start()
 

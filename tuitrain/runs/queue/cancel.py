@@ -20,8 +20,9 @@ CANCEL_WAIT_SECONDS = 15.0
 def cancel_refusal(paths: RunPaths, record: RunRecord, verb: str = "cancel") -> str | None:
     """Why this user may not cancel this run (or `verb` it: move it in the queue), in one line; None when they
     may."""
-    status = Run(paths, record).status
-    if has_ended(record):
+    run = Run(paths, record)
+    status = run.status
+    if run.final:
         return f"run {paths.id} already ended ({status}); there is nothing to {verb}"
     if status != "queued":
         return f"run {paths.id} has started ({status}); `tuitrain stop {paths.id}` stops it"
@@ -44,8 +45,9 @@ def cancel(paths: RunPaths, timeout: float = CANCEL_WAIT_SECONDS) -> RunRecord:
         if supervisor_gone(record):
             break
         time.sleep(0.05)
-    if Run(paths, record).status == "running":
+    run = Run(paths, record)
+    if run.status == "running":
         raise ControlError(f"run {paths.id} started before the cancel was seen; `tuitrain stop {paths.id}` stops it")
-    drop(folder_of(Run(paths, record)), paths.root)
+    drop(folder_of(run), paths.root)
     return record_end(paths, status="cancelled", ended=time.time(),
                       error="cancelled while queued (`tuitrain cancel`; its supervisor was gone); it never started")

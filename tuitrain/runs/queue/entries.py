@@ -105,7 +105,8 @@ def queue_dir(environ: Mapping[str, str] | None = None) -> Path:
 
 def folder_of(run: Run) -> Path:
     """The queue folder a run was queued in: its record's, else this user's (`queue_dir`)."""
-    return run.queue_folder or queue_dir()
+    folder = run.queue.get("dir")
+    return Path(folder) if folder else queue_dir()
 
 
 def ensure_queue_dir(folder: Path) -> Path:

@@ -240,8 +240,9 @@ def _machine_cards(out: Text, view: SampledView, record: RunRecord, run_id: str,
     if not any(m.here for m in machines):
         out.append("none of this run's ranks runs on this machine\n", style="yellow")
     if not all(m.here for m in machines):
+        run = Fields(record)
         out.append("the other machines' figures are sampled there by their tuitrain agent (also: tuitrain gpus "
-                   f"--profile {Fields(record).profile_path or Fields(record).profile or 'PROFILE'})\n", style="dim")
+                   f"--profile {run.profile_path or run.profile or 'PROFILE'})\n", style="dim")
 
 
 def _device_lines(out: Text, view: SampledView, record: RunRecord, run_id: str, live: bool,
