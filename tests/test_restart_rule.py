@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 from tuitrain.launch.script import argv_resuming
 from tuitrain.rundir.events import progress
 from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.record import RunRecord
+from tuitrain.rundir.run import Fields
 from tuitrain.runs.keeper.attempts import attempt_argv, attempt_machines, attempt_node_dir, keep_attempt, restart_settings
 from tuitrain.runs.keeper.restart_rule import AttemptEnd, RestartSettings, backoff_seconds, split_batch, verdict
 from tuitrain.runs.view.attempts import attempt_label, attempt_line, earlier_lines
@@ -132,7 +134,7 @@ def test_a_script_is_told_the_checkpoint_a_restart_begins_from(tmp_path: Path) -
                                    f"{folder}0"] and again_3["node_dir"] == f"{folder}-attempt-3"
 
 
-RECORD = {"status": "running", "started": 1000.0, "attempt": 3, "restarts_allowed": 2, "restarts": [
+RECORD: RunRecord = {"status": "running", "started": 1000.0, "attempt": 3, "restarts_allowed": 2, "restarts": [
     {"attempt": 2, "at": 1100.0, "ended": 1090.0, "status": "failed", "failed_rank": 1, "counted": True,
      "error": "RuntimeError: boom", "resume_from": "/out/checkpoint-20", "skipped": ["checkpoint-30 (no optimizer.pt)"]},
     {"attempt": 3, "at": 1300.0, "ended": 1290.0, "status": "failed", "failed_rank": 0, "counted": False,
@@ -143,18 +145,18 @@ RECORD = {"status": "running", "started": 1000.0, "attempt": 3, "restarts_allowe
 
 
 def test_viewers_say_the_attempt_and_every_earlier_end() -> None:
-    assert attempt_label(RECORD) == "attempt 3/4"  # a split batch takes none of the 2 restarts
-    line = attempt_line(RECORD, now=2000.0)
+    assert attempt_label(Fields(RECORD)) == "attempt 3/4"  # a split batch takes none of the 2 restarts
+    line = attempt_line(Fields(RECORD), now=2000.0)
     assert line is not None and line.startswith("attempt 3/4, restarted ")
     assert line.endswith("from checkpoint-40 with per_device_train_batch_size 8 → 4, gradient_accumulation_steps "
                          "1 → 2 after rank 0 (pid 7) exited with code 1: OutOfMemoryError: CUDA out of memory.")
-    first, second = earlier_lines(RECORD)
+    first, second = earlier_lines(Fields(RECORD))
     assert first.startswith("attempt 1 (") and "failed: rank 1: RuntimeError: boom" in first
     assert first.endswith("passed over as damaged: checkpoint-30 (no optimizer.pt)")
     assert second.startswith("attempt 2 (")
-    waiting = {**RECORD, "attempt": 2}
+    waiting = Fields({**RECORD, "attempt": 2})
     assert attempt_line(waiting, now=1200.0).startswith("attempt 3/4 restarts at ")  # type: ignore[union-attr]
-    assert attempt_label({"status": "running"}) is None and attempt_line({}) is None
+    assert attempt_label(Fields({"status": "running"})) is None
 
 
 def test_the_curves_go_on_from_the_restart_step(tmp_path: Path) -> None:

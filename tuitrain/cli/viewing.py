@@ -23,7 +23,7 @@ from tuitrain.runs.catalog import find_run, load_record, scan_runs
 from tuitrain.runs.keeper.manifest import Manifest, scan_manifests
 from tuitrain.runs.keeper.samples import damaged_words, scan_run_samples
 from tuitrain.runs.liveness import effective_status, settle_lost
-from tuitrain.runs.view.attempts import attempt_label, attempt_line, earlier_lines
+from tuitrain.runs.view.attempts import attempt_line, earlier_lines
 from tuitrain.runs.view.hang import status_label
 from tuitrain.runs.view.logfile import display_text, plain_text
 from tuitrain.runs.view.summary import run_summary
@@ -62,6 +62,7 @@ class Listed(_Listed, total=False):
 
     profile: str
     created: Time | None
+    attempt_label: str | None
 
 
 class _ListedUnreadable(TypedDict):
@@ -92,7 +93,7 @@ def runs_row(s: dict) -> list[str]:
         return [s["id"], "?", UNREADABLE, "-", "-", age(s.get("created")), s["reason"]]
     p = s["progress"]
     step = f"{p['step']}/{p.get('max_steps') or '?'}"
-    attempt = attempt_label(s)
+    attempt = s.get("attempt_label")
     return [s["id"], clip(str(s.get("profile", "?"))), status_label(s) + (f" · {attempt}" if attempt else ""), step,
             number(p.get("loss")), age(s.get("created")), ""]
 
@@ -160,10 +161,10 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"status     {status_label(summary)}{failed_rank}")
     if run.error:
         print(f"why        {run.error}")
-    attempt = attempt_line(record)
+    attempt = attempt_line(run)
     if attempt:  # this attempt, then each earlier one's end
         print(f"restarts   {attempt}")
-        for line in earlier_lines(record):
+        for line in earlier_lines(run):
             print(f"           {line}")
     if run.not_restarted:
         print(f"restart    {run.not_restarted}")

@@ -100,6 +100,7 @@ class RecordFields:
     queue = Field[QueueRecord]({})
     slurm = Field[SlurmRecord]({})
     restarts = Field[list[RestartRecord]]([])
+    restarts_allowed = Field[int | None](None)
     not_restarted = Field[str | None](None)
     attempt = Field[int](1)
     machine_rank = Field[int](0)
@@ -120,9 +121,13 @@ class RecordFields:
 
 @dataclass(frozen=True)
 class Fields(RecordFields):
-    """A record alone as typed fields."""
+    """A record alone as typed fields: one that was read, so its status is a `Status`."""
 
-    record: RunRecord | None
+    record: RunRecord
+
+    @property
+    def status(self) -> Status:
+        return self.record["status"]
 
 
 @dataclass(frozen=True)

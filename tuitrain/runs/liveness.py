@@ -12,7 +12,7 @@ from tuitrain.rundir.kind import supervised_elsewhere
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.process_tree import find_recorded
 from tuitrain.rundir.record import RunRecord, Status, has_ended, record_end
-from tuitrain.rundir.run import recorded_processes
+from tuitrain.rundir.run import Fields, recorded_processes
 
 
 def supervisor_gone(record: RunRecord) -> bool:
@@ -25,7 +25,7 @@ def supervisor_gone(record: RunRecord) -> bool:
 
 def effective_status(record: RunRecord) -> Status:
     """The record's status, or `lost` when its supervisor is gone without an end."""
-    return "lost" if supervisor_gone(record) else record["status"]
+    return "lost" if supervisor_gone(record) else Fields(record).status
 
 
 def live_processes(record: RunRecord) -> dict[str, psutil.Process]:

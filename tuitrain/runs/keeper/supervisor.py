@@ -426,7 +426,7 @@ class Supervisor:
         self.update(restarts=[*earlier, entry], restarts_allowed=settings.restarts)
         from tuitrain.runs.view.attempts import attempt_line
 
-        log(f"{said.why}; " + (attempt_line(self.record, now) or f"attempt {number}")
+        log(f"{said.why}; " + (attempt_line(self.run, now) or f"attempt {number}")
             + (f" (passed over as damaged: {', '.join(skipped)})" if skipped else ""))
         self.send_restart_word()
         stopped = self.wait_to_restart(entry["at"], error)
@@ -447,7 +447,7 @@ class Supervisor:
         from tuitrain.runs.view.attempts import attempt_line
 
         now = time.time()
-        word = RunWord.of(self.run).saying("restarted", attempt_line(self.record, now), ended=now)
+        word = RunWord.of(self.run).saying("restarted", attempt_line(self.run, now), ended=now)
         threading.Thread(target=notify_end, args=(word, lambda: progress(read_events(self.paths.events)),
                                                   str(self.paths.root)), daemon=True, name="restart-word").start()
 

@@ -332,8 +332,8 @@ class RunsWatcher:
             job=watched.job,
             queue=self._places.get(run_key(watched.paths.root)) if self._places else None,
             sweep=sweep_of(record),
-            attempt=attempt_label(record),
-            restarted=attempt_line(record),
+            attempt=attempt_label(run),
+            restarted=attempt_line(run),
         )
 
 

@@ -14,6 +14,7 @@ from tuitrain.rundir.record import FINAL_STATUSES, RunRecord
 from tuitrain.rundir.run import Run, elapsed
 from tuitrain.rundir.tail import read_tail
 from tuitrain.runs.liveness import settle_lost, supervisor_gone
+from tuitrain.runs.view.attempts import attempt_label
 
 
 def last_traceback(log: Path, max_lines: int = 25) -> list[str]:
@@ -77,6 +78,7 @@ def run_summary(paths: RunPaths, record: RunRecord, with_checkpoints: bool = Tru
     if run.max_steps and not summary["progress"].get("max_steps"):
         summary["progress"]["max_steps"] = run.max_steps
     summary["duration"] = elapsed(record, time.time())
+    summary["attempt_label"] = attempt_label(run)  # "attempt 2/3" for a list of runs (another box's too)
     summary["supervisor_lost"] = supervisor_lost(record)
     summary.update(hang_summary(paths, record))
     if with_checkpoints and run.output_dir:

@@ -60,11 +60,10 @@ def restart_lines(run: Run, now: float) -> list[Text]:
     """A restarted run's attempt and its latest restart (runs.view.attempts), the earlier attempts' ends (the last
     EARLIER_SHOWN), and why a run that failed was not restarted: as `tuitrain status` says them."""
     lines = []
-    record = run.record or {}
-    attempt = attempt_line(record, now)
+    attempt = attempt_line(run, now)
     if attempt:
         lines.append(Text(attempt, style="yellow", no_wrap=True))
-        lines += [Text(line, style="dim", no_wrap=True) for line in earlier_lines(record)[-EARLIER_SHOWN:]]
+        lines += [Text(line, style="dim", no_wrap=True) for line in earlier_lines(run)[-EARLIER_SHOWN:]]
     if run.not_restarted:
         lines.append(Text(run.not_restarted, style="red", no_wrap=True))
     return lines
