@@ -16,7 +16,7 @@ import pytest
 
 from tuitrain.hardware import GpuInfo, Hardware, detect_hardware
 from tuitrain.hardware.devices import discover, no_identity
-from tuitrain.hardware.na import NA, is_na, plain
+from tuitrain.hardware.na import NA, plain
 from tuitrain.hardware.nvml import NvmlSession
 from tuitrain.hardware.probe import cpu_has_bf16, hardware_from
 from tuitrain.hardware.recorded import TABLE_ENV, RecordedNvml, library_from_env, load_table
@@ -32,7 +32,7 @@ def recorded(name: str) -> RecordedNvml:
 
 
 def test_na_prints_as_na_is_falsy_and_nan_in_arithmetic():
-    assert str(NA) == "N/A" and NA == "N/A" and not NA and is_na(NA)
+    assert str(NA) == "N/A" and NA == "N/A" and not NA
     assert f"{NA}" == "N/A" and f"{NA:>6.1f}" == "   N/A" and f"{NA:<5d}|" == "N/A  |"
     assert math.isnan(NA + 1) and math.isnan(2 * NA) and math.isnan(NA / 3) and math.isnan(float(NA))
     assert NA + " GiB" == "N/A GiB"

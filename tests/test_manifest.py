@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from conftest import cli
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.record import new_record, read_record, write_record
-from tuitrain.runs.keeper.manifest import file_fact, read_manifests
+from tuitrain.runs.keeper.manifest import file_fact, scan_manifests
 
 
 def git(repo: Path, *args: str) -> str:
@@ -41,7 +41,7 @@ def test_a_script_run_in_a_dirty_git_repository_records_its_commit_and_its_diff(
     assert result.returncode == 0, result.stdout + result.stderr
     (run_dir,) = runs_dir.iterdir()
 
-    manifest = read_manifests(run_dir)[0]
+    manifest = scan_manifests(run_dir)[0][0]
     (code,) = manifest["code"]  # the script's folder and the run's working folder: one repository, said once
     assert code["commit"] == commit and code["branch"] == "main" and code["dirty"] is True
     assert code["root"] == str(repo.resolve()) and code["changed"] == 1
@@ -143,7 +143,7 @@ def test_the_manifest_and_its_diff_travel_home_from_a_machine(tmp_path):
     node.machine_manifest(1).write_text(json.dumps(manifest(1, "node-b", "2.3.1")))
     for message in NodeFiles(node, 1).changes():
         apply(home, decode(message))
-    assert read_manifests(home.root)[1]["host"]["name"] == "node-b"
+    assert scan_manifests(home.root)[0][1]["host"]["name"] == "node-b"
     assert home.machine_git_diff(1, 0).read_text() == "diff --git a/x b/x\n+y\n"
 
 
@@ -176,7 +176,7 @@ def test_the_writer_names_the_gpus_the_run_uses_and_the_driver_from_a_gpu_sample
     with Sampler(RecordedNvml(load_table(str(table))), history=1) as sampler:
         writer.offer(sampler.sample())
     writer.finish(timeout=60)
-    written = read_manifests(paths.root)[0]
+    written = scan_manifests(paths.root)[0][0]
     assert written["gpus"]["driver"] == "550.54.15" and written["gpus"]["note"] is None
     assert [(g["index"], g["name"]) for g in written["gpus"]["devices"]] == \
         [(1, "NVIDIA RTX A6000"), (2, "NVIDIA GeForce RTX 4090")]

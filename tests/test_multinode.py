@@ -20,7 +20,7 @@ import pytest
 from conftest import FAST, FINAL, cli, only_run, wait_for
 from machine_profiles import free_port, write_profile
 from tuitrain.hardware.host import physical_cores
-from tuitrain.runs.keeper.manifest import read_manifests
+from tuitrain.runs.keeper.manifest import scan_manifests
 
 LONG = ["--set", "training.max_steps=400", "--set", "training.logging_steps=1", "--set", "training.eval_strategy=no",
         "--set", "training.save_steps=1000"]
@@ -139,7 +139,7 @@ def test_two_machines_train_as_one_and_every_log_comes_home(hosts: Any, tmp_path
     assert samples[1]["gpus"] == [] and samples[1]["nvml"]["available"] is False
     assert all(sample["host"]["cpu_count"] == os.cpu_count() for sample in samples.values())
     # what each machine ran on came home (issue 24): a manifest per machine, written there by its agent
-    manifests = read_manifests(run)
+    manifests = scan_manifests(run)[0]
     assert {m: facts["host"]["name"] for m, facts in manifests.items()} == {0: "multi", 1: "node2"}, manifests
     assert {facts["packages"].get("torch") for facts in manifests.values()} == {package_version("torch")}
     status = cli("status", run.name, runs_dir=runs_dir)

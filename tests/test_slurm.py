@@ -12,7 +12,7 @@ from pathlib import Path
 
 from conftest import FAST, TWO_RANKS, check_clean, cli, events, losses, record, wait_for, wait_until_ended
 from slurm_cluster import PARTITION, TWO_NODES, Cluster
-from tuitrain.runs.keeper.manifest import read_manifests
+from tuitrain.runs.keeper.manifest import scan_manifests
 
 QUIET = ["--set", "training.eval_steps=100000", "--set", "training.save_steps=100000"]  # a long run saves on request only
 
@@ -172,7 +172,7 @@ def test_demo_across_two_nodes(slurm_two_nodes: Cluster, runs_dir: Path) -> None
     wait_for(lambda: "run finished" in (run / "logs" / "machine-1.log").read_text(), 30, "node 2's agent to finish")
     assert sorted(losses(run)) == list(range(1, 9))
     # each node's manifest, written by its agent there, is in the run directory (issue 24)
-    assert {m: facts["host"]["name"] for m, facts in read_manifests(run).items()} == {0: "node1", 1: "node2"}
+    assert {m: facts["host"]["name"] for m, facts in scan_manifests(run)[0].items()} == {0: "node1", 1: "node2"}
     assert wait_for(lambda: row_with(runs_dir, run, f"job {job} COMPLETED"), 30, "COMPLETED")
 
 

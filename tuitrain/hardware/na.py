@@ -93,10 +93,6 @@ class NaType(str):
 NA = NaType()
 
 
-def is_na(value: Any) -> bool:
-    return value is NA
-
-
 def plain(value: Any) -> Any:
     """Dataclasses, tuples and mappings as JSON-ready data, NA as None."""
     if value is NA:

@@ -64,10 +64,6 @@ class ModelShape:
     decoder_blocks: int = 0  # T5: the decoder's share of `blocks` (its tokens are the targets')
     eager_attention: bool = False  # keeps every attention score for backward (T5's attention; "eager")
 
-    @property
-    def linear_parameters(self) -> int:
-        return sum(lin.parameters for lin in self.linears)
-
     def to_dict(self) -> dict[str, Any]:
         return {"model_type": self.model_type, "parameters": self.parameters, "blocks": self.blocks,
                 "hidden": self.hidden, "intermediate": self.intermediate, "heads": self.heads,

@@ -16,7 +16,6 @@ import io
 import os
 import time
 from array import array
-from bisect import bisect_left
 from itertools import accumulate
 from operator import lt
 from pathlib import Path
@@ -132,8 +131,3 @@ class LineTimes:
             times[0] = max(times[0], self.times[-1])
         self.times.extend(accumulate(times, max))  # times never go back
         return True
-
-    def time_at(self, end: int) -> float | None:
-        """When the bytes before offset `end` had all been written (None: no entry covers them yet)."""
-        i = bisect_left(self.offsets, end)
-        return self.times[i] if i < len(self.offsets) else None

@@ -499,20 +499,10 @@ def _files(root: Path) -> list[Path]:
     return sorted(p for node in RunPaths(root).nodes().values() for p in node.machines.glob("machine-*-manifest.json"))
 
 
-def read_manifests(root: Path) -> dict[int, Manifest]:
-    """machine rank → its manifest, for every machine of the run that wrote one that checks."""
-    return scan_manifests(Path(root))[0]
-
-
-def damaged_manifests(root: Path) -> dict[int, str]:
-    """machine rank → why its manifest cannot be used, in one line ("PATH: host.cpu_count: '64' is not a whole
-    number"), for every machine whose file is there but damaged (no file at all is a run from before manifests, or a
-    machine that never started)."""
-    return scan_manifests(Path(root))[1]
-
-
 def scan_manifests(root: Path) -> tuple[dict[int, Manifest], dict[int, str]]:
-    """(`read_manifests`, `damaged_manifests`) in one reading: each file checked against `Manifest`."""
+    """(machine rank → its manifest, for every machine of the run that wrote one that checks; machine rank → why its
+    manifest cannot be used, in one line ("PATH: host.cpu_count: '64' is not a whole number"), for every machine whose
+    file is there but damaged: no file at all is a run from before manifests, or a machine that never started)."""
     out: dict[int, Manifest] = {}
     damaged: dict[int, str] = {}
     for path in _files(root):
