@@ -66,3 +66,25 @@ def test_a_boxs_runs_json_as_it_comes_is_listed_line_by_line(rows: list[Any]) ->
         assert (line["status"] == "unreadable" and "cannot be read here" in line["reason"]) == \
             (listed_problem(row) is not None)
     table([["box", *runs_row(line)] for line in listed], ["HOST", "ID", "PROFILE", "STATUS", "STEP", "LOSS", "AGE", ""])
+
+
+LOG_KEYS = ("loss", "learning_rate", "epoch", "grad_norm")
+
+
+@FUZZ
+@given(figures=st.lists(st.tuples(st.sampled_from(LOG_KEYS), JSON), max_size=6), score=JSON)
+def test_a_runs_figures_as_it_wrote_them_keep_its_row_on_every_box(figures: list[tuple[str, Any]], score: Any) -> None:
+    """A diverged run logs its loss as "nan" (engine.events writes a non-finite figure as its word); a script may log
+    anything. Whatever a run's events hold, its row checks where another box reads it (never left out), `runs
+    --all-hosts` lists it as a line of its own, and Home sorts it among finite runs by every column."""
+    from tuitrain.cli.viewing import listed_problem
+    from tuitrain.rundir.events import progress
+
+    events = [{"event": "log", "time": NOW, "step": 1, key: value} for key, value in figures]
+    p = progress([*events, {"event": "evaluate", "time": NOW, "step": 1, "eval_loss": score}])
+    row = dataclasses.replace(of_row(BASE), loss=p["loss"])  # type: ignore[arg-type]
+    assert of_row(dataclasses.asdict(row)) == row
+    assert listed_problem({**LISTED, "progress": {"step": 1, "max_steps": 8, "loss": p["loss"], "eval": p["eval"]}}) is None
+    others = [dataclasses.replace(row, id=f"{row.id}-{n}", loss=loss) for n, loss in enumerate([0.5, None, "nan", 2])]
+    for sort in SORTS:
+        host_entries([], {"box": HostRuns((row, *others), answered=True)}, RunOrder(sort, False, ""), NOW)

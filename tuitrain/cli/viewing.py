@@ -14,6 +14,7 @@ from tuitrain.cli.errors import CliError
 from tuitrain.cli.output import age, print_json, table
 from tuitrain.humanize import duration, number, size
 from tuitrain.rundir.checkpoints import run_checkpoints
+from tuitrain.rundir.events import Figure
 from tuitrain.rundir.exits import exit_name, explained_itself
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.record import FINAL_STATUSES, RunRecord, RunRecordError, Time
@@ -47,7 +48,7 @@ NAME_WIDTH = 32  # a profile name in a list of runs (`status` shows it whole)
 class ListedProgress(TypedDict):
     step: int
     max_steps: int | None
-    loss: float | None
+    loss: Figure
 
 
 class _Listed(TypedDict):

@@ -4,6 +4,7 @@ and the app show): `fold_progress` is the one rule that turns events into progre
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Annotated, Any, Iterable, Iterator, TypedDict
 
@@ -50,12 +51,50 @@ def read_events(path: Path) -> Iterator[dict[str, Any]]:
                     yield event
 
 
-def empty_progress() -> dict[str, Any]:
-    return {"step": 0, "max_steps": None, "epoch": None, "loss": None, "learning_rate": None,
+Figure = float | str | None  # a figure as a run wrote it: a number, the word for one JSON cannot hold ("nan",
+# "inf": engine.events), or None where it wrote nothing usable
+
+
+class ProgressError(TypedDict):
+    rank: object
+    message: object
+
+
+class Progress(TypedDict):
+    """What a run's events say of its progress (`fold_progress`): what `runs`, `status`, the follower and the app show.
+    Its figures are the run's words kept only where they are a figure; its checkpoints, the folders events named."""
+
+    step: int
+    max_steps: int | None
+    epoch: Figure
+    loss: Figure
+    learning_rate: Figure
+    grad_norm: Figure
+    eval: dict[str, Figure]
+    errors: list[ProgressError]
+    checkpoints: list[str]
+    last_event_time: float | None
+
+
+def figure(value: object) -> Figure:
+    """`value` as a figure to show: a number, or the word for one JSON cannot hold ("nan", "inf", as engine.events
+    writes it: a NaN read from a hand-written file becomes "nan"); None for anything else."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value if isinstance(value, (int, float, str)) and not isinstance(value, bool) else None
+
+
+def figure_key(value: Figure) -> tuple[int, float]:
+    """How a list sorts figures, smallest first: numbers, then words ("nan"), then none."""
+    return (0, value) if isinstance(value, (int, float)) else (1 if isinstance(value, str) else 2, 0.0)
+
+
+def empty_progress() -> Progress:
+    return {"step": 0, "max_steps": None, "epoch": None, "loss": None, "learning_rate": None, "grad_norm": None,
             "eval": {}, "errors": [], "checkpoints": [], "last_event_time": None}
 
 
-def fold_progress(summary: dict[str, Any], event: dict[str, Any]) -> None:
+def fold_progress(summary: Progress, event: dict[str, Any]) -> None:
     """Step, total, last loss, last eval metrics, checkpoints, errors: one event folded in."""
     kind = event.get("event")
     summary["last_event_time"] = event.get("time")
@@ -69,16 +108,16 @@ def fold_progress(summary: dict[str, Any], event: dict[str, Any]) -> None:
     elif kind == "log":
         for key in ("loss", "learning_rate", "epoch", "grad_norm"):
             if key in event:
-                summary[key] = event[key]
+                summary[key] = figure(event[key])
     elif kind == "evaluate":
-        summary["eval"] = {k: v for k, v in event.items() if k.startswith("eval_")}  # figures as written (maybe "nan")
-    elif kind == "save":
-        summary["checkpoints"].append(event.get("checkpoint"))
+        summary["eval"] = {k: figure(v) for k, v in event.items() if k.startswith("eval_")}
+    elif kind == "save" and isinstance(event.get("checkpoint"), str):
+        summary["checkpoints"].append(event["checkpoint"])
     elif kind == "error":
         summary["errors"].append({"rank": event.get("rank"), "message": event.get("message")})
 
 
-def progress(events: Iterable[dict[str, Any]]) -> dict[str, Any]:
+def progress(events: Iterable[dict[str, Any]]) -> Progress:
     """The progress summary of a whole event stream."""
     summary = empty_progress()
     for event in events:

@@ -11,6 +11,8 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
+from tuitrain.rundir.events import figure_key
+
 if TYPE_CHECKING:
     from tuitrain.runs.view.live import Change, RunRow
 
@@ -68,7 +70,7 @@ def _key(row: RunRow, sort: str, now: float) -> tuple[Any, ...]:
     if sort == "profile":
         return (row.profile.lower(),)
     if sort == "loss":
-        return (row.loss is None, row.loss if row.loss is not None else 0.0)
+        return figure_key(row.loss)
     if sort == "best":
         return (row.best is None, _best_first(row) if row.best is not None else 0.0)
     if sort == "step":

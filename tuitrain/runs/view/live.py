@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from tuitrain.rundir.best import BestRule, best_of, best_rule, profile_best_rule
-from tuitrain.rundir.events import empty_progress, fold_progress, parse_event
+from tuitrain.rundir.events import Figure, Progress, empty_progress, fold_progress, parse_event
 from tuitrain.rundir.exits import end_cause
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.record import FINAL_STATUSES, Rank, RecordDamaged, RunRecord, RunRecordError, Time, read_record
@@ -75,7 +75,7 @@ class EventsTail:
     path: Path
     rule: BestRule = field(default_factory=best_rule)
     offset: int = 0
-    progress: dict[str, Any] = field(default_factory=empty_progress)
+    progress: Progress = field(default_factory=empty_progress)
     series: dict[str, Series] = field(default_factory=dict)
     best: float | None = None  # the best checkpoint's score and step (rundir.best: one rule)
     best_step: int | None = None
@@ -170,7 +170,7 @@ class RunRow:
     status: str  # the record's status, or "lost" when its supervisor is gone without an end
     step: int
     max_steps: int | None
-    loss: float | None
+    loss: Figure  # a number, or the word the run wrote ("nan")
     best_metric: str
     best: float | None
     created: Time | None
