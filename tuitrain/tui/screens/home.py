@@ -13,6 +13,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.coordinate import Coordinate
+from textual.reactive import var
 from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Input, OptionList, Static
 from textual.widgets.data_table import ColumnKey
@@ -59,6 +60,7 @@ class HomeScreen(PassesFailedWorkUp, QuitSafe, Screen):
         app = getters.app(TuitrainAppApi)
 
     CSS_PATH = "home.tcss"
+    order: var[RunOrder] = var(RunOrder, init=False)  # the table's sort and filter: a change lays the table out again
     BINDINGS = [
         Binding("r", "run_profile", "Run", tooltip="Launch the highlighted profile"),
         Binding("n", "new_profile", "New", tooltip="Create a profile in the editor"),
@@ -123,7 +125,6 @@ class HomeScreen(PassesFailedWorkUp, QuitSafe, Screen):
         self.labels: dict[str, str] = {}  # run id → what the RUN column shows of it (run_table.run_labels)
         self.saved: dict[str, str] = {}  # run id → its newest checkpoint still news (the app's CheckpointNews)
         self._count = 0
-        self.order = RunOrder()  # the table's sort and filter, kept across refreshes
 
     def compose(self) -> ComposeResult:
         yield TextLine(f"tuitrain · runs in {self.app.show_path(self.app.runs_root)}", classes="title-bar", id="title")
@@ -508,22 +509,21 @@ class HomeScreen(PassesFailedWorkUp, QuitSafe, Screen):
         profiles = {e.row.id: e.row.profile for e in self._rows if e.row is not None and e.host is None}
         self.app.open_compare([(self.app.runs_root / i, profiles.get(i, "?")) for i in ids])
 
-    def _arrange(self, order: RunOrder) -> None:
-        self.order = order
+    def watch_order(self) -> None:
         self.runs_polled(self.app.rows)
 
     def action_sort_runs(self) -> None:
-        self._arrange(dataclasses.replace(self.order, sort=SORTS[(SORTS.index(self.order.sort) + 1) % len(SORTS)]))
+        self.order = dataclasses.replace(self.order, sort=SORTS[(SORTS.index(self.order.sort) + 1) % len(SORTS)])
 
     @on(DataTable.HeaderSelected, "#runs")
     def _header_clicked(self, event: DataTable.HeaderSelected) -> None:
         """A click on a column's header sorts by it (again: reversed)."""
         order = self.order.clicked(str(event.column_key.value))
         if order is not None:
-            self._arrange(order)
+            self.order = order
 
     def action_reverse_runs(self) -> None:
-        self._arrange(dataclasses.replace(self.order, reverse=not self.order.reverse))
+        self.order = dataclasses.replace(self.order, reverse=not self.order.reverse)
 
     def action_filter_runs(self) -> None:
         open_field_key(self)
@@ -538,13 +538,12 @@ class HomeScreen(PassesFailedWorkUp, QuitSafe, Screen):
             return
         box.display = False
         box.value = ""
-        self._arrange(dataclasses.replace(self.order, filter=""))
+        self.order = dataclasses.replace(self.order, filter="")
         self.query_one("#runs", DataTable).focus()
 
     @on(Input.Changed, "#runs-filter")
     def _filter_changed(self, event: Input.Changed) -> None:
-        if event.value != self.order.filter:
-            self._arrange(dataclasses.replace(self.order, filter=event.value))
+        self.order = dataclasses.replace(self.order, filter=event.value)
 
     @on(Input.Submitted, "#runs-filter")
     def _filter_submitted(self, event: Input.Submitted) -> None:
