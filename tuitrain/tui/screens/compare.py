@@ -16,6 +16,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
+from textual.reactive import var
 from textual.screen import Screen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
@@ -101,6 +102,11 @@ class CompareScreen(PassesFailedWorkUp, QuitSafe, Screen):
     CompareScreen #values { display: none; }
     CompareScreen #values.shown { display: block; }
     """
+    # what the plot shows: a change draws it again (a var ignores a value set again)
+    metric: var[str | None] = var(None, init=False)
+    x_axis: var[str] = var(X_AXES[0], init=False)
+    smoothing: var[float] = var(SMOOTHINGS[0], init=False)
+    log_y: var[bool] = var(False, init=False)
     HELP_TITLE = "Compare runs"
     BINDINGS = [
         Binding("escape", "back", "Back", tooltip="Leave the metric filter, or go back to the runs"),
@@ -132,10 +138,6 @@ class CompareScreen(PassesFailedWorkUp, QuitSafe, Screen):
         self.runs = [ComparedRun(Path(run_dir), profile) for run_dir, profile in runs]
         self.metrics: list[str] = []  # every metric of any run, in picker order
         self.shown: list[str] = []  # those the filter lets through
-        self.metric: str | None = None
-        self.x_axis = X_AXES[0]
-        self.smoothing = SMOOTHINGS[0]
-        self.log_y = False
         self.read = False  # each run's record read (its sweep): the values table decided
 
     def compose(self) -> ComposeResult:
@@ -201,7 +203,6 @@ class CompareScreen(PassesFailedWorkUp, QuitSafe, Screen):
             return
         if self.metric not in shown:
             self.metric = shown[0]
-            self.draw()
         options.highlighted = shown.index(self.metric)
 
     @on(Input.Changed, "#metric-filter")
@@ -215,9 +216,8 @@ class CompareScreen(PassesFailedWorkUp, QuitSafe, Screen):
 
     @on(OptionList.OptionHighlighted, "#metrics")
     def _metric_highlighted(self, event: OptionList.OptionHighlighted) -> None:
-        if event.option.id is not None and event.option.id != self.metric:
+        if event.option.id is not None:
             self.metric = event.option.id
-            self.draw()
 
     # ------------------------------------------------------------------------------ the plot
     def curves(self) -> list[Curve]:
@@ -234,6 +234,11 @@ class CompareScreen(PassesFailedWorkUp, QuitSafe, Screen):
             label = f"{run.id} · {run.profile}"
             out.append(Curve(label, xs, ys, RUN_STYLES[i % len(RUN_STYLES)], number(curve.values[-1])))
         return out
+
+    def watch_metric(self) -> None:
+        self.draw()
+
+    watch_x_axis = watch_smoothing = watch_log_y = watch_metric
 
     def draw(self) -> None:
         curves = self.curves()
@@ -283,15 +288,12 @@ class CompareScreen(PassesFailedWorkUp, QuitSafe, Screen):
 
     def action_cycle_x(self) -> None:
         self.x_axis = X_AXES[(X_AXES.index(self.x_axis) + 1) % len(X_AXES)]
-        self.draw()
 
     def action_cycle_smoothing(self) -> None:
         self.smoothing = SMOOTHINGS[(SMOOTHINGS.index(self.smoothing) + 1) % len(SMOOTHINGS)]
-        self.draw()
 
     def action_toggle_log(self) -> None:
         self.log_y = not self.log_y
-        self.draw()
 
     def action_toggle_values(self) -> None:
         self.query_one("#values", SweepTable).toggle_class("shown")
