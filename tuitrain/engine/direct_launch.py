@@ -106,7 +106,7 @@ def main(argv: list[str]) -> None:
     args = launch_command_parser().parse_args(argv)
     args, defaults, _ = _validate_launch_command(args)
     if not simple_launch(args, defaults):
-        become_accelerate_launch(argv, "accelerate.yaml asks for more than its simple launcher")
+        become_accelerate_launch(argv, "accelerate.yaml or the arguments ask for more than one Python process")
     command, env = prepare_simple_launcher_cmd_env(args)
     changes = changed(env, os.environ)
     late = late_problem(changes)
