@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import json
-import math
 import os
 import time
 from pathlib import Path
 from typing import Any
 
+from tuitrain.rundir.events import figure
+
 
 def _clean(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    if isinstance(value, (str, int, float, bool)) or value is None:
+    if isinstance(value, float):
+        return figure(value)  # a non-finite one as its word, the rule readers take it by
+    if isinstance(value, (str, int, bool)) or value is None:
         return value
     if isinstance(value, dict):
         return {str(k): _clean(v) for k, v in value.items()}
