@@ -165,6 +165,10 @@ def test_a_in_the_stacks_shows_every_thread_as_stacks_all_threads_prints_it(base
             shown.append(screen.shown)
             await pilot.press("a")
             await until(pilot, lambda: "side_loop" not in screen.shown, what="the main thread alone again")
+            await pilot.press("r")  # the same stacks again: they still replace "taking…"
+            await until(pilot, lambda: str(screen.query_one("#stacks").content).startswith("Stacks")
+                        or "(+1 other thread)" in str(screen.query_one("#stacks").content), timeout=30,
+                        what="the stacks taken again")
 
         shown: list[str] = []
         run_app(make_app(base), script)

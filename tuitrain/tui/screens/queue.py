@@ -13,6 +13,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.message import Message
+from textual.reactive import var
 from textual.screen import Screen
 from textual.widgets import Static
 
@@ -69,6 +70,8 @@ class QueueScreen(PassesFailedWorkUp, QuitSafe, Screen[None]):
                 Binding("e", "expand", "Expand sweeps", tooltip="Each run of a sweep on its own line, or a sweep as "
                         "one line again (tuitrain queue --expand)")]
 
+    expand = var(False, init=False)  # each run of a sweep on its own line; a change reads the queues again
+
     class Read(Message):
         def __init__(self, blocks: list[QueueBlock], number: int) -> None:
             super().__init__()
@@ -77,7 +80,6 @@ class QueueScreen(PassesFailedWorkUp, QuitSafe, Screen[None]):
 
     def __init__(self) -> None:
         super().__init__()
-        self.expand = False
         self._reads = 0
         self.blocks: list[QueueBlock] = []
         self.shown = ""  # the plain text on screen, for tests and copying
@@ -99,6 +101,8 @@ class QueueScreen(PassesFailedWorkUp, QuitSafe, Screen[None]):
         self.shown = ""
         self.read(self.expand, self._reads)
 
+    watch_expand = action_read
+
     @work(thread=True, group="queues", exit_on_error=False)
     def read(self, expand: bool, number: int) -> None:
         self.post_message(self.Read(read_queues(expand), number))
@@ -113,7 +117,6 @@ class QueueScreen(PassesFailedWorkUp, QuitSafe, Screen[None]):
 
     def action_expand(self) -> None:
         self.expand = not self.expand
-        self.action_read()
 
     def action_back(self) -> None:
         self.app.pop_screen()

@@ -16,6 +16,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
+from textual.reactive import var
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
@@ -90,6 +91,10 @@ class StacksScreen(PassesFailedWorkUp, QuitSafe, ModalScreen[None]):
                 Binding("a", "all_threads", "All threads", tooltip="Every thread of each rank, every frame, or the "
                         "main threads again (tuitrain stacks --all-threads)")]
 
+    # the latest taken (a retake that finds the same stacks still replaces "taking…"), and whether every thread shows
+    stacks: var[Stacks | str | None] = var(None, always_update=True, init=False)
+    all_threads = var(False, init=False)
+
     class Taken(Message):
         """The worker's result: the stacks, or why none could be taken (one line)."""
 
@@ -104,8 +109,6 @@ class StacksScreen(PassesFailedWorkUp, QuitSafe, ModalScreen[None]):
         self.paths = RunPaths(Path(run_dir))
         self.elsewhere = mirrored_run(self.paths.root)  # (host, run id) of another workstation's run
         self.taking = False
-        self.all_threads = False
-        self.stacks: Stacks | str | None = None  # the latest taken
         self.shown = ""  # the plain text on screen, for tests and copying
 
     def compose(self) -> ComposeResult:
@@ -148,12 +151,10 @@ class StacksScreen(PassesFailedWorkUp, QuitSafe, ModalScreen[None]):
     def on_stacks_screen_taken(self, message: Taken) -> None:
         self.taking = False
         self.stacks = message.stacks
-        self.show()
 
     def action_all_threads(self) -> None:
         """Every thread of each rank, or each rank's main thread again: the stacks taken, drawn again."""
         self.all_threads = not self.all_threads
-        self.show()
 
     def show(self) -> None:
         if self.stacks is None:
@@ -162,6 +163,8 @@ class StacksScreen(PassesFailedWorkUp, QuitSafe, ModalScreen[None]):
                 else stacks_text(self.stacks, self.all_threads))
         self.shown = text.plain
         self.query_one("#stacks", Static).update(text)
+
+    watch_stacks = watch_all_threads = show
 
     def action_close(self) -> None:
         self.dismiss(None)
