@@ -146,6 +146,15 @@ def wait_for(predicate: Callable[[], Any], timeout: float = 120, what: str = "co
     raise AssertionError(f"timed out after {patient(timeout):.0f}s waiting for {what}")
 
 
+def gpu_report(data: Any) -> Any:
+    """A GPU report's JSON, read as another machine's report is where it arrives (it must check)."""
+    from tuitrain.hardware.report import read_report
+
+    report = read_report(data)
+    assert not isinstance(report, str), report
+    return report
+
+
 def record(run_dir: Path) -> dict[str, Any]:
     return json.loads((run_dir / "run.json").read_text())
 

@@ -14,7 +14,7 @@ from tuitrain.hardware.devices import discover, no_identity
 from tuitrain.hardware.na import NA
 from tuitrain.hardware.processes import use_notes, use_words
 from tuitrain.hardware.recorded import RecordedNvml, load_table
-from tuitrain.hardware.report import gpus_from_json, to_json
+from tuitrain.hardware.report import read_report, to_json
 from tuitrain.hardware.sampler import Sampler
 from tuitrain.runs.view.owners import RankOwner
 from tuitrain.tui.screens.gpus import gpu_detail, process_cells
@@ -55,7 +55,9 @@ def test_accounting_off_names_the_command_that_turns_it_on_and_no_samples_is_no_
 def test_the_figures_travel_in_the_json_another_workstation_streams():
     with Sampler(RecordedNvml(load_table(TABLES / "h100_launch_bound.json"))) as sampler:
         snapshot = sampler.sample()
-    (back,) = gpus_from_json(json.loads(json.dumps(to_json(snapshot, mps=False))))
+    report = read_report(json.loads(json.dumps(to_json(snapshot, mps=False))))
+    assert not isinstance(report, str), report
+    (back,) = report.gpus
     assert (back.process_sm, back.accounting, back.processes[0].sm_util, back.processes[0].peak_memory) == \
         (True, True, 15, 4 * GiB)
 

@@ -29,8 +29,9 @@ ALLOWED: dict[str, frozenset[str]] = {
     # other layer reads; it imports no layer
     "rundir": frozenset({"atomic", "errors"}),
     "profile": HELPERS,
-    # profile for `Problem`, the one vocabulary of findings (hardware/preflight.py says its checks in it)
-    "hardware": HELPERS | {"profile"},
+    # profile for `Problem`, the one vocabulary of findings (hardware/preflight.py says its checks in it); rundir for
+    # json_shape, which checks another machine's GPU report as every reader checks a file another host wrote
+    "hardware": HELPERS | {"profile", "rundir"},
     "launch": HELPERS | {"rundir", "profile", "hardware"},
     # remote: the SSH transport to other machines (standard library only), below runs' supervisor
     "remote": HELPERS,

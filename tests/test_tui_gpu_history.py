@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import gpu_report
 from test_tui_app import make_app, run, until
 from test_tui_home_columns import listed_but_not_streamed
 
@@ -50,12 +51,12 @@ def test_the_strip_gives_the_history_the_room_the_words_leave():
     assert strip_text(line, {}) == line and strip_text(line, {}, 120, {}) == line  # no history: as before
     wide = strip_text(line, {}, 120, {"local": [rising]})
     assert wide.startswith(line + " · util ") and "▁▃▅█" in wide and " mem " in wide and len(wide) <= 120
-    narrow = strip_text(line, {"node1": {"gpus": []}}, 100, {"local": [rising] * 2, "node1": [rising]})
+    narrow = strip_text(line, {"node1": gpu_report({"gpus": []})}, 100, {"local": [rising] * 2, "node1": [rising]})
     assert len(narrow) <= 100 and "node1: no GPUs util " in narrow  # every box's part and history shows
     assert narrow.index("…") >= HERE_FLOOR - 1  # this machine's line gave way, to its floor at most
-    tight = strip_text(line, {"node1": {"gpus": []}}, 80, {"local": [rising] * 2, "node1": [rising]})
+    tight = strip_text(line, {"node1": gpu_report({"gpus": []})}, 80, {"local": [rising] * 2, "node1": [rising]})
     assert len(tight) <= 80 and tight.endswith("· node1: no GPUs") and " util " in tight  # the first that fits
-    crowded = strip_text(line, {"node1": {"gpus": []}}, 60, {"local": [rising] * 8, "node1": [rising] * 8})
+    crowded = strip_text(line, {"node1": gpu_report({"gpus": []})}, 60, {"local": [rising] * 8, "node1": [rising] * 8})
     assert len(crowded) <= 60 + 1 and "util" not in crowded  # no room for a trend: none drawn, words whole
 
 
@@ -73,8 +74,8 @@ def test_a_gpu_that_gets_busy_draws_rising_sparklines_here_and_for_a_box(tmp_pat
     from tuitrain.hardware.recorded import RecordedNvml, load_table
     from tuitrain.hardware.report import gpu_sample
     from tuitrain.hardware.sampler import Sampler
-    from tuitrain.remote.runs_stream import HostNews
     from tuitrain.tui.widgets.hardware_strip import HardwareStrip
+    from tuitrain.tui.workstation_streams import BoxGpus
 
     (tmp_path / "runs").mkdir()
     listed_but_not_streamed(tmp_path, monkeypatch, ["node1"])
@@ -104,7 +105,7 @@ def test_a_gpu_that_gets_busy_draws_rising_sparklines_here_and_for_a_box(tmp_pat
         with Sampler(there) as sampler:
             for busy in (0, 0, 40, 100):
                 there.devices[0]["utilization"] = {"gpu": busy, "memory": busy}
-                strip.gpus_heard(HostNews("node1", gpus=gpu_sample(sampler.sample(), False)))
+                strip.gpus_heard(BoxGpus("node1", gpus=gpu_report(gpu_sample(sampler.sample(), False))))
                 await pilot.pause(0.05)
         await until(pilot, lambda: len(app.gpu_history.trace("node1", 0).utilization) == 4, 10, "node1's samples")
         await until(pilot, lambda: "node1: 2 GPUs" in strip.render().plain, 10, "node1's part")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import gpu_report
 from tuitrain.hardware.recorded import RecordedNvml, load_table
 from tuitrain.hardware.sampler import Sampler
 from tuitrain.tui.widgets.gpu_panel import run_panel, spark, strip_line
@@ -69,8 +70,8 @@ def test_a_lost_gpu_on_another_machine_reads_lost():
     from tuitrain.tui.widgets.gpu_panel import remote_lines
 
     out = Text()
-    remote_lines(out, {"time": 0, "gpus": [{"index": 1, "name": "RTX 3090", "lost": True, "memory_used": None,
-                                             "memory_total": None}]}, "r", now=1)
+    remote_lines(out, gpu_report({"time": 0, "gpus": [{"index": 1, "name": "RTX 3090", "lost": True,
+                                                        "memory_used": None, "memory_total": None}]}), "r", now=1)
     assert "memory LOST" in out.plain and "N/A/N/A" not in out.plain
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import gpu_report
 from test_tui_app import base, make_app, run, until  # noqa: F401  (base: the fixture)
 from test_tui_fixtures import FINISHED, RUNNING, T0
 from test_tui_home_table import copy_run, shown_ids
@@ -134,8 +135,8 @@ def test_a_run_label_is_cut_in_its_middle_keeping_its_time_and_its_values():
 
 
 def test_the_hardware_strip_cuts_this_machines_line_so_every_box_shows(base):  # noqa: F811
-    from tuitrain.remote.runs_stream import HostNews
     from tuitrain.tui.widgets.hardware_strip import HardwareStrip
+    from tuitrain.tui.workstation_streams import BoxGpus
 
     long_line = ("CPU  12% ▋···· 16 cores · RAM 61.5 GiB/251.5 GiB · GPU0 71.2/80.0 GiB 98% · GPU1 70.9/80.0 GiB 97% "
                  "· GPU2 70.1/80.0 GiB 96%")
@@ -145,7 +146,7 @@ def test_the_hardware_strip_cuts_this_machines_line_so_every_box_shows(base):  #
     async def script(pilot):
         strip = app.screen.query_one(HardwareStrip)
         for host in ("node1", "node2"):
-            strip.gpus_heard(HostNews(host, gpus=gpus))
+            strip.gpus_heard(BoxGpus(host, gpus=gpu_report(gpus)))
         await until(pilot, lambda: len(strip.hosts) == 2, what="both boxes' GPUs")
         await pilot.pause(0.2)
         shown = shown_rows(strip)[0]

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from conftest import wait_for
+from conftest import gpu_report, wait_for
 from test_tui_app import make_app, run, until
 from test_workstations import tuitrain_processes
 from test_workstations_gpus import node1_with_a_run, sleeper  # noqa: F401  (sleeper: the fixture)
@@ -20,11 +20,11 @@ BUSY = {**GPU, "index": 1, "processes": [{"pid": 7, "used_memory": 1}]}
 
 
 def test_each_box_is_a_short_part_after_this_machines_line() -> None:
-    assert host_part("node1", {"gpus": [GPU, BUSY]}) == "node1: 2 GPUs, 1 busy"
-    assert host_part("node2", {"gpus": [GPU]}) == "node2: 1 GPU, 0 busy"
-    assert host_part("node3", {"gpus": []}) == "node3: no GPUs"
+    assert host_part("node1", gpu_report({"gpus": [GPU, BUSY]})) == "node1: 2 GPUs, 1 busy"
+    assert host_part("node2", gpu_report({"gpus": [GPU]})) == "node2: 1 GPU, 0 busy"
+    assert host_part("node3", gpu_report({"gpus": []})) == "node3: no GPUs"
     assert strip_text("CPU 3%", {}) == "CPU 3%"
-    assert strip_text("CPU 3%", {"node1": {"gpus": [BUSY]}, "node3": {}}) == \
+    assert strip_text("CPU 3%", {"node1": gpu_report({"gpus": [BUSY]}), "node3": gpu_report({})}) == \
         "CPU 3% · node1: 1 GPU, 1 busy · node3: no GPUs"
 
 

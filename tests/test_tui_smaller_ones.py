@@ -12,7 +12,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import cli, record, wait_for
+from conftest import cli, gpu_report, record, wait_for
 from test_tui_app import base, make_app, run, until  # noqa: F401  (base: the fixture)
 from test_tui_fixtures import RUNNING
 from test_tui_home_columns import a_box_answers, header, listed_but_not_streamed
@@ -97,8 +97,8 @@ def test_another_boxs_run_on_home_says_the_key_that_reaches_it(base, monkeypatch
 
 
 def test_a_box_process_of_a_run_says_the_key_and_an_unseen_command_reads_na(base, monkeypatch):  # noqa: F811
-    from tuitrain.remote.runs_stream import HostNews
     from tuitrain.tui.widgets.hardware_strip import HardwareStrip
+    from tuitrain.tui.workstation_streams import BoxGpus
 
     listed_but_not_streamed(base, monkeypatch, ["node1"])
     monkeypatch.setenv("TUITRAIN_NVML_TABLE", str(Path(__file__).parent / "fixtures" / "nvml" / "eight_h100.json"))
@@ -110,7 +110,7 @@ def test_a_box_process_of_a_run_says_the_key_and_an_unseen_command_reads_na(base
 
     async def script(pilot):
         await until(pilot, lambda: header(app)[0] == "HOST", what="the HOST column")
-        app.post_message(HardwareStrip.HostGpus(HostNews("node1", gpus=sample)))
+        app.post_message(HardwareStrip.HostGpus(BoxGpus("node1", gpus=gpu_report(sample))))
         await pilot.press("g")
         await until(pilot, lambda: type(app.screen).__name__ == "GpusScreen", what="the GPUs screen")
         table = app.screen.query_one("#gpu-table")

@@ -12,6 +12,7 @@ import shutil
 
 import pytest
 
+from conftest import gpu_report
 from test_tui_app import base, make_app, until  # noqa: F401 (base: a fixture)
 from test_tui_fixtures import FAILED, RUNNING, T0
 from test_tui_hangs import header, write_beat
@@ -97,8 +98,8 @@ def test_a_run_whose_box_is_not_heard_is_not_said_to_be_running(base, box_run): 
 
 
 def test_a_box_runs_gpus_tab_says_while_it_ran_once_it_has_ended(base, box_run):  # noqa: F811
-    from tuitrain.remote.runs_stream import HostNews
     from tuitrain.tui.widgets.hardware_strip import HardwareStrip
+    from tuitrain.tui.workstation_streams import BoxGpus
 
     app = make_app(base, open_run=box_run)
     sample = {"nvml": {"status": "NVML: 1 GPU"}, "gpus": [{"index": 0, "name": "NVIDIA H100", "memory_used": 1,
@@ -109,7 +110,7 @@ def test_a_box_runs_gpus_tab_says_while_it_ran_once_it_has_ended(base, box_run):
                               and app.screen, what="the box's run's monitor")
         await pilot.press("u")
         gpus = monitor.query_one("#gpus")
-        app.post_message(HardwareStrip.HostGpus(HostNews("node1", gpus=sample)))  # Home's stream of node1
+        app.post_message(HardwareStrip.HostGpus(BoxGpus("node1", gpus=gpu_report(sample))))  # Home's stream of node1
         await until(pilot, lambda: "so far: 3 samples" in str(gpus.content), what="the samples so far")
         record = json.loads((box_run / "run.json").read_text())  # the box's word that it finished, mirrored
         record.update(status="finished", ended=record["started"] + 1300)

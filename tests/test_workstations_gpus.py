@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from conftest import wait_for
+from conftest import gpu_report, wait_for
 from test_tui_app import make_app, run, until
 from test_workstations import next_news, settings, tuitrain_processes
 from tuitrain.remote import wire
@@ -107,7 +107,6 @@ pytest_slow = pytest.mark.slow
 def test_a_watched_box_streams_its_gpus_with_each_process_owner(hosts: Any, tmp_path: Path, sleeper: Any,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     from tuitrain import __version__
-    from tuitrain.hardware.report import gpus_from_json
     from tuitrain.remote.runs_stream import RunsStream
     from tuitrain.remote.workstations import find, workstations
 
@@ -119,7 +118,7 @@ def test_a_watched_box_streams_its_gpus_with_each_process_owner(hosts: Any, tmp_
     try:
         heard = next_news(news, lambda n: n.gpus is not None, 60, "node1's GPUs")
         assert heard.host == "node1" and heard.rows is None and set(heard.gpus) == {"nvml", "gpus", "mps"}
-        gpus = gpus_from_json(heard.gpus)
+        gpus = gpu_report(heard.gpus).gpus
         assert len(gpus) == 8 and str(gpus[0].name).startswith("NVIDIA H100")
         (proc,) = gpus[2].processes
         assert (proc.pid, proc.used_memory) == (sleeper.pid, 6 * GiB)

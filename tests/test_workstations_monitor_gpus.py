@@ -11,14 +11,14 @@ from typing import Any
 import pytest
 from rich.text import Text
 
-from conftest import wait_for
+from conftest import gpu_report, wait_for
 from test_tui_app import make_app, run, until
 from test_workstations import tuitrain_processes
 from test_workstations_gpus import FIXTURES, RUN_ID, node1_with_a_run, sleeper  # noqa: F401  (sleeper: the fixture)
-from tuitrain.remote.runs_stream import HostNews
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.record import read_record, write_record
 from tuitrain.tui.widgets.gpu_panel import box_panel
+from tuitrain.tui.workstation_streams import BoxGpus
 
 SAMPLE = {"nvml": {"status": "NVML: 2 GPUs"}, "gpus": [
     {"index": 0, "name": "NVIDIA H100", "memory_used": 1, "memory_total": 80 * 2**30, "processes": []},
@@ -28,20 +28,20 @@ SAMPLE = {"nvml": {"status": "NVML: 2 GPUs"}, "gpus": [
 RECORD = {"id": RUN_ID, "status": "running", "accelerator": "cuda", "env": {"CUDA_VISIBLE_DEVICES": "1"}}
 
 
-def panel(news: HostNews | None) -> str:
+def panel(news: BoxGpus | None) -> str:
     return box_panel("node1", news, RECORD, RUN_ID, live=True).plain  # type: ignore[arg-type]
 
 
 def test_the_panel_shows_the_runs_devices_on_its_box_or_why_not() -> None:
-    shown = panel(HostNews("node1", gpus=SAMPLE))
+    shown = panel(BoxGpus("node1", gpus=gpu_report(SAMPLE)))
     assert shown.startswith("on node1, as its tuitrain streams them\n")
     assert "cuda:0 = GPU 1  NVIDIA H100" in shown and "GPU 0" not in shown  # only the run's devices
     assert " 97%" in shown and f"rank 0 of run {RUN_ID}: 6.0 GiB" in shown, shown
     assert "waiting for node1's GPUs" in panel(None)
-    down = panel(HostNews("node1", gpus=SAMPLE, problem="node1: no word for 7 s"))
+    down = panel(BoxGpus("node1", gpus=gpu_report(SAMPLE), problem="node1: no word for 7 s"))
     assert "node1: no word for 7 s (the GPUs below are as last heard)" in down and "cuda:0 = GPU 1" in down
-    assert panel(HostNews("node1", problem="node1: connection refused")).splitlines()[1] == "node1: connection refused"
-    gone = panel(HostNews("node1", gpus={**SAMPLE, "gpus": SAMPLE["gpus"][:1]}))
+    assert panel(BoxGpus("node1", problem="node1: connection refused")).splitlines()[1] == "node1: connection refused"
+    gone = panel(BoxGpus("node1", gpus=gpu_report({**SAMPLE, "gpus": SAMPLE["gpus"][:1]})))
     assert "none of this run's GPUs is on node1 now (NVML: 2 GPUs)" in gone
 
 

@@ -13,9 +13,12 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tuitrain.cli.errors import CliError
+
+if TYPE_CHECKING:
+    from tuitrain.hardware.report import ReportJson
 
 REMOTE_VERBS = frozenset({"status", "logs", "checkpoints", "save", "evaluate", "stop", "resume", "stacks", "export"})
 LIST_SECONDS = 20.0  # what one box may take to list its runs before it is shown as unreachable
@@ -342,7 +345,7 @@ def viewer_files(paths: Any) -> Callable[[], dict[str, bytes]]:
 
 
 @contextlib.contextmanager
-def gpu_sampler(runs_root: Any) -> Iterator[Callable[[], dict[str, Any]]]:
+def gpu_sampler(runs_root: Any) -> Iterator[Callable[[], ReportJson]]:
     """This box's GPU sample on each call (`hardware.report.gpu_sample`, owners from its runs), taken by one
     sampler that lives as long as the stream."""
     import os

@@ -19,7 +19,7 @@ import selectors
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -58,14 +58,14 @@ def listen_for_home(inp: IO[bytes]) -> tuple[list[float], threading.Event]:
 
 def serve(poll: Callable[[], list[dict[str, Any]]], version: str, out: IO[bytes], inp: IO[bytes],
           poll_seconds: float = POLL_SECONDS, home_silence: float | None = HOME_SILENCE_SECONDS,
-          gpus: Callable[[], dict[str, Any]] | None = None, gpu_seconds: float = GPU_SECONDS) -> int:
+          gpus: Callable[[], Mapping[str, object]] | None = None, gpu_seconds: float = GPU_SECONDS) -> int:
     """Stream `poll()`'s rows (and `gpus()`'s sample, at most every `gpu_seconds`) to `out` until `inp` closes,
     home falls silent (`home_silence`, None: never) or `out` is gone. Returns the exit status (0)."""
     heard, closed = listen_for_home(inp)
     if not wire.send(out, wire.encode("hello", version=version)):
         return 0
     sent: list[dict[str, Any]] | None = None
-    sample: dict[str, Any] | None = None
+    sample: Mapping[str, object] | None = None
     said = time.monotonic()
     sampled = -gpu_seconds
     while not closed.is_set():

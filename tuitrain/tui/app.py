@@ -33,9 +33,9 @@ if TYPE_CHECKING:
     from textual.notifications import SeverityLevel
 
     from tuitrain.hardware.sampler import SampledView
-    from tuitrain.remote.runs_stream import HostNews
     from tuitrain.runs.view.live import Change, RunRow
     from tuitrain.tui.widgets.hardware_strip import HardwareStrip
+    from tuitrain.tui.workstation_streams import BoxGpus
 
 
 class TuitrainApp(PassesFailedWorkUp, TuitrainAppApi):
@@ -79,7 +79,7 @@ class TuitrainApp(PassesFailedWorkUp, TuitrainAppApi):
         self.polls = 0
         self.hardware: Any = hardware
         self.hardware_line = hardware_line or "…"
-        self.host_gpus: dict[str, "HostNews"] = {}
+        self.host_gpus: dict[str, "BoxGpus"] = {}
         self.gpu_history = GpuHistory()
         self._poke = threading.Event()
         self.checkpoint_news = CheckpointNews()
@@ -180,11 +180,9 @@ class TuitrainApp(PassesFailedWorkUp, TuitrainAppApi):
     def on_hardware_strip_host_gpus(self, message: HardwareStrip.HostGpus) -> None:
         """A workstation's GPUs (or why its stream failed), up from Home's strip: kept for every screen. A failure
         keeps the GPUs last heard (shown as old, under the problem); a sample clears the problem."""
-        from tuitrain.hardware.report import gpus_from_json
-
         news = message.news
         if news.gpus is not None:
-            self.gpu_history.add(news.host, gpus_from_json(news.gpus))
+            self.gpu_history.add(news.host, news.gpus.gpus)
         before = self.host_gpus.get(news.host)
         gpus = news.gpus if news.gpus is not None else (before.gpus if before is not None else None)
         self.host_gpus[news.host] = dataclasses.replace(news, gpus=gpus)

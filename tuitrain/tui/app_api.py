@@ -12,10 +12,10 @@ from textual.app import App
 
 if TYPE_CHECKING:
     from tuitrain.hardware.sampler import SampledView
-    from tuitrain.remote.runs_stream import HostNews
     from tuitrain.runs.view.live import RunRow
     from tuitrain.tui.gpu_history import GpuHistory
     from tuitrain.tui.run_table import CheckpointNews
+    from tuitrain.tui.workstation_streams import BoxGpus
 
 
 class TuitrainAppApi(App[int]):
@@ -30,7 +30,7 @@ class TuitrainAppApi(App[int]):
     # each workstation's latest GPUs (`gpus`) and why its stream failed (`problem`), as Home's one stream of that box
     # told them (through its hardware strip): the GPUs screen and a remote run's monitor read them here, and a screen
     # with a `box_gpus_heard(host)` method is told of each change
-    host_gpus: dict[str, HostNews]
+    host_gpus: dict[str, BoxGpus]
     gpu_history: GpuHistory  # each GPU's recent utilisation and memory, this machine's (`LOCAL`) and each box's
     rows: list[RunRow]
     polls: int

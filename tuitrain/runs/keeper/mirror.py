@@ -34,11 +34,14 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tuitrain.remote.wire import CHUNK, encode_bytes, write_into
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.runs.keeper.samples import samples_path
+
+if TYPE_CHECKING:
+    from tuitrain.hardware.report import GpuReport
 
 _HOME_PATH = re.compile(r"(logs/rank-\d+\.(log|times)|logs/machine-\d+\.log|events\.jsonl|ranks/rank-\d+\.json"
                         r"|heartbeats/rank-\d+\.json|heartbeats/machine-\d+-states\.json|stacks/rank-\d+\.txt|logs/nccl-trace-rank-\d+"
@@ -166,12 +169,12 @@ def apply(paths: RunPaths, message: dict[str, Any]) -> None:
     write_into(paths.root / relative, message)  # a log's bytes appended; a rank record, a samples file: whole
 
 
-def read_machine_samples(paths: RunPaths) -> dict[int, dict[str, Any]]:
+def read_machine_samples(paths: RunPaths) -> dict[int, GpuReport]:
     """machine rank → its latest GPU and host sample at home (a sample being replaced, or damaged, is left out)."""
-    import json
+    from tuitrain.hardware.report import GpuReport, read_report
 
     folder = paths.root / "machines"
-    samples: dict[int, dict[str, Any]] = {}
+    samples: dict[int, GpuReport] = {}
     if not folder.is_dir():
         return samples
     for file in folder.glob("machine-*-gpus.json"):
@@ -180,6 +183,7 @@ def read_machine_samples(paths: RunPaths) -> dict[int, dict[str, Any]]:
             data = json.loads(file.read_text(encoding="utf-8"))
         except (OSError, ValueError, IndexError):
             continue
-        if isinstance(data, dict):
-            samples[rank] = data
+        report = read_report(data)
+        if isinstance(report, GpuReport):
+            samples[rank] = report
     return samples

@@ -288,12 +288,10 @@ class GpusScreen(PassesFailedWorkUp, QuitSafe, Screen):
 
     def read_boxes(self) -> None:
         """Each listed box's GPUs and problem as the app last heard them (waiting: neither yet), then drawn."""
-        from tuitrain.hardware.report import gpus_from_json
-
         boxes: dict[str, tuple[tuple[GpuInfo, ...] | None, str | None]] = {}
         for host in self.hosts:
             news = self.app.host_gpus.get(host)
-            gpus = gpus_from_json(news.gpus) if news is not None and news.gpus is not None else None
+            gpus = news.gpus.gpus if news is not None and news.gpus is not None else None
             boxes[host] = (gpus, news.problem if news is not None else None)
         self.boxes = boxes
         self.show(self.app.hardware_view)

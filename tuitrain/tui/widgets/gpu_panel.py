@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 from rich.text import Text
 
 from tuitrain.hardware.devices import GpuInfo
+from tuitrain.hardware.host import HostInfo
 from tuitrain.hardware.na import NA, NaType
 from tuitrain.hardware.processes import sm_share, use_notes
 from tuitrain.hardware.sampler import GpuPoint, SampledView
@@ -22,9 +23,10 @@ from tuitrain.tui.format import bar
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from tuitrain.remote.runs_stream import HostNews
+    from tuitrain.hardware.report import GpuReport
     from tuitrain.runs.keeper.samples import MachineSamples
     from tuitrain.tui.machines import Machine
+    from tuitrain.tui.workstation_streams import BoxGpus
 
 SPARKS = "▁▂▃▄▅▆▇█"
 HISTORY_CELLS = 20
@@ -66,46 +68,30 @@ def strip_line(view: SampledView) -> str:
     return " · ".join(parts)
 
 
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-def remote_lines(out: Text, sample: Mapping[str, Any] | None, run_id: str, now: float) -> None:
-    """One machine's figures as its agent sampled them there (tuitrain.hardware.report's JSON)."""
-    if not sample:
+def remote_lines(out: Text, report: "GpuReport | None", run_id: str, now: float) -> None:
+    """One machine's figures as its agent sampled them there (tuitrain.hardware.report's JSON, checked)."""
+    if report is None:
         out.append("    no figures from it yet\n", style="dim")
         return
-    taken = _number(sample.get("time"))
-    age = f"sampled {max(0.0, now - taken):.0f} s ago" if taken is not None else "sampled there"
-    gpus = [g for g in sample.get("gpus") or [] if isinstance(g, Mapping)]
-    if not gpus:
-        status = (sample.get("nvml") or {}).get("status") if isinstance(sample.get("nvml"), Mapping) else None
-        out.append(f"    {status or 'no GPU figures'} · {age}\n", style="dim")
-    else:
-        out.append(f"    {age}\n", style="dim")
-    for gpu in gpus:
-        util, used, total = _number(gpu.get("utilization")), _number(gpu.get("memory_used")), \
-            _number(gpu.get("memory_total"))
-        temperature = _number(gpu.get("temperature"))
-        mine = [p for p in gpu.get("processes") or [] if isinstance(p, Mapping) and isinstance(p.get("owner"), Mapping)
-                and p["owner"].get("run_id") == run_id]
-        ranks = ", ".join(f"rank {p['owner'].get('rank')} {gib(_number(p.get('used_memory')) or 0)} GiB"
-                          + (f" SM {p['sm_util']}%" if isinstance(p.get("sm_util"), int) else "") for p in mine)
-        out.append(f"    GPU {gpu.get('index')}  {gpu.get('name') or '?'}  util {percent(util if util is not None else NA, 3)}"
-                   f"  memory {gpu_memory(used, total, bool(gpu.get('lost')))}"
-                   + (f"  {temperature:.0f}°C" if temperature is not None else "")
-                   + (f"  ({ranks})" if ranks else "") + ("  LOST" if gpu.get("lost") else "") + "\n")
-    found = sample.get("host")
-    host: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
-    cpu, used, total = _number(host.get("cpu_percent")), _number(host.get("memory_used")), _number(host.get("memory_total"))
-    line = f"    CPU {percent(cpu if cpu is not None else NA, 3)} of {host.get('cpu_count') or '?'} cores"
-    if used is not None and total is not None:
-        line += f" · RAM {size(int(used))}/{size(int(total))}"
+    age = f"sampled {max(0.0, now - report.time):.0f} s ago" if report.time is not None else "sampled there"
+    out.append(f"    {report.status or 'no GPU figures'} · {age}\n" if not report.gpus else f"    {age}\n", style="dim")
+    for gpu in report.gpus:
+        mine = [p for p in gpu.processes if p.owner is not None and p.owner.run_id == run_id]
+        ranks = ", ".join(f"rank {p.owner.rank if p.owner else '?'} {gib(p.used_memory)} GiB"
+                          + (f" SM {p.sm_util}%" if p.sm_util is not NA else "") for p in mine)
+        out.append(f"    GPU {gpu.index}  {gpu.name or '?'}  util {percent(gpu.utilization, 3)}"
+                   f"  memory {gpu_memory(gpu.memory_used, gpu.memory_total, gpu.lost)}"
+                   + (f"  {gpu.temperature:.0f}°C" if gpu.temperature is not NA else "")
+                   + (f"  ({ranks})" if ranks else "") + ("  LOST" if gpu.lost else "") + "\n")
+    host = report.host or HostInfo(cpu_count=0)
+    line = f"    CPU {percent(host.cpu_percent, 3)} of {host.cpu_count or '?'} cores"
+    if host.memory_used is not NA and host.memory_total is not NA:
+        line += f" · RAM {size(int(host.memory_used))}/{size(int(host.memory_total))}"
     out.append(line + "\n", style="dim")
 
 
 def run_panel(view: SampledView | None, record: RunRecord, run_id: str, live: bool,
-              machines: "Sequence[Machine]" = (), samples: Mapping[int, Mapping[str, Any]] | None = None,
+              machines: "Sequence[Machine]" = (), samples: "Mapping[int, GpuReport] | None" = None,
               now: float | None = None, run_dir: "Path | None" = None) -> Text:
     """The GPUs tab: the run's devices, its ranks, the host. A run on several machines shows what
     this machine runs of it (its devices, its ranks' figures) and names the ranks of the others,
@@ -207,7 +193,7 @@ def _pct(value: float | None) -> str:
 
 
 def _live_panel(view: SampledView | None, record: RunRecord, run_id: str, live: bool,
-                machines: "Sequence[Machine]", samples: Mapping[int, Mapping[str, Any]] | None,
+                machines: "Sequence[Machine]", samples: "Mapping[int, GpuReport] | None",
                 now: float | None) -> Text:
     out = Text()
     if view is None:
@@ -222,7 +208,7 @@ def _live_panel(view: SampledView | None, record: RunRecord, run_id: str, live: 
 
 
 def _machine_cards(out: Text, view: SampledView, record: RunRecord, run_id: str, live: bool,
-                   machines: "Sequence[Machine]", samples: Mapping[int, Mapping[str, Any]] | None,
+                   machines: "Sequence[Machine]", samples: "Mapping[int, GpuReport] | None",
                    now: float | None) -> None:
     """One card a machine, by machine index (hostnames may be one for all): this machine's figures as sampled here,
     the others' as their agents sampled them there (machines/machine-M-gpus.json)."""
@@ -313,13 +299,11 @@ def _gpu_lines(out: Text, record: RunRecord, gpus: Sequence[GpuInfo], status_lin
         out.append(f"  {note}\n", style="dim")
 
 
-def box_panel(host: str, news: "HostNews | None", record: RunRecord, run_id: str, live: bool,
+def box_panel(host: str, news: "BoxGpus | None", record: RunRecord, run_id: str, live: bool,
               run_dir: "Path | None" = None) -> Text:
     """The GPUs tab of another workstation's run: its devices there as that box's tuitrain streams them to Home
     (`news`: the app's `host_gpus` of it; no history, no ranks' CPU, which the stream does not carry), and what
     the run's samples say (mirrored with the run), as `run_panel` has them for a run here."""
-    from tuitrain.hardware.report import gpus_from_json
-
     recorded = _recorded(run_dir, record, live) if run_dir is not None else None
     if not live and recorded is not None and not recorded.plain.startswith(NO_SAMPLES):
         return recorded
@@ -332,9 +316,7 @@ def box_panel(host: str, news: "HostNews | None", record: RunRecord, run_id: str
         if news is None or not news.problem:
             out.append(f"waiting for {host}'s GPUs…\n", style="dim")
     else:
-        nvml = news.gpus.get("nvml")
-        status = str(nvml.get("status") or "") if isinstance(nvml, Mapping) else ""
-        _gpu_lines(out, record, gpus_from_json(news.gpus), status or "no GPU figures", host, run_id)
+        _gpu_lines(out, record, news.gpus.gpus, news.gpus.status or "no GPU figures", host, run_id)
     if recorded is not None:
         out.append("\n\n")
         out.append_text(recorded)

@@ -11,7 +11,7 @@ Home (`show_history`)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.message import Message
@@ -19,19 +19,18 @@ from textual.message import Message
 from tuitrain.tui.widgets.text_line import TextLine
 
 if TYPE_CHECKING:
-    from tuitrain.remote.runs_stream import HostNews
+    from tuitrain.hardware.report import GpuReport
     from tuitrain.tui.gpu_history import Trace
+    from tuitrain.tui.workstation_streams import BoxGpus
 
 SPARK_CELLS = 8  # at most, a sparkline on the strip
 LEAST_CELLS = 2  # at least: less says nothing of a trend
 HERE_FLOOR = 40  # this machine's line gives way to the history down to this (its CPU and RAM stay)
 
 
-def host_part(host: str, sample: Mapping[str, Any]) -> str:
+def host_part(host: str, report: GpuReport) -> str:
     """What the strip says of another box's GPUs: how many, and how many have a process on them."""
-    from tuitrain.hardware.report import gpus_from_json
-
-    gpus = gpus_from_json(sample)
+    gpus = report.gpus
     if not gpus:
         return f"{host}: no GPUs"
     busy = sum(1 for gpu in gpus if gpu.processes)
@@ -59,7 +58,7 @@ def history_text(traces: Sequence[Trace], room: int | None) -> str:
     return f"util {util} mem {memory}"
 
 
-def strip_text(line: Text | str, hosts: Mapping[str, Mapping[str, Any]], width: int | None = None,
+def strip_text(line: Text | str, hosts: Mapping[str, GpuReport], width: int | None = None,
                history: Mapping[str, Sequence[Trace]] | None = None) -> Text | str:
     """This machine's line, then each other box's part (in the order they were first heard), each followed by its
     GPUs' history (`history`: by host, this machine's under LOCAL) in the room the words leave, shared alike. In
@@ -69,7 +68,7 @@ def strip_text(line: Text | str, hosts: Mapping[str, Mapping[str, Any]], width: 
     history = history or {}
     if not hosts and not history.get(LOCAL):
         return line
-    parts = [(host, host_part(host, sample)) for host, sample in hosts.items()]
+    parts = [(host, host_part(host, report)) for host, report in hosts.items()]
     words = sum(3 + len(part) for _, part in parts)
     here = line.copy() if isinstance(line, Text) else Text(line)
     if width is not None and here.cell_len + words > width and width - words > 1:
@@ -114,14 +113,14 @@ class HardwareStrip(TextLine):
         """A workstation's latest GPU sample (`news.gpus`: `hardware.report.gpu_sample`), or why its stream failed
         (`news.problem`); it bubbles up to the app (`host_gpus`)."""
 
-        def __init__(self, news: HostNews) -> None:
+        def __init__(self, news: BoxGpus) -> None:
             super().__init__()
             self.news = news
 
     def __init__(self, text: Text | str = "", *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(text, id=id, classes=classes)
         self.line = text  # this machine's part
-        self.hosts: dict[str, dict[str, Any]] = {}  # each other box's latest sample
+        self.hosts: dict[str, GpuReport] = {}  # each other box's latest sample
         self.history: Mapping[str, Sequence[Trace]] = {}  # each machine's GPUs' history as last handed down
 
     def show_history(self, history: Mapping[str, Sequence[Trace]]) -> None:
@@ -145,7 +144,7 @@ class HardwareStrip(TextLine):
             self.hosts = {host: sample for host, sample in self.hosts.items() if host in hosts}
             self.set(self.line)
 
-    def gpus_heard(self, news: HostNews) -> None:
+    def gpus_heard(self, news: BoxGpus) -> None:
         """A workstation stream's GPUs or failure (its own thread): shown on the app's loop."""
         if news.gpus is not None or news.problem is not None:
             self.post_message(self.HostGpus(news))
