@@ -63,9 +63,10 @@ class Supervised:
     def stop(self, paths: RunPaths, now: bool, say: Say, pause: Pause | None = None,
              timeout: float | None = None) -> str:
         from tuitrain.rundir.record import read_record
+        from tuitrain.rundir.run import Fields
         from tuitrain.runs.control import request  # psutil: not for `plan`
 
-        if read_record(paths).get("status") == "queued":
+        if Fields(read_record(paths)).status == "queued":
             request(paths, "stop")  # its waiting supervisor takes any stop as leaving the queue
             return f"run {paths.id} was queued: it leaves the queue (cancelled; it never started)"
         if not now:

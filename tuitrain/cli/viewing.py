@@ -18,7 +18,7 @@ from tuitrain.rundir.events import Figure
 from tuitrain.rundir.exits import exit_name, explained_itself
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.record import FINAL_STATUSES, RunRecord, RunRecordError, Time
-from tuitrain.rundir.run import UNREADABLE, Run
+from tuitrain.rundir.run import UNREADABLE, Fields, Run
 from tuitrain.rundir.tail import read_new_lines
 from tuitrain.runs.catalog import find_run, load_record, scan_runs
 from tuitrain.runs.keeper.manifest import Manifest, scan_manifests
@@ -330,8 +330,8 @@ def _print_log(paths: RunPaths, log: Path, follow: bool) -> int:
 def _rank_count(paths: RunPaths) -> int:
     found = [int(rank) for rank, _ in _rank_logs(paths)]
     try:
-        expected = int(load_record(paths).get("num_processes") or 0)
-    except (RunRecordError, ValueError, TypeError):
+        expected = Fields(load_record(paths)).num_processes
+    except RunRecordError:
         expected = 0
     return max([expected, *(rank + 1 for rank in found)])
 

@@ -125,7 +125,7 @@ def plan_node(paths: RunPaths, node: int, nodes: int, main_host: str | None, job
         data = tomllib.load(handle)
     hardware = detect_hardware()
     settings, _notes = launch_settings(Profile(path=paths.profile, data=data, notes=[]), hardware)
-    resume_from = read_record(paths).get("resume_from")
+    resume_from = Fields(read_record(paths)).resume_from
     plan = plan_launch(settings, hardware, paths.root, file=str(paths.profile),
                        resume_from=Path(resume_from) if resume_from else None,
                        role=node_role(settings, paths.root, node, nodes, main_host, job_id, os.environ))
@@ -360,8 +360,8 @@ def main(run_dir: Path) -> int:
         record_end(paths, status="failed", ended=time.time(), error=f"Slurm job {job_id}, node {node}: {why}")
         return 1
     write_text_atomic(paths.accelerate_config, dump_yaml(plan.accelerate_config))
-    slurm = dict(read_record(paths).get("slurm") or {})
-    slurm.update(job_id=job_id or slurm.get("job_id"), host=os.uname().nodename, nodes=nodes)
+    slurm = Fields(read_record(paths)).slurm
+    slurm["job_id"], slurm["host"], slurm["nodes"] = job_id or slurm.get("job_id"), os.uname().nodename, nodes
     fields = {**plan.record_fields(), "slurm": slurm}
     if plan.cwd:  # a [script] runs in its workdir, as it does when tuitrain runs it locally
         fields["cwd"] = plan.cwd

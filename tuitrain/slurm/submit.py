@@ -16,7 +16,7 @@ from typing import Any, Sequence
 from tuitrain.profile import Profile, Settings, settings_with_defaults
 from tuitrain.profile.processes import processes_set
 from tuitrain.rundir.layout import RunPaths
-from tuitrain.rundir.record import RunRecord, SlurmRecord, read_record, update_record
+from tuitrain.rundir.record import RunRecord, read_record, update_record
 from tuitrain.rundir.run import Fields
 from tuitrain.runs.start.new_run import NEW_RUN, Lineage, RunFiles, discard, new_run_dir, prepare_run
 from tuitrain.slurm import commands
@@ -85,7 +85,7 @@ def submit(profile: Profile, runs_root: Path, options: JobOptions, *, python: st
     except BaseException:
         discard(paths)
         raise
-    slurm: SlurmRecord = {**(read_record(paths).get("slurm") or {})}  # the job may already have started and written to it
+    slurm = Fields(read_record(paths)).slurm  # the job may already have started and written to it
     slurm["job_id"] = job_id
     update_record(paths, slurm=slurm)
     return Submitted(paths, job_id, script_path.read_text(encoding="utf-8"))

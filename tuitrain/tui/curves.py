@@ -15,6 +15,7 @@ from typing import Any, Mapping, Sequence
 from tuitrain.rundir.events import parse_event
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.record import RunRecordError, read_record
+from tuitrain.rundir.run import Fields
 from tuitrain.rundir.tail import read_new_lines
 from tuitrain.runs.view.live import is_metric
 
@@ -81,7 +82,7 @@ def samples_per_step(run_dir: Path) -> float | None:
     try:
         paths = RunPaths(run_dir)
         args = json.loads(paths.training_args.read_text())
-        processes = read_record(paths).get("num_processes") or 1  # checked: a count
+        processes = Fields(read_record(paths)).num_processes
         samples = (int(args["per_device_train_batch_size"]) * int(args.get("gradient_accumulation_steps") or 1)
                    * processes)
     except (OSError, ValueError, KeyError, TypeError, AttributeError, RunRecordError):

@@ -306,7 +306,7 @@ def gpu_wants(paths: RunPaths) -> tuple[int, int | None]:
     from tuitrain.runs.keeper.manifest import read_frozen_profile
 
     try:
-        accelerator = read_record(paths).get("accelerator")
+        accelerator = Fields(read_record(paths)).accelerator
     except (RunRecordError, OSError):
         return 0, None
     if accelerator != "cuda":

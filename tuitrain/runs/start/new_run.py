@@ -24,6 +24,7 @@ from tuitrain.profile.paths import PATH_KEYS
 from tuitrain.rundir.checkpoints import list_checkpoints
 from tuitrain.rundir.layout import CONTROL_HOLD, RunPaths
 from tuitrain.rundir.record import RunRecordError, new_record, read_record, record_end, reserve_space, write_record
+from tuitrain.rundir.run import Fields
 from tuitrain.rundir.tail import read_tail
 from tuitrain.runs.catalog import RUNS_ROOT_FIX, runs_root_shape
 from tuitrain.runs.start.output_claim import claim_output_dir, holder_problem
@@ -265,7 +266,7 @@ def join_queue(paths: RunPaths, queue: QueueRequest) -> None:
     from tuitrain.hardware.host import current_user
     from tuitrain.runs.queue.entries import enqueue
 
-    fields = read_record(paths)["queue"]
+    fields = Fields(read_record(paths)).queue
     if queue.hold:
         paths.control.mkdir(exist_ok=True)
         paths.control_request(CONTROL_HOLD).touch()
@@ -327,7 +328,7 @@ def wait_for_supervisor(paths: RunPaths, proc: subprocess.Popen[bytes], timeout:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            if (read_record(paths).get("processes") or {}).get("supervisor"):
+            if Fields(read_record(paths)).processes.get("supervisor"):
                 return
         except RunRecordError:
             pass
