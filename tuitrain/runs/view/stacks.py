@@ -25,13 +25,14 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence, TypedDict
 
 from tuitrain.atomic import read_json, write_json_atomic
 from tuitrain.errors import TuitrainError
 from tuitrain.rundir.heartbeat import Beat
+from tuitrain.rundir.json_shape import problem
 from tuitrain.rundir.layout import CONTROL_STACKS, STACKS_SIGNAL, RunPaths
-from tuitrain.rundir.record import MachineEntry, RunRecord
+from tuitrain.rundir.record import MachineEntry, RankKey, RunRecord
 
 ANSWER_SECONDS = 5.0  # how long the ranks have to write their stacks
 SETTLED_SECONDS = 0.3  # a stacks file that has not grown for this long is complete
@@ -374,23 +375,44 @@ def stacks_from_file(rank: int, pid: int | None, text: str) -> RankStacks | None
 
 # -- on every machine of a run over SSH ------------------------------------------------------------------------------
 
-def stacks_json(taken: Mapping[int, RankStacks]) -> dict[str, Any]:
+class WorkerJson(TypedDict):
+    worker: int
+    pid: int
+    how: str
+    text: str
+
+
+class _RankTextNeeded(TypedDict):
+    pid: int | None
+    how: str
+    text: str
+
+
+class RankTextJson(_RankTextNeeded, total=False):  # an older agent's answer has neither
+    state: str | None
+    workers: list[WorkerJson]
+
+
+NodeStacksJson = dict[RankKey, RankTextJson]  # a node's answer, by rank
+
+
+def stacks_json(taken: Mapping[int, RankStacks]) -> NodeStacksJson:
     """What a machine's node agent answers to `--stacks`: each of its ranks' stacks (and its workers'), as text."""
     return {str(r): {"pid": s.pid, "how": s.how, "state": s.state, "text": s.text,
                      "workers": [{"worker": w.worker, "pid": w.pid, "how": w.how, "text": w.text} for w in s.workers]}
             for r, s in taken.items()}
 
 
-def stacks_from_json(data: Mapping[str, Any]) -> dict[int, RankStacks]:
-    out = {}
-    for rank, entry in data.items():
-        text = str(entry.get("text") or "")
-        pid = entry.get("pid")
-        workers = tuple(WorkerStacks(int(w["worker"]), int(w["pid"]), str(w.get("how") or ""), str(w.get("text") or ""),
-                                     parse_stacks(str(w.get("text") or ""))) for w in entry.get("workers") or [])
-        out[int(rank)] = RankStacks(int(rank), int(pid) if pid is not None else None, str(entry.get("how") or ""),
-                                    text, entry.get("state"), parse_stacks(text), workers)
-    return out
+def stacks_from_json(data: object) -> dict[int, RankStacks]:
+    """A node's `stacks_json` answer, checked (ValueError naming the key where it does not fit), as stacks."""
+    why = problem(data, NodeStacksJson)
+    if why is not None:
+        raise ValueError(why)
+    answer: NodeStacksJson = data  # type: ignore[assignment]  # checked just above
+    return {int(rank): RankStacks(int(rank), e["pid"], e["how"], e["text"], e.get("state"), parse_stacks(e["text"]),
+                                  tuple(WorkerStacks(w["worker"], w["pid"], w["how"], w["text"], parse_stacks(w["text"]))
+                                        for w in e.get("workers", ())))
+            for rank, e in answer.items()}
 
 
 def node_stacks(root: Path) -> dict[str, Any]:
@@ -425,7 +447,7 @@ def machines_stacks(paths: RunPaths, machines: Sequence[MachineEntry],
                 why = answer.problem or (answer.stderr.strip().splitlines() or [f"exit {answer.returncode}"])[-1]
                 raise ValueError(f"did not answer: {why}")
             got = stacks_from_json(json.loads(answer.stdout))
-        except (ValueError, TypeError, AttributeError) as exc:
+        except (ValueError, RecursionError) as exc:
             problems.append(f"{said}: {exc}")
             continue
         taken.update(keep_stacks(paths, got))
@@ -485,7 +507,7 @@ def nodes_stacks(paths: RunPaths, nodes: Mapping[int, RunPaths],
             continue
         try:
             taken.update(keep_stacks(paths, stacks_from_json(read_json(node.stacks_taken))))
-        except (OSError, ValueError, TypeError, AttributeError, KeyError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:
             problems.append(f"node {machine}: its answer could not be read ({exc})")
     return dict(sorted(taken.items())), problems
 

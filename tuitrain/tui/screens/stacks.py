@@ -64,17 +64,16 @@ def stacks_text(stacks: Stacks, all_threads: bool = False) -> Text:
 def remote_stacks(host: str, answer: str) -> Stacks | str:
     """What another workstation's `tuitrain stacks RUN --json` answered, as a run of this machine's is taken; a
     reply that is no such JSON is one line naming the host."""
-    from tuitrain.runs.view.stacks_json import ranks_from_json
+    from tuitrain.runs.view.stacks_json import ranks_from_json, read_stacks_json
 
     try:
-        data = json.loads(answer)
-        taken, where = ranks_from_json(data["ranks"])
-        digest = [str(line) for line in data["digest"]]
-    except (ValueError, KeyError, TypeError, IndexError):
-        return f"{host}: `tuitrain stacks --json` there printed no stacks JSON (another tuitrain version?)"
-    files = [entry["file"] for entry in data["ranks"].values() if entry.get("file")]
+        data = read_stacks_json(json.loads(answer))
+    except (ValueError, RecursionError) as exc:
+        return f"{host}: `tuitrain stacks --json` there printed no stacks JSON this tuitrain reads ({exc})"
+    taken, where = ranks_from_json(data["ranks"])
+    files = [file for entry in data["ranks"].values() if (file := entry.get("file"))]
     folder = f"{Path(files[0]).parent}/rank-K.txt on {host}" if files else f"the run's stacks/ folder on {host}"
-    return Stacks(digest, taken, where, folder)
+    return Stacks(data["digest"], taken, where, folder)
 
 
 class StacksScreen(PassesFailedWorkUp, QuitSafe, ModalScreen[None]):
