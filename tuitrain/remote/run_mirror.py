@@ -334,12 +334,12 @@ def fetch(host: str, run_id: str, timeout: float = 40.0) -> tuple[Path, str | No
     return cache, said[0] if said else f"{host}: sent nothing of {run_id} in {timeout:g} s; check `ssh {host} true`"
 
 
-def read_checkpoints(run_dir: Path) -> list[dict[str, Any]]:
-    """The checkpoints of another workstation's run as the box last saw them (`rundir.checkpoints`' to_dict each)."""
+def read_checkpoints(run_dir: Path) -> object:
+    """The checkpoints of another workstation's run as the box last saw them, as JSON (`rundir.checkpoints`' to_dict
+    each, read by `checkpoints_from_json`); None where there are none yet or they do not read."""
     import json
 
     try:
-        found = json.loads((Path(run_dir) / CHECKPOINTS).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return []
-    return [c for c in found if isinstance(c, dict)] if isinstance(found, list) else []
+        return json.loads((Path(run_dir) / CHECKPOINTS).read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None

@@ -18,8 +18,9 @@ import struct
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
+from tuitrain.rundir.json_shape import problem
 from tuitrain.rundir.record import RunRecord
 
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
@@ -29,6 +30,24 @@ _OPTIMIZER = ("optimizer.pt", "optimizer.bin")
 _SHARDED = ("global_step", "optimizer_0", "pytorch_model_fsdp")
 MARKER = "tuitrain.json"
 LORA_BASE = "lora-base"  # in an output folder: the from-scratch base a LoRA run's adapters are relative to
+
+
+class _CheckpointNeeded(TypedDict):
+    step: int
+    path: str
+    complete: bool
+
+
+class CheckpointJson(_CheckpointNeeded, total=False):
+    """A checkpoint as `Checkpoint.to_dict` writes it (`checkpoints --json`, a run's summary, the mirror of another
+    box's run); an older version's lacks the later keys."""
+
+    missing: list[str]
+    metrics: dict[str, Any]
+    size_bytes: int
+    world_size: int | None
+    run: str | None
+    verified: bool
 
 
 @dataclass(frozen=True)
@@ -48,7 +67,7 @@ class Checkpoint:
         """Why it is not complete, in one line ("" when it is)."""
         return "; ".join(self.missing)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> CheckpointJson:
         return {
             "step": self.step,
             "path": str(self.path),
@@ -60,6 +79,15 @@ class Checkpoint:
             "run": self.run,
             "verified": self.verified,
         }
+
+
+def checkpoints_from_json(data: object) -> list[Checkpoint]:
+    """Checkpoints another box listed (`to_dict` each, as its tuitrain, maybe another version, wrote them): each one
+    that checks, as this machine's are; one that does not is left out, keys a newer version adds are left alone."""
+    found: list[CheckpointJson] = [c for c in data if problem(c, CheckpointJson) is None] if isinstance(data, list) else []
+    return [Checkpoint(c["step"], Path(c["path"]), c["complete"], tuple(c.get("missing", ())), c.get("metrics", {}),
+                       c.get("size_bytes", 0), c.get("world_size"), c.get("run"), c.get("verified", False))
+            for c in found]
 
 
 def files_with_sizes(folder: Path) -> dict[str, int]:

@@ -246,10 +246,9 @@ class MonitorScreen(PassesFailedWorkUp, QuitSafe, Screen):
     def poll_mirrored_checkpoints(self) -> bool:
         """Another workstation's run: its checkpoints as the box sees them (the cache holds none)."""
         from tuitrain.remote.run_mirror import read_checkpoints
-        from tuitrain.rundir.checkpoints import Checkpoint
+        from tuitrain.rundir.checkpoints import checkpoints_from_json
 
-        found = [Checkpoint(**{**c, "path": Path(c["path"]), "missing": tuple(c.get("missing") or ())})
-                 for c in read_checkpoints(self.run_dir)]
+        found = checkpoints_from_json(read_checkpoints(self.run_dir))
         if found == self.run_watch.checkpoints:
             return False
         self.run_watch.checkpoints = found

@@ -60,13 +60,13 @@ def override_problems(profile: Path, overrides: Sequence[str], checkpoint: Check
     return [against] if against else []
 
 
-def box_checkpoint(found: Sequence[dict], ref: str) -> dict | None:
-    """Of another workstation's run's checkpoints as its box sees them (`to_dict` each), the one `ref` names:
-    `latest` (the newest complete), `checkpoint-N` or its path there."""
-    complete = [c for c in found if c.get("complete")]
+def box_checkpoint(found: Sequence[Checkpoint], ref: str) -> Checkpoint | None:
+    """Of another workstation's run's checkpoints as its box sees them, the one `ref` names: `latest` (the newest
+    complete), `checkpoint-N` or its path there."""
+    complete = [c for c in found if c.complete]
     if ref == "latest":
-        return max(complete, key=lambda c: int(c.get("step") or 0), default=None)
-    return next((c for c in complete if ref in (str(c.get("path")), Path(str(c.get("path"))).name)), None)
+        return max(complete, key=lambda c: c.step, default=None)
+    return next((c for c in complete if ref in (str(c.path), c.path.name)), None)
 
 
 class ResumeScreen(PassesFailedWorkUp, QuitSafe, ModalScreen[None]):
@@ -141,14 +141,13 @@ class ResumeScreen(PassesFailedWorkUp, QuitSafe, ModalScreen[None]):
 
     def _box_checkpoint_line(self, host: str, run_id: str) -> Text:
         from tuitrain.remote.run_mirror import read_checkpoints
+        from tuitrain.rundir.checkpoints import checkpoints_from_json
 
-        chosen = box_checkpoint(read_checkpoints(self.run_dir), self.checkpoint)
+        chosen = box_checkpoint(checkpoints_from_json(read_checkpoints(self.run_dir)), self.checkpoint)
         if chosen is None:
             return Text(f"from {Path(self.checkpoint).name}, as {host} finds it: a new run starts there")
-        step = int(chosen.get("step") or 0)
-        return Text.assemble("from ", (Path(str(chosen["path"])).name, "bold"),
-                             f" (step {step}): a new run starts on {host} at step {step + 1}; the overrides are checked "
-                             "there  ", (str(chosen["path"]), "dim"))
+        return Text.assemble("from ", (chosen.path.name, "bold"), f" (step {chosen.step}): a new run starts on {host} "
+                             f"at step {chosen.step + 1}; the overrides are checked there  ", (str(chosen.path), "dim"))
 
     def _show_checkpoint(self, text: Text, chosen: Checkpoint | None = None) -> None:
         self.query_one("#checkpoint", Static).update(text)
