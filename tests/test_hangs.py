@@ -388,3 +388,18 @@ def test_the_stacks_json_reads_back_as_it_was_written(tmp_path):
     assert where == {0: "waiting in all_reduce", 1: "stopped"} and data["digest"] == ["rank 1: stopped"]
     assert [(s.rank, s.pid, s.how, s.state, s.threads) for s in back.values()] == \
         [(0, 41, "faulthandler", None, threads), (1, None, "", "stopped", ())]
+
+
+@pytest.mark.parametrize("kept", ['{"time": "1795000000", "lines": []}', '{"time": 1.0, "lines": "rank 0"}', "[]", "",
+                                  '{"time": 1.0, "lines": [3]}'])
+def test_a_damaged_digest_reads_as_none_and_a_written_one_as_written(tmp_path, kept):
+    """stacks/digest.json is what `status` and the monitor show of a hung run: one that does not check (a disk's
+    damage, a hand edit) is no digest, never a float('…') that ends `status` with a traceback."""
+    from tuitrain.runs.view.stacks import RankStacks, read_digest, write_digest
+
+    paths = RunPaths(tmp_path / "r1")
+    paths.stacks.mkdir(parents=True)
+    paths.stacks_digest.write_text(kept)
+    assert read_digest(paths) is None
+    written = write_digest(paths, {0: RankStacks(0, 41, "faulthandler", FAULTHANDLER, threads=parse_stacks(FAULTHANDLER))})
+    assert read_digest(paths) == json.loads(json.dumps(written))

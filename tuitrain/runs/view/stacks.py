@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence, TypedDict
 from tuitrain.atomic import read_json, write_json_atomic
 from tuitrain.errors import TuitrainError
 from tuitrain.rundir.heartbeat import Beat
-from tuitrain.rundir.json_shape import problem
+from tuitrain.rundir.json_shape import checked, problem
 from tuitrain.rundir.layout import CONTROL_STACKS, STACKS_SIGNAL, RunPaths
 from tuitrain.rundir.record import MachineEntry, RankKey, RunRecord
 
@@ -536,7 +536,21 @@ def mirrored_stacks(paths: RunPaths, beats: Iterable[Beat], states: Mapping[int,
     return taken, missing
 
 
-def digest_data(paths: RunPaths, taken: Mapping[int, RankStacks], problems: Sequence[str] = ()) -> dict[str, Any]:
+class _DigestNeeded(TypedDict):
+    time: float  # when it was taken
+    lines: list[str]
+
+
+class Digest(_DigestNeeded, total=False):
+    """stacks/digest.json: the digest's lines, where each rank is and how its stacks were taken, the flight
+    recorder's dumps (what `status` and the monitor show of a hung run, checked where read)."""
+
+    ranks: dict[RankKey, str]
+    how: dict[RankKey, str]
+    flight_recorder: Any
+
+
+def digest_data(paths: RunPaths, taken: Mapping[int, RankStacks], problems: Sequence[str] = ()) -> Digest:
     """The digest of `taken`, a line for each machine that did not answer, and what the NCCL flight recorder's
     dumps in the run directory say (tuitrain.runs.view.nccl_trace)."""
     from tuitrain.rundir.ranks import read_rank_records
@@ -545,14 +559,14 @@ def digest_data(paths: RunPaths, taken: Mapping[int, RankStacks], problems: Sequ
     where = {rank: describe_rank(s) for rank, s in taken.items()}
     traces = read_traces(paths)
     world = max((int(r.get("world_size") or 0) for r in read_rank_records(paths).values()), default=0)
-    data = {"time": time.time(), "lines": [*digest(where), *problems, *trace_lines(traces, world or None)],
-            "ranks": {str(r): w for r, w in where.items()}, "how": {str(r): s.how for r, s in taken.items()}}
+    data: Digest = {"time": time.time(), "lines": [*digest(where), *problems, *trace_lines(traces, world or None)],
+                    "ranks": {str(r): w for r, w in where.items()}, "how": {str(r): s.how for r, s in taken.items()}}
     if traces:
         data["flight_recorder"] = traces_json(traces)
     return data
 
 
-def write_digest(paths: RunPaths, taken: Mapping[int, RankStacks], problems: Sequence[str] = ()) -> dict[str, Any]:
+def write_digest(paths: RunPaths, taken: Mapping[int, RankStacks], problems: Sequence[str] = ()) -> Digest:
     """The digest (digest_data), also kept in stacks/digest.json (what `status` shows of a hung run)."""
     data = digest_data(paths, taken, problems)
     paths.stacks.mkdir(parents=True, exist_ok=True)
@@ -562,7 +576,7 @@ def write_digest(paths: RunPaths, taken: Mapping[int, RankStacks], problems: Seq
 
 def gather(paths: RunPaths, record: RunRecord,
            take: Callable[[RunPaths, RunRecord], tuple[dict[int, RankStacks], list[str]]],
-           ) -> tuple[dict[int, RankStacks], dict[str, Any]]:
+           ) -> tuple[dict[int, RankStacks], Digest]:
     """Every rank's stacks and their digest (kept in stacks/): what `tuitrain stacks` and the monitor's key show,
     taken by `take` (its backend's `take_stacks`: wherever its ranks run). Of a run that has ended, only what the NCCL
     flight recorder dumped (not kept: the hang's digest stays)."""
@@ -626,13 +640,14 @@ def _thread_head(thread: Thread, main: bool) -> str:
     return f"{thread.name} ({', '.join([*marks, frames])}):"
 
 
-def read_digest(paths: RunPaths) -> dict[str, Any] | None:
+def read_digest(paths: RunPaths) -> Digest | None:
+    """The digest kept in stacks/digest.json; None where there is none, or it does not check (damaged)."""
     try:
-        data = read_json(paths.stacks_digest)
-    except (OSError, ValueError):
+        data, why = checked(paths.stacks_digest.read_bytes(), Digest)
+    except OSError:
         return None
-    return data if isinstance(data, dict) and isinstance(data.get("lines"), list) else None
+    return data if why is None else None
 
 
-def digest_text(data: Mapping[str, Any]) -> str:
-    return "; ".join(str(line) for line in data.get("lines") or [])
+def digest_text(data: Digest) -> str:
+    return "; ".join(data["lines"])

@@ -4,12 +4,12 @@ from another workstation's box (`tui.screens.stacks.take_there`), so the two can
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from tuitrain.rundir.json_shape import problem
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.record import RankKey
-from tuitrain.runs.view.stacks import Frame, RankStacks, Thread
+from tuitrain.runs.view.stacks import Digest, Frame, RankStacks, Thread
 
 
 class _ThreadNeeded(TypedDict):
@@ -44,7 +44,7 @@ def read_stacks_json(data: object) -> StacksJson:
     return data  # type: ignore[return-value]  # checked just above
 
 
-def stacks_json(paths: RunPaths, taken: Mapping[int, RankStacks], summary: Mapping[str, Any]) -> StacksJson:
+def stacks_json(paths: RunPaths, taken: Mapping[int, RankStacks], summary: Digest) -> StacksJson:
     """The run's digest and each rank's stacks (`taken`, with `summary` from runs.view.stacks.gather) as plain data."""
     return {"run": paths.id, "digest": summary["lines"],
             "ranks": {str(r): {"pid": s.pid, "how": s.how, "state": s.state, "where": summary["ranks"][str(r)],

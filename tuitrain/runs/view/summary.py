@@ -49,7 +49,7 @@ def hang_summary(paths: RunPaths, record: RunRecord) -> dict[str, Any]:
         out["hang_lines"] = describe(hang, time.time())
     if hang is not None and hang.hung:
         digest = read_digest(paths)
-        if digest is not None and float(digest.get("time") or 0) >= (hang.since or 0):
+        if digest is not None and digest["time"] >= (hang.since or 0):
             out["stacks_digest"] = digest["lines"]
     elif Run(paths, record).status in FINAL_STATUSES:
         out.update(ended_digest(paths))

@@ -322,7 +322,7 @@ class MonitorScreen(PassesFailedWorkUp, QuitSafe, Screen):
             self.hang_names = process_names(self.run_watch.paths, self.run_watch.record)
         digest = read_digest(self.run_watch.paths) if hang is not None and hang.hung else None
         text = None
-        if digest and hang is not None and float(digest.get("time") or 0) >= (hang.since or 0):
+        if digest and hang is not None and digest["time"] >= (hang.since or 0):
             text = digest_text(digest)
         changed = (hang, text) != (self.hang, self.hang_digest)
         self.hang, self.hang_digest = hang, text
