@@ -73,6 +73,9 @@ def test_a_boxs_checkpoints_read_back_as_written_and_a_newer_versions_key_is_lef
     written = json.loads(json.dumps([CHECKPOINT.to_dict(), {**CHECKPOINT.to_dict(), "step": 50, "shards": 8}]))
     assert checkpoints_from_json(written) == [CHECKPOINT, dataclasses.replace(CHECKPOINT, step=50)]
     assert checkpoints_from_json({"step": 1}) == [] and checkpoints_from_json(None) == []
+    damaged = {**CHECKPOINT.to_dict(), "complete": False, "missing": ["model-\udcff.safetensors is empty"]}
+    (read,) = checkpoints_from_json(json.loads(json.dumps([damaged])))  # a file's name there, not UTF-8
+    assert read.missing == ("model-\ufffd.safetensors is empty",)
 
 
 @FUZZ

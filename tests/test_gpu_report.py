@@ -45,11 +45,43 @@ def test_a_report_reads_back_as_the_gpus_it_was_written_from(table: str) -> None
     assert report.status == snapshot.discovery.status_line and report.host == snapshot.host
 
 
-def test_every_field_of_a_gpu_is_in_its_json_keys() -> None:
-    """A field added to GpuInfo is checked where another machine's report is read, or this fails."""
-    from tuitrain.hardware.devices import GpuInfo
+def test_every_field_of_a_gpu_its_processes_and_the_host_is_in_its_json_keys() -> None:
+    """A field added to GpuInfo, GpuProcess, MigDevice or HostInfo is checked where another machine's report is
+    read, or this fails."""
+    from tuitrain.hardware.devices import GpuInfo, GpuProcess, MigDevice
+    from tuitrain.hardware.host import HostInfo
+    from tuitrain.hardware.report import MigJson, ProcessJson
 
-    assert set(GpuInfo.__dataclass_fields__) <= set(typing.get_type_hints(GpuJson))
+    for fields, keys in ((GpuInfo, GpuJson), (GpuProcess, ProcessJson), (MigDevice, MigJson), (HostInfo, HostJson)):
+        assert set(fields.__dataclass_fields__) <= set(typing.get_type_hints(keys)), fields
+
+
+def test_a_process_name_that_is_not_utf8_there_reads_with_a_replacement_not_a_lost_report() -> None:
+    """psutil spells a name's bytes that are not UTF-8 as half surrogates, and JSON carries them: an older box's
+    report with one (anyone's process on its GPUs) is read with U+FFFD there, not refused whole."""
+    from tuitrain.rundir.json_shape import sendable
+
+    gpu = {**BASE["gpus"][0], "processes": [{"pid": 7, "command": "py\udcff", "user": "\ud800x"}]}
+    report = read_report(json.loads(json.dumps({**BASE, "gpus": [gpu]})))
+    assert isinstance(report, GpuReport), report
+    (process,) = report.gpus[0].processes
+    assert (process.command, process.user) == ("py\ufffd", "?x")
+    assert sendable("caf\udcc3\udca9") == "café" and sendable("plain") == "plain"
+
+
+def test_a_machines_sample_that_does_not_read_says_why_in_its_card(tmp_path: Path) -> None:
+    from tuitrain.rundir.layout import RunPaths
+    from tuitrain.runs.keeper.mirror import read_machine_samples
+
+    paths = RunPaths(tmp_path)
+    paths.machine_gpus(1).parent.mkdir(parents=True)
+    paths.machine_gpus(1).write_text(json.dumps({**BASE, "time": "soon"}))
+    paths.machine_gpus(2).write_text(json.dumps(BASE))
+    samples = read_machine_samples(paths)
+    assert samples[1] == "time: 'soon' is not a number" and isinstance(samples[2], GpuReport)
+    out = Text()
+    remote_lines(out, samples[1], "r1", now=1e9)
+    assert out.plain == "    its figures do not read (time: 'soon' is not a number)\n"
 
 
 BASE = report_of("h100_launch_bound")

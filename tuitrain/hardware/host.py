@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar
 
 from tuitrain.hardware.na import NA, NaType
+from tuitrain.rundir.json_shape import sendable
 
 if TYPE_CHECKING:
     import psutil
@@ -145,8 +146,8 @@ class ProcessMeter:
         command: str | NaType = NA
         try:
             with proc.oneshot():
-                user = proc.username()
-                command = proc.name()
+                user = sendable(proc.username())  # psutil decodes a name's non-UTF-8 bytes as surrogates
+                command = sendable(proc.name())
                 proc.cpu_percent(None)  # the first look: sets the baseline
         except (psutil.Error, KeyError, OSError):
             pass

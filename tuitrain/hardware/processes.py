@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Callable
 from tuitrain.hardware.devices import GpuInfo, GpuProcess
 from tuitrain.hardware.na import NA, NaType
 from tuitrain.humanize import gib
+from tuitrain.rundir.json_shape import sendable
 
 if TYPE_CHECKING:
     import psutil
@@ -108,7 +109,7 @@ def command_line(pid: int) -> str | NaType:
         words = psutil.Process(pid).cmdline()
     except (psutil.Error, OSError, ValueError):
         return NA
-    return shlex.join(words) if words else NA
+    return sendable(shlex.join(words)) if words else NA  # psutil decodes non-UTF-8 bytes as surrogates
 
 
 def short_command(command: str) -> str:

@@ -13,7 +13,7 @@ from tuitrain.hardware.devices import GpuInfo, GpuProcess, MigDevice
 from tuitrain.hardware.host import HostInfo
 from tuitrain.hardware.mapping import cuda_ordinals, pci_order
 from tuitrain.hardware.na import NA, plain
-from tuitrain.rundir.json_shape import problem
+from tuitrain.rundir.json_shape import problem, repaired
 
 if TYPE_CHECKING:
     from tuitrain.hardware.sampler import Snapshot
@@ -71,13 +71,13 @@ class GpuJson(_IndexNeeded, total=False):  # a GpuInfo
     lost: bool
     process_sm: bool | None
     accounting: bool | None
-    cuda_index: dict[str, int]  # under each CUDA_DEVICE_ORDER
+    cuda_index: object  # its CUDA index under each CUDA_DEVICE_ORDER; not read from another machine, so not checked
 
 
 class NvmlJson(TypedDict, total=False):
-    available: bool
-    reason: str | None
-    driver_version: str | None
+    available: object  # bool; this and the two below are not read from another machine, so not checked
+    reason: object  # str | None
+    driver_version: object  # str | None
     status: str
 
 
@@ -96,9 +96,9 @@ class ReportJson(TypedDict, total=False):
     time: float
     nvml: NvmlJson
     gpus: list[GpuJson]
-    ranks: list[dict[str, Any]]
+    ranks: object  # each rank's figures (not read from another machine, so not checked)
     host: HostJson
-    mps: bool
+    mps: object  # bool (not read from another machine)
 
 
 @dataclass(frozen=True)
@@ -190,17 +190,17 @@ def _gpu(data: GpuJson) -> GpuInfo:
 
 def _host(data: HostJson) -> HostInfo:
     load = data.get("load_average")
-    return HostInfo(data.get("cpu_count", 1), data.get("physical_cores", 0), _value(data, "cpu_percent"),
+    return HostInfo(data.get("cpu_count", 0), data.get("physical_cores", 0), _value(data, "cpu_percent"),
                     (load[0], load[1], load[2]) if load is not None else NA, _value(data, "memory_total"), _value(data, "memory_used"))
 
 
 def read_report(data: object) -> GpuReport | str:
     """A `to_json` (or `gpu_sample`) report, as another machine sent it, read as this machine's own figures are; or
     why it does not read, in one line ("gpus[0].index: 'x' is not a whole number")."""
-    why = problem(data, ReportJson, "")
+    report: ReportJson = repaired(data)  # a process's name there may hold bytes that are not UTF-8
+    why = problem(report, ReportJson, "")
     if why is not None:
         return why
-    report: ReportJson = data  # type: ignore[assignment]  # checked just above
     host = report.get("host")
     return GpuReport(tuple(_gpu(g) for g in report.get("gpus", ())), report.get("nvml", {}).get("status") or "",
                      report.get("time"), _host(host) if host is not None else None)

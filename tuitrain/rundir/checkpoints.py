@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypedDict
 
-from tuitrain.rundir.json_shape import problem
+from tuitrain.rundir.json_shape import problem, repaired
 from tuitrain.rundir.record import RunRecord
 
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
@@ -84,6 +84,7 @@ class Checkpoint:
 def checkpoints_from_json(data: object) -> list[Checkpoint]:
     """Checkpoints another box listed (`to_dict` each, as its tuitrain, maybe another version, wrote them): each one
     that checks, as this machine's are; one that does not is left out, keys a newer version adds are left alone."""
+    data = repaired(data)  # a file's name in `missing` may hold bytes that are not UTF-8
     found: list[CheckpointJson] = [c for c in data if problem(c, CheckpointJson) is None] if isinstance(data, list) else []
     return [Checkpoint(c["step"], Path(c["path"]), c["complete"], tuple(c.get("missing", ())), c.get("metrics", {}),
                        c.get("size_bytes", 0), c.get("world_size"), c.get("run"), c.get("verified", False))

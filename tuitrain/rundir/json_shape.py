@@ -200,6 +200,30 @@ def _key_problem(name: str, hint: Any, where: str) -> str | None:
     return None if found is None else f"{where or 'the object'}: the key {shown(name)} is not {describe(hint)}"
 
 
+def repaired(value: Any) -> Any:
+    """`value` with each text a terminal cannot be sent (half a surrogate pair: how JSON's escapes and Python's
+    surrogateescape spell a byte that is not UTF-8) made one it can, U+FFFD in place of the byte. What a reader of
+    another machine's answer asks before `problem`: a process's or a file's name there is that machine's bytes, no
+    damage to the answer."""
+    if isinstance(value, str):
+        return value if _unicode(value) else sendable(value)
+    if isinstance(value, list):
+        return [repaired(item) for item in value]
+    if isinstance(value, dict):
+        return {repaired(key): repaired(item) for key, item in value.items()}
+    return value
+
+
+def sendable(text: str) -> str:
+    """`text` with each half of a surrogate pair as U+FFFD (one that stands for a byte, surrogateescape's, as that
+    byte would read)."""
+    try:
+        raw = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a high surrogate, or a low one that stands for no byte
+        raw = text.encode("utf-8", "replace")
+    return raw.decode("utf-8", "replace")
+
+
 def _unicode(text: str) -> bool:
     """Text a terminal can be sent: JSON's escapes can spell half a surrogate pair, which no encoding writes."""
     try:

@@ -169,12 +169,13 @@ def apply(paths: RunPaths, message: dict[str, Any]) -> None:
     write_into(paths.root / relative, message)  # a log's bytes appended; a rank record, a samples file: whole
 
 
-def read_machine_samples(paths: RunPaths) -> dict[int, GpuReport]:
-    """machine rank → its latest GPU and host sample at home (a sample being replaced, or damaged, is left out)."""
-    from tuitrain.hardware.report import GpuReport, read_report
+def read_machine_samples(paths: RunPaths) -> dict[int, GpuReport | str]:
+    """machine rank → its latest GPU and host sample at home, or why it does not read (one being replaced is left
+    out)."""
+    from tuitrain.hardware.report import read_report
 
     folder = paths.root / "machines"
-    samples: dict[int, GpuReport] = {}
+    samples: dict[int, GpuReport | str] = {}
     if not folder.is_dir():
         return samples
     for file in folder.glob("machine-*-gpus.json"):
@@ -183,7 +184,5 @@ def read_machine_samples(paths: RunPaths) -> dict[int, GpuReport]:
             data = json.loads(file.read_text(encoding="utf-8"))
         except (OSError, ValueError, IndexError):
             continue
-        report = read_report(data)
-        if isinstance(report, GpuReport):
-            samples[rank] = report
+        samples[rank] = read_report(data)
     return samples

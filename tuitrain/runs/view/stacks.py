@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence, TypedDict
 from tuitrain.atomic import read_json, write_json_atomic
 from tuitrain.errors import TuitrainError
 from tuitrain.rundir.heartbeat import Beat
-from tuitrain.rundir.json_shape import checked, problem
+from tuitrain.rundir.json_shape import checked, problem, repaired
 from tuitrain.rundir.layout import CONTROL_STACKS, STACKS_SIGNAL, RunPaths
 from tuitrain.rundir.record import MachineEntry, RankKey, RunRecord
 
@@ -405,17 +405,17 @@ def stacks_json(taken: Mapping[int, RankStacks]) -> NodeStacksJson:
 
 def stacks_from_json(data: object) -> dict[int, RankStacks]:
     """A node's `stacks_json` answer, checked (ValueError naming the key where it does not fit), as stacks."""
-    why = problem(data, NodeStacksJson)
+    answer: NodeStacksJson = repaired(data)  # a file's or a function's name there may hold bytes that are not UTF-8
+    why = problem(answer, NodeStacksJson)
     if why is not None:
         raise ValueError(why)
-    answer: NodeStacksJson = data  # type: ignore[assignment]  # checked just above
     return {int(rank): RankStacks(int(rank), e["pid"], e["how"], e["text"], e.get("state"), parse_stacks(e["text"]),
                                   tuple(WorkerStacks(w["worker"], w["pid"], w["how"], w["text"], parse_stacks(w["text"]))
                                         for w in e.get("workers", ())))
             for rank, e in answer.items()}
 
 
-def node_stacks(root: Path) -> dict[str, Any]:
+def node_stacks(root: Path) -> NodeStacksJson:
     """A node agent's answer to `NODE_DIR --stacks`: the stacks of the ranks its node run directory records."""
     from tuitrain.rundir.record import read_record
 

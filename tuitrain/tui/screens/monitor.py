@@ -146,7 +146,7 @@ class MonitorScreen(PassesFailedWorkUp, QuitSafe, Screen):
                                                     hostname=self.hostname)
         self.machine_logs = [LogFile(self.run_watch.paths.logs / f"machine-{m.index}.log") for m in self.machines]
         self._rank_records_at = 0.0
-        self.machine_samples: dict[int, GpuReport] = {}  # machine rank → what its agent sampled there
+        self.machine_samples: dict[int, GpuReport | str] = {}  # machine rank → what its agent sampled there
         self._log_views: list[LogView] = []  # read by the worker: the views whose filters it fills
         self._log_tab = "tab-all"  # the log tab last shown: where `/`, `&` and `t` go from a tab without a log
         self._shown = threading.Event()  # what the worker read last is on screen

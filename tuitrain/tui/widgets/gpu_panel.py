@@ -68,10 +68,12 @@ def strip_line(view: SampledView) -> str:
     return " · ".join(parts)
 
 
-def remote_lines(out: Text, report: "GpuReport | None", run_id: str, now: float) -> None:
-    """One machine's figures as its agent sampled them there (tuitrain.hardware.report's JSON, checked)."""
-    if report is None:
-        out.append("    no figures from it yet\n", style="dim")
+def remote_lines(out: Text, report: "GpuReport | str | None", run_id: str, now: float) -> None:
+    """One machine's figures as its agent sampled them there (tuitrain.hardware.report's JSON, checked; or why they
+    do not read)."""
+    if report is None or isinstance(report, str):
+        out.append(f"    its figures do not read ({report})\n" if report else "    no figures from it yet\n",
+                   style="red" if report else "dim")
         return
     age = f"sampled {max(0.0, now - report.time):.0f} s ago" if report.time is not None else "sampled there"
     out.append(f"    {report.status or 'no GPU figures'} · {age}\n" if not report.gpus else f"    {age}\n", style="dim")
@@ -91,7 +93,7 @@ def remote_lines(out: Text, report: "GpuReport | None", run_id: str, now: float)
 
 
 def run_panel(view: SampledView | None, record: RunRecord, run_id: str, live: bool,
-              machines: "Sequence[Machine]" = (), samples: "Mapping[int, GpuReport] | None" = None,
+              machines: "Sequence[Machine]" = (), samples: "Mapping[int, GpuReport | str] | None" = None,
               now: float | None = None, run_dir: "Path | None" = None) -> Text:
     """The GPUs tab: the run's devices, its ranks, the host. A run on several machines shows what
     this machine runs of it (its devices, its ranks' figures) and names the ranks of the others,
@@ -193,7 +195,7 @@ def _pct(value: float | None) -> str:
 
 
 def _live_panel(view: SampledView | None, record: RunRecord, run_id: str, live: bool,
-                machines: "Sequence[Machine]", samples: "Mapping[int, GpuReport] | None",
+                machines: "Sequence[Machine]", samples: "Mapping[int, GpuReport | str] | None",
                 now: float | None) -> Text:
     out = Text()
     if view is None:
@@ -208,7 +210,7 @@ def _live_panel(view: SampledView | None, record: RunRecord, run_id: str, live: 
 
 
 def _machine_cards(out: Text, view: SampledView, record: RunRecord, run_id: str, live: bool,
-                   machines: "Sequence[Machine]", samples: "Mapping[int, GpuReport] | None",
+                   machines: "Sequence[Machine]", samples: "Mapping[int, GpuReport | str] | None",
                    now: float | None) -> None:
     """One card a machine, by machine index (hostnames may be one for all): this machine's figures as sampled here,
     the others' as their agents sampled them there (machines/machine-M-gpus.json)."""

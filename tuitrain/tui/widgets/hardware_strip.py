@@ -110,8 +110,9 @@ class HardwareStrip(TextLine):
     """
 
     class HostGpus(Message):
-        """A workstation's latest GPU sample (`news.gpus`: `hardware.report.gpu_sample`), or why its stream failed
-        (`news.problem`); it bubbles up to the app (`host_gpus`)."""
+        """A workstation's latest GPU report (`news.gpus`, checked where the stream brought it:
+        `workstation_streams.box_gpus`), or why its stream or its report failed (`news.problem`); it bubbles up to
+        the app (`host_gpus`)."""
 
         def __init__(self, news: BoxGpus) -> None:
             super().__init__()
