@@ -310,6 +310,20 @@ def header_x(table, column: str) -> int:
     return x + 2
 
 
+async def click_header(pilot, table, column: str) -> None:
+    """Click `column`'s header once the table's header line has held still for a few frames: a poll that lays
+    the widths out again between reading the header and the click would land it on another column (a busy machine
+    makes that gap long)."""
+    lines: list[str] = []
+
+    def still() -> bool:
+        lines.append(table.render_line(0).text)
+        return len(lines) >= 4 and len(set(lines[-4:])) == 1
+
+    await until(pilot, still, what=f"the header line to hold still before clicking {column}")
+    await pilot.click("#runs", offset=(header_x(table, column), 0))
+
+
 def headers(table) -> list[str]:
     return [str(col.label) for col in table.columns.values()]
 
@@ -322,14 +336,14 @@ def test_a_click_on_a_header_sorts_by_it_and_the_header_says_the_sort(base):  # 
         title = app.screen.query_one("#runs-title")
         await until(pilot, lambda: table.row_count == 3, what="three runs")
         assert headers(table)[:2] == ["RUN ↓", "STATUS"]  # newest first
-        await pilot.click("#runs", offset=(header_x(table, "LOSS"), 0))
+        await click_header(pilot, table, "LOSS")
         await until(pilot, lambda: "by loss ↑" in title.text, what="sorted by loss")
         assert shown_ids(app) == [FINISHED, RUNNING, FAILED] and "LOSS ↑" in headers(table)
         assert "RUN ↓" not in headers(table) and "RUN" in headers(table)
-        await pilot.click("#runs", offset=(header_x(table, "LOSS"), 0))  # again: reversed
+        await click_header(pilot, table, "LOSS")  # again: reversed
         await until(pilot, lambda: "by loss ↓" in title.text, what="reversed")
         assert shown_ids(app) == [FAILED, RUNNING, FINISHED] and "LOSS ↓" in headers(table)
-        await pilot.click("#runs", offset=(header_x(table, "STEP"), 0))
+        await click_header(pilot, table, "STEP")
         await until(pilot, lambda: "by step ↑" in title.text, what="sorted by step")
         assert shown_ids(app) == [FAILED, RUNNING, FINISHED] and "STEP ↑" in headers(table)
         await pilot.press("o")  # o goes on from there: the next sort, said in the header too
