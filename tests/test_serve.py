@@ -204,9 +204,10 @@ def test_a_browser_tab_shows_home_then_the_monitor_and_ctrl_c_ends_it_all(serve,
             tab.page.focus(".xterm-helper-textarea")  # the page's terminal takes the keys
             tab.page.keyboard.press("Enter")  # Home: open the highlighted run
             tab.wait_for_text(f"run {run_id}", patient(30), since=shown)
-        except AssertionError:
+        except AssertionError as exc:  # what the page first drew and what the server said: a flake under load is read
             tab.page.screenshot(path=str(served.out.with_suffix(".png")))
-            raise
+            raise AssertionError(f"{exc}\n--- the page's first 3000 characters:\n{tab.text()[:3000]}\n--- the server "
+                                 f"and its apps said:\n{served.said()[-3000:]}") from exc
         processes = [psutil.Process(served.process.pid), *psutil.Process(served.process.pid).children(recursive=True)]
         assert served.stop() == 0  # Ctrl-C, with the tab still open
         tab.close()
