@@ -13,7 +13,7 @@ from tuitrain.hardware.devices import GpuInfo, GpuProcess, MigDevice
 from tuitrain.hardware.host import HostInfo
 from tuitrain.hardware.mapping import cuda_ordinals, pci_order
 from tuitrain.hardware.na import NA, plain
-from tuitrain.rundir.json_shape import problem, repaired
+from tuitrain.rundir.json_shape import answered
 
 if TYPE_CHECKING:
     from tuitrain.hardware.sampler import Snapshot
@@ -197,8 +197,8 @@ def _host(data: HostJson) -> HostInfo:
 def read_report(data: object) -> GpuReport | str:
     """A `to_json` (or `gpu_sample`) report, as another machine sent it, read as this machine's own figures are; or
     why it does not read, in one line ("gpus[0].index: 'x' is not a whole number")."""
-    report: ReportJson = repaired(data)  # a process's name there may hold bytes that are not UTF-8
-    why = problem(report, ReportJson, "")
+    report: ReportJson
+    report, why = answered(data, ReportJson)  # a process's name there may hold bytes that are not UTF-8
     if why is not None:
         return why
     host = report.get("host")

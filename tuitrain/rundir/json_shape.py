@@ -214,6 +214,13 @@ def repaired(value: Any) -> Any:
     return value
 
 
+def answered(value: Any, hint: Any) -> tuple[Any, str | None]:
+    """Another machine's answer (`value`, decoded JSON) read against `hint`: its text `repaired`, then checked; the
+    value, and why it does not fit (None when it does)."""
+    value = repaired(value)
+    return value, problem(value, hint)
+
+
 def sendable(text: str) -> str:
     """`text` with each half of a surrogate pair as U+FFFD (one that stands for a byte, surrogateescape's, as that
     byte would read)."""

@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence, TypedDict
 from tuitrain.atomic import read_json, write_json_atomic
 from tuitrain.errors import TuitrainError
 from tuitrain.rundir.heartbeat import Beat
-from tuitrain.rundir.json_shape import checked, problem, repaired
+from tuitrain.rundir.json_shape import answered, checked
 from tuitrain.rundir.layout import CONTROL_STACKS, STACKS_SIGNAL, RunPaths
 from tuitrain.rundir.record import MachineEntry, RankKey, RunRecord
 
@@ -405,8 +405,8 @@ def stacks_json(taken: Mapping[int, RankStacks]) -> NodeStacksJson:
 
 def stacks_from_json(data: object) -> dict[int, RankStacks]:
     """A node's `stacks_json` answer, checked (ValueError naming the key where it does not fit), as stacks."""
-    answer: NodeStacksJson = repaired(data)  # a file's or a function's name there may hold bytes that are not UTF-8
-    why = problem(answer, NodeStacksJson)
+    answer: NodeStacksJson
+    answer, why = answered(data, NodeStacksJson)  # a file's or a function's name may hold bytes that are not UTF-8
     if why is not None:
         raise ValueError(why)
     return {int(rank): RankStacks(int(rank), e["pid"], e["how"], e["text"], e.get("state"), parse_stacks(e["text"]),

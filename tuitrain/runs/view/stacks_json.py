@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TypedDict
 
-from tuitrain.rundir.json_shape import problem, repaired
+from tuitrain.rundir.json_shape import answered
 from tuitrain.rundir.layout import RunPaths
 from tuitrain.rundir.record import RankKey
 from tuitrain.runs.view.stacks import Digest, Frame, RankStacks, Thread
@@ -38,8 +38,8 @@ class StacksJson(TypedDict):
 
 def read_stacks_json(data: object) -> StacksJson:
     """`stacks_json`'s form as another box printed it, checked; ValueError naming the key where it does not fit."""
-    answer: StacksJson = repaired(data)  # a file's or a function's name there may hold bytes that are not UTF-8
-    why = problem(answer, StacksJson)
+    answer: StacksJson
+    answer, why = answered(data, StacksJson)  # a file's or a function's name may hold bytes that are not UTF-8
     if why is not None:
         raise ValueError(why)
     return answer
