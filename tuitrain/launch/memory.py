@@ -38,6 +38,7 @@ from typing import Any
 
 from tuitrain.launch.model_size import LORA_DEFAULT_TARGETS, Linear, ModelShape
 from tuitrain.profile.implied import mixed_precision
+from tuitrain.profile.settings import Settings
 
 GIB = 2**30
 CUDA_CONTEXT = GIB // 2  # the CUDA context and its kernels, outside the allocator
@@ -152,7 +153,7 @@ def _int(value: Any, default: int) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else default
 
 
-def memory_setup(settings: Mapping[str, Any], config: Mapping[str, Any], processes: int, machines: int,
+def memory_setup(settings: Settings, config: Mapping[str, Any], processes: int, machines: int,
                  training_defaults: Mapping[str, Any], deepspeed_json: Mapping[str, Any] | None = None) -> MemorySetup:
     """The estimate's view of a profile with defaults. `config`: the model's config (its dtype); `processes`:
     this machine's, of `machines`; `training_defaults`: TrainingArguments' defaults of the keys [training] leaves

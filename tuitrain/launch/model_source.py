@@ -17,6 +17,7 @@ from tuitrain.launch.model_size import ModelShape, Unknown, model_shape
 from tuitrain.profile.model_config import config_keys
 from tuitrain.profile.paths import is_relative_local
 from tuitrain.profile.rules.strategies import read_deepspeed_json
+from tuitrain.profile.settings import Settings
 
 # what the estimate reads of [training] when it leaves them out: TrainingArguments' defaults
 TRAINING_KEYS = ("per_device_train_batch_size", "gradient_accumulation_steps", "gradient_checkpointing", "optim")
@@ -73,7 +74,7 @@ def _defaults(config: Mapping[str, Any] | None) -> dict[str, Any]:
     return {key: spec.default for key, spec in config_keys(model_type).items() if spec.default is not None}
 
 
-def read_model_config(settings: Mapping[str, Any], base_dir: Path | None) -> ModelConfig:
+def read_model_config(settings: Settings, base_dir: Path | None) -> ModelConfig:
     """The config of the model `settings` (a profile with defaults) trains; relative folders start from `base_dir`."""
     if settings.get("script"):
         return ModelConfig(None, why="a [script] builds its own model")
@@ -111,14 +112,14 @@ def training_defaults() -> dict[str, Any]:
     return {key: table[key].get("default") for key in TRAINING_KEYS if isinstance(table.get(key), dict)}
 
 
-def deepspeed_config(settings: Mapping[str, Any], path: Path | None) -> dict[str, Any] | None:
+def deepspeed_config(settings: Settings, path: Path | None) -> dict[str, Any] | None:
     """distributed.deepspeed.config_file's JSON (None: none, or unreadable: validation says why)."""
     if path is None or settings["distributed"]["strategy"] != "deepspeed":
         return None
     return read_deepspeed_json(path)[0]
 
 
-def profile_model(settings: Mapping[str, Any], found: ModelConfig, processes: int, machines: int,
+def profile_model(settings: Settings, found: ModelConfig, processes: int, machines: int,
                   deepspeed_json: Mapping[str, Any] | None = None) -> tuple[ModelShape | Unknown, MemorySetup]:
     """The model's shape and the estimate's setup for a profile with defaults and its model's config."""
     model = settings["model"]
