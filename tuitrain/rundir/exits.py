@@ -7,10 +7,11 @@ import re
 import signal
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Mapping
 
 from tuitrain.rundir.layout import KILL_REQUEST, RunPaths
 from tuitrain.rundir.process_tree import signal_name
+from tuitrain.rundir.ranks import RankRecord
 from tuitrain.rundir.record import RunRecord
 from tuitrain.rundir.tail import read_tail
 
@@ -113,7 +114,7 @@ def root_cause(launcher_log: Path) -> RootCause | None:
     )
 
 
-def first_of_several(cause: RootCause | None, dead: dict[int, dict[str, Any]]) -> int | None:
+def first_of_several(cause: RootCause | None, dead: Mapping[int, RankRecord]) -> int | None:
     """Of several ranks found dead at one look (`dead`: their records), the one that failed first. torch's
     agent orders failures by whole seconds and breaks ties by rank, so within one second its word is "the
     lowest rank". A rank ended by a signal from outside (SIGKILL: the OOM killer, a user) did not react to
@@ -125,7 +126,7 @@ def first_of_several(cause: RootCause | None, dead: dict[int, dict[str, Any]]) -
         code = rec.get("exit_code")
         if code is None and cause is not None:
             code = cause.exit_codes.get(rank)
-        if code is None or (isinstance(code, int) and code < 0 and code != -signal.SIGTERM):
+        if code is None or (code < 0 and code != -signal.SIGTERM):
             outside.append(rank)  # no code anywhere: it never got to say
     if len(outside) == 1 and len(dead) > 1:
         return outside[0]

@@ -29,6 +29,7 @@ from tuitrain.atomic import write_json_atomic, write_text_atomic
 from tuitrain.errors import TuitrainError
 from tuitrain.rundir import preemption
 from tuitrain.rundir.layout import CONTROL_ENDING, CONTROL_REQUESTS, CONTROL_STOP, RunPaths
+from tuitrain.rundir.ranks import RankRecord
 from tuitrain.rundir.record import (
     RunRecord,
     RunRecordError,
@@ -282,7 +283,7 @@ class SlurmSupervisor(Supervisor):
         self.publish_ranks()  # with their exit codes
         return status
 
-    def outcome(self, launcher_code: int, records: dict[int, dict[str, Any]], cause: Any) -> Outcome:
+    def outcome(self, launcher_code: int, records: dict[int, RankRecord], cause: Any) -> Outcome:
         status, rank, error = super().outcome(launcher_code, records, cause)
         if status == "finished" and self.paths != self.home and self.home.control_request(CONTROL_STOP).exists():
             # node M > 0: `tuitrain stop` asked the run (its ranks heard it from rank 0). Read at the end, not

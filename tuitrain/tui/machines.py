@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
+from tuitrain.rundir.ranks import RankRecord
 from tuitrain.rundir.record import MachineEntry, RunRecord
 from tuitrain.rundir.run import Fields
 from tuitrain.runs.view.owners import same_host, this_host
@@ -54,54 +55,48 @@ def short_name(hostname: str) -> str:
     return hostname.lower().split(".")[0]
 
 
-def rank_machine(rank_record: Mapping[str, Any]) -> int | None:
+def rank_machine(rank_record: RankRecord) -> int | None:
     """The machine a rank record says it ran on: its machine_rank (the supervisor that started it), or for records
     written before that, node_rank (torch's GROUP_RANK, which a c10d rendezvous may number otherwise)."""
-    for key in ("machine_rank", "node_rank"):
-        value = rank_record.get(key)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    return None
+    return rank_record.get("machine_rank", rank_record.get("node_rank"))
 
 
-def rank_process_here(rank_record: Mapping[str, Any]) -> bool:
+def rank_process_here(rank_record: RankRecord) -> bool:
     """The record's pid is a live process of this machine started when the record says (a pid alone may be anyone's
     here, or another machine's)."""
     from tuitrain.rundir.process_tree import find
 
-    pid, started = rank_record.get("pid"), rank_record.get("started")
-    if not isinstance(pid, int) or isinstance(pid, bool) or not isinstance(started, (int, float)):
-        return False
-    return find(pid, float(started)) is not None
+    started = rank_record.get("started")
+    return started is not None and find(rank_record["pid"], started) is not None
 
 
-def machine_is_here(host: str, records: list[Mapping[str, Any]], hostname: str, shared: set[str],
-                    live: Callable[[Mapping[str, Any]], bool] = rank_process_here) -> bool:
+def machine_is_here(host: str, records: list[RankRecord], hostname: str, shared: set[str],
+                    live: Callable[[RankRecord], bool] = rank_process_here) -> bool:
     """Whether a machine (its SSH `host`, its ranks' `records`) is this one; `shared`: the hostnames (short_name)
     that more than one machine of the run reports, which tell nothing."""
     if any(live(record) for record in records):
         return True
     if host.rsplit("@", 1)[-1] in LOOPBACK:
         return True
-    names = {str(r.get("host")) for r in records if r.get("host")}
+    names = {r["host"] for r in records if r.get("host")}
     if names:
         return any(same_host(name, hostname) and short_name(name) not in shared for name in names)
     return same_host(host.rsplit("@", 1)[-1], hostname) and short_name(hostname) not in shared
 
 
 def run_machines(entries: Sequence[MachineEntry], record: RunRecord,
-                 rank_records: Mapping[int, Mapping[str, Any]] | None = None, hostname: str | None = None,
-                 live: Callable[[Mapping[str, Any]], bool] = rank_process_here) -> list[Machine]:
+                 rank_records: Mapping[int, RankRecord] | None = None, hostname: str | None = None,
+                 live: Callable[[RankRecord], bool] = rank_process_here) -> list[Machine]:
     """The machines of a multi-machine run (`entries`: as its backend lists them, `Backend.machines`), each with its
     global ranks, in machine order; [] for a run on one machine. A rank belongs to the machine its record names
     (`rank_machine`); a rank without a record to the one accelerate's numbering gives (machine M's local rank L is
-    the ranks of the machines before it + L). The run's record is checked when read (`rundir.record`); what cannot be
-    read of a rank record is left out. `live`: whether a rank record names a live process of this machine (tests
+    the ranks of the machines before it + L). The run's record and the rank records are checked when read
+    (`rundir.record`, `rundir.ranks`). `live`: whether a rank record names a live process of this machine (tests
     replace it)."""
     if not entries:
         return []
     hostname = hostname or this_host()
-    rank_records = {r: rec for r, rec in (rank_records or {}).items() if isinstance(rec, Mapping)}
+    rank_records = rank_records or {}
     share = max(1, Fields(record).num_processes // len(entries))
     planned: list[tuple[int, str, list[int], Mapping[str, Any], str | None]] = []
     start = 0
@@ -120,9 +115,9 @@ def run_machines(entries: Sequence[MachineEntry], record: RunRecord,
     names: dict[str, set[int]] = {}
     for index, _, ranks, _, _ in planned:
         for rank in ranks:
-            name = rank_records.get(rank, {}).get("host")
+            name = rank_records[rank].get("host") if rank in rank_records else None
             if name:
-                names.setdefault(short_name(str(name)), set()).add(index)
+                names.setdefault(short_name(name), set()).add(index)
     shared = {name for name, machines in names.items() if len(machines) > 1}
     machines = []
     for index, host, ranks, env, accelerator in planned:

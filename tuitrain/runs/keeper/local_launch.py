@@ -30,7 +30,7 @@ from tuitrain.rundir.process_tree import (
     keep_popen_code,
     running,
 )
-from tuitrain.rundir.ranks import read_rank_records
+from tuitrain.rundir.ranks import RankRecord, read_rank_records
 from tuitrain.rundir.record import RunPids
 from tuitrain.rundir.script_env import MACHINE_RANK_ENV
 from tuitrain.rundir.tail import read_tail
@@ -157,7 +157,7 @@ class LocalLaunch:
         if not (self._ranks_changed() or woke or now - self._scanned_at > SCAN_SECONDS):
             return
         records = self.own_rank_records()
-        self.rank_exit_codes = {rank: rec["exit_code"] for rank, rec in records.items()}
+        self.rank_exit_codes = {rank: rec.get("exit_code") for rank, rec in records.items()}
         changed = False
         first_now = False
         dead_now: list[int] = []
@@ -172,14 +172,15 @@ class LocalLaunch:
                 changed = True
             proc = self.ranks[rank]["proc"]
             gone = proc is None or not running(proc)
-            died_badly = rec["exit_code"] not in (None, 0) or (rec["exit_code"] is None and gone)
+            code = rec.get("exit_code")
+            died_badly = code not in (None, 0) or (code is None and gone)
             if died_badly:
                 dead_now.append(rank)
             if died_badly and self.first_dead_rank is None and not keeper.terminating:
                 first_now = True
                 self.first_dead_rank = rank
                 self.rank_death_time = now
-                log(f"rank {rank} (pid {rec['pid']}) ended ({describe_exit(rec['exit_code'])}); tearing down the others")
+                log(f"rank {rank} (pid {rec['pid']}) ended ({describe_exit(code)}); tearing down the others")
         if first_now:  # woken by its exit, it was seen dying alone: the first for certain; else torch's word decides
             self.first_dead_seen = tuple(dead_now)
             self.first_dead_alone = len(dead_now) == 1
@@ -194,13 +195,13 @@ class LocalLaunch:
                               for r, info in sorted(self.ranks.items())})
             keeper.update(pids=pids, processes=processes)
 
-    def own_rank_records(self) -> dict[int, dict[str, Any]]:
+    def own_rank_records(self) -> dict[int, RankRecord]:
         """The records of this machine's ranks. A Slurm run's node 0 also finds the other nodes' in the run's ranks/
         (copied there for viewers): their pids name no process of this machine, or another one, and reading one as
         a rank of its own tore the run down as soon as that rank's process was gone before its record came home."""
         records = read_rank_records(self.paths).items()
         machine = self.keeper.machine_rank
-        return {rank: rec for rank, rec in records if int(rec.get("machine_rank", rec.get("node_rank")) or 0) == machine}
+        return {rank: rec for rank, rec in records if rec.get("machine_rank", rec.get("node_rank", 0)) == machine}
 
     def relay_control(self) -> None:
         """Nothing to pass on: the ranks read the run's control folder themselves."""
@@ -315,7 +316,7 @@ class LocalLaunch:
             log(f"accelerate launch exited with code {code} after every rank had exited 0")
             self.keeper.update(exit_codes={**exit_codes, "launcher": code})
 
-    def outcome(self, code: int, records: dict[int, dict[str, Any]], cause: Any) -> Outcome:
+    def outcome(self, code: int, records: dict[int, RankRecord], cause: Any) -> Outcome:
         if self.keeper.stop_requested and code == 0:
             return "stopped", None, None
         if code == 0 and self.first_dead_rank is None:
@@ -330,14 +331,14 @@ class LocalLaunch:
             who = "the run's one process" if self.direct else "accelerate launch"
             return "failed", None, f"{who} (pid {pid}) was {describe_exit(code)}"
         if rank is None:
-            bad = [r for r, rec in records.items() if rec["exit_code"] not in (0, None)]
+            bad = [r for r, rec in records.items() if rec.get("exit_code") not in (0, None)]
             rank = min(bad) if bad else None
         if rank is None:
             who = "the run's one process" if self.direct else "accelerate launch"
             return "failed", None, f"{who} exited with code {code} before any rank failed (see logs/launcher.log)"
         return "failed", rank, self.rank_failure(rank, records.get(rank), cause)
 
-    def rank_failure(self, rank: int, rec: dict[str, Any] | None, cause: Any) -> str:
+    def rank_failure(self, rank: int, rec: RankRecord | None, cause: Any) -> str:
         from tuitrain.rundir.events import read_events
 
         code = self.rank_code(rank, rec, cause)
@@ -352,10 +353,10 @@ class LocalLaunch:
             said = f"{where} {describe_exit(code)}" + (f": {last}" if last else "")
         return said + self.full_disk_note(said, tail)
 
-    def rank_code(self, rank: int, rec: dict[str, Any] | None, cause: Any) -> int | None:
+    def rank_code(self, rank: int, rec: RankRecord | None, cause: Any) -> int | None:
         """A rank's exit code: its record's; for a rank killed before it could write one, what saw it end (the
         directly started rank is the launcher: Popen's code; else torch's agent, in the launcher's log)."""
-        code = rec["exit_code"] if rec else None
+        code = rec.get("exit_code") if rec else None
         if code is None and self.direct and self.launcher is not None:
             code = self.launcher.returncode
         if code is None and cause is not None:

@@ -26,7 +26,7 @@ from tuitrain.remote import ssh
 from tuitrain.remote.wire import BEAT_SECONDS, SILENCE_SECONDS, WireError, decode, encode, send
 from tuitrain.rundir.layout import CONTROL_EVALUATE, CONTROL_REQUESTS, CONTROL_SAVE, CONTROL_TERMINATE, KILL_REQUEST
 from tuitrain.rundir.process_tree import identity, signal_name
-from tuitrain.rundir.ranks import read_rank_records
+from tuitrain.rundir.ranks import RankRecord, read_rank_records
 from tuitrain.rundir.record import MachineEntry, inherited
 from tuitrain.runs.keeper.mirror import MirrorError, apply, machine_log
 from tuitrain.runs.keeper.node_command import agent_argv
@@ -360,7 +360,7 @@ class MachineLinks:
                 ssh_kill(link.proc)
         return Settled(exit_codes)
 
-    def outcome(self, code: int, records: dict[int, dict[str, Any]], cause: Any) -> Outcome:
+    def outcome(self, code: int, records: dict[int, RankRecord], cause: Any) -> Outcome:
         if self.failures:
             root = self.root_failure()
             return "failed", root.failed_rank, root.error

@@ -30,6 +30,7 @@ from tuitrain.launch.planner import arrival_env
 from tuitrain.remote.wire import BEAT_SECONDS, SILENCE_SECONDS, WireError, decode, encode, encode_bytes, send
 from tuitrain.rundir.layout import CONTROL_REQUESTS, CONTROL_TERMINATE, RunPaths
 from tuitrain.rundir.process_tree import alive
+from tuitrain.rundir.ranks import RankRecord
 from tuitrain.rundir.record import INHERITED_KEYS, new_record, reserve_space, write_record
 from tuitrain.rundir.redirect import redirect_output
 from tuitrain.runs.keeper.mirror import NodeFiles, machine_gpus
@@ -164,7 +165,7 @@ class NodeSupervisor(Supervisor):
             if not self.link.send(message):
                 return
 
-    def outcome(self, launcher_code: int, records: dict[int, dict[str, Any]], cause: Any) -> Outcome:
+    def outcome(self, launcher_code: int, records: dict[int, RankRecord], cause: Any) -> Outcome:
         if self.link_lost:
             return "failed", None, f"this machine's ranks were ended: {self.link_lost}"
         if self.terminating and self.link.terminate_reason:

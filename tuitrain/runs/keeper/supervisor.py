@@ -26,6 +26,7 @@ from typing import Any, Callable, Mapping, Unpack
 
 from tuitrain.rundir.layout import CONTROL_ENDING, CONTROL_STOP, CONTROL_TERMINATE, KILL_REQUEST, RunPaths
 from tuitrain.rundir.process_tree import KILL_GRACE_SECONDS, identity
+from tuitrain.rundir.ranks import RankRecord
 from tuitrain.rundir.record import RestartRecord, RunRecord, Status, read_record, record_end, update_record
 from tuitrain.rundir.redirect import redirect_output
 from tuitrain.rundir.run import Run
@@ -125,9 +126,9 @@ class Supervisor:
         (MACHINE_RANK_ENV): torch's GROUP_RANK need not match it (a c10d rendezvous orders machines its own way)."""
         return self.run.machine_rank
 
-    def adopt_output_dir(self, records: Mapping[int, Mapping[str, Any]]) -> None:
+    def adopt_output_dir(self, records: Mapping[int, RankRecord]) -> None:
         """A script-mode run's checkpoints folder is its Trainer's: rank 0 names it in its record."""
-        named = (records.get(0) or {}).get("output_dir")
+        named = records[0].get("output_dir") if 0 in records else None
         if isinstance(named, str) and named and named != self.run.output_dir:
             log(f"output folder (named by rank 0): {named}")
             self.update(output_dir=named)
@@ -530,7 +531,7 @@ class Supervisor:
             fields["machines"] = attempt_machines(self.paths, self.run.machines, before, after, number)
         return fields
 
-    def outcome(self, launcher_code: int, records: dict[int, dict[str, Any]], cause: Any) -> Outcome:
+    def outcome(self, launcher_code: int, records: dict[int, RankRecord], cause: Any) -> Outcome:
         """(status, failed rank, one-line cause) of a run whose workers ended."""
         if self.hang_error:
             return "failed", None, self.hang_error

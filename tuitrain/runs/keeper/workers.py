@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Protocol, Unpack
 
 from tuitrain.rundir.layout import RunPaths
+from tuitrain.rundir.ranks import RankRecord
 from tuitrain.rundir.record import RunRecord, Status
 from tuitrain.rundir.run import Run
 
@@ -25,7 +26,7 @@ class Settled:
     and torch's word on which failed (tuitrain.rundir.exits.root_cause), which the outcome reads."""
 
     exit_codes: dict[str, Any]
-    records: dict[int, dict[str, Any]] = field(default_factory=dict)
+    records: dict[int, RankRecord] = field(default_factory=dict)
     cause: Any = None
 
 
@@ -49,7 +50,7 @@ class Keeper(Protocol):
 
     def mark_ending(self) -> None: ...
 
-    def adopt_output_dir(self, records: Mapping[int, Mapping[str, Any]]) -> None: ...
+    def adopt_output_dir(self, records: Mapping[int, RankRecord]) -> None: ...
 
     def hang_stacks(self, stalled: str) -> str: ...
 
@@ -104,7 +105,7 @@ class Workers(Protocol):
     def settle(self, code: int) -> Settled:
         """After `step` returned `code`: end what is left and collect their exit codes."""
 
-    def outcome(self, code: int, records: dict[int, dict[str, Any]], cause: Any) -> Outcome:
+    def outcome(self, code: int, records: dict[int, RankRecord], cause: Any) -> Outcome:
         """The outcome, once the keeper's own (a hang it ended, `stop --now`) did not decide it."""
 
     def said_end(self, status: str, code: int, error: str | None) -> str:

@@ -231,8 +231,8 @@ def live_beats(paths: RunPaths, record: RunRecord) -> list[Beat]:
     records = read_rank_records(paths)
     out = []
     for rank, beat in read_beats(paths).items():
-        rec = records.get(rank) or {}
-        if rec.get("exit_code") is not None or (beat.pid is not None and rec.get("pid") not in (None, beat.pid)):
+        rec = records.get(rank)
+        if rec is not None and (rec.get("exit_code") is not None or beat.pid not in (None, rec["pid"])):
             continue
         out.append(beat)
     return out
@@ -264,8 +264,7 @@ def process_names(paths: RunPaths, record: RunRecord) -> dict[int, str]:
 
     names = {}
     for rank, rec in read_rank_records(paths).items():  # every machine's (an SSH run's mirrored, a Slurm node's copied)
-        if rec.get("pid") is not None:
-            names[rank] = f"pid {rec['pid']}" + (f" on {rec['host']}" if rec.get("host") else "")
+        names[rank] = f"pid {rec['pid']}" + (f" on {rec['host']}" if rec.get("host") else "")
     for role, entry in Fields(record).processes.items():
         if role.startswith("rank ") and role[5:].isdecimal():
             names[int(role[5:])] = f"pid {entry.get('pid') if isinstance(entry, Mapping) else entry}"

@@ -16,12 +16,12 @@ import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 from tuitrain.hardware.devices import GpuInfo, OwnerOf, attach_owners
 from tuitrain.hardware.host import nearest_owned, parent_pids
 from tuitrain.rundir.process_tree import find
-from tuitrain.rundir.ranks import read_rank_records
+from tuitrain.rundir.ranks import RankRecord, read_rank_records
 from tuitrain.rundir.record import has_ended
 from tuitrain.rundir.run import Run
 from tuitrain.runs.catalog import list_runs
@@ -68,16 +68,16 @@ def same_host(a: str, b: str) -> bool:
     return a == b or a.split(".")[0] == b.split(".")[0]
 
 
-def rank_is_here(rank_record: Mapping[str, Any], hostname: str) -> bool:
+def rank_is_here(rank_record: RankRecord, hostname: str) -> bool:
     """A rank record names a process of this machine: its `host` is this one (a record without a host is a local
     run's) and, where it kept its start time, a live process here has that pid and start time. A rank of another
     machine has a pid that means nothing here: the same number may be anyone's, and machines cloned from one image
     (containers, VMs) share hostnames."""
     host = rank_record.get("host")
-    if host and not same_host(str(host), hostname):
+    if host and not same_host(host, hostname):
         return False
     started = rank_record.get("started")
-    return started is None or find(rank_record.get("pid"), started) is not None
+    return started is None or find(rank_record["pid"], started) is not None
 
 
 def read_owners(runs_root: Path, active_only: bool = True, hostname: str | None = None) -> dict[int, RankOwner]:
@@ -87,7 +87,7 @@ def read_owners(runs_root: Path, active_only: bool = True, hostname: str | None 
     for paths, record in list_runs(runs_root):
         if active_only and has_ended(record):
             continue
-        ranks = {str(r): rec.get("pid") for r, rec in read_rank_records(paths).items() if rank_is_here(rec, hostname)}
+        ranks = {str(r): rec["pid"] for r, rec in read_rank_records(paths).items() if rank_is_here(rec, hostname)}
         runs.append((Run(paths, record), ranks))
     return owners_from_runs(runs)
 

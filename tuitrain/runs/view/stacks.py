@@ -558,7 +558,7 @@ def digest_data(paths: RunPaths, taken: Mapping[int, RankStacks], problems: Sequ
 
     where = {rank: describe_rank(s) for rank, s in taken.items()}
     traces = read_traces(paths)
-    world = max((int(r.get("world_size") or 0) for r in read_rank_records(paths).values()), default=0)
+    world = max((r.get("world_size", 0) for r in read_rank_records(paths).values()), default=0)
     data: Digest = {"time": time.time(), "lines": [*digest(where), *problems, *trace_lines(traces, world or None)],
                     "ranks": {str(r): w for r, w in where.items()}, "how": {str(r): s.how for r, s in taken.items()}}
     if traces:
