@@ -37,8 +37,10 @@ def read_rank_records(paths: RunPaths) -> dict[int, RankRecord]:
         return records
     for file in paths.ranks.glob("rank-*.json"):
         named = file.name.removeprefix("rank-").removesuffix(".json")
+        if not named.isdecimal():
+            continue
         try:
-            value, why = checked(file.read_bytes(), RankRecord) if named.isdecimal() else (None, "not a rank's")
+            value, why = checked(file.read_bytes(), RankRecord)
         except OSError:
             continue
         if why is None and value["rank"] == int(named):
