@@ -23,7 +23,7 @@ def _checked_get(ctx: MethodContext) -> Type:
     receiver = get_proper_type(ctx.type)
     if isinstance(receiver, TypedDictType) and ctx.args and len(ctx.args[0]) == 1:
         keys = try_getting_str_literals(ctx.args[0][0], ctx.arg_types[0][0]) or []
-        name = receiver.fallback.type.name if receiver.fallback else "TypedDict"
+        name = receiver.fallback.type.name
         for key in keys:
             if key not in receiver.items:
                 ctx.api.fail(f'TypedDict "{name}" has no key "{key}" (declare it, or read a key it has)', ctx.context,
